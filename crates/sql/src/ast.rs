@@ -1,0 +1,1 @@
+//! Owned by the parser work (in progress).

@@ -1,0 +1,1 @@
+//! Owned by the value-semantics work (in progress).
