@@ -1,1 +1,114 @@
-//! placeholder
+//! The file layer: every byte extentdb reads or writes goes through `FileSystem` and
+//! `DbFile`, so tests can swap the operating system for a simulation that injects faults.
+//!
+//! Two implementations:
+//! - `os::OsFileSystem`: real files with `pread`/`pwrite`/`fdatasync`, `fallocate` for
+//!   instant file initialization and `FALLOC_FL_WRITE_ZEROES` (probed) for the log.
+//! - `sim::SimFileSystem`: in-memory files that keep a durable image beside unsynced writes,
+//!   drop or tear (at 512-byte granularity) unsynced writes on `crash`, and fail chosen I/Os
+//!   with chosen errno values (ENOSPC, EACCES, EIO), all driven by a seed.
+//!
+//! Invariants:
+//! 1. A write is durable only after `sync_data` returns Ok on its file.
+//! 2. After any failed write or sync the caller must treat the file as suspect (the storage
+//!    layer refuses further writes until reopened); this layer never retries.
+//!
+//! Deliberately absent: caching and page knowledge (see `storage`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub mod os;
+pub mod sim;
+
+/// How new space at the end of a file is given its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AllocateMode {
+    /// `fallocate(0)`: reserved blocks recorded as unwritten extents; reads return zeros.
+    Unwritten,
+    /// `fallocate(FALLOC_FL_WRITE_ZEROES)`: written extents whose content is zero, so later
+    /// overwrites and fdatasync need no extent conversion (Linux 6.17+).
+    WriteZeroes,
+}
+
+/// An I/O failure with the OS error number kept, so SQL messages can quote it.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    #[error("{op} {path}: {source}")]
+    Os {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The simulated file layer was told to crash; nothing after this point reached disk.
+    #[error("simulated crash")]
+    Crashed,
+}
+
+impl IoError {
+    pub fn os(op: &'static str, path: &Path, source: std::io::Error) -> IoError {
+        IoError::Os {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+    /// The errno, when there is one (EOPNOTSUPP, ENOSPC, EACCES ...).
+    pub fn errno(&self) -> Option<i32> {
+        match self {
+            IoError::Os { source, .. } => source.raw_os_error(),
+            IoError::Crashed => None,
+        }
+    }
+    pub fn is_unsupported(&self) -> bool {
+        matches!(
+            self.errno(),
+            Some(libc::EOPNOTSUPP) | Some(libc::EINVAL) | Some(libc::ENOSYS)
+        )
+    }
+}
+
+pub type Result<T> = std::result::Result<T, IoError>;
+
+/// One open file.
+pub trait DbFile: Send + Sync {
+    fn path(&self) -> &Path;
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()>;
+    /// Makes every completed write durable (fdatasync).
+    fn sync_data(&self) -> Result<()>;
+    fn len(&self) -> Result<u64>;
+    /// Shrinks or extends the file without writing (ftruncate): used only to undo a growth
+    /// that failed half-way, never to add space a reader could see.
+    fn set_len(&self, len: u64) -> Result<()>;
+    /// Adds `[offset, offset+len)` with `mode`, extending the file.
+    fn allocate(&self, offset: u64, len: u64, mode: AllocateMode) -> Result<()>;
+}
+
+/// The directory operations the engine needs.
+pub trait FileSystem: Send + Sync {
+    /// Creates a file that must not exist yet (O_CREAT | O_EXCL).
+    fn create_new(&self, path: &Path) -> Result<Arc<dyn DbFile>>;
+    fn open(&self, path: &Path) -> Result<Arc<dyn DbFile>>;
+    fn remove(&self, path: &Path) -> Result<()>;
+    fn exists(&self, path: &Path) -> bool;
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Makes the directory's entries (creates, removes, renames) durable.
+    fn sync_dir(&self, path: &Path) -> Result<()>;
+}
+
+/// Writes zeros over `[offset, offset+len)` with large aligned writes, then nothing else:
+/// the caller syncs. Used when IFI is off and wherever fallocate is refused.
+pub fn write_zeros(file: &dyn DbFile, offset: u64, len: u64) -> Result<()> {
+    const CHUNK: usize = 8 << 20;
+    let zeros = vec![0u8; CHUNK.min(len as usize).max(1)];
+    let mut at = offset;
+    let end = offset + len;
+    while at < end {
+        let n = ((end - at) as usize).min(zeros.len());
+        file.write_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}

@@ -1,1 +1,91 @@
-//! placeholder
+//! The storage engine: data and log files, allocation maps, databases and their catalogs,
+//! the instance (master, model, tempdb), file initialization and the error log.
+//!
+//! Reading order: `file_init` (the one way space is added), `data_file` (pages and
+//! allocation maps), `log_file`, `database` (files, filegroups, catalog persistence),
+//! `instance` (setup, start-up, the database registry), `errorlog`.
+//!
+//! Errors are `StorageError`, typed so the `sql` crate maps each to one SQL Server message.
+
+use std::path::PathBuf;
+
+pub mod config;
+pub mod data_file;
+pub mod database;
+pub mod errorlog;
+pub mod file_init;
+pub mod instance;
+pub mod log_file;
+
+pub use database::{Database, NewDatabase, NewFile};
+pub use instance::Instance;
+
+/// Every failure of the storage engine, with the context the SQL layer needs.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error(transparent)]
+    Io(#[from] extentdb_io::IoError),
+    #[error(transparent)]
+    Format(#[from] extentdb_format::FormatError),
+    #[error("page {page} is beyond the file's {size_pages} pages")]
+    PageOutOfRange {
+        page: extentdb_format::PageId,
+        size_pages: u32,
+    },
+    #[error("database '{0}' already exists")]
+    DatabaseExists(String),
+    #[error("database '{0}' does not exist")]
+    DatabaseNotFound(String),
+    #[error("database '{0}' is a system database")]
+    SystemDatabase(String),
+    #[error("database '{0}' is in use")]
+    DatabaseInUse(String),
+    #[error("logical file name '{0}' is already in use")]
+    LogicalNameInUse(String),
+    #[error("file '{path}' is used by database '{database}'")]
+    PhysicalNameInUse { path: String, database: String },
+    #[error("file '{0}' already exists")]
+    FileExists(String),
+    #[error("'{0}' is outside the instance's data roots")]
+    OutsideDataRoots(String),
+    #[error("directory of '{0}' does not exist")]
+    DirectoryNotFound(String),
+    #[error("creating '{path}': {source}")]
+    FileCreate {
+        path: String,
+        source: extentdb_io::IoError,
+    },
+    #[error("expanding '{path}': {source}")]
+    FileExpand {
+        path: String,
+        source: extentdb_io::IoError,
+    },
+    #[error("file '{0}': size is greater than MAXSIZE")]
+    SizeGreaterThanMax(String),
+    #[error("file '{0}': new size is not larger than the current size")]
+    NotLarger(String),
+    #[error("file '{name}': size {size_kb} KB is below the minimum of {min_kb} KB")]
+    TooSmall {
+        name: String,
+        size_kb: u64,
+        min_kb: u64,
+    },
+    #[error("file '{0}' does not exist")]
+    FileNotFound(String),
+    #[error("file '{0}' is not empty")]
+    FileNotEmpty(String),
+    #[error("the primary data or log file cannot be removed")]
+    CannotRemovePrimary,
+    #[error("filegroup '{0}' does not exist")]
+    FilegroupNotFound(String),
+    #[error("filegroup '{0}' already exists")]
+    FilegroupExists(String),
+    #[error("filegroup '{0}' is not empty")]
+    FilegroupNotEmpty(String),
+    #[error("the primary filegroup cannot be removed")]
+    CannotRemovePrimaryFilegroup,
+    #[error("invalid name '{0}'")]
+    InvalidName(String),
+    #[error("instance at {0}: {1}")]
+    Instance(PathBuf, String),
+}

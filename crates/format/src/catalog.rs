@@ -1,0 +1,333 @@
+//! The serialized catalog of a database: its filegroups, files and allocation units, and in
+//! master the list of databases. See FORMAT.md, "Catalog".
+//!
+//! The catalog is encoded as one blob (little-endian fields, strings as u16 length + UTF-8)
+//! and stored in a chain of `Catalog` pages in file 1, each holding a u16 payload length
+//! at offset 96 and up to `CATALOG_PAGE_PAYLOAD` bytes from offset 98. The boot page names
+//! the chain's first page, the blob's length and its CRC-32C.
+//!
+//! Invariants (checked by `check_invariants`):
+//! 1. File ids are unique; file 1 is ROWS in filegroup 1 (PRIMARY); file 2 is LOG.
+//! 2. Logical names are unique (case-insensitively); physical names are unique.
+//! 3. Every ROWS file's filegroup exists; LOG files have data space 0.
+//! 4. Exactly one filegroup is the default.
+
+use crate::codec::{Reader, Writer};
+use crate::file_header::FileType;
+use crate::{
+    corrupt, FormatError, Page, PageHeader, PageId, PageType, PAGE_HEADER_SIZE, PAGE_SIZE,
+};
+
+pub const CATALOG_VERSION: u16 = 1;
+/// Payload bytes one catalog page holds.
+pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
+/// The allocation unit id that owns catalog pages.
+pub const CATALOG_ALLOCATION_UNIT: u64 = 1;
+
+/// sys.databases.recovery_model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryModel {
+    Full = 1,
+    BulkLogged = 2,
+    Simple = 3,
+}
+
+impl RecoveryModel {
+    pub fn from_u8(v: u8) -> Option<RecoveryModel> {
+        match v {
+            1 => Some(RecoveryModel::Full),
+            2 => Some(RecoveryModel::BulkLogged),
+            3 => Some(RecoveryModel::Simple),
+            _ => None,
+        }
+    }
+    pub fn desc(self) -> &'static str {
+        match self {
+            RecoveryModel::Full => "FULL",
+            RecoveryModel::BulkLogged => "BULK_LOGGED",
+            RecoveryModel::Simple => "SIMPLE",
+        }
+    }
+}
+
+/// One filegroup (sys.filegroups row). Data space id 1 is PRIMARY.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilegroupEntry {
+    pub data_space_id: u16,
+    pub name: String,
+    pub is_default: bool,
+    pub is_autogrow_all_files: bool,
+    pub is_read_only: bool,
+}
+
+/// One file (sys.database_files row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileEntry {
+    pub file_id: u16,
+    pub file_type: FileType,
+    /// 0 for log files.
+    pub data_space_id: u16,
+    pub name: String,
+    pub physical_name: String,
+    /// Current size in 8 KiB pages.
+    pub size_pages: u32,
+    /// Maximum size in pages; -1 = unlimited, 0 = no growth allowed.
+    pub max_size_pages: i32,
+    /// Growth in pages, or in percent when `is_percent_growth`; 0 = no automatic growth.
+    pub growth: u32,
+    pub is_percent_growth: bool,
+}
+
+/// An allocation unit's first IAM page (sys.allocation_units, simplified).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllocationUnitEntry {
+    pub allocation_unit_id: u64,
+    pub data_space_id: u16,
+    pub first_iam_page: PageId,
+}
+
+/// A database known to the instance (master only).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DatabaseEntry {
+    pub database_id: u16,
+    pub name: String,
+    pub primary_file: String,
+    pub created_us: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Catalog {
+    pub database_id: u16,
+    pub recovery_model: RecoveryModel,
+    pub filegroups: Vec<FilegroupEntry>,
+    pub files: Vec<FileEntry>,
+    pub allocation_units: Vec<AllocationUnitEntry>,
+    pub next_allocation_unit_id: u64,
+    pub databases: Vec<DatabaseEntry>,
+}
+
+impl Catalog {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.u16(CATALOG_VERSION);
+        w.u16(self.database_id);
+        w.u8(self.recovery_model as u8);
+        w.u64(self.next_allocation_unit_id);
+        w.u32(self.filegroups.len() as u32);
+        for g in &self.filegroups {
+            w.u16(g.data_space_id);
+            w.string(&g.name);
+            w.u8(g.is_default as u8
+                | (g.is_autogrow_all_files as u8) << 1
+                | (g.is_read_only as u8) << 2);
+        }
+        w.u32(self.files.len() as u32);
+        for f in &self.files {
+            w.u16(f.file_id);
+            w.u8(f.file_type as u8);
+            w.u16(f.data_space_id);
+            w.string(&f.name);
+            w.string(&f.physical_name);
+            w.u32(f.size_pages);
+            w.u32(f.max_size_pages as u32);
+            w.u32(f.growth);
+            w.u8(f.is_percent_growth as u8);
+        }
+        w.u32(self.allocation_units.len() as u32);
+        for a in &self.allocation_units {
+            w.u64(a.allocation_unit_id);
+            w.u16(a.data_space_id);
+            w.page_id(a.first_iam_page);
+        }
+        w.u32(self.databases.len() as u32);
+        for d in &self.databases {
+            w.u16(d.database_id);
+            w.string(&d.name);
+            w.string(&d.primary_file);
+            w.i64(d.created_us);
+        }
+        w.bytes
+    }
+
+    /// Decodes a catalog blob; `at` names the chain's first page for error reports.
+    pub fn decode(bytes: &[u8], at: PageId) -> Result<Catalog, FormatError> {
+        let mut r = Reader::new(bytes, 0, at);
+        let version = r.u16()?;
+        if version != CATALOG_VERSION {
+            return Err(corrupt(
+                at,
+                format!("catalog version {version} is not supported"),
+            ));
+        }
+        let database_id = r.u16()?;
+        let recovery_model =
+            RecoveryModel::from_u8(r.u8()?).ok_or_else(|| corrupt(at, "bad recovery model"))?;
+        let next_allocation_unit_id = r.u64()?;
+        let mut filegroups = Vec::new();
+        for _ in 0..count(&mut r, bytes.len())? {
+            let data_space_id = r.u16()?;
+            let name = r.string()?;
+            let flags = r.u8()?;
+            filegroups.push(FilegroupEntry {
+                data_space_id,
+                name,
+                is_default: flags & 1 != 0,
+                is_autogrow_all_files: flags & 2 != 0,
+                is_read_only: flags & 4 != 0,
+            });
+        }
+        let mut files = Vec::new();
+        for _ in 0..count(&mut r, bytes.len())? {
+            files.push(FileEntry {
+                file_id: r.u16()?,
+                file_type: FileType::from_u8(r.u8()?)
+                    .ok_or_else(|| corrupt(at, "bad file type"))?,
+                data_space_id: r.u16()?,
+                name: r.string()?,
+                physical_name: r.string()?,
+                size_pages: r.u32()?,
+                max_size_pages: r.u32()? as i32,
+                growth: r.u32()?,
+                is_percent_growth: r.u8()? != 0,
+            });
+        }
+        let mut allocation_units = Vec::new();
+        for _ in 0..count(&mut r, bytes.len())? {
+            allocation_units.push(AllocationUnitEntry {
+                allocation_unit_id: r.u64()?,
+                data_space_id: r.u16()?,
+                first_iam_page: r.page_id()?,
+            });
+        }
+        let mut databases = Vec::new();
+        for _ in 0..count(&mut r, bytes.len())? {
+            databases.push(DatabaseEntry {
+                database_id: r.u16()?,
+                name: r.string()?,
+                primary_file: r.string()?,
+                created_us: r.i64()?,
+            });
+        }
+        let c = Catalog {
+            database_id,
+            recovery_model,
+            filegroups,
+            files,
+            allocation_units,
+            next_allocation_unit_id,
+            databases,
+        };
+        c.check_invariants().map_err(|e| corrupt(at, e))?;
+        Ok(c)
+    }
+
+    /// Checks the numbered invariants of the module docs.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut ids = std::collections::HashSet::new();
+        let mut names = std::collections::HashSet::new();
+        let mut paths = std::collections::HashSet::new();
+        for f in &self.files {
+            if !ids.insert(f.file_id) {
+                return Err(format!("file id {} appears twice", f.file_id));
+            }
+            if !names.insert(f.name.to_lowercase()) {
+                return Err(format!("logical name {} appears twice", f.name));
+            }
+            if !paths.insert(f.physical_name.clone()) {
+                return Err(format!("physical name {} appears twice", f.physical_name));
+            }
+            let fg_ok = match f.file_type {
+                FileType::Log => f.data_space_id == 0,
+                FileType::Rows => self
+                    .filegroups
+                    .iter()
+                    .any(|g| g.data_space_id == f.data_space_id),
+            };
+            if !fg_ok {
+                return Err(format!(
+                    "file {} has data space {}",
+                    f.file_id, f.data_space_id
+                ));
+            }
+        }
+        match self.files.iter().find(|f| f.file_id == 1) {
+            Some(f) if f.file_type == FileType::Rows && f.data_space_id == 1 => {}
+            _ => return Err("file 1 is not the primary data file".into()),
+        }
+        if !self
+            .files
+            .iter()
+            .any(|f| f.file_id == 2 && f.file_type == FileType::Log)
+        {
+            return Err("file 2 is not a log file".into());
+        }
+        if self.filegroups.iter().filter(|g| g.is_default).count() != 1 {
+            return Err("there must be exactly one default filegroup".into());
+        }
+        Ok(())
+    }
+}
+
+fn count(r: &mut Reader<'_>, limit: usize) -> Result<u32, FormatError> {
+    let at = PageId::NULL;
+    let n = r.u32()?;
+    if n as usize > limit {
+        return Err(corrupt(
+            at,
+            format!("catalog list of {n} entries is longer than the blob"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Number of pages a blob of `len` bytes needs.
+pub fn pages_needed(len: usize) -> usize {
+    len.div_ceil(CATALOG_PAGE_PAYLOAD).max(1)
+}
+
+/// Splits a catalog blob into pages at `at` (in chain order), linked through next/prev.
+pub fn to_pages(blob: &[u8], at: &[PageId]) -> Vec<Page> {
+    assert_eq!(
+        at.len(),
+        pages_needed(blob.len()),
+        "wrong number of catalog pages"
+    );
+    let chunks: Vec<&[u8]> = if blob.is_empty() {
+        vec![&[][..]]
+    } else {
+        blob.chunks(CATALOG_PAGE_PAYLOAD).collect()
+    };
+    chunks
+        .iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut h = PageHeader::new(PageType::Catalog, at[i]);
+            h.allocation_unit_id = CATALOG_ALLOCATION_UNIT;
+            h.prev_page = if i > 0 { at[i - 1] } else { PageId::NULL };
+            h.next_page = at.get(i + 1).copied().unwrap_or(PageId::NULL);
+            let mut p = Page::new(&h);
+            let body = p.body_mut();
+            body[..2].copy_from_slice(&(chunk.len() as u16).to_le_bytes());
+            body[2..2 + chunk.len()].copy_from_slice(chunk);
+            p.seal();
+            p
+        })
+        .collect()
+}
+
+/// The payload of one catalog page and the next page of the chain.
+pub fn page_payload(p: &Page, at: PageId) -> Result<(&[u8], PageId), FormatError> {
+    let h = p.header()?;
+    if h.page_type != PageType::Catalog {
+        return Err(corrupt(
+            at,
+            format!("expected a catalog page, found type {}", h.page_type as u8),
+        ));
+    }
+    let body = p.body();
+    let len = u16::from_le_bytes([body[0], body[1]]) as usize;
+    if len > CATALOG_PAGE_PAYLOAD {
+        return Err(corrupt(at, format!("catalog payload of {len} bytes")));
+    }
+    Ok((&body[2..2 + len], h.next_page))
+}

@@ -1,0 +1,124 @@
+//! Real files on Linux. See the crate docs for the contract.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::{AllocateMode, DbFile, FileSystem, IoError, Result};
+
+/// `FALLOC_FL_WRITE_ZEROES` from linux/falloc.h (Linux 6.17+); older kernels refuse it.
+const FALLOC_FL_WRITE_ZEROES: i32 = 0x80;
+
+pub struct OsFile {
+    file: File,
+    path: PathBuf,
+}
+
+impl DbFile for OsFile {
+    fn path(&self) -> &Path {
+        &self.path
+    }
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| IoError::os("read", &self.path, e))
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| IoError::os("write", &self.path, e))
+    }
+    fn sync_data(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| IoError::os("fdatasync", &self.path, e))
+    }
+    fn len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| IoError::os("stat", &self.path, e))?
+            .len())
+    }
+    fn set_len(&self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .map_err(|e| IoError::os("ftruncate", &self.path, e))
+    }
+    fn allocate(&self, offset: u64, len: u64, mode: AllocateMode) -> Result<()> {
+        let flags = match mode {
+            AllocateMode::Unwritten => 0,
+            AllocateMode::WriteZeroes => FALLOC_FL_WRITE_ZEROES,
+        };
+        // SAFETY: fallocate only reads its integer arguments; the fd is owned by self.file.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                flags,
+                offset as libc::off_t,
+                len as libc::off_t,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(IoError::os(
+                "fallocate",
+                &self.path,
+                std::io::Error::last_os_error(),
+            ))
+        }
+    }
+}
+
+/// The operating system's file system.
+#[derive(Default)]
+pub struct OsFileSystem;
+
+impl OsFileSystem {
+    pub fn new() -> Arc<OsFileSystem> {
+        Arc::new(OsFileSystem)
+    }
+}
+
+impl FileSystem for OsFileSystem {
+    fn create_new(&self, path: &Path) -> Result<Arc<dyn DbFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| IoError::os("create", path, e))?;
+        Ok(Arc::new(OsFile {
+            file,
+            path: path.to_path_buf(),
+        }))
+    }
+    fn open(&self, path: &Path) -> Result<Arc<dyn DbFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| IoError::os("open", path, e))?;
+        Ok(Arc::new(OsFile {
+            file,
+            path: path.to_path_buf(),
+        }))
+    }
+    fn remove(&self, path: &Path) -> Result<()> {
+        std::fs::remove_file(path).map_err(|e| IoError::os("unlink", path, e))
+    }
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        std::fs::create_dir_all(path).map_err(|e| IoError::os("mkdir", path, e))
+    }
+    fn sync_dir(&self, path: &Path) -> Result<()> {
+        let d = File::open(path).map_err(|e| IoError::os("open dir", path, e))?;
+        d.sync_all().map_err(|e| IoError::os("fsync dir", path, e))
+    }
+}

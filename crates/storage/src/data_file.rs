@@ -1,0 +1,251 @@
+//! A data file: page I/O with verification, formatting of new space (file header, PFS,
+//! GAM, SGAM, DCM, BCM), and extent allocation and deallocation through GAM and IAM.
+//!
+//! Invariants:
+//! 1. An extent is usable only when all 8 of its pages lie inside the file and it holds no
+//!    fixed page (`layout::is_reserved_extent`).
+//! 2. A usable extent is GAM-free (bit 1) or owned by exactly one IAM page; never both.
+//! 3. Allocation order without the log: GAM is written before IAM, so a crash in between
+//!    leaks an extent (CHECKDB 8905) but can never hand one extent out twice.
+//!
+//! Pages are read and written directly; the buffer pool and write-ahead logging arrive with
+//! the transaction log and will sit between callers and this module.
+
+use std::sync::Arc;
+
+use extentdb_format::bitmap::{self, new_bitmap_page};
+use extentdb_format::file_header::{FileHeader, FileType};
+use extentdb_format::iam;
+use extentdb_format::layout::{self, BitmapKind, FixedPage};
+use extentdb_format::pfs;
+use extentdb_format::{ExtentNo, FileId, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS};
+use extentdb_format::{PAGES_PER_EXTENT, PAGE_SIZE};
+use extentdb_io::DbFile;
+
+use crate::StorageError;
+
+pub struct DataFile {
+    pub file_id: FileId,
+    pub file: Arc<dyn DbFile>,
+    /// Size in pages as the catalog records it.
+    pub size_pages: u32,
+}
+
+impl DataFile {
+    pub fn is_primary(&self) -> bool {
+        self.file_id == FileId::PRIMARY
+    }
+
+    /// Extents whose 8 pages all lie inside the file.
+    pub fn usable_extents(&self) -> u32 {
+        self.size_pages / PAGES_PER_EXTENT
+    }
+
+    /// Reads and verifies one page; unformatted pages come back as zero pages.
+    pub fn read_page(&self, page: PageNo) -> Result<Page, StorageError> {
+        if page.0 >= self.size_pages {
+            return Err(StorageError::PageOutOfRange {
+                page: PageId {
+                    file: self.file_id,
+                    page,
+                },
+                size_pages: self.size_pages,
+            });
+        }
+        let mut buf = vec![0u8; PAGE_SIZE];
+        self.file.read_at(&mut buf, page.offset())?;
+        let p = Page::from_bytes(&buf)?;
+        p.verify(PageId {
+            file: self.file_id,
+            page,
+        })?;
+        Ok(p)
+    }
+
+    /// Seals and writes one page (not yet durable: call `sync`).
+    pub fn write_page(&self, page: PageNo, p: &mut Page) -> Result<(), StorageError> {
+        debug_assert_eq!(
+            p.header().map(|h| h.this_page).ok(),
+            Some(PageId {
+                file: self.file_id,
+                page
+            })
+        );
+        p.seal();
+        self.file.write_at(p.bytes(), page.offset())?;
+        Ok(())
+    }
+
+    pub fn sync(&self) -> Result<(), StorageError> {
+        Ok(self.file.sync_data()?)
+    }
+
+    fn pid(&self, page: PageNo) -> PageId {
+        PageId {
+            file: self.file_id,
+            page,
+        }
+    }
+
+    /// Writes the file header page.
+    pub fn write_file_header(
+        &self,
+        database_guid: [u8; 16],
+        created_us: i64,
+    ) -> Result<(), StorageError> {
+        let h = FileHeader {
+            database_guid,
+            file_id: self.file_id.0,
+            file_type: FileType::Rows,
+            created_us,
+        };
+        let mut p = h.encode();
+        self.write_page(layout::FILE_HEADER_PAGE, &mut p)
+    }
+
+    /// Formats the fixed pages of `[from_pages, self.size_pages)` and marks the extents that
+    /// became usable as free in the GAM. The space itself was initialized before.
+    pub fn format_new_space(&self, from_pages: u32) -> Result<(), StorageError> {
+        let from_extent = from_pages / PAGES_PER_EXTENT;
+        let to_extent = self.size_pages.div_ceil(PAGES_PER_EXTENT);
+        for (page, kind) in layout::fixed_pages(from_extent, to_extent) {
+            if page.0 < from_pages || page.0 >= self.size_pages {
+                continue;
+            }
+            let at = self.pid(page);
+            let mut p = match kind {
+                FixedPage::Pfs => pfs::new_pfs_page(at),
+                FixedPage::Gam => new_bitmap_page(PageType::Gam, at),
+                FixedPage::Sgam => new_bitmap_page(PageType::Sgam, at),
+                FixedPage::Dcm => new_bitmap_page(PageType::Dcm, at),
+                FixedPage::Bcm => new_bitmap_page(PageType::Bcm, at),
+            };
+            self.write_page(page, &mut p)?;
+        }
+        // Extents that were partial before the growth may have become usable.
+        let old_usable = from_pages / PAGES_PER_EXTENT;
+        self.set_gam_range(old_usable, self.usable_extents(), true)
+    }
+
+    /// Sets the GAM bit of every non-reserved extent in `[from, to)` to `free`.
+    fn set_gam_range(&self, from: u32, to: u32, free: bool) -> Result<(), StorageError> {
+        let mut e = from;
+        while e < to {
+            let interval = e / GAM_INTERVAL_EXTENTS;
+            let gam_no = layout::bitmap_page(BitmapKind::Gam, interval);
+            let mut gam = self.read_page(gam_no)?;
+            let end = to.min((interval + 1) * GAM_INTERVAL_EXTENTS);
+            for x in e..end {
+                if !layout::is_reserved_extent(ExtentNo(x), self.is_primary()) {
+                    bitmap::set_bit(&mut gam, x % GAM_INTERVAL_EXTENTS, free);
+                }
+            }
+            self.write_page(gam_no, &mut gam)?;
+            e = end;
+        }
+        Ok(())
+    }
+
+    /// Free (GAM-free) extents in the file.
+    pub fn free_extents(&self) -> Result<u32, StorageError> {
+        let usable = self.usable_extents();
+        let mut total = 0;
+        for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
+            let gam = self.read_page(layout::bitmap_page(BitmapKind::Gam, interval))?;
+            let limit = usable - interval * GAM_INTERVAL_EXTENTS;
+            total += bitmap::count_set(&gam, limit);
+        }
+        Ok(total)
+    }
+
+    /// Allocates one free extent to the allocation unit whose IAM page for that extent's
+    /// interval is `iam_for(interval)`; returns None when the file has no free extent.
+    pub fn allocate_extent(
+        &self,
+        mut iam_for: impl FnMut(u32) -> Result<PageId, StorageError>,
+    ) -> Result<Option<ExtentNo>, StorageError> {
+        let usable = self.usable_extents();
+        for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
+            let gam_no = layout::bitmap_page(BitmapKind::Gam, interval);
+            let mut gam = self.read_page(gam_no)?;
+            let limit = usable - interval * GAM_INTERVAL_EXTENTS;
+            if let Some(bit) = bitmap::next_set(&gam, 0, limit) {
+                let extent = ExtentNo(interval * GAM_INTERVAL_EXTENTS + bit);
+                assert!(
+                    !layout::is_reserved_extent(extent, self.is_primary()),
+                    "GAM offers reserved extent {}",
+                    extent.0
+                );
+                bitmap::set_bit(&mut gam, bit, false);
+                self.write_page(gam_no, &mut gam)?;
+                let iam_at = iam_for(interval)?;
+                self.set_iam_bit(iam_at, extent, true)?;
+                return Ok(Some(extent));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Returns an extent to the GAM after clearing its IAM bit and its pages' PFS bytes.
+    pub fn deallocate_extent(&self, iam_at: PageId, extent: ExtentNo) -> Result<(), StorageError> {
+        self.set_iam_bit(iam_at, extent, false)?;
+        for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
+            self.set_pfs(PageNo(page), 0)?;
+        }
+        let interval = extent.0 / GAM_INTERVAL_EXTENTS;
+        let gam_no = layout::bitmap_page(BitmapKind::Gam, interval);
+        let mut gam = self.read_page(gam_no)?;
+        assert!(
+            !bitmap::get_bit(&gam, extent.0 % GAM_INTERVAL_EXTENTS),
+            "extent {} freed twice",
+            extent.0
+        );
+        bitmap::set_bit(&mut gam, extent.0 % GAM_INTERVAL_EXTENTS, true);
+        self.write_page(gam_no, &mut gam)
+    }
+
+    fn set_iam_bit(
+        &self,
+        iam_at: PageId,
+        extent: ExtentNo,
+        owned: bool,
+    ) -> Result<(), StorageError> {
+        assert_eq!(iam_at.file, self.file_id, "IAM page of another file");
+        let mut p = self.read_page(iam_at.page)?;
+        iam::validate(&p, iam_at)?;
+        let start = iam::start_page(&p);
+        let first_extent = start.page.0 / PAGES_PER_EXTENT;
+        assert!(
+            extent.0 >= first_extent && extent.0 < first_extent + GAM_INTERVAL_EXTENTS,
+            "extent outside the IAM interval"
+        );
+        bitmap::set_bit(&mut p, extent.0 - first_extent, owned);
+        self.write_page(iam_at.page, &mut p)
+    }
+
+    /// Extents owned per the IAM page at `iam_at`.
+    pub fn iam_extents(&self, iam_at: PageId) -> Result<Vec<ExtentNo>, StorageError> {
+        let p = self.read_page(iam_at.page)?;
+        iam::validate(&p, iam_at)?;
+        let first_extent = iam::start_page(&p).page.0 / PAGES_PER_EXTENT;
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(bit) = bitmap::next_set(&p, i, GAM_INTERVAL_EXTENTS) {
+            out.push(ExtentNo(first_extent + bit));
+            i = bit + 1;
+        }
+        Ok(out)
+    }
+
+    pub fn pfs(&self, page: PageNo) -> Result<u8, StorageError> {
+        let at = layout::pfs_page_for(page);
+        Ok(pfs::get(&self.read_page(at)?, at, page))
+    }
+
+    pub fn set_pfs(&self, page: PageNo, value: u8) -> Result<(), StorageError> {
+        let at = layout::pfs_page_for(page);
+        let mut p = self.read_page(at)?;
+        pfs::set(&mut p, at, page, value);
+        self.write_page(at, &mut p)
+    }
+}

@@ -1,0 +1,797 @@
+//! A database: its files, filegroups and catalog, and the file-level DDL (create, add,
+//! grow, modify, remove, drop).
+//!
+//! Catalog persistence (until the transaction log takes it over): the catalog blob is
+//! written copy-on-write into free pages of the catalog allocation unit (extents owned by
+//! the IAM page at (1:8)), made durable, and only then published by writing the boot page
+//! and its mirror, each made durable in turn. A crash before the boot pages leaves the old
+//! catalog in force; pages the crash left marked allocated are swept at open.
+//!
+//! Invariants:
+//! 1. `catalog.check_invariants()` holds before every save.
+//! 2. Every file in `catalog.files` is open in `data_files` or `log_files`, at the size the
+//!    catalog records.
+//! 3. A failed create or growth leaves no new file and no catalog change behind.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use extentdb_format::boot::{BootPage, DATABASE_VERSION};
+use extentdb_format::catalog::{self, Catalog, FileEntry, FilegroupEntry, RecoveryModel};
+use extentdb_format::file_header::{FileHeader, FileType};
+use extentdb_format::layout::{self, BOOT_MIRROR_PAGE, BOOT_PAGE, CATALOG_IAM_PAGE};
+use extentdb_format::{
+    iam, pfs, ExtentNo, FileId, Lsn, PageId, PageNo, PAGES_PER_EXTENT, PAGE_SIZE,
+};
+use extentdb_io::{DbFile, FileSystem};
+
+use crate::data_file::DataFile;
+use crate::file_init::{self, InitLog, InitPolicy, SpaceKind};
+use crate::{log_file, StorageError};
+
+/// Smallest file extentdb creates: 512 KB, SQL Server's minimum log size.
+pub const MIN_FILE_PAGES: u32 = 64;
+
+/// A file to create.
+#[derive(Debug, Clone)]
+pub struct NewFile {
+    pub name: String,
+    pub physical_name: PathBuf,
+    pub file_type: FileType,
+    /// Filegroup name for ROWS files (ignored for LOG).
+    pub filegroup: String,
+    pub size_pages: u32,
+    pub max_size_pages: i32,
+    pub growth: u32,
+    pub is_percent_growth: bool,
+}
+
+/// A database to create: files in statement order, filegroups besides PRIMARY.
+#[derive(Debug, Clone)]
+pub struct NewDatabase {
+    pub name: String,
+    pub database_id: u16,
+    pub recovery_model: RecoveryModel,
+    pub files: Vec<NewFile>,
+    /// (name, is_default) of filegroups other than PRIMARY, in statement order.
+    pub filegroups: Vec<(String, bool)>,
+}
+
+/// How space is initialized and where initialization is reported.
+pub struct OpContext<'a> {
+    pub fs: &'a dyn FileSystem,
+    pub policy: InitPolicy,
+    pub log: &'a dyn InitLog,
+}
+
+pub struct Database {
+    pub name: String,
+    pub boot: BootPage,
+    pub catalog: Catalog,
+    pub data_files: BTreeMap<u16, DataFile>,
+    pub log_files: BTreeMap<u16, Arc<dyn DbFile>>,
+    catalog_chain: Vec<PageId>,
+}
+
+fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+fn new_guid() -> [u8; 16] {
+    let mut g = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut g);
+    }
+    g[6] = (g[6] & 0x0f) | 0x40;
+    g[8] = (g[8] & 0x3f) | 0x80;
+    g
+}
+
+/// Creates one file and initializes its space; on failure removes it again.
+fn create_file(ctx: &OpContext<'_>, f: &NewFile) -> Result<Arc<dyn DbFile>, StorageError> {
+    let path = f.physical_name.display().to_string();
+    let file = ctx
+        .fs
+        .create_new(&f.physical_name)
+        .map_err(|source| StorageError::FileCreate {
+            path: path.clone(),
+            source,
+        })?;
+    let kind = if f.file_type == FileType::Log {
+        SpaceKind::Log
+    } else {
+        SpaceKind::Data
+    };
+    if let Err(e) = file_init::initialize(file.as_ref(), kind, 0, f.size_pages, ctx.policy, ctx.log)
+    {
+        let _ = ctx.fs.remove(&f.physical_name);
+        return Err(match e {
+            StorageError::Io(source) => StorageError::FileCreate { path, source },
+            other => other,
+        });
+    }
+    Ok(file)
+}
+
+impl Database {
+    /// Creates every file, formats them, writes the catalog and boot pages. On any failure
+    /// every file created so far is removed (invariant 3).
+    pub fn create(ctx: &OpContext<'_>, spec: &NewDatabase) -> Result<Database, StorageError> {
+        let mut created: Vec<PathBuf> = Vec::new();
+        let result = Self::create_inner(ctx, spec, &mut created);
+        if result.is_err() {
+            for p in &created {
+                let _ = ctx.fs.remove(p);
+            }
+        }
+        result
+    }
+
+    fn create_inner(
+        ctx: &OpContext<'_>,
+        spec: &NewDatabase,
+        created: &mut Vec<PathBuf>,
+    ) -> Result<Database, StorageError> {
+        let guid = new_guid();
+        let created_us = now_us();
+        let catalog = initial_catalog(spec);
+        catalog
+            .check_invariants()
+            .map_err(|e| StorageError::Instance(PathBuf::new(), e))?;
+        let mut data_files = BTreeMap::new();
+        let mut log_files = BTreeMap::new();
+        for entry in &catalog.files {
+            let spec_file = spec
+                .files
+                .iter()
+                .find(|f| f.name == entry.name)
+                .expect("catalog built from spec");
+            let file = create_file(ctx, spec_file)?;
+            created.push(spec_file.physical_name.clone());
+            if entry.file_type == FileType::Log {
+                log_file::write_header(file.as_ref(), guid, entry.file_id, created_us)?;
+                file.sync_data()?;
+                log_files.insert(entry.file_id, file);
+            } else {
+                let df = DataFile {
+                    file_id: FileId(entry.file_id),
+                    file,
+                    size_pages: entry.size_pages,
+                };
+                df.write_file_header(guid, created_us)?;
+                df.format_new_space(0)?;
+                data_files.insert(entry.file_id, df);
+            }
+        }
+        let boot = BootPage {
+            generation: 0,
+            database_guid: guid,
+            database_version: DATABASE_VERSION,
+            name: spec.name.clone(),
+            created_us,
+            checkpoint_lsn: Lsn::ZERO,
+            last_checkdb_us: 0,
+            catalog_first_page: PageId::NULL,
+            catalog_bytes: 0,
+            catalog_crc: 0,
+        };
+        let mut db = Database {
+            name: spec.name.clone(),
+            boot,
+            catalog,
+            data_files,
+            log_files,
+            catalog_chain: Vec::new(),
+        };
+        db.format_catalog_unit()?;
+        db.save_catalog()?;
+        for f in db.data_files.values() {
+            f.sync()?;
+        }
+        Ok(db)
+    }
+
+    /// Formats the catalog allocation unit's IAM page (1:8) and gives it its first extent.
+    fn format_catalog_unit(&mut self) -> Result<(), StorageError> {
+        let primary = self.primary();
+        let at = PageId {
+            file: FileId::PRIMARY,
+            page: CATALOG_IAM_PAGE,
+        };
+        let mut p = iam::new_iam_page(at, catalog::CATALOG_ALLOCATION_UNIT, 0, PageId::new(1, 0));
+        primary.write_page(CATALOG_IAM_PAGE, &mut p)?;
+        primary.set_pfs(CATALOG_IAM_PAGE, pfs::ALLOCATED | pfs::IAM_PAGE)?;
+        for page in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
+            primary.set_pfs(page, pfs::ALLOCATED)?;
+        }
+        match primary.allocate_extent(|_| Ok(at))? {
+            Some(_) => Ok(()),
+            None => Err(StorageError::TooSmall {
+                name: self.catalog.files[0].name.clone(),
+                size_kb: primary.size_pages as u64 * 8,
+                min_kb: MIN_FILE_PAGES as u64 * 8,
+            }),
+        }
+    }
+
+    pub fn primary(&self) -> &DataFile {
+        &self.data_files[&1]
+    }
+
+    /// Opens a database from its primary file; the other files come from its catalog.
+    pub fn open(fs: &dyn FileSystem, primary_path: &Path) -> Result<Database, StorageError> {
+        let file = fs.open(primary_path)?;
+        let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
+        let primary = DataFile {
+            file_id: FileId::PRIMARY,
+            file,
+            size_pages,
+        };
+        let boot = read_boot(&primary)?;
+        let (catalog, chain) = read_catalog(&primary, &boot)?;
+        let mut data_files = BTreeMap::new();
+        let mut log_files = BTreeMap::new();
+        for entry in &catalog.files {
+            let file = if entry.file_id == 1 {
+                primary.file.clone()
+            } else {
+                fs.open(Path::new(&entry.physical_name))?
+            };
+            check_file_header(file.as_ref(), entry, &boot)?;
+            if entry.file_type == FileType::Log {
+                log_files.insert(entry.file_id, file);
+            } else {
+                data_files.insert(
+                    entry.file_id,
+                    DataFile {
+                        file_id: FileId(entry.file_id),
+                        file,
+                        size_pages: entry.size_pages,
+                    },
+                );
+            }
+        }
+        let mut db = Database {
+            name: boot.name.clone(),
+            boot,
+            catalog,
+            data_files,
+            log_files,
+            catalog_chain: chain,
+        };
+        db.sweep_catalog_pages()?;
+        Ok(db)
+    }
+
+    /// Writes the catalog copy-on-write and publishes it through both boot pages.
+    pub fn save_catalog(&mut self) -> Result<(), StorageError> {
+        self.catalog
+            .check_invariants()
+            .map_err(|e| StorageError::Instance(PathBuf::new(), e))?;
+        let blob = self.catalog.encode();
+        let pages = self.allocate_catalog_pages(catalog::pages_needed(blob.len()))?;
+        let primary = self.primary();
+        for (i, mut p) in catalog::to_pages(&blob, &pages).into_iter().enumerate() {
+            primary.write_page(pages[i].page, &mut p)?;
+        }
+        primary.sync()?;
+        let mut boot = self.boot.clone();
+        boot.generation += 1;
+        boot.name = self.name.clone();
+        boot.catalog_first_page = pages[0];
+        boot.catalog_bytes = blob.len() as u32;
+        boot.catalog_crc = crc32c::crc32c(&blob);
+        for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
+            let mut p = boot.encode(PageId {
+                file: FileId::PRIMARY,
+                page: at,
+            })?;
+            primary.write_page(at, &mut p)?;
+            primary.sync()?;
+        }
+        self.boot = boot;
+        let old = std::mem::replace(&mut self.catalog_chain, pages);
+        for page in old {
+            self.primary().set_pfs(page.page, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Finds `n` pages not in use inside the catalog's extents, adding extents as needed,
+    /// and marks them allocated.
+    fn allocate_catalog_pages(&mut self, n: usize) -> Result<Vec<PageId>, StorageError> {
+        let iam_at = PageId {
+            file: FileId::PRIMARY,
+            page: CATALOG_IAM_PAGE,
+        };
+        let mut found = Vec::new();
+        loop {
+            let primary = self.primary();
+            for extent in primary.iam_extents(iam_at)? {
+                for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
+                    if found.len() < n && primary.pfs(PageNo(page))? & pfs::ALLOCATED == 0 {
+                        found.push(PageId {
+                            file: FileId::PRIMARY,
+                            page: PageNo(page),
+                        });
+                    }
+                }
+            }
+            if found.len() >= n {
+                break;
+            }
+            found.clear();
+            if primary.allocate_extent(|_| Ok(iam_at))?.is_none() {
+                return Err(StorageError::TooSmall {
+                    name: self.catalog.files[0].name.clone(),
+                    size_kb: primary.size_pages as u64 * 8,
+                    min_kb: (primary.size_pages as u64 + 64) * 8,
+                });
+            }
+        }
+        for p in &found {
+            self.primary().set_pfs(p.page, pfs::ALLOCATED)?;
+        }
+        Ok(found)
+    }
+
+    /// Frees catalog pages that a crash left allocated but that no published chain uses.
+    fn sweep_catalog_pages(&mut self) -> Result<(), StorageError> {
+        let iam_at = PageId {
+            file: FileId::PRIMARY,
+            page: CATALOG_IAM_PAGE,
+        };
+        let primary = self.primary();
+        for extent in primary.iam_extents(iam_at)? {
+            for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
+                let pid = PageId {
+                    file: FileId::PRIMARY,
+                    page: PageNo(page),
+                };
+                if primary.pfs(pid.page)? & pfs::ALLOCATED != 0
+                    && !self.catalog_chain.contains(&pid)
+                {
+                    primary.set_pfs(pid.page, 0)?;
+                }
+            }
+        }
+        primary.sync()
+    }
+
+    pub fn file_by_name(&self, name: &str) -> Option<&FileEntry> {
+        self.catalog
+            .files
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
+    }
+
+    pub fn filegroup_by_name(&self, name: &str) -> Option<&FilegroupEntry> {
+        self.catalog
+            .filegroups
+            .iter()
+            .find(|g| g.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Adds files (ROWS to `filegroup`, or LOG). Validation of names and paths is the
+    /// instance's; this creates, formats and publishes, or changes nothing.
+    pub fn add_files(
+        &mut self,
+        ctx: &OpContext<'_>,
+        files: &[NewFile],
+    ) -> Result<(), StorageError> {
+        let mut added: Vec<(u16, NewFile, Arc<dyn DbFile>)> = Vec::new();
+        let mut next_id = self
+            .catalog
+            .files
+            .iter()
+            .map(|f| f.file_id)
+            .max()
+            .unwrap_or(2)
+            + 1;
+        let result = (|| {
+            for f in files {
+                let data_space_id = match f.file_type {
+                    FileType::Log => 0,
+                    FileType::Rows => {
+                        self.filegroup_by_name(&f.filegroup)
+                            .ok_or_else(|| StorageError::FilegroupNotFound(f.filegroup.clone()))?
+                            .data_space_id
+                    }
+                };
+                let file = create_file(ctx, f)?;
+                added.push((next_id, f.clone(), file.clone()));
+                if f.file_type == FileType::Log {
+                    log_file::write_header(
+                        file.as_ref(),
+                        self.boot.database_guid,
+                        next_id,
+                        now_us(),
+                    )?;
+                    file.sync_data()?;
+                } else {
+                    let df = DataFile {
+                        file_id: FileId(next_id),
+                        file,
+                        size_pages: f.size_pages,
+                    };
+                    df.write_file_header(self.boot.database_guid, now_us())?;
+                    df.format_new_space(0)?;
+                    df.sync()?;
+                }
+                self.catalog
+                    .files
+                    .push(entry_for(next_id, data_space_id, f));
+                next_id += 1;
+            }
+            self.save_catalog()
+        })();
+        if let Err(e) = result {
+            let ids: Vec<u16> = added.iter().map(|a| a.0).collect();
+            self.catalog.files.retain(|f| !ids.contains(&f.file_id));
+            for (_, f, _) in &added {
+                let _ = ctx.fs.remove(&f.physical_name);
+            }
+            return Err(e);
+        }
+        for (id, f, file) in added {
+            if f.file_type == FileType::Log {
+                self.log_files.insert(id, file);
+            } else {
+                self.data_files.insert(
+                    id,
+                    DataFile {
+                        file_id: FileId(id),
+                        file,
+                        size_pages: f.size_pages,
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Grows file `file_id` to `new_pages` through the one initialization mechanism. On
+    /// failure the file is truncated back and the catalog is unchanged.
+    pub fn grow_file(
+        &mut self,
+        ctx: &OpContext<'_>,
+        file_id: u16,
+        new_pages: u32,
+    ) -> Result<(), StorageError> {
+        let idx = self
+            .catalog
+            .files
+            .iter()
+            .position(|f| f.file_id == file_id)
+            .expect("file exists");
+        let entry = self.catalog.files[idx].clone();
+        assert!(new_pages > entry.size_pages, "grow_file must grow");
+        let file = self.file_handle(file_id);
+        let kind = if entry.file_type == FileType::Log {
+            SpaceKind::Log
+        } else {
+            SpaceKind::Data
+        };
+        let old_pages = entry.size_pages;
+        let result = (|| {
+            file_init::initialize(
+                file.as_ref(),
+                kind,
+                old_pages,
+                new_pages,
+                ctx.policy,
+                ctx.log,
+            )
+            .map_err(|e| match e {
+                StorageError::Io(source) => StorageError::FileExpand {
+                    path: entry.physical_name.clone(),
+                    source,
+                },
+                other => other,
+            })?;
+            if let Some(df) = self.data_files.get_mut(&file_id) {
+                df.size_pages = new_pages;
+                df.format_new_space(old_pages)?;
+                df.sync()?;
+            }
+            self.catalog.files[idx].size_pages = new_pages;
+            self.save_catalog()
+        })();
+        if result.is_err() {
+            self.catalog.files[idx].size_pages = old_pages;
+            if let Some(df) = self.data_files.get_mut(&file_id) {
+                df.size_pages = old_pages;
+                // Undo the GAM bits the growth set; pages beyond the old size are cut away.
+                let _ = df.clear_gam_beyond_size(old_pages);
+            }
+            let _ = file.set_len(old_pages as u64 * PAGE_SIZE as u64);
+            let _ = file.sync_data();
+        }
+        result
+    }
+
+    fn file_handle(&self, file_id: u16) -> Arc<dyn DbFile> {
+        match self.data_files.get(&file_id) {
+            Some(df) => df.file.clone(),
+            None => self.log_files[&file_id].clone(),
+        }
+    }
+
+    /// Changes a file's catalog properties (MAXSIZE, FILEGROWTH, NEWNAME) and saves.
+    pub fn update_file_entry(
+        &mut self,
+        file_id: u16,
+        change: impl FnOnce(&mut FileEntry),
+    ) -> Result<(), StorageError> {
+        let before = self.catalog.clone();
+        let entry = self
+            .catalog
+            .files
+            .iter_mut()
+            .find(|f| f.file_id == file_id)
+            .expect("file exists");
+        change(entry);
+        if let Err(e) = self.save_catalog() {
+            self.catalog = before;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// True if no extent of the data file is allocated (every usable extent GAM-free).
+    pub fn is_file_empty(&self, file_id: u16) -> Result<bool, StorageError> {
+        match self.data_files.get(&file_id) {
+            Some(df) => {
+                let allocatable = (0..df.usable_extents())
+                    .filter(|&e| !layout::is_reserved_extent(ExtentNo(e), df.is_primary()))
+                    .count() as u32;
+                Ok(df.free_extents()? == allocatable)
+            }
+            // A secondary log file is empty until the log uses it (the log arrives later).
+            None => Ok(true),
+        }
+    }
+
+    /// Removes an empty secondary file: catalog first, then the file itself.
+    pub fn remove_file(&mut self, fs: &dyn FileSystem, name: &str) -> Result<(), StorageError> {
+        let entry = self
+            .file_by_name(name)
+            .ok_or_else(|| StorageError::FileNotFound(name.to_string()))?
+            .clone();
+        if entry.file_id <= 2 {
+            return Err(StorageError::CannotRemovePrimary);
+        }
+        if !self.is_file_empty(entry.file_id)? {
+            return Err(StorageError::FileNotEmpty(entry.name));
+        }
+        let before = self.catalog.clone();
+        self.catalog.files.retain(|f| f.file_id != entry.file_id);
+        if let Err(e) = self.save_catalog() {
+            self.catalog = before;
+            return Err(e);
+        }
+        self.data_files.remove(&entry.file_id);
+        self.log_files.remove(&entry.file_id);
+        fs.remove(Path::new(&entry.physical_name))?;
+        Ok(())
+    }
+
+    /// Applies a catalog-only change (filegroups, recovery model) and saves, or changes
+    /// nothing if the change or the save fails.
+    pub fn change_catalog(
+        &mut self,
+        change: impl FnOnce(&mut Catalog) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let before = self.catalog.clone();
+        let result = change(&mut self.catalog).and_then(|_| self.save_catalog());
+        if result.is_err() {
+            self.catalog = before;
+        }
+        result
+    }
+
+    /// Renames the database (the boot page carries the name).
+    pub fn rename(&mut self, new_name: &str) -> Result<(), StorageError> {
+        let old = std::mem::replace(&mut self.name, new_name.to_string());
+        if let Err(e) = self.save_catalog() {
+            self.name = old;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Paths of all files, for DROP DATABASE.
+    pub fn physical_names(&self) -> Vec<PathBuf> {
+        self.catalog
+            .files
+            .iter()
+            .map(|f| PathBuf::from(&f.physical_name))
+            .collect()
+    }
+}
+
+impl DataFile {
+    /// Clears GAM bits of extents in `[old_pages, new_pages)` after a failed growth so the
+    /// maps never offer space the file no longer has.
+    pub fn clear_gam_beyond_size(&self, old_pages: u32) -> Result<(), StorageError> {
+        let size = self.size_pages;
+        // Only GAM pages inside the old size survive the truncation; clear bits past it.
+        let usable = size / PAGES_PER_EXTENT;
+        let interval = usable / extentdb_format::GAM_INTERVAL_EXTENTS;
+        let gam_no = layout::bitmap_page(layout::BitmapKind::Gam, interval);
+        if gam_no.0 >= old_pages {
+            return Ok(());
+        }
+        let mut gam = self.read_page(gam_no)?;
+        for bit in
+            (usable % extentdb_format::GAM_INTERVAL_EXTENTS)..extentdb_format::GAM_INTERVAL_EXTENTS
+        {
+            extentdb_format::bitmap::set_bit(&mut gam, bit, false);
+        }
+        self.write_page(gam_no, &mut gam)?;
+        self.sync()
+    }
+}
+
+fn entry_for(file_id: u16, data_space_id: u16, f: &NewFile) -> FileEntry {
+    FileEntry {
+        file_id,
+        file_type: f.file_type,
+        data_space_id,
+        name: f.name.clone(),
+        physical_name: f.physical_name.display().to_string(),
+        size_pages: f.size_pages,
+        max_size_pages: f.max_size_pages,
+        growth: f.growth,
+        is_percent_growth: f.is_percent_growth,
+    }
+}
+
+/// The catalog of a new database: PRIMARY (1) and the named filegroups (2, 3, ...); file
+/// ids 1 for the first ROWS file, 2 for the first LOG file, then 3, 4, ... in order.
+fn initial_catalog(spec: &NewDatabase) -> Catalog {
+    let any_default = spec.filegroups.iter().any(|g| g.1);
+    let mut filegroups = vec![FilegroupEntry {
+        data_space_id: 1,
+        name: "PRIMARY".into(),
+        is_default: !any_default,
+        is_autogrow_all_files: false,
+        is_read_only: false,
+    }];
+    for (i, (name, is_default)) in spec.filegroups.iter().enumerate() {
+        filegroups.push(FilegroupEntry {
+            data_space_id: 2 + i as u16,
+            name: name.clone(),
+            is_default: *is_default,
+            is_autogrow_all_files: false,
+            is_read_only: false,
+        });
+    }
+    let primary = spec
+        .files
+        .iter()
+        .position(|f| f.file_type == FileType::Rows)
+        .expect("a primary file");
+    let log = spec
+        .files
+        .iter()
+        .position(|f| f.file_type == FileType::Log)
+        .expect("a log file");
+    let mut order = vec![(1u16, primary), (2u16, log)];
+    let mut next = 3;
+    for i in 0..spec.files.len() {
+        if i != primary && i != log {
+            order.push((next, i));
+            next += 1;
+        }
+    }
+    let files = order
+        .into_iter()
+        .map(|(id, i)| {
+            let f = &spec.files[i];
+            let ds = match f.file_type {
+                FileType::Log => 0,
+                FileType::Rows => filegroups
+                    .iter()
+                    .find(|g| g.name.eq_ignore_ascii_case(&f.filegroup))
+                    .map(|g| g.data_space_id)
+                    .unwrap_or(1),
+            };
+            entry_for(id, ds, f)
+        })
+        .collect();
+    Catalog {
+        database_id: spec.database_id,
+        recovery_model: spec.recovery_model,
+        filegroups,
+        files,
+        allocation_units: Vec::new(),
+        next_allocation_unit_id: 72_057_594_037_927_936,
+        databases: Vec::new(),
+    }
+}
+
+/// Reads both boot pages and returns the valid one with the higher generation.
+fn read_boot(primary: &DataFile) -> Result<BootPage, StorageError> {
+    let mut best: Option<BootPage> = None;
+    let mut last_err = None;
+    for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
+        let pid = PageId {
+            file: FileId::PRIMARY,
+            page: at,
+        };
+        match primary
+            .read_page(at)
+            .and_then(|p| Ok(BootPage::decode(&p, pid)?))
+        {
+            Ok(b) if best.as_ref().is_none_or(|x| b.generation > x.generation) => best = Some(b),
+            Ok(_) => {}
+            Err(e) => last_err = Some(e),
+        }
+    }
+    best.ok_or_else(|| {
+        last_err.unwrap_or_else(|| StorageError::Instance(PathBuf::new(), "no boot page".into()))
+    })
+}
+
+/// Reads the catalog chain the boot page names and checks its length and CRC.
+fn read_catalog(
+    primary: &DataFile,
+    boot: &BootPage,
+) -> Result<(Catalog, Vec<PageId>), StorageError> {
+    let mut blob = Vec::with_capacity(boot.catalog_bytes as usize);
+    let mut chain = Vec::new();
+    let mut at = boot.catalog_first_page;
+    while !at.is_null() {
+        if chain.len() > 1 + boot.catalog_bytes as usize / catalog::CATALOG_PAGE_PAYLOAD
+            || at.file != FileId::PRIMARY
+        {
+            return Err(
+                extentdb_format::corrupt(at, "catalog chain is longer than the catalog").into(),
+            );
+        }
+        let p = primary.read_page(at.page)?;
+        let (payload, next) = catalog::page_payload(&p, at)?;
+        blob.extend_from_slice(payload);
+        chain.push(at);
+        at = next;
+    }
+    if blob.len() != boot.catalog_bytes as usize || crc32c::crc32c(&blob) != boot.catalog_crc {
+        return Err(extentdb_format::corrupt(
+            boot.catalog_first_page,
+            "catalog length or CRC does not match the boot page",
+        )
+        .into());
+    }
+    Ok((Catalog::decode(&blob, boot.catalog_first_page)?, chain))
+}
+
+/// Verifies that a file belongs to this database and is the file the catalog says.
+fn check_file_header(
+    file: &dyn DbFile,
+    entry: &FileEntry,
+    boot: &BootPage,
+) -> Result<(), StorageError> {
+    let mut buf = vec![0u8; PAGE_SIZE];
+    file.read_at(&mut buf, 0)?;
+    let at = PageId::new(entry.file_id, 0);
+    let page = extentdb_format::Page::from_bytes(&buf)?;
+    page.verify(at)?;
+    let h = FileHeader::decode(&page, at)?;
+    if h.database_guid != boot.database_guid || h.file_type != entry.file_type {
+        return Err(extentdb_format::corrupt(
+            at,
+            format!(
+                "file {} belongs to another database or has the wrong type",
+                entry.physical_name
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}

@@ -1,0 +1,567 @@
+//! The instance: the data directory, its configuration, the error log, global trace flags,
+//! and the registry of databases (master, tempdb, model, user databases).
+//!
+//! Layout of DIR: `instance.conf`, `log/ERRORLOG*`, `data/` (the default data root, holding
+//! master.mdf, mastlog.ldf, model.mdf, modellog.ldf, tempdb files).
+//!
+//! Invariants:
+//! 1. master's catalog lists every database but master itself; a database is visible only
+//!    after master's catalog that lists it is durable.
+//! 2. Every file of every database lies under a data root (checked by `resolve_path`
+//!    before any file is created), so no client can create or overwrite an arbitrary file.
+//! 3. tempdb's files are deleted and created anew at every start.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use extentdb_format::catalog::{DatabaseEntry, RecoveryModel};
+use extentdb_format::file_header::FileType;
+use extentdb_io::FileSystem;
+
+use crate::config::InstanceConfig;
+use crate::database::{Database, NewDatabase, NewFile, OpContext};
+use crate::errorlog::ErrorLog;
+use crate::file_init::{InitLog, InitPolicy};
+use crate::StorageError;
+
+pub const MASTER_ID: u16 = 1;
+pub const TEMPDB_ID: u16 = 2;
+pub const MODEL_ID: u16 = 3;
+/// The first id given to a user database.
+pub const FIRST_USER_ID: u16 = 5;
+/// The version string logged at start-up and returned by @@VERSION.
+pub const VERSION: &str = concat!("extentdb ", env!("CARGO_PKG_VERSION"));
+/// Trace flag: disable instant file initialization.
+pub const TF_NO_IFI: u32 = 1806;
+/// Trace flag: report file zeroing.
+pub const TF_ZEROING: u32 = 3004;
+/// Trace flag: send trace output to the error log.
+pub const TF_TO_ERRORLOG: u32 = 3605;
+
+/// Options of `extentdb setup`.
+#[derive(Debug, Clone)]
+pub struct SetupOptions {
+    pub config: InstanceConfig,
+    pub sa_password: Option<String>,
+}
+
+pub type DbHandle = Arc<Mutex<Database>>;
+
+pub struct Instance {
+    pub dir: PathBuf,
+    pub config: InstanceConfig,
+    pub fs: Arc<dyn FileSystem>,
+    pub errorlog: ErrorLog,
+    /// Global trace flags (DBCC TRACEON (n, -1) and -T): they last until the process ends.
+    pub trace_flags: Mutex<BTreeSet<u32>>,
+    databases: Mutex<BTreeMap<u16, DbHandle>>,
+}
+
+/// The error log as the sink of initialization messages, under a given source.
+pub struct LogSink<'a> {
+    pub log: &'a ErrorLog,
+    pub source: String,
+}
+
+impl InitLog for LogSink<'_> {
+    fn log(&self, text: &str) {
+        self.log.write(&self.source, text);
+    }
+}
+
+impl Instance {
+    pub fn config_path(dir: &Path) -> PathBuf {
+        dir.join("instance.conf")
+    }
+
+    pub fn exists(dir: &Path) -> bool {
+        Self::config_path(dir).exists()
+    }
+
+    /// Sets up a new instance in `dir`: configuration, error log, master and model.
+    pub fn setup(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        opts: SetupOptions,
+    ) -> Result<(), StorageError> {
+        if Self::exists(dir) {
+            return Err(StorageError::Instance(
+                dir.to_path_buf(),
+                "an instance already exists here".into(),
+            ));
+        }
+        let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
+        std::fs::create_dir_all(dir).map_err(err)?;
+        let mut config = opts.config.clone();
+        for r in &config.data_roots {
+            std::fs::create_dir_all(r).map_err(err)?;
+        }
+        config.data_roots = config
+            .data_roots
+            .iter()
+            .map(|r| r.canonicalize())
+            .collect::<Result<_, _>>()
+            .map_err(err)?;
+        if let Some(pw) = &opts.sa_password {
+            config.sa_password_hash = crate::config::hash_password(pw);
+        }
+        let errorlog = ErrorLog::open(&dir.join("log")).map_err(err)?;
+        errorlog.write(
+            "Setup",
+            &format!("{VERSION}: setting up a new instance in {}.", dir.display()),
+        );
+        let root = config.data_roots[0].clone();
+        let ctx = OpContext {
+            fs: fs.as_ref(),
+            policy: InitPolicy {
+                instant: config.instant_file_init,
+                trace_zeroing: false,
+            },
+            log: &LogSink {
+                log: &errorlog,
+                source: "Setup".into(),
+            },
+        };
+        let mut master = Database::create(
+            &ctx,
+            &system_db(
+                "master",
+                MASTER_ID,
+                &root.join("master.mdf"),
+                &root.join("mastlog.ldf"),
+            ),
+        )?;
+        let model = Database::create(
+            &ctx,
+            &system_db(
+                "model",
+                MODEL_ID,
+                &root.join("model.mdf"),
+                &root.join("modellog.ldf"),
+            ),
+        )?;
+        master.catalog.databases.push(entry_of(&model, MODEL_ID));
+        master.save_catalog()?;
+        std::fs::write(Self::config_path(dir), config.render()).map_err(err)?;
+        errorlog.write(
+            "Setup",
+            "Setup completed: master and model created; tempdb is created at every start.",
+        );
+        Ok(())
+    }
+
+    /// Starts the instance in `dir`: opens master and every database, re-creates tempdb.
+    pub fn start(
+        fs: Arc<dyn FileSystem>,
+        dir: &Path,
+        startup_flags: &[u32],
+    ) -> Result<Instance, StorageError> {
+        let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
+        let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
+        let config = InstanceConfig::parse(dir, &text)?;
+        let errorlog = ErrorLog::open(&dir.join("log")).map_err(err)?;
+        let inst = Instance {
+            dir: dir.to_path_buf(),
+            config,
+            fs,
+            errorlog,
+            trace_flags: Mutex::new(startup_flags.iter().copied().collect()),
+            databases: Mutex::new(BTreeMap::new()),
+        };
+        inst.log_startup();
+        let master = Database::open(
+            inst.fs.as_ref(),
+            &inst.config.data_roots[0].join("master.mdf"),
+        )?;
+        inst.errorlog
+            .write("spid7s", "Starting up database 'master'.");
+        let entries = master.catalog.databases.clone();
+        inst.databases
+            .lock()
+            .unwrap()
+            .insert(MASTER_ID, Arc::new(Mutex::new(master)));
+        for e in entries.iter().filter(|e| e.database_id != TEMPDB_ID) {
+            inst.errorlog
+                .write("spid7s", &format!("Starting up database '{}'.", e.name));
+            let db = Database::open(inst.fs.as_ref(), Path::new(&e.primary_file))?;
+            inst.databases
+                .lock()
+                .unwrap()
+                .insert(e.database_id, Arc::new(Mutex::new(db)));
+        }
+        inst.recreate_tempdb()?;
+        inst.errorlog.write("spid7s", "Recovery is complete. This is an informational message only. No user action is required.");
+        Ok(inst)
+    }
+
+    fn log_startup(&self) {
+        let log = |t: &str| self.errorlog.write("Server", t);
+        log(&format!(
+            "{VERSION} (data file format 1; database version {}) on Linux.",
+            extentdb_format::boot::DATABASE_VERSION
+        ));
+        log(&format!("Process ID is {}.", std::process::id()));
+        log(&format!(
+            "Logging SQL Server messages in file '{}'.",
+            self.errorlog.dir().join("ERRORLOG").display()
+        ));
+        let flags = self.trace_flags.lock().unwrap().clone();
+        if !flags.is_empty() {
+            let list: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+            log(&format!("Startup trace flags: {}.", list.join(", ")));
+        }
+        if self.config.instant_file_init {
+            log("Database Instant File Initialization: enabled. Data files gain space through fallocate, which reads back as zeros on Linux, so no stale disk bytes are ever exposed; log files are always initialized.");
+        } else {
+            log("Database Instant File Initialization: disabled. Data files are physically zeroed when created or grown; log files are always initialized.");
+        }
+        for root in &self.config.data_roots {
+            log(&format!(
+                "Data root '{}': {}",
+                root.display(),
+                probe_fallocate(root)
+            ));
+        }
+    }
+
+    /// Deletes tempdb's files and creates them anew from the configuration.
+    fn recreate_tempdb(&self) -> Result<(), StorageError> {
+        self.errorlog.write("spid7s", "Clearing tempdb database.");
+        let root = &self.config.data_roots[0];
+        let mut files = vec![data_file(
+            "tempdev",
+            &root.join("tempdb.mdf"),
+            self.config.tempdb_file_size_pages,
+        )];
+        files.push(log_file_spec("templog", &root.join("templog.ldf"), 1024));
+        for i in 2..=self.config.tempdb_files.max(1) {
+            let mut f = data_file(
+                &format!("temp{i}"),
+                &root.join(format!("tempdb_mssql_{i}.ndf")),
+                self.config.tempdb_file_size_pages,
+            );
+            f.filegroup = "PRIMARY".into();
+            files.push(f);
+        }
+        for f in &files {
+            if self.fs.exists(&f.physical_name) {
+                self.fs.remove(&f.physical_name)?;
+            }
+        }
+        let spec = NewDatabase {
+            name: "tempdb".into(),
+            database_id: TEMPDB_ID,
+            recovery_model: RecoveryModel::Simple,
+            files,
+            filegroups: vec![],
+        };
+        let sink = LogSink {
+            log: &self.errorlog,
+            source: "spid7s".into(),
+        };
+        let db = Database::create(
+            &OpContext {
+                fs: self.fs.as_ref(),
+                policy: self.init_policy(&BTreeSet::new()),
+                log: &sink,
+            },
+            &spec,
+        )?;
+        self.errorlog
+            .write("spid7s", "Starting up database 'tempdb'.");
+        self.databases
+            .lock()
+            .unwrap()
+            .insert(TEMPDB_ID, Arc::new(Mutex::new(db)));
+        Ok(())
+    }
+
+    /// The initialization policy for a session with `session_flags` besides global ones.
+    pub fn init_policy(&self, session_flags: &BTreeSet<u32>) -> InitPolicy {
+        let global = self.trace_flags.lock().unwrap();
+        let on = |f: u32| global.contains(&f) || session_flags.contains(&f);
+        InitPolicy {
+            instant: self.config.instant_file_init && !on(TF_NO_IFI),
+            trace_zeroing: on(TF_ZEROING) && on(TF_TO_ERRORLOG),
+        }
+    }
+
+    pub fn master(&self) -> DbHandle {
+        self.databases.lock().unwrap()[&MASTER_ID].clone()
+    }
+
+    /// All databases by id.
+    pub fn databases(&self) -> Vec<(u16, DbHandle)> {
+        self.databases
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (*k, v.clone()))
+            .collect()
+    }
+
+    pub fn database(&self, id: u16) -> Option<DbHandle> {
+        self.databases.lock().unwrap().get(&id).cloned()
+    }
+
+    /// Looks a database up by name, case-insensitively.
+    pub fn database_by_name(&self, name: &str) -> Option<(u16, DbHandle)> {
+        self.databases()
+            .into_iter()
+            .find(|(_, d)| d.lock().unwrap().name.eq_ignore_ascii_case(name))
+    }
+
+    /// Resolves a FILENAME to a path under a data root (invariant 2). Relative names are
+    /// taken relative to the first data root.
+    pub fn resolve_path(&self, filename: &str) -> Result<PathBuf, StorageError> {
+        let raw = Path::new(filename);
+        let joined = if raw.is_absolute() {
+            raw.to_path_buf()
+        } else {
+            self.config.data_roots[0].join(raw)
+        };
+        let (parent, name) = match (joined.parent(), joined.file_name()) {
+            (Some(p), Some(n)) if !joined.components().any(|c| c == Component::ParentDir) => (p, n),
+            _ => return Err(StorageError::OutsideDataRoots(filename.to_string())),
+        };
+        let parent = parent
+            .canonicalize()
+            .map_err(|_| StorageError::DirectoryNotFound(filename.to_string()))?;
+        if !self.config.data_roots.iter().any(|r| parent.starts_with(r)) {
+            return Err(StorageError::OutsideDataRoots(filename.to_string()));
+        }
+        Ok(parent.join(name))
+    }
+
+    /// Checks that `path` is used by no database and does not exist on disk.
+    pub fn check_new_path(&self, path: &Path) -> Result<(), StorageError> {
+        for (_, db) in self.databases() {
+            let db = db.lock().unwrap();
+            if db
+                .catalog
+                .files
+                .iter()
+                .any(|f| Path::new(&f.physical_name) == path)
+            {
+                return Err(StorageError::PhysicalNameInUse {
+                    path: path.display().to_string(),
+                    database: db.name.clone(),
+                });
+            }
+        }
+        if self.fs.exists(path) || path.symlink_metadata().is_ok() {
+            return Err(StorageError::FileExists(path.display().to_string()));
+        }
+        Ok(())
+    }
+
+    /// The next free database id.
+    pub fn next_database_id(&self) -> u16 {
+        let used: BTreeSet<u16> = self.databases.lock().unwrap().keys().copied().collect();
+        (FIRST_USER_ID..)
+            .find(|i| !used.contains(i))
+            .expect("database ids exhausted")
+    }
+
+    /// Creates a database and registers it in master (invariant 1).
+    pub fn create_database(
+        &self,
+        ctx: &OpContext<'_>,
+        spec: &NewDatabase,
+    ) -> Result<(), StorageError> {
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        if self.database_by_name_locked(&master, &spec.name) {
+            return Err(StorageError::DatabaseExists(spec.name.clone()));
+        }
+        let db = Database::create(ctx, spec)?;
+        master
+            .catalog
+            .databases
+            .push(entry_of(&db, spec.database_id));
+        if let Err(e) = master.save_catalog() {
+            master
+                .catalog
+                .databases
+                .retain(|d| d.database_id != spec.database_id);
+            for p in db.physical_names() {
+                let _ = ctx.fs.remove(&p);
+            }
+            return Err(e);
+        }
+        self.databases
+            .lock()
+            .unwrap()
+            .insert(spec.database_id, Arc::new(Mutex::new(db)));
+        Ok(())
+    }
+
+    fn database_by_name_locked(&self, master: &MutexGuard<'_, Database>, name: &str) -> bool {
+        master.name.eq_ignore_ascii_case(name)
+            || self.databases.lock().unwrap().iter().any(|(id, d)| {
+                *id != MASTER_ID && d.lock().unwrap().name.eq_ignore_ascii_case(name)
+            })
+    }
+
+    /// Drops a user database: unregisters it from master, then removes its files.
+    pub fn drop_database(&self, name: &str) -> Result<(), StorageError> {
+        let (id, db) = self
+            .database_by_name(name)
+            .ok_or_else(|| StorageError::DatabaseNotFound(name.to_string()))?;
+        if id < FIRST_USER_ID {
+            return Err(StorageError::SystemDatabase(
+                db.lock().unwrap().name.clone(),
+            ));
+        }
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        let before = master.catalog.databases.clone();
+        master.catalog.databases.retain(|d| d.database_id != id);
+        if let Err(e) = master.save_catalog() {
+            master.catalog.databases = before;
+            return Err(e);
+        }
+        self.databases.lock().unwrap().remove(&id);
+        let paths = db.lock().unwrap().physical_names();
+        for p in paths {
+            self.fs.remove(&p)?;
+        }
+        Ok(())
+    }
+
+    /// Renames a database (ALTER DATABASE ... MODIFY NAME).
+    pub fn rename_database(&self, id: u16, new_name: &str) -> Result<(), StorageError> {
+        if self.database_by_name(new_name).is_some() {
+            return Err(StorageError::DatabaseExists(new_name.to_string()));
+        }
+        let db = self
+            .database(id)
+            .ok_or_else(|| StorageError::DatabaseNotFound(new_name.to_string()))?;
+        db.lock().unwrap().rename(new_name)?;
+        if id != MASTER_ID {
+            let master = self.master();
+            let mut master = master.lock().unwrap();
+            if let Some(e) = master
+                .catalog
+                .databases
+                .iter_mut()
+                .find(|d| d.database_id == id)
+            {
+                e.name = new_name.to_string();
+            }
+            master.save_catalog()?;
+        }
+        Ok(())
+    }
+
+    /// The files of model, whose sizes and growth are the defaults of CREATE DATABASE.
+    pub fn model_defaults(&self) -> (NewFile, NewFile) {
+        let model = self.database(MODEL_ID).expect("model exists");
+        let model = model.lock().unwrap();
+        let to_new = |t: FileType| {
+            let f = model
+                .catalog
+                .files
+                .iter()
+                .find(|f| f.file_type == t)
+                .expect("model has the file");
+            NewFile {
+                name: String::new(),
+                physical_name: PathBuf::new(),
+                file_type: t,
+                filegroup: "PRIMARY".into(),
+                size_pages: f.size_pages,
+                max_size_pages: f.max_size_pages,
+                growth: f.growth,
+                is_percent_growth: f.is_percent_growth,
+            }
+        };
+        (to_new(FileType::Rows), to_new(FileType::Log))
+    }
+}
+
+fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
+    DatabaseEntry {
+        database_id: id,
+        name: db.name.clone(),
+        primary_file: db.catalog.files[0].physical_name.clone(),
+        created_us: db.boot.created_us,
+    }
+}
+
+/// 8 MB data and log growing 64 MB: model's defaults (and master's).
+fn system_db(name: &str, id: u16, mdf: &Path, ldf: &Path) -> NewDatabase {
+    let log_name = if name == "master" {
+        "mastlog".to_string()
+    } else {
+        format!("{name}log")
+    };
+    let data_name = match name {
+        "master" => "master".to_string(),
+        _ => format!("{name}dev"),
+    };
+    NewDatabase {
+        name: name.into(),
+        database_id: id,
+        recovery_model: if name == "model" {
+            RecoveryModel::Full
+        } else {
+            RecoveryModel::Simple
+        },
+        files: vec![
+            data_file(&data_name, mdf, 1024),
+            log_file_spec(&log_name, ldf, 1024),
+        ],
+        filegroups: vec![],
+    }
+}
+
+fn data_file(name: &str, path: &Path, size_pages: u32) -> NewFile {
+    NewFile {
+        name: name.into(),
+        physical_name: path.to_path_buf(),
+        file_type: FileType::Rows,
+        filegroup: "PRIMARY".into(),
+        size_pages,
+        max_size_pages: -1,
+        growth: 8192,
+        is_percent_growth: false,
+    }
+}
+
+fn log_file_spec(name: &str, path: &Path, size_pages: u32) -> NewFile {
+    NewFile {
+        name: name.into(),
+        physical_name: path.to_path_buf(),
+        file_type: FileType::Log,
+        filegroup: String::new(),
+        size_pages,
+        max_size_pages: 268_435_456,
+        growth: 8192,
+        is_percent_growth: false,
+    }
+}
+
+/// Says how a data root initializes data files: fallocate, or zero-writing where refused.
+fn probe_fallocate(root: &Path) -> String {
+    let probe = root.join(format!(".extentdb-probe-{}", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&probe)?;
+        // SAFETY: fallocate reads only its integer arguments on an fd we own.
+        let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, 65536) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_file(&probe);
+    match result {
+        Ok(()) => "data files are initialized with fallocate.".into(),
+        Err(e) => format!("data files are initialized by zero-writing (fallocate refused: {e})."),
+    }
+}
