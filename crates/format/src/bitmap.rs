@@ -63,7 +63,7 @@ pub fn next_set(page: &Page, from: u32, limit: u32) -> Option<u32> {
     let mut i = from;
     while i < limit {
         let byte = bytes[(i / 8) as usize];
-        if byte == 0 && i % 8 == 0 {
+        if byte == 0 && i.is_multiple_of(8) {
             i += 8;
             continue;
         }

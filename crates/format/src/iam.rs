@@ -52,7 +52,7 @@ pub fn validate(p: &Page, at: PageId) -> Result<(), FormatError> {
         ));
     }
     let start = start_page(p);
-    if start.page.0 % crate::GAM_INTERVAL_PAGES != 0 {
+    if !start.page.0.is_multiple_of(crate::GAM_INTERVAL_PAGES) {
         return Err(corrupt(
             at,
             format!("IAM start page {start} is not an interval start"),

@@ -66,7 +66,7 @@ pub fn is_reserved_extent(extent: ExtentNo, primary: bool) -> bool {
     if primary && extent.0 < PRIMARY_SYSTEM_EXTENTS {
         return true;
     }
-    if extent.0 % GAM_INTERVAL_EXTENTS == 0 {
+    if extent.0.is_multiple_of(GAM_INTERVAL_EXTENTS) {
         return true;
     }
     let first = extent.0 * PAGES_PER_EXTENT;

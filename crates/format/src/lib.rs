@@ -49,7 +49,7 @@ pub const GAM_INTERVAL_PAGES: u32 = GAM_INTERVAL_EXTENTS * PAGES_PER_EXTENT;
 pub const PAGES_PER_MB: u32 = 128;
 
 const _: () = assert!(PAGES_PER_EXTENT as u64 * PAGE_SIZE as u64 == EXTENT_SIZE);
-const _: () = assert!(PAGE_SIZE % SECTOR_SIZE == 0);
+const _: () = assert!(PAGE_SIZE.is_multiple_of(SECTOR_SIZE));
 const _: () = assert!(GAM_INTERVAL_PAGES == 511_232);
 const _: () = assert!(PAGES_PER_MB as usize * PAGE_SIZE == 1 << 20);
 const _: () = assert!(PAGE_HEADER_SIZE + PFS_INTERVAL_PAGES as usize <= PAGE_SIZE);

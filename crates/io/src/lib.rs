@@ -79,6 +79,9 @@ pub trait DbFile: Send + Sync {
     /// Makes every completed write durable (fdatasync).
     fn sync_data(&self) -> Result<()>;
     fn len(&self) -> Result<u64>;
+    fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
     /// Shrinks or extends the file without writing (ftruncate): used only to undo a growth
     /// that failed half-way, never to add space a reader could see.
     fn set_len(&self, len: u64) -> Result<()>;

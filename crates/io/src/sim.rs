@@ -243,7 +243,7 @@ fn apply_unsynced(image: &mut Vec<u8>, current: &[u8], offset: usize, len: usize
             while at < end {
                 let next = ((at / SECTOR) + 1) * SECTOR;
                 let stop = next.min(end);
-                if s.next_random() % 2 == 0 {
+                if s.next_random().is_multiple_of(2) {
                     copy_range(image, current, at, stop);
                 }
                 at = stop;

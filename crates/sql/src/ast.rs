@@ -1,1 +1,887 @@
-//! Owned by the parser work (in progress).
+//! The T-SQL syntax tree: what the parser produces and the executor matches on.
+//!
+//! Names follow SQL Server's vocabulary (filespec, filegroup, termination, DBCC). Nodes
+//! are enums with named fields so an executor can destructure them directly. Identifiers
+//! are stored unquoted (`[Company]` becomes `Company`); keywords-as-values (option names,
+//! date parts) keep the user's spelling unless documented as upper-cased.
+//!
+//! The tree deliberately holds syntax only: no name resolution, no type checking, no
+//! defaults that depend on context (for example a `VARCHAR` without length is 1 in a
+//! declaration but 30 in `CAST`; [`DataType::length_given`] lets the executor decide).
+
+use crate::types::SqlType;
+
+/// One statement with the 1-based, batch-relative line it starts on.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    pub line: u32,
+    pub kind: StatementKind,
+}
+
+/// Every statement form the parser understands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StatementKind {
+    CreateDatabase(CreateDatabase),
+    AlterDatabase {
+        name: String,
+        action: AlterDatabaseAction,
+    },
+    DropDatabase {
+        if_exists: bool,
+        names: Vec<String>,
+    },
+    Use {
+        database: String,
+    },
+    Dbcc(Dbcc),
+    Execute(Execute),
+    Select(Box<Query>),
+    Declare(Vec<VariableDeclaration>),
+    /// `SET @v = expr`, `SET @v += expr`, ...
+    SetVariable {
+        name: String,
+        op: AssignOp,
+        value: Expr,
+    },
+    /// `SET NOCOUNT ON`, `SET STATISTICS IO, TIME ON`, `SET TEXTSIZE 2147483647`,
+    /// `SET TRANSACTION ISOLATION LEVEL READ COMMITTED`. Option names are upper-cased,
+    /// multi-word names joined with one space (`STATISTICS IO`,
+    /// `TRANSACTION ISOLATION LEVEL`).
+    SetOption {
+        options: Vec<String>,
+        value: SetValue,
+    },
+    /// `SET IDENTITY_INSERT t ON|OFF`.
+    SetIdentityInsert {
+        table: ObjectName,
+        on: bool,
+    },
+    If {
+        condition: Expr,
+        then_branch: Box<Statement>,
+        else_branch: Option<Box<Statement>>,
+    },
+    While {
+        condition: Expr,
+        body: Box<Statement>,
+    },
+    /// `BEGIN ... END`.
+    Block(Vec<Statement>),
+    /// `BEGIN TRY ... END TRY BEGIN CATCH ... END CATCH`.
+    TryCatch {
+        try_block: Vec<Statement>,
+        catch_block: Vec<Statement>,
+    },
+    Break,
+    Continue,
+    Return(Option<Expr>),
+    Print(Expr),
+    Raiserror {
+        message: Expr,
+        severity: Expr,
+        state: Expr,
+        args: Vec<Expr>,
+        /// Upper-cased `WITH` options: `NOWAIT`, `LOG`, `SETERROR`.
+        options: Vec<String>,
+    },
+    /// `THROW` (rethrow, `None`) or `THROW number, message, state`.
+    Throw(Option<ThrowArgs>),
+    /// `WAITFOR DELAY 'hh:mm:ss'` (`delay`) or `WAITFOR TIME 'hh:mm'`.
+    WaitFor {
+        delay: bool,
+        value: Expr,
+    },
+    CreateTable(CreateTable),
+    CreateIndex(CreateIndex),
+    DropTable {
+        if_exists: bool,
+        names: Vec<ObjectName>,
+    },
+    TruncateTable {
+        name: ObjectName,
+    },
+    DropIndex {
+        if_exists: bool,
+        indexes: Vec<IndexRef>,
+    },
+    Insert(Insert),
+    Update(Update),
+    Delete(Delete),
+    BeginTransaction {
+        name: Option<String>,
+        distributed: bool,
+    },
+    Commit {
+        name: Option<String>,
+    },
+    Rollback {
+        name: Option<String>,
+    },
+    SaveTransaction {
+        name: String,
+    },
+    Checkpoint {
+        duration: Option<Expr>,
+    },
+    Backup(Backup),
+    Restore(Restore),
+    CreateLogin {
+        name: String,
+        from_windows: bool,
+        options: Vec<WithOption>,
+    },
+    AlterLogin {
+        name: String,
+        /// `ENABLE` (true) or `DISABLE` (false).
+        enable: Option<bool>,
+        options: Vec<WithOption>,
+    },
+    Kill {
+        target: Expr,
+        status_only: bool,
+    },
+    /// `RECONFIGURE [WITH OVERRIDE]`, which usually follows `sp_configure`.
+    Reconfigure {
+        with_override: bool,
+    },
+    /// `SHUTDOWN [WITH NOWAIT]`.
+    Shutdown {
+        nowait: bool,
+    },
+}
+
+/// A name of one to four parts (`server.database.schema.object`). Empty parts stand for
+/// omitted ones (`master..sysdatabases` has an empty schema).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectName {
+    pub parts: Vec<String>,
+}
+
+impl ObjectName {
+    /// A one-part name.
+    pub fn simple(name: &str) -> ObjectName {
+        ObjectName {
+            parts: vec![name.to_string()],
+        }
+    }
+
+    /// The last part: the object (or column) itself.
+    pub fn name(&self) -> &str {
+        self.parts.last().map(String::as_str).unwrap_or("")
+    }
+
+    /// The part before the last (the schema for objects, the table for columns).
+    pub fn qualifier(&self) -> Option<&str> {
+        let n = self.parts.len();
+        (n >= 2).then(|| self.parts[n - 2].as_str())
+    }
+
+    /// The part two before the last (the database for objects).
+    pub fn database(&self) -> Option<&str> {
+        let n = self.parts.len();
+        (n >= 3).then(|| self.parts[n - 3].as_str())
+    }
+
+    /// The parts joined with dots, unquoted.
+    pub fn joined(&self) -> String {
+        self.parts.join(".")
+    }
+}
+
+// ----------------------------------------------------------------------------------------
+// Databases and files.
+
+/// A size in a filespec after unit conversion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// A byte count (`5MB` is 5 * 1024 * 1024; no unit means MB). Saturates at `u64::MAX`
+    /// so absurd sizes reach the executor's range check instead of wrapping.
+    Bytes(u64),
+    /// `UNLIMITED`; valid only for `MAXSIZE`.
+    Unlimited,
+    /// `n%`; valid only for `FILEGROWTH`.
+    Percent(u32),
+}
+
+/// `( NAME = ..., FILENAME = ..., SIZE = ..., MAXSIZE = ..., FILEGROWTH = ... )`. Every
+/// item is optional in the syntax; the executor checks what each statement requires.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileSpec {
+    pub name: Option<String>,
+    /// `NEWNAME`, only meaningful in `ALTER DATABASE ... MODIFY FILE`.
+    pub new_name: Option<String>,
+    pub filename: Option<String>,
+    pub size: Option<Size>,
+    pub max_size: Option<Size>,
+    pub file_growth: Option<Size>,
+    /// `OFFLINE`, only meaningful in `MODIFY FILE`.
+    pub offline: bool,
+}
+
+/// `FILEGROUP fg [DEFAULT] <filespec>, ...` inside `CREATE DATABASE`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilegroupDefinition {
+    pub name: String,
+    pub default: bool,
+    pub files: Vec<FileSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateDatabase {
+    pub name: String,
+    /// Files before the first `FILEGROUP` (the PRIMARY filegroup).
+    pub primary_files: Vec<FileSpec>,
+    pub filegroups: Vec<FilegroupDefinition>,
+    pub log_files: Vec<FileSpec>,
+    pub collation: Option<String>,
+    /// `FOR ATTACH`.
+    pub for_attach: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AlterDatabaseAction {
+    AddFile {
+        files: Vec<FileSpec>,
+        filegroup: Option<String>,
+    },
+    AddLogFile {
+        files: Vec<FileSpec>,
+    },
+    AddFilegroup {
+        name: String,
+    },
+    RemoveFilegroup {
+        name: String,
+    },
+    RemoveFile {
+        logical_name: String,
+    },
+    ModifyFile(FileSpec),
+    ModifyName {
+        new_name: String,
+    },
+    ModifyFilegroup {
+        name: String,
+        change: FilegroupChange,
+    },
+    Set {
+        options: Vec<DatabaseOption>,
+        termination: Option<Termination>,
+    },
+    Collate {
+        collation: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilegroupChange {
+    Default,
+    ReadOnly,
+    ReadWrite,
+    AutogrowSingleFile,
+    AutogrowAllFiles,
+    Name(String),
+    Rebalance,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecoveryModel {
+    Simple,
+    Full,
+    BulkLogged,
+}
+
+/// One `ALTER DATABASE ... SET` option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DatabaseOption {
+    SingleUser,
+    MultiUser,
+    RestrictedUser,
+    Recovery(RecoveryModel),
+    Offline,
+    Online,
+    Emergency,
+    ReadOnly,
+    ReadWrite,
+    /// Any other option: the upper-cased name and the value's tokens joined with spaces
+    /// (`AUTO_CLOSE OFF`, `PAGE_VERIFY CHECKSUM`, `COMPATIBILITY_LEVEL = 130`).
+    Other {
+        name: String,
+        value: Option<String>,
+    },
+}
+
+/// How `ALTER DATABASE ... SET` treats other connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    RollbackImmediate,
+    RollbackAfter { seconds: u32 },
+    NoWait,
+}
+
+// ----------------------------------------------------------------------------------------
+// Procedures and DBCC.
+
+/// `DBCC name [(args)] [WITH options]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dbcc {
+    /// Upper-cased command name (`CHECKDB`, `TRACEON`).
+    pub name: String,
+    /// Arguments. Bare words (`NOINDEX`, `LOGSPACE`, a database name) are one-part
+    /// [`Expr::Column`]s.
+    pub args: Vec<Expr>,
+    pub options: Vec<WithOption>,
+}
+
+/// `name [= value]` in a `WITH` list. Names are upper-cased.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WithOption {
+    pub name: String,
+    pub value: Option<OptionValue>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OptionValue {
+    /// A bare word as written (`ON`, `OFF`, `CHECKSUM`, `PAGE`).
+    Word(String),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Execute {
+    /// `@ret` in `EXEC @ret = proc`.
+    pub return_variable: Option<String>,
+    pub target: ExecTarget,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExecTarget {
+    Procedure {
+        name: ObjectName,
+        args: Vec<ExecArg>,
+    },
+    /// `EXEC ('SELECT ' + @x)`: the pieces to concatenate.
+    Dynamic { parts: Vec<Expr> },
+}
+
+/// One procedure argument. A bare word (`EXEC sp_helpdb master`) is a one-part
+/// [`Expr::Column`], which T-SQL treats as a string; `DEFAULT` is [`Expr::Default`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExecArg {
+    /// `@param` in `@param = value`.
+    pub name: Option<String>,
+    pub value: Expr,
+    pub output: bool,
+}
+
+// ----------------------------------------------------------------------------------------
+// Variables and types.
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct VariableDeclaration {
+    pub name: String,
+    pub data_type: DataType,
+    pub initial: Option<Expr>,
+}
+
+/// A declared type. `sql_type` holds the declaration defaults (`CHAR` = `CHAR(1)`,
+/// `DECIMAL` = `DECIMAL(18,0)`, `DATETIME2` = `DATETIME2(7)`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DataType {
+    pub sql_type: SqlType,
+    /// The type name as written (`varchar`, `sysname`).
+    pub name: String,
+    /// Whether a length was written for a character or binary type.
+    pub length_given: bool,
+}
+
+impl DataType {
+    /// The type as a `CAST`/`CONVERT` target: character and binary types without a
+    /// length are 30 long there.
+    pub fn cast_target(&self) -> SqlType {
+        if self.length_given {
+            return self.sql_type;
+        }
+        match self.sql_type {
+            SqlType::Char(_) => SqlType::Char(30),
+            SqlType::VarChar(_) => SqlType::VarChar(30),
+            SqlType::NChar(_) => SqlType::NChar(30),
+            SqlType::NVarChar(_) => SqlType::NVarChar(30),
+            SqlType::Binary(_) => SqlType::Binary(30),
+            SqlType::VarBinary(_) => SqlType::VarBinary(30),
+            other => other,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssignOp {
+    Assign,
+    Add,
+    Subtract,
+    Multiply,
+    Divide,
+    Modulo,
+    BitAnd,
+    BitOr,
+    BitXor,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    On,
+    Off,
+    /// A word or words (`mdy`, `READ COMMITTED`, `LOW`), as written, joined by spaces.
+    Word(String),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThrowArgs {
+    pub number: Expr,
+    pub message: Expr,
+    pub state: Expr,
+}
+
+// ----------------------------------------------------------------------------------------
+// Queries.
+
+/// A query expression with its optional WITH (common table expressions), ORDER BY,
+/// OFFSET/FETCH and OPTION clauses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    /// `WITH name [(cols)] AS (query), ...` before a statement-level SELECT.
+    pub ctes: Vec<CommonTableExpression>,
+    pub body: QueryBody,
+    pub order_by: Vec<OrderByItem>,
+    pub offset: Option<Expr>,
+    pub fetch: Option<Expr>,
+    /// `OPTION (...)` hints, each as its tokens joined by spaces, upper-cased.
+    pub hints: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommonTableExpression {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub query: Box<Query>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum QueryBody {
+    Select(Box<Select>),
+    SetOperation {
+        op: SetOperator,
+        left: Box<QueryBody>,
+        right: Box<QueryBody>,
+    },
+    Parenthesized(Box<Query>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SetOperator {
+    Union,
+    UnionAll,
+    Except,
+    Intersect,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Select {
+    pub distinct: bool,
+    pub top: Option<Top>,
+    pub items: Vec<SelectItem>,
+    pub into: Option<ObjectName>,
+    /// Comma-separated table sources (an implicit cross join).
+    pub from: Vec<TableSource>,
+    pub where_clause: Option<Expr>,
+    pub group_by: Vec<Expr>,
+    pub having: Option<Expr>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Top {
+    pub count: Expr,
+    pub percent: bool,
+    pub with_ties: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SelectItem {
+    /// `*` or `t.*`.
+    Wildcard { qualifier: Option<ObjectName> },
+    /// `expr [AS] alias` or `alias = expr`.
+    Expr { expr: Expr, alias: Option<String> },
+    /// `@v = expr` (assignment select).
+    Assign {
+        variable: String,
+        op: AssignOp,
+        value: Expr,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrderByItem {
+    pub expr: Expr,
+    pub descending: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableSource {
+    Table {
+        name: ObjectName,
+        alias: Option<String>,
+        /// Table hints, upper-cased (`NOLOCK`, `INDEX(1)`); parsed and kept, not enforced.
+        hints: Vec<String>,
+    },
+    /// `(SELECT ...) AS x`.
+    Derived { query: Box<Query>, alias: String },
+    /// A table-valued function (`sys.fn_dblog(NULL, NULL)`).
+    Function {
+        name: ObjectName,
+        args: Vec<Expr>,
+        alias: Option<String>,
+    },
+    Join {
+        left: Box<TableSource>,
+        kind: JoinKind,
+        right: Box<TableSource>,
+        /// `None` for CROSS JOIN and APPLY.
+        on: Option<Expr>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JoinKind {
+    Inner,
+    Left,
+    Right,
+    Full,
+    Cross,
+    CrossApply,
+    OuterApply,
+}
+
+// ----------------------------------------------------------------------------------------
+// Expressions.
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    Null,
+    /// An integer literal that fits `i64` (the executor picks INT, BIGINT or NUMERIC).
+    Integer(i64),
+    /// A decimal literal, or an integer too large for `i64`: `unscaled / 10^scale`.
+    Decimal {
+        unscaled: i128,
+        precision: u8,
+        scale: u8,
+    },
+    Float(f64),
+    String {
+        value: String,
+        national: bool,
+    },
+    Binary(Vec<u8>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnaryOp {
+    Negate,
+    Plus,
+    BitNot,
+    Not,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BinaryOp {
+    Multiply,
+    Divide,
+    Modulo,
+    Add,
+    Subtract,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Equal,
+    NotEqual,
+    Less,
+    Greater,
+    LessOrEqual,
+    GreaterOrEqual,
+    /// `!<`
+    NotLess,
+    /// `!>`
+    NotGreater,
+    And,
+    Or,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Expr {
+    Literal(Literal),
+    /// `@name` (with the `@`).
+    Variable(String),
+    /// `@@name` (with the `@@`).
+    GlobalVariable(String),
+    /// A column reference of one to four parts.
+    Column(ObjectName),
+    /// The date part argument of DATEADD, DATEDIFF, DATEDIFF_BIG, DATEPART, DATENAME and
+    /// DATETRUNC, as written (`MILLISECOND`, `ms`, `dd`).
+    DatePart(String),
+    /// A function call. Niladic keywords (`CURRENT_TIMESTAMP`) have no arguments.
+    Function {
+        name: ObjectName,
+        args: Vec<Expr>,
+        distinct: bool,
+        /// `COUNT(*)`.
+        star: bool,
+    },
+    Cast {
+        expr: Box<Expr>,
+        data_type: DataType,
+        try_cast: bool,
+    },
+    Convert {
+        data_type: DataType,
+        expr: Box<Expr>,
+        style: Option<Box<Expr>>,
+        try_convert: bool,
+    },
+    Case {
+        operand: Option<Box<Expr>>,
+        branches: Vec<(Expr, Expr)>,
+        else_result: Option<Box<Expr>>,
+    },
+    Unary {
+        op: UnaryOp,
+        expr: Box<Expr>,
+    },
+    Binary {
+        left: Box<Expr>,
+        op: BinaryOp,
+        right: Box<Expr>,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: Option<Box<Expr>>,
+        negated: bool,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    InSubquery {
+        expr: Box<Expr>,
+        subquery: Box<Query>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    IsNull {
+        expr: Box<Expr>,
+        negated: bool,
+    },
+    /// `EXISTS (subquery)`; `NOT EXISTS` is `Unary { Not, Exists }`.
+    Exists(Box<Query>),
+    Subquery(Box<Query>),
+    Collate {
+        expr: Box<Expr>,
+        collation: String,
+    },
+    /// `DEFAULT` in a VALUES row or a procedure argument.
+    Default,
+}
+
+// ----------------------------------------------------------------------------------------
+// Tables, indexes and data modification.
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTable {
+    pub name: ObjectName,
+    pub columns: Vec<ColumnDefinition>,
+    pub constraints: Vec<TableConstraint>,
+    /// `ON fg`; `PRIMARY` for `ON [PRIMARY]`.
+    pub filegroup: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnDefinition {
+    pub name: String,
+    pub data_type: DataType,
+    /// `Some(true)` for `NULL`, `Some(false)` for `NOT NULL`, `None` when unsaid.
+    pub nullable: Option<bool>,
+    pub identity: Option<Identity>,
+    pub default: Option<ColumnDefault>,
+    /// An inline `PRIMARY KEY` or `UNIQUE` constraint.
+    pub key: Option<KeyConstraint>,
+    pub checks: Vec<Expr>,
+    pub collation: Option<String>,
+}
+
+/// `IDENTITY[(seed, increment)]`; both default to 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub seed: i64,
+    pub increment: i64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnDefault {
+    /// The `CONSTRAINT name` before `DEFAULT`, if any.
+    pub name: Option<String>,
+    pub expr: Expr,
+}
+
+/// A `PRIMARY KEY` or `UNIQUE` constraint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyConstraint {
+    pub name: Option<String>,
+    pub primary: bool,
+    /// `Some(true)` for CLUSTERED, `Some(false)` for NONCLUSTERED.
+    pub clustered: Option<bool>,
+    /// Empty for an inline column constraint.
+    pub columns: Vec<IndexColumn>,
+    pub options: Vec<WithOption>,
+    pub filegroup: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TableConstraint {
+    Key(KeyConstraint),
+    Check { name: Option<String>, expr: Expr },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexColumn {
+    pub name: String,
+    pub descending: bool,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateIndex {
+    pub unique: bool,
+    pub clustered: Option<bool>,
+    pub name: String,
+    pub table: ObjectName,
+    pub columns: Vec<IndexColumn>,
+    pub include: Vec<String>,
+    pub filter: Option<Expr>,
+    pub options: Vec<WithOption>,
+    pub filegroup: Option<String>,
+}
+
+/// `index ON table`, or the old `table.index` form (then `table` holds the qualifier).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRef {
+    pub index: String,
+    pub table: ObjectName,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Insert {
+    pub top: Option<Top>,
+    pub table: ObjectName,
+    pub hints: Vec<String>,
+    pub columns: Vec<String>,
+    pub source: InsertSource,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum InsertSource {
+    Values(Vec<Vec<Expr>>),
+    DefaultValues,
+    Query(Box<Query>),
+    Execute(Box<Execute>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Update {
+    pub top: Option<Top>,
+    pub table: ObjectName,
+    pub hints: Vec<String>,
+    pub assignments: Vec<Assignment>,
+    pub from: Vec<TableSource>,
+    pub where_clause: Option<Expr>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assignment {
+    pub target: AssignTarget,
+    pub op: AssignOp,
+    pub value: Expr,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum AssignTarget {
+    Column(ObjectName),
+    Variable(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delete {
+    pub top: Option<Top>,
+    pub table: ObjectName,
+    pub hints: Vec<String>,
+    pub from: Vec<TableSource>,
+    pub where_clause: Option<Expr>,
+}
+
+// ----------------------------------------------------------------------------------------
+// Backup and restore.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackupKind {
+    Database,
+    Log,
+}
+
+/// `DISK = 'path'`, `URL = '...'`, or a logical device name (`kind` empty).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackupDevice {
+    /// Upper-cased device type: `DISK`, `URL`, `TAPE`; empty for a logical device.
+    pub kind: String,
+    pub path: Expr,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum BackupOption {
+    Named(WithOption),
+    /// `MOVE 'logical' TO 'physical'`.
+    Move {
+        logical: Expr,
+        physical: Expr,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backup {
+    pub kind: BackupKind,
+    pub database: String,
+    pub devices: Vec<BackupDevice>,
+    pub options: Vec<BackupOption>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RestoreKind {
+    Database,
+    Log,
+    VerifyOnly,
+    FileListOnly,
+    HeaderOnly,
+    LabelOnly,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restore {
+    pub kind: RestoreKind,
+    /// The database for `RESTORE DATABASE|LOG`; `None` for the *ONLY forms.
+    pub database: Option<String>,
+    pub devices: Vec<BackupDevice>,
+    pub options: Vec<BackupOption>,
+}

@@ -16,3 +16,6 @@ pub mod functions;
 pub mod messages;
 pub mod ops;
 pub mod render;
+
+// Execution.
+pub mod exec;

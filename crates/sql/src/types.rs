@@ -21,7 +21,10 @@ pub enum SqlType {
     Int,
     BigInt,
     /// `DECIMAL(p, s)` and `NUMERIC(p, s)`.
-    Decimal { precision: u8, scale: u8 },
+    Decimal {
+        precision: u8,
+        scale: u8,
+    },
     /// `FLOAT` (8 bytes).
     Float,
     /// `REAL` (4 bytes).
@@ -53,7 +56,10 @@ pub enum Value {
     Int(i32),
     BigInt(i64),
     /// The unscaled integer and the scale: `Decimal { unscaled: 12345, scale: 2 }` is 123.45.
-    Decimal { unscaled: i128, scale: u8 },
+    Decimal {
+        unscaled: i128,
+        scale: u8,
+    },
     Float(f64),
     Real(f32),
     /// Text of every character type (`CHAR`, `VARCHAR`, `NCHAR`, `NVARCHAR`).

@@ -1,0 +1,116 @@
+//! `extentdb exec`: runs T-SQL scripts in-process, as sqlcmd would run them against a
+//! server. Batches are split by `GO [n]`; results and messages print as sqlcmd prints them;
+//! `-b` stops with exit code 1 after an error of severity 11 or more.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+use extentdb_io::FileSystem;
+use extentdb_sql::exec::{Engine, Output};
+use extentdb_sql::render;
+use extentdb_sql::script::split_batches;
+use extentdb_storage::config::InstanceConfig;
+use extentdb_storage::instance::SetupOptions;
+use extentdb_storage::Instance;
+
+#[derive(Args)]
+pub struct ExecArgs {
+    /// The instance's directory; with no instance there, one is set up with defaults.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// The database to start in (default master).
+    #[arg(short = 'd', long = "database")]
+    database: Option<String>,
+    /// Script files to run in order (standard input without -i).
+    #[arg(short = 'i', long = "input")]
+    inputs: Vec<PathBuf>,
+    /// A query to run instead of scripts.
+    #[arg(short = 'Q', long = "query")]
+    query: Option<String>,
+    /// Exit with code 1 after an error of severity 11 or more (sqlcmd -b).
+    #[arg(short = 'b')]
+    stop_on_error: bool,
+    /// A startup trace flag (repeatable), global for the life of the process, as SQL Server's -T.
+    #[arg(short = 'T', long = "trace-flag")]
+    trace_flags: Vec<u32>,
+}
+
+/// Runs the scripts; the exit code is 1 after an error under -b, else 0.
+pub fn run(a: ExecArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
+    if !Instance::exists(&a.data_dir) {
+        Instance::setup(
+            fs.clone(),
+            &a.data_dir,
+            SetupOptions {
+                config: InstanceConfig::defaults(&a.data_dir),
+                sa_password: None,
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        eprintln!(
+            "extentdb: no instance in {}; set one up with default settings.",
+            a.data_dir.display()
+        );
+    }
+    let instance = Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?;
+    let engine = Engine::new(Arc::new(instance));
+    let mut session = engine.session();
+    let mut scripts = Vec::new();
+    if let Some(q) = &a.query {
+        scripts.push(q.clone());
+    } else if a.inputs.is_empty() {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| e.to_string())?;
+        scripts.push(s);
+    } else {
+        for p in &a.inputs {
+            scripts.push(std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+    }
+    if let Some(db) = &a.database {
+        if let Some(code) = emit(
+            session.execute(&format!("USE [{}]", db.replace(']', "]]"))),
+            a.stop_on_error,
+        ) {
+            return Ok(code);
+        }
+    }
+    for script in scripts {
+        for batch in split_batches(&script) {
+            for _ in 0..batch.repeat.max(1) {
+                if let Some(code) = emit(session.execute(&batch.text), a.stop_on_error) {
+                    return Ok(code);
+                }
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// Prints a batch's outputs; returns an exit code when -b says to stop.
+fn emit(outputs: Vec<Output>, stop_on_error: bool) -> Option<u8> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let mut failed = false;
+    for o in outputs {
+        let text = match o {
+            Output::Rows { columns, rows } => render::render_result_set(&columns, &rows),
+            Output::RowsAffected(n) => format!("{}\n", render::rows_affected(n)),
+            Output::Info(text) => format!("{text}\n"),
+            Output::Error(e) => {
+                failed |= e.severity >= 11;
+                render::render_error(&e)
+            }
+        };
+        let _ = out.write_all(text.as_bytes());
+        if !text.ends_with('\n') {
+            let _ = out.write_all(b"\n");
+        }
+    }
+    let _ = out.flush();
+    (failed && stop_on_error).then_some(1)
+}

@@ -1,0 +1,610 @@
+//! Database-level DDL: CREATE DATABASE, ALTER DATABASE (files and filegroups), DROP.
+//!
+//! Every statement validates all of its input before it touches a file: names, sizes,
+//! paths (data roots, existing files, files of other databases). Only then does storage
+//! create or grow anything, and storage undoes its own partial work. So bad input changes
+//! nothing, as a DBA expects.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use extentdb_format::catalog::RecoveryModel;
+use extentdb_format::file_header::FileType;
+use extentdb_storage::database::{OpContext, MIN_FILE_PAGES};
+use extentdb_storage::instance::LogSink;
+use extentdb_storage::{Instance, NewDatabase, NewFile, StorageError};
+
+use super::errors::{map, Context};
+use super::Session;
+use crate::messages::{msg, SqlError};
+
+/// Pages in a file can never exceed this (SQL Server's 2^31 - 1 page limit, Msg 1842).
+const MAX_PAGES: u64 = i32::MAX as u64;
+/// What sys.database_files shows as max_size for an unlimited log (2 TB).
+const LOG_UNLIMITED_PAGES: i32 = 268_435_456;
+
+/// FILEGROWTH as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Growth {
+    Bytes(u64),
+    Percent(u32),
+}
+
+/// MAXSIZE as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxSize {
+    Bytes(u64),
+    Unlimited,
+}
+
+/// One `( NAME = ..., FILENAME = ..., SIZE = ..., MAXSIZE = ..., FILEGROWTH = ... )`.
+#[derive(Debug, Clone, Default)]
+pub struct FileSpec {
+    pub name: Option<String>,
+    pub filename: Option<String>,
+    pub size_bytes: Option<u64>,
+    pub max_size: Option<MaxSize>,
+    pub growth: Option<Growth>,
+    pub new_name: Option<String>,
+}
+
+/// CREATE DATABASE's parts.
+#[derive(Debug, Clone, Default)]
+pub struct CreateSpec {
+    pub name: String,
+    /// Files of the PRIMARY filegroup (the first is the primary file).
+    pub primary: Vec<FileSpec>,
+    /// (filegroup, is default, files).
+    pub filegroups: Vec<(String, bool, Vec<FileSpec>)>,
+    pub log: Vec<FileSpec>,
+}
+
+/// ALTER DATABASE's actions on files and filegroups.
+#[derive(Debug, Clone)]
+pub enum AlterAction {
+    AddFiles {
+        files: Vec<FileSpec>,
+        filegroup: Option<String>,
+    },
+    AddLogFiles(Vec<FileSpec>),
+    AddFilegroup(String),
+    RemoveFilegroup(String),
+    RemoveFile(String),
+    ModifyFile(FileSpec),
+    ModifyName(String),
+    ModifyFilegroup {
+        name: String,
+        property: FilegroupProperty,
+    },
+    SetRecovery(RecoveryModel),
+    /// SINGLE_USER, MULTI_USER and other options that need no storage change yet.
+    SetOption,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FilegroupProperty {
+    Default,
+    AutogrowSingleFile,
+    AutogrowAllFiles,
+    ReadOnly(bool),
+    Name(String),
+}
+
+fn pages_of(bytes: u64) -> u64 {
+    bytes.div_ceil(extentdb_format::PAGE_SIZE as u64)
+}
+
+/// What a file gets where its filespec is silent.
+struct Defaults {
+    file_type: FileType,
+    filegroup: String,
+    name: String,
+    path: PathBuf,
+    size_pages: u32,
+    growth: (u32, bool),
+}
+
+impl Defaults {
+    /// A file called `name` in the first data root (`.mdf`, `.ndf` or `.ldf`), of
+    /// `size_pages`, growing as model's file of the same type grows.
+    fn new(
+        inst: &Instance,
+        file_type: FileType,
+        filegroup: &str,
+        name: &str,
+        ext: &str,
+        size_pages: u32,
+    ) -> Defaults {
+        let (model_data, model_log) = inst.model_defaults();
+        let model = if file_type == FileType::Log {
+            model_log
+        } else {
+            model_data
+        };
+        Defaults {
+            file_type,
+            filegroup: filegroup.to_string(),
+            name: name.to_string(),
+            path: inst.config.data_roots[0].join(format!("{name}.{ext}")),
+            size_pages,
+            growth: (model.growth, model.is_percent_growth),
+        }
+    }
+}
+
+/// Turns a FileSpec into a NewFile with defaults, checking sizes (5174, 1842, 5103, 5169).
+fn new_file(spec: &FileSpec, d: Defaults, inst: &Instance) -> Result<NewFile, Vec<SqlError>> {
+    let Defaults {
+        file_type,
+        filegroup,
+        name: default_name,
+        path: default_path,
+        size_pages: default_size,
+        growth: default_growth,
+    } = d;
+    let name = spec
+        .name
+        .clone()
+        .unwrap_or_else(|| default_name.to_string());
+    let physical = match &spec.filename {
+        Some(f) => inst
+            .resolve_path(f)
+            .map_err(|e| map(&e, Context::CreateDatabase))?,
+        None => default_path,
+    };
+    let size = spec.size_bytes.map(pages_of).unwrap_or(default_size as u64);
+    if size < MIN_FILE_PAGES as u64 {
+        return Err(vec![msg(5174, &[])]);
+    }
+    let max_size_pages = match spec.max_size {
+        None | Some(MaxSize::Unlimited) => {
+            if file_type == FileType::Log {
+                LOG_UNLIMITED_PAGES
+            } else {
+                -1
+            }
+        }
+        Some(MaxSize::Bytes(b)) => pages_of(b).min(MAX_PAGES) as i32,
+    };
+    let (growth, is_percent_growth) = match spec.growth {
+        None => default_growth,
+        Some(Growth::Percent(p)) => (p, true),
+        Some(Growth::Bytes(b)) => (pages_of(b).min(MAX_PAGES) as u32, false),
+    };
+    if size > MAX_PAGES
+        || spec
+            .max_size
+            .is_some_and(|m| matches!(m, MaxSize::Bytes(b) if pages_of(b) > MAX_PAGES))
+    {
+        return Err(vec![msg(1842, &[])]);
+    }
+    if max_size_pages >= 0 && size > max_size_pages as u64 {
+        return Err(vec![msg(5103, &[&physical.display()])]);
+    }
+    if max_size_pages >= 0 && !is_percent_growth && growth as i64 > max_size_pages as i64 {
+        return Err(vec![msg(5169, &[&name])]);
+    }
+    Ok(NewFile {
+        name,
+        physical_name: physical,
+        file_type,
+        filegroup,
+        size_pages: size as u32,
+        max_size_pages,
+        growth,
+        is_percent_growth,
+    })
+}
+
+/// Checks names and paths of new files against each other and the instance (1828, 1834,
+/// 5170), where `existing_names` are the logical names already in the database.
+fn check_new_files(
+    inst: &Instance,
+    files: &[NewFile],
+    existing_names: &[String],
+    ctx: Context,
+) -> Result<(), Vec<SqlError>> {
+    let mut names: HashSet<String> = existing_names.iter().map(|n| n.to_lowercase()).collect();
+    let mut paths = HashSet::new();
+    for f in files {
+        if !names.insert(f.name.to_lowercase()) {
+            return Err(vec![msg(1828, &[&f.name])]);
+        }
+        if !paths.insert(f.physical_name.clone()) {
+            return Err(map(
+                &StorageError::FileExists(f.physical_name.display().to_string()),
+                ctx,
+            ));
+        }
+        inst.check_new_path(&f.physical_name)
+            .map_err(|e| map(&e, ctx))?;
+    }
+    Ok(())
+}
+
+impl Session {
+    fn op_context<'a>(&'a self, sink: &'a LogSink<'a>) -> OpContext<'a> {
+        OpContext {
+            fs: self.engine.instance.fs.as_ref(),
+            policy: self.engine.instance.init_policy(&self.flags),
+            log: sink,
+        }
+    }
+
+    fn sink(&self) -> LogSink<'_> {
+        LogSink {
+            log: &self.engine.instance.errorlog,
+            source: format!("spid{}", self.spid),
+        }
+    }
+
+    /// CREATE DATABASE.
+    pub fn create_database(&mut self, spec: &CreateSpec) -> Result<(), Vec<SqlError>> {
+        let inst = &self.engine.instance;
+        if inst.database_by_name(&spec.name).is_some() {
+            return Err(vec![msg(1801, &[&spec.name])]);
+        }
+        let (model_data, model_log) = inst.model_defaults();
+        let mut files = Vec::new();
+        let primary_default = FileSpec::default();
+        let primary_specs: Vec<&FileSpec> = if spec.primary.is_empty() {
+            vec![&primary_default]
+        } else {
+            spec.primary.iter().collect()
+        };
+        for (i, f) in primary_specs.into_iter().enumerate() {
+            let (dname, dsize) = if i == 0 {
+                (spec.name.clone(), model_data.size_pages)
+            } else {
+                (format!("{}_{i}", spec.name), 1024)
+            };
+            let ext = if i == 0 { "mdf" } else { "ndf" };
+            files.push(new_file(
+                f,
+                Defaults::new(inst, FileType::Rows, "PRIMARY", &dname, ext, dsize),
+                inst,
+            )?);
+        }
+        let mut filegroups = Vec::new();
+        for (fg, is_default, fg_files) in &spec.filegroups {
+            if fg.eq_ignore_ascii_case("DEFAULT") {
+                return Err(vec![msg(5051, &[])]);
+            }
+            if fg.eq_ignore_ascii_case("PRIMARY")
+                || filegroups
+                    .iter()
+                    .any(|(n, _): &(String, bool)| n.eq_ignore_ascii_case(fg))
+            {
+                return Err(vec![msg(5035, &[fg])]);
+            }
+            filegroups.push((fg.clone(), *is_default));
+            for f in fg_files {
+                let dname = f.name.clone().unwrap_or_default();
+                files.push(new_file(
+                    f,
+                    Defaults::new(inst, FileType::Rows, fg, &dname, "ndf", 1024),
+                    inst,
+                )?);
+            }
+        }
+        let data_pages: u64 = files.iter().map(|f| f.size_pages as u64).sum();
+        let log_default_size = (data_pages / 4).max(model_log.size_pages as u64) as u32;
+        let log_default = FileSpec::default();
+        let log_specs: Vec<&FileSpec> = if spec.log.is_empty() {
+            vec![&log_default]
+        } else {
+            spec.log.iter().collect()
+        };
+        for (i, f) in log_specs.into_iter().enumerate() {
+            let dname = if i == 0 {
+                format!("{}_log", spec.name)
+            } else {
+                format!("{}_log{i}", spec.name)
+            };
+            let size = if spec.log.is_empty() {
+                log_default_size
+            } else {
+                1024
+            };
+            files.push(new_file(
+                f,
+                Defaults::new(inst, FileType::Log, "", &dname, "ldf", size),
+                inst,
+            )?);
+        }
+        check_new_files(inst, &files, &[], Context::CreateDatabase)?;
+        let new_db = NewDatabase {
+            name: spec.name.clone(),
+            database_id: inst.next_database_id(),
+            recovery_model: RecoveryModel::Full,
+            files,
+            filegroups,
+        };
+        let sink = self.sink();
+        let ctx = self.op_context(&sink);
+        inst.create_database(&ctx, &new_db)
+            .map_err(|e| map(&e, Context::CreateDatabase))
+    }
+
+    /// DROP DATABASE name.
+    pub fn drop_database(&mut self, name: &str, if_exists: bool) -> Result<(), Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
+        match inst.database_by_name(name) {
+            None if if_exists => Ok(()),
+            None => Err(vec![msg(3701, &[&"drop", &"database", &name])]),
+            Some((id, _)) if id < extentdb_storage::instance::FIRST_USER_ID => inst
+                .drop_database(name)
+                .map_err(|e| map(&e, Context::Other)),
+            Some((id, _)) if id == self.database_id => Err(vec![msg(3702, &[&name])]),
+            Some(_) => inst
+                .drop_database(name)
+                .map_err(|e| map(&e, Context::Other)),
+        }
+    }
+
+    /// ALTER DATABASE name action.
+    pub fn alter_database(
+        &mut self,
+        name: &str,
+        action: &AlterAction,
+    ) -> Result<Vec<String>, Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
+        let (id, db) = inst
+            .database_by_name(name)
+            .ok_or_else(|| vec![msg(5011, &[&name])])?;
+        let sink = self.sink();
+        let ctx = self.op_context(&sink);
+        let to_err = |e: StorageError| map(&e, Context::AlterDatabase);
+        let mut info = Vec::new();
+        match action {
+            AlterAction::AddFiles { files, filegroup } => {
+                let fg = filegroup.clone().unwrap_or_else(|| "PRIMARY".into());
+                add_files(&inst, &db, &ctx, files, FileType::Rows, &fg)?;
+            }
+            AlterAction::AddLogFiles(files) => {
+                add_files(&inst, &db, &ctx, files, FileType::Log, "")?
+            }
+            AlterAction::AddFilegroup(fg) => add_filegroup(&mut db.lock().unwrap(), fg)?,
+            AlterAction::RemoveFilegroup(fg) => remove_filegroup(&mut db.lock().unwrap(), fg)?,
+            AlterAction::RemoveFile(file) => {
+                let mut db = db.lock().unwrap();
+                let real = db
+                    .file_by_name(file)
+                    .map(|f| f.name.clone())
+                    .ok_or_else(|| vec![msg(5041, &[file])])?;
+                db.remove_file(inst.fs.as_ref(), &real).map_err(to_err)?;
+                info.push(msg(5044, &[&"file", &real]).text);
+            }
+            AlterAction::ModifyFile(spec) => modify_file(&mut db.lock().unwrap(), &ctx, spec)?,
+            AlterAction::ModifyName(new_name) => {
+                inst.rename_database(id, new_name).map_err(to_err)?;
+                info.push(format!("The database name '{new_name}' has been set."));
+            }
+            AlterAction::ModifyFilegroup { name, property } => {
+                modify_filegroup(&mut db.lock().unwrap(), name, property)?
+            }
+            AlterAction::SetRecovery(rm) => {
+                let rm = *rm;
+                db.lock()
+                    .unwrap()
+                    .change_catalog(|c| {
+                        c.recovery_model = rm;
+                        Ok(())
+                    })
+                    .map_err(to_err)?;
+            }
+            AlterAction::SetOption => {}
+        }
+        Ok(info)
+    }
+}
+
+/// ALTER DATABASE ... ADD [LOG] FILE: validates every file (which locks every database, so
+/// before this one is locked), then creates them all or none.
+fn add_files(
+    inst: &Instance,
+    db: &extentdb_storage::instance::DbHandle,
+    ctx: &OpContext<'_>,
+    files: &[FileSpec],
+    file_type: FileType,
+    fg: &str,
+) -> Result<(), Vec<SqlError>> {
+    let (existing, fg_ok, db_name) = {
+        let d = db.lock().unwrap();
+        let names: Vec<String> = d.catalog.files.iter().map(|f| f.name.clone()).collect();
+        (
+            names,
+            file_type == FileType::Log || d.filegroup_by_name(fg).is_some(),
+            d.name.clone(),
+        )
+    };
+    if !fg_ok {
+        return Err(vec![msg(5014, &[&"filegroup", &fg, &db_name])]);
+    }
+    let ext = if file_type == FileType::Log {
+        "ldf"
+    } else {
+        "ndf"
+    };
+    let new: Vec<NewFile> = files
+        .iter()
+        .map(|f| {
+            let n = f.name.clone().unwrap_or_default();
+            new_file(f, Defaults::new(inst, file_type, fg, &n, ext, 1024), inst)
+        })
+        .collect::<Result<_, _>>()?;
+    check_new_files(inst, &new, &existing, Context::AlterDatabase)?;
+    db.lock()
+        .unwrap()
+        .add_files(ctx, &new)
+        .map_err(|e| map(&e, Context::AlterDatabase))
+}
+
+fn add_filegroup(db: &mut extentdb_storage::Database, fg: &str) -> Result<(), Vec<SqlError>> {
+    if fg.eq_ignore_ascii_case("DEFAULT") {
+        return Err(vec![msg(5051, &[])]);
+    }
+    if db.filegroup_by_name(fg).is_some() {
+        return Err(vec![msg(5035, &[&fg])]);
+    }
+    let fg = fg.to_string();
+    db.change_catalog(|c| {
+        let id = c
+            .filegroups
+            .iter()
+            .map(|g| g.data_space_id)
+            .max()
+            .unwrap_or(1)
+            + 1;
+        c.filegroups.push(extentdb_format::catalog::FilegroupEntry {
+            data_space_id: id,
+            name: fg,
+            is_default: false,
+            is_autogrow_all_files: false,
+            is_read_only: false,
+        });
+        Ok(())
+    })
+    .map_err(|e| map(&e, Context::AlterDatabase))
+}
+
+fn remove_filegroup(db: &mut extentdb_storage::Database, fg: &str) -> Result<(), Vec<SqlError>> {
+    let g = db
+        .filegroup_by_name(fg)
+        .cloned()
+        .ok_or_else(|| vec![msg(5014, &[&"filegroup", &fg, &db.name])])?;
+    if g.data_space_id == 1 {
+        return Err(vec![msg(5020, &[])]);
+    }
+    if db
+        .catalog
+        .files
+        .iter()
+        .any(|f| f.data_space_id == g.data_space_id)
+    {
+        return Err(vec![msg(5042, &[&"filegroup", &g.name])]);
+    }
+    db.change_catalog(|c| {
+        c.filegroups.retain(|x| x.data_space_id != g.data_space_id);
+        if g.is_default {
+            c.filegroups[0].is_default = true;
+        }
+        Ok(())
+    })
+    .map_err(|e| map(&e, Context::AlterDatabase))
+}
+
+fn modify_filegroup(
+    db: &mut extentdb_storage::Database,
+    name: &str,
+    property: &FilegroupProperty,
+) -> Result<(), Vec<SqlError>> {
+    let g = db
+        .filegroup_by_name(name)
+        .cloned()
+        .ok_or_else(|| vec![msg(5014, &[&"filegroup", &name, &db.name])])?;
+    if let FilegroupProperty::Default = property {
+        if !db
+            .catalog
+            .files
+            .iter()
+            .any(|f| f.data_space_id == g.data_space_id)
+        {
+            return Err(vec![msg(1922, &[&g.name])]);
+        }
+    }
+    if let FilegroupProperty::Name(n) = property {
+        if db.filegroup_by_name(n).is_some() {
+            return Err(vec![msg(5035, &[n])]);
+        }
+    }
+    let property = property.clone();
+    db.change_catalog(|c| {
+        for x in c.filegroups.iter_mut() {
+            let this = x.data_space_id == g.data_space_id;
+            match &property {
+                FilegroupProperty::Default => x.is_default = this,
+                FilegroupProperty::AutogrowSingleFile if this => x.is_autogrow_all_files = false,
+                FilegroupProperty::AutogrowAllFiles if this => x.is_autogrow_all_files = true,
+                FilegroupProperty::ReadOnly(r) if this => x.is_read_only = *r,
+                FilegroupProperty::Name(n) if this => x.name = n.clone(),
+                _ => {}
+            }
+        }
+        Ok(())
+    })
+    .map_err(|e| map(&e, Context::AlterDatabase))
+}
+
+/// MODIFY FILE: SIZE grows (5039 if not larger, 5040 beyond MAXSIZE); MAXSIZE, FILEGROWTH
+/// and NEWNAME change the catalog.
+fn modify_file(
+    db: &mut extentdb_storage::Database,
+    ctx: &OpContext<'_>,
+    spec: &FileSpec,
+) -> Result<(), Vec<SqlError>> {
+    let name = spec.name.clone().unwrap_or_default();
+    let entry = db
+        .file_by_name(&name)
+        .cloned()
+        .ok_or_else(|| vec![msg(5041, &[&name])])?;
+    let max_pages = match spec.max_size {
+        None => entry.max_size_pages,
+        Some(MaxSize::Unlimited) => {
+            if entry.file_type == FileType::Log {
+                LOG_UNLIMITED_PAGES
+            } else {
+                -1
+            }
+        }
+        Some(MaxSize::Bytes(b)) => pages_of(b).min(MAX_PAGES) as i32,
+    };
+    let new_size = spec.size_bytes.map(pages_of);
+    let effective = new_size.unwrap_or(entry.size_pages as u64);
+    if new_size.is_some_and(|s| s > MAX_PAGES) {
+        return Err(vec![msg(1842, &[])]);
+    }
+    if max_pages >= 0 && effective > max_pages as u64 {
+        return Err(vec![if new_size.is_some() {
+            msg(5040, &[])
+        } else {
+            msg(5103, &[&entry.physical_name])
+        }]);
+    }
+    if let Some(s) = new_size {
+        if s <= entry.size_pages as u64 {
+            return Err(vec![msg(5039, &[])]);
+        }
+    }
+    if let Some(n) = &spec.new_name {
+        if db
+            .file_by_name(n)
+            .is_some_and(|f| f.file_id != entry.file_id)
+        {
+            return Err(vec![msg(1828, &[n])]);
+        }
+    }
+    if let Some(s) = new_size {
+        db.grow_file(ctx, entry.file_id, s as u32)
+            .map_err(|e| map(&e, Context::AlterDatabase))?;
+    }
+    if spec.max_size.is_some() || spec.growth.is_some() || spec.new_name.is_some() {
+        let growth = spec.growth;
+        let new_name = spec.new_name.clone();
+        db.update_file_entry(entry.file_id, |f| {
+            f.max_size_pages = max_pages;
+            match growth {
+                Some(Growth::Percent(p)) => (f.growth, f.is_percent_growth) = (p, true),
+                Some(Growth::Bytes(b)) => {
+                    (f.growth, f.is_percent_growth) = (pages_of(b).min(MAX_PAGES) as u32, false)
+                }
+                None => {}
+            }
+            if let Some(n) = new_name {
+                f.name = n;
+            }
+        })
+        .map_err(|e| map(&e, Context::AlterDatabase))?;
+    }
+    Ok(())
+}

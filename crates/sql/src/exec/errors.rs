@@ -1,0 +1,78 @@
+//! The mapping of storage failures to SQL Server messages: one place, so every client sees
+//! the same Msg. A statement-level failure can produce several messages (SQL Server follows
+//! 5170 with 1802 for CREATE DATABASE, with 5009 for ALTER DATABASE ADD FILE).
+
+use extentdb_storage::StorageError;
+
+use crate::messages::{msg, os_error_text, SqlError};
+
+/// Which statement failed, for the trailing message and the wording of some errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    CreateDatabase,
+    AlterDatabase,
+    Other,
+}
+
+fn errno_text(e: &extentdb_io::IoError) -> String {
+    os_error_text(e.errno().unwrap_or(libc::EIO))
+}
+
+/// Maps one storage error to the messages SQL Server would send, in order.
+pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
+    use StorageError::*;
+    let file_level = |e: SqlError| -> Vec<SqlError> {
+        match ctx {
+            Context::CreateDatabase => vec![e, msg(1802, &[])],
+            Context::AlterDatabase => vec![e, msg(5009, &[])],
+            Context::Other => vec![e],
+        }
+    };
+    match err {
+        DatabaseExists(name) => vec![msg(1801, &[name])],
+        DatabaseNotFound(name) => vec![msg(911, &[name])],
+        SystemDatabase(name) => vec![SqlError {
+            number: 3708,
+            severity: 16,
+            state: 5,
+            text: format!("Cannot drop the database '{name}' because it is a system database."),
+            line: 0,
+            procedure: None,
+        }],
+        DatabaseInUse(name) => vec![msg(3702, &[name])],
+        LogicalNameInUse(name) => vec![msg(1828, &[name])],
+        PhysicalNameInUse { path, database } => file_level(msg(1834, &[path, database])),
+        FileExists(path) => file_level(msg(5170, &[path])),
+        OutsideDataRoots(path) => file_level(msg(5123, &[&os_error_text(libc::EACCES), path])),
+        DirectoryNotFound(path) => file_level(msg(5133, &[path, &os_error_text(libc::ENOTDIR)])),
+        FileCreate { path, source } => file_level(msg(5123, &[&errno_text(source), path])),
+        FileExpand { path, source } => vec![msg(5149, &[&errno_text(source), path])],
+        SizeGreaterThanMax(_) => vec![msg(5040, &[])],
+        NotLarger(_) => vec![msg(5039, &[])],
+        TooSmall { .. } => file_level(msg(5174, &[])),
+        FileNotFound(name) => vec![msg(5041, &[name])],
+        FileNotEmpty(name) => vec![msg(5042, &[&"file", name])],
+        CannotRemovePrimary => vec![msg(5020, &[])],
+        FilegroupNotFound(name) => vec![msg(5014, &[&"filegroup", name, &""])],
+        FilegroupExists(name) => vec![msg(5035, &[name])],
+        FilegroupNotEmpty(name) => vec![msg(5042, &[&"filegroup", name])],
+        CannotRemovePrimaryFilegroup => vec![msg(5020, &[])],
+        InvalidName(name) => vec![msg(102, &[name])],
+        Io(e) => vec![msg(
+            823,
+            &[&errno_text(e), &"read/write", &0u64, &e.to_string(), &""],
+        )],
+        Format(e) => vec![msg(
+            824,
+            &[&e.to_string(), &"read", &"", &"", &"", &"", &"", &""],
+        )],
+        other => vec![SqlError {
+            number: 50000,
+            severity: 16,
+            state: 1,
+            text: other.to_string(),
+            line: 0,
+            procedure: None,
+        }],
+    }
+}

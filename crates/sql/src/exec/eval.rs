@@ -1,0 +1,524 @@
+//! Expression evaluation: literals, variables, @@globals, columns of the current row,
+//! operators (through `ops`), conversions (through `convert`), scalar built-ins (through
+//! `functions`) and the functions that need the instance (DB_ID, DATABASEPROPERTYEX ...).
+//!
+//! Predicates use three-valued logic: `condition` returns None for UNKNOWN.
+
+use std::cmp::Ordering;
+
+use extentdb_format::boot::DATABASE_VERSION;
+use extentdb_storage::instance::VERSION;
+
+use super::Session;
+use crate::ast::{AssignOp, BinaryOp, Expr, Literal, UnaryOp, VariableDeclaration};
+use crate::convert::{convert, type_of};
+use crate::functions::{call_scalar, SystemClock};
+use crate::messages::{msg, SqlError};
+use crate::ops;
+use crate::types::{SqlType, Value};
+
+/// The row an expression sees: column names and types, values, and the source's alias.
+pub struct RowCtx<'a> {
+    pub columns: &'a [(String, SqlType)],
+    pub values: &'a [Value],
+    pub alias: Option<&'a str>,
+    pub table: &'a str,
+}
+
+/// A value as text, as PRINT and string contexts show it.
+pub fn to_text(v: &Value) -> String {
+    match convert(v, SqlType::NVarChar(crate::types::MAX_LENGTH), None) {
+        Ok(Value::Text(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn literal(l: &Literal) -> Value {
+    match l {
+        Literal::Null => Value::Null,
+        Literal::Integer(i) => match i32::try_from(*i) {
+            Ok(v) => Value::Int(v),
+            Err(_) => Value::BigInt(*i),
+        },
+        Literal::Decimal {
+            unscaled, scale, ..
+        } => Value::Decimal {
+            unscaled: *unscaled,
+            scale: *scale,
+        },
+        Literal::Float(f) => Value::Float(*f),
+        Literal::String { value, .. } => Value::Text(value.clone()),
+        Literal::Binary(b) => Value::Binary(b.clone()),
+    }
+}
+
+fn value_op(op: BinaryOp) -> Option<ops::BinaryOp> {
+    Some(match op {
+        BinaryOp::Add => ops::BinaryOp::Add,
+        BinaryOp::Subtract => ops::BinaryOp::Subtract,
+        BinaryOp::Multiply => ops::BinaryOp::Multiply,
+        BinaryOp::Divide => ops::BinaryOp::Divide,
+        BinaryOp::Modulo => ops::BinaryOp::Modulo,
+        BinaryOp::BitAnd => ops::BinaryOp::BitAnd,
+        BinaryOp::BitOr => ops::BinaryOp::BitOr,
+        BinaryOp::BitXor => ops::BinaryOp::BitXor,
+        _ => return None,
+    })
+}
+
+fn is_predicate(e: &Expr) -> bool {
+    match e {
+        Expr::Binary { op, .. } => value_op(*op).is_none(),
+        Expr::Unary {
+            op: UnaryOp::Not, ..
+        } => true,
+        Expr::Like { .. }
+        | Expr::InList { .. }
+        | Expr::Between { .. }
+        | Expr::IsNull { .. }
+        | Expr::Exists(_)
+        | Expr::InSubquery { .. } => true,
+        _ => false,
+    }
+}
+
+impl Session {
+    /// Evaluates a scalar expression.
+    pub(super) fn eval(&mut self, e: &Expr, row: Option<&RowCtx<'_>>) -> Result<Value, SqlError> {
+        match e {
+            Expr::Literal(l) => Ok(literal(l)),
+            Expr::Variable(name) => self
+                .vars
+                .get(&name.to_lowercase())
+                .map(|v| v.1.clone())
+                .ok_or_else(|| msg(137, &[name])),
+            Expr::GlobalVariable(name) => Ok(self.global(name)),
+            Expr::Column(name) => column(name, row),
+            Expr::DatePart(p) => Ok(Value::Text(p.clone())),
+            Expr::Function {
+                name, args, star, ..
+            } => {
+                if *star {
+                    return Err(msg(102, &[&"*"]));
+                }
+                let values = args
+                    .iter()
+                    .map(|a| self.eval(a, row))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.function(name.name(), &values)
+            }
+            Expr::Cast {
+                expr,
+                data_type,
+                try_cast,
+            } => {
+                let v = self.eval(expr, row)?;
+                let r = convert(&v, data_type.cast_target(), None);
+                if *try_cast {
+                    Ok(r.unwrap_or(Value::Null))
+                } else {
+                    r
+                }
+            }
+            Expr::Convert {
+                data_type,
+                expr,
+                style,
+                try_convert,
+            } => {
+                let v = self.eval(expr, row)?;
+                let style = match style {
+                    Some(s) => match self.eval(s, row)? {
+                        Value::Null => None,
+                        other => Some(as_i64(&other)? as i32),
+                    },
+                    None => None,
+                };
+                let r = convert(&v, data_type.cast_target(), style);
+                if *try_convert {
+                    Ok(r.unwrap_or(Value::Null))
+                } else {
+                    r
+                }
+            }
+            Expr::Case {
+                operand,
+                branches,
+                else_result,
+            } => {
+                let subject = match operand {
+                    Some(o) => Some(self.eval(o, row)?),
+                    None => None,
+                };
+                for (when, then) in branches {
+                    let hit = match &subject {
+                        Some(s) => {
+                            let w = self.eval(when, row)?;
+                            ops::compare(s, &w)? == Some(Ordering::Equal)
+                        }
+                        None => self.condition_row(when, row)? == Some(true),
+                    };
+                    if hit {
+                        return self.eval(then, row);
+                    }
+                }
+                match else_result {
+                    Some(e) => self.eval(e, row),
+                    None => Ok(Value::Null),
+                }
+            }
+            Expr::Unary {
+                op: UnaryOp::Negate,
+                expr,
+            } => ops::negate(&self.eval(expr, row)?),
+            Expr::Unary {
+                op: UnaryOp::Plus,
+                expr,
+            } => self.eval(expr, row),
+            Expr::Unary {
+                op: UnaryOp::BitNot,
+                expr,
+            } => ops::bit_not(&self.eval(expr, row)?),
+            Expr::Binary { left, op, right } if value_op(*op).is_some() => {
+                let (a, b) = (self.eval(left, row)?, self.eval(right, row)?);
+                ops::binary(value_op(*op).expect("checked"), &a, &b)
+            }
+            Expr::Collate { expr, .. } => self.eval(expr, row),
+            e if is_predicate(e) => Err(msg(102, &[&"="])),
+            Expr::Subquery(_) | Expr::Exists(_) | Expr::InSubquery { .. } => {
+                Err(super::lower::not_yet("subqueries"))
+            }
+            _ => Err(msg(102, &[&"DEFAULT"])),
+        }
+    }
+
+    /// Evaluates a predicate without a row.
+    pub(super) fn condition(&mut self, e: &Expr) -> Result<Option<bool>, Vec<SqlError>> {
+        self.condition_row(e, None).map_err(|e| vec![e])
+    }
+
+    /// Three-valued evaluation of a predicate.
+    pub(super) fn condition_row(
+        &mut self,
+        e: &Expr,
+        row: Option<&RowCtx<'_>>,
+    ) -> Result<Option<bool>, SqlError> {
+        Ok(match e {
+            Expr::Binary {
+                left,
+                op: BinaryOp::And,
+                right,
+            } => {
+                let a = self.condition_row(left, row)?;
+                if a == Some(false) {
+                    return Ok(Some(false));
+                }
+                match (a, self.condition_row(right, row)?) {
+                    (_, Some(false)) => Some(false),
+                    (Some(true), Some(true)) => Some(true),
+                    _ => None,
+                }
+            }
+            Expr::Binary {
+                left,
+                op: BinaryOp::Or,
+                right,
+            } => {
+                let a = self.condition_row(left, row)?;
+                if a == Some(true) {
+                    return Ok(Some(true));
+                }
+                match (a, self.condition_row(right, row)?) {
+                    (_, Some(true)) => Some(true),
+                    (Some(false), Some(false)) => Some(false),
+                    _ => None,
+                }
+            }
+            Expr::Unary {
+                op: UnaryOp::Not,
+                expr,
+            } => self.condition_row(expr, row)?.map(|b| !b),
+            Expr::Binary { left, op, right } if value_op(*op).is_none() => {
+                let (a, b) = (self.eval(left, row)?, self.eval(right, row)?);
+                ops::compare(&a, &b)?.map(|o| match op {
+                    BinaryOp::Equal => o == Ordering::Equal,
+                    BinaryOp::NotEqual => o != Ordering::Equal,
+                    BinaryOp::Less => o == Ordering::Less,
+                    BinaryOp::Greater => o == Ordering::Greater,
+                    BinaryOp::LessOrEqual | BinaryOp::NotGreater => o != Ordering::Greater,
+                    BinaryOp::GreaterOrEqual | BinaryOp::NotLess => o != Ordering::Less,
+                    _ => unreachable!("logical operators handled above"),
+                })
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                escape,
+                negated,
+            } => {
+                let (v, p) = (self.eval(expr, row)?, self.eval(pattern, row)?);
+                let esc = match escape {
+                    Some(e) => to_text(&self.eval(e, row)?).chars().next(),
+                    None => None,
+                };
+                if v.is_null() || p.is_null() {
+                    None
+                } else {
+                    Some(ops::like(&to_text(&v), &to_text(&p), esc) != *negated)
+                }
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let v = self.eval(expr, row)?;
+                let mut result = Some(false);
+                for item in list {
+                    match ops::compare(&v, &self.eval(item, row)?)? {
+                        Some(Ordering::Equal) => {
+                            result = Some(true);
+                            break;
+                        }
+                        None => result = None,
+                        _ => {}
+                    }
+                }
+                result.map(|b| b != *negated)
+            }
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated,
+            } => {
+                let v = self.eval(expr, row)?;
+                let lo = ops::compare(&v, &self.eval(low, row)?)?;
+                let hi = ops::compare(&v, &self.eval(high, row)?)?;
+                match (lo, hi) {
+                    (Some(l), Some(h)) => {
+                        Some((l != Ordering::Less && h != Ordering::Greater) != *negated)
+                    }
+                    _ => None,
+                }
+            }
+            Expr::IsNull { expr, negated } => Some(self.eval(expr, row)?.is_null() != *negated),
+            Expr::Exists(_) | Expr::InSubquery { .. } => {
+                return Err(super::lower::not_yet("subqueries"))
+            }
+            other => {
+                // A non-boolean expression where a condition is expected.
+                let _ = other;
+                return Err(msg(4145, &[]).with_state(1));
+            }
+        })
+    }
+
+    fn global(&self, name: &str) -> Value {
+        match name.to_ascii_uppercase().as_str() {
+            "@@ROWCOUNT" => Value::Int(self.rowcount as i32),
+            "@@VERSION" => Value::Text(format!("{VERSION} (storage-compatible with Microsoft SQL Server 2022, database version {DATABASE_VERSION}) on Linux")),
+            "@@SPID" => Value::SmallInt(self.spid as i16),
+            "@@SERVERNAME" => Value::Text(hostname()),
+            "@@TRANCOUNT" | "@@ERROR" => Value::Int(0),
+            _ => Value::Null,
+        }
+    }
+
+    /// Engine functions first, then the scalar built-ins; unknown names give 195.
+    fn function(&mut self, name: &str, args: &[Value]) -> Result<Value, SqlError> {
+        if let Some(v) = self.engine_function(name, args)? {
+            return Ok(v);
+        }
+        match call_scalar(name, args, &SystemClock)? {
+            Some(v) => Ok(v),
+            None => Err(msg(195, &[&name, &"built-in function name"])),
+        }
+    }
+
+    fn engine_function(&mut self, name: &str, args: &[Value]) -> Result<Option<Value>, SqlError> {
+        let inst = self.engine.instance.clone();
+        let text_arg = |i: usize| args.get(i).filter(|v| !v.is_null()).map(to_text);
+        Ok(Some(match name.to_ascii_uppercase().as_str() {
+            "DB_ID" => match text_arg(0) {
+                None if args.is_empty() => Value::Int(self.database_id as i32),
+                None => Value::Null,
+                Some(n) => inst
+                    .database_by_name(&n)
+                    .map(|(id, _)| Value::Int(id as i32))
+                    .unwrap_or(Value::Null),
+            },
+            "DB_NAME" => {
+                let id = match args.first() {
+                    None => self.database_id as i64,
+                    Some(Value::Null) => return Ok(Some(Value::Null)),
+                    Some(v) => as_i64(v)?,
+                };
+                u16::try_from(id)
+                    .ok()
+                    .and_then(|id| inst.database(id))
+                    .map(|d| Value::Text(d.lock().unwrap().name.clone()))
+                    .unwrap_or(Value::Null)
+            }
+            "FILE_ID" | "FILE_IDEX" => {
+                let db = inst.database(self.database_id);
+                match (text_arg(0), db) {
+                    (Some(n), Some(db)) => db
+                        .lock()
+                        .unwrap()
+                        .file_by_name(&n)
+                        .map(|f| Value::SmallInt(f.file_id as i16))
+                        .unwrap_or(Value::Null),
+                    _ => Value::Null,
+                }
+            }
+            "FILE_NAME" => {
+                let id = match args.first() {
+                    Some(v) if !v.is_null() => as_i64(v)?,
+                    _ => return Ok(Some(Value::Null)),
+                };
+                let db = inst.database(self.database_id);
+                db.and_then(|db| {
+                    db.lock()
+                        .unwrap()
+                        .catalog
+                        .files
+                        .iter()
+                        .find(|f| f.file_id as i64 == id)
+                        .map(|f| Value::Text(f.name.clone()))
+                })
+                .unwrap_or(Value::Null)
+            }
+            "DATABASEPROPERTYEX" => match (text_arg(0), text_arg(1)) {
+                (Some(db), Some(prop)) => database_property(&inst, &db, &prop),
+                _ => Value::Null,
+            },
+            "SERVERPROPERTY" => match text_arg(0).map(|p| p.to_ascii_lowercase()).as_deref() {
+                Some("productversion") => Value::Text("16.0.1000.6".into()),
+                Some("edition") => Value::Text("extentdb".into()),
+                Some("servername") | Some("machinename") => Value::Text(hostname()),
+                Some("isclustered") => Value::Int(0),
+                _ => Value::Null,
+            },
+            _ => return Ok(None),
+        }))
+    }
+
+    /// DECLARE: each variable once per batch (134), converted to its declared type.
+    pub(super) fn declare(&mut self, decls: &[VariableDeclaration]) -> Result<(), Vec<SqlError>> {
+        for d in decls {
+            let key = d.name.to_lowercase();
+            if self.vars.contains_key(&key) {
+                return Err(vec![msg(134, &[&d.name])]);
+            }
+            let t = d.data_type.sql_type;
+            let v = match &d.initial {
+                Some(e) => convert(&self.eval(e, None).map_err(|e| vec![e])?, t, None)
+                    .map_err(|e| vec![e])?,
+                None => Value::Null,
+            };
+            self.vars.insert(key, (t, v));
+        }
+        Ok(())
+    }
+
+    /// SET @v = expr (and += ...), converting to the variable's type.
+    pub(super) fn set_variable(
+        &mut self,
+        name: &str,
+        op: AssignOp,
+        value: &Expr,
+    ) -> Result<(), Vec<SqlError>> {
+        let v = self.eval(value, None).map_err(|e| vec![e])?;
+        self.assign(name, op, v).map_err(|e| vec![e])
+    }
+
+    pub(super) fn assign(&mut self, name: &str, op: AssignOp, v: Value) -> Result<(), SqlError> {
+        let key = name.to_lowercase();
+        let (t, old) = self
+            .vars
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| msg(137, &[&name]))?;
+        let combined = match op {
+            AssignOp::Assign => v,
+            other => {
+                let vop = match other {
+                    AssignOp::Add => ops::BinaryOp::Add,
+                    AssignOp::Subtract => ops::BinaryOp::Subtract,
+                    AssignOp::Multiply => ops::BinaryOp::Multiply,
+                    AssignOp::Divide => ops::BinaryOp::Divide,
+                    AssignOp::Modulo => ops::BinaryOp::Modulo,
+                    AssignOp::BitAnd => ops::BinaryOp::BitAnd,
+                    AssignOp::BitOr => ops::BinaryOp::BitOr,
+                    AssignOp::BitXor => ops::BinaryOp::BitXor,
+                    AssignOp::Assign => unreachable!(),
+                };
+                ops::binary(vop, &old, &v)?
+            }
+        };
+        let converted = convert(&combined, t, None)?;
+        self.vars.insert(key, (t, converted));
+        Ok(())
+    }
+}
+
+fn column(name: &crate::ast::ObjectName, row: Option<&RowCtx<'_>>) -> Result<Value, SqlError> {
+    let col = name.name();
+    let Some(row) = row else {
+        return Err(msg(207, &[&col]));
+    };
+    if let Some(q) = name.qualifier() {
+        let matches_source = row.alias.is_some_and(|a| a.eq_ignore_ascii_case(q))
+            || row.table.eq_ignore_ascii_case(q);
+        if !matches_source {
+            return Err(msg(4104, &[&name.joined()]));
+        }
+    }
+    row.columns
+        .iter()
+        .position(|(n, _)| n.eq_ignore_ascii_case(col))
+        .map(|i| row.values[i].clone())
+        .ok_or_else(|| msg(207, &[&col]))
+}
+
+/// An integer from a value, converting as T-SQL would.
+pub fn as_i64(v: &Value) -> Result<i64, SqlError> {
+    match convert(v, SqlType::BigInt, None)? {
+        Value::BigInt(i) => Ok(i),
+        _ => Ok(0),
+    }
+}
+
+fn database_property(inst: &extentdb_storage::Instance, db: &str, prop: &str) -> Value {
+    let Some((_, handle)) = inst.database_by_name(db) else {
+        return Value::Null;
+    };
+    let d = handle.lock().unwrap();
+    match prop.to_ascii_lowercase().as_str() {
+        "version" => Value::Int(d.boot.database_version as i32),
+        "status" => Value::Text("ONLINE".into()),
+        "recovery" => Value::Text(d.catalog.recovery_model.desc().into()),
+        "updateability" => Value::Text("READ_WRITE".into()),
+        "useraccess" => Value::Text("MULTI_USER".into()),
+        "collation" => Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
+        "isautoshrink" | "isautoclose" => Value::Int(0),
+        "lastgoodcheckdbtime" => Value::DateTime(if d.boot.last_checkdb_us == 0 {
+            0
+        } else {
+            super::views::ticks_from_unix_us(d.boot.last_checkdb_us)
+        }),
+        _ => Value::Null,
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// The natural result type of a value, for columns computed by expressions.
+pub fn value_type(v: &Value) -> SqlType {
+    type_of(v)
+}

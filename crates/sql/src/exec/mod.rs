@@ -1,0 +1,228 @@
+//! The executor: runs parsed batches for a session against the instance and produces the
+//! outputs a client shows (result sets, row counts, informational messages, errors).
+//!
+//! Batch semantics (as SQL Server): a syntax error stops the whole batch before anything
+//! runs; errors of name resolution (137, 207, 208) stop the rest of the batch; other errors
+//! end only their statement and the batch goes on.
+//!
+//! Session state: current database, session trace flags, variables of the current batch
+//! (they end with the batch, as in T-SQL), SET NOCOUNT, @@ROWCOUNT.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+
+use extentdb_storage::instance::MASTER_ID;
+use extentdb_storage::Instance;
+
+use crate::ast::{Statement, StatementKind};
+use crate::messages::{msg, SqlError};
+use crate::parser::parse_batch;
+use crate::types::{SqlType, Value};
+
+mod admin;
+pub mod ddl;
+mod errors;
+mod eval;
+mod lower;
+mod select;
+pub mod views;
+
+/// One thing a batch produced, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Rows {
+        columns: Vec<(String, SqlType)>,
+        rows: Vec<Vec<Value>>,
+    },
+    RowsAffected(u64),
+    /// Severity <= 10 messages and PRINT: shown as plain text.
+    Info(String),
+    Error(SqlError),
+}
+
+/// The shared engine: the instance and session numbering.
+pub struct Engine {
+    pub instance: Arc<Instance>,
+    next_spid: AtomicU16,
+}
+
+impl Engine {
+    pub fn new(instance: Arc<Instance>) -> Arc<Engine> {
+        Arc::new(Engine {
+            instance,
+            next_spid: AtomicU16::new(51),
+        })
+    }
+
+    /// A new session in master, with the next spid (user sessions start at 51).
+    pub fn session(self: &Arc<Engine>) -> Session {
+        Session {
+            engine: self.clone(),
+            spid: self.next_spid.fetch_add(1, Ordering::Relaxed),
+            database_id: MASTER_ID,
+            flags: BTreeSet::new(),
+            vars: HashMap::new(),
+            nocount: false,
+            rowcount: 0,
+        }
+    }
+}
+
+pub struct Session {
+    pub engine: Arc<Engine>,
+    pub spid: u16,
+    pub database_id: u16,
+    /// Session trace flags (DBCC TRACEON without -1).
+    pub flags: BTreeSet<u32>,
+    /// Variables of the running batch, by lower-cased name (with the `@`).
+    vars: HashMap<String, (SqlType, Value)>,
+    pub nocount: bool,
+    rowcount: i64,
+}
+
+/// How a statement ended, for control flow.
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+    Return,
+    /// The rest of the batch is skipped.
+    AbortBatch,
+}
+
+/// Errors that SQL Server raises while compiling a batch: they end the batch.
+fn aborts_batch(e: &SqlError) -> bool {
+    matches!(e.number, 137 | 207 | 208 | 102 | 156 | 2715)
+}
+
+impl Session {
+    /// Parses and runs one batch.
+    pub fn execute(&mut self, batch: &str) -> Vec<Output> {
+        self.vars.clear();
+        let mut out = Vec::new();
+        match parse_batch(batch) {
+            Err(e) => out.push(Output::Error(SqlError {
+                number: e.number,
+                severity: e.severity,
+                state: e.state,
+                text: e.text,
+                line: e.line,
+                procedure: None,
+            })),
+            Ok(statements) => {
+                self.run_block(&statements, &mut out);
+            }
+        }
+        out
+    }
+
+    fn run_block(&mut self, statements: &[Statement], out: &mut Vec<Output>) -> Flow {
+        for s in statements {
+            match self.run_statement(s, out) {
+                Flow::Normal => {}
+                other => return other,
+            }
+        }
+        Flow::Normal
+    }
+
+    fn run_statement(&mut self, s: &Statement, out: &mut Vec<Output>) -> Flow {
+        match self.statement(s, out) {
+            Ok(flow) => flow,
+            Err(errors) => {
+                let mut abort = false;
+                for e in errors {
+                    abort |= aborts_batch(&e);
+                    let e = if e.line == 0 { e.with_line(s.line) } else { e };
+                    out.push(if e.is_info() {
+                        Output::Info(e.text)
+                    } else {
+                        Output::Error(e)
+                    });
+                }
+                if abort {
+                    Flow::AbortBatch
+                } else {
+                    Flow::Normal
+                }
+            }
+        }
+    }
+
+    fn statement(&mut self, s: &Statement, out: &mut Vec<Output>) -> Result<Flow, Vec<SqlError>> {
+        use StatementKind as K;
+        match &s.kind {
+            K::Block(body) => return Ok(self.run_block(body, out)),
+            K::If {
+                condition,
+                then_branch,
+                else_branch,
+            } => {
+                if self.condition(condition)? == Some(true) {
+                    return Ok(self.run_statement(then_branch, out));
+                } else if let Some(e) = else_branch {
+                    return Ok(self.run_statement(e, out));
+                }
+            }
+            K::While { condition, body } => {
+                while self.condition(condition)? == Some(true) {
+                    match self.run_statement(body, out) {
+                        Flow::Break => break,
+                        Flow::Return => return Ok(Flow::Return),
+                        Flow::AbortBatch => return Ok(Flow::AbortBatch),
+                        Flow::Normal | Flow::Continue => {}
+                    }
+                }
+            }
+            K::Break => return Ok(Flow::Break),
+            K::Continue => return Ok(Flow::Continue),
+            K::Return(_) => return Ok(Flow::Return),
+            K::Print(e) => {
+                let v = self.eval(e, None).map_err(|e| vec![e])?;
+                out.push(Output::Info(eval::to_text(&v)));
+            }
+            K::Declare(decls) => self.declare(decls)?,
+            K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
+            K::SetOption { options, value } => self.set_option(options, value),
+            K::Use { database } => {
+                let (id, db) = self
+                    .engine
+                    .instance
+                    .database_by_name(database)
+                    .ok_or_else(|| vec![msg(911, &[database])])?;
+                self.database_id = id;
+                let name = db.lock().unwrap().name.clone();
+                out.push(Output::Info(msg(5701, &[&name]).text));
+            }
+            K::Select(q) => self.select(q, out)?,
+            K::Dbcc(d) => self.dbcc(d, out)?,
+            K::Execute(e) => self.execute_proc(e, out)?,
+            _ => return self.lowered(s, out),
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn set_option(&mut self, options: &[String], value: &crate::ast::SetValue) {
+        if options.iter().any(|o| o == "NOCOUNT") {
+            self.nocount = matches!(value, crate::ast::SetValue::On);
+        }
+    }
+
+    /// Reports rows affected unless SET NOCOUNT ON, and sets @@ROWCOUNT.
+    fn rows_affected(&mut self, n: u64, out: &mut Vec<Output>) {
+        self.rowcount = n as i64;
+        if !self.nocount {
+            out.push(Output::RowsAffected(n));
+        }
+    }
+
+    /// The current database's name.
+    fn current_db_name(&self) -> String {
+        self.engine
+            .instance
+            .database(self.database_id)
+            .map(|d| d.lock().unwrap().name.clone())
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,268 @@
+//! System views over the instance: sys.dm_server_services, sys.databases,
+//! sys.database_files, sys.master_files, sys.filegroups, with SQL Server's column names,
+//! types and units (sizes in 8 KB pages).
+//!
+//! Views are computed from the live catalogs on each query; nothing is cached, so a view
+//! can never disagree with the catalog it shows.
+
+use extentdb_format::catalog::{FileEntry, FilegroupEntry};
+use extentdb_format::file_header::FileType;
+use extentdb_storage::instance::{Instance, MODEL_ID};
+use extentdb_storage::Database;
+
+use crate::types::{SqlType, Value};
+
+/// A computed rowset: column names and types, and rows.
+#[derive(Debug, Clone, Default)]
+pub struct Rowset {
+    pub columns: Vec<(String, SqlType)>,
+    pub rows: Vec<Vec<Value>>,
+}
+
+const SYSNAME: SqlType = SqlType::NVarChar(128);
+
+fn cols(spec: &[(&str, SqlType)]) -> Vec<(String, SqlType)> {
+    spec.iter().map(|(n, t)| (n.to_string(), *t)).collect()
+}
+
+fn text(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+fn bit(b: bool) -> Value {
+    Value::Bit(b)
+}
+
+/// Ticks (100 ns since 0001-01-01) of a Unix-epoch microsecond timestamp, in local time.
+pub fn ticks_from_unix_us(us: i64) -> i64 {
+    const UNIX_EPOCH_TICKS: i64 = 621_355_968_000_000_000;
+    let offset_s = local_offset_seconds(us / 1_000_000);
+    UNIX_EPOCH_TICKS + us * 10 + offset_s * 10_000_000
+}
+
+fn local_offset_seconds(unix_s: i64) -> i64 {
+    let t = unix_s as libc::time_t;
+    // SAFETY: localtime_r writes only into the tm we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    tm.tm_gmtoff
+}
+
+/// Looks a view up by its (lower-cased, schema-qualified) name.
+pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Rowset> {
+    Some(match name {
+        "sys.dm_server_services" => server_services(inst),
+        "sys.databases" => databases(inst),
+        "sys.database_files" => {
+            let db = inst.database(current_db)?;
+            let db = db.lock().unwrap();
+            database_files(&db, None)
+        }
+        "sys.master_files" => master_files(inst),
+        "sys.filegroups" => {
+            let db = inst.database(current_db)?;
+            let db = db.lock().unwrap();
+            filegroups(&db.catalog.filegroups)
+        }
+        _ => return None,
+    })
+}
+
+fn server_services(inst: &Instance) -> Rowset {
+    let account = std::env::var("USER").unwrap_or_else(|_| "root".into());
+    let ifi = if inst.config.instant_file_init {
+        "Y"
+    } else {
+        "N"
+    };
+    Rowset {
+        columns: cols(&[
+            ("servicename", SqlType::NVarChar(256)),
+            ("startup_type", SqlType::Int),
+            ("startup_type_desc", SqlType::NVarChar(256)),
+            ("status", SqlType::Int),
+            ("status_desc", SqlType::NVarChar(256)),
+            ("process_id", SqlType::Int),
+            ("service_account", SqlType::NVarChar(256)),
+            ("filename", SqlType::NVarChar(256)),
+            ("is_clustered", SqlType::NVarChar(1)),
+            ("instant_file_initialization_enabled", SqlType::NVarChar(1)),
+        ]),
+        rows: vec![vec![
+            text("SQL Server (MSSQLSERVER)"),
+            Value::Int(2),
+            text("Automatic"),
+            Value::Int(4),
+            text("Running"),
+            Value::Int(std::process::id() as i32),
+            text(&account),
+            text(
+                &std::env::current_exe()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default(),
+            ),
+            text("N"),
+            text(ifi),
+        ]],
+    }
+}
+
+fn databases(inst: &Instance) -> Rowset {
+    let columns = cols(&[
+        ("name", SYSNAME),
+        ("database_id", SqlType::Int),
+        ("create_date", SqlType::DateTime),
+        ("compatibility_level", SqlType::TinyInt),
+        ("collation_name", SYSNAME),
+        ("user_access", SqlType::TinyInt),
+        ("user_access_desc", SqlType::NVarChar(60)),
+        ("is_read_only", SqlType::Bit),
+        ("state", SqlType::TinyInt),
+        ("state_desc", SqlType::NVarChar(60)),
+        ("recovery_model", SqlType::TinyInt),
+        ("recovery_model_desc", SqlType::NVarChar(60)),
+        ("page_verify_option", SqlType::TinyInt),
+        ("page_verify_option_desc", SqlType::NVarChar(60)),
+        ("log_reuse_wait", SqlType::TinyInt),
+        ("log_reuse_wait_desc", SqlType::NVarChar(60)),
+    ]);
+    let mut rows = Vec::new();
+    for (id, db) in inst.databases() {
+        let db = db.lock().unwrap();
+        let rm = db.catalog.recovery_model;
+        rows.push(vec![
+            text(&db.name),
+            Value::Int(id as i32),
+            Value::DateTime(ticks_from_unix_us(db.boot.created_us)),
+            Value::TinyInt(160),
+            text("SQL_Latin1_General_CP1_CI_AS"),
+            Value::TinyInt(0),
+            text("MULTI_USER"),
+            bit(false),
+            Value::TinyInt(0),
+            text("ONLINE"),
+            Value::TinyInt(rm as u8),
+            text(rm.desc()),
+            Value::TinyInt(2),
+            text("CHECKSUM"),
+            Value::TinyInt(0),
+            text("NOTHING"),
+        ]);
+    }
+    Rowset { columns, rows }
+}
+
+fn file_columns(with_db: bool) -> Vec<(String, SqlType)> {
+    let mut c = Vec::new();
+    if with_db {
+        c.push(("database_id".to_string(), SqlType::Int));
+    }
+    c.extend(cols(&[
+        ("file_id", SqlType::Int),
+        ("type", SqlType::TinyInt),
+        ("type_desc", SqlType::NVarChar(60)),
+        ("data_space_id", SqlType::Int),
+        ("name", SYSNAME),
+        ("physical_name", SqlType::NVarChar(260)),
+        ("state", SqlType::TinyInt),
+        ("state_desc", SqlType::NVarChar(60)),
+        ("size", SqlType::Int),
+        ("max_size", SqlType::Int),
+        ("growth", SqlType::Int),
+        ("is_media_read_only", SqlType::Bit),
+        ("is_read_only", SqlType::Bit),
+        ("is_sparse", SqlType::Bit),
+        ("is_percent_growth", SqlType::Bit),
+        ("is_name_reserved", SqlType::Bit),
+    ]));
+    c
+}
+
+fn file_row(f: &FileEntry, db_id: Option<u16>) -> Vec<Value> {
+    let mut r = Vec::new();
+    if let Some(id) = db_id {
+        r.push(Value::Int(id as i32));
+    }
+    let (t, desc) = match f.file_type {
+        FileType::Rows => (0, "ROWS"),
+        FileType::Log => (1, "LOG"),
+    };
+    r.extend([
+        Value::Int(f.file_id as i32),
+        Value::TinyInt(t),
+        text(desc),
+        Value::Int(f.data_space_id as i32),
+        text(&f.name),
+        text(&f.physical_name),
+        Value::TinyInt(0),
+        text("ONLINE"),
+        Value::Int(f.size_pages as i32),
+        Value::Int(f.max_size_pages),
+        Value::Int(f.growth as i32),
+        bit(false),
+        bit(false),
+        bit(false),
+        bit(f.is_percent_growth),
+        bit(false),
+    ]);
+    r
+}
+
+/// sys.database_files of one database (or, with `db_id`, its rows of sys.master_files).
+pub fn database_files(db: &Database, db_id: Option<u16>) -> Rowset {
+    Rowset {
+        columns: file_columns(db_id.is_some()),
+        rows: db
+            .catalog
+            .files
+            .iter()
+            .map(|f| file_row(f, db_id))
+            .collect(),
+    }
+}
+
+fn master_files(inst: &Instance) -> Rowset {
+    let mut out = Rowset {
+        columns: file_columns(true),
+        rows: Vec::new(),
+    };
+    for (id, db) in inst.databases() {
+        let db = db.lock().unwrap();
+        out.rows.extend(database_files(&db, Some(id)).rows);
+    }
+    out
+}
+
+fn filegroups(groups: &[FilegroupEntry]) -> Rowset {
+    let columns = cols(&[
+        ("name", SYSNAME),
+        ("data_space_id", SqlType::Int),
+        ("type", SqlType::Char(2)),
+        ("type_desc", SqlType::NVarChar(60)),
+        ("is_default", SqlType::Bit),
+        ("is_system", SqlType::Bit),
+        ("is_read_only", SqlType::Bit),
+        ("is_autogrow_all_files", SqlType::Bit),
+    ]);
+    let rows = groups
+        .iter()
+        .map(|g| {
+            vec![
+                text(&g.name),
+                Value::Int(g.data_space_id as i32),
+                text("FG"),
+                text("ROWS_FILEGROUP"),
+                bit(g.is_default),
+                bit(false),
+                bit(g.is_read_only),
+                bit(g.is_autogrow_all_files),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+/// True for model, whose file sizes are CREATE DATABASE's defaults.
+pub fn is_model(id: u16) -> bool {
+    id == MODEL_ID
+}
