@@ -15,7 +15,6 @@ use std::sync::Arc;
 
 use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::file_header::{FileHeader, FileType};
-use extentdb_format::iam;
 use extentdb_format::layout::{self, BitmapKind, FixedPage};
 use extentdb_format::pfs;
 use extentdb_format::{ExtentNo, FileId, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS};
@@ -158,16 +157,11 @@ impl DataFile {
         Ok(total)
     }
 
-    /// Allocates one free extent to the allocation unit whose IAM page for that extent's
-    /// interval is `iam_for(interval)`; returns None when the file has no free extent.
-    pub fn allocate_extent(
-        &self,
-        mut iam_for: impl FnMut(u32) -> Result<PageId, StorageError>,
-    ) -> Result<Option<ExtentNo>, StorageError> {
+    /// The first GAM-free extent of the file, lowest first; None when the file is full.
+    pub fn find_free_extent(&self) -> Result<Option<ExtentNo>, StorageError> {
         let usable = self.usable_extents();
         for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
-            let gam_no = layout::bitmap_page(BitmapKind::Gam, interval);
-            let mut gam = self.read_page(gam_no)?;
+            let gam = self.read_page(layout::bitmap_page(BitmapKind::Gam, interval))?;
             let limit = usable - interval * GAM_INTERVAL_EXTENTS;
             if let Some(bit) = bitmap::next_set(&gam, 0, limit) {
                 let extent = ExtentNo(interval * GAM_INTERVAL_EXTENTS + bit);
@@ -176,65 +170,51 @@ impl DataFile {
                     "GAM offers reserved extent {}",
                     extent.0
                 );
-                bitmap::set_bit(&mut gam, bit, false);
-                self.write_page(gam_no, &mut gam)?;
-                let iam_at = iam_for(interval)?;
-                self.set_iam_bit(iam_at, extent, true)?;
                 return Ok(Some(extent));
             }
         }
         Ok(None)
     }
 
-    /// Returns an extent to the GAM after clearing its IAM bit and its pages' PFS bytes.
-    pub fn deallocate_extent(&self, iam_at: PageId, extent: ExtentNo) -> Result<(), StorageError> {
-        self.set_iam_bit(iam_at, extent, false)?;
+    /// Marks a free extent allocated in the GAM. The caller records the owner in an IAM
+    /// page afterwards (GAM first: invariant 3).
+    pub fn claim_extent(&self, extent: ExtentNo) -> Result<(), StorageError> {
+        self.set_gam_bit(extent, false)
+    }
+
+    /// Returns an extent to the GAM after clearing its pages' PFS bytes. The caller has
+    /// cleared the owner's IAM bit before.
+    pub fn release_extent(&self, extent: ExtentNo) -> Result<(), StorageError> {
         for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
             self.set_pfs(PageNo(page), 0)?;
         }
-        let interval = extent.0 / GAM_INTERVAL_EXTENTS;
-        let gam_no = layout::bitmap_page(BitmapKind::Gam, interval);
-        let mut gam = self.read_page(gam_no)?;
+        self.set_gam_bit(extent, true)
+    }
+
+    /// Flips an extent's GAM bit, asserting it changes (never freed or taken twice).
+    fn set_gam_bit(&self, extent: ExtentNo, free: bool) -> Result<(), StorageError> {
         assert!(
-            !bitmap::get_bit(&gam, extent.0 % GAM_INTERVAL_EXTENTS),
-            "extent {} freed twice",
+            extent.0 < self.usable_extents(),
+            "extent {} beyond the file",
             extent.0
         );
-        bitmap::set_bit(&mut gam, extent.0 % GAM_INTERVAL_EXTENTS, true);
-        self.write_page(gam_no, &mut gam)
-    }
-
-    fn set_iam_bit(
-        &self,
-        iam_at: PageId,
-        extent: ExtentNo,
-        owned: bool,
-    ) -> Result<(), StorageError> {
-        assert_eq!(iam_at.file, self.file_id, "IAM page of another file");
-        let mut p = self.read_page(iam_at.page)?;
-        iam::validate(&p, iam_at)?;
-        let start = iam::start_page(&p);
-        let first_extent = start.page.0 / PAGES_PER_EXTENT;
         assert!(
-            extent.0 >= first_extent && extent.0 < first_extent + GAM_INTERVAL_EXTENTS,
-            "extent outside the IAM interval"
+            !layout::is_reserved_extent(extent, self.is_primary()),
+            "extent {} is reserved",
+            extent.0
         );
-        bitmap::set_bit(&mut p, extent.0 - first_extent, owned);
-        self.write_page(iam_at.page, &mut p)
-    }
-
-    /// Extents owned per the IAM page at `iam_at`.
-    pub fn iam_extents(&self, iam_at: PageId) -> Result<Vec<ExtentNo>, StorageError> {
-        let p = self.read_page(iam_at.page)?;
-        iam::validate(&p, iam_at)?;
-        let first_extent = iam::start_page(&p).page.0 / PAGES_PER_EXTENT;
-        let mut out = Vec::new();
-        let mut i = 0;
-        while let Some(bit) = bitmap::next_set(&p, i, GAM_INTERVAL_EXTENTS) {
-            out.push(ExtentNo(first_extent + bit));
-            i = bit + 1;
-        }
-        Ok(out)
+        let gam_no = layout::bitmap_page(BitmapKind::Gam, extent.0 / GAM_INTERVAL_EXTENTS);
+        let mut gam = self.read_page(gam_no)?;
+        let bit = extent.0 % GAM_INTERVAL_EXTENTS;
+        assert_ne!(
+            bitmap::get_bit(&gam, bit),
+            free,
+            "extent {} is already {}",
+            extent.0,
+            if free { "free" } else { "allocated" }
+        );
+        bitmap::set_bit(&mut gam, bit, free);
+        self.write_page(gam_no, &mut gam)
     }
 
     pub fn pfs(&self, page: PageNo) -> Result<u8, StorageError> {

@@ -209,8 +209,11 @@ impl Database {
         for page in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
             primary.set_pfs(page, pfs::ALLOCATED)?;
         }
-        match primary.allocate_extent(|_| Ok(at))? {
-            Some(_) => Ok(()),
+        match primary.find_free_extent()? {
+            Some(e) => {
+                primary.claim_extent(e)?;
+                self.set_iam_bit(at, e, true)
+            }
             None => Err(StorageError::TooSmall {
                 name: self.catalog.files[0].name.clone(),
                 size_kb: primary.size_pages as u64 * 8,
@@ -274,7 +277,8 @@ impl Database {
             .check_invariants()
             .map_err(|e| StorageError::Instance(PathBuf::new(), e))?;
         let blob = self.catalog.encode();
-        let pages = self.allocate_catalog_pages(catalog::pages_needed(blob.len()))?;
+        let pages =
+            self.allocate_system_pages(catalog::pages_needed(blob.len()), pfs::ALLOCATED)?;
         let primary = self.primary();
         for (i, mut p) in catalog::to_pages(&blob, &pages).into_iter().enumerate() {
             primary.write_page(pages[i].page, &mut p)?;
@@ -303,8 +307,13 @@ impl Database {
     }
 
     /// Finds `n` pages not in use inside the catalog's extents, adding extents as needed,
-    /// and marks them allocated.
-    fn allocate_catalog_pages(&mut self, n: usize) -> Result<Vec<PageId>, StorageError> {
+    /// and marks them allocated with PFS byte `pfs_value` (catalog pages and IAM pages live
+    /// there: extentdb allocates no mixed extents).
+    pub(crate) fn allocate_system_pages(
+        &mut self,
+        n: usize,
+        pfs_value: u8,
+    ) -> Result<Vec<PageId>, StorageError> {
         let iam_at = PageId {
             file: FileId::PRIMARY,
             page: CATALOG_IAM_PAGE,
@@ -312,7 +321,7 @@ impl Database {
         let mut found = Vec::new();
         loop {
             let primary = self.primary();
-            for extent in primary.iam_extents(iam_at)? {
+            for extent in self.iam_page_extents(iam_at)? {
                 for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
                     if found.len() < n && primary.pfs(PageNo(page))? & pfs::ALLOCATED == 0 {
                         found.push(PageId {
@@ -326,7 +335,14 @@ impl Database {
                 break;
             }
             found.clear();
-            if primary.allocate_extent(|_| Ok(iam_at))?.is_none() {
+            // The catalog IAM page maps the first GAM interval of file 1 only.
+            let extent = primary
+                .find_free_extent()?
+                .filter(|e| e.0 < extentdb_format::GAM_INTERVAL_EXTENTS);
+            if let Some(e) = extent {
+                primary.claim_extent(e)?;
+                self.set_iam_bit(iam_at, e, true)?;
+            } else {
                 return Err(StorageError::TooSmall {
                     name: self.catalog.files[0].name.clone(),
                     size_kb: primary.size_pages as u64 * 8,
@@ -335,27 +351,31 @@ impl Database {
             }
         }
         for p in &found {
-            self.primary().set_pfs(p.page, pfs::ALLOCATED)?;
+            self.primary().set_pfs(p.page, pfs_value)?;
         }
         Ok(found)
     }
 
-    /// Frees catalog pages that a crash left allocated but that no published chain uses.
+    /// Frees system pages that a crash left allocated but that nothing uses: pages of no
+    /// published catalog chain and IAM pages that no allocation unit's chain reaches.
     fn sweep_catalog_pages(&mut self) -> Result<(), StorageError> {
         let iam_at = PageId {
             file: FileId::PRIMARY,
             page: CATALOG_IAM_PAGE,
         };
+        let mut in_use: std::collections::HashSet<PageId> =
+            self.catalog_chain.iter().copied().collect();
+        for au in self.catalog.allocation_units.clone() {
+            in_use.extend(self.iam_chain(au.allocation_unit_id)?);
+        }
         let primary = self.primary();
-        for extent in primary.iam_extents(iam_at)? {
+        for extent in self.iam_page_extents(iam_at)? {
             for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
                 let pid = PageId {
                     file: FileId::PRIMARY,
                     page: PageNo(page),
                 };
-                if primary.pfs(pid.page)? & pfs::ALLOCATED != 0
-                    && !self.catalog_chain.contains(&pid)
-                {
+                if primary.pfs(pid.page)? & pfs::ALLOCATED != 0 && !in_use.contains(&pid) {
                     primary.set_pfs(pid.page, 0)?;
                 }
             }

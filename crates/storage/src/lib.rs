@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 
+pub mod allocation;
 pub mod config;
 pub mod data_file;
 pub mod database;

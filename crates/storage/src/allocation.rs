@@ -1,0 +1,244 @@
+//! Allocation units and their extents: the IAM chain of each allocation unit, with one IAM
+//! page per (file, GAM interval) in which the unit owns extents, created on first use.
+//!
+//! IAM pages are system pages: they live in the catalog's extents in file 1 (extentdb has
+//! no mixed extents), marked `ALLOCATED | IAM_PAGE` in the PFS. The chain starts at the
+//! catalog's `first_iam_page` and runs through the page headers' next links; a new page is
+//! appended at the end with the next sequence number.
+//!
+//! Invariants:
+//! 1. An allocation unit's extents lie only in files of its filegroup (data space).
+//! 2. At most one IAM page of a chain maps a given (file, interval).
+//! 3. Order of writes without the log: the new IAM page is durable before anything links
+//!    to it; an unlinked IAM page is freed by the sweep at open.
+
+use extentdb_format::catalog::AllocationUnitEntry;
+use extentdb_format::{
+    bitmap, iam, pfs, ExtentNo, PageId, GAM_INTERVAL_EXTENTS, GAM_INTERVAL_PAGES, PAGES_PER_EXTENT,
+};
+
+use crate::{Database, StorageError};
+
+impl Database {
+    /// Creates an empty allocation unit in filegroup `data_space_id`; returns its id.
+    pub fn create_allocation_unit(&mut self, data_space_id: u16) -> Result<u64, StorageError> {
+        if !self
+            .catalog
+            .filegroups
+            .iter()
+            .any(|g| g.data_space_id == data_space_id)
+        {
+            return Err(StorageError::FilegroupNotFound(data_space_id.to_string()));
+        }
+        let mut id = 0;
+        self.change_catalog(|c| {
+            id = c.next_allocation_unit_id;
+            c.next_allocation_unit_id += 1;
+            c.allocation_units.push(AllocationUnitEntry {
+                allocation_unit_id: id,
+                data_space_id,
+                first_iam_page: PageId::NULL,
+            });
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    fn allocation_unit(&self, au: u64) -> Result<AllocationUnitEntry, StorageError> {
+        self.catalog
+            .allocation_units
+            .iter()
+            .find(|a| a.allocation_unit_id == au)
+            .cloned()
+            .ok_or_else(|| {
+                StorageError::Instance(
+                    Default::default(),
+                    format!("allocation unit {au} does not exist"),
+                )
+            })
+    }
+
+    /// The IAM pages of an allocation unit, in chain order.
+    pub fn iam_chain(&self, au: u64) -> Result<Vec<PageId>, StorageError> {
+        let entry = self.allocation_unit(au)?;
+        let mut chain = Vec::new();
+        let mut at = entry.first_iam_page;
+        while !at.is_null() {
+            let p = self.primary().read_page(at.page)?;
+            iam::validate(&p, at)?;
+            if p.header()?.allocation_unit_id != au || chain.contains(&at) {
+                return Err(extentdb_format::corrupt(
+                    at,
+                    format!("IAM chain of allocation unit {au} is broken"),
+                )
+                .into());
+            }
+            chain.push(at);
+            at = p.header()?.next_page;
+        }
+        Ok(chain)
+    }
+
+    /// The IAM page mapping (file, interval) for `au`, if the chain has one.
+    fn find_iam(
+        &self,
+        au: u64,
+        file_id: u16,
+        interval: u32,
+    ) -> Result<Option<PageId>, StorageError> {
+        let start = PageId::new(file_id, interval * GAM_INTERVAL_PAGES);
+        for at in self.iam_chain(au)? {
+            if iam::start_page(&self.primary().read_page(at.page)?) == start {
+                return Ok(Some(at));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Finds or appends the IAM page mapping (file, interval) for `au` (invariants 2, 3).
+    fn ensure_iam(&mut self, au: u64, file_id: u16, interval: u32) -> Result<PageId, StorageError> {
+        if let Some(at) = self.find_iam(au, file_id, interval)? {
+            return Ok(at);
+        }
+        let chain = self.iam_chain(au)?;
+        let at = self.allocate_system_pages(1, pfs::ALLOCATED | pfs::IAM_PAGE)?[0];
+        let start = PageId::new(file_id, interval * GAM_INTERVAL_PAGES);
+        let mut page = iam::new_iam_page(at, au, chain.len() as u32, start);
+        let mut h = page.header()?;
+        h.prev_page = chain.last().copied().unwrap_or(PageId::NULL);
+        page.set_header(&h);
+        let primary = self.primary();
+        primary.write_page(at.page, &mut page)?;
+        primary.sync()?;
+        match chain.last() {
+            Some(last) => {
+                let mut p = primary.read_page(last.page)?;
+                let mut h = p.header()?;
+                h.next_page = at;
+                p.set_header(&h);
+                primary.write_page(last.page, &mut p)?;
+                primary.sync()?;
+            }
+            None => self.change_catalog(|c| {
+                let entry = c
+                    .allocation_units
+                    .iter_mut()
+                    .find(|a| a.allocation_unit_id == au)
+                    .expect("unit exists");
+                entry.first_iam_page = at;
+                Ok(())
+            })?,
+        }
+        Ok(at)
+    }
+
+    /// Allocates one extent of file `file_id` to `au`; None when the file is full.
+    pub fn allocate_extent(
+        &mut self,
+        au: u64,
+        file_id: u16,
+    ) -> Result<Option<ExtentNo>, StorageError> {
+        let entry = self.allocation_unit(au)?;
+        let file = self
+            .data_files
+            .get(&file_id)
+            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+        let in_filegroup = self
+            .catalog
+            .files
+            .iter()
+            .any(|f| f.file_id == file_id && f.data_space_id == entry.data_space_id);
+        assert!(
+            in_filegroup,
+            "file {file_id} is not in allocation unit {au}'s filegroup"
+        );
+        let Some(extent) = file.find_free_extent()? else {
+            return Ok(None);
+        };
+        let iam_at = self.ensure_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?;
+        self.data_files[&file_id].claim_extent(extent)?;
+        self.set_iam_bit(iam_at, extent, true)?;
+        Ok(Some(extent))
+    }
+
+    /// Returns an extent of `au` in file `file_id` to the file's free space.
+    pub fn deallocate_extent(
+        &mut self,
+        au: u64,
+        file_id: u16,
+        extent: ExtentNo,
+    ) -> Result<(), StorageError> {
+        let iam_at = self
+            .find_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?
+            .ok_or_else(|| {
+                StorageError::Instance(
+                    Default::default(),
+                    format!("allocation unit {au} owns no extent in file {file_id}"),
+                )
+            })?;
+        let file = self
+            .data_files
+            .get(&file_id)
+            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+        if !self.iam_page_extents(iam_at)?.contains(&extent) {
+            return Err(StorageError::Instance(
+                Default::default(),
+                format!(
+                    "extent {} of file {file_id} is not owned by allocation unit {au}",
+                    extent.0
+                ),
+            ));
+        }
+        let _ = file;
+        self.set_iam_bit(iam_at, extent, false)?;
+        self.data_files[&file_id].release_extent(extent)
+    }
+
+    /// Every extent `au` owns, as (file id, extent), in chain order.
+    pub fn extents_of(&self, au: u64) -> Result<Vec<(u16, ExtentNo)>, StorageError> {
+        let mut out = Vec::new();
+        for at in self.iam_chain(au)? {
+            let file_id = iam::start_page(&self.primary().read_page(at.page)?).file.0;
+            out.extend(self.iam_page_extents(at)?.into_iter().map(|e| (file_id, e)));
+        }
+        Ok(out)
+    }
+
+    /// Sets or clears the bit of `extent` in the IAM page at `iam_at` (in file 1).
+    pub(crate) fn set_iam_bit(
+        &self,
+        iam_at: PageId,
+        extent: ExtentNo,
+        owned: bool,
+    ) -> Result<(), StorageError> {
+        assert_eq!(
+            iam_at.file,
+            extentdb_format::FileId::PRIMARY,
+            "IAM pages live in file 1"
+        );
+        let primary = self.primary();
+        let mut p = primary.read_page(iam_at.page)?;
+        iam::validate(&p, iam_at)?;
+        let first = iam::start_page(&p).page.0 / PAGES_PER_EXTENT;
+        assert!(
+            extent.0 >= first && extent.0 < first + GAM_INTERVAL_EXTENTS,
+            "extent outside the IAM interval"
+        );
+        bitmap::set_bit(&mut p, extent.0 - first, owned);
+        primary.write_page(iam_at.page, &mut p)
+    }
+
+    /// The extents an IAM page (in file 1) marks as owned, in the file it maps.
+    pub(crate) fn iam_page_extents(&self, iam_at: PageId) -> Result<Vec<ExtentNo>, StorageError> {
+        let p = self.primary().read_page(iam_at.page)?;
+        iam::validate(&p, iam_at)?;
+        let first = iam::start_page(&p).page.0 / PAGES_PER_EXTENT;
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(bit) = bitmap::next_set(&p, i, GAM_INTERVAL_EXTENTS) {
+            out.push(ExtentNo(first + bit));
+            i = bit + 1;
+        }
+        Ok(out)
+    }
+}

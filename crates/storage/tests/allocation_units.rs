@@ -1,0 +1,157 @@
+//! Allocation units through GAM, IAM and PFS: extents across files and GAM intervals,
+//! deallocation, reopening, and the effect of allocated extents on REMOVE FILE.
+
+use std::path::{Path, PathBuf};
+
+use extentdb_format::catalog::RecoveryModel;
+use extentdb_format::file_header::FileType;
+use extentdb_format::{pfs, PageNo, GAM_INTERVAL_EXTENTS};
+use extentdb_io::os::OsFileSystem;
+use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::database::OpContext;
+use extentdb_storage::file_init::{InitLog, InitPolicy};
+use extentdb_storage::{Database, NewDatabase, NewFile, StorageError};
+
+struct Quiet;
+impl InitLog for Quiet {
+    fn log(&self, _: &str) {}
+}
+
+fn file(name: &str, path: PathBuf, t: FileType, size_pages: u32) -> NewFile {
+    NewFile {
+        name: name.into(),
+        physical_name: path,
+        file_type: t,
+        filegroup: "PRIMARY".into(),
+        size_pages,
+        max_size_pages: -1,
+        growth: 128,
+        is_percent_growth: false,
+    }
+}
+
+fn three_file_db(root: &Path, secondary_pages: u32) -> NewDatabase {
+    NewDatabase {
+        name: "Alloc".into(),
+        database_id: 5,
+        recovery_model: RecoveryModel::Simple,
+        files: vec![
+            file("a1", root.join("a1.mdf"), FileType::Rows, 640),
+            file("alog", root.join("alog.ldf"), FileType::Log, 128),
+            file("a3", root.join("a3.ndf"), FileType::Rows, secondary_pages),
+            file("a4", root.join("a4.ndf"), FileType::Rows, 640),
+        ],
+        filegroups: vec![],
+    }
+}
+
+/// Proves extents allocated to two units across three files are recorded once each in
+/// IAM pages (one per unit and file), leave the GAM, come back on deallocation, survive a
+/// reopen, and make a file non-removable while it holds any.
+#[test]
+fn extents_across_files() {
+    let fs = SimFileSystem::new(11, Faults::default());
+    let root = Path::new("/sim");
+    let ctx = OpContext {
+        fs: &fs,
+        policy: InitPolicy {
+            instant: true,
+            trace_zeroing: false,
+        },
+        log: &Quiet,
+    };
+    let mut db = Database::create(&ctx, &three_file_db(root, 640)).unwrap();
+    let free = |db: &Database| [1u16, 3, 4].map(|f| db.data_files[&f].free_extents().unwrap());
+    let before = free(&db);
+    let (t1, t2) = (
+        db.create_allocation_unit(1).unwrap(),
+        db.create_allocation_unit(1).unwrap(),
+    );
+    let mut got = Vec::new();
+    for i in 0..30 {
+        let f = [1u16, 3, 4][i % 3];
+        let au = if i % 2 == 0 { t1 } else { t2 };
+        got.push((au, f, db.allocate_extent(au, f).unwrap().unwrap()));
+    }
+    let after = free(&db);
+    assert_eq!(before.iter().sum::<u32>() - after.iter().sum::<u32>(), 30);
+    assert_eq!(db.iam_chain(t1).unwrap().len(), 3, "one IAM page per file");
+    for p in db.iam_chain(t1).unwrap() {
+        assert_eq!(
+            db.primary().pfs(p.page).unwrap(),
+            pfs::ALLOCATED | pfs::IAM_PAGE
+        );
+    }
+    let mut owned: Vec<_> = db
+        .extents_of(t1)
+        .unwrap()
+        .into_iter()
+        .chain(db.extents_of(t2).unwrap())
+        .collect();
+    owned.sort();
+    let mut expected: Vec<_> = got.iter().map(|(_, f, e)| (*f, *e)).collect();
+    expected.sort();
+    assert_eq!(owned, expected, "every extent owned exactly once");
+    assert!(matches!(
+        db.remove_file(&fs, "a4"),
+        Err(StorageError::FileNotEmpty(_))
+    ));
+    drop(db);
+    let mut db = Database::open(&fs, &root.join("a1.mdf")).unwrap();
+    assert_eq!(
+        db.extents_of(t1).unwrap().len(),
+        15,
+        "chains survive reopen and the sweep"
+    );
+    for (au, f, e) in got {
+        db.deallocate_extent(au, f, e).unwrap();
+    }
+    assert_eq!(free(&db), before);
+    assert!(db.extents_of(t2).unwrap().is_empty());
+    db.remove_file(&fs, "a4").unwrap();
+}
+
+/// Proves a unit's IAM chain gains a page for the second GAM interval of a file once the
+/// first interval is full (a file over 3.9 GB, instant to create with fallocate).
+#[test]
+fn iam_chain_spans_gam_intervals() {
+    let dir = std::env::temp_dir().join(format!("xdb-alloc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fs = OsFileSystem::new();
+    let ctx = OpContext {
+        fs: fs.as_ref(),
+        policy: InitPolicy {
+            instant: true,
+            trace_zeroing: false,
+        },
+        log: &Quiet,
+    };
+    let pages = (GAM_INTERVAL_EXTENTS + 16) * 8;
+    let mut db = Database::create(&ctx, &three_file_db(&dir, pages)).unwrap();
+    let au = db.create_allocation_unit(1).unwrap();
+    let free = db.data_files[&3].free_extents().unwrap();
+    let mut last = None;
+    for _ in 0..free {
+        last = db.allocate_extent(au, 3).unwrap();
+    }
+    assert!(
+        db.allocate_extent(au, 3).unwrap().is_none(),
+        "file 3 is full"
+    );
+    assert!(
+        last.unwrap().0 > GAM_INTERVAL_EXTENTS,
+        "the last extent lies in interval 1"
+    );
+    assert_eq!(
+        db.iam_chain(au).unwrap().len(),
+        2,
+        "one IAM page per GAM interval"
+    );
+    assert_eq!(db.extents_of(au).unwrap().len() as u32, free);
+    // The second interval's GAM page sits at its first page, formatted when the space came.
+    assert!(db.data_files[&3]
+        .read_page(PageNo(GAM_INTERVAL_EXTENTS * 8))
+        .is_ok());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
