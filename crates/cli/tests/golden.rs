@@ -58,7 +58,11 @@ fn run_script(name: &str) -> String {
     let st = Command::new(binary())
         .args(["setup", "--data-dir"])
         .arg(&dir)
-        .args(["--tempdb-files", "2"])
+        .args(if setup_args.iter().any(|a| a == "--tempdb-files") {
+            vec![]
+        } else {
+            vec!["--tempdb-files", "2"]
+        })
         .args(&setup_args)
         .output()
         .unwrap();
@@ -148,6 +152,12 @@ fn bad_input() {
 #[test]
 fn files_and_filegroups() {
     check("files_and_filegroups");
+}
+
+/// Seed 002 without setup's caps: eight 1 GB tempdb files, created at every start.
+#[test]
+fn tempdb_setup() {
+    check("tempdb_setup");
 }
 
 /// IFI off at setup: every data file is zeroed and the start-up line says disabled.

@@ -115,6 +115,8 @@ fn create_file(ctx: &OpContext<'_>, f: &NewFile) -> Result<Arc<dyn DbFile>, Stor
             other => other,
         });
     }
+    // The new directory entry must survive a crash as the file's contents do.
+    sync_parent(ctx.fs, &f.physical_name)?;
     Ok(file)
 }
 
@@ -598,7 +600,7 @@ impl Database {
         self.data_files.remove(&entry.file_id);
         self.log_files.remove(&entry.file_id);
         fs.remove(Path::new(&entry.physical_name))?;
-        Ok(())
+        sync_parent(fs, Path::new(&entry.physical_name))
     }
 
     /// Applies a catalog-only change (filegroups, recovery model) and saves, or changes
@@ -655,6 +657,14 @@ impl DataFile {
         }
         self.write_page(gam_no, &mut gam)?;
         self.sync()
+    }
+}
+
+/// Makes the directory entry of `path` (created or removed) durable.
+pub fn sync_parent(fs: &dyn FileSystem, path: &Path) -> Result<(), StorageError> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => Ok(fs.sync_dir(dir)?),
+        _ => Ok(()),
     }
 }
 

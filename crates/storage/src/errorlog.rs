@@ -16,6 +16,8 @@ pub const ARCHIVES: u32 = 6;
 pub struct ErrorLog {
     dir: PathBuf,
     file: Mutex<File>,
+    /// Keys of messages written once per process (`write_once`).
+    once: Mutex<std::collections::HashSet<String>>,
 }
 
 /// One parsed line, as xp_readerrorlog returns it.
@@ -35,6 +37,7 @@ impl ErrorLog {
         Ok(ErrorLog {
             dir: dir.to_path_buf(),
             file: Mutex::new(file),
+            once: Default::default(),
         })
     }
 
@@ -52,6 +55,13 @@ impl ErrorLog {
         }
         let mut f = self.file.lock().unwrap();
         let _ = f.write_all(out.as_bytes());
+    }
+
+    /// Writes `text` unless a message with `key` was written before by this process.
+    pub fn write_once(&self, key: &str, source: &str, text: &str) {
+        if self.once.lock().unwrap().insert(key.to_string()) {
+            self.write(source, text);
+        }
     }
 
     /// sp_cycle_errorlog: ERRORLOG.5 -> .6, ..., ERRORLOG -> .1, and a new ERRORLOG.

@@ -54,6 +54,12 @@ pub struct InitPolicy {
 /// Where initialization messages go.
 pub trait InitLog {
     fn log(&self, text: &str);
+    /// Logs `text` only the first time `key` is seen by this sink's owner (the instance
+    /// keeps the set, so a file whose file system refuses fallocate is reported once).
+    fn log_once(&self, key: &str, text: &str) {
+        let _ = key;
+        self.log(text);
+    }
 }
 
 /// Adds `[from_pages, to_pages)` pages to `file` and makes the space durable.
@@ -82,7 +88,7 @@ pub fn initialize(
                 file.sync_data()?;
                 return Ok(InitMethod::Fallocate);
             }
-            Err(e) if e.is_unsupported() => log.log(&format!(
+            Err(e) if e.is_unsupported() => log.log_once(&path, &format!(
                 "Instant file initialization is not available for {path}: the file system refused fallocate ({e}); writing zeros instead."
             )),
             Err(e) => return Err(e.into()),

@@ -56,6 +56,8 @@ pub struct Instance {
     /// Global trace flags (DBCC TRACEON (n, -1) and -T): they last until the process ends.
     pub trace_flags: Mutex<BTreeSet<u32>>,
     databases: Mutex<BTreeMap<u16, DbHandle>>,
+    /// Databases listed in master that could not be opened, with the reason (SUSPECT).
+    pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String)>>,
 }
 
 /// The error log as the sink of initialization messages, under a given source.
@@ -67,6 +69,9 @@ pub struct LogSink<'a> {
 impl InitLog for LogSink<'_> {
     fn log(&self, text: &str) {
         self.log.write(&self.source, text);
+    }
+    fn log_once(&self, key: &str, text: &str) {
+        self.log.write_once(key, &self.source, text);
     }
 }
 
@@ -143,7 +148,7 @@ impl Instance {
         )?;
         master.catalog.databases.push(entry_of(&model, MODEL_ID));
         master.save_catalog()?;
-        std::fs::write(Self::config_path(dir), config.render()).map_err(err)?;
+        write_durably(&Self::config_path(dir), config.render().as_bytes()).map_err(err)?;
         errorlog.write(
             "Setup",
             "Setup completed: master and model created; tempdb is created at every start.",
@@ -168,6 +173,7 @@ impl Instance {
             errorlog,
             trace_flags: Mutex::new(startup_flags.iter().copied().collect()),
             databases: Mutex::new(BTreeMap::new()),
+            suspect: Mutex::new(BTreeMap::new()),
         };
         inst.log_startup();
         let master = Database::open(
@@ -184,7 +190,18 @@ impl Instance {
         for e in entries.iter().filter(|e| e.database_id != TEMPDB_ID) {
             inst.errorlog
                 .write("spid7s", &format!("Starting up database '{}'.", e.name));
-            let db = Database::open(inst.fs.as_ref(), Path::new(&e.primary_file))?;
+            let db = match Database::open(inst.fs.as_ref(), Path::new(&e.primary_file)) {
+                Ok(db) => db,
+                Err(err) => {
+                    // One damaged database must not keep the instance from starting.
+                    inst.errorlog.write("spid7s", &format!("Database '{}' cannot be opened: {err}. It has been marked SUSPECT; restore it from a backup or drop it.", e.name));
+                    inst.suspect
+                        .lock()
+                        .unwrap()
+                        .insert(e.database_id, (e.clone(), err.to_string()));
+                    continue;
+                }
+            };
             inst.databases
                 .lock()
                 .unwrap()
@@ -358,7 +375,8 @@ impl Instance {
 
     /// The next free database id.
     pub fn next_database_id(&self) -> u16 {
-        let used: BTreeSet<u16> = self.databases.lock().unwrap().keys().copied().collect();
+        let mut used: BTreeSet<u16> = self.databases.lock().unwrap().keys().copied().collect();
+        used.extend(self.suspect.lock().unwrap().keys().copied());
         (FIRST_USER_ID..)
             .find(|i| !used.contains(i))
             .expect("database ids exhausted")
@@ -372,7 +390,9 @@ impl Instance {
     ) -> Result<(), StorageError> {
         let master = self.master();
         let mut master = master.lock().unwrap();
-        if self.database_by_name_locked(&master, &spec.name) {
+        if self.database_by_name_locked(&master, &spec.name)
+            || self.suspect_by_name(&spec.name).is_some()
+        {
             return Err(StorageError::DatabaseExists(spec.name.clone()));
         }
         let db = Database::create(ctx, spec)?;
@@ -406,6 +426,9 @@ impl Instance {
 
     /// Drops a user database: unregisters it from master, then removes its files.
     pub fn drop_database(&self, name: &str) -> Result<(), StorageError> {
+        if let Some(id) = self.suspect_by_name(name) {
+            return self.drop_suspect(id);
+        }
         let (id, db) = self
             .database_by_name(name)
             .ok_or_else(|| StorageError::DatabaseNotFound(name.to_string()))?;
@@ -424,8 +447,38 @@ impl Instance {
         }
         self.databases.lock().unwrap().remove(&id);
         let paths = db.lock().unwrap().physical_names();
-        for p in paths {
-            self.fs.remove(&p)?;
+        for p in &paths {
+            self.fs.remove(p)?;
+        }
+        for p in &paths {
+            crate::database::sync_parent(self.fs.as_ref(), p)?;
+        }
+        Ok(())
+    }
+
+    /// The id of a SUSPECT database called `name`.
+    pub fn suspect_by_name(&self, name: &str) -> Option<u16> {
+        self.suspect
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(_, (e, _))| e.name.eq_ignore_ascii_case(name))
+            .map(|(id, _)| *id)
+    }
+
+    /// Drops a database that could not be opened: master forgets it and its primary file,
+    /// the only file it can name without the database's own catalog, is removed.
+    fn drop_suspect(&self, id: u16) -> Result<(), StorageError> {
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        let before = master.catalog.databases.clone();
+        master.catalog.databases.retain(|d| d.database_id != id);
+        if let Err(e) = master.save_catalog() {
+            master.catalog.databases = before;
+            return Err(e);
+        }
+        if let Some((entry, _)) = self.suspect.lock().unwrap().remove(&id) {
+            let _ = self.fs.remove(Path::new(&entry.primary_file));
         }
         Ok(())
     }
@@ -479,6 +532,18 @@ impl Instance {
         };
         (to_new(FileType::Rows), to_new(FileType::Log))
     }
+}
+
+/// Writes a file so that a crash leaves either the old content or the new: a temporary
+/// file made durable, renamed over the target, then the directory made durable.
+fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, path)?;
+    std::fs::File::open(path.parent().unwrap_or(Path::new(".")))?.sync_all()
 }
 
 fn entry_of(db: &Database, id: u16) -> DatabaseEntry {

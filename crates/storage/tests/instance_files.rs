@@ -192,3 +192,71 @@ fn failures_change_nothing() {
     assert_eq!(db2.catalog.files[0].size_pages, 640);
     assert_eq!(db2.data_files[&1].free_extents().unwrap(), 77);
 }
+
+/// Collects initialization messages, honouring log_once like the instance's error log.
+#[derive(Default)]
+struct Collect {
+    lines: std::sync::Mutex<Vec<String>>,
+    once: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+impl InitLog for Collect {
+    fn log(&self, text: &str) {
+        self.lines.lock().unwrap().push(text.to_string());
+    }
+    fn log_once(&self, key: &str, text: &str) {
+        if self.once.lock().unwrap().insert(key.to_string()) {
+            self.log(text);
+        }
+    }
+}
+
+/// Proves that where fallocate is refused, IFI falls back to writing zeros, says so once
+/// per file, and still reports the zeroing under trace flags 3004 + 3605.
+#[test]
+fn fallocate_refused_falls_back_to_zeros_once_per_file() {
+    let fs = SimFileSystem::new(
+        5,
+        Faults {
+            refuse_fallocate: true,
+            ..Default::default()
+        },
+    );
+    let root = Path::new("/sim");
+    let log = Collect::default();
+    let ctx = OpContext {
+        fs: &fs,
+        policy: InitPolicy {
+            instant: true,
+            trace_zeroing: true,
+        },
+        log: &log,
+    };
+    let mut db = Database::create(&ctx, &spec("NoFalloc", root)).unwrap();
+    db.grow_file(&ctx, 1, 1280).unwrap();
+    db.grow_file(&ctx, 1, 1920).unwrap();
+    let lines = log.lines.lock().unwrap().clone();
+    let refused: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("refused fallocate"))
+        .collect();
+    assert_eq!(
+        refused.len(),
+        1,
+        "once for the data file (the log never uses IFI): {lines:#?}"
+    );
+    let data_zeroing = lines
+        .iter()
+        .filter(|l| l.starts_with("Zeroing /sim/NoFalloc.mdf"))
+        .count();
+    assert_eq!(
+        data_zeroing, 3,
+        "create and two growths zero the data file: {lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "Zeroing /sim/NoFalloc.mdf from page 640 to 1280 (0x500000 to 0xa00000)"),
+        "{lines:#?}"
+    );
+}

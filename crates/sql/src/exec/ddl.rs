@@ -329,6 +329,11 @@ impl Session {
     /// DROP DATABASE name.
     pub fn drop_database(&mut self, name: &str, if_exists: bool) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
+        if inst.suspect_by_name(name).is_some() {
+            return inst
+                .drop_database(name)
+                .map_err(|e| map(&e, Context::Other));
+        }
         match inst.database_by_name(name) {
             None if if_exists => Ok(()),
             None => Err(vec![msg(3701, &[&"drop", &"database", &name])]),

@@ -186,6 +186,9 @@ impl Session {
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
             K::SetOption { options, value } => self.set_option(options, value),
             K::Use { database } => {
+                if self.engine.instance.suspect_by_name(database).is_some() {
+                    return Err(vec![msg(926, &[database])]);
+                }
                 let (id, db) = self
                     .engine
                     .instance

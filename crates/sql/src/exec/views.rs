@@ -149,6 +149,30 @@ fn databases(inst: &Instance) -> Rowset {
             text("NOTHING"),
         ]);
     }
+    for (id, (entry, _)) in inst.suspect.lock().unwrap().iter() {
+        rows.push(vec![
+            text(&entry.name),
+            Value::Int(*id as i32),
+            Value::DateTime(ticks_from_unix_us(entry.created_us)),
+            Value::TinyInt(160),
+            text("SQL_Latin1_General_CP1_CI_AS"),
+            Value::TinyInt(0),
+            text("MULTI_USER"),
+            bit(false),
+            Value::TinyInt(4),
+            text("SUSPECT"),
+            Value::Null,
+            Value::Null,
+            Value::TinyInt(2),
+            text("CHECKSUM"),
+            Value::TinyInt(0),
+            text("NOTHING"),
+        ]);
+    }
+    rows.sort_by_key(|r| match r[1] {
+        Value::Int(i) => i,
+        _ => 0,
+    });
     Rowset { columns, rows }
 }
 
