@@ -128,24 +128,8 @@ impl Instance {
                 source: "Setup".into(),
             },
         };
-        let mut master = Database::create(
-            &ctx,
-            &system_db(
-                "master",
-                MASTER_ID,
-                &root.join("master.mdf"),
-                &root.join("mastlog.ldf"),
-            ),
-        )?;
-        let model = Database::create(
-            &ctx,
-            &system_db(
-                "model",
-                MODEL_ID,
-                &root.join("model.mdf"),
-                &root.join("modellog.ldf"),
-            ),
-        )?;
+        let mut master = Database::create(&ctx, &system_db("master", MASTER_ID, &root))?;
+        let model = Database::create(&ctx, &system_db("model", MODEL_ID, &root))?;
         master.catalog.databases.push(entry_of(&model, MODEL_ID));
         master.save_catalog()?;
         write_durably(&Self::config_path(dir), config.render().as_bytes()).map_err(err)?;
@@ -555,16 +539,17 @@ fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
     }
 }
 
-/// 8 MB data and log growing 64 MB: model's defaults (and master's).
-fn system_db(name: &str, id: u16, mdf: &Path, ldf: &Path) -> NewDatabase {
-    let log_name = if name == "master" {
-        "mastlog".to_string()
-    } else {
-        format!("{name}log")
+/// 8 MB data and log growing 64 MB: model's defaults (and master's), with SQL Server's
+/// file names (master.mdf and mastlog.ldf, model.mdf and modellog.ldf) in `root`.
+fn system_db(name: &str, id: u16, root: &Path) -> NewDatabase {
+    let (data_name, log_name) = match name {
+        "master" => ("master".to_string(), "mastlog".to_string()),
+        _ => (format!("{name}dev"), format!("{name}log")),
     };
-    let data_name = match name {
-        "master" => "master".to_string(),
-        _ => format!("{name}dev"),
+    let log_file = if name == "master" {
+        "mastlog.ldf".to_string()
+    } else {
+        format!("{name}log.ldf")
     };
     NewDatabase {
         name: name.into(),
@@ -575,8 +560,8 @@ fn system_db(name: &str, id: u16, mdf: &Path, ldf: &Path) -> NewDatabase {
             RecoveryModel::Simple
         },
         files: vec![
-            data_file(&data_name, mdf, 1024),
-            log_file_spec(&log_name, ldf, 1024),
+            data_file(&data_name, &root.join(format!("{name}.mdf")), 1024),
+            log_file_spec(&log_name, &root.join(log_file), 1024),
         ],
         filegroups: vec![],
     }

@@ -1,34 +1,16 @@
 //! Allocation units through GAM, IAM and PFS: extents across files and GAM intervals,
 //! deallocation, reopening, and the effect of allocated extents on REMOVE FILE.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{ctx, file, Quiet};
+use std::path::Path;
 
 use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_format::{pfs, PageNo, GAM_INTERVAL_EXTENTS};
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
-use extentdb_storage::database::OpContext;
-use extentdb_storage::file_init::{InitLog, InitPolicy};
-use extentdb_storage::{Database, NewDatabase, NewFile, StorageError};
-
-struct Quiet;
-impl InitLog for Quiet {
-    fn log(&self, _: &str) {}
-}
-
-fn file(name: &str, path: PathBuf, t: FileType, size_pages: u32) -> NewFile {
-    NewFile {
-        name: name.into(),
-        physical_name: path,
-        file_type: t,
-        filegroup: "PRIMARY".into(),
-        size_pages,
-        max_size_pages: -1,
-        growth: 128,
-        is_percent_growth: false,
-    }
-}
+use extentdb_storage::{Database, NewDatabase, StorageError};
 
 fn three_file_db(root: &Path, secondary_pages: u32) -> NewDatabase {
     NewDatabase {
@@ -52,14 +34,7 @@ fn three_file_db(root: &Path, secondary_pages: u32) -> NewDatabase {
 fn extents_across_files() {
     let fs = SimFileSystem::new(11, Faults::default());
     let root = Path::new("/sim");
-    let ctx = OpContext {
-        fs: &fs,
-        policy: InitPolicy {
-            instant: true,
-            trace_zeroing: false,
-        },
-        log: &Quiet,
-    };
+    let ctx = ctx(&fs, true, &Quiet);
     let mut db = Database::create(&ctx, &three_file_db(root, 640)).unwrap();
     let free = |db: &Database| [1u16, 3, 4].map(|f| db.data_files[&f].free_extents().unwrap());
     let before = free(&db);
@@ -119,14 +94,7 @@ fn iam_chain_spans_gam_intervals() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let fs = OsFileSystem::new();
-    let ctx = OpContext {
-        fs: fs.as_ref(),
-        policy: InitPolicy {
-            instant: true,
-            trace_zeroing: false,
-        },
-        log: &Quiet,
-    };
+    let ctx = ctx(fs.as_ref(), true, &Quiet);
     let pages = (GAM_INTERVAL_EXTENTS + 16) * 8;
     let mut db = Database::create(&ctx, &three_file_db(&dir, pages)).unwrap();
     let au = db.create_allocation_unit(1).unwrap();

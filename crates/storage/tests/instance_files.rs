@@ -1,10 +1,11 @@
 //! Integration tests of the instance and file-level DDL on the real file system, and of
 //! failure atomicity with injected faults on the simulated one.
 
+mod common;
+use common::{ctx, file, spec, Quiet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
@@ -13,53 +14,12 @@ use extentdb_storage::config::InstanceConfig;
 use extentdb_storage::database::OpContext;
 use extentdb_storage::file_init::{InitLog, InitPolicy};
 use extentdb_storage::instance::SetupOptions;
-use extentdb_storage::{Database, Instance, NewDatabase, NewFile, StorageError};
-
-struct Quiet;
-impl InitLog for Quiet {
-    fn log(&self, _: &str) {}
-}
+use extentdb_storage::{Database, Instance, StorageError};
 
 fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("xdb-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     d
-}
-
-fn file(name: &str, path: &Path, t: FileType, size_pages: u32) -> NewFile {
-    NewFile {
-        name: name.into(),
-        physical_name: path.to_path_buf(),
-        file_type: t,
-        filegroup: "PRIMARY".into(),
-        size_pages,
-        max_size_pages: -1,
-        growth: 128,
-        is_percent_growth: false,
-    }
-}
-
-fn spec(name: &str, root: &Path) -> NewDatabase {
-    NewDatabase {
-        name: name.into(),
-        database_id: 5,
-        recovery_model: RecoveryModel::Full,
-        files: vec![
-            file(
-                &format!("{name}_data"),
-                &root.join(format!("{name}.mdf")),
-                FileType::Rows,
-                640,
-            ),
-            file(
-                &format!("{name}_log"),
-                &root.join(format!("{name}_log.ldf")),
-                FileType::Log,
-                128,
-            ),
-        ],
-        filegroups: vec![],
-    }
 }
 
 /// Proves setup, start, create, grow, add and remove file, reopen and drop work end to end,
@@ -79,14 +39,7 @@ fn instance_lifecycle() {
     .unwrap();
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let root = inst.config.data_roots[0].clone();
-    let ctx = OpContext {
-        fs: fs.as_ref(),
-        policy: InitPolicy {
-            instant: true,
-            trace_zeroing: false,
-        },
-        log: &Quiet,
-    };
+    let ctx = ctx(fs.as_ref(), true, &Quiet);
     inst.create_database(&ctx, &spec("Company", &root)).unwrap();
     assert!(matches!(
         inst.create_database(&ctx, &spec("company", &root)),
@@ -101,7 +54,7 @@ fn instance_lifecycle() {
             &ctx,
             &[file(
                 "SecondFile",
-                &root.join("SecondFile.ndf"),
+                root.join("SecondFile.ndf"),
                 FileType::Rows,
                 640,
             )],
@@ -131,14 +84,7 @@ fn instance_lifecycle() {
 fn catalog_survives_reopen_after_many_saves() {
     let fs = SimFileSystem::new(3, Faults::default());
     let root = Path::new("/sim");
-    let ctx = OpContext {
-        fs: &fs,
-        policy: InitPolicy {
-            instant: true,
-            trace_zeroing: false,
-        },
-        log: &Quiet,
-    };
+    let ctx = ctx(&fs, true, &Quiet);
     let mut db = Database::create(&ctx, &spec("Cat", root)).unwrap();
     let free_before = db.data_files[&1].free_extents().unwrap();
     for i in 0..40 {
@@ -154,14 +100,7 @@ fn catalog_survives_reopen_after_many_saves() {
 fn failures_change_nothing() {
     let fs = SimFileSystem::new(9, Faults::default());
     let root = Path::new("/sim");
-    let ctx = OpContext {
-        fs: &fs,
-        policy: InitPolicy {
-            instant: false,
-            trace_zeroing: false,
-        },
-        log: &Quiet,
-    };
+    let ctx = ctx(&fs, false, &Quiet);
     fs.set_faults(Faults {
         capacity_bytes: Some(3 << 20),
         ..Default::default()
