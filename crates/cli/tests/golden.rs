@@ -160,6 +160,12 @@ fn tempdb_setup() {
     check("tempdb_setup");
 }
 
+/// The log's VLFs by SQL Server 2022's rules at create, growth and ADD LOG FILE.
+#[test]
+fn log_vlfs() {
+    check("log_vlfs");
+}
+
 /// IFI off at setup: every data file is zeroed and the start-up line says disabled.
 #[test]
 fn ifi_off_instance() {

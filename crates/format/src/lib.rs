@@ -23,6 +23,7 @@ pub mod file_header;
 pub mod iam;
 pub mod ids;
 pub mod layout;
+pub mod log;
 pub mod page;
 pub mod pfs;
 

@@ -174,6 +174,31 @@ fn catalog_fixture() {
     assert_eq!(Catalog::decode(payload, PageId::new(1, 16)).unwrap(), c);
 }
 
+/// Pins the VLF header sector and a one-record log block (FORMAT.md, "Log file").
+#[test]
+fn log_fixture() {
+    use extentdb_format::log::{encode_block, VlfHeader, PARITY_FIRST};
+    let h = VlfHeader {
+        sequence: 37,
+        parity: PARITY_FIRST,
+        file_id: 2,
+        start_offset: 8192,
+        size: 2_088_960,
+        create_lsn: Lsn::ZERO,
+    };
+    let mut p = Page::zeroed();
+    p.bytes_mut()[..512].copy_from_slice(&h.encode());
+    let block = encode_block(&[b"BEGIN TRAN".as_slice()], 37, 16, PARITY_FIRST);
+    p.bytes_mut()[512..512 + block.len()].copy_from_slice(&block);
+    check("log", &p);
+    assert_eq!(&p.bytes()[..8], b"XDBVLF\0\0");
+    assert_eq!(
+        p.bytes()[512],
+        0x40,
+        "parity in byte 0 of the block's sector"
+    );
+}
+
 /// Proves no decoder panics on hostile bytes: random pages and truncated blobs give errors.
 #[test]
 fn decoders_never_panic_on_garbage() {
@@ -200,5 +225,13 @@ fn decoders_never_panic_on_garbage() {
         let _ = catalog::page_payload(&p, at);
         let _ = iam::validate(&p, at);
         let _ = Catalog::decode(&p.bytes()[..(round * 4) % 8192], at);
+        let _ = extentdb_format::log::VlfHeader::decode(&p.bytes()[..512]);
+        let _ = extentdb_format::log::decode_block(
+            &p.bytes()[(round % 16) * 512..],
+            1,
+            16,
+            p.bytes()[0],
+        );
+        let _ = extentdb_format::log::scan_vlf(p.bytes(), 1, 0x40);
     }
 }

@@ -156,8 +156,16 @@ impl Database {
             let file = create_file(ctx, spec_file)?;
             created.push(spec_file.physical_name.clone());
             if entry.file_type == FileType::Log {
-                log_file::write_header(file.as_ref(), guid, entry.file_id, created_us)?;
-                file.sync_data()?;
+                let vlfs =
+                    log_file::vlf_count_for_create(entry.size_pages as u64 * PAGE_SIZE as u64);
+                log_file::format_new(
+                    file.as_ref(),
+                    guid,
+                    entry.file_id,
+                    entry.size_pages,
+                    vlfs,
+                    entry.file_id == 2,
+                )?;
                 log_files.insert(entry.file_id, file);
             } else {
                 let df = DataFile {
@@ -222,6 +230,25 @@ impl Database {
                 min_kb: MIN_FILE_PAGES as u64 * 8,
             }),
         }
+    }
+
+    /// Bytes of all log files together, as the catalog records them.
+    pub fn log_bytes(&self) -> u64 {
+        self.catalog
+            .files
+            .iter()
+            .filter(|f| f.file_type == FileType::Log)
+            .map(|f| f.size_pages as u64 * PAGE_SIZE as u64)
+            .sum()
+    }
+
+    /// The VLFs of every log file, in file id order, read from their headers.
+    pub fn vlfs(&self) -> Result<Vec<extentdb_format::log::VlfHeader>, StorageError> {
+        let mut out = Vec::new();
+        for (id, f) in &self.log_files {
+            out.extend(log_file::read_vlfs(f.as_ref(), *id)?);
+        }
+        Ok(out)
     }
 
     pub fn primary(&self) -> &DataFile {
@@ -428,13 +455,16 @@ impl Database {
                 let file = create_file(ctx, f)?;
                 added.push((next_id, f.clone(), file.clone()));
                 if f.file_type == FileType::Log {
-                    log_file::write_header(
+                    let bytes = f.size_pages as u64 * PAGE_SIZE as u64;
+                    let vlfs = log_file::vlf_count_for_growth(bytes, self.log_bytes());
+                    log_file::format_new(
                         file.as_ref(),
                         self.boot.database_guid,
                         next_id,
-                        now_us(),
+                        f.size_pages,
+                        vlfs,
+                        false,
                     )?;
-                    file.sync_data()?;
                 } else {
                     let df = DataFile {
                         file_id: FileId(next_id),
@@ -520,6 +550,19 @@ impl Database {
                 df.size_pages = new_pages;
                 df.format_new_space(old_pages)?;
                 df.sync()?;
+            } else {
+                let (from, to) = (
+                    old_pages as u64 * PAGE_SIZE as u64,
+                    new_pages as u64 * PAGE_SIZE as u64,
+                );
+                let vlfs = log_file::vlf_count_for_growth(to - from, self.log_bytes());
+                log_file::write_vlf_headers(
+                    file.as_ref(),
+                    file_id,
+                    &log_file::layout(from, to, vlfs),
+                    false,
+                )?;
+                file.sync_data()?;
             }
             self.catalog.files[idx].size_pages = new_pages;
             self.save_catalog()

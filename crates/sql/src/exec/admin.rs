@@ -14,7 +14,6 @@ use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY};
 /// The DBCC commands whose support lands with later work, so they are refused by name.
 const LATER_DBCC: &[&str] = &[
     "PAGE",
-    "LOGINFO",
     "CHECKDB",
     "CHECKALLOC",
     "CHECKTABLE",
@@ -32,11 +31,19 @@ impl Session {
         let name = d.name.to_ascii_uppercase();
         let mut args = Vec::new();
         for a in &d.args {
-            args.push(self.eval(a, None).map_err(|e| vec![e])?);
+            // A bare name (DBCC LOGINFO (Company)) is text, as in T-SQL.
+            let v = match a {
+                crate::ast::Expr::Column(c) if c.parts.len() == 1 => {
+                    Value::Text(c.name().to_string())
+                }
+                other => self.eval(other, None).map_err(|e| vec![e])?,
+            };
+            args.push(v);
         }
         match name.as_str() {
             "TRACEON" | "TRACEOFF" => self.trace(name == "TRACEON", &args)?,
             "TRACESTATUS" => self.trace_status(&args, out)?,
+            "LOGINFO" => self.loginfo(&args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }
@@ -125,6 +132,67 @@ impl Session {
             .iter()
             .map(|n| (n.to_string(), SqlType::Int))
             .collect();
+        let n = rows.len() as u64;
+        out.push(Output::Rows { columns, rows });
+        self.rows_affected(n, out);
+        Ok(())
+    }
+
+    /// DBCC LOGINFO [(db)]: one row per VLF, as SQL Server lists them.
+    fn loginfo(&mut self, args: &[Value], out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
+        let db = match args.first() {
+            None => inst.database(self.database_id),
+            Some(Value::Text(name)) => inst.database_by_name(name).map(|(_, d)| d),
+            Some(v) => u16::try_from(as_i64(v).map_err(|e| vec![e])?)
+                .ok()
+                .and_then(|id| inst.database(id)),
+        };
+        let db =
+            db.ok_or_else(|| vec![msg(2520, &[&args.first().map(to_text).unwrap_or_default()])])?;
+        let vlfs = db
+            .lock()
+            .unwrap()
+            .vlfs()
+            .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
+        let rows: Vec<Vec<Value>> = vlfs
+            .iter()
+            .map(|v| {
+                let lsn = v.create_lsn;
+                let create = lsn.vlf_sequence as i128 * 1_000_000_000_000_000
+                    + lsn.block as i128 * 100_000
+                    + lsn.slot as i128;
+                vec![
+                    Value::Int(0),
+                    Value::Int(v.file_id as i32),
+                    Value::BigInt(v.size as i64),
+                    Value::BigInt(v.start_offset as i64),
+                    Value::Int(v.sequence as i32),
+                    Value::Int(if v.sequence > 0 { 2 } else { 0 }),
+                    Value::TinyInt(v.parity),
+                    Value::Decimal {
+                        unscaled: create,
+                        scale: 0,
+                    },
+                ]
+            })
+            .collect();
+        let columns = vec![
+            ("RecoveryUnitId".to_string(), SqlType::Int),
+            ("FileId".to_string(), SqlType::Int),
+            ("FileSize".to_string(), SqlType::BigInt),
+            ("StartOffset".to_string(), SqlType::BigInt),
+            ("FSeqNo".to_string(), SqlType::Int),
+            ("Status".to_string(), SqlType::Int),
+            ("Parity".to_string(), SqlType::TinyInt),
+            (
+                "CreateLSN".to_string(),
+                SqlType::Decimal {
+                    precision: 25,
+                    scale: 0,
+                },
+            ),
+        ];
         let n = rows.len() as u64;
         out.push(Output::Rows { columns, rows });
         self.rows_affected(n, out);
