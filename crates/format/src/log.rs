@@ -30,6 +30,8 @@ pub const PARITY_FIRST: u8 = 0x40;
 pub const PARITY_SECOND: u8 = 0x80;
 
 const VLF_MAGIC: [u8; 8] = *b"XDBVLF\0\0";
+/// Block flag: the last block of this VLF use; the log goes on in the VLF with the next FSeqNo.
+pub const FLAG_VLF_END: u8 = 0x01;
 const BLOCK_MAGIC: u16 = 0x4C42; // "BL"
 
 /// The other parity: a VLF's next use flips it.
@@ -116,6 +118,17 @@ pub const MAX_BLOCK_PAYLOAD: usize = MAX_BLOCK_SECTORS * SECTOR_PAYLOAD - BLOCK_
 /// sequence u32, block offset (sectors from the VLF start) u32, record count u16, payload
 /// length u16 ... see FORMAT.md; then the CRC-32C u32 of all sectors with the CRC as zero.
 pub fn encode_block(records: &[&[u8]], sequence: u32, offset: u32, parity: u8) -> Vec<u8> {
+    encode_block_flags(records, sequence, offset, parity, 0)
+}
+
+/// `encode_block` with flags (`FLAG_VLF_END`).
+pub fn encode_block_flags(
+    records: &[&[u8]],
+    sequence: u32,
+    offset: u32,
+    parity: u8,
+    flags: u8,
+) -> Vec<u8> {
     let mut payload = Vec::new();
     for r in records {
         payload.extend_from_slice(&(r.len() as u32).to_le_bytes());
@@ -130,7 +143,7 @@ pub fn encode_block(records: &[&[u8]], sequence: u32, offset: u32, parity: u8) -
     let mut body = Vec::with_capacity(sectors * SECTOR_PAYLOAD);
     body.extend_from_slice(&BLOCK_MAGIC.to_le_bytes());
     body.push(sectors as u8);
-    body.push(0);
+    body.push(flags);
     body.extend_from_slice(&sequence.to_le_bytes());
     body.extend_from_slice(&offset.to_le_bytes());
     body.extend_from_slice(&(records.len() as u16).to_le_bytes());
@@ -170,6 +183,7 @@ pub struct Block {
     /// Sector offset of the block within its VLF (the LSN's block part).
     pub offset: u32,
     pub sectors: u32,
+    pub flags: u8,
     pub records: Vec<Vec<u8>>,
 }
 
@@ -217,6 +231,7 @@ pub fn decode_block(bytes: &[u8], sequence: u32, offset: u32, parity: u8) -> Opt
     Some(Block {
         offset,
         sectors: sectors as u32,
+        flags: body[3],
         records,
     })
 }

@@ -17,6 +17,7 @@ pub mod errorlog;
 pub mod file_init;
 pub mod instance;
 pub mod log_file;
+pub mod log_writer;
 
 pub use database::{Database, NewDatabase, NewFile};
 pub use instance::Instance;
@@ -87,6 +88,10 @@ pub enum StorageError {
     CannotRemovePrimaryFilegroup,
     #[error("invalid name '{0}'")]
     InvalidName(String),
+    #[error("the transaction log is full: no inactive VLF can be reused")]
+    LogFull,
+    #[error("an earlier log write or sync failed; the database must be reopened")]
+    LogFailed,
     #[error("instance at {0}: {1}")]
     Instance(PathBuf, String),
 }

@@ -1,0 +1,385 @@
+//! The log writer and the log reader: appending log records into blocks of the active VLF,
+//! group commit, moving on to the next VLF, and finding the end of the log after a crash.
+//!
+//! Writer (`LogWriter`):
+//! - `append` places a record in the pending block and returns its final LSN: a block that
+//!   would not fit the VLF is written out first and the record goes to the next block or
+//!   VLF, so an LSN never changes once given.
+//! - `flush(lsn)` makes every record up to `lsn` durable. One caller at a time writes the
+//!   pending block and syncs the files, outside the lock; others append meanwhile and wait
+//!   for the flush that covers them (group commit: one fdatasync serves many commits).
+//! - Moving on from a VLF writes a one-sector block flagged `FLAG_VLF_END` (unless the VLF
+//!   is exactly full), then activates the next VLF: FSeqNo = highest ever written + 1,
+//!   parity 0x40 on first use, else the other parity.
+//!
+//! Reader (`read_log`): walks VLFs in FSeqNo order from a starting FSeqNo, each VLF's blocks
+//! until the first invalid one, and moves on only after a VLF closed by the end flag or
+//! filled exactly; so a torn block is never skipped.
+//!
+//! Invariants:
+//! 1. Written-but-unsynced log bytes never exceed `MAX_UNSYNCED` (the writer syncs first).
+//! 2. After recovery the writer zeroes `MAX_UNSYNCED + 60 KiB` of the tail past the end of
+//!    the log before writing (SQL Server's FixupLogTail), so a stale block written before
+//!    the crash can never line up behind a new one.
+//! 3. After a failed write or sync the writer refuses all further work (never retries).
+//! 4. A VLF whose FSeqNo is still needed (at or after `min_active`) is never reused: the log
+//!    is full instead (error 9002 upstream) until truncation or growth frees one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar, Mutex};
+
+use extentdb_format::log::{
+    self, block_sectors, encode_block_flags, VlfHeader, FLAG_VLF_END, MAX_BLOCK_PAYLOAD,
+    PARITY_FIRST, VLF_HEADER_AREA,
+};
+use extentdb_format::{Lsn, SECTOR_SIZE};
+use extentdb_io::DbFile;
+
+use crate::StorageError;
+
+/// Most log bytes written but not yet synced (invariant 1).
+pub const MAX_UNSYNCED: u64 = 1 << 20;
+/// Bytes zeroed past the end of the log at open (invariant 2).
+pub const FIXUP_BYTES: u64 = MAX_UNSYNCED + (log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64;
+
+/// One record read back, with its LSN.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    pub lsn: Lsn,
+    pub bytes: Vec<u8>,
+}
+
+/// Where the log ends: the VLF (index into the physical list) and byte offset in it where
+/// the next block goes, and whether that VLF is closed (the next block opens a new VLF).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogEnd {
+    pub vlf: usize,
+    pub pos: u64,
+    pub closed: bool,
+}
+
+type Files = BTreeMap<u16, Arc<dyn DbFile>>;
+
+fn io_file(files: &Files, id: u16) -> Result<&Arc<dyn DbFile>, StorageError> {
+    files
+        .get(&id)
+        .ok_or_else(|| StorageError::FileNotFound(id.to_string()))
+}
+
+/// Reads the log from the VLF with FSeqNo `from_seq` to its end.
+pub fn read_log(
+    files: &Files,
+    vlfs: &[VlfHeader],
+    from_seq: u32,
+) -> Result<(Vec<LogRecord>, LogEnd), StorageError> {
+    let mut order: Vec<usize> = (0..vlfs.len())
+        .filter(|&i| vlfs[i].sequence >= from_seq && vlfs[i].sequence > 0)
+        .collect();
+    order.sort_by_key(|&i| vlfs[i].sequence);
+    let mut records = Vec::new();
+    let first = order.first().copied().unwrap_or(0);
+    let mut end = LogEnd {
+        vlf: first,
+        pos: VLF_HEADER_AREA,
+        closed: false,
+    };
+    // FSeqNos must follow one another: a gap is the end of the log.
+    for (expected, i) in (from_seq..).zip(order) {
+        let v = &vlfs[i];
+        if v.sequence != expected {
+            break;
+        }
+        let mut image = vec![0u8; v.size as usize];
+        io_file(files, v.file_id)?.read_at(&mut image, v.start_offset)?;
+        let blocks = log::scan_vlf(&image, v.sequence, v.parity);
+        let mut pos = VLF_HEADER_AREA;
+        let mut closed = false;
+        for b in &blocks {
+            for (slot, r) in b.records.iter().enumerate() {
+                records.push(LogRecord {
+                    lsn: Lsn {
+                        vlf_sequence: v.sequence,
+                        block: b.offset,
+                        slot: slot as u16,
+                    },
+                    bytes: r.clone(),
+                });
+            }
+            pos = (b.offset as u64 + b.sectors as u64) * SECTOR_SIZE as u64;
+            closed |= b.flags & FLAG_VLF_END != 0;
+        }
+        closed |= pos == v.size;
+        end = LogEnd {
+            vlf: i,
+            pos,
+            closed,
+        };
+        if !closed {
+            break;
+        }
+    }
+    Ok((records, end))
+}
+
+struct State {
+    files: Files,
+    vlfs: Vec<VlfHeader>,
+    cur: usize,
+    pos: u64,
+    closed: bool,
+    /// Records of the block being filled, and the LSN of its first record.
+    pending: Vec<Vec<u8>>,
+    pending_payload: usize,
+    /// Highest FSeqNo any VLF header carries: the next activation uses one more.
+    max_seq: u32,
+    /// Lowest FSeqNo still needed (invariant 4).
+    min_active: u32,
+    /// Last LSN handed out, last LSN written to a file, last LSN durable.
+    last: Option<Lsn>,
+    written: Option<Lsn>,
+    durable: Option<Lsn>,
+    unsynced: u64,
+    /// File ids written since the last sync, in write order.
+    dirty: Vec<u16>,
+    flushing: bool,
+    failed: bool,
+    syncs: u64,
+}
+
+pub struct LogWriter {
+    state: Mutex<State>,
+    flushed: Condvar,
+}
+
+impl LogWriter {
+    /// Opens the writer at the end found by `read_log`, zeroing the tail (invariant 2).
+    pub fn open(
+        files: Files,
+        vlfs: Vec<VlfHeader>,
+        end: LogEnd,
+        min_active: u32,
+    ) -> Result<LogWriter, StorageError> {
+        let max_seq = vlfs.iter().map(|v| v.sequence).max().unwrap_or(0);
+        let v = vlfs[end.vlf];
+        if !end.closed && v.sequence > 0 {
+            let stop = (end.pos + FIXUP_BYTES).min(v.size);
+            let file = io_file(&files, v.file_id)?;
+            extentdb_io::write_zeros(file.as_ref(), v.start_offset + end.pos, stop - end.pos)?;
+            file.sync_data()?;
+        }
+        let state = State {
+            files,
+            vlfs,
+            cur: end.vlf,
+            pos: end.pos,
+            closed: end.closed || v.sequence == 0,
+            pending: Vec::new(),
+            pending_payload: 0,
+            max_seq,
+            min_active,
+            last: None,
+            written: None,
+            durable: None,
+            unsynced: 0,
+            dirty: Vec::new(),
+            flushing: false,
+            failed: false,
+            syncs: 0,
+        };
+        Ok(LogWriter {
+            state: Mutex::new(state),
+            flushed: Condvar::new(),
+        })
+    }
+
+    /// Appends one record and returns its LSN; not durable until `flush`.
+    pub fn append(&self, record: &[u8]) -> Result<Lsn, StorageError> {
+        assert!(
+            record.len() + 4 <= MAX_BLOCK_PAYLOAD,
+            "log record of {} bytes",
+            record.len()
+        );
+        let mut st = self.state.lock().unwrap();
+        if st.failed {
+            return Err(StorageError::LogFailed);
+        }
+        let grown = st.pending_payload + 4 + record.len();
+        if st.closed || !st.fits(grown) {
+            st.write_pending()?;
+            if st.closed || !st.fits(4 + record.len()) {
+                st.next_vlf()?;
+            }
+        }
+        let v = st.vlfs[st.cur];
+        let lsn = Lsn {
+            vlf_sequence: v.sequence,
+            block: (st.pos / SECTOR_SIZE as u64) as u32,
+            slot: st.pending.len() as u16,
+        };
+        st.pending.push(record.to_vec());
+        st.pending_payload += 4 + record.len();
+        st.last = Some(lsn);
+        Ok(lsn)
+    }
+
+    /// Makes every record up to `upto` durable (group commit).
+    pub fn flush(&self, upto: Lsn) -> Result<(), StorageError> {
+        let mut st = self.state.lock().unwrap();
+        loop {
+            if st.failed {
+                return Err(StorageError::LogFailed);
+            }
+            if st.durable.is_some_and(|d| d >= upto) {
+                return Ok(());
+            }
+            if !st.flushing {
+                break;
+            }
+            st = self.flushed.wait(st).unwrap();
+        }
+        st.flushing = true;
+        let result = st.write_pending();
+        let target = st.written;
+        let covered = st.unsynced;
+        let dirty = std::mem::take(&mut st.dirty);
+        let files: Vec<Arc<dyn DbFile>> = dirty
+            .iter()
+            .filter_map(|id| st.files.get(id).cloned())
+            .collect();
+        drop(st);
+        let synced = result.and_then(|_| {
+            files
+                .iter()
+                .try_for_each(|f| f.sync_data())
+                .map_err(StorageError::from)
+        });
+        let mut st = self.state.lock().unwrap();
+        st.flushing = false;
+        st.syncs += 1;
+        match synced {
+            Ok(()) => {
+                st.durable = target.max(st.durable);
+                st.unsynced = st.unsynced.saturating_sub(covered);
+            }
+            Err(_) => st.failed = true,
+        }
+        self.flushed.notify_all();
+        if st.failed {
+            return Err(StorageError::LogFailed);
+        }
+        drop(st);
+        // Another caller's records may have arrived meanwhile; the loop above covers them.
+        self.flush(upto)
+    }
+
+    /// The number of flushes that synced files, for group-commit measurements.
+    pub fn syncs(&self) -> u64 {
+        self.state.lock().unwrap().syncs
+    }
+
+    /// The last LSN made durable.
+    pub fn durable_lsn(&self) -> Option<Lsn> {
+        self.state.lock().unwrap().durable
+    }
+
+    /// Lets VLFs below FSeqNo `seq` be reused (log truncation).
+    pub fn truncate_before(&self, seq: u32) {
+        let mut st = self.state.lock().unwrap();
+        st.min_active = st.min_active.max(seq);
+    }
+}
+
+impl State {
+    /// True if a block with `payload` bytes fits at `pos` leaving room for the end flag.
+    fn fits(&self, payload: usize) -> bool {
+        let size = self.vlfs[self.cur].size;
+        let bytes = (block_sectors(payload) * SECTOR_SIZE) as u64;
+        payload <= MAX_BLOCK_PAYLOAD
+            && (self.pos + bytes == size || self.pos + bytes + SECTOR_SIZE as u64 <= size)
+    }
+
+    /// Writes `bytes` at `pos` of the current VLF, syncing first if the cap would be passed.
+    fn write_at_pos(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
+        let v = self.vlfs[self.cur];
+        let file = io_file(&self.files, v.file_id)?.clone();
+        if self.unsynced + bytes.len() as u64 > MAX_UNSYNCED {
+            // Every file, not just `dirty`: a flusher may hold some of them mid-sync.
+            self.dirty.clear();
+            for f in self.files.values() {
+                f.sync_data().inspect_err(|_| self.failed = true)?;
+            }
+            self.unsynced = 0;
+            self.durable = self.written.max(self.durable);
+        }
+        file.write_at(bytes, v.start_offset + self.pos)
+            .inspect_err(|_| self.failed = true)?;
+        if !self.dirty.contains(&v.file_id) {
+            self.dirty.push(v.file_id);
+        }
+        self.unsynced += bytes.len() as u64;
+        self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes the pending block, if any.
+    fn write_pending(&mut self) -> Result<(), StorageError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let v = self.vlfs[self.cur];
+        let refs: Vec<&[u8]> = self.pending.iter().map(|r| r.as_slice()).collect();
+        let block = encode_block_flags(
+            &refs,
+            v.sequence,
+            (self.pos / SECTOR_SIZE as u64) as u32,
+            v.parity,
+            0,
+        );
+        self.write_at_pos(&block)?;
+        self.pending.clear();
+        self.pending_payload = 0;
+        self.written = self.last;
+        Ok(())
+    }
+
+    /// Closes the current VLF and activates the next one in physical order (invariant 4).
+    fn next_vlf(&mut self) -> Result<(), StorageError> {
+        let v = self.vlfs[self.cur];
+        if !self.closed && v.sequence > 0 && self.pos < v.size {
+            let marker = encode_block_flags(
+                &[],
+                v.sequence,
+                (self.pos / SECTOR_SIZE as u64) as u32,
+                v.parity,
+                FLAG_VLF_END,
+            );
+            self.write_at_pos(&marker)?;
+        }
+        let next = if v.sequence == 0 {
+            self.cur
+        } else {
+            (self.cur + 1) % self.vlfs.len()
+        };
+        let old = self.vlfs[next];
+        if old.sequence != 0 && old.sequence >= self.min_active {
+            return Err(StorageError::LogFull);
+        }
+        self.max_seq += 1;
+        let header = VlfHeader {
+            sequence: self.max_seq,
+            parity: if old.parity == 0 {
+                PARITY_FIRST
+            } else {
+                log::flip(old.parity)
+            },
+            ..old
+        };
+        self.cur = next;
+        self.pos = 0;
+        self.write_at_pos(&header.encode())?;
+        self.vlfs[next] = header;
+        self.pos = VLF_HEADER_AREA;
+        self.closed = false;
+        Ok(())
+    }
+}
