@@ -50,12 +50,7 @@ impl Database {
             .iter()
             .find(|a| a.allocation_unit_id == au)
             .cloned()
-            .ok_or_else(|| {
-                StorageError::Instance(
-                    Default::default(),
-                    format!("allocation unit {au} does not exist"),
-                )
-            })
+            .ok_or(StorageError::AllocationUnitNotFound(au))
     }
 
     /// The IAM pages of an allocation unit, in chain order.
@@ -170,26 +165,21 @@ impl Database {
     ) -> Result<(), StorageError> {
         let iam_at = self
             .find_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?
-            .ok_or_else(|| {
-                StorageError::Instance(
-                    Default::default(),
-                    format!("allocation unit {au} owns no extent in file {file_id}"),
-                )
+            .ok_or(StorageError::ExtentNotOwned {
+                allocation_unit: au,
+                file_id,
+                extent: extent.0,
             })?;
-        let file = self
-            .data_files
-            .get(&file_id)
-            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
-        if !self.iam_page_extents(iam_at)?.contains(&extent) {
-            return Err(StorageError::Instance(
-                Default::default(),
-                format!(
-                    "extent {} of file {file_id} is not owned by allocation unit {au}",
-                    extent.0
-                ),
-            ));
+        if !self.data_files.contains_key(&file_id) {
+            return Err(StorageError::FileNotFound(file_id.to_string()));
         }
-        let _ = file;
+        if !self.iam_page_extents(iam_at)?.contains(&extent) {
+            return Err(StorageError::ExtentNotOwned {
+                allocation_unit: au,
+                file_id,
+                extent: extent.0,
+            });
+        }
         self.set_iam_bit(iam_at, extent, false)?;
         self.data_files[&file_id].release_extent(extent)
     }

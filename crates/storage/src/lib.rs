@@ -88,6 +88,14 @@ pub enum StorageError {
     CannotRemovePrimaryFilegroup,
     #[error("invalid name '{0}'")]
     InvalidName(String),
+    #[error("allocation unit {0} does not exist")]
+    AllocationUnitNotFound(u64),
+    #[error("extent {extent} of file {file_id} is not owned by allocation unit {allocation_unit}")]
+    ExtentNotOwned {
+        allocation_unit: u64,
+        file_id: u16,
+        extent: u32,
+    },
     #[error("the transaction log is full: no inactive VLF can be reused")]
     LogFull,
     #[error("an earlier log write or sync failed; the database must be reopened")]

@@ -7,7 +7,7 @@
 
 use extentdb_format::catalog::{FileEntry, FilegroupEntry};
 use extentdb_format::file_header::FileType;
-use extentdb_storage::instance::{Instance, MODEL_ID};
+use extentdb_storage::instance::Instance;
 use extentdb_storage::Database;
 
 use crate::types::{SqlType, Value};
@@ -284,9 +284,4 @@ fn filegroups(groups: &[FilegroupEntry]) -> Rowset {
         })
         .collect();
     Rowset { columns, rows }
-}
-
-/// True for model, whose file sizes are CREATE DATABASE's defaults.
-pub fn is_model(id: u16) -> bool {
-    id == MODEL_ID
 }
