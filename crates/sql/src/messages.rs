@@ -122,6 +122,7 @@ static CATALOGUE: &[Entry] = &[
     e(141, 15, 1, "A SELECT statement that assigns a value to a variable must not be combined with data-retrieval operations."),
     e(263, 16, 1, "Must specify table to select from."),
     e(911, 16, 1, "Database '%.*ls' does not exist. Make sure that the name is entered correctly."),
+    e(945, 14, 2, "Database '%.*ls' cannot be opened due to inaccessible files or insufficient memory or disk space.  See the SQL Server errorlog for details."),
     e(926, 14, 1, "Database '%.*ls' cannot be opened. It has been marked SUSPECT by recovery. See the SQL Server errorlog for more information."),
     e(1101, 17, 1, "Could not allocate a new page for database '%.*ls' because of insufficient disk space in filegroup '%.*ls'. Create the necessary space by dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
     e(1105, 17, 2, "Could not allocate space for object '%.*ls'%.*ls in database '%.*ls' because the '%.*ls' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),

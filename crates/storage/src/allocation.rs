@@ -22,6 +22,7 @@ use crate::{Database, StorageError};
 impl Database {
     /// Creates an empty allocation unit in filegroup `data_space_id`; returns its id.
     pub fn create_allocation_unit(&mut self, data_space_id: u16) -> Result<u64, StorageError> {
+        self.check_writable()?;
         if !self
             .catalog
             .filegroups
@@ -133,6 +134,7 @@ impl Database {
         au: u64,
         file_id: u16,
     ) -> Result<Option<ExtentNo>, StorageError> {
+        self.check_writable()?;
         let entry = self.allocation_unit(au)?;
         let file = self
             .data_files
@@ -163,6 +165,7 @@ impl Database {
         file_id: u16,
         extent: ExtentNo,
     ) -> Result<(), StorageError> {
+        self.check_writable()?;
         let iam_at = self
             .find_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?
             .ok_or(StorageError::ExtentNotOwned {

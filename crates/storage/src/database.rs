@@ -72,6 +72,9 @@ pub struct Database {
     pub data_files: BTreeMap<u16, DataFile>,
     pub log_files: BTreeMap<u16, Arc<dyn DbFile>>,
     catalog_chain: Vec<PageId>,
+    /// Set after a write or sync failed part-way through a change: memory may no longer match
+    /// disk, so every further change is refused until the database is reopened.
+    poisoned: bool,
 }
 
 fn now_us() -> i64 {
@@ -197,6 +200,7 @@ impl Database {
             data_files,
             log_files,
             catalog_chain: Vec::new(),
+            poisoned: false,
         };
         db.format_catalog_unit()?;
         db.save_catalog()?;
@@ -295,13 +299,38 @@ impl Database {
             data_files,
             log_files,
             catalog_chain: chain,
+            poisoned: false,
         };
         db.sweep_catalog_pages()?;
         Ok(db)
     }
 
-    /// Writes the catalog copy-on-write and publishes it through both boot pages.
+    /// True once a failed write left memory and disk possibly apart (see `check_writable`).
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Refuses changes once a failed write left memory and disk possibly apart.
+    pub(crate) fn check_writable(&self) -> Result<(), StorageError> {
+        if self.poisoned {
+            return Err(StorageError::NeedsReopen(self.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// Writes the catalog copy-on-write and publishes it through both boot pages. A failure
+    /// may come after the first boot page made the change durable, so any failure poisons
+    /// the database: its outcome is settled only by reopening.
     pub fn save_catalog(&mut self) -> Result<(), StorageError> {
+        self.check_writable()?;
+        let result = self.save_catalog_inner();
+        if result.is_err() {
+            self.poisoned = true;
+        }
+        result
+    }
+
+    fn save_catalog_inner(&mut self) -> Result<(), StorageError> {
         self.catalog
             .check_invariants()
             .map_err(|e| StorageError::Instance(PathBuf::new(), e))?;
@@ -433,6 +462,7 @@ impl Database {
         ctx: &OpContext<'_>,
         files: &[NewFile],
     ) -> Result<(), StorageError> {
+        self.check_writable()?;
         let mut added: Vec<(u16, NewFile, Arc<dyn DbFile>)> = Vec::new();
         let mut next_id = self
             .catalog
@@ -485,8 +515,11 @@ impl Database {
         if let Err(e) = result {
             let ids: Vec<u16> = added.iter().map(|a| a.0).collect();
             self.catalog.files.retain(|f| !ids.contains(&f.file_id));
-            for (_, f, _) in &added {
-                let _ = ctx.fs.remove(&f.physical_name);
+            // Once poisoned, the durable catalog may list these files: keep them for reopening.
+            if !self.poisoned {
+                for (_, f, _) in &added {
+                    let _ = ctx.fs.remove(&f.physical_name);
+                }
             }
             return Err(e);
         }
@@ -515,6 +548,7 @@ impl Database {
         file_id: u16,
         new_pages: u32,
     ) -> Result<(), StorageError> {
+        self.check_writable()?;
         let idx = self
             .catalog
             .files
@@ -567,15 +601,22 @@ impl Database {
             self.catalog.files[idx].size_pages = new_pages;
             self.save_catalog()
         })();
-        if result.is_err() {
-            self.catalog.files[idx].size_pages = old_pages;
-            if let Some(df) = self.data_files.get_mut(&file_id) {
-                df.size_pages = old_pages;
-                // Undo the GAM bits the growth set; pages beyond the old size are cut away.
-                let _ = df.clear_gam_beyond_size(old_pages);
+        if let Err(e) = &result {
+            // A failure after the space was initialized may have reached the disk in part.
+            if !matches!(e, StorageError::FileExpand { .. }) {
+                self.poisoned = true;
             }
-            let _ = file.set_len(old_pages as u64 * PAGE_SIZE as u64);
-            let _ = file.sync_data();
+            self.catalog.files[idx].size_pages = old_pages;
+            // Once poisoned, the durable catalog may record the larger size: cut nothing.
+            if !self.poisoned {
+                if let Some(df) = self.data_files.get_mut(&file_id) {
+                    df.size_pages = old_pages;
+                    // Undo the GAM bits the growth set; pages beyond the old size are cut away.
+                    let _ = df.clear_gam_beyond_size(old_pages);
+                }
+                let _ = file.set_len(old_pages as u64 * PAGE_SIZE as u64);
+                let _ = file.sync_data();
+            }
         }
         result
     }
@@ -593,6 +634,7 @@ impl Database {
         file_id: u16,
         change: impl FnOnce(&mut FileEntry),
     ) -> Result<(), StorageError> {
+        self.check_writable()?;
         let before = self.catalog.clone();
         let entry = self
             .catalog
@@ -624,6 +666,7 @@ impl Database {
 
     /// Removes an empty secondary file: catalog first, then the file itself.
     pub fn remove_file(&mut self, fs: &dyn FileSystem, name: &str) -> Result<(), StorageError> {
+        self.check_writable()?;
         let entry = self
             .file_by_name(name)
             .ok_or_else(|| StorageError::FileNotFound(name.to_string()))?
@@ -652,6 +695,7 @@ impl Database {
         &mut self,
         change: impl FnOnce(&mut Catalog) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
+        self.check_writable()?;
         let before = self.catalog.clone();
         let result = change(&mut self.catalog).and_then(|_| self.save_catalog());
         if result.is_err() {
@@ -662,6 +706,7 @@ impl Database {
 
     /// Renames the database (the boot page carries the name).
     pub fn rename(&mut self, new_name: &str) -> Result<(), StorageError> {
+        self.check_writable()?;
         let old = std::mem::replace(&mut self.name, new_name.to_string());
         if let Err(e) = self.save_catalog() {
             self.name = old;

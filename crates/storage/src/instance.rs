@@ -389,8 +389,11 @@ impl Instance {
                 .catalog
                 .databases
                 .retain(|d| d.database_id != spec.database_id);
-            for p in db.physical_names() {
-                let _ = ctx.fs.remove(&p);
+            // Once master is poisoned its durable catalog may list the database: keep the files.
+            if !master.is_poisoned() {
+                for p in db.physical_names() {
+                    let _ = ctx.fs.remove(&p);
+                }
             }
             return Err(e);
         }

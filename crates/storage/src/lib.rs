@@ -88,6 +88,8 @@ pub enum StorageError {
     CannotRemovePrimaryFilegroup,
     #[error("invalid name '{0}'")]
     InvalidName(String),
+    #[error("database '{0}' had a failed write and must be reopened before further changes")]
+    NeedsReopen(String),
     #[error("allocation unit {0} does not exist")]
     AllocationUnitNotFound(u64),
     #[error("extent {extent} of file {file_id} is not owned by allocation unit {allocation_unit}")]
