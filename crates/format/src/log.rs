@@ -253,3 +253,34 @@ pub fn scan_vlf(vlf: &[u8], sequence: u32, parity: u8) -> Vec<Block> {
     }
     out
 }
+
+/// Log record type: a full page image (the page as written, its LSN field aside).
+pub const REC_PAGE_IMAGE: u8 = 1;
+
+/// Encodes a page-image record: type u8, file id u16, page number u32, the 8,192 bytes.
+pub fn encode_page_image(file_id: u16, page: u32, bytes: &[u8]) -> Vec<u8> {
+    assert_eq!(
+        bytes.len(),
+        crate::PAGE_SIZE,
+        "page image of {} bytes",
+        bytes.len()
+    );
+    let mut r = Vec::with_capacity(7 + bytes.len());
+    r.push(REC_PAGE_IMAGE);
+    r.extend_from_slice(&file_id.to_le_bytes());
+    r.extend_from_slice(&page.to_le_bytes());
+    r.extend_from_slice(bytes);
+    r
+}
+
+/// Decodes a page-image record into (file id, page number, bytes); None for other records.
+pub fn decode_page_image(r: &[u8]) -> Option<(u16, u32, &[u8])> {
+    if r.len() != 7 + crate::PAGE_SIZE || r[0] != REC_PAGE_IMAGE {
+        return None;
+    }
+    Some((
+        u16::from_le_bytes([r[1], r[2]]),
+        u32::from_le_bytes(r[3..7].try_into().ok()?),
+        &r[7..],
+    ))
+}

@@ -23,6 +23,7 @@ impl Database {
     /// Creates an empty allocation unit in filegroup `data_space_id`; returns its id.
     pub fn create_allocation_unit(&mut self, data_space_id: u16) -> Result<u64, StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         if !self
             .catalog
             .filegroups
@@ -135,6 +136,7 @@ impl Database {
         file_id: u16,
     ) -> Result<Option<ExtentNo>, StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let entry = self.allocation_unit(au)?;
         let file = self
             .data_files
@@ -166,6 +168,7 @@ impl Database {
         extent: ExtentNo,
     ) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let iam_at = self
             .find_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?
             .ok_or(StorageError::ExtentNotOwned {

@@ -28,6 +28,9 @@ pub struct DataFile {
     pub file: Arc<dyn DbFile>,
     /// Size in pages as the catalog records it.
     pub size_pages: u32,
+    /// The database's write-ahead log, once attached: in-place page writes log the page's
+    /// image and make it durable before the page itself is written.
+    pub wal: Option<Arc<crate::log_writer::LogWriter>>,
 }
 
 impl DataFile {
@@ -61,8 +64,28 @@ impl DataFile {
         Ok(p)
     }
 
-    /// Seals and writes one page (not yet durable: call `sync`).
+    /// Writes one page in place, write-ahead: with a log attached, the page's image is
+    /// logged and flushed first and the page carries that record's LSN, so a torn write is
+    /// repaired by redo. Not yet durable in the data file itself: call `sync`.
     pub fn write_page(&self, page: PageNo, p: &mut Page) -> Result<(), StorageError> {
+        if let Some(wal) = &self.wal {
+            let lsn = wal.append(&extentdb_format::log::encode_page_image(
+                self.file_id.0,
+                page.0,
+                p.bytes(),
+            ))?;
+            let mut h = p.header()?;
+            h.lsn = lsn;
+            p.set_header(&h);
+            wal.flush(lsn)?;
+        }
+        self.write_page_unlogged(page, p)
+    }
+
+    /// Seals and writes one page without logging: only for pages no durable structure
+    /// refers to yet (new space before its catalog commit) and for the catalog and boot
+    /// pages, which have their own crash protocol.
+    pub fn write_page_unlogged(&self, page: PageNo, p: &mut Page) -> Result<(), StorageError> {
         debug_assert_eq!(
             p.header().map(|h| h.this_page).ok(),
             Some(PageId {
@@ -99,7 +122,7 @@ impl DataFile {
             created_us,
         };
         let mut p = h.encode();
-        self.write_page(layout::FILE_HEADER_PAGE, &mut p)
+        self.write_page_unlogged(layout::FILE_HEADER_PAGE, &mut p)
     }
 
     /// Formats the fixed pages of `[from_pages, self.size_pages)` and marks the extents that
@@ -119,7 +142,7 @@ impl DataFile {
                 FixedPage::Dcm => new_bitmap_page(PageType::Dcm, at),
                 FixedPage::Bcm => new_bitmap_page(PageType::Bcm, at),
             };
-            self.write_page(page, &mut p)?;
+            self.write_page_unlogged(page, &mut p)?;
         }
         // Extents that were partial before the growth may have become usable.
         let old_usable = from_pages / PAGES_PER_EXTENT;

@@ -28,6 +28,7 @@ use extentdb_io::{DbFile, FileSystem};
 
 use crate::data_file::DataFile;
 use crate::file_init::{self, InitLog, InitPolicy, SpaceKind};
+use crate::log_writer::{read_log, LogRecord, LogWriter};
 use crate::{log_file, StorageError};
 
 /// Smallest file extentdb creates: 512 KB, SQL Server's minimum log size.
@@ -72,6 +73,8 @@ pub struct Database {
     pub data_files: BTreeMap<u16, DataFile>,
     pub log_files: BTreeMap<u16, Arc<dyn DbFile>>,
     catalog_chain: Vec<PageId>,
+    /// The write-ahead log, attached once the database exists on disk (see `attach_wal`).
+    wal: Option<Arc<LogWriter>>,
     /// Set after a write or sync failed part-way through a change: memory may no longer match
     /// disk, so every further change is refused until the database is reopened.
     poisoned: bool,
@@ -175,6 +178,7 @@ impl Database {
                     file_id: FileId(entry.file_id),
                     file,
                     size_pages: entry.size_pages,
+                    wal: None,
                 };
                 df.write_file_header(guid, created_us)?;
                 df.format_new_space(0)?;
@@ -200,6 +204,7 @@ impl Database {
             data_files,
             log_files,
             catalog_chain: Vec::new(),
+            wal: None,
             poisoned: false,
         };
         db.format_catalog_unit()?;
@@ -207,6 +212,7 @@ impl Database {
         for f in db.data_files.values() {
             f.sync()?;
         }
+        db.attach_wal()?;
         Ok(db)
     }
 
@@ -267,6 +273,7 @@ impl Database {
             file_id: FileId::PRIMARY,
             file,
             size_pages,
+            wal: None,
         };
         let boot = read_boot(&primary)?;
         let (catalog, chain) = read_catalog(&primary, &boot)?;
@@ -288,6 +295,7 @@ impl Database {
                         file_id: FileId(entry.file_id),
                         file,
                         size_pages: entry.size_pages,
+                        wal: None,
                     },
                 );
             }
@@ -299,10 +307,89 @@ impl Database {
             data_files,
             log_files,
             catalog_chain: chain,
+            wal: None,
             poisoned: false,
         };
+        db.attach_wal()?;
         db.sweep_catalog_pages()?;
         Ok(db)
+    }
+
+    /// Reads the log from the checkpoint, redoes page images the data files lack (torn or
+    /// older pages), makes them durable, and attaches the log writer at the end of the log.
+    fn attach_wal(&mut self) -> Result<(), StorageError> {
+        let vlfs = self.vlfs()?;
+        let from = self.boot.checkpoint_lsn.vlf_sequence.max(1);
+        let (records, end) = read_log(&self.log_files, &vlfs, from)?;
+        self.redo(&records)?;
+        let writer = Arc::new(LogWriter::open(self.log_files.clone(), vlfs, end, from)?);
+        for df in self.data_files.values_mut() {
+            df.wal = Some(writer.clone());
+        }
+        self.wal = Some(writer);
+        Ok(())
+    }
+
+    /// Writes each logged page image whose page on disk is torn, unformatted or older.
+    /// Images of pages beyond a file's catalog size belong to a growth that never committed.
+    fn redo(&self, records: &[LogRecord]) -> Result<(), StorageError> {
+        let mut touched = std::collections::BTreeSet::new();
+        for r in records {
+            let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&r.bytes)
+            else {
+                continue;
+            };
+            let Some(df) = self.data_files.get(&file_id) else {
+                continue;
+            };
+            if page >= df.size_pages {
+                continue;
+            }
+            let on_disk = df.read_page(PageNo(page)).and_then(|p| Ok(p.header()?.lsn));
+            if matches!(on_disk, Ok(lsn) if lsn >= r.lsn) {
+                continue;
+            }
+            let mut p = extentdb_format::Page::from_bytes(image)?;
+            let mut h = p.header()?;
+            h.lsn = r.lsn;
+            p.set_header(&h);
+            df.write_page_unlogged(PageNo(page), &mut p)?;
+            touched.insert(file_id);
+        }
+        for id in touched {
+            self.data_files[&id].sync()?;
+        }
+        Ok(())
+    }
+
+    /// Checkpoint: makes every data page durable, records the start of the current VLF as
+    /// the point where redo begins (in the boot page), and lets older VLFs be reused.
+    pub fn checkpoint(&mut self) -> Result<(), StorageError> {
+        self.check_writable()?;
+        let Some(wal) = self.wal.clone() else {
+            return Ok(());
+        };
+        for df in self.data_files.values() {
+            df.sync()?;
+        }
+        let cp = Lsn {
+            vlf_sequence: wal.current_sequence(),
+            block: 0,
+            slot: 0,
+        };
+        self.boot.checkpoint_lsn = cp;
+        self.save_catalog()?;
+        wal.truncate_before(cp.vlf_sequence);
+        Ok(())
+    }
+
+    /// Checkpoints when fewer than two VLFs are free, so that no change of bounded size can
+    /// find the log full part-way through.
+    pub(crate) fn ensure_log_space(&mut self) -> Result<(), StorageError> {
+        match &self.wal {
+            Some(w) if w.free_vlfs() < 2 => self.checkpoint(),
+            _ => Ok(()),
+        }
     }
 
     /// True once a failed write left memory and disk possibly apart (see `check_writable`).
@@ -339,7 +426,7 @@ impl Database {
             self.allocate_system_pages(catalog::pages_needed(blob.len()), pfs::ALLOCATED)?;
         let primary = self.primary();
         for (i, mut p) in catalog::to_pages(&blob, &pages).into_iter().enumerate() {
-            primary.write_page(pages[i].page, &mut p)?;
+            primary.write_page_unlogged(pages[i].page, &mut p)?;
         }
         primary.sync()?;
         let mut boot = self.boot.clone();
@@ -353,7 +440,7 @@ impl Database {
                 file: FileId::PRIMARY,
                 page: at,
             })?;
-            primary.write_page(at, &mut p)?;
+            primary.write_page_unlogged(at, &mut p)?;
             primary.sync()?;
         }
         self.boot = boot;
@@ -463,6 +550,7 @@ impl Database {
         files: &[NewFile],
     ) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let mut added: Vec<(u16, NewFile, Arc<dyn DbFile>)> = Vec::new();
         let mut next_id = self
             .catalog
@@ -500,6 +588,7 @@ impl Database {
                         file_id: FileId(next_id),
                         file,
                         size_pages: f.size_pages,
+                        wal: self.wal.clone(),
                     };
                     df.write_file_header(self.boot.database_guid, now_us())?;
                     df.format_new_space(0)?;
@@ -533,6 +622,7 @@ impl Database {
                         file_id: FileId(id),
                         file,
                         size_pages: f.size_pages,
+                        wal: self.wal.clone(),
                     },
                 );
             }
@@ -549,6 +639,7 @@ impl Database {
         new_pages: u32,
     ) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let idx = self
             .catalog
             .files
@@ -635,6 +726,7 @@ impl Database {
         change: impl FnOnce(&mut FileEntry),
     ) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let before = self.catalog.clone();
         let entry = self
             .catalog
@@ -667,6 +759,7 @@ impl Database {
     /// Removes an empty secondary file: catalog first, then the file itself.
     pub fn remove_file(&mut self, fs: &dyn FileSystem, name: &str) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let entry = self
             .file_by_name(name)
             .ok_or_else(|| StorageError::FileNotFound(name.to_string()))?
@@ -696,6 +789,7 @@ impl Database {
         change: impl FnOnce(&mut Catalog) -> Result<(), StorageError>,
     ) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let before = self.catalog.clone();
         let result = change(&mut self.catalog).and_then(|_| self.save_catalog());
         if result.is_err() {
@@ -707,6 +801,7 @@ impl Database {
     /// Renames the database (the boot page carries the name).
     pub fn rename(&mut self, new_name: &str) -> Result<(), StorageError> {
         self.check_writable()?;
+        self.ensure_log_space()?;
         let old = std::mem::replace(&mut self.name, new_name.to_string());
         if let Err(e) = self.save_catalog() {
             self.name = old;

@@ -282,6 +282,22 @@ impl LogWriter {
         self.state.lock().unwrap().durable
     }
 
+    /// FSeqNo of the VLF being written (0 before the first record of a fresh log).
+    pub fn current_sequence(&self) -> u32 {
+        let st = self.state.lock().unwrap();
+        st.vlfs[st.cur].sequence
+    }
+
+    /// VLFs that could take new log records: never used, or below the oldest one needed.
+    pub fn free_vlfs(&self) -> usize {
+        let st = self.state.lock().unwrap();
+        st.vlfs
+            .iter()
+            .enumerate()
+            .filter(|(i, v)| *i != st.cur && (v.sequence == 0 || v.sequence < st.min_active))
+            .count()
+    }
+
     /// Lets VLFs below FSeqNo `seq` be reused (log truncation).
     pub fn truncate_before(&self, seq: u32) {
         let mut st = self.state.lock().unwrap();
