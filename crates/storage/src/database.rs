@@ -212,7 +212,7 @@ impl Database {
         for f in db.data_files.values() {
             f.sync()?;
         }
-        db.attach_wal()?;
+        db.attach_wal(true)?;
         Ok(db)
     }
 
@@ -310,19 +310,24 @@ impl Database {
             wal: None,
             poisoned: false,
         };
-        db.attach_wal()?;
+        db.attach_wal(false)?;
         db.sweep_catalog_pages()?;
         Ok(db)
     }
 
     /// Reads the log from the checkpoint, redoes page images the data files lack (torn or
     /// older pages), makes them durable, and attaches the log writer at the end of the log.
-    fn attach_wal(&mut self) -> Result<(), StorageError> {
+    fn attach_wal(&mut self, fresh: bool) -> Result<(), StorageError> {
         let vlfs = self.vlfs()?;
         let from = self.boot.checkpoint_lsn.vlf_sequence.max(1);
         let (records, end) = read_log(&self.log_files, &vlfs, from)?;
         self.redo(&records)?;
-        let writer = Arc::new(LogWriter::open(self.log_files.clone(), vlfs, end, from)?);
+        let writer = if fresh {
+            LogWriter::open_fresh(self.log_files.clone(), vlfs, end)?
+        } else {
+            LogWriter::open(self.log_files.clone(), vlfs, end, from)?
+        };
+        let writer = Arc::new(writer);
         for df in self.data_files.values_mut() {
             df.wal = Some(writer.clone());
         }

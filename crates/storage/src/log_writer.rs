@@ -159,9 +159,28 @@ impl LogWriter {
         end: LogEnd,
         min_active: u32,
     ) -> Result<LogWriter, StorageError> {
+        Self::open_with(files, vlfs, end, min_active, true)
+    }
+
+    /// `open` for a log initialized a moment ago (zeros past its headers): no tail to fix.
+    pub fn open_fresh(
+        files: Files,
+        vlfs: Vec<VlfHeader>,
+        end: LogEnd,
+    ) -> Result<LogWriter, StorageError> {
+        Self::open_with(files, vlfs, end, 1, false)
+    }
+
+    fn open_with(
+        files: Files,
+        vlfs: Vec<VlfHeader>,
+        end: LogEnd,
+        min_active: u32,
+        fixup: bool,
+    ) -> Result<LogWriter, StorageError> {
         let max_seq = vlfs.iter().map(|v| v.sequence).max().unwrap_or(0);
         let v = vlfs[end.vlf];
-        if !end.closed && v.sequence > 0 {
+        if fixup && !end.closed && v.sequence > 0 {
             let stop = (end.pos + FIXUP_BYTES).min(v.size);
             let file = io_file(&files, v.file_id)?;
             extentdb_io::write_zeros(file.as_ref(), v.start_offset + end.pos, stop - end.pos)?;
