@@ -130,23 +130,39 @@ impl DataFile {
     pub fn format_new_space(&self, from_pages: u32) -> Result<(), StorageError> {
         let from_extent = from_pages / PAGES_PER_EXTENT;
         let to_extent = self.size_pages.div_ceil(PAGES_PER_EXTENT);
+        let old_usable = from_pages / PAGES_PER_EXTENT;
         for (page, kind) in layout::fixed_pages(from_extent, to_extent) {
-            if page.0 < from_pages || page.0 >= self.size_pages {
+            if page.0 < from_pages || page.0 >= self.size_pages || kind != FixedPage::Gam {
+                // PFS, SGAM, DCM and BCM pages are formatted on first change: all zeros is
+                // already their empty state (FORMAT.md), and writing hundreds of them into
+                // fallocated space would cost instant initialization its speed.
                 continue;
             }
-            let at = self.pid(page);
-            let mut p = match kind {
-                FixedPage::Pfs => pfs::new_pfs_page(at),
-                FixedPage::Gam => new_bitmap_page(PageType::Gam, at),
-                FixedPage::Sgam => new_bitmap_page(PageType::Sgam, at),
-                FixedPage::Dcm => new_bitmap_page(PageType::Dcm, at),
-                FixedPage::Bcm => new_bitmap_page(PageType::Bcm, at),
-            };
-            self.write_page_unlogged(page, &mut p)?;
+            // A GAM page in the new space is written whole, its free bits set, unlogged: no
+            // durable structure refers to this space until the catalog commits it.
+            let interval = page.0 / extentdb_format::GAM_INTERVAL_PAGES;
+            let mut gam = new_bitmap_page(PageType::Gam, self.pid(page));
+            let first = interval * GAM_INTERVAL_EXTENTS;
+            let end = self.usable_extents().min(first + GAM_INTERVAL_EXTENTS);
+            for e in first.max(old_usable)..end {
+                if !layout::is_reserved_extent(ExtentNo(e), self.is_primary()) {
+                    bitmap::set_bit(&mut gam, e - first, true);
+                }
+            }
+            self.write_page_unlogged(page, &mut gam)?;
         }
-        // Extents that were partial before the growth may have become usable.
-        let old_usable = from_pages / PAGES_PER_EXTENT;
-        self.set_gam_range(old_usable, self.usable_extents(), true)
+        // The GAM page of the old space's last interval gains the extents that became usable.
+        let last_old_interval = old_usable / GAM_INTERVAL_EXTENTS;
+        if from_pages > 0 && layout::bitmap_page(BitmapKind::Gam, last_old_interval).0 < from_pages
+        {
+            let end = self
+                .usable_extents()
+                .min((last_old_interval + 1) * GAM_INTERVAL_EXTENTS);
+            if end > old_usable {
+                self.set_gam_range(old_usable, end, true)?;
+            }
+        }
+        Ok(())
     }
 
     /// Sets the GAM bit of every non-reserved extent in `[from, to)` to `free`.
@@ -248,6 +264,9 @@ impl DataFile {
     pub fn set_pfs(&self, page: PageNo, value: u8) -> Result<(), StorageError> {
         let at = layout::pfs_page_for(page);
         let mut p = self.read_page(at)?;
+        if p.is_unformatted() {
+            p = pfs::new_pfs_page(self.pid(at));
+        }
         pfs::set(&mut p, at, page, value);
         self.write_page(at, &mut p)
     }

@@ -73,6 +73,8 @@ pub struct Database {
     pub data_files: BTreeMap<u16, DataFile>,
     pub log_files: BTreeMap<u16, Arc<dyn DbFile>>,
     catalog_chain: Vec<PageId>,
+    /// Pages of the previous catalog chain, still marked allocated, reused by the next save.
+    spare_catalog_pages: Vec<PageId>,
     /// The write-ahead log, attached once the database exists on disk (see `attach_wal`).
     wal: Option<Arc<LogWriter>>,
     /// Set after a write or sync failed part-way through a change: memory may no longer match
@@ -204,6 +206,7 @@ impl Database {
             data_files,
             log_files,
             catalog_chain: Vec::new(),
+            spare_catalog_pages: Vec::new(),
             wal: None,
             poisoned: false,
         };
@@ -307,10 +310,13 @@ impl Database {
             data_files,
             log_files,
             catalog_chain: chain,
+            spare_catalog_pages: Vec::new(),
             wal: None,
             poisoned: false,
         };
         db.attach_wal(false)?;
+        // The log may have been nearly full at the crash; the sweep writes logged pages.
+        db.ensure_log_space()?;
         db.sweep_catalog_pages()?;
         Ok(db)
     }
@@ -382,10 +388,11 @@ impl Database {
             block: 0,
             slot: 0,
         };
-        self.boot.checkpoint_lsn = cp;
-        self.save_catalog()?;
+        // Every page is durable now, so older VLFs may be reused even before the boot page
+        // says so (the reader starts at the lowest FSeqNo left): the save below may need them.
         wal.truncate_before(cp.vlf_sequence);
-        Ok(())
+        self.boot.checkpoint_lsn = cp;
+        self.save_catalog()
     }
 
     /// Checkpoints when fewer than two VLFs are free, so that no change of bounded size can
@@ -427,8 +434,18 @@ impl Database {
             .check_invariants()
             .map_err(|e| StorageError::Instance(PathBuf::new(), e))?;
         let blob = self.catalog.encode();
-        let pages =
-            self.allocate_system_pages(catalog::pages_needed(blob.len()), pfs::ALLOCATED)?;
+        // Reuse the previous chain's pages (still marked allocated): saves ping-pong between
+        // two page sets and change no PFS byte in the steady state.
+        let needed = catalog::pages_needed(blob.len());
+        let mut pages: Vec<PageId> = self
+            .spare_catalog_pages
+            .iter()
+            .take(needed)
+            .copied()
+            .collect();
+        if pages.len() < needed {
+            pages.extend(self.allocate_system_pages(needed - pages.len(), pfs::ALLOCATED)?);
+        }
         let primary = self.primary();
         for (i, mut p) in catalog::to_pages(&blob, &pages).into_iter().enumerate() {
             primary.write_page_unlogged(pages[i].page, &mut p)?;
@@ -449,10 +466,23 @@ impl Database {
             primary.sync()?;
         }
         self.boot = boot;
+        let reused = self
+            .spare_catalog_pages
+            .iter()
+            .filter(|p| pages.contains(p))
+            .count();
+        let mut spare: Vec<PageId> = self
+            .spare_catalog_pages
+            .split_off(reused.min(self.spare_catalog_pages.len()));
+        spare.retain(|p| !pages.contains(p));
         let old = std::mem::replace(&mut self.catalog_chain, pages);
-        for page in old {
+        spare.extend(old);
+        // Keep at most a chain's worth of spares; free the rest.
+        let keep = self.catalog_chain.len();
+        for page in spare.split_off(keep.min(spare.len())) {
             self.primary().set_pfs(page.page, 0)?;
         }
+        self.spare_catalog_pages = spare;
         Ok(())
     }
 

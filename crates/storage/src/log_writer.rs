@@ -9,8 +9,9 @@
 //!   pending block and syncs the files, outside the lock; others append meanwhile and wait
 //!   for the flush that covers them (group commit: one fdatasync serves many commits).
 //! - Moving on from a VLF writes a one-sector block flagged `FLAG_VLF_END` (unless the VLF
-//!   is exactly full), then activates the next VLF: FSeqNo = highest ever written + 1,
-//!   parity 0x40 on first use, else the other parity.
+//!   is exactly full), then activates the next VLF: FSeqNo = the current one + 1 (no gaps:
+//!   the reader stops at one), parity 0x40 on first use, else the other parity. A header
+//!   whose FSeqNo lies beyond the end of the log is a leftover of lost writes: free.
 //!
 //! Reader (`read_log`): walks VLFs in FSeqNo order from a starting FSeqNo, each VLF's blocks
 //! until the first invalid one, and moves on only after a VLF closed by the end flag or
@@ -18,9 +19,9 @@
 //!
 //! Invariants:
 //! 1. Written-but-unsynced log bytes never exceed `MAX_UNSYNCED` (the writer syncs first).
-//! 2. After recovery the writer zeroes `MAX_UNSYNCED + 60 KiB` of the tail past the end of
-//!    the log before writing (SQL Server's FixupLogTail), so a stale block written before
-//!    the crash can never line up behind a new one.
+//! 2. After recovery the writer zeroes `MAX_UNSYNCED + 60 KiB` of block space past the end
+//!    of the log, across the VLFs it will activate next (SQL Server's FixupLogTail), so a
+//!    stale block written before the crash can never line up behind a new one.
 //! 3. After a failed write or sync the writer refuses all further work (never retries).
 //! 4. A VLF whose FSeqNo is still needed (at or after `min_active`) is never reused: the log
 //!    is full instead (error 9002 upstream) until truncation or growth frees one.
@@ -83,8 +84,11 @@ pub fn read_log(
         pos: VLF_HEADER_AREA,
         closed: false,
     };
-    // FSeqNos must follow one another: a gap is the end of the log.
-    for (expected, i) in (from_seq..).zip(order) {
+    // Start at the lowest FSeqNo present at or after `from_seq`: VLFs between the boot page's
+    // checkpoint and a newer one may already be reused, which a checkpoint allows only after
+    // the data files are durable. From there FSeqNos must follow one another: a gap ends it.
+    let start = order.first().map(|&i| vlfs[i].sequence).unwrap_or(from_seq);
+    for (expected, i) in (start..).zip(order) {
         let v = &vlfs[i];
         if v.sequence != expected {
             break;
@@ -130,8 +134,6 @@ struct State {
     /// Records of the block being filled, and the LSN of its first record.
     pending: Vec<Vec<u8>>,
     pending_payload: usize,
-    /// Highest FSeqNo any VLF header carries: the next activation uses one more.
-    max_seq: u32,
     /// Lowest FSeqNo still needed (invariant 4).
     min_active: u32,
     /// Last LSN handed out, last LSN written to a file, last LSN durable.
@@ -178,13 +180,9 @@ impl LogWriter {
         min_active: u32,
         fixup: bool,
     ) -> Result<LogWriter, StorageError> {
-        let max_seq = vlfs.iter().map(|v| v.sequence).max().unwrap_or(0);
         let v = vlfs[end.vlf];
-        if fixup && !end.closed && v.sequence > 0 {
-            let stop = (end.pos + FIXUP_BYTES).min(v.size);
-            let file = io_file(&files, v.file_id)?;
-            extentdb_io::write_zeros(file.as_ref(), v.start_offset + end.pos, stop - end.pos)?;
-            file.sync_data()?;
+        if fixup && v.sequence > 0 {
+            fixup_tail(&files, &vlfs, end, min_active)?;
         }
         let state = State {
             files,
@@ -194,7 +192,6 @@ impl LogWriter {
             closed: end.closed || v.sequence == 0,
             pending: Vec::new(),
             pending_payload: 0,
-            max_seq,
             min_active,
             last: None,
             written: None,
@@ -324,6 +321,38 @@ impl LogWriter {
     }
 }
 
+/// FixupLogTail: zeroes `FIXUP_BYTES` of block space past the end of the log, in the current
+/// VLF's tail and on through the VLFs the writer will activate next, whatever their headers
+/// say (a lost header write can leave an old one above blocks of the lost use), stopping at
+/// VLFs of the live log. No stale block can then follow a new one (invariant 2).
+fn fixup_tail(
+    files: &Files,
+    vlfs: &[VlfHeader],
+    end: LogEnd,
+    min_active: u32,
+) -> Result<(), StorageError> {
+    let current = vlfs[end.vlf].sequence;
+    let live = |v: &VlfHeader| v.sequence != 0 && v.sequence >= min_active && v.sequence <= current;
+    let mut budget = FIXUP_BYTES;
+    let mut i = end.vlf;
+    let mut from = if end.closed { vlfs[i].size } else { end.pos };
+    loop {
+        let v = vlfs[i];
+        let len = v.size.saturating_sub(from).min(budget);
+        if len > 0 {
+            let file = io_file(files, v.file_id)?;
+            extentdb_io::write_zeros(file.as_ref(), v.start_offset + from, len)?;
+            file.sync_data()?;
+            budget -= len;
+        }
+        i = (i + 1) % vlfs.len();
+        if budget == 0 || i == end.vlf || live(&vlfs[i]) {
+            return Ok(());
+        }
+        from = VLF_HEADER_AREA;
+    }
+}
+
 impl State {
     /// True if a block with `payload` bytes fits at `pos` leaving room for the end flag.
     fn fits(&self, payload: usize) -> bool {
@@ -396,12 +425,15 @@ impl State {
             (self.cur + 1) % self.vlfs.len()
         };
         let old = self.vlfs[next];
-        if old.sequence != 0 && old.sequence >= self.min_active {
+        // A header beyond the end of the log (FSeqNo above the current one) is a leftover of
+        // writes lost in a crash: its blocks were zeroed at open, so the VLF is free.
+        let beyond_end = old.sequence > v.sequence;
+        if old.sequence != 0 && old.sequence >= self.min_active && !beyond_end {
             return Err(StorageError::LogFull);
         }
-        self.max_seq += 1;
+        // FSeqNos continue from the end of the log without a gap: the reader stops at a gap.
         let header = VlfHeader {
-            sequence: self.max_seq,
+            sequence: v.sequence + 1,
             parity: if old.parity == 0 {
                 PARITY_FIRST
             } else {
