@@ -74,7 +74,11 @@ fn crash_loop_keeps_every_flushed_record() {
     for seed in 0..seeds {
         let fs = SimFileSystem::new(seed + 1, Faults::default());
         // Odd seeds use sixteen 256 KiB VLFs, so unsynced writes at a crash span several.
-        let files = if seed % 2 == 0 { new_log(&fs, 768, 4) } else { new_log(&fs, 512, 16) };
+        let files = if seed % 2 == 0 {
+            new_log(&fs, 768, 4)
+        } else {
+            new_log(&fs, 512, 16)
+        };
         let mut model: Vec<(Lsn, Vec<u8>)> = Vec::new();
         let mut acked = 0usize;
         let mut x = seed * 7919 + 1;
