@@ -424,14 +424,7 @@ impl Instance {
                 db.lock().unwrap().name.clone(),
             ));
         }
-        let master = self.master();
-        let mut master = master.lock().unwrap();
-        let before = master.catalog.databases.clone();
-        master.catalog.databases.retain(|d| d.database_id != id);
-        if let Err(e) = master.save_catalog() {
-            master.catalog.databases = before;
-            return Err(e);
-        }
+        self.unregister(id)?;
         self.databases.lock().unwrap().remove(&id);
         let paths = db.lock().unwrap().physical_names();
         for p in &paths {
@@ -441,6 +434,16 @@ impl Instance {
             crate::database::sync_parent(self.fs.as_ref(), p)?;
         }
         Ok(())
+    }
+
+    /// Removes database `id` from master's catalog (invariant 1), or changes nothing.
+    fn unregister(&self, id: u16) -> Result<(), StorageError> {
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        master.change_catalog(|c| {
+            c.databases.retain(|d| d.database_id != id);
+            Ok(())
+        })
     }
 
     /// The id of a SUSPECT database called `name`.
@@ -456,14 +459,7 @@ impl Instance {
     /// Drops a database that could not be opened: master forgets it and its primary file,
     /// the only file it can name without the database's own catalog, is removed.
     fn drop_suspect(&self, id: u16) -> Result<(), StorageError> {
-        let master = self.master();
-        let mut master = master.lock().unwrap();
-        let before = master.catalog.databases.clone();
-        master.catalog.databases.retain(|d| d.database_id != id);
-        if let Err(e) = master.save_catalog() {
-            master.catalog.databases = before;
-            return Err(e);
-        }
+        self.unregister(id)?;
         if let Some((entry, _)) = self.suspect.lock().unwrap().remove(&id) {
             let _ = self.fs.remove(Path::new(&entry.primary_file));
         }

@@ -297,14 +297,7 @@ impl Session {
     fn dynamic(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
         let saved = std::mem::take(&mut self.vars);
         let result = match parse_batch(sql) {
-            Err(e) => Err(vec![SqlError {
-                number: e.number,
-                severity: e.severity,
-                state: e.state,
-                text: e.text,
-                line: e.line,
-                procedure: None,
-            }]),
+            Err(e) => Err(vec![super::parse_error(e)]),
             Ok(stmts) => {
                 let _: Flow = self.run_block(&stmts, out);
                 Ok(())

@@ -91,6 +91,18 @@ enum Flow {
     AbortBatch,
 }
 
+/// A syntax error as the message clients see.
+fn parse_error(e: crate::parser::ParseError) -> SqlError {
+    SqlError {
+        number: e.number,
+        severity: e.severity,
+        state: e.state,
+        text: e.text,
+        line: e.line,
+        procedure: None,
+    }
+}
+
 /// Errors that SQL Server raises while compiling a batch: they end the batch.
 fn aborts_batch(e: &SqlError) -> bool {
     matches!(e.number, 137 | 207 | 208 | 102 | 156 | 2715)
@@ -102,14 +114,7 @@ impl Session {
         self.vars.clear();
         let mut out = Vec::new();
         match parse_batch(batch) {
-            Err(e) => out.push(Output::Error(SqlError {
-                number: e.number,
-                severity: e.severity,
-                state: e.state,
-                text: e.text,
-                line: e.line,
-                procedure: None,
-            })),
+            Err(e) => out.push(Output::Error(parse_error(e))),
             Ok(statements) => {
                 self.run_block(&statements, &mut out);
             }
