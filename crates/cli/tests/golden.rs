@@ -166,6 +166,12 @@ fn log_vlfs() {
     check("log_vlfs");
 }
 
+/// The log wraps through SQL: automatic checkpoints, VLF reuse with flipped parity, CHECKPOINT.
+#[test]
+fn log_reuse() {
+    check("log_reuse");
+}
+
 /// IFI off at setup: every data file is zeroed and the start-up line says disabled.
 #[test]
 fn ifi_off_instance() {

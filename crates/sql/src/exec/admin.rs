@@ -150,11 +150,13 @@ impl Session {
         };
         let db =
             db.ok_or_else(|| vec![msg(2520, &[&args.first().map(to_text).unwrap_or_default()])])?;
-        let vlfs = db
-            .lock()
-            .unwrap()
-            .vlfs()
-            .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
+        let (vlfs, checkpoint_seq) = {
+            let d = db.lock().unwrap();
+            let vlfs = d
+                .vlfs()
+                .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
+            (vlfs, d.boot.checkpoint_lsn.vlf_sequence.max(1))
+        };
         let rows: Vec<Vec<Value>> = vlfs
             .iter()
             .map(|v| {
@@ -168,7 +170,8 @@ impl Session {
                     Value::BigInt(v.size as i64),
                     Value::BigInt(v.start_offset as i64),
                     Value::Int(v.sequence as i32),
-                    Value::Int(if v.sequence > 0 { 2 } else { 0 }),
+                    // 2 = active (needed from the checkpoint on), 0 = reusable.
+                    Value::Int(if v.sequence >= checkpoint_seq { 2 } else { 0 }),
                     Value::TinyInt(v.parity),
                     Value::Decimal {
                         unscaled: create,
