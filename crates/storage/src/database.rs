@@ -404,6 +404,12 @@ impl Database {
         }
     }
 
+    /// (total log bytes, bytes still needed) for DBCC SQLPERF(LOGSPACE) and the log views.
+    pub fn log_space(&self) -> (u64, u64) {
+        let used = self.wal.as_ref().map(|w| w.used_bytes()).unwrap_or(0);
+        (self.log_bytes(), used)
+    }
+
     /// True once a failed write left memory and disk possibly apart (see `check_writable`).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned

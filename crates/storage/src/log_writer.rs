@@ -314,6 +314,22 @@ impl LogWriter {
             .count()
     }
 
+    /// Bytes of log still needed: whole VLFs from the oldest needed FSeqNo up to the current
+    /// one, plus the current VLF up to the write position (pending records included).
+    pub fn used_bytes(&self) -> u64 {
+        let st = self.state.lock().unwrap();
+        let current = st.vlfs[st.cur].sequence;
+        let before: u64 = st
+            .vlfs
+            .iter()
+            .filter(|v| v.sequence != 0 && v.sequence >= st.min_active && v.sequence < current)
+            .map(|v| v.size)
+            .sum();
+        let pending = (block_sectors(st.pending_payload) * SECTOR_SIZE) as u64
+            * (!st.pending.is_empty()) as u64;
+        before + if current > 0 { st.pos + pending } else { 0 }
+    }
+
     /// Lets VLFs below FSeqNo `seq` be reused (log truncation).
     pub fn truncate_before(&self, seq: u32) {
         let mut st = self.state.lock().unwrap();

@@ -16,3 +16,7 @@ CHECKPOINT;
 DBCC LOGINFO WITH NO_INFOMSGS;
 SELECT size FROM sys.database_files WHERE name = 'W';
 GO
+SELECT total_log_size_in_bytes, used_log_space_in_bytes FROM sys.dm_db_log_space_usage;
+DBCC SQLPERF (LOGSPACE);
+DBCC SQLPERF (WAITSTATS);
+GO

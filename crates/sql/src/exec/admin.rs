@@ -21,7 +21,6 @@ const LATER_DBCC: &[&str] = &[
     "SHRINKFILE",
     "SHRINKDATABASE",
     "SHOWFILESTATS",
-    "SQLPERF",
     "DBINFO",
     "IND",
 ];
@@ -44,6 +43,20 @@ impl Session {
             "TRACEON" | "TRACEOFF" => self.trace(name == "TRACEON", &args)?,
             "TRACESTATUS" => self.trace_status(&args, out)?,
             "LOGINFO" => self.loginfo(&args, out)?,
+            "SQLPERF" => {
+                // Only LOGSPACE; SQL Server's other SQLPERF options clear wait statistics.
+                if !matches!(args.first(), Some(Value::Text(t)) if t.eq_ignore_ascii_case("LOGSPACE"))
+                {
+                    return Err(vec![msg(2526, &[])]);
+                }
+                let r = super::views::log_space(&self.engine.instance);
+                let n = r.rows.len() as u64;
+                out.push(Output::Rows {
+                    columns: r.columns,
+                    rows: r.rows,
+                });
+                self.rows_affected(n, out);
+            }
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }

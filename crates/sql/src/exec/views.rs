@@ -59,6 +59,26 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Rowset> {
             database_files(&db, None)
         }
         "sys.master_files" => master_files(inst),
+        "sys.dm_db_log_space_usage" => {
+            let db = inst.database(current_db)?;
+            let (total, used) = db.lock().unwrap().log_space();
+            Rowset {
+                columns: cols(&[
+                    ("database_id", SqlType::Int),
+                    ("total_log_size_in_bytes", SqlType::BigInt),
+                    ("used_log_space_in_bytes", SqlType::BigInt),
+                    ("used_log_space_in_percent", SqlType::Real),
+                    ("log_space_in_bytes_since_last_backup", SqlType::BigInt),
+                ]),
+                rows: vec![vec![
+                    Value::Int(current_db as i32),
+                    Value::BigInt(total as i64),
+                    Value::BigInt(used as i64),
+                    Value::Real(used as f32 * 100.0 / total.max(1) as f32),
+                    Value::BigInt(used as i64),
+                ]],
+            }
+        }
         "sys.filegroups" => {
             let db = inst.database(current_db)?;
             let db = db.lock().unwrap();
@@ -280,6 +300,31 @@ fn filegroups(groups: &[FilegroupEntry]) -> Rowset {
                 bit(false),
                 bit(g.is_read_only),
                 bit(g.is_autogrow_all_files),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+/// DBCC SQLPERF(LOGSPACE): one row per database, as SQL Server prints it.
+pub fn log_space(inst: &Instance) -> Rowset {
+    let columns = cols(&[
+        ("Database Name", SYSNAME),
+        ("Log Size (MB)", SqlType::Float),
+        ("Log Space Used (%)", SqlType::Float),
+        ("Status", SqlType::Int),
+    ]);
+    let rows = inst
+        .databases()
+        .into_iter()
+        .map(|(_, db)| {
+            let db = db.lock().unwrap();
+            let (total, used) = db.log_space();
+            vec![
+                text(&db.name),
+                Value::Float(total as f64 / (1 << 20) as f64),
+                Value::Float(used as f64 * 100.0 / total.max(1) as f64),
+                Value::Int(0),
             ]
         })
         .collect();
