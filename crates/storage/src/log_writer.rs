@@ -93,9 +93,7 @@ pub fn read_log(
         if v.sequence != expected {
             break;
         }
-        let mut image = vec![0u8; v.size as usize];
-        io_file(files, v.file_id)?.read_at(&mut image, v.start_offset)?;
-        let blocks = log::scan_vlf(&image, v.sequence, v.parity);
+        let blocks = scan_vlf_streaming(io_file(files, v.file_id)?.as_ref(), *v)?;
         let mut pos = VLF_HEADER_AREA;
         let mut closed = false;
         for b in &blocks {
@@ -123,6 +121,41 @@ pub fn read_log(
         }
     }
     Ok((records, end))
+}
+
+/// Bytes read at a time while scanning a VLF: VLFs of large logs are gigabytes, so the scan
+/// never holds a whole one in memory.
+const SCAN_CHUNK: u64 = 4 << 20;
+
+/// `log::scan_vlf` over a VLF read in bounded chunks (each holding at least one whole block).
+fn scan_vlf_streaming(file: &dyn DbFile, v: VlfHeader) -> Result<Vec<log::Block>, StorageError> {
+    let max_block = (log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64;
+    let mut blocks = Vec::new();
+    let (mut buf, mut buf_start) = (Vec::new(), 0u64);
+    let mut pos = VLF_HEADER_AREA;
+    while pos + SECTOR_SIZE as u64 <= v.size {
+        let need_end = (pos + max_block).min(v.size);
+        if pos < buf_start || need_end > buf_start + buf.len() as u64 {
+            let len = SCAN_CHUNK.max(max_block).min(v.size - pos);
+            buf = vec![0u8; len as usize];
+            file.read_at(&mut buf, v.start_offset + pos)?;
+            buf_start = pos;
+        }
+        let offset = (pos / SECTOR_SIZE as u64) as u32;
+        match log::decode_block(
+            &buf[(pos - buf_start) as usize..],
+            v.sequence,
+            offset,
+            v.parity,
+        ) {
+            Some(b) => {
+                pos += b.sectors as u64 * SECTOR_SIZE as u64;
+                blocks.push(b);
+            }
+            None => break,
+        }
+    }
+    Ok(blocks)
 }
 
 struct State {
