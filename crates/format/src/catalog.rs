@@ -18,7 +18,9 @@ use crate::{
     corrupt, FormatError, Page, PageHeader, PageId, PageType, PAGE_HEADER_SIZE, PAGE_SIZE,
 };
 
-pub const CATALOG_VERSION: u16 = 1;
+/// Version 2 added tables (`next object id` and the table list at the end of the blob);
+/// version 1 blobs decode with no tables.
+pub const CATALOG_VERSION: u16 = 2;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -86,6 +88,39 @@ pub struct AllocationUnitEntry {
     pub first_iam_page: PageId,
 }
 
+/// A column of a user table (sys.columns). Types are SQL Server's system type ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnEntry {
+    pub column_id: u16,
+    pub name: String,
+    pub system_type_id: u8,
+    /// Bytes, as sys.columns.max_length (-1 for MAX).
+    pub max_length: i16,
+    pub precision: u8,
+    pub scale: u8,
+    pub is_nullable: bool,
+    /// IDENTITY(seed, increment).
+    pub identity: Option<(i64, i64)>,
+    /// The DEFAULT expression as T-SQL text; empty when there is none.
+    pub default_sql: String,
+}
+
+/// A user table (sys.tables): a heap (index id 0) or a clustered index (index id 1) whose
+/// rows live in one allocation unit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableEntry {
+    pub object_id: u32,
+    pub schema_name: String,
+    pub name: String,
+    pub created_us: i64,
+    pub data_space_id: u16,
+    pub allocation_unit_id: u64,
+    pub index_id: u8,
+    /// PRIMARY KEY constraint name and its key column ids, in key order.
+    pub primary_key: Option<(String, Vec<u16>)>,
+    pub columns: Vec<ColumnEntry>,
+}
+
 /// A database known to the instance (master only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DatabaseEntry {
@@ -104,7 +139,13 @@ pub struct Catalog {
     pub allocation_units: Vec<AllocationUnitEntry>,
     pub next_allocation_unit_id: u64,
     pub databases: Vec<DatabaseEntry>,
+    /// Object id the next table takes.
+    pub next_object_id: u32,
+    pub tables: Vec<TableEntry>,
 }
+
+/// Object ids of user tables start here, as in SQL Server's user objects.
+pub const FIRST_USER_OBJECT_ID: u32 = 581_577_110;
 
 impl Catalog {
     pub fn encode(&self) -> Vec<u8> {
@@ -146,6 +187,11 @@ impl Catalog {
             w.string(&d.primary_file);
             w.i64(d.created_us);
         }
+        w.u32(self.next_object_id);
+        w.u32(self.tables.len() as u32);
+        for t in &self.tables {
+            encode_table(&mut w, t);
+        }
         w.bytes
     }
 
@@ -153,7 +199,7 @@ impl Catalog {
     pub fn decode(bytes: &[u8], at: PageId) -> Result<Catalog, FormatError> {
         let mut r = Reader::new(bytes, 0, at);
         let version = r.u16()?;
-        if version != CATALOG_VERSION {
+        if version != CATALOG_VERSION && version != 1 {
             return Err(corrupt(
                 at,
                 format!("catalog version {version} is not supported"),
@@ -208,6 +254,14 @@ impl Catalog {
                 created_us: r.i64()?,
             });
         }
+        let mut next_object_id = FIRST_USER_OBJECT_ID;
+        let mut tables = Vec::new();
+        if version >= 2 {
+            next_object_id = r.u32()?;
+            for _ in 0..count(&mut r, bytes.len())? {
+                tables.push(decode_table(&mut r, bytes.len())?);
+            }
+        }
         let c = Catalog {
             database_id,
             recovery_model,
@@ -216,6 +270,8 @@ impl Catalog {
             allocation_units,
             next_allocation_unit_id,
             databases,
+            next_object_id,
+            tables,
         };
         c.check_invariants().map_err(|e| corrupt(at, e))?;
         Ok(c)
@@ -266,6 +322,105 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+fn encode_table(w: &mut Writer, t: &TableEntry) {
+    w.u32(t.object_id);
+    w.string(&t.schema_name);
+    w.string(&t.name);
+    w.i64(t.created_us);
+    w.u16(t.data_space_id);
+    w.u64(t.allocation_unit_id);
+    w.u8(t.index_id);
+    match &t.primary_key {
+        None => w.u8(0),
+        Some((name, cols)) => {
+            w.u8(1);
+            w.string(name);
+            w.u16(cols.len() as u16);
+            for c in cols {
+                w.u16(*c);
+            }
+        }
+    }
+    w.u32(t.columns.len() as u32);
+    for c in &t.columns {
+        w.u16(c.column_id);
+        w.string(&c.name);
+        w.u8(c.system_type_id);
+        w.u16(c.max_length as u16);
+        w.u8(c.precision);
+        w.u8(c.scale);
+        w.u8(c.is_nullable as u8);
+        match c.identity {
+            None => w.u8(0),
+            Some((seed, inc)) => {
+                w.u8(1);
+                w.i64(seed);
+                w.i64(inc);
+            }
+        }
+        w.string(&c.default_sql);
+    }
+}
+
+fn decode_table(r: &mut Reader<'_>, limit: usize) -> Result<TableEntry, FormatError> {
+    let object_id = r.u32()?;
+    let schema_name = r.string()?;
+    let name = r.string()?;
+    let created_us = r.i64()?;
+    let data_space_id = r.u16()?;
+    let allocation_unit_id = r.u64()?;
+    let index_id = r.u8()?;
+    let primary_key = match r.u8()? {
+        0 => None,
+        _ => {
+            let pk_name = r.string()?;
+            let n = r.u16()?;
+            let mut cols = Vec::new();
+            for _ in 0..n {
+                cols.push(r.u16()?);
+            }
+            Some((pk_name, cols))
+        }
+    };
+    let mut columns = Vec::new();
+    for _ in 0..count(r, limit)? {
+        let column_id = r.u16()?;
+        let name = r.string()?;
+        let system_type_id = r.u8()?;
+        let max_length = r.u16()? as i16;
+        let precision = r.u8()?;
+        let scale = r.u8()?;
+        let is_nullable = r.u8()? != 0;
+        let identity = match r.u8()? {
+            0 => None,
+            _ => Some((r.i64()?, r.i64()?)),
+        };
+        let default_sql = r.string()?;
+        columns.push(ColumnEntry {
+            column_id,
+            name,
+            system_type_id,
+            max_length,
+            precision,
+            scale,
+            is_nullable,
+            identity,
+            default_sql,
+        });
+    }
+    Ok(TableEntry {
+        object_id,
+        schema_name,
+        name,
+        created_us,
+        data_space_id,
+        allocation_unit_id,
+        index_id,
+        primary_key,
+        columns,
+    })
 }
 
 fn count(r: &mut Reader<'_>, limit: usize) -> Result<u32, FormatError> {

@@ -19,13 +19,16 @@ pub mod bitmap;
 pub mod boot;
 pub mod catalog;
 pub mod codec;
+pub mod data_page;
 pub mod file_header;
 pub mod iam;
 pub mod ids;
 pub mod layout;
 pub mod log;
+pub mod log_record;
 pub mod page;
 pub mod pfs;
+pub mod record;
 
 pub use ids::{ExtentNo, FileId, Lsn, PageId, PageNo};
 pub use page::{Page, PageHeader, PageType};

@@ -6,7 +6,7 @@
 use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::boot::BootPage;
 use extentdb_format::catalog::{
-    self, Catalog, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel,
+    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel, TableEntry,
 };
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::{iam, pfs, Lsn, Page, PageId, PageNo, PageType};
@@ -164,6 +164,41 @@ fn catalog_fixture() {
             name: "Company".into(),
             primary_file: "/d/Company_data.mdf".into(),
             created_us: 1,
+        }],
+        next_object_id: 581_577_111,
+        tables: vec![TableEntry {
+            object_id: 581_577_110,
+            schema_name: "dbo".into(),
+            name: "BigRows".into(),
+            created_us: 2,
+            data_space_id: 1,
+            allocation_unit_id: 72_057_594_037_927_937,
+            index_id: 0,
+            primary_key: Some(("PK_BigRows".into(), vec![1])),
+            columns: vec![
+                ColumnEntry {
+                    column_id: 1,
+                    name: "c1".into(),
+                    system_type_id: 56,
+                    max_length: 4,
+                    precision: 10,
+                    scale: 0,
+                    is_nullable: false,
+                    identity: Some((1, 1)),
+                    default_sql: String::new(),
+                },
+                ColumnEntry {
+                    column_id: 2,
+                    name: "c2".into(),
+                    system_type_id: 175,
+                    max_length: 8000,
+                    precision: 0,
+                    scale: 0,
+                    is_nullable: true,
+                    identity: None,
+                    default_sql: "('a')".into(),
+                },
+            ],
         }],
     };
     let blob = c.encode();

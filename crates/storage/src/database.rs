@@ -28,7 +28,7 @@ use extentdb_io::{DbFile, FileSystem};
 
 use crate::data_file::DataFile;
 use crate::file_init::{self, InitLog, InitPolicy, SpaceKind};
-use crate::log_writer::{read_log, LogRecord, LogWriter};
+use crate::log_writer::LogWriter;
 use crate::{log_file, StorageError};
 
 /// Smallest file extentdb creates: 512 KB, SQL Server's minimum log size.
@@ -76,10 +76,12 @@ pub struct Database {
     /// Pages of the previous catalog chain, still marked allocated, reused by the next save.
     spare_catalog_pages: Vec<PageId>,
     /// The write-ahead log, attached once the database exists on disk (see `attach_wal`).
-    wal: Option<Arc<LogWriter>>,
+    pub(crate) wal: Option<Arc<LogWriter>>,
     /// Set after a write or sync failed part-way through a change: memory may no longer match
     /// disk, so every further change is refused until the database is reopened.
     poisoned: bool,
+    /// Buffer pool, active transactions and heap cursors (see `table` and `xact`).
+    pub(crate) data: crate::table::DataPath,
 }
 
 fn now_us() -> i64 {
@@ -209,6 +211,7 @@ impl Database {
             spare_catalog_pages: Vec::new(),
             wal: None,
             poisoned: false,
+            data: crate::table::DataPath::default(),
         };
         db.format_catalog_unit()?;
         db.save_catalog()?;
@@ -313,6 +316,7 @@ impl Database {
             spare_catalog_pages: Vec::new(),
             wal: None,
             poisoned: false,
+            data: crate::table::DataPath::default(),
         };
         db.attach_wal(false)?;
         // The log may have been nearly full at the crash; the sweep writes logged pages.
@@ -321,70 +325,28 @@ impl Database {
         Ok(db)
     }
 
-    /// Reads the log from the checkpoint, redoes page images the data files lack (torn or
-    /// older pages), makes them durable, and attaches the log writer at the end of the log.
-    fn attach_wal(&mut self, fresh: bool) -> Result<(), StorageError> {
-        let vlfs = self.vlfs()?;
-        let from = self.boot.checkpoint_lsn.vlf_sequence.max(1);
-        let (records, end) = read_log(&self.log_files, &vlfs, from)?;
-        self.redo(&records)?;
-        let writer = if fresh {
-            LogWriter::open_fresh(self.log_files.clone(), vlfs, end)?
-        } else {
-            LogWriter::open(self.log_files.clone(), vlfs, end, from)?
-        };
-        let writer = Arc::new(writer);
-        for df in self.data_files.values_mut() {
-            df.wal = Some(writer.clone());
-        }
-        self.wal = Some(writer);
-        Ok(())
-    }
-
-    /// Writes each logged page image whose page on disk is torn, unformatted or older.
-    /// Images of pages beyond a file's catalog size belong to a growth that never committed.
-    fn redo(&self, records: &[LogRecord]) -> Result<(), StorageError> {
-        let mut touched = std::collections::BTreeSet::new();
-        for r in records {
-            let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&r.bytes)
-            else {
-                continue;
-            };
-            let Some(df) = self.data_files.get(&file_id) else {
-                continue;
-            };
-            if page >= df.size_pages {
-                continue;
-            }
-            let on_disk = df.read_page(PageNo(page)).and_then(|p| Ok(p.header()?.lsn));
-            if matches!(on_disk, Ok(lsn) if lsn >= r.lsn) {
-                continue;
-            }
-            let mut p = extentdb_format::Page::from_bytes(image)?;
-            let mut h = p.header()?;
-            h.lsn = r.lsn;
-            p.set_header(&h);
-            df.write_page_unlogged(PageNo(page), &mut p)?;
-            touched.insert(file_id);
-        }
-        for id in touched {
-            self.data_files[&id].sync()?;
-        }
-        Ok(())
-    }
-
-    /// Checkpoint: makes every data page durable, records the start of the current VLF as
-    /// the point where redo begins (in the boot page), and lets older VLFs be reused.
+    /// Checkpoint: writes every dirty page of the buffer pool (write-ahead), makes every data
+    /// file durable, and records where redo starts in the boot page: the start of the
+    /// current VLF, or of the oldest active transaction's first VLF if that is older (so
+    /// its records stay readable for undo). VLFs before that point may be reused.
     pub fn checkpoint(&mut self) -> Result<(), StorageError> {
         self.check_writable()?;
         let Some(wal) = self.wal.clone() else {
             return Ok(());
         };
+        if let Err(e) = self.data.pool.flush_all(&self.data_files, Some(&wal)) {
+            self.poisoned = true;
+            return Err(e);
+        }
         for df in self.data_files.values() {
             df.sync()?;
         }
+        let mut seq = wal.current_sequence();
+        if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
+            seq = seq.min(oldest.vlf_sequence);
+        }
         let cp = Lsn {
-            vlf_sequence: wal.current_sequence(),
+            vlf_sequence: seq,
             block: 0,
             slot: 0,
         };
@@ -393,6 +355,16 @@ impl Database {
         wal.truncate_before(cp.vlf_sequence);
         self.boot.checkpoint_lsn = cp;
         self.save_catalog()
+    }
+
+    /// Marks the database as needing a reopen (recovery) before further changes.
+    pub(crate) fn poison(&mut self) {
+        self.poisoned = true;
+    }
+
+    /// The log writer, for flushing a commit outside the database's lock.
+    pub fn wal(&self) -> Option<Arc<LogWriter>> {
+        self.wal.clone()
     }
 
     /// Checkpoints when fewer than two VLFs are free, so that no change of bounded size can
@@ -967,6 +939,8 @@ fn initial_catalog(spec: &NewDatabase) -> Catalog {
         allocation_units: Vec::new(),
         next_allocation_unit_id: 72_057_594_037_927_936,
         databases: Vec::new(),
+        next_object_id: catalog::FIRST_USER_OBJECT_ID,
+        tables: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 pub mod allocation;
+pub mod buffer_pool;
 pub mod config;
 pub mod data_file;
 pub mod database;
@@ -18,6 +19,9 @@ pub mod file_init;
 pub mod instance;
 pub mod log_file;
 pub mod log_writer;
+pub mod recovery;
+pub mod table;
+pub mod xact;
 
 pub use database::{Database, NewDatabase, NewFile};
 pub use instance::Instance;
@@ -98,6 +102,19 @@ pub enum StorageError {
         file_id: u16,
         extent: u32,
     },
+    #[error("table {0} does not exist")]
+    TableNotFound(u32),
+    #[error("there is already an object named '{0}' in the database")]
+    TableExists(String),
+    #[error("no row at page {page} slot {slot}")]
+    RowNotFound {
+        page: extentdb_format::PageId,
+        slot: u16,
+    },
+    #[error("could not allocate space for object '{object}': filegroup '{filegroup}' is full")]
+    FilegroupFull { object: String, filegroup: String },
+    #[error("arithmetic overflow generating an identity value")]
+    IdentityOverflow,
     #[error("the transaction log is full: no inactive VLF can be reused")]
     LogFull,
     #[error("an earlier log write or sync failed; the database must be reopened")]

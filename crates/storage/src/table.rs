@@ -1,0 +1,500 @@
+//! User tables stored as heaps: creating and dropping them, and inserting, scanning,
+//! deleting and updating their rows inside transactions.
+//!
+//! A table's rows live in data pages of its own allocation unit. Extents come from the
+//! files of the table's filegroup through the allocation maps (GAM, IAM); within an extent
+//! pages are used in order, each formatted through a logged `FormatPage` record. A page
+//! belongs to the heap when it is a formatted data page naming the unit's id: allocation
+//! unit ids are never reused (TRUNCATE TABLE gives the table a new unit), so pages a former
+//! owner left in a reused extent never count.
+//!
+//! Rows are identified by RID (page, slot). Inserts always go to the heap's current page
+//! (the last one it formatted) and take a new slot, so a slot is never reused while a
+//! transaction may still need it for undo. DELETE turns the row into a ghost (its space
+//! stays reserved, so undo always fits); an UPDATE that keeps the length replaces the row
+//! in place, otherwise it is a delete plus an insert (the RID changes: a heap has no
+//! forwarding records in extentdb yet).
+//!
+//! Deliberately not here yet: PFS free-space bytes of data pages (not maintained, so space
+//! freed by deletes is not reused by later inserts), ghost cleanup, forwarding records,
+//! B-trees (PRIMARY KEY is recorded and enforced by the SQL layer over a heap), locks (the
+//! database mutex serializes statements; isolation between sessions comes with the server).
+//!
+//! Invariants:
+//! 1. Every page of a table's extents is unformatted, another unit's, or a data page of the
+//!    table's unit whose records are valid (`data_page::check_invariants`).
+//! 2. `HeapCursor.next_index` pages of the cursor's extent are in use by the heap; the
+//!    rest of that extent is free.
+
+use std::collections::HashMap;
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
+use extentdb_format::log_record::{LogRecordBody, SlotAction, XactId};
+use extentdb_format::record::{self, ColumnLayout};
+use extentdb_format::{data_page, ExtentNo, Page, PageId, PageType, PAGES_PER_EXTENT};
+
+use crate::buffer_pool::{BufferPool, DEFAULT_CAPACITY_PAGES};
+use crate::xact::{set_lsn, XactTable};
+use crate::{Database, StorageError};
+
+/// A row's address: page and slot.
+pub type Rid = (PageId, u16);
+
+/// Where a heap inserts next.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct HeapCursor {
+    /// The page inserts go to, if any.
+    pub current: Option<PageId>,
+    /// The extent pages are taken from, and how many of its pages are in use.
+    pub extent: Option<(u16, ExtentNo)>,
+    pub next_index: u32,
+}
+
+/// The data path's state inside a database: buffer pool, transactions, heap cursors and
+/// identity values handed out.
+pub struct DataPath {
+    pub(crate) pool: BufferPool,
+    pub(crate) xacts: XactTable,
+    pub(crate) cursors: HashMap<u64, HeapCursor>,
+    pub(crate) identity: HashMap<u32, i64>,
+    pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
+}
+
+impl Default for DataPath {
+    fn default() -> Self {
+        DataPath::with_capacity(DEFAULT_CAPACITY_PAGES)
+    }
+}
+
+impl DataPath {
+    pub fn with_capacity(pages: usize) -> DataPath {
+        DataPath {
+            pool: BufferPool::new(pages),
+            xacts: XactTable::default(),
+            cursors: HashMap::new(),
+            identity: HashMap::new(),
+            recovery: None,
+        }
+    }
+}
+
+/// System type ids of the variable-length types (varchar, nvarchar, varbinary).
+pub const VARIABLE_TYPES: [u8; 3] = [167, 231, 165];
+
+/// How each column is stored in a record.
+pub fn layouts(t: &TableEntry) -> Vec<ColumnLayout> {
+    t.columns.iter().map(column_layout).collect()
+}
+
+pub fn column_layout(c: &ColumnEntry) -> ColumnLayout {
+    if VARIABLE_TYPES.contains(&c.system_type_id) {
+        ColumnLayout::Variable
+    } else {
+        ColumnLayout::Fixed(c.max_length.max(0) as u16)
+    }
+}
+
+impl Database {
+    /// The table `schema.name` (case-insensitive).
+    pub fn table(&self, schema: &str, name: &str) -> Option<&TableEntry> {
+        self.catalog.tables.iter().find(|t| {
+            t.name.eq_ignore_ascii_case(name) && t.schema_name.eq_ignore_ascii_case(schema)
+        })
+    }
+
+    pub fn table_by_id(&self, object_id: u32) -> Option<&TableEntry> {
+        self.catalog
+            .tables
+            .iter()
+            .find(|t| t.object_id == object_id)
+    }
+
+    fn table_or_err(&self, object_id: u32) -> Result<TableEntry, StorageError> {
+        self.table_by_id(object_id)
+            .cloned()
+            .ok_or(StorageError::TableNotFound(object_id))
+    }
+
+    /// Creates a table; `object_id` and `allocation_unit_id` of `entry` are assigned here.
+    pub fn create_table(&mut self, mut entry: TableEntry) -> Result<u32, StorageError> {
+        self.check_writable()?;
+        if self.table(&entry.schema_name, &entry.name).is_some() {
+            return Err(StorageError::TableExists(entry.name));
+        }
+        let au = self.create_allocation_unit(entry.data_space_id)?;
+        let mut id = 0;
+        self.change_catalog(|c| {
+            id = c.next_object_id;
+            c.next_object_id += 1;
+            entry.object_id = id;
+            entry.allocation_unit_id = au;
+            c.tables.push(entry);
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    /// Drops a table and gives its extents back.
+    pub fn drop_table(&mut self, object_id: u32) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?;
+        self.change_catalog(|c| {
+            c.tables.retain(|x| x.object_id != object_id);
+            Ok(())
+        })?;
+        self.data.identity.remove(&object_id);
+        self.free_allocation_unit(t.allocation_unit_id)
+    }
+
+    /// Empties a table: a new allocation unit takes its place, the old one's extents go
+    /// back to the files. The identity value restarts from the seed.
+    pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?;
+        let au = self.create_allocation_unit(t.data_space_id)?;
+        self.change_catalog(|c| {
+            let e = c
+                .tables
+                .iter_mut()
+                .find(|x| x.object_id == object_id)
+                .expect("checked");
+            e.allocation_unit_id = au;
+            Ok(())
+        })?;
+        self.data.identity.remove(&object_id);
+        self.free_allocation_unit(t.allocation_unit_id)
+    }
+
+    fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
+        self.data.cursors.remove(&au);
+        for (file, extent) in self.extents_of(au)? {
+            self.deallocate_extent(au, file, extent)?;
+        }
+        Ok(())
+    }
+
+    /// The next identity value of the table's IDENTITY column (not rolled back, as in
+    /// SQL Server). After a restart it continues from the largest value stored.
+    pub fn next_identity(&mut self, object_id: u32) -> Result<i64, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        let Some((pos, col)) = t
+            .columns
+            .iter()
+            .enumerate()
+            .find(|(_, c)| c.identity.is_some())
+        else {
+            return Err(StorageError::TableNotFound(object_id));
+        };
+        let (seed, inc) = col.identity.expect("found");
+        let last = match self.data.identity.get(&object_id) {
+            Some(v) => Some(*v),
+            None => self.max_stored_identity(&t, pos, inc)?,
+        };
+        let next = match last {
+            None => seed,
+            Some(v) => v.checked_add(inc).ok_or(StorageError::IdentityOverflow)?,
+        };
+        self.data.identity.insert(object_id, next);
+        Ok(next)
+    }
+
+    /// Sets the identity value last handed out (SET IDENTITY_INSERT, DBCC CHECKIDENT).
+    pub fn note_identity(&mut self, object_id: u32, value: i64) {
+        self.data.identity.insert(object_id, value);
+    }
+
+    fn max_stored_identity(
+        &mut self,
+        t: &TableEntry,
+        pos: usize,
+        inc: i64,
+    ) -> Result<Option<i64>, StorageError> {
+        let lay = layouts(t);
+        let mut best: Option<i64> = None;
+        for (_, rec) in self.scan_rows(t.object_id)? {
+            let cols = record::decode(&lay, &rec)?;
+            let Some(b) = cols.get(pos).copied().flatten() else {
+                continue;
+            };
+            let mut buf = [0u8; 8];
+            let n = b.len().min(8);
+            buf[..n].copy_from_slice(&b[..n]);
+            let v = match n {
+                1 => buf[0] as i64,
+                2 => i16::from_le_bytes([buf[0], buf[1]]) as i64,
+                4 => i32::from_le_bytes(buf[..4].try_into().expect("4")) as i64,
+                _ => i64::from_le_bytes(buf),
+            };
+            best = Some(match best {
+                None => v,
+                Some(b) if inc >= 0 => b.max(v),
+                Some(b) => b.min(v),
+            });
+        }
+        Ok(best)
+    }
+
+    /// Inserts one record into the table's heap within `xact`.
+    pub fn insert_row(
+        &mut self,
+        xact: XactId,
+        object_id: u32,
+        rec: &[u8],
+    ) -> Result<Rid, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        self.ensure_log_space()?;
+        let page = self.insert_target(&t, rec.len())?;
+        let slot = data_page::slot_count(self.data.pool.page(
+            &self.data_files,
+            self.wal.as_deref(),
+            page,
+        )?);
+        self.change_page(
+            xact,
+            page,
+            SlotAction::Insert {
+                slot,
+                record: rec.to_vec(),
+            },
+            SlotAction::Remove { slot },
+        )?;
+        Ok((page, slot))
+    }
+
+    /// Every live (non-ghost) record of the table with its RID, in allocation order.
+    pub fn scan_rows(&mut self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        let mut out = Vec::new();
+        for (file, extent) in self.extents_of(t.allocation_unit_id)? {
+            for i in 0..PAGES_PER_EXTENT {
+                let pid = PageId::new(file, extent.first_page().0 + i);
+                let p = self.data.pool.peek(&self.data_files, pid)?;
+                if !is_heap_page(&p, t.allocation_unit_id) {
+                    continue;
+                }
+                for (slot, rec) in data_page::records(&p) {
+                    let rec = rec?;
+                    if !record::is_ghost(rec) {
+                        out.push(((pid, slot), rec.to_vec()));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes the row at `rid` (it becomes a ghost until the transaction ends).
+    pub fn delete_row(
+        &mut self,
+        xact: XactId,
+        object_id: u32,
+        rid: Rid,
+    ) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?;
+        self.ensure_log_space()?;
+        self.live_record(&t, rid)?;
+        self.change_page(
+            xact,
+            rid.0,
+            SlotAction::Ghost { slot: rid.1 },
+            SlotAction::Unghost { slot: rid.1 },
+        )
+    }
+
+    /// Replaces the row at `rid`; returns its RID afterwards (new when the length changed).
+    pub fn update_row(
+        &mut self,
+        xact: XactId,
+        object_id: u32,
+        rid: Rid,
+        rec: &[u8],
+    ) -> Result<Rid, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        self.ensure_log_space()?;
+        let old = self.live_record(&t, rid)?;
+        if old.len() == rec.len() {
+            self.change_page(
+                xact,
+                rid.0,
+                SlotAction::Replace {
+                    slot: rid.1,
+                    record: rec.to_vec(),
+                },
+                SlotAction::Replace {
+                    slot: rid.1,
+                    record: old,
+                },
+            )?;
+            return Ok(rid);
+        }
+        self.delete_row(xact, object_id, rid)?;
+        self.insert_row(xact, object_id, rec)
+    }
+
+    /// The record at `rid`, which must be a live row of the table.
+    fn live_record(&mut self, t: &TableEntry, rid: Rid) -> Result<Vec<u8>, StorageError> {
+        let p = self
+            .data
+            .pool
+            .page(&self.data_files, self.wal.as_deref(), rid.0)?;
+        let stale = || StorageError::RowNotFound {
+            page: rid.0,
+            slot: rid.1,
+        };
+        if !is_heap_page(p, t.allocation_unit_id) {
+            return Err(stale());
+        }
+        match data_page::record(p, rid.1)? {
+            Some(r) if !record::is_ghost(r) => Ok(r.to_vec()),
+            _ => Err(stale()),
+        }
+    }
+
+    /// A page of the heap with room for a record of `len` bytes, formatting a new page
+    /// (and allocating an extent) when the current one is full.
+    fn insert_target(&mut self, t: &TableEntry, len: usize) -> Result<PageId, StorageError> {
+        let au = t.allocation_unit_id;
+        if !self.data.cursors.contains_key(&au) {
+            let c = self.recover_cursor(au)?;
+            self.data.cursors.insert(au, c);
+        }
+        let c = self.data.cursors[&au];
+        if let Some(cur) = c.current {
+            let p = self
+                .data
+                .pool
+                .page(&self.data_files, self.wal.as_deref(), cur)?;
+            if data_page::can_insert(p, len, true) {
+                return Ok(cur);
+            }
+        }
+        let (file, extent, index) = match c.extent {
+            Some((f, e)) if c.next_index < PAGES_PER_EXTENT => (f, e, c.next_index),
+            _ => {
+                let (f, e) = self.allocate_heap_extent(t)?;
+                (f, e, 0)
+            }
+        };
+        let pid = PageId::new(file, extent.first_page().0 + index);
+        self.format_heap_page(pid, au)?;
+        self.data.cursors.insert(
+            au,
+            HeapCursor {
+                current: Some(pid),
+                extent: Some((file, extent)),
+                next_index: index + 1,
+            },
+        );
+        Ok(pid)
+    }
+
+    /// Rebuilds a heap's cursor after open from its last extent (invariant 2).
+    fn recover_cursor(&mut self, au: u64) -> Result<HeapCursor, StorageError> {
+        let Some(&(file, extent)) = self.extents_of(au)?.last() else {
+            return Ok(HeapCursor::default());
+        };
+        let mut c = HeapCursor {
+            current: None,
+            extent: Some((file, extent)),
+            next_index: 0,
+        };
+        for i in 0..PAGES_PER_EXTENT {
+            let pid = PageId::new(file, extent.first_page().0 + i);
+            let p = self.data.pool.peek(&self.data_files, pid)?;
+            if !is_heap_page(&p, au) {
+                break;
+            }
+            c.current = Some(pid);
+            c.next_index = i + 1;
+        }
+        Ok(c)
+    }
+
+    /// Allocates an extent for the table from the first file of its filegroup that has
+    /// one free. Proportional fill and autogrowth replace this rule (issue 4).
+    fn allocate_heap_extent(&mut self, t: &TableEntry) -> Result<(u16, ExtentNo), StorageError> {
+        let files: Vec<u16> = self
+            .catalog
+            .files
+            .iter()
+            .filter(|f| f.data_space_id == t.data_space_id)
+            .map(|f| f.file_id)
+            .collect();
+        for f in files {
+            if let Some(e) = self.allocate_extent(t.allocation_unit_id, f)? {
+                return Ok((f, e));
+            }
+        }
+        let fg = self
+            .catalog
+            .filegroups
+            .iter()
+            .find(|g| g.data_space_id == t.data_space_id)
+            .map(|g| g.name.clone())
+            .unwrap_or_default();
+        Err(StorageError::FilegroupFull {
+            object: t.name.clone(),
+            filegroup: fg,
+        })
+    }
+
+    /// Formats `pid` as an empty data page of `au`, logged (a redo-only system change).
+    fn format_heap_page(&mut self, pid: PageId, au: u64) -> Result<(), StorageError> {
+        let body = LogRecordBody::FormatPage {
+            page: pid,
+            page_type: PageType::Data as u8,
+            allocation_unit_id: au,
+            index_id: 0,
+            level: 0,
+        };
+        let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
+        let lsn = wal.append(&body.encode())?;
+        let p = formatted_page(&body, lsn)?;
+        self.data.pool.install(&self.data_files, Some(&wal), pid, p)
+    }
+
+    /// Pages cached and dirty in the buffer pool: (cached, dirty, capacity).
+    pub fn buffer_pool_usage(&self) -> (usize, usize, usize) {
+        let p = &self.data.pool;
+        (p.len(), p.dirty_pages(), p.capacity_pages())
+    }
+
+    /// Sets the buffer pool's cap (pages); takes effect on an empty pool only.
+    pub fn set_buffer_pool_pages(&mut self, pages: usize) {
+        if self.data.pool.is_empty() {
+            self.data.pool = BufferPool::new(pages);
+        }
+    }
+}
+
+/// True for a formatted data page of allocation unit `au`.
+fn is_heap_page(p: &Page, au: u64) -> bool {
+    if p.is_unformatted() {
+        return false;
+    }
+    matches!(p.header(), Ok(h) if h.page_type == PageType::Data && h.allocation_unit_id == au)
+}
+
+/// The page a `FormatPage` record describes, stamped with its LSN.
+pub(crate) fn formatted_page(
+    body: &LogRecordBody,
+    lsn: extentdb_format::Lsn,
+) -> Result<Page, StorageError> {
+    let LogRecordBody::FormatPage {
+        page,
+        page_type,
+        allocation_unit_id,
+        index_id,
+        level,
+    } = body
+    else {
+        unreachable!("only FormatPage records describe a whole page");
+    };
+    let pt = PageType::from_u8(*page_type)
+        .filter(|t| matches!(t, PageType::Data | PageType::Index))
+        .ok_or_else(|| {
+            extentdb_format::corrupt(*page, format!("FormatPage of page type {page_type}"))
+        })?;
+    let mut p = Page::zeroed();
+    data_page::format(&mut p, *page, pt, *allocation_unit_id, *index_id, *level);
+    set_lsn(&mut p, lsn)?;
+    Ok(p)
+}

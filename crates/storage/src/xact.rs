@@ -1,0 +1,299 @@
+//! Transactions: their log chains, the changes they made (for rollback), commit and
+//! rollback, and the write-ahead path every page change takes.
+//!
+//! A transaction logs BEGIN with its first change (read-only transactions log nothing).
+//! Every change appends one `RowChange` record carrying redo and undo actions, applies the
+//! redo action to the cached page and stamps the page with the record's LSN. Rollback
+//! walks the changes backwards and, for each, logs a compensation record (CLR) and applies
+//! its undo action; a CLR's `undo_next` is the change's `prev`, so an interrupted rollback
+//! (or recovery) never undoes anything twice.
+//!
+//! Transaction life: (none) --first change--> active --COMMIT--> committed (durable once the
+//! log is flushed to the commit LSN, which the caller does outside the database lock, so
+//! concurrent committers share a flush) ; active --ROLLBACK--> CLRs + ABORT --> ended.
+//!
+//! Torn-page protection: the first change to a page whose LSN is older than the boot
+//! page's checkpoint LSN (where redo starts) logs the page's whole image first, so redo
+//! never needs the on-disk copy of a page that a crash may have torn mid-write.
+//!
+//! Invariants:
+//! 1. A change is logged before the page is changed, and the page carries its LSN.
+//! 2. `changes` holds the transaction's undoable changes in LSN order; a savepoint is an
+//!    index into it.
+//! 3. The checkpoint never lets the log be reused past the first LSN of the oldest active
+//!    transaction (see `Database::checkpoint`).
+
+use std::collections::BTreeMap;
+
+use extentdb_format::log_record::{LogRecordBody, SlotAction, XactId};
+use extentdb_format::{data_page, Lsn, Page, PageId, PageType};
+
+use crate::{Database, StorageError};
+
+/// One undoable change of a transaction.
+#[derive(Debug, Clone)]
+pub(crate) struct Change {
+    pub prev: Lsn,
+    pub page: PageId,
+    pub undo: SlotAction,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct XactState {
+    /// LSN of BEGIN, once the first change logged it.
+    pub first_lsn: Option<Lsn>,
+    pub last_lsn: Lsn,
+    pub changes: Vec<Change>,
+}
+
+/// The active transactions of one database.
+#[derive(Debug, Default)]
+pub(crate) struct XactTable {
+    pub next_id: XactId,
+    pub active: BTreeMap<XactId, XactState>,
+}
+
+impl XactTable {
+    /// The first LSN of the oldest active transaction that has logged anything.
+    pub fn oldest_first_lsn(&self) -> Option<Lsn> {
+        self.active.values().filter_map(|x| x.first_lsn).min()
+    }
+}
+
+/// Applies one slot action to a page (redo of a change or of a CLR).
+pub(crate) fn apply_action(page: &mut Page, action: &SlotAction) -> Result<(), StorageError> {
+    match action {
+        SlotAction::Insert { slot, record } => {
+            let h = page.header()?;
+            if h.page_type == PageType::Index {
+                data_page::insert_shifted(page, *slot, record)?
+            } else {
+                data_page::insert_at(page, *slot, record)?
+            }
+        }
+        SlotAction::Remove { slot } => {
+            let h = page.header()?;
+            if h.page_type == PageType::Index {
+                data_page::delete_shifted(page, *slot)?;
+            } else {
+                data_page::delete_at(page, *slot)?;
+            }
+        }
+        SlotAction::Ghost { slot } => data_page::set_ghost(page, *slot, true)?,
+        SlotAction::Unghost { slot } => data_page::set_ghost(page, *slot, false)?,
+        SlotAction::Replace { slot, record } => data_page::replace(page, *slot, record)?,
+    }
+    Ok(())
+}
+
+pub(crate) fn set_lsn(page: &mut Page, lsn: Lsn) -> Result<(), StorageError> {
+    let mut h = page.header()?;
+    h.lsn = lsn;
+    page.set_header(&h);
+    Ok(())
+}
+
+impl Database {
+    /// A new transaction id; nothing is logged until its first change.
+    pub fn begin_xact(&mut self) -> XactId {
+        let t = &mut self.data.xacts;
+        t.next_id = t.next_id.max(1);
+        let id = t.next_id;
+        t.next_id += 1;
+        t.active.insert(id, XactState::default());
+        id
+    }
+
+    /// True while `xact` is active in this database.
+    pub fn is_active(&self, xact: XactId) -> bool {
+        self.data.xacts.active.contains_key(&xact)
+    }
+
+    /// Number of active transactions (sys.dm_tran_active_transactions, log_reuse_wait).
+    pub fn active_xacts(&self) -> usize {
+        self.data
+            .xacts
+            .active
+            .values()
+            .filter(|x| x.first_lsn.is_some())
+            .count()
+    }
+
+    fn log(&self, body: &LogRecordBody) -> Result<Lsn, StorageError> {
+        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+        wal.append(&body.encode())
+    }
+
+    /// Logs BEGIN for `xact` if this is its first change.
+    fn ensure_begun(&mut self, xact: XactId) -> Result<(), StorageError> {
+        let begun = self
+            .data
+            .xacts
+            .active
+            .get(&xact)
+            .expect("an active transaction")
+            .first_lsn
+            .is_some();
+        if !begun {
+            let lsn = self.log(&LogRecordBody::BeginXact { xact })?;
+            let x = self.data.xacts.active.get_mut(&xact).expect("active");
+            x.first_lsn = Some(lsn);
+            x.last_lsn = lsn;
+        }
+        Ok(())
+    }
+
+    /// Logs and applies one change of `xact` to `page` (invariant 1), imaging the page
+    /// first when it was last changed before the checkpoint.
+    pub(crate) fn change_page(
+        &mut self,
+        xact: XactId,
+        page: PageId,
+        redo: SlotAction,
+        undo: SlotAction,
+    ) -> Result<(), StorageError> {
+        self.check_writable()?;
+        self.ensure_begun(xact)?;
+        self.image_if_needed(page)?;
+        let prev = self.data.xacts.active[&xact].last_lsn;
+        let body = LogRecordBody::RowChange {
+            xact,
+            prev,
+            page,
+            redo: redo.clone(),
+            undo: undo.clone(),
+        };
+        let lsn = self.log(&body)?;
+        self.apply_logged(page, &redo, lsn)?;
+        let x = self.data.xacts.active.get_mut(&xact).expect("active");
+        x.last_lsn = lsn;
+        x.changes.push(Change { prev, page, undo });
+        Ok(())
+    }
+
+    /// Applies an already-logged action to the cached page and stamps its LSN.
+    pub(crate) fn apply_logged(
+        &mut self,
+        page: PageId,
+        action: &SlotAction,
+        lsn: Lsn,
+    ) -> Result<(), StorageError> {
+        let p = self
+            .data
+            .pool
+            .page(&self.data_files, self.wal.as_deref(), page)?;
+        apply_action(p, action)?;
+        set_lsn(p, lsn)?;
+        self.data.pool.mark_dirty(page);
+        Ok(())
+    }
+
+    /// Logs the page's whole image when its LSN is older than the redo start.
+    pub(crate) fn image_if_needed(&mut self, page: PageId) -> Result<(), StorageError> {
+        let redo_start = self.boot.checkpoint_lsn;
+        let p = self
+            .data
+            .pool
+            .page(&self.data_files, self.wal.as_deref(), page)?;
+        if p.header()?.lsn >= redo_start {
+            return Ok(());
+        }
+        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+        let lsn = wal.append(&extentdb_format::log::encode_page_image(
+            page.file.0,
+            page.page.0,
+            p.bytes(),
+        ))?;
+        set_lsn(p, lsn)?;
+        self.data.pool.mark_dirty(page);
+        Ok(())
+    }
+
+    /// A savepoint: the position to which `rollback_to` returns.
+    pub fn savepoint(&self, xact: XactId) -> usize {
+        self.data
+            .xacts
+            .active
+            .get(&xact)
+            .map(|x| x.changes.len())
+            .unwrap_or(0)
+    }
+
+    /// Undoes the changes of `xact` made after `savepoint`, newest first, logging a CLR for
+    /// each; the transaction stays active.
+    pub fn rollback_to(&mut self, xact: XactId, savepoint: usize) -> Result<(), StorageError> {
+        loop {
+            let Some(x) = self.data.xacts.active.get_mut(&xact) else {
+                return Ok(());
+            };
+            if x.changes.len() <= savepoint {
+                return Ok(());
+            }
+            let c = x.changes.pop().expect("non-empty");
+            let prev = x.last_lsn;
+            let body = LogRecordBody::Compensation {
+                xact,
+                prev,
+                undo_next: c.prev,
+                page: c.page,
+                redo: c.undo.clone(),
+            };
+            let result = self
+                .log(&body)
+                .and_then(|lsn| self.apply_logged(c.page, &c.undo, lsn).map(|_| lsn));
+            match result {
+                Ok(lsn) => {
+                    self.data
+                        .xacts
+                        .active
+                        .get_mut(&xact)
+                        .expect("active")
+                        .last_lsn = lsn
+                }
+                Err(e) => {
+                    // Memory and the log may now disagree about what is undone: only
+                    // recovery can settle it.
+                    self.poison();
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Rolls `xact` back completely and ends it.
+    pub fn rollback_xact(&mut self, xact: XactId) -> Result<(), StorageError> {
+        self.rollback_to(xact, 0)?;
+        if let Some(x) = self.data.xacts.active.remove(&xact) {
+            if x.first_lsn.is_some() {
+                self.log(&LogRecordBody::AbortXact {
+                    xact,
+                    prev: x.last_lsn,
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends `xact` with a COMMIT record and returns its LSN, which the caller must flush
+    /// (`LogWriter::flush`) before acknowledging the commit; None for a transaction that
+    /// changed nothing.
+    pub fn commit_xact(&mut self, xact: XactId) -> Result<Option<Lsn>, StorageError> {
+        let Some(x) = self.data.xacts.active.remove(&xact) else {
+            return Ok(None);
+        };
+        if x.first_lsn.is_none() {
+            return Ok(None);
+        }
+        let lsn = self.log(&LogRecordBody::CommitXact {
+            xact,
+            prev: x.last_lsn,
+        });
+        match lsn {
+            Ok(l) => Ok(Some(l)),
+            Err(e) => {
+                self.poison();
+                Err(e)
+            }
+        }
+    }
+}
