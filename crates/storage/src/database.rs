@@ -262,7 +262,14 @@ impl Database {
     pub fn vlfs(&self) -> Result<Vec<extentdb_format::log::VlfHeader>, StorageError> {
         let mut out = Vec::new();
         for (id, f) in &self.log_files {
-            out.extend(log_file::read_vlfs(f.as_ref(), *id)?);
+            let limit = self
+                .catalog
+                .files
+                .iter()
+                .find(|e| e.file_id == *id)
+                .map(|e| e.size_pages as u64 * PAGE_SIZE as u64)
+                .unwrap_or(u64::MAX);
+            out.extend(log_file::read_vlfs_upto(f.as_ref(), *id, limit)?);
         }
         Ok(out)
     }
@@ -365,15 +372,6 @@ impl Database {
     /// The log writer, for flushing a commit outside the database's lock.
     pub fn wal(&self) -> Option<Arc<LogWriter>> {
         self.wal.clone()
-    }
-
-    /// Checkpoints when fewer than two VLFs are free, so that no change of bounded size can
-    /// find the log full part-way through.
-    pub(crate) fn ensure_log_space(&mut self) -> Result<(), StorageError> {
-        match &self.wal {
-            Some(w) if w.free_vlfs() < 2 => self.checkpoint(),
-            _ => Ok(()),
-        }
     }
 
     /// (total log bytes, bytes still needed) for DBCC SQLPERF(LOGSPACE) and the log views.
@@ -661,6 +659,9 @@ impl Database {
             .expect("file exists");
         let entry = self.catalog.files[idx].clone();
         assert!(new_pages > entry.size_pages, "grow_file must grow");
+        if entry.file_type == FileType::Log {
+            self.discard_prepared_growth();
+        }
         let file = self.file_handle(file_id);
         let kind = if entry.file_type == FileType::Log {
             SpaceKind::Log
@@ -703,7 +704,11 @@ impl Database {
                 file.sync_data()?;
             }
             self.catalog.files[idx].size_pages = new_pages;
-            self.save_catalog()
+            self.save_catalog()?;
+            if entry.file_type == FileType::Log {
+                self.attach_log_growth(file_id, old_pages, new_pages)?;
+            }
+            Ok(())
         })();
         if let Err(e) = &result {
             // A failure after the space was initialized may have reached the disk in part.

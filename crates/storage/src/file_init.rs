@@ -74,6 +74,22 @@ pub fn initialize(
     policy: InitPolicy,
     log: &dyn InitLog,
 ) -> Result<InitMethod, StorageError> {
+    initialize_paced(file, kind, from_pages, to_pages, policy, log, None)
+}
+
+/// `initialize`, writing zeros (where zeros are written) `pace` bytes at a time with a sync
+/// after each: used while the file is in use (a log growth prepared in the background), so
+/// that a concurrent commit's fdatasync of the same file never waits for more than one
+/// chunk's writeback.
+pub fn initialize_paced(
+    file: &dyn DbFile,
+    kind: SpaceKind,
+    from_pages: u32,
+    to_pages: u32,
+    policy: InitPolicy,
+    log: &dyn InitLog,
+    pace: Option<u64>,
+) -> Result<InitMethod, StorageError> {
     assert!(to_pages > from_pages, "initialize needs new space");
     let (from, len) = (
         from_pages as u64 * PAGE_SIZE as u64,
@@ -104,7 +120,18 @@ pub fn initialize(
         match file.allocate(from, len, AllocateMode::WriteZeroes) {
             Ok(()) => InitMethod::WriteZeroes,
             Err(e) if e.is_unsupported() => {
-                write_zeros(file, from, len)?;
+                match pace {
+                    Some(chunk) => {
+                        let mut at = from;
+                        while at < from + len {
+                            let n = chunk.min(from + len - at);
+                            write_zeros(file, at, n)?;
+                            file.sync_data()?;
+                            at += n;
+                        }
+                    }
+                    None => write_zeros(file, from, len)?,
+                }
                 InitMethod::ZeroWrite
             }
             Err(e) => return Err(e.into()),

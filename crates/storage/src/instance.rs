@@ -52,7 +52,7 @@ pub struct Instance {
     pub dir: PathBuf,
     pub config: InstanceConfig,
     pub fs: Arc<dyn FileSystem>,
-    pub errorlog: ErrorLog,
+    pub errorlog: Arc<ErrorLog>,
     /// Global trace flags (DBCC TRACEON (n, -1) and -T): they last until the process ends.
     pub trace_flags: Mutex<BTreeSet<u32>>,
     databases: Mutex<BTreeMap<u16, DbHandle>>,
@@ -154,7 +154,7 @@ impl Instance {
             dir: dir.to_path_buf(),
             config,
             fs,
-            errorlog,
+            errorlog: Arc::new(errorlog),
             trace_flags: Mutex::new(startup_flags.iter().copied().collect()),
             databases: Mutex::new(BTreeMap::new()),
             suspect: Mutex::new(BTreeMap::new()),
@@ -186,6 +186,7 @@ impl Instance {
                     continue;
                 }
             };
+            inst.log_recovery(&db, e.database_id);
             inst.databases
                 .lock()
                 .unwrap()
@@ -194,6 +195,36 @@ impl Instance {
         inst.recreate_tempdb()?;
         inst.errorlog.write("spid7s", "Recovery is complete. This is an informational message only. No user action is required.");
         Ok(inst)
+    }
+
+    /// SQL Server's recovery messages for a database whose log held work to redo or undo.
+    fn log_recovery(&self, db: &Database, id: u16) {
+        let Some(st) = db.recovery_stats() else {
+            return;
+        };
+        if st.redone == 0 && st.rolled_back == 0 {
+            return;
+        }
+        let log = |t: &str| self.errorlog.write("spid7s", t);
+        log(&format!(
+            "Recovery of database '{}' ({id}) is 0% complete (approximately 0 seconds remain). Phase 1 of 3. This is an informational message only. No user action is required.",
+            db.name
+        ));
+        log(&format!(
+            "{} transactions rolled forward in database '{}' ({id}):{} log records, {} redone. This is an informational message only. No user action is required.",
+            st.committed, db.name, st.records, st.redone
+        ));
+        log(&format!(
+            "{} transactions rolled back in database '{}' ({id}). This is an informational message only. No user action is required.",
+            st.rolled_back, db.name
+        ));
+        log(&format!(
+            "Recovery completed for database {} (database ID {id}) in {} second(s) (analysis and redo {} ms, undo {} ms.) This is an informational message only. No user action is required.",
+            db.name,
+            (st.analysis_redo_ms + st.undo_ms) / 1000,
+            st.analysis_redo_ms,
+            st.undo_ms
+        ));
     }
 
     fn log_startup(&self) {
@@ -279,6 +310,15 @@ impl Instance {
     }
 
     /// The initialization policy for a session with `session_flags` besides global ones.
+    /// How a database's growths initialize space and report, for a session's flags.
+    pub fn growth_env(&self, session_flags: &BTreeSet<u32>) -> crate::log_growth::GrowthEnv {
+        crate::log_growth::GrowthEnv {
+            policy: self.init_policy(session_flags),
+            errorlog: Some(self.errorlog.clone()),
+            source: "spid7s".into(),
+        }
+    }
+
     pub fn init_policy(&self, session_flags: &BTreeSet<u32>) -> InitPolicy {
         let global = self.trace_flags.lock().unwrap();
         let on = |f: u32| global.contains(&f) || session_flags.contains(&f);

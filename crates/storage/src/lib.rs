@@ -18,6 +18,7 @@ pub mod errorlog;
 pub mod file_init;
 pub mod instance;
 pub mod log_file;
+pub mod log_growth;
 pub mod log_writer;
 pub mod recovery;
 pub mod table;

@@ -134,7 +134,17 @@ pub fn write_vlf_headers(
 
 /// Reads the VLF headers of a log file, walking from offset 8,192 by each header's size.
 pub fn read_vlfs(file: &dyn DbFile, file_id: u16) -> Result<Vec<VlfHeader>, StorageError> {
-    let len = file.len()?;
+    read_vlfs_upto(file, file_id, u64::MAX)
+}
+
+/// `read_vlfs` over the first `limit` bytes only: space past the catalog's size (a growth
+/// prepared but never committed) is not part of the log.
+pub fn read_vlfs_upto(
+    file: &dyn DbFile,
+    file_id: u16,
+    limit: u64,
+) -> Result<Vec<VlfHeader>, StorageError> {
+    let len = file.len()?.min(limit);
     let mut out = Vec::new();
     let mut at = PAGE_SIZE as u64;
     let mut sector = [0u8; SECTOR_SIZE];

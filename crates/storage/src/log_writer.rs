@@ -350,7 +350,7 @@ impl LogWriter {
         st.vlfs
             .iter()
             .enumerate()
-            .filter(|(i, v)| *i != st.cur && (v.sequence == 0 || v.sequence < st.min_active))
+            .filter(|(i, _)| st.is_free(*i, st.vlfs[st.cur].sequence))
             .count()
     }
 
@@ -368,6 +368,55 @@ impl LogWriter {
         let pending = (block_sectors(st.pending_payload) * SECTOR_SIZE) as u64
             * (!st.pending.is_empty()) as u64;
         before + if current > 0 { st.pos + pending } else { 0 }
+    }
+
+    /// Adds the VLFs a growth of one log file wrote (after their headers are durable),
+    /// placed after that file's last VLF in physical order.
+    pub fn add_vlfs(&self, new: &[VlfHeader]) {
+        let Some(first) = new.first() else {
+            return;
+        };
+        let mut st = self.state.lock().unwrap();
+        let pos = st
+            .vlfs
+            .iter()
+            .rposition(|v| v.file_id == first.file_id)
+            .map(|i| i + 1)
+            .unwrap_or(st.vlfs.len());
+        for (k, h) in new.iter().enumerate() {
+            assert_eq!(h.sequence, 0, "a new VLF is unused");
+            st.vlfs.insert(pos + k, *h);
+        }
+        if pos <= st.cur {
+            st.cur += new.len();
+        }
+    }
+
+    /// Number of VLFs.
+    pub fn vlf_count(&self) -> usize {
+        self.state.lock().unwrap().vlfs.len()
+    }
+
+    /// Block space left for records without waiting for truncation or growth: the rest of
+    /// the current VLF and the block areas of the free VLFs.
+    pub fn free_bytes(&self) -> u64 {
+        let st = self.state.lock().unwrap();
+        let v = st.vlfs[st.cur];
+        let here = if v.sequence == 0 || st.closed {
+            0
+        } else {
+            v.size.saturating_sub(st.pos)
+        };
+        let current = v.sequence;
+        here + (0..st.vlfs.len())
+            .filter(|&i| st.is_free(i, current))
+            .map(|i| st.vlfs[i].size.saturating_sub(VLF_HEADER_AREA))
+            .sum::<u64>()
+    }
+
+    /// Bytes of all VLFs.
+    pub fn total_bytes(&self) -> u64 {
+        self.state.lock().unwrap().vlfs.iter().map(|v| v.size).sum()
     }
 
     /// Lets VLFs below FSeqNo `seq` be reused (log truncation).
@@ -410,6 +459,14 @@ fn fixup_tail(
 }
 
 impl State {
+    /// True if VLF `i` may be activated after the VLF with FSeqNo `current`: never used,
+    /// truncated, or a header beyond the end of the log (a leftover of writes lost in a
+    /// crash, whose blocks were zeroed at open).
+    fn is_free(&self, i: usize, current: u32) -> bool {
+        let s = self.vlfs[i].sequence;
+        i != self.cur && (s == 0 || s < self.min_active || s > current)
+    }
+
     /// True if a block with `payload` bytes fits at `pos` leaving room for the end flag.
     fn fits(&self, payload: usize) -> bool {
         let size = self.vlfs[self.cur].size;
@@ -475,18 +532,22 @@ impl State {
             );
             self.write_at_pos(&marker)?;
         }
+        // The next VLF in physical order, or else the first free one after it: the reader
+        // follows FSeqNos, not positions, so space a growth added behind a wrapped log is
+        // usable at once (SQL Server waits for the log to wrap around to it). A stale block
+        // in a VLF activated out of order carries another FSeqNo and is never read.
+        let n = self.vlfs.len();
         let next = if v.sequence == 0 {
-            self.cur
+            Some(self.cur)
         } else {
-            (self.cur + 1) % self.vlfs.len()
+            (1..n)
+                .map(|k| (self.cur + k) % n)
+                .find(|&i| self.is_free(i, v.sequence))
+        };
+        let Some(next) = next else {
+            return Err(StorageError::LogFull);
         };
         let old = self.vlfs[next];
-        // A header beyond the end of the log (FSeqNo above the current one) is a leftover of
-        // writes lost in a crash: its blocks were zeroed at open, so the VLF is free.
-        let beyond_end = old.sequence > v.sequence;
-        if old.sequence != 0 && old.sequence >= self.min_active && !beyond_end {
-            return Err(StorageError::LogFull);
-        }
         // FSeqNos continue from the end of the log without a gap: the reader stops at a gap.
         let header = VlfHeader {
             sequence: v.sequence + 1,

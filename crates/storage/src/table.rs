@@ -58,6 +58,7 @@ pub struct DataPath {
     pub(crate) cursors: HashMap<u64, HeapCursor>,
     pub(crate) identity: HashMap<u32, i64>,
     pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
+    pub(crate) growth: crate::log_growth::LogGrowth,
 }
 
 impl Default for DataPath {
@@ -74,6 +75,7 @@ impl DataPath {
             cursors: HashMap::new(),
             identity: HashMap::new(),
             recovery: None,
+            growth: Default::default(),
         }
     }
 }

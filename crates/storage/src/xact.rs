@@ -22,6 +22,9 @@
 //!    index into it.
 //! 3. The checkpoint never lets the log be reused past the first LSN of the oldest active
 //!    transaction (see `Database::checkpoint`).
+//! 4. A change is refused (log full, error 9002) unless the log's free space also covers
+//!    the compensation records that rolling back every active transaction would write, so
+//!    a rollback, or the undo phase of recovery, never finds the log full.
 
 use std::collections::BTreeMap;
 
@@ -44,6 +47,9 @@ pub(crate) struct XactState {
     pub first_lsn: Option<Lsn>,
     pub last_lsn: Lsn,
     pub changes: Vec<Change>,
+    /// Log bytes kept free for the compensation records a rollback of this transaction
+    /// would write (invariant 4).
+    pub reserved_bytes: u64,
 }
 
 /// The active transactions of one database.
@@ -58,6 +64,19 @@ impl XactTable {
     pub fn oldest_first_lsn(&self) -> Option<Lsn> {
         self.active.values().filter_map(|x| x.first_lsn).min()
     }
+}
+
+/// Log space kept free besides reservations: block headers, sector padding, VLF end
+/// markers and ABORT records.
+const LOG_MARGIN_BYTES: u64 = 128 << 10;
+
+/// Log bytes a compensation record for `undo` may take, padding to a sector included.
+fn clr_reservation(undo: &SlotAction) -> u64 {
+    let record = match undo {
+        SlotAction::Insert { record, .. } | SlotAction::Replace { record, .. } => record.len(),
+        _ => 0,
+    };
+    (record + 64 + 512) as u64
 }
 
 /// Applies one slot action to a page (redo of a change or of a CLR).
@@ -163,11 +182,36 @@ impl Database {
             redo: redo.clone(),
             undo: undo.clone(),
         };
-        let lsn = self.log(&body)?;
+        let bytes = body.encode();
+        let reserve = clr_reservation(&undo);
+        self.check_log_reservation(bytes.len() as u64 + reserve)?;
+        let lsn = self
+            .wal
+            .as_ref()
+            .ok_or(StorageError::LogFailed)?
+            .append(&bytes)?;
         self.apply_logged(page, &redo, lsn)?;
         let x = self.data.xacts.active.get_mut(&xact).expect("active");
         x.last_lsn = lsn;
+        x.reserved_bytes += reserve;
         x.changes.push(Change { prev, page, undo });
+        Ok(())
+    }
+
+    /// Refuses a change needing `bytes` of log when the log could not also hold every
+    /// active transaction's rollback (invariant 4).
+    fn check_log_reservation(&self, bytes: u64) -> Result<(), StorageError> {
+        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+        let reserved: u64 = self
+            .data
+            .xacts
+            .active
+            .values()
+            .map(|x| x.reserved_bytes)
+            .sum();
+        if wal.free_bytes() < bytes + reserved + LOG_MARGIN_BYTES {
+            return Err(StorageError::LogFull);
+        }
         Ok(())
     }
 

@@ -1,0 +1,263 @@
+//! Log space: checkpoints that truncate, log autogrowth by FILEGROWTH up to MAXSIZE, and
+//! growth prepared in the background so that no committer waits for initialization.
+//!
+//! SQL Server grows a full log while the transaction that needs the space waits for the new
+//! space to be zeroed (2022 skips that only for autogrowths up to 64 MB). extentdb watches
+//! the log instead: when a checkpoint cannot free enough of it (a long transaction holds it),
+//! a background thread extends the log file by the next growth and initializes it (zeros in
+//! 1 MiB steps, each synced, so a concurrent commit's fdatasync waits for one step at most)
+//! and writes the new VLFs' headers. When the log is then really short of space, the
+//! growth is committed in a few milliseconds: the catalog records the new size and the log
+//! writer takes the new VLFs. Only if the log fills before the preparation finished does a
+//! change wait for it.
+//!
+//! State: Idle --log half held--> Preparing --thread done--> Ready --log short--> Idle
+//! (committed); Preparing --log short--> (wait) --> Ready --> Idle.
+//!
+//! Invariants:
+//! 1. Space past the catalog's size is not part of the log (`Database::vlfs` reads only up
+//!    to it), so a crash while a growth is prepared, or before it is committed, changes
+//!    nothing.
+//! 2. A growth never passes MAXSIZE; FILEGROWTH 0 means never.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use extentdb_format::file_header::FileType;
+use extentdb_format::PAGE_SIZE;
+use extentdb_io::DbFile;
+
+use crate::errorlog::ErrorLog;
+use crate::file_init::{self, InitLog, InitPolicy, SpaceKind};
+use crate::log_file;
+use crate::{Database, StorageError};
+
+/// Zero-writing step of a background preparation.
+const PACE_BYTES: u64 = 1 << 20;
+
+/// How growths initialize space and where they report (set by the SQL layer per statement
+/// from the instance's setting and the session's trace flags).
+#[derive(Clone)]
+pub struct GrowthEnv {
+    pub policy: InitPolicy,
+    pub errorlog: Option<Arc<ErrorLog>>,
+    pub source: String,
+}
+
+impl Default for GrowthEnv {
+    fn default() -> Self {
+        GrowthEnv {
+            policy: InitPolicy {
+                instant: true,
+                trace_zeroing: false,
+            },
+            errorlog: None,
+            source: "spid7s".into(),
+        }
+    }
+}
+
+struct Sink(Option<Arc<ErrorLog>>, String);
+impl InitLog for Sink {
+    fn log(&self, text: &str) {
+        if let Some(l) = &self.0 {
+            l.write(&self.1, text);
+        }
+    }
+}
+
+/// A growth prepared (or being prepared) past the catalog's size.
+struct Prepared {
+    file_id: u16,
+    from_pages: u32,
+    to_pages: u32,
+}
+
+#[derive(Default)]
+pub(crate) struct LogGrowth {
+    pub env: GrowthEnv,
+    preparing: Option<(Prepared, JoinHandle<Result<u64, StorageError>>)>,
+    /// Log autogrowths committed since open, and the longest wait a change had for one.
+    pub growths: u64,
+    pub longest_wait_us: u64,
+}
+
+impl Database {
+    /// Sets how growths initialize space and where they report.
+    pub fn set_growth_env(&mut self, env: GrowthEnv) {
+        self.data.growth.env = env;
+    }
+
+    /// (log autogrowths since open, longest wait for one in µs).
+    pub fn log_growth_stats(&self) -> (u64, u64) {
+        (self.data.growth.growths, self.data.growth.longest_wait_us)
+    }
+
+    /// Makes room in the log before a change: checkpoints when a checkpoint can free a VLF,
+    /// prepares a growth in the background when the log stays half held, and commits a
+    /// growth when fewer than two VLFs are free. With no growth possible the change goes on
+    /// and finds the log full (error 9002).
+    pub(crate) fn ensure_log_space(&mut self) -> Result<(), StorageError> {
+        let Some(wal) = self.wal.clone() else {
+            return Ok(());
+        };
+        let vlfs = wal.vlf_count();
+        let low = 2usize.max(vlfs / 2);
+        if wal.free_vlfs() >= low {
+            return Ok(());
+        }
+        if self.checkpoint_would_truncate() {
+            self.checkpoint()?;
+        }
+        if wal.free_vlfs() >= low {
+            return Ok(());
+        }
+        if self.data.growth.preparing.is_none() {
+            if let Some((file_id, from, to)) = self.next_log_growth() {
+                self.start_preparing(file_id, from, to)?;
+            }
+        }
+        if wal.free_vlfs() < 2 && self.data.growth.preparing.is_some() {
+            self.commit_prepared_growth()?;
+        }
+        Ok(())
+    }
+
+    /// True when a checkpoint would move the redo start (so it could free VLFs).
+    fn checkpoint_would_truncate(&self) -> bool {
+        let Some(wal) = &self.wal else {
+            return false;
+        };
+        let mut seq = wal.current_sequence();
+        if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
+            seq = seq.min(oldest.vlf_sequence);
+        }
+        seq > self.boot.checkpoint_lsn.vlf_sequence
+    }
+
+    /// The next autogrowth of the log: the first log file that may grow, by its FILEGROWTH
+    /// (pages or percent of its size), capped by MAXSIZE (invariant 2).
+    fn next_log_growth(&self) -> Option<(u16, u32, u32)> {
+        self.catalog
+            .files
+            .iter()
+            .filter(|f| f.file_type == FileType::Log && f.growth > 0)
+            .find_map(|f| {
+                let by = if f.is_percent_growth {
+                    ((f.size_pages as u64 * f.growth as u64) / 100).max(64) as u32
+                } else {
+                    f.growth
+                };
+                let mut to = f.size_pages.saturating_add(by);
+                if f.max_size_pages > 0 {
+                    to = to.min(f.max_size_pages as u32);
+                }
+                (to > f.size_pages).then_some((f.file_id, f.size_pages, to))
+            })
+    }
+
+    fn start_preparing(&mut self, file_id: u16, from: u32, to: u32) -> Result<(), StorageError> {
+        let file: Arc<dyn DbFile> = self.log_files[&file_id].clone();
+        let env = self.data.growth.env.clone();
+        let vlfs =
+            log_file::vlf_count_for_growth((to - from) as u64 * PAGE_SIZE as u64, self.log_bytes());
+        let handle = std::thread::spawn(move || {
+            let started = Instant::now();
+            let sink = Sink(env.errorlog.clone(), env.source.clone());
+            file_init::initialize_paced(
+                file.as_ref(),
+                SpaceKind::Log,
+                from,
+                to,
+                env.policy,
+                &sink,
+                Some(PACE_BYTES),
+            )?;
+            let (a, b) = (from as u64 * PAGE_SIZE as u64, to as u64 * PAGE_SIZE as u64);
+            log_file::write_vlf_headers(
+                file.as_ref(),
+                file_id,
+                &log_file::layout(a, b, vlfs),
+                false,
+            )?;
+            file.sync_data()?;
+            Ok(started.elapsed().as_millis() as u64)
+        });
+        self.data.growth.preparing = Some((
+            Prepared {
+                file_id,
+                from_pages: from,
+                to_pages: to,
+            },
+            handle,
+        ));
+        Ok(())
+    }
+
+    /// Waits for the prepared growth (normally finished long before) and commits it.
+    fn commit_prepared_growth(&mut self) -> Result<(), StorageError> {
+        let Some((p, handle)) = self.data.growth.preparing.take() else {
+            return Ok(());
+        };
+        let waited = Instant::now();
+        let prepared = handle.join().unwrap_or(Err(StorageError::LogFailed));
+        let wait_us = waited.elapsed().as_micros() as u64;
+        let prepare_ms = prepared?;
+        let idx = self
+            .catalog
+            .files
+            .iter()
+            .position(|f| f.file_id == p.file_id)
+            .expect("log file exists");
+        if self.catalog.files[idx].size_pages != p.from_pages {
+            // A manual growth came first; this preparation is stale.
+            return Ok(());
+        }
+        self.catalog.files[idx].size_pages = p.to_pages;
+        if let Err(e) = self.save_catalog() {
+            self.catalog.files[idx].size_pages = p.from_pages;
+            return Err(e);
+        }
+        self.attach_log_growth(p.file_id, p.from_pages, p.to_pages)?;
+        let g = &mut self.data.growth;
+        g.growths += 1;
+        g.longest_wait_us = g.longest_wait_us.max(wait_us);
+        let name = self.catalog.files[idx].name.clone();
+        Sink(g.env.errorlog.clone(), g.env.source.clone()).log(&format!(
+            "Autogrow of file '{name}' in database '{}' took {} milliseconds (prepared in the background; the log waited {} ms).",
+            self.name,
+            prepare_ms,
+            wait_us / 1000
+        ));
+        Ok(())
+    }
+
+    /// Waits for a growth being prepared and forgets it (a manual growth takes its place).
+    pub(crate) fn discard_prepared_growth(&mut self) {
+        if let Some((_, handle)) = self.data.growth.preparing.take() {
+            let _ = handle.join();
+        }
+    }
+
+    /// Gives the log writer the VLFs a committed growth of `file_id` wrote.
+    pub(crate) fn attach_log_growth(
+        &mut self,
+        file_id: u16,
+        from_pages: u32,
+        to_pages: u32,
+    ) -> Result<(), StorageError> {
+        let Some(wal) = self.wal.clone() else {
+            return Ok(());
+        };
+        let file = self.log_files[&file_id].clone();
+        let from = from_pages as u64 * PAGE_SIZE as u64;
+        let new: Vec<_> =
+            log_file::read_vlfs_upto(file.as_ref(), file_id, to_pages as u64 * PAGE_SIZE as u64)?
+                .into_iter()
+                .filter(|v| v.start_offset >= from)
+                .collect();
+        wal.add_vlfs(&new);
+        Ok(())
+    }
+}
