@@ -649,6 +649,18 @@ impl Database {
         file_id: u16,
         new_pages: u32,
     ) -> Result<(), StorageError> {
+        self.grow_file_with(ctx.policy, ctx.log, file_id, new_pages)
+    }
+
+    /// `grow_file` with the initialization settings given directly (autogrowth has no
+    /// statement context).
+    pub(crate) fn grow_file_with(
+        &mut self,
+        policy: file_init::InitPolicy,
+        log: &dyn InitLog,
+        file_id: u16,
+        new_pages: u32,
+    ) -> Result<(), StorageError> {
         self.check_writable()?;
         self.ensure_log_space()?;
         let idx = self
@@ -670,21 +682,15 @@ impl Database {
         };
         let old_pages = entry.size_pages;
         let result = (|| {
-            file_init::initialize(
-                file.as_ref(),
-                kind,
-                old_pages,
-                new_pages,
-                ctx.policy,
-                ctx.log,
-            )
-            .map_err(|e| match e {
-                StorageError::Io(source) => StorageError::FileExpand {
-                    path: entry.physical_name.clone(),
-                    source,
+            file_init::initialize(file.as_ref(), kind, old_pages, new_pages, policy, log).map_err(
+                |e| match e {
+                    StorageError::Io(source) => StorageError::FileExpand {
+                        path: entry.physical_name.clone(),
+                        source,
+                    },
+                    other => other,
                 },
-                other => other,
-            })?;
+            )?;
             if let Some(df) = self.data_files.get_mut(&file_id) {
                 df.size_pages = new_pages;
                 df.format_new_space(old_pages)?;

@@ -58,8 +58,14 @@ impl Default for GrowthEnv {
     }
 }
 
-struct Sink(Option<Arc<ErrorLog>>, String);
-impl InitLog for Sink {
+/// A growth environment as an initialization log.
+pub(crate) struct EnvSink(Option<Arc<ErrorLog>>, String);
+impl EnvSink {
+    pub fn new(env: &GrowthEnv) -> EnvSink {
+        EnvSink(env.errorlog.clone(), env.source.clone())
+    }
+}
+impl InitLog for EnvSink {
     fn log(&self, text: &str) {
         if let Some(l) = &self.0 {
             l.write(&self.1, text);
@@ -164,7 +170,7 @@ impl Database {
             log_file::vlf_count_for_growth((to - from) as u64 * PAGE_SIZE as u64, self.log_bytes());
         let handle = std::thread::spawn(move || {
             let started = Instant::now();
-            let sink = Sink(env.errorlog.clone(), env.source.clone());
+            let sink = EnvSink::new(&env);
             file_init::initialize_paced(
                 file.as_ref(),
                 SpaceKind::Log,
@@ -224,7 +230,7 @@ impl Database {
         g.growths += 1;
         g.longest_wait_us = g.longest_wait_us.max(wait_us);
         let name = self.catalog.files[idx].name.clone();
-        Sink(g.env.errorlog.clone(), g.env.source.clone()).log(&format!(
+        EnvSink::new(&g.env).log(&format!(
             "Autogrow of file '{name}' in database '{}' took {} milliseconds (prepared in the background; the log waited {} ms).",
             self.name,
             prepare_ms,

@@ -411,7 +411,8 @@ impl Database {
     }
 
     /// Allocates an extent for the table from the first file of its filegroup that has
-    /// one free. Proportional fill and autogrowth replace this rule (issue 4).
+    /// one free, growing a file by its FILEGROWTH when none has (proportional fill and
+    /// AUTOGROW_ALL_FILES replace this rule in issue 4).
     fn allocate_heap_extent(&mut self, t: &TableEntry) -> Result<(u16, ExtentNo), StorageError> {
         let files: Vec<u16> = self
             .catalog
@@ -420,7 +421,12 @@ impl Database {
             .filter(|f| f.data_space_id == t.data_space_id)
             .map(|f| f.file_id)
             .collect();
-        for f in files {
+        for &f in &files {
+            if let Some(e) = self.allocate_extent(t.allocation_unit_id, f)? {
+                return Ok((f, e));
+            }
+        }
+        if let Some(f) = self.autogrow_data_file(&files)? {
             if let Some(e) = self.allocate_extent(t.allocation_unit_id, f)? {
                 return Ok((f, e));
             }
@@ -436,6 +442,46 @@ impl Database {
             object: t.name.clone(),
             filegroup: fg,
         })
+    }
+
+    /// Grows the first of `files` that may grow by its FILEGROWTH (pages, or percent of
+    /// its size), capped by MAXSIZE, through the one file-initialization path (instant with
+    /// IFI); logs the growth and its duration (SQL Server's message 5145). None when no file
+    /// may grow.
+    fn autogrow_data_file(&mut self, files: &[u16]) -> Result<Option<u16>, StorageError> {
+        let Some((file_id, name, to)) = self
+            .catalog
+            .files
+            .iter()
+            .filter(|f| files.contains(&f.file_id) && f.growth > 0)
+            .find_map(|f| {
+                let by = if f.is_percent_growth {
+                    ((f.size_pages as u64 * f.growth as u64) / 100).max(8) as u32
+                } else {
+                    f.growth
+                };
+                let mut to = f.size_pages.saturating_add(by);
+                if f.max_size_pages > 0 {
+                    to = to.min(f.max_size_pages as u32);
+                }
+                (to >= f.size_pages + PAGES_PER_EXTENT).then(|| (f.file_id, f.name.clone(), to))
+            })
+        else {
+            return Ok(None);
+        };
+        let env = self.data.growth.env.clone();
+        let sink = crate::log_growth::EnvSink::new(&env);
+        let started = std::time::Instant::now();
+        self.grow_file_with(env.policy, &sink, file_id, to)?;
+        crate::file_init::InitLog::log(
+            &sink,
+            &format!(
+                "Autogrow of file '{name}' in database '{}' took {} milliseconds. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
+                self.name,
+                started.elapsed().as_millis()
+            ),
+        );
+        Ok(Some(file_id))
     }
 
     /// Formats `pid` as an empty data page of `au`, logged (a redo-only system change).

@@ -133,3 +133,42 @@ fn crash_after_growth_with_open_transaction() {
     assert_eq!(db.recovery_stats().unwrap().rolled_back, 1);
     assert!(db.scan_rows(t).unwrap().is_empty());
 }
+
+/// Proves a full data file grows by FILEGROWTH up to MAXSIZE for inserts, then the insert
+/// fails with "filegroup full" (1105 upstream), and the rows survive a crash.
+#[test]
+fn data_file_autogrows_to_maxsize() {
+    let fs = SimFileSystem::new(6, Faults::default());
+    let root = Path::new("/sim");
+    let mut s = spec("Data", root);
+    s.files[0].size_pages = 256;
+    s.files[0].growth = 128;
+    s.files[0].max_size_pages = 640;
+    s.files[1] = file("Data_log", root.join("Data_log.ldf"), FileType::Log, 1024);
+    let mut db = Database::create(&ctx(&fs, true, &Quiet), &s).unwrap();
+    let t = db.create_table(table()).unwrap();
+    let mut n = 0;
+    let err = loop {
+        let x = db.begin_xact();
+        match db.insert_row(x, t, &row(n)) {
+            Ok(_) => {
+                let lsn = db.commit_xact(x).unwrap().unwrap();
+                db.wal().unwrap().flush(lsn).unwrap();
+                n += 1;
+            }
+            Err(e) => {
+                db.rollback_xact(x).unwrap();
+                break e;
+            }
+        }
+    };
+    assert!(matches!(err, StorageError::FilegroupFull { .. }), "{err}");
+    assert_eq!(db.catalog.files[0].size_pages, 640);
+    // 640 pages less the reserved extents hold two 4 KB rows a page.
+    assert!(n > 1000, "{n} rows");
+    drop(db);
+    fs.crash();
+    let mut db = Database::open(&fs, &root.join("Data.mdf")).unwrap();
+    assert_eq!(db.scan_rows(t).unwrap().len() as u32, n);
+    assert_eq!(db.catalog.files[0].size_pages, 640);
+}
