@@ -116,6 +116,8 @@ pub struct TableEntry {
     pub data_space_id: u16,
     pub allocation_unit_id: u64,
     pub index_id: u8,
+    /// Root page of the clustered index (index id 1), which never moves; null for a heap.
+    pub root_page: PageId,
     /// PRIMARY KEY constraint name and its key column ids, in key order.
     pub primary_key: Option<(String, Vec<u16>)>,
     pub columns: Vec<ColumnEntry>,
@@ -332,6 +334,7 @@ fn encode_table(w: &mut Writer, t: &TableEntry) {
     w.u16(t.data_space_id);
     w.u64(t.allocation_unit_id);
     w.u8(t.index_id);
+    w.page_id(t.root_page);
     match &t.primary_key {
         None => w.u8(0),
         Some((name, cols)) => {
@@ -372,6 +375,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize) -> Result<TableEntry, FormatEr
     let data_space_id = r.u16()?;
     let allocation_unit_id = r.u64()?;
     let index_id = r.u8()?;
+    let root_page = r.page_id()?;
     let primary_key = match r.u8()? {
         0 => None,
         _ => {
@@ -418,6 +422,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize) -> Result<TableEntry, FormatEr
         data_space_id,
         allocation_unit_id,
         index_id,
+        root_page,
         primary_key,
         columns,
     })

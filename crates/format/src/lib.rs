@@ -23,6 +23,7 @@ pub mod data_page;
 pub mod file_header;
 pub mod iam;
 pub mod ids;
+pub mod key;
 pub mod layout;
 pub mod log;
 pub mod log_record;

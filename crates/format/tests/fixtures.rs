@@ -174,6 +174,7 @@ fn catalog_fixture() {
             data_space_id: 1,
             allocation_unit_id: 72_057_594_037_927_937,
             index_id: 0,
+            root_page: extentdb_format::PageId::NULL,
             primary_key: Some(("PK_BigRows".into(), vec![1])),
             columns: vec![
                 ColumnEntry {

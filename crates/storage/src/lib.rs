@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 pub mod allocation;
+pub mod btree;
 pub mod buffer_pool;
 pub mod config;
 pub mod data_file;
@@ -114,6 +115,8 @@ pub enum StorageError {
     },
     #[error("could not allocate space for object '{object}': filegroup '{filegroup}' is full")]
     FilegroupFull { object: String, filegroup: String },
+    #[error("violation of PRIMARY KEY constraint '{constraint}': duplicate key in '{table}'")]
+    DuplicateKey { table: String, constraint: String },
     #[error("arithmetic overflow generating an identity value")]
     IdentityOverflow,
     #[error("the transaction log is full: no inactive VLF can be reused")]

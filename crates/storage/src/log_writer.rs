@@ -179,6 +179,8 @@ struct State {
     flushing: bool,
     failed: bool,
     syncs: u64,
+    /// Block space still to zero in the VLFs activated next after an open (invariant 2).
+    fixup_remaining: u64,
 }
 
 pub struct LogWriter {
@@ -214,9 +216,11 @@ impl LogWriter {
         fixup: bool,
     ) -> Result<LogWriter, StorageError> {
         let v = vlfs[end.vlf];
-        if fixup && v.sequence > 0 {
-            fixup_tail(&files, &vlfs, end, min_active)?;
-        }
+        let fixup_remaining = if fixup && v.sequence > 0 {
+            FIXUP_BYTES - fixup_tail(&files, &vlfs, end)?
+        } else {
+            0
+        };
         let state = State {
             files,
             vlfs,
@@ -234,6 +238,7 @@ impl LogWriter {
             flushing: false,
             failed: false,
             syncs: 0,
+            fixup_remaining,
         };
         Ok(LogWriter {
             state: Mutex::new(state),
@@ -426,36 +431,21 @@ impl LogWriter {
     }
 }
 
-/// FixupLogTail: zeroes `FIXUP_BYTES` of block space past the end of the log, in the current
-/// VLF's tail and on through the VLFs the writer will activate next, whatever their headers
-/// say (a lost header write can leave an old one above blocks of the lost use), stopping at
-/// VLFs of the live log. No stale block can then follow a new one (invariant 2).
-fn fixup_tail(
-    files: &Files,
-    vlfs: &[VlfHeader],
-    end: LogEnd,
-    min_active: u32,
-) -> Result<(), StorageError> {
-    let current = vlfs[end.vlf].sequence;
-    let live = |v: &VlfHeader| v.sequence != 0 && v.sequence >= min_active && v.sequence <= current;
-    let mut budget = FIXUP_BYTES;
-    let mut i = end.vlf;
-    let mut from = if end.closed { vlfs[i].size } else { end.pos };
-    loop {
-        let v = vlfs[i];
-        let len = v.size.saturating_sub(from).min(budget);
-        if len > 0 {
-            let file = io_file(files, v.file_id)?;
-            extentdb_io::write_zeros(file.as_ref(), v.start_offset + from, len)?;
-            file.sync_data()?;
-            budget -= len;
-        }
-        i = (i + 1) % vlfs.len();
-        if budget == 0 || i == end.vlf || live(&vlfs[i]) {
-            return Ok(());
-        }
-        from = VLF_HEADER_AREA;
+/// FixupLogTail, first part: zeroes up to `FIXUP_BYTES` of the current VLF's tail past the
+/// end of the log; returns the bytes zeroed. The rest of the budget is zeroed in each VLF
+/// the writer activates next, just before its header is written (`next_vlf`), whichever
+/// VLF that is and whatever its header said (a lost header write can leave an old one above
+/// blocks of the lost use). No stale block can then follow a new one (invariant 2).
+fn fixup_tail(files: &Files, vlfs: &[VlfHeader], end: LogEnd) -> Result<u64, StorageError> {
+    let v = vlfs[end.vlf];
+    let from = if end.closed { v.size } else { end.pos };
+    let len = v.size.saturating_sub(from).min(FIXUP_BYTES);
+    if len > 0 {
+        let file = io_file(files, v.file_id)?;
+        extentdb_io::write_zeros(file.as_ref(), v.start_offset + from, len)?;
+        file.sync_data()?;
     }
+    Ok(len)
 }
 
 impl State {
@@ -548,6 +538,17 @@ impl State {
             return Err(StorageError::LogFull);
         };
         let old = self.vlfs[next];
+        if self.fixup_remaining > 0 {
+            let len = old
+                .size
+                .saturating_sub(VLF_HEADER_AREA)
+                .min(self.fixup_remaining);
+            let file = io_file(&self.files, old.file_id)?.clone();
+            extentdb_io::write_zeros(file.as_ref(), old.start_offset + VLF_HEADER_AREA, len)
+                .and_then(|_| file.sync_data())
+                .inspect_err(|_| self.failed = true)?;
+            self.fixup_remaining -= len;
+        }
         // FSeqNos continue from the end of the log without a gap: the reader stops at a gap.
         let header = VlfHeader {
             sequence: v.sequence + 1,

@@ -30,7 +30,7 @@ use extentdb_format::{Lsn, Page, PageId, PageNo};
 
 use crate::log_writer::{read_log, LogRecord, LogWriter};
 use crate::table::formatted_page;
-use crate::xact::{apply_action, set_lsn};
+use crate::xact::{apply_action, set_lsn, Undo};
 use crate::{Database, StorageError};
 
 /// What recovery did, for the error log.
@@ -180,7 +180,30 @@ impl Database {
                 self.data.pool.install(&self.data_files, None, *page, p)?;
                 Ok(true)
             }
+            LogRecordBody::PageImages { images } => {
+                let mut any = false;
+                for (pid, bytes) in images {
+                    if !self.data_files.contains_key(&pid.file.0) {
+                        continue;
+                    }
+                    let current = self
+                        .data
+                        .pool
+                        .peek(&self.data_files, *pid)
+                        .ok()
+                        .and_then(|p| p.header().ok().map(|h| h.lsn));
+                    if current.is_some_and(|l| l >= lsn) {
+                        continue;
+                    }
+                    let mut p = Page::from_bytes(bytes)?;
+                    set_lsn(&mut p, lsn)?;
+                    self.data.pool.install(&self.data_files, None, *pid, p)?;
+                    any = true;
+                }
+                Ok(any)
+            }
             LogRecordBody::RowChange { page, redo, .. }
+            | LogRecordBody::IndexChange { page, redo, .. }
             | LogRecordBody::Compensation { page, redo, .. } => {
                 let p = self.data.pool.page(&self.data_files, None, *page)?;
                 if p.header()?.lsn >= lsn {
@@ -208,16 +231,18 @@ impl Database {
                         undo,
                         ..
                     }) => {
-                        let clr = LogRecordBody::Compensation {
-                            xact,
-                            prev,
-                            undo_next: *before,
-                            page: *page,
-                            redo: undo.clone(),
-                        };
-                        let lsn = self.wal.as_ref().expect("attached").append(&clr.encode())?;
-                        self.apply_logged(*page, undo, lsn)?;
-                        prev = lsn;
+                        let u = Undo::Slot(*page, undo.clone());
+                        prev = self.compensate(xact, prev, *before, &u)?;
+                        at = *before;
+                    }
+                    Some(LogRecordBody::IndexChange {
+                        prev: before,
+                        allocation_unit_id,
+                        undo,
+                        ..
+                    }) => {
+                        let u = Undo::Keyed(*allocation_unit_id, undo.clone());
+                        prev = self.compensate(xact, prev, *before, &u)?;
                         at = *before;
                     }
                     Some(LogRecordBody::Compensation { undo_next, .. }) => at = *undo_next,

@@ -124,6 +124,10 @@ impl Database {
             return Err(StorageError::TableExists(entry.name));
         }
         let au = self.create_allocation_unit(entry.data_space_id)?;
+        entry.allocation_unit_id = au;
+        if entry.index_id == 1 {
+            entry.root_page = self.btree_create(&entry)?;
+        }
         let mut id = 0;
         self.change_catalog(|c| {
             id = c.next_object_id;
@@ -152,6 +156,11 @@ impl Database {
     pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
         let au = self.create_allocation_unit(t.data_space_id)?;
+        let mut fresh = t.clone();
+        fresh.allocation_unit_id = au;
+        if t.index_id == 1 {
+            fresh.root_page = self.btree_create(&fresh)?;
+        }
         self.change_catalog(|c| {
             let e = c
                 .tables
@@ -159,6 +168,7 @@ impl Database {
                 .find(|x| x.object_id == object_id)
                 .expect("checked");
             e.allocation_unit_id = au;
+            e.root_page = fresh.root_page;
             Ok(())
         })?;
         self.data.identity.remove(&object_id);
@@ -243,6 +253,9 @@ impl Database {
     ) -> Result<Rid, StorageError> {
         let t = self.table_or_err(object_id)?;
         self.ensure_log_space()?;
+        if t.index_id == 1 {
+            return self.btree_insert(xact, &t, rec);
+        }
         let page = self.insert_target(&t, rec.len())?;
         let slot = data_page::slot_count(self.data.pool.page(
             &self.data_files,
@@ -264,6 +277,9 @@ impl Database {
     /// Every live (non-ghost) record of the table with its RID, in allocation order.
     pub fn scan_rows(&mut self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         let t = self.table_or_err(object_id)?;
+        if t.index_id == 1 {
+            return self.btree_scan(&t);
+        }
         let mut out = Vec::new();
         for (file, extent) in self.extents_of(t.allocation_unit_id)? {
             for i in 0..PAGES_PER_EXTENT {
@@ -283,7 +299,41 @@ impl Database {
         Ok(out)
     }
 
-    /// Deletes the row at `rid` (it becomes a ghost until the transaction ends).
+    /// Deletes the row `old` that a scan found at `rid`: by RID in a heap, by key in a
+    /// clustered index (where rows move between pages as pages split).
+    pub fn delete_row_at(
+        &mut self,
+        xact: XactId,
+        object_id: u32,
+        rid: Rid,
+        old: &[u8],
+    ) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?;
+        if t.index_id == 1 {
+            self.ensure_log_space()?;
+            return self.btree_delete(xact, &t, old);
+        }
+        self.delete_row(xact, object_id, rid)
+    }
+
+    /// Replaces the row `old` that a scan found at `rid` by `new`; returns its position.
+    pub fn update_row_at(
+        &mut self,
+        xact: XactId,
+        object_id: u32,
+        rid: Rid,
+        old: &[u8],
+        new: &[u8],
+    ) -> Result<Rid, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        if t.index_id == 1 {
+            self.ensure_log_space()?;
+            return self.btree_update(xact, &t, old, new);
+        }
+        self.update_row(xact, object_id, rid, new)
+    }
+
+    /// Deletes the row at `rid` of a heap (it becomes a ghost until the transaction ends).
     pub fn delete_row(
         &mut self,
         xact: XactId,
@@ -368,6 +418,21 @@ impl Database {
                 return Ok(cur);
             }
         }
+        let pid = self.take_page(t)?;
+        self.format_unit_page(pid, au, PageType::Data, 0, 0)?;
+        self.data.cursors.get_mut(&au).expect("taken").current = Some(pid);
+        Ok(pid)
+    }
+
+    /// A page for the table's allocation unit: the next free page of its current extent,
+    /// or the first of a newly allocated one.
+    pub(crate) fn take_page(&mut self, t: &TableEntry) -> Result<PageId, StorageError> {
+        let au = t.allocation_unit_id;
+        if !self.data.cursors.contains_key(&au) {
+            let c = self.recover_cursor(au)?;
+            self.data.cursors.insert(au, c);
+        }
+        let c = self.data.cursors[&au];
         let (file, extent, index) = match c.extent {
             Some((f, e)) if c.next_index < PAGES_PER_EXTENT => (f, e, c.next_index),
             _ => {
@@ -375,17 +440,15 @@ impl Database {
                 (f, e, 0)
             }
         };
-        let pid = PageId::new(file, extent.first_page().0 + index);
-        self.format_heap_page(pid, au)?;
         self.data.cursors.insert(
             au,
             HeapCursor {
-                current: Some(pid),
+                current: c.current,
                 extent: Some((file, extent)),
                 next_index: index + 1,
             },
         );
-        Ok(pid)
+        Ok(PageId::new(file, extent.first_page().0 + index))
     }
 
     /// Rebuilds a heap's cursor after open from its last extent (invariant 2).
@@ -401,10 +464,12 @@ impl Database {
         for i in 0..PAGES_PER_EXTENT {
             let pid = PageId::new(file, extent.first_page().0 + i);
             let p = self.data.pool.peek(&self.data_files, pid)?;
-            if !is_heap_page(&p, au) {
+            if !is_unit_page(&p, au) {
                 break;
             }
-            c.current = Some(pid);
+            if is_heap_page(&p, au) {
+                c.current = Some(pid);
+            }
             c.next_index = i + 1;
         }
         Ok(c)
@@ -484,19 +549,30 @@ impl Database {
         Ok(Some(file_id))
     }
 
-    /// Formats `pid` as an empty data page of `au`, logged (a redo-only system change).
-    fn format_heap_page(&mut self, pid: PageId, au: u64) -> Result<(), StorageError> {
+    /// Formats `pid` as an empty page of `au`, logged (a redo-only system change); returns
+    /// the format's LSN.
+    pub(crate) fn format_unit_page(
+        &mut self,
+        pid: PageId,
+        au: u64,
+        page_type: PageType,
+        index_id: u16,
+        level: u8,
+    ) -> Result<extentdb_format::Lsn, StorageError> {
         let body = LogRecordBody::FormatPage {
             page: pid,
-            page_type: PageType::Data as u8,
+            page_type: page_type as u8,
             allocation_unit_id: au,
-            index_id: 0,
-            level: 0,
+            index_id,
+            level,
         };
         let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
         let lsn = wal.append(&body.encode())?;
         let p = formatted_page(&body, lsn)?;
-        self.data.pool.install(&self.data_files, Some(&wal), pid, p)
+        self.data
+            .pool
+            .install(&self.data_files, Some(&wal), pid, p)?;
+        Ok(lsn)
     }
 
     /// Pages cached and dirty in the buffer pool: (cached, dirty, capacity).
@@ -511,6 +587,13 @@ impl Database {
             self.data.pool = BufferPool::new(pages);
         }
     }
+}
+
+/// True for a formatted data or index page of allocation unit `au`.
+fn is_unit_page(p: &Page, au: u64) -> bool {
+    !p.is_unformatted()
+        && matches!(p.header(), Ok(h) if matches!(h.page_type, PageType::Data | PageType::Index)
+            && h.allocation_unit_id == au)
 }
 
 /// True for a formatted data page of allocation unit `au`.

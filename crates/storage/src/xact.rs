@@ -28,17 +28,25 @@
 
 use std::collections::BTreeMap;
 
-use extentdb_format::log_record::{LogRecordBody, SlotAction, XactId};
+use extentdb_format::catalog::TableEntry;
+use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::{data_page, Lsn, Page, PageId, PageType};
 
 use crate::{Database, StorageError};
+
+/// How one change is undone: on its page and slot (heaps), or found again by key in a
+/// clustered index of allocation unit `.0` (rows move between pages there).
+#[derive(Debug, Clone)]
+pub(crate) enum Undo {
+    Slot(PageId, SlotAction),
+    Keyed(u64, KeyedUndo),
+}
 
 /// One undoable change of a transaction.
 #[derive(Debug, Clone)]
 pub(crate) struct Change {
     pub prev: Lsn,
-    pub page: PageId,
-    pub undo: SlotAction,
+    pub undo: Undo,
 }
 
 #[derive(Debug, Default)]
@@ -81,18 +89,21 @@ fn clr_reservation(undo: &SlotAction) -> u64 {
 
 /// Applies one slot action to a page (redo of a change or of a CLR).
 pub(crate) fn apply_action(page: &mut Page, action: &SlotAction) -> Result<(), StorageError> {
+    // B-tree pages (index id > 0) keep slots in key order; heap pages keep slot numbers.
+    let sorted = {
+        let h = page.header()?;
+        h.index_id > 0 || h.page_type == PageType::Index
+    };
     match action {
         SlotAction::Insert { slot, record } => {
-            let h = page.header()?;
-            if h.page_type == PageType::Index {
+            if sorted {
                 data_page::insert_shifted(page, *slot, record)?
             } else {
                 data_page::insert_at(page, *slot, record)?
             }
         }
         SlotAction::Remove { slot } => {
-            let h = page.header()?;
-            if h.page_type == PageType::Index {
+            if sorted {
                 data_page::delete_shifted(page, *slot)?;
             } else {
                 data_page::delete_at(page, *slot)?;
@@ -194,7 +205,50 @@ impl Database {
         let x = self.data.xacts.active.get_mut(&xact).expect("active");
         x.last_lsn = lsn;
         x.reserved_bytes += reserve;
-        x.changes.push(Change { prev, page, undo });
+        x.changes.push(Change {
+            prev,
+            undo: Undo::Slot(page, undo),
+        });
+        Ok(())
+    }
+
+    /// Logs and applies one change of `xact` to a page of clustered index `t`, undone by key.
+    pub(crate) fn index_change(
+        &mut self,
+        xact: XactId,
+        t: &TableEntry,
+        page: PageId,
+        redo: SlotAction,
+        undo: KeyedUndo,
+    ) -> Result<(), StorageError> {
+        self.check_writable()?;
+        self.ensure_begun(xact)?;
+        self.image_if_needed(page)?;
+        let prev = self.data.xacts.active[&xact].last_lsn;
+        let body = LogRecordBody::IndexChange {
+            xact,
+            prev,
+            page,
+            allocation_unit_id: t.allocation_unit_id,
+            redo: redo.clone(),
+            undo: undo.clone(),
+        };
+        let bytes = body.encode();
+        let reserve = (undo.record().len() + 64 + 512) as u64;
+        self.check_log_reservation(bytes.len() as u64 + reserve)?;
+        let lsn = self
+            .wal
+            .as_ref()
+            .ok_or(StorageError::LogFailed)?
+            .append(&bytes)?;
+        self.apply_logged(page, &redo, lsn)?;
+        let x = self.data.xacts.active.get_mut(&xact).expect("active");
+        x.last_lsn = lsn;
+        x.reserved_bytes += reserve;
+        x.changes.push(Change {
+            prev,
+            undo: Undo::Keyed(t.allocation_unit_id, undo),
+        });
         Ok(())
     }
 
@@ -275,16 +329,7 @@ impl Database {
             }
             let c = x.changes.pop().expect("non-empty");
             let prev = x.last_lsn;
-            let body = LogRecordBody::Compensation {
-                xact,
-                prev,
-                undo_next: c.prev,
-                page: c.page,
-                redo: c.undo.clone(),
-            };
-            let result = self
-                .log(&body)
-                .and_then(|lsn| self.apply_logged(c.page, &c.undo, lsn).map(|_| lsn));
+            let result = self.compensate(xact, prev, c.prev, &c.undo);
             match result {
                 Ok(lsn) => {
                     self.data
@@ -302,6 +347,30 @@ impl Database {
                 }
             }
         }
+    }
+
+    /// Logs and applies the compensation of one change; returns the CLR's LSN.
+    pub(crate) fn compensate(
+        &mut self,
+        xact: XactId,
+        prev: Lsn,
+        undo_next: Lsn,
+        undo: &Undo,
+    ) -> Result<Lsn, StorageError> {
+        let (page, action) = match undo {
+            Undo::Slot(page, action) => (*page, action.clone()),
+            Undo::Keyed(au, k) => self.btree_undo_target(*au, k)?,
+        };
+        let body = LogRecordBody::Compensation {
+            xact,
+            prev,
+            undo_next,
+            page,
+            redo: action.clone(),
+        };
+        let lsn = self.log(&body)?;
+        self.apply_logged(page, &action, lsn)?;
+        Ok(lsn)
     }
 
     /// Rolls `xact` back completely and ends it.

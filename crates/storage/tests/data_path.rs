@@ -22,7 +22,8 @@ use extentdb_storage::{Database, StorageError};
 
 const LAYOUT: [ColumnLayout; 2] = [ColumnLayout::Fixed(4), ColumnLayout::Variable];
 
-fn table_entry() -> TableEntry {
+/// A heap, or with `clustered` a table whose PRIMARY KEY CLUSTERED is column k.
+fn table_entry(clustered: bool) -> TableEntry {
     let col = |id: u16, name: &str, ty: u8, len: i16| ColumnEntry {
         column_id: id,
         name: name.into(),
@@ -41,8 +42,9 @@ fn table_entry() -> TableEntry {
         created_us: 0,
         data_space_id: 1,
         allocation_unit_id: 0,
-        index_id: 0,
-        primary_key: None,
+        index_id: clustered as u8,
+        root_page: extentdb_format::PageId::NULL,
+        primary_key: clustered.then(|| ("PK_T".to_string(), vec![1])),
         columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
     }
 }
@@ -63,14 +65,20 @@ fn contents(db: &mut Database, t: u32) -> Result<BTreeMap<u32, Vec<u8>>, Storage
     Ok(out)
 }
 
-fn find(db: &mut Database, t: u32, k: u32) -> Result<Option<Rid>, StorageError> {
+/// The row with key `k`: its position and record.
+fn find(db: &mut Database, t: u32, k: u32) -> Result<Option<(Rid, Vec<u8>)>, StorageError> {
     for (rid, rec) in db.scan_rows(t)? {
         let cols = record::decode(&LAYOUT, &rec)?;
         if u32::from_le_bytes(cols[0].unwrap().try_into().unwrap()) == k {
-            return Ok(Some(rid));
+            return Ok(Some((rid, rec)));
         }
     }
     Ok(None)
+}
+
+/// Keys in a scrambled order (a permutation), so B-tree inserts land anywhere.
+fn scramble(n: u32) -> u32 {
+    ((n as u64 * 7919) % 1_000_003) as u32
 }
 
 struct Rng(u64);
@@ -110,9 +118,12 @@ fn transaction(
         let mut trial = after.clone();
         match rng.below(10) {
             0..=4 => {
-                let k = *next_key;
+                let k = scramble(*next_key);
                 *next_key += 1;
                 let v = vec![(k % 251) as u8; 1 + rng.below(1500) as usize];
+                if std::env::var("XDB_TRACE").is_ok() {
+                    eprintln!("x{x} insert {k} -> {}x{}", v.len(), v[0]);
+                }
                 db.insert_row(x, t, &row(k, &v))?;
                 trial.insert(k, v);
             }
@@ -121,8 +132,11 @@ fn transaction(
                     .keys()
                     .nth(rng.below(after.len() as u64) as usize)
                     .unwrap();
-                let rid = find(db, t, k)?.expect("model row present");
-                db.delete_row(x, t, rid)?;
+                let (rid, old) = find(db, t, k)?.expect("model row present");
+                if std::env::var("XDB_TRACE").is_ok() {
+                    eprintln!("x{x} delete {k}");
+                }
+                db.delete_row_at(x, t, rid, &old)?;
                 trial.remove(&k);
             }
             7..=8 if !after.is_empty() => {
@@ -130,15 +144,26 @@ fn transaction(
                     .keys()
                     .nth(rng.below(after.len() as u64) as usize)
                     .unwrap();
-                let rid = find(db, t, k)?.expect("model row present");
+                let (rid, old) = find(db, t, k)?.expect("model row present");
                 let v = vec![rng.below(256) as u8; 1 + rng.below(1500) as usize];
-                db.update_row(x, t, rid, &row(k, &v))?;
+                if std::env::var("XDB_TRACE").is_ok() {
+                    eprintln!(
+                        "x{x} update {k} -> {}x{} (old {})",
+                        v.len(),
+                        v[0],
+                        old.len()
+                    );
+                }
+                db.update_row_at(x, t, rid, &old, &row(k, &v))?;
                 trial.insert(k, v);
             }
             _ => {}
         }
         // A statement that fails is rolled back to its savepoint; simulate some.
         if rng.below(8) == 0 {
+            if std::env::var("XDB_TRACE").is_ok() {
+                eprintln!("x{x} rollback_to {sp}");
+            }
             db.rollback_to(x, sp)?;
         } else {
             after = trial;
@@ -147,9 +172,19 @@ fn transaction(
     Ok((x, after))
 }
 
-/// Proves committed transactions survive any crash and uncommitted ones vanish.
+/// Proves committed transactions survive any crash and uncommitted ones vanish, in a heap.
 #[test]
 fn transactions_survive_crashes() {
+    crash_loop(false);
+}
+
+/// The same for a clustered index (B-tree), whose pages split under the workload.
+#[test]
+fn clustered_index_transactions_survive_crashes() {
+    crash_loop(true);
+}
+
+fn crash_loop(clustered: bool) {
     let seeds: u64 = std::env::var("XDB_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -160,7 +195,7 @@ fn transactions_survive_crashes() {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut db = new_db(&fs, root);
         db.set_buffer_pool_pages(8 + rng.below(24) as usize);
-        let t = db.create_table(table_entry()).unwrap();
+        let t = db.create_table(table_entry(clustered)).unwrap();
         let mut model = Model::new();
         let mut in_doubt: Option<Model> = None;
         let mut next_key = 1;
@@ -181,6 +216,9 @@ fn transactions_survive_crashes() {
                 2 => db.checkpoint().and_then(|_| db.commit_xact(x)).map(Some),
                 _ => db.commit_xact(x).map(Some),
             };
+            if std::env::var("XDB_TRACE").is_ok() {
+                eprintln!("x{x} outcome {outcome:?}");
+            }
             match outcome {
                 Ok(None) => {}
                 Ok(Some(lsn)) => {
@@ -193,15 +231,40 @@ fn transactions_survive_crashes() {
                         break;
                     }
                     model = after;
+                    if std::env::var("XDB_TRACE").is_ok() {
+                        let now = contents(&mut db, t).unwrap();
+                        if now != model {
+                            eprintln!("x{x}: diverged after commit");
+                            for k in now.keys().chain(model.keys()) {
+                                if now.get(k) != model.get(k) {
+                                    eprintln!(
+                                        "  key {k}: db {:?} model {:?}",
+                                        now.get(k).map(|v| (v.len(), v[0])),
+                                        model.get(k).map(|v| (v.len(), v[0]))
+                                    );
+                                }
+                            }
+                        }
+                    }
                 }
                 Err(_) => break,
             }
+        }
+        if std::env::var("XDB_TRACE").is_ok() {
+            let pre = contents(&mut db, t);
+            eprintln!(
+                "seed {seed}: before crash matches model: {:?}",
+                pre.map(|p| p == model || in_doubt.as_ref() == Some(&p))
+            );
         }
         drop(db);
         fs.set_faults(Faults::default());
         fs.crash();
         // Some seeds crash recovery itself part-way, then recover again.
-        if rng.below(3) == 0 {
+        if rng.below(3) == 0 && std::env::var("XDB_NO_RCRASH").is_err() {
+            if std::env::var("XDB_TRACE").is_ok() {
+                eprintln!("crash during recovery");
+            }
             fs.set_faults(Faults {
                 fail_io_at: Some((fs.io_count() + 5 + rng.below(200), libc::EIO)),
                 ..Default::default()
@@ -213,7 +276,36 @@ fn transactions_survive_crashes() {
         let mut db = Database::open(&fs, &root.join("Rows.mdf"))
             .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
         let got = contents(&mut db, t).unwrap_or_else(|e| panic!("seed {seed}: scan: {e}"));
+        if clustered {
+            let keys: Vec<u32> = db
+                .scan_rows(t)
+                .unwrap()
+                .iter()
+                .map(|(_, r)| {
+                    let c = record::decode(&LAYOUT, r).unwrap();
+                    u32::from_le_bytes(c[0].unwrap().try_into().unwrap())
+                })
+                .collect();
+            assert!(
+                keys.windows(2).all(|w| w[0] < w[1]),
+                "seed {seed}: clustered scan out of key order"
+            );
+        }
         let ok = got == model || in_doubt.as_ref() == Some(&got);
+        if !ok {
+            eprintln!("seed {seed}: stats {:?}", db.recovery_stats());
+            for (k, v) in &got {
+                if model.get(k) != Some(v) {
+                    eprintln!(
+                        "differs: {k} got {}x{} want {:?} in_doubt {:?}",
+                        v.len(),
+                        v.first().unwrap_or(&0),
+                        model.get(k).map(|m| (m.len(), m[0])),
+                        in_doubt.as_ref().map(|d| d.get(k).map(|m| (m.len(), m[0])))
+                    );
+                }
+            }
+        }
         assert!(
             ok,
             "seed {seed}: after the crash the table holds {} rows, the model {} (keys {:?} vs {:?})",
@@ -242,7 +334,7 @@ fn commit_rollback_and_open_transaction_at_crash() {
     let fs = SimFileSystem::new(7, Faults::default());
     let root = Path::new("/sim");
     let mut db = new_db(&fs, root);
-    let t = db.create_table(table_entry()).unwrap();
+    let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..100 {
         db.insert_row(x, t, &row(k, &[k as u8; 300])).unwrap();
@@ -250,14 +342,14 @@ fn commit_rollback_and_open_transaction_at_crash() {
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     let x = db.begin_xact();
-    let rid = find(&mut db, t, 5).unwrap().unwrap();
+    let (rid, _) = find(&mut db, t, 5).unwrap().unwrap();
     db.delete_row(x, t, rid).unwrap();
     db.insert_row(x, t, &row(500, b"gone")).unwrap();
     db.rollback_xact(x).unwrap();
     assert_eq!(contents(&mut db, t).unwrap().len(), 100);
     // An open transaction whose changes reach the disk (checkpoint) before the crash.
     let x = db.begin_xact();
-    let rid = find(&mut db, t, 7).unwrap().unwrap();
+    let (rid, _) = find(&mut db, t, 7).unwrap().unwrap();
     db.update_row(x, t, rid, &row(7, b"uncommitted")).unwrap();
     db.insert_row(x, t, &row(900, b"uncommitted")).unwrap();
     db.checkpoint().unwrap();

@@ -41,6 +41,7 @@ fn table() -> TableEntry {
         data_space_id: 1,
         allocation_unit_id: 0,
         index_id: 0,
+        root_page: extentdb_format::PageId::NULL,
         primary_key: None,
         columns: vec![col(1, 56, 4), col(2, 165, 8000)],
     }

@@ -1,0 +1,203 @@
+//! Ordering of stored column values, as B-tree keys compare them. Values are in their record
+//! encoding (see the `sql` crate's row codec: little-endian integers, sign-and-magnitude
+//! decimals, `datetime` as time then days, `datetime2` as time then date).
+//!
+//! Character columns compare as SQL Server's default collation
+//! (SQL_Latin1_General_CP1_CI_AS) does in the respects that decide uniqueness and order:
+//! case-insensitively and ignoring trailing spaces. Accent sensitivity is kept (different
+//! accented letters differ). NULL sorts before every value.
+//!
+//! Invariant: `compare` is a total order on the values of one type, and returns Equal for
+//! two values exactly when a PRIMARY KEY would call them duplicates.
+
+use std::cmp::Ordering;
+
+/// System type ids (sys.types) the comparator knows.
+mod id {
+    pub const BIT: u8 = 104;
+    pub const TINYINT: u8 = 48;
+    pub const SMALLINT: u8 = 52;
+    pub const INT: u8 = 56;
+    pub const BIGINT: u8 = 127;
+    pub const DECIMAL: u8 = 106;
+    pub const NUMERIC: u8 = 108;
+    pub const FLOAT: u8 = 62;
+    pub const REAL: u8 = 59;
+    pub const CHAR: u8 = 175;
+    pub const VARCHAR: u8 = 167;
+    pub const NCHAR: u8 = 239;
+    pub const NVARCHAR: u8 = 231;
+    pub const DATE: u8 = 40;
+    pub const DATETIME: u8 = 61;
+    pub const DATETIME2: u8 = 42;
+    pub const UNIQUEIDENTIFIER: u8 = 36;
+}
+
+fn le_signed(b: &[u8]) -> i128 {
+    let mut v: i128 = 0;
+    for (i, &x) in b.iter().enumerate() {
+        v |= (x as i128) << (8 * i);
+    }
+    let bits = 8 * b.len() as u32;
+    if bits > 0 && bits < 128 && (v >> (bits - 1)) & 1 == 1 {
+        v -= 1i128 << bits;
+    }
+    v
+}
+
+fn le_unsigned(b: &[u8]) -> u128 {
+    b.iter()
+        .enumerate()
+        .fold(0u128, |v, (i, &x)| v | (x as u128) << (8 * i))
+}
+
+fn float(b: &[u8]) -> f64 {
+    match b.len() {
+        4 => f32::from_le_bytes(b.try_into().expect("4")) as f64,
+        8 => f64::from_le_bytes(b.try_into().expect("8")),
+        _ => 0.0,
+    }
+}
+
+fn fold_chars(chars: impl Iterator<Item = char>) -> Vec<char> {
+    let mut v: Vec<char> = chars.flat_map(|c| c.to_uppercase()).collect();
+    while v.last() == Some(&' ') {
+        v.pop();
+    }
+    v
+}
+
+fn utf16(b: &[u8]) -> impl Iterator<Item = char> + '_ {
+    char::decode_utf16(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])))
+        .map(|r| r.unwrap_or('\u{fffd}'))
+}
+
+/// Compares two stored values of one column of type `system_type_id`.
+pub fn compare(system_type_id: u8, a: Option<&[u8]>, b: Option<&[u8]>) -> Ordering {
+    let (a, b) = match (a, b) {
+        (None, None) => return Ordering::Equal,
+        (None, Some(_)) => return Ordering::Less,
+        (Some(_), None) => return Ordering::Greater,
+        (Some(a), Some(b)) => (a, b),
+    };
+    match system_type_id {
+        id::TINYINT | id::BIT | id::DATE => le_unsigned(a).cmp(&le_unsigned(b)),
+        id::SMALLINT | id::INT | id::BIGINT => le_signed(a).cmp(&le_signed(b)),
+        id::DECIMAL | id::NUMERIC => {
+            let signed = |x: &[u8]| {
+                let m = le_unsigned(x.get(1..).unwrap_or(&[])) as i128;
+                if x.first() == Some(&0) {
+                    -m
+                } else {
+                    m
+                }
+            };
+            signed(a).cmp(&signed(b))
+        }
+        id::FLOAT | id::REAL => float(a).total_cmp(&float(b)),
+        id::CHAR | id::VARCHAR => {
+            fold_chars(a.iter().map(|&c| c as char)).cmp(&fold_chars(b.iter().map(|&c| c as char)))
+        }
+        id::NCHAR | id::NVARCHAR => fold_chars(utf16(a)).cmp(&fold_chars(utf16(b))),
+        id::DATETIME if a.len() == 8 && b.len() == 8 => {
+            // Days (bytes 4-7) first, then the time of day (bytes 0-3).
+            (le_signed(&a[4..]), le_unsigned(&a[..4]))
+                .cmp(&(le_signed(&b[4..]), le_unsigned(&b[..4])))
+        }
+        id::DATETIME2 if a.len() > 3 && b.len() > 3 => {
+            let split = |x: &[u8]| {
+                let t = x.len() - 3;
+                (le_unsigned(&x[t..]), le_unsigned(&x[..t]))
+            };
+            split(a).cmp(&split(b))
+        }
+        id::UNIQUEIDENTIFIER if a.len() == 16 && b.len() == 16 => {
+            // SQL Server orders GUIDs by bytes 10-15, then 8-9, 6-7, 4-5, 0-3.
+            let order = |x: &[u8]| -> Vec<u8> {
+                let mut v = Vec::with_capacity(16);
+                v.extend_from_slice(&x[10..16]);
+                v.extend_from_slice(&x[8..10]);
+                v.extend_from_slice(&x[6..8]);
+                v.extend_from_slice(&x[4..6]);
+                v.extend_from_slice(&x[0..4]);
+                v
+            };
+            order(a).cmp(&order(b))
+        }
+        // Binary types and anything else: bytes, ignoring trailing zeros (binary(n) pads).
+        _ => {
+            let trim = |x: &[u8]| {
+                let mut n = x.len();
+                while n > 0 && x[n - 1] == 0 {
+                    n -= 1;
+                }
+                n
+            };
+            a[..trim(a)].cmp(&b[..trim(b)])
+        }
+    }
+}
+
+/// Compares two keys column by column.
+pub fn compare_keys(types: &[u8], a: &[Option<&[u8]>], b: &[Option<&[u8]>]) -> Ordering {
+    for (i, t) in types.iter().enumerate() {
+        let o = compare(*t, a.get(i).copied().flatten(), b.get(i).copied().flatten());
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Proves integers order by value, not by their little-endian bytes.
+    #[test]
+    fn integers_by_value() {
+        let i = |v: i32| v.to_le_bytes().to_vec();
+        let mut vals = [5, -1, 256, 0, -300, i32::MAX, i32::MIN];
+        let mut enc: Vec<Vec<u8>> = vals.iter().map(|v| i(*v)).collect();
+        enc.sort_by(|a, b| compare(id::INT, Some(a), Some(b)));
+        vals.sort();
+        assert_eq!(enc, vals.iter().map(|v| i(*v)).collect::<Vec<_>>());
+    }
+
+    /// Proves character keys compare case-insensitively and ignore trailing spaces.
+    #[test]
+    fn characters_as_the_default_collation() {
+        let c = |a: &str, b: &str| compare(id::VARCHAR, Some(a.as_bytes()), Some(b.as_bytes()));
+        assert_eq!(c("abc", "ABC  "), Ordering::Equal);
+        assert_eq!(c("abc", "abd"), Ordering::Less);
+        assert_eq!(c("b", "A"), Ordering::Greater);
+        let n = |s: &str| {
+            s.encode_utf16()
+                .flat_map(|u| u.to_le_bytes())
+                .collect::<Vec<u8>>()
+        };
+        assert_eq!(
+            compare(id::NVARCHAR, Some(&n("straße")), Some(&n("STRASSE"))),
+            Ordering::Equal
+        );
+    }
+
+    /// Proves NULL sorts first and decimals order by sign and magnitude.
+    #[test]
+    fn nulls_and_decimals() {
+        assert_eq!(compare(id::INT, None, Some(&[0, 0, 0, 0])), Ordering::Less);
+        let d = |neg: bool, m: u32| {
+            let mut v = vec![if neg { 0 } else { 1 }];
+            v.extend_from_slice(&m.to_le_bytes());
+            v
+        };
+        assert_eq!(
+            compare(id::DECIMAL, Some(&d(true, 5)), Some(&d(false, 1))),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare(id::DECIMAL, Some(&d(true, 5)), Some(&d(true, 1))),
+            Ordering::Less
+        );
+    }
+}

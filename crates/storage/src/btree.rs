@@ -1,0 +1,617 @@
+//! Clustered indexes (PRIMARY KEY CLUSTERED): a B+tree of the table's rows ordered by key.
+//!
+//! Leaf pages are data pages (type 1) holding the rows in key order; pages above are index
+//! pages (type 2) whose records are a key and a child page id (the first record's key acts
+//! as minus infinity). Pages of one level are chained through prev/next. The root never
+//! moves (the catalog names it): when it splits, its records move to two new children and
+//! it becomes their parent one level up.
+//!
+//! Splits are system changes, never undone: every page a split touches is logged whole in
+//! one `PageImages` record, so a split is in the log entirely or not at all. Splits are
+//! preemptive: going down, a node that could not take one more separator of the largest
+//! possible key is split first, so a leaf split always finds room in its parent.
+//!
+//! Row changes log `IndexChange` records: physical redo (page, slot), undo by key, because
+//! a row may have moved to another page through a split between the change and its undo.
+//! Deleted rows become ghosts (they keep their key's place until their transaction ends).
+//!
+//! Invariants (`check_tree`):
+//! 1. Keys increase (not strictly: ghosts and one live record may share a key) along each
+//!    level's chain, and every key under a separator is at or above it.
+//! 2. At most one live record per key (PRIMARY KEY uniqueness).
+//! 3. All leaves are at level 0; a parent's level is its children's plus one.
+
+use std::cmp::Ordering;
+
+use extentdb_format::catalog::TableEntry;
+use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
+use extentdb_format::record::{self, ColumnLayout, RecordType};
+use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
+
+use crate::table::{layouts, Rid};
+use crate::xact::set_lsn;
+use crate::{Database, StorageError};
+
+/// A key: its columns' stored values (None for NULL).
+type Key<'a> = Vec<Option<&'a [u8]>>;
+
+/// What a B-tree needs to know of its table: key columns and their stored types.
+pub(crate) struct KeyInfo {
+    pub layouts: Vec<ColumnLayout>,
+    pub positions: Vec<usize>,
+    pub types: Vec<u8>,
+    pub key_layouts: Vec<ColumnLayout>,
+    /// Bytes of the largest separator record (for preemptive splits).
+    pub max_separator: usize,
+}
+
+impl KeyInfo {
+    pub fn of(t: &TableEntry) -> KeyInfo {
+        let lay = layouts(t);
+        let ids = t
+            .primary_key
+            .as_ref()
+            .map(|p| p.1.clone())
+            .unwrap_or_default();
+        let positions: Vec<usize> = ids
+            .iter()
+            .filter_map(|id| t.columns.iter().position(|c| c.column_id == *id))
+            .collect();
+        let types = positions
+            .iter()
+            .map(|&p| t.columns[p].system_type_id)
+            .collect();
+        let mut key_layouts: Vec<ColumnLayout> = positions.iter().map(|&p| lay[p]).collect();
+        let key_bytes: usize = positions
+            .iter()
+            .map(|&p| t.columns[p].max_length.max(0) as usize)
+            .sum();
+        key_layouts.push(ColumnLayout::Fixed(6));
+        KeyInfo {
+            layouts: lay,
+            positions,
+            types,
+            // Header, column count, null bitmap, offsets: 64 bytes cover any key's framing.
+            max_separator: key_bytes + 6 + 64 + 2 * key_layouts.len() + 2,
+            key_layouts,
+        }
+    }
+
+    /// The key columns of a leaf record.
+    pub fn key<'a>(&self, rec: &'a [u8]) -> Result<Vec<Option<&'a [u8]>>, StorageError> {
+        let cols = record::decode(&self.layouts, rec)?;
+        Ok(self.positions.iter().map(|&p| cols[p]).collect())
+    }
+
+    /// The key columns and child of a separator record.
+    fn separator<'a>(&self, rec: &'a [u8]) -> Result<(Key<'a>, PageId), StorageError> {
+        let mut cols = record::decode(&self.key_layouts, rec)?;
+        let child = cols.pop().flatten().unwrap_or(&[0; 6]);
+        let page = PageId {
+            page: PageNo(u32::from_le_bytes(child[..4].try_into().expect("6 bytes"))),
+            file: FileId(u16::from_le_bytes(child[4..6].try_into().expect("6 bytes"))),
+        };
+        Ok((cols, page))
+    }
+
+    fn separator_record(
+        &self,
+        key: &[Option<&[u8]>],
+        child: PageId,
+    ) -> Result<Vec<u8>, StorageError> {
+        let mut c = [0u8; 6];
+        c[..4].copy_from_slice(&child.page.0.to_le_bytes());
+        c[4..].copy_from_slice(&child.file.0.to_le_bytes());
+        let mut values: Vec<Option<&[u8]>> = key.to_vec();
+        values.push(Some(&c));
+        let mut rec = record::encode(&self.key_layouts, &values)?;
+        record::set_record_type(&mut rec, RecordType::Index);
+        Ok(rec)
+    }
+
+    fn cmp(&self, a: &[Option<&[u8]>], b: &[Option<&[u8]>]) -> Ordering {
+        key::compare_keys(&self.types, a, b)
+    }
+}
+
+/// The records of a page in slot order.
+fn page_records(p: &Page) -> Result<Vec<Vec<u8>>, StorageError> {
+    let mut out = Vec::new();
+    for (_, r) in data_page::records(p) {
+        out.push(r?.to_vec());
+    }
+    Ok(out)
+}
+
+impl Database {
+    fn cached(&mut self, pid: PageId) -> Result<&mut Page, StorageError> {
+        self.data
+            .pool
+            .page(&self.data_files, self.wal.as_deref(), pid)
+    }
+
+    /// Creates the empty root (a leaf) of a new clustered index; the format is durable
+    /// before the catalog names the page.
+    pub(crate) fn btree_create(&mut self, t: &TableEntry) -> Result<PageId, StorageError> {
+        let root = self.take_page(t)?;
+        let lsn = self.format_unit_page(root, t.allocation_unit_id, PageType::Data, 1, 0)?;
+        self.wal
+            .as_ref()
+            .ok_or(StorageError::LogFailed)?
+            .flush(lsn)?;
+        Ok(root)
+    }
+
+    /// The child of internal page `p` whose range holds `k`, with the child's slot.
+    fn child_for(
+        &self,
+        ki: &KeyInfo,
+        p: &Page,
+        k: &[Option<&[u8]>],
+    ) -> Result<(u16, PageId), StorageError> {
+        let recs = page_records(p)?;
+        let mut chosen = None;
+        for (i, r) in recs.iter().enumerate() {
+            let (sep, child) = ki.separator(r)?;
+            if i == 0 || ki.cmp(&sep, k) != Ordering::Greater {
+                chosen = Some((i as u16, child));
+            } else {
+                break;
+            }
+        }
+        chosen.ok_or_else(|| {
+            extentdb_format::corrupt(
+                p.header().map(|h| h.this_page).unwrap_or(PageId::NULL),
+                "empty index page",
+            )
+            .into()
+        })
+    }
+
+    /// Descends to the leaf for key `k`, splitting full nodes on the way when `for_insert`
+    /// asks for room for a leaf record of `rec_len` bytes. Returns the leaf.
+    fn descend(
+        &mut self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        k: &[Option<&[u8]>],
+        for_insert: Option<usize>,
+    ) -> Result<PageId, StorageError> {
+        'restart: loop {
+            let mut parent: Option<PageId> = None;
+            let mut at = t.root_page;
+            loop {
+                let p = self.cached(at)?.clone();
+                let h = p.header()?;
+                if let Some(len) = for_insert {
+                    let leaf = h.level == 0;
+                    let need = if leaf { len } else { ki.max_separator };
+                    if !data_page::can_insert(&p, need, true)
+                        && (leaf || data_page::slot_count(&p) > 1)
+                    {
+                        self.split(t, ki, at, parent, leaf.then_some(k))?;
+                        continue 'restart;
+                    }
+                }
+                if h.level == 0 {
+                    return Ok(at);
+                }
+                let (_, child) = self.child_for(ki, &p, k)?;
+                parent = Some(at);
+                at = child;
+            }
+        }
+    }
+
+    /// Where a split divides `recs`: a leaf about to take key `k` past its last key splits
+    /// at the end (ascending keys such as IDENTITY fill pages instead of halving them), one
+    /// before its only record splits at the start; otherwise by bytes, so a page of a few
+    /// large rows and many small ones halves fairly.
+    fn split_point(
+        &self,
+        ki: &KeyInfo,
+        recs: &[Vec<u8>],
+        k: Option<&[Option<&[u8]>]>,
+    ) -> Result<usize, StorageError> {
+        if let (Some(k), Some(last), Some(first)) = (k, recs.last(), recs.first()) {
+            if ki.cmp(k, &ki.key(last)?) == Ordering::Greater {
+                return Ok(recs.len());
+            }
+            if recs.len() == 1 && ki.cmp(k, &ki.key(first)?) == Ordering::Less {
+                return Ok(0);
+            }
+        }
+        let total: usize = recs.iter().map(|r| r.len()).sum();
+        let mut acc = 0;
+        let mut cut = recs.len() / 2;
+        for (i, r) in recs.iter().enumerate() {
+            acc += r.len();
+            if acc * 2 >= total {
+                cut = (i + 1).clamp(1, recs.len().saturating_sub(1).max(1));
+                break;
+            }
+        }
+        if k.is_none() {
+            return Ok(cut);
+        }
+        // Records of one key (a live row and the ghosts of its earlier versions) stay on
+        // one leaf, so that the separators route every search for a key to the one leaf
+        // that holds all its records (invariant 1).
+        let same = |i: usize| -> Result<bool, StorageError> {
+            Ok(ki.cmp(&ki.key(&recs[i - 1])?, &ki.key(&recs[i])?) == Ordering::Equal)
+        };
+        for d in 0..recs.len() {
+            for c in [cut + d, cut.wrapping_sub(d)] {
+                if c >= 1 && c < recs.len() && !same(c)? {
+                    return Ok(c);
+                }
+            }
+        }
+        Ok(cut)
+    }
+
+    /// Splits `node` (its parent has room for one separator), or the root in place. `k`
+    /// is the key a leaf split makes room for.
+    fn split(
+        &mut self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        node: PageId,
+        parent: Option<PageId>,
+        k: Option<&[Option<&[u8]>]>,
+    ) -> Result<(), StorageError> {
+        let old = self.cached(node)?.clone();
+        let h = old.header()?;
+        let recs = page_records(&old)?;
+        let au = t.allocation_unit_id;
+        let ptype = h.page_type;
+        let cut = self.split_point(ki, &recs, k)?;
+        let owned = |k: Option<&[Option<&[u8]>]>| -> Vec<Option<Vec<u8>>> {
+            k.unwrap_or(&[])
+                .iter()
+                .map(|c| c.map(|b| b.to_vec()))
+                .collect()
+        };
+        // The first key of a half, or the key being inserted when the half is empty.
+        let first_or_k = |db: &Self, p: &Page| -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+            if data_page::slot_count(p) == 0 {
+                Ok(owned(k))
+            } else {
+                db.first_key_of(ki, p, h.level)
+            }
+        };
+        let fill = |p: &mut Page, rs: &[Vec<u8>]| -> Result<(), StorageError> {
+            for (i, r) in rs.iter().enumerate() {
+                data_page::insert_shifted(p, i as u16, r)?;
+            }
+            Ok(())
+        };
+        let mut images: Vec<(PageId, Page)> = Vec::new();
+        match parent {
+            None => {
+                // Root split: the root keeps its page and becomes the parent of two new pages.
+                let a = self.take_page(t)?;
+                let b = self.take_page(t)?;
+                let mut pa = Page::zeroed();
+                data_page::format(&mut pa, a, ptype, au, 1, h.level);
+                let mut pb = Page::zeroed();
+                data_page::format(&mut pb, b, ptype, au, 1, h.level);
+                fill(&mut pa, &recs[..cut])?;
+                fill(&mut pb, &recs[cut..])?;
+                link(&mut pa, PageId::NULL, b)?;
+                link(&mut pb, a, PageId::NULL)?;
+                let mut root = Page::zeroed();
+                data_page::format(&mut root, node, PageType::Index, au, 1, h.level + 1);
+                let first_a = first_or_k(self, &pa)?;
+                let first_b = first_or_k(self, &pb)?;
+                let ra = ki.separator_record(&borrow(&first_a), a)?;
+                let rb = ki.separator_record(&borrow(&first_b), b)?;
+                data_page::insert_shifted(&mut root, 0, &ra)?;
+                data_page::insert_shifted(&mut root, 1, &rb)?;
+                images.extend([(node, root), (a, pa), (b, pb)]);
+            }
+            Some(parent) => {
+                let m = self.take_page(t)?;
+                let mut left = Page::zeroed();
+                data_page::format(&mut left, node, ptype, au, 1, h.level);
+                let mut right = Page::zeroed();
+                data_page::format(&mut right, m, ptype, au, 1, h.level);
+                fill(&mut left, &recs[..cut])?;
+                fill(&mut right, &recs[cut..])?;
+                link(&mut left, h.prev_page, m)?;
+                link(&mut right, node, h.next_page)?;
+                if !h.next_page.is_null() {
+                    let mut r = self.cached(h.next_page)?.clone();
+                    let rh = r.header()?;
+                    link(&mut r, m, rh.next_page)?;
+                    images.push((h.next_page, r));
+                }
+                let first = first_or_k(self, &right)?;
+                let sep = ki.separator_record(&borrow(&first), m)?;
+                let mut pp = self.cached(parent)?.clone();
+                // The new page goes right after `node` among the parent's children.
+                let mut slot = None;
+                for (i, r) in page_records(&pp)?.iter().enumerate() {
+                    if ki.separator(r)?.1 == node {
+                        slot = Some(i as u16);
+                    }
+                }
+                let slot = slot.ok_or_else(|| {
+                    StorageError::from(extentdb_format::corrupt(
+                        parent,
+                        format!("no entry for child {node}"),
+                    ))
+                })?;
+                data_page::insert_shifted(&mut pp, slot + 1, &sep)?;
+                images.extend([(node, left), (m, right), (parent, pp)]);
+            }
+        }
+        self.log_images(images)
+    }
+
+    /// The first key of a page: a leaf record's key, or a separator's key.
+    fn first_key_of(
+        &self,
+        ki: &KeyInfo,
+        p: &Page,
+        level: u8,
+    ) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        let rec = data_page::record(p, 0)?.ok_or_else(|| {
+            StorageError::from(extentdb_format::corrupt(
+                PageId::NULL,
+                "split of an empty page",
+            ))
+        })?;
+        let k = if level == 0 {
+            ki.key(rec)?
+        } else {
+            ki.separator(rec)?.0
+        };
+        Ok(k.into_iter().map(|c| c.map(|b| b.to_vec())).collect())
+    }
+
+    /// Logs whole pages as one atomic record and installs them, stamped, in the pool.
+    fn log_images(&mut self, images: Vec<(PageId, Page)>) -> Result<(), StorageError> {
+        let body = LogRecordBody::PageImages {
+            images: images
+                .iter()
+                .map(|(p, pg)| (*p, pg.bytes().to_vec()))
+                .collect(),
+        };
+        let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
+        let lsn = wal.append(&body.encode())?;
+        for (pid, mut pg) in images {
+            set_lsn(&mut pg, lsn)?;
+            self.data
+                .pool
+                .install(&self.data_files, Some(&wal), pid, pg)?;
+        }
+        Ok(())
+    }
+
+    /// The slot range of records with key `k` in a leaf, and where a new one would go.
+    fn leaf_position(
+        &mut self,
+        ki: &KeyInfo,
+        leaf: PageId,
+        k: &[Option<&[u8]>],
+    ) -> Result<(u16, Option<(u16, bool)>), StorageError> {
+        let p = self.cached(leaf)?.clone();
+        let mut insert_at = 0u16;
+        let mut found = None;
+        for (slot, r) in data_page::records(&p) {
+            let r = r?;
+            match ki.cmp(&ki.key(r)?, k) {
+                Ordering::Less => insert_at = slot + 1,
+                Ordering::Equal => {
+                    insert_at = slot + 1;
+                    let ghost = record::is_ghost(r);
+                    if !ghost || found.is_none() {
+                        found = Some((slot, ghost));
+                    }
+                }
+                Ordering::Greater => break,
+            }
+        }
+        Ok((insert_at, found))
+    }
+
+    /// Inserts a row into the clustered index; a live row with the same key is a
+    /// duplicate (PRIMARY KEY violation).
+    pub(crate) fn btree_insert(
+        &mut self,
+        xact: XactId,
+        t: &TableEntry,
+        rec: &[u8],
+    ) -> Result<Rid, StorageError> {
+        let ki = KeyInfo::of(t);
+        let k = ki.key(rec)?;
+        let leaf = self.descend(t, &ki, &k, Some(rec.len()))?;
+        let (slot, found) = self.leaf_position(&ki, leaf, &k)?;
+        if matches!(found, Some((_, false))) {
+            return Err(StorageError::DuplicateKey {
+                table: t.name.clone(),
+                constraint: t
+                    .primary_key
+                    .as_ref()
+                    .map(|p| p.0.clone())
+                    .unwrap_or_default(),
+            });
+        }
+        self.index_change(
+            xact,
+            t,
+            leaf,
+            SlotAction::Insert {
+                slot,
+                record: rec.to_vec(),
+            },
+            KeyedUndo::Remove {
+                record: rec.to_vec(),
+            },
+        )?;
+        Ok((leaf, slot))
+    }
+
+    /// Finds the live row with `rec`'s key, or with `ghost` the ghost that is exactly
+    /// `rec` (one key may have several ghosts, its earlier versions): (leaf, slot, record).
+    fn btree_find(
+        &mut self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        rec: &[u8],
+        ghost: bool,
+    ) -> Result<(PageId, u16, Vec<u8>), StorageError> {
+        let k = ki.key(rec)?;
+        let leaf = self.descend(t, ki, &k, None)?;
+        let p = self.cached(leaf)?.clone();
+        // Byte 0 holds the record type (ghost or not); the rest must match exactly.
+        let same_version = |r: &[u8]| r.len() == rec.len() && r[1..] == rec[1..];
+        for (slot, r) in data_page::records(&p) {
+            let r = r?;
+            if record::is_ghost(r) == ghost
+                && ki.cmp(&ki.key(r)?, &k) == Ordering::Equal
+                && (!ghost || same_version(r))
+            {
+                return Ok((leaf, slot, r.to_vec()));
+            }
+        }
+        Err(StorageError::RowNotFound {
+            page: leaf,
+            slot: u16::MAX,
+        })
+    }
+
+    /// Deletes the row with `old`'s key (it becomes a ghost).
+    pub(crate) fn btree_delete(
+        &mut self,
+        xact: XactId,
+        t: &TableEntry,
+        old: &[u8],
+    ) -> Result<(), StorageError> {
+        let ki = KeyInfo::of(t);
+        let (leaf, slot, cur) = self.btree_find(t, &ki, old, false)?;
+        self.index_change(
+            xact,
+            t,
+            leaf,
+            SlotAction::Ghost { slot },
+            KeyedUndo::Unghost { record: cur },
+        )
+    }
+
+    /// Replaces the row with `old`'s key by `new` (in place when the key and length stay).
+    pub(crate) fn btree_update(
+        &mut self,
+        xact: XactId,
+        t: &TableEntry,
+        old: &[u8],
+        new: &[u8],
+    ) -> Result<Rid, StorageError> {
+        let ki = KeyInfo::of(t);
+        let same_key = ki.cmp(&ki.key(old)?, &ki.key(new)?) == Ordering::Equal;
+        if same_key && old.len() == new.len() {
+            let (leaf, slot, cur) = self.btree_find(t, &ki, old, false)?;
+            self.index_change(
+                xact,
+                t,
+                leaf,
+                SlotAction::Replace {
+                    slot,
+                    record: new.to_vec(),
+                },
+                KeyedUndo::Replace { record: cur },
+            )?;
+            return Ok((leaf, slot));
+        }
+        self.btree_delete(xact, t, old)?;
+        self.btree_insert(xact, t, new)
+    }
+
+    /// Every live row in key order, with its position.
+    pub(crate) fn btree_scan(
+        &mut self,
+        t: &TableEntry,
+    ) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+        let mut at = t.root_page;
+        loop {
+            let p = self.data.pool.peek(&self.data_files, at)?;
+            let h = p.header()?;
+            if h.level == 0 {
+                break;
+            }
+            let first = data_page::record(&p, 0)?.ok_or_else(|| {
+                StorageError::from(extentdb_format::corrupt(at, "empty index page"))
+            })?;
+            let ki = KeyInfo::of(t);
+            at = ki.separator(first)?.1;
+        }
+        let mut out = Vec::new();
+        let mut seen = 0usize;
+        while !at.is_null() {
+            let p = self.data.pool.peek(&self.data_files, at)?;
+            for (slot, r) in data_page::records(&p) {
+                let r = r?;
+                if !record::is_ghost(r) {
+                    out.push(((at, slot), r.to_vec()));
+                }
+            }
+            at = p.header()?.next_page;
+            seen += 1;
+            if seen > 1 << 28 {
+                return Err(extentdb_format::corrupt(at, "leaf chain loops").into());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Undoes a keyed change: finds the row by key and applies the physical undo; returns
+    /// (page, physical action) for the compensation record.
+    pub(crate) fn btree_undo_target(
+        &mut self,
+        allocation_unit_id: u64,
+        undo: &KeyedUndo,
+    ) -> Result<(PageId, SlotAction), StorageError> {
+        let t = self
+            .catalog
+            .tables
+            .iter()
+            .find(|t| t.allocation_unit_id == allocation_unit_id)
+            .cloned()
+            .ok_or(StorageError::AllocationUnitNotFound(allocation_unit_id))?;
+        let ki = KeyInfo::of(&t);
+        Ok(match undo {
+            KeyedUndo::Remove { record } => {
+                let (leaf, slot, _) = self.btree_find(&t, &ki, record, false)?;
+                (leaf, SlotAction::Remove { slot })
+            }
+            KeyedUndo::Unghost { record } => {
+                let (leaf, slot, _) = self.btree_find(&t, &ki, record, true)?;
+                (leaf, SlotAction::Unghost { slot })
+            }
+            KeyedUndo::Replace { record } => {
+                let (leaf, slot, _) = self.btree_find(&t, &ki, record, false)?;
+                (
+                    leaf,
+                    SlotAction::Replace {
+                        slot,
+                        record: record.clone(),
+                    },
+                )
+            }
+        })
+    }
+}
+
+/// Sets a page's sibling links.
+fn link(p: &mut Page, prev: PageId, next: PageId) -> Result<(), StorageError> {
+    let mut h = p.header()?;
+    h.prev_page = prev;
+    h.next_page = next;
+    p.set_header(&h);
+    Ok(())
+}
+
+fn borrow(k: &[Option<Vec<u8>>]) -> Vec<Option<&[u8]>> {
+    k.iter().map(|c| c.as_deref()).collect()
+}
