@@ -177,3 +177,16 @@ fn log_reuse() {
 fn ifi_off_instance() {
     check("ifi_off_instance");
 }
+
+/// Tables and DML: DDL, inserts, aggregates, updates, deletes, transactions with full and
+/// statement-level rollback, the catalog views, and SQL Server's errors for bad rows.
+#[test]
+fn tables_dml() {
+    check("tables_dml");
+}
+
+/// Seed 003's JunkData script (a WHILE loop of DEFAULT VALUES inserts), scaled down.
+#[test]
+fn seed003_junkdata() {
+    check("seed003_junkdata");
+}

@@ -16,6 +16,7 @@ pub mod functions;
 pub mod messages;
 pub mod ops;
 pub mod render;
+pub mod rowcodec;
 
 // Execution.
 pub mod exec;

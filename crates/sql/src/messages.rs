@@ -200,6 +200,32 @@ static CATALOGUE: &[Entry] = &[
     e(9002, 17, 2, "The transaction log for database '%.*ls' is full due to '%ls'."), // unverified
     e(9810, 16, 1, "The datepart %.*ls is not supported by date function %.*ls for data type %s."), // unverified
     e(15151, 16, 1, "Cannot %S_MSG the %S_MSG '%.*ls', because it does not exist or you do not have permission."), // unverified
+    // Tables, DML and transactions.
+    e(109, 15, 1, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
+    e(110, 15, 1, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
+    e(147, 15, 1, "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference."),
+    e(264, 16, 1, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code."),
+    e(544, 16, 1, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF."),
+    e(545, 16, 1, "Explicit value must be specified for identity column in table '%.*ls' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column."),
+    e(1088, 16, 11, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."), // unverified
+    e(1701, 16, 1, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including %d bytes of internal overhead. This exceeds the maximum allowable table row size of %d bytes."),
+    e(1750, 16, 0, "Could not create constraint or index. See previous errors."),
+    e(1911, 16, 1, "Column name '%.*ls' does not exist in the target table or view."),
+    e(1921, 16, 1, "Invalid filegroup '%.*ls' specified."),
+    e(2744, 16, 2, "Multiple identity columns specified for table '%.*ls'. Only one identity column per table is allowed."),
+    e(2749, 16, 2, "Identity column '%.*ls' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, and constrained to be nonnullable."),
+    e(2760, 16, 1, "The specified schema name \"%.*ls\" either does not exist or you do not have permission to use it."),
+    e(3902, 16, 1, "The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION."),
+    e(3903, 16, 1, "The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION."),
+    e(4701, 16, 1, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."),
+    e(8101, 16, 1, "An explicit value for the identity column in table '%.*ls' can only be specified when a column list is used and IDENTITY_INSERT is ON."),
+    e(8102, 16, 1, "Cannot update identity column '%.*ls'."),
+    e(8106, 16, 1, "Table '%.*ls' does not have the identity property. Cannot perform SET operation."),
+    e(8107, 16, 1, "IDENTITY_INSERT is already ON for table '%.*ls'. Cannot perform SET operation for table '%.*ls'."),
+    e(8110, 16, 0, "Cannot add multiple PRIMARY KEY constraints to table '%.*ls'."),
+    e(8111, 16, 1, "Cannot define PRIMARY KEY constraint on nullable column in table '%.*ls'."),
+    e(8120, 16, 1, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
+    e(8147, 16, 1, "Could not create IDENTITY attribute on nullable column '%.*ls', table '%.*ls'."),
     e(18456, 14, 1, "Login failed for user '%.*ls'.%.*ls%.*ls"), // unverified
 ];
 

@@ -59,6 +59,13 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         FilegroupNotEmpty(name) => vec![msg(5042, &[&"filegroup", name])],
         CannotRemovePrimaryFilegroup => vec![msg(5020, &[])],
         InvalidName(name) => vec![msg(102, &[name])],
+        TableExists(name) => vec![msg(2714, &[name])],
+        DuplicateKey { table, constraint } => vec![msg(
+            2627,
+            &[&"PRIMARY KEY", constraint, &format!("dbo.{table}"), &"(?)"],
+        )],
+        TableNotFound(id) => vec![msg(208, &[id])],
+        IdentityOverflow => vec![msg(8115, &[&"IDENTITY", &"bigint"])],
         Io(e) => vec![msg(
             823,
             &[&errno_text(e), &"read/write", &0u64, &e.to_string(), &""],
@@ -76,4 +83,20 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             procedure: None,
         }],
     }
+}
+
+/// Maps a storage error of the data path (DML in database `database`): the messages that
+/// name the database, each followed by "The statement has been terminated." as SQL Server
+/// sends it for a failed data modification.
+pub fn map_data(err: &StorageError, database: &str) -> Vec<SqlError> {
+    let mut out = match err {
+        StorageError::FilegroupFull { object, filegroup } => vec![msg(
+            1105,
+            &[&format!("dbo.{object}"), &"", &database, filegroup],
+        )],
+        StorageError::LogFull => vec![msg(9002, &[&database, &"ACTIVE_TRANSACTION"])],
+        other => return map(other, Context::Other),
+    };
+    out.push(msg(3621, &[]));
+    out
 }

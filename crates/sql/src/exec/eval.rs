@@ -320,7 +320,9 @@ impl Session {
             "@@VERSION" => Value::Text(format!("{VERSION} (storage-compatible with Microsoft SQL Server 2022, database version {DATABASE_VERSION}) on Linux")),
             "@@SPID" => Value::SmallInt(self.spid as i16),
             "@@SERVERNAME" => Value::Text(hostname()),
-            "@@TRANCOUNT" | "@@ERROR" => Value::Int(0),
+            "@@TRANCOUNT" => Value::Int(self.trancount as i32),
+            "@@IDENTITY" => identity_value(self.last_identity),
+            "@@ERROR" => Value::Int(0),
             _ => Value::Null,
         }
     }
@@ -389,6 +391,22 @@ impl Session {
                 })
                 .unwrap_or(Value::Null)
             }
+            "SCOPE_IDENTITY" => identity_value(self.last_identity),
+            "OBJECT_ID" => match text_arg(0) {
+                None => Value::Null,
+                Some(n) => {
+                    let name = crate::ast::ObjectName {
+                        parts: n
+                            .split('.')
+                            .map(|p| p.trim_matches(['[', ']']).to_string())
+                            .collect(),
+                    };
+                    match self.find_table(&name) {
+                        Ok(Some(t)) => Value::Int(t.entry.object_id as i32),
+                        _ => Value::Null,
+                    }
+                }
+            },
             "DATABASEPROPERTYEX" => match (text_arg(0), text_arg(1)) {
                 (Some(db), Some(prop)) => database_property(&inst, &db, &prop),
                 _ => Value::Null,
@@ -509,6 +527,17 @@ fn database_property(inst: &extentdb_storage::Instance, db: &str, prop: &str) ->
             super::views::ticks_from_unix_us(d.boot.last_checkdb_us)
         }),
         _ => Value::Null,
+    }
+}
+
+/// SCOPE_IDENTITY() and @@IDENTITY are numeric(38,0), NULL before any identity insert.
+fn identity_value(v: Option<i64>) -> Value {
+    match v {
+        Some(v) => Value::Decimal {
+            unscaled: v as i128,
+            scale: 0,
+        },
+        None => Value::Null,
     }
 }
 

@@ -6,9 +6,10 @@
 //! end only their statement and the batch goes on.
 //!
 //! Session state: current database, session trace flags, variables of the current batch
-//! (they end with the batch, as in T-SQL), SET NOCOUNT, @@ROWCOUNT.
+//! (they end with the batch, as in T-SQL), SET NOCOUNT, @@ROWCOUNT, the open transaction
+//! (see `xact`), SET IDENTITY_INSERT and the last identity value inserted.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 
@@ -21,12 +22,18 @@ use crate::parser::parse_batch;
 use crate::types::{SqlType, Value};
 
 mod admin;
+mod aggregate;
 pub mod ddl;
+mod dml;
 mod errors;
 mod eval;
+mod expr_text;
 mod lower;
 mod select;
+mod table_ddl;
+mod tables;
 pub mod views;
+mod xact;
 
 /// One thing a batch produced, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +72,10 @@ impl Engine {
             vars: HashMap::new(),
             nocount: false,
             rowcount: 0,
+            trancount: 0,
+            xacts: BTreeMap::new(),
+            identity_insert: None,
+            last_identity: None,
         }
     }
 }
@@ -79,6 +90,23 @@ pub struct Session {
     vars: HashMap<String, (SqlType, Value)>,
     pub nocount: bool,
     rowcount: i64,
+    /// @@TRANCOUNT: nesting depth of BEGIN TRANSACTION.
+    trancount: u32,
+    /// The explicit transaction's storage transaction in each database it wrote to, begun
+    /// lazily on the first write there.
+    xacts: BTreeMap<u16, u64>,
+    /// SET IDENTITY_INSERT ... ON: (database id, object id) of the one table it is on for.
+    identity_insert: Option<(u16, u32)>,
+    /// SCOPE_IDENTITY() and @@IDENTITY: the last identity value this session inserted.
+    last_identity: Option<i64>,
+}
+
+impl Drop for Session {
+    /// A session that ends inside a transaction rolls it back, as SQL Server does when a
+    /// connection closes.
+    fn drop(&mut self) {
+        self.rollback_all();
+    }
 }
 
 /// How a statement ended, for control flow.
@@ -204,6 +232,16 @@ impl Session {
                 out.push(Output::Info(msg(5701, &[&name]).text));
             }
             K::Select(q) => self.select(q, out)?,
+            K::CreateTable(c) => self.create_table(c)?,
+            K::DropTable { if_exists, names } => self.drop_tables(*if_exists, names)?,
+            K::TruncateTable { name } => self.truncate_table(name)?,
+            K::Insert(i) => self.insert(i, out)?,
+            K::Update(u) => self.update(u, out)?,
+            K::Delete(d) => self.delete(d, out)?,
+            K::SetIdentityInsert { table, on } => self.set_identity_insert(table, *on)?,
+            K::BeginTransaction { .. } => self.begin_transaction(),
+            K::Commit { .. } => self.commit_transaction()?,
+            K::Rollback { .. } => self.rollback_transaction()?,
             K::Dbcc(d) => self.dbcc(d, out)?,
             K::Execute(e) => self.execute_proc(e, out)?,
             _ => return self.lowered(s, out),

@@ -1,8 +1,10 @@
-//! SELECT: without FROM (expressions and variable assignment), and from one system view
-//! with WHERE, ORDER BY and TOP. Tables, joins and aggregates arrive with the data path.
+//! SELECT: without FROM (expressions and variable assignment), and from one system view or
+//! user table with WHERE, GROUP BY and aggregates (see `aggregate`), HAVING, DISTINCT,
+//! ORDER BY and TOP. Joins, subqueries and set operations are not here yet.
 
 use std::cmp::Ordering;
 
+use super::aggregate;
 use super::eval::{as_i64, value_type, RowCtx};
 use super::lower::not_yet;
 use super::views::{self, Rowset};
@@ -16,53 +18,37 @@ use crate::types::{SqlType, Value};
 type Projection = (Vec<(String, SqlType)>, Vec<Vec<Value>>);
 
 /// The rows one FROM source gives, with the name and alias expressions may qualify by.
-struct Source {
-    rowset: Rowset,
-    table: String,
-    alias: Option<String>,
+pub(super) struct Source {
+    pub rowset: Rowset,
+    pub table: String,
+    pub alias: Option<String>,
+}
+
+/// Rows equal for DISTINCT and GROUP BY: NULLs equal each other.
+pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
+    a.iter()
+        .zip(b)
+        .all(|(x, y)| match (x.is_null(), y.is_null()) {
+            (true, true) => true,
+            (false, false) => matches!(ops::compare(x, y), Ok(Some(Ordering::Equal))),
+            _ => false,
+        })
 }
 
 impl Session {
     pub(super) fn select(&mut self, q: &Query, out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
-        let QueryBody::Select(s) = &q.body else {
-            return Err(vec![not_yet("UNION, EXCEPT and INTERSECT")]);
-        };
-        let source = self.from(s)?;
-        if s.items
-            .iter()
-            .all(|i| matches!(i, SelectItem::Assign { .. }))
-        {
-            return self
-                .assignment_select(s, source.as_ref())
-                .map_err(|e| vec![e]);
+        if let QueryBody::Select(s) = &q.body {
+            if s.items
+                .iter()
+                .all(|i| matches!(i, SelectItem::Assign { .. }))
+            {
+                let source = self.from(s)?;
+                return self
+                    .assignment_select(s, source.as_ref())
+                    .map_err(|e| vec![e]);
+            }
         }
-        if s.items
-            .iter()
-            .any(|i| matches!(i, SelectItem::Assign { .. }))
-        {
-            return Err(vec![msg(141, &[])]);
-        }
-        let rows = self
-            .filtered_rows(s, source.as_ref())
-            .map_err(|e| vec![e])?;
-        let (columns, mut result) = self
-            .project(s, source.as_ref(), &rows)
-            .map_err(|e| vec![e])?;
-        if !q.order_by.is_empty() {
-            self.order(q, source.as_ref(), &rows, &columns, &mut result)
-                .map_err(|e| vec![e])?;
-        }
-        if let Some(top) = &s.top {
-            let n = as_i64(&self.eval(&top.count, None).map_err(|e| vec![e])?)
-                .map_err(|e| vec![e])?
-                .max(0) as usize;
-            let n = if top.percent {
-                (result.len() * n).div_ceil(100)
-            } else {
-                n
-            };
-            result.truncate(n);
-        }
+        let (columns, result) = self.query_result(q)?;
         let n = result.len() as u64;
         out.push(Output::Rows {
             columns,
@@ -72,7 +58,62 @@ impl Session {
         Ok(())
     }
 
-    /// Resolves FROM: one system view (`sys.x`, `db.sys.x`), or none.
+    /// The result of a query (SELECT and INSERT ... SELECT): FROM, WHERE, GROUP BY and
+    /// aggregates, HAVING, the select list, DISTINCT, ORDER BY and TOP, in that order.
+    pub(super) fn query_result(&mut self, q: &Query) -> Result<Projection, Vec<SqlError>> {
+        let QueryBody::Select(s) = &q.body else {
+            return Err(vec![not_yet("UNION, EXCEPT and INTERSECT")]);
+        };
+        if s.items
+            .iter()
+            .any(|i| matches!(i, SelectItem::Assign { .. }))
+        {
+            return Err(vec![msg(141, &[])]);
+        }
+        let source = self.from(s)?;
+        if aggregate::is_aggregate_query(s) {
+            let (grouped_q, grouped_s, grouped) = self.group(q, s, source)?;
+            return self
+                .finish(&grouped_q, &grouped_s, Some(&grouped))
+                .map_err(|e| vec![e]);
+        }
+        self.finish(q, s, source.as_ref()).map_err(|e| vec![e])
+    }
+
+    /// WHERE, the select list, DISTINCT, ORDER BY and TOP over one source.
+    fn finish(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        src: Option<&Source>,
+    ) -> Result<Projection, SqlError> {
+        let rows = self.filtered_rows(s, src)?;
+        let (columns, mut result) = self.project(s, src, &rows)?;
+        if !q.order_by.is_empty() {
+            self.order(q, src, &rows, &columns, &mut result)?;
+        }
+        if s.distinct {
+            let mut kept: Vec<Vec<Value>> = Vec::with_capacity(result.len());
+            for r in result {
+                if !kept.iter().any(|k| same_row(k, &r)) {
+                    kept.push(r);
+                }
+            }
+            result = kept;
+        }
+        if let Some(top) = &s.top {
+            let n = as_i64(&self.eval(&top.count, None)?)?.max(0) as usize;
+            let n = if top.percent {
+                (result.len() * n).div_ceil(100)
+            } else {
+                n
+            };
+            result.truncate(n);
+        }
+        Ok((columns, result))
+    }
+
+    /// Resolves FROM: one system view (`sys.x`, `db.sys.x`) or user table, or none.
     fn from(&mut self, s: &Select) -> Result<Option<Source>, Vec<SqlError>> {
         match s.from.as_slice() {
             [] => Ok(None),
@@ -88,8 +129,20 @@ impl Session {
                 };
                 let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();
                 let key = format!("{schema}.{}", name.name().to_ascii_lowercase());
-                let rowset = views::view(&self.engine.instance, db_id, &key)
-                    .ok_or_else(|| vec![msg(208, &[&name.joined()])])?;
+                let rowset = match views::view(&self.engine.instance, db_id, &key) {
+                    Some(r) => r,
+                    None => {
+                        let t = self.table(name)?;
+                        let rows = {
+                            let mut g = t.db.lock().unwrap();
+                            t.rows(&mut g)?
+                        };
+                        Rowset {
+                            columns: t.columns(),
+                            rows: rows.into_iter().map(|(_, r)| r).collect(),
+                        }
+                    }
+                };
                 Ok(Some(Source {
                     rowset,
                     table: name.name().to_string(),
@@ -100,7 +153,7 @@ impl Session {
         }
     }
 
-    fn ctx<'a>(src: &'a Source, values: &'a [Value]) -> RowCtx<'a> {
+    pub(super) fn ctx<'a>(src: &'a Source, values: &'a [Value]) -> RowCtx<'a> {
         RowCtx {
             columns: &src.rowset.columns,
             values,
@@ -110,7 +163,7 @@ impl Session {
     }
 
     /// The source rows that satisfy WHERE (one empty row without FROM).
-    fn filtered_rows(
+    pub(super) fn filtered_rows(
         &mut self,
         s: &Select,
         src: Option<&Source>,
@@ -173,13 +226,18 @@ impl Session {
                                     .find(|(n, _)| n.eq_ignore_ascii_case(c.name()))
                                     .map(|x| x.0.clone())
                             });
-                            (
-                                alias
-                                    .clone()
-                                    .or(real)
-                                    .unwrap_or_else(|| c.name().to_string()),
-                                t,
-                            )
+                            let name = alias
+                                .clone()
+                                .or(real)
+                                .unwrap_or_else(|| c.name().to_string());
+                            // Aggregates stand in as hidden columns; unaliased, they are
+                            // unnamed like any other expression.
+                            let name = if aggregate::is_hidden(&name) && alias.is_none() {
+                                String::new()
+                            } else {
+                                name
+                            };
+                            (name, t)
                         }
                         _ => (alias.clone().unwrap_or_default(), None),
                     };

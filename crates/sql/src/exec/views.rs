@@ -1,6 +1,11 @@
 //! System views over the instance: sys.dm_server_services, sys.databases,
-//! sys.database_files, sys.master_files, sys.filegroups, with SQL Server's column names,
-//! types and units (sizes in 8 KB pages).
+//! sys.database_files, sys.master_files, sys.filegroups, and over a database's tables
+//! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units, with SQL
+//! Server's column names, types and units (sizes in 8 KB pages).
+//!
+//! A heap has one partition and one in-row allocation unit; partition_id and hobt_id are
+//! the allocation unit's id (SQL Server's are distinct numbers, equal in value for a heap's
+//! in-row unit only by coincidence).
 //!
 //! Views are computed from the live catalogs on each query; nothing is cached, so a view
 //! can never disagree with the catalog it shows.
@@ -77,6 +82,21 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Rowset> {
                     Value::Real(used as f32 * 100.0 / total.max(1) as f32),
                     Value::BigInt(used as i64),
                 ]],
+            }
+        }
+        "sys.tables"
+        | "sys.columns"
+        | "sys.indexes"
+        | "sys.partitions"
+        | "sys.allocation_units" => {
+            let db = inst.database(current_db)?;
+            let mut db = db.lock().unwrap();
+            match name {
+                "sys.tables" => tables(&db),
+                "sys.columns" => columns(&db),
+                "sys.indexes" => indexes(&db),
+                "sys.partitions" => partitions(&mut db),
+                _ => allocation_units(&mut db),
             }
         }
         "sys.filegroups" => {
@@ -325,6 +345,180 @@ pub fn log_space(inst: &Instance) -> Rowset {
                 Value::Float(total as f64 / (1 << 20) as f64),
                 Value::Float(used as f64 * 100.0 / total.max(1) as f64),
                 Value::Int(0),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+fn tables(db: &Database) -> Rowset {
+    let columns = cols(&[
+        ("name", SYSNAME),
+        ("object_id", SqlType::Int),
+        ("schema_id", SqlType::Int),
+        ("type", SqlType::Char(2)),
+        ("type_desc", SqlType::NVarChar(60)),
+        ("create_date", SqlType::DateTime),
+    ]);
+    let rows = db
+        .catalog
+        .tables
+        .iter()
+        .map(|t| {
+            vec![
+                text(&t.name),
+                Value::Int(t.object_id as i32),
+                Value::Int(1),
+                text("U "),
+                text("USER_TABLE"),
+                Value::DateTime(ticks_from_unix_us(t.created_us)),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+fn columns(db: &Database) -> Rowset {
+    let columns = cols(&[
+        ("object_id", SqlType::Int),
+        ("name", SYSNAME),
+        ("column_id", SqlType::Int),
+        ("system_type_id", SqlType::TinyInt),
+        ("user_type_id", SqlType::Int),
+        ("max_length", SqlType::SmallInt),
+        ("precision", SqlType::TinyInt),
+        ("scale", SqlType::TinyInt),
+        ("is_nullable", SqlType::Bit),
+        ("is_identity", SqlType::Bit),
+    ]);
+    let mut rows = Vec::new();
+    for t in &db.catalog.tables {
+        for c in &t.columns {
+            rows.push(vec![
+                Value::Int(t.object_id as i32),
+                text(&c.name),
+                Value::Int(c.column_id as i32),
+                Value::TinyInt(c.system_type_id),
+                Value::Int(c.system_type_id as i32),
+                Value::SmallInt(c.max_length),
+                Value::TinyInt(c.precision),
+                Value::TinyInt(c.scale),
+                bit(c.is_nullable),
+                bit(c.identity.is_some()),
+            ]);
+        }
+    }
+    Rowset { columns, rows }
+}
+
+fn indexes(db: &Database) -> Rowset {
+    let columns = cols(&[
+        ("object_id", SqlType::Int),
+        ("name", SYSNAME),
+        ("index_id", SqlType::Int),
+        ("type", SqlType::TinyInt),
+        ("type_desc", SqlType::NVarChar(60)),
+        ("is_primary_key", SqlType::Bit),
+        ("data_space_id", SqlType::Int),
+    ]);
+    let rows = db
+        .catalog
+        .tables
+        .iter()
+        .map(|t| {
+            vec![
+                Value::Int(t.object_id as i32),
+                Value::Null,
+                Value::Int(0),
+                Value::TinyInt(0),
+                text("HEAP"),
+                bit(false),
+                Value::Int(t.data_space_id as i32),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+/// Live rows and the distinct pages holding them, per table (by a scan).
+fn usage(db: &mut Database, object_id: u32) -> (i64, i64) {
+    match db.scan_rows(object_id) {
+        Ok(rows) => {
+            let pages: std::collections::BTreeSet<_> = rows
+                .iter()
+                .map(|((p, _), _)| (p.file.0, p.page.0))
+                .collect();
+            (rows.len() as i64, pages.len() as i64)
+        }
+        Err(_) => (0, 0),
+    }
+}
+
+fn partitions(db: &mut Database) -> Rowset {
+    let columns = cols(&[
+        ("partition_id", SqlType::BigInt),
+        ("object_id", SqlType::Int),
+        ("index_id", SqlType::Int),
+        ("partition_number", SqlType::Int),
+        ("hobt_id", SqlType::BigInt),
+        ("rows", SqlType::BigInt),
+    ]);
+    let tables: Vec<(u32, u64)> = db
+        .catalog
+        .tables
+        .iter()
+        .map(|t| (t.object_id, t.allocation_unit_id))
+        .collect();
+    let rows = tables
+        .into_iter()
+        .map(|(id, au)| {
+            let (n, _) = usage(db, id);
+            vec![
+                Value::BigInt(au as i64),
+                Value::Int(id as i32),
+                Value::Int(0),
+                Value::Int(1),
+                Value::BigInt(au as i64),
+                Value::BigInt(n),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+fn allocation_units(db: &mut Database) -> Rowset {
+    let columns = cols(&[
+        ("allocation_unit_id", SqlType::BigInt),
+        ("type", SqlType::TinyInt),
+        ("type_desc", SqlType::NVarChar(60)),
+        ("container_id", SqlType::BigInt),
+        ("data_space_id", SqlType::Int),
+        ("total_pages", SqlType::BigInt),
+        ("used_pages", SqlType::BigInt),
+        ("data_pages", SqlType::BigInt),
+    ]);
+    let tables: Vec<(u32, u64, u16)> = db
+        .catalog
+        .tables
+        .iter()
+        .map(|t| (t.object_id, t.allocation_unit_id, t.data_space_id))
+        .collect();
+    let rows = tables
+        .into_iter()
+        .map(|(id, au, ds)| {
+            let total = db.extents_of(au).map(|e| e.len() as i64 * 8).unwrap_or(0);
+            let (_, data) = usage(db, id);
+            // The IAM page counts as used once the unit has any extent.
+            let used = data + (total > 0) as i64;
+            vec![
+                Value::BigInt(au as i64),
+                Value::TinyInt(1),
+                text("IN_ROW_DATA"),
+                Value::BigInt(au as i64),
+                Value::Int(ds as i32),
+                Value::BigInt(total),
+                Value::BigInt(used),
+                Value::BigInt(data),
             ]
         })
         .collect();

@@ -1,0 +1,575 @@
+//! GROUP BY, aggregates and HAVING.
+//!
+//! A grouped query becomes an ordinary one over a computed source: each aggregate call in
+//! the select list, HAVING and ORDER BY is computed per group and replaced by a hidden
+//! column of that source; HAVING becomes its WHERE. Each group's row carries the group's
+//! first source row, so grouping columns keep their values (Msg 8120 refuses any other
+//! column outside an aggregate).
+//!
+//! Result types as SQL Server's: COUNT int, COUNT_BIG bigint; SUM and AVG of tinyint,
+//! smallint and int are int, of bigint bigint, of decimal(p, s) decimal(38, s) (AVG:
+//! decimal(38, max(s, 6))), of real and float float; MIN and MAX keep the argument's type.
+//! Over no rows, COUNT is 0 and the others NULL; without GROUP BY, zero rows still make
+//! one group.
+//!
+//! Groups come out in ascending key order (as a stream aggregate over sorted input gives
+//! them); SQL Server promises no order without ORDER BY.
+
+use std::cmp::Ordering;
+
+use super::eval::RowCtx;
+use super::lower::not_yet;
+use super::select::{same_row, Source};
+use super::views::Rowset;
+use super::Session;
+use crate::ast::{Expr, ObjectName, OrderByItem, Query, Select, SelectItem};
+use crate::convert::{convert, type_of};
+use crate::messages::{msg, SqlError};
+use crate::ops;
+use crate::types::{SqlType, Value};
+
+/// Prefix of the hidden columns aggregates are replaced by; no identifier can start so.
+const HIDDEN: char = '\u{1}';
+
+pub(super) fn is_hidden(name: &str) -> bool {
+    name.starts_with(HIDDEN)
+}
+
+fn is_aggregate_name(n: &ObjectName) -> bool {
+    n.parts.len() == 1
+        && matches!(
+            n.name().to_ascii_uppercase().as_str(),
+            "COUNT" | "COUNT_BIG" | "SUM" | "MIN" | "MAX" | "AVG"
+        )
+}
+
+fn is_aggregate(e: &Expr) -> bool {
+    matches!(e, Expr::Function { name, .. } if is_aggregate_name(name))
+}
+
+/// True when the expression contains an aggregate call.
+fn contains_aggregate(e: &Expr) -> bool {
+    let mut found = false;
+    let _ = map_expr(e, &mut |x| {
+        found |= is_aggregate(x);
+        Ok(None)
+    });
+    found
+}
+
+/// A grouped query: GROUP BY, HAVING or an aggregate in the select list.
+pub(super) fn is_aggregate_query(s: &Select) -> bool {
+    !s.group_by.is_empty()
+        || s.having.is_some()
+        || s.items.iter().any(|i| match i {
+            SelectItem::Expr { expr, .. } => contains_aggregate(expr),
+            _ => false,
+        })
+}
+
+/// Rebuilds `e` bottom-up-free: `f` may replace a node (Some) or let it be rebuilt from
+/// its rewritten children (None). Subqueries are left as they are.
+fn map_expr(
+    e: &Expr,
+    f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
+) -> Result<Expr, SqlError> {
+    if let Some(r) = f(e)? {
+        return Ok(r);
+    }
+    let mut m = |x: &Expr| map_expr(x, f).map(Box::new);
+    Ok(match e {
+        Expr::Function {
+            name,
+            args,
+            distinct,
+            star,
+        } => Expr::Function {
+            name: name.clone(),
+            args: args
+                .iter()
+                .map(|a| m(a).map(|b| *b))
+                .collect::<Result<_, _>>()?,
+            distinct: *distinct,
+            star: *star,
+        },
+        Expr::Cast {
+            expr,
+            data_type,
+            try_cast,
+        } => Expr::Cast {
+            expr: m(expr)?,
+            data_type: data_type.clone(),
+            try_cast: *try_cast,
+        },
+        Expr::Convert {
+            data_type,
+            expr,
+            style,
+            try_convert,
+        } => Expr::Convert {
+            data_type: data_type.clone(),
+            expr: m(expr)?,
+            style: style.as_ref().map(|s| m(s)).transpose()?,
+            try_convert: *try_convert,
+        },
+        Expr::Case {
+            operand,
+            branches,
+            else_result,
+        } => Expr::Case {
+            operand: operand.as_ref().map(|o| m(o)).transpose()?,
+            branches: branches
+                .iter()
+                .map(|(w, t)| Ok((*m(w)?, *m(t)?)))
+                .collect::<Result<_, SqlError>>()?,
+            else_result: else_result.as_ref().map(|x| m(x)).transpose()?,
+        },
+        Expr::Unary { op, expr } => Expr::Unary {
+            op: *op,
+            expr: m(expr)?,
+        },
+        Expr::Binary { left, op, right } => Expr::Binary {
+            left: m(left)?,
+            op: *op,
+            right: m(right)?,
+        },
+        Expr::Like {
+            expr,
+            pattern,
+            escape,
+            negated,
+        } => Expr::Like {
+            expr: m(expr)?,
+            pattern: m(pattern)?,
+            escape: escape.as_ref().map(|x| m(x)).transpose()?,
+            negated: *negated,
+        },
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => Expr::InList {
+            expr: m(expr)?,
+            list: list
+                .iter()
+                .map(|a| m(a).map(|b| *b))
+                .collect::<Result<_, _>>()?,
+            negated: *negated,
+        },
+        Expr::Between {
+            expr,
+            low,
+            high,
+            negated,
+        } => Expr::Between {
+            expr: m(expr)?,
+            low: m(low)?,
+            high: m(high)?,
+            negated: *negated,
+        },
+        Expr::IsNull { expr, negated } => Expr::IsNull {
+            expr: m(expr)?,
+            negated: *negated,
+        },
+        Expr::Collate { expr, collation } => Expr::Collate {
+            expr: m(expr)?,
+            collation: collation.clone(),
+        },
+        other => other.clone(),
+    })
+}
+
+/// One aggregate call to compute per group.
+struct Aggregate {
+    call: Expr,
+    result_type: SqlType,
+}
+
+/// The aggregates of a query, each replaced by its hidden column.
+#[derive(Default)]
+struct Collector {
+    calls: Vec<Expr>,
+}
+
+impl Collector {
+    fn rewrite(&mut self, e: &Expr) -> Result<Expr, SqlError> {
+        map_expr(e, &mut |x| {
+            if !is_aggregate(x) {
+                return Ok(None);
+            }
+            let i = match self.calls.iter().position(|c| c == x) {
+                Some(i) => i,
+                None => {
+                    self.calls.push(x.clone());
+                    self.calls.len() - 1
+                }
+            };
+            Ok(Some(Expr::Column(ObjectName::simple(&hidden_name(i)))))
+        })
+    }
+}
+
+fn hidden_name(i: usize) -> String {
+    format!("{HIDDEN}agg{i}")
+}
+
+/// Msg 8120 for a column outside aggregates and GROUP BY.
+fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlError> {
+    let mut bad: Option<String> = None;
+    let _ = map_expr(e, &mut |x| {
+        if bad.is_some() || group_by.iter().any(|g| g == x) {
+            return Ok(Some(x.clone()));
+        }
+        if let Expr::Column(n) = x {
+            let grouped = is_hidden(n.name())
+                || group_by.iter().any(
+                    |g| matches!(g, Expr::Column(c) if c.name().eq_ignore_ascii_case(n.name())),
+                );
+            if !grouped {
+                let real = src
+                    .rowset
+                    .columns
+                    .iter()
+                    .find(|(c, _)| c.eq_ignore_ascii_case(n.name()))
+                    .map(|(c, _)| c.clone());
+                // An unknown column is Msg 207, which evaluation reports.
+                if let Some(real) = real {
+                    let q = src.alias.as_deref().unwrap_or(&src.table);
+                    bad = Some(format!("{q}.{real}"));
+                }
+            }
+        }
+        Ok(None)
+    });
+    match bad {
+        Some(c) => Err(msg(8120, &[&c])),
+        None => Ok(()),
+    }
+}
+
+fn sum_type(t: SqlType, avg: bool) -> SqlType {
+    match t {
+        SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::Bit => SqlType::Int,
+        SqlType::BigInt => SqlType::BigInt,
+        SqlType::Decimal { scale, .. } => SqlType::Decimal {
+            precision: 38,
+            scale: if avg { scale.max(6) } else { scale },
+        },
+        _ => SqlType::Float,
+    }
+}
+
+impl Session {
+    /// The type of an aggregate's argument: a source column's, else the first value's.
+    fn argument_type(&mut self, arg: &Expr, src: &Source, rows: &[Vec<Value>]) -> SqlType {
+        if let Expr::Column(n) = arg {
+            if let Some((_, t)) = src
+                .rowset
+                .columns
+                .iter()
+                .find(|(c, _)| c.eq_ignore_ascii_case(n.name()))
+            {
+                return *t;
+            }
+        }
+        for r in rows {
+            if let Ok(v) = self.eval(arg, Some(&Session::ctx(src, r))) {
+                if !v.is_null() {
+                    return type_of(&v);
+                }
+            }
+        }
+        SqlType::Int
+    }
+
+    fn aggregate_spec(
+        &mut self,
+        call: &Expr,
+        src: &Source,
+        rows: &[Vec<Value>],
+    ) -> Result<Aggregate, SqlError> {
+        let Expr::Function {
+            name, args, star, ..
+        } = call
+        else {
+            unreachable!("collected calls are aggregates");
+        };
+        let upper = name.name().to_ascii_uppercase();
+        if !*star && args.len() != 1 {
+            return Err(msg(174, &[&upper.to_lowercase(), &1]));
+        }
+        if *star && upper != "COUNT" && upper != "COUNT_BIG" {
+            return Err(msg(102, &[&"*"]));
+        }
+        if args.iter().any(contains_aggregate) {
+            return Err(not_yet("aggregates of aggregates"));
+        }
+        let result_type = match upper.as_str() {
+            "COUNT" => SqlType::Int,
+            "COUNT_BIG" => SqlType::BigInt,
+            "SUM" => sum_type(self.argument_type(&args[0], src, rows), false),
+            "AVG" => sum_type(self.argument_type(&args[0], src, rows), true),
+            _ => self.argument_type(&args[0], src, rows),
+        };
+        Ok(Aggregate {
+            call: call.clone(),
+            result_type,
+        })
+    }
+
+    /// One aggregate over one group's rows.
+    fn compute(
+        &mut self,
+        a: &Aggregate,
+        src: &Source,
+        rows: &[&Vec<Value>],
+    ) -> Result<Value, SqlError> {
+        let Expr::Function {
+            name,
+            args,
+            star,
+            distinct,
+        } = &a.call
+        else {
+            unreachable!("collected calls are aggregates");
+        };
+        let upper = name.name().to_ascii_uppercase();
+        if *star {
+            return Ok(count_value(rows.len() as i64, a.result_type));
+        }
+        let mut values: Vec<Value> = Vec::with_capacity(rows.len());
+        for r in rows {
+            let v = self.eval(&args[0], Some(&Session::ctx(src, r)))?;
+            if v.is_null() {
+                continue;
+            }
+            if *distinct
+                && values
+                    .iter()
+                    .any(|x| same_row(std::slice::from_ref(x), std::slice::from_ref(&v)))
+            {
+                continue;
+            }
+            values.push(v);
+        }
+        match upper.as_str() {
+            "COUNT" | "COUNT_BIG" => Ok(count_value(values.len() as i64, a.result_type)),
+            "MIN" | "MAX" => {
+                let want = if upper == "MIN" {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
+                let mut best: Option<Value> = None;
+                for v in values {
+                    best = Some(match best {
+                        None => v,
+                        Some(b) => {
+                            if ops::compare(&v, &b)? == Some(want) {
+                                v
+                            } else {
+                                b
+                            }
+                        }
+                    });
+                }
+                Ok(best.unwrap_or(Value::Null))
+            }
+            _ => {
+                if values.is_empty() {
+                    return Ok(Value::Null);
+                }
+                // Integers accumulate in bigint so AVG cannot overflow where SQL Server's
+                // does not; SUM converts back and reports int overflow as it would.
+                let acc_type = match a.result_type {
+                    SqlType::Int => SqlType::BigInt,
+                    t => t,
+                };
+                let mut sum = convert(&Value::Int(0), acc_type, None)?;
+                for v in &values {
+                    sum = ops::binary(ops::BinaryOp::Add, &sum, &convert(v, acc_type, None)?)?;
+                }
+                let total = if upper == "AVG" {
+                    let n = convert(&Value::BigInt(values.len() as i64), acc_type, None)?;
+                    ops::binary(ops::BinaryOp::Divide, &sum, &n)?
+                } else {
+                    sum
+                };
+                convert(&total, a.result_type, None)
+            }
+        }
+    }
+
+    /// The grouped form of a query: its select list, HAVING (as WHERE) and ORDER BY over
+    /// a source of one row per group.
+    pub(super) fn group(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        source: Option<Source>,
+    ) -> Result<(Query, Select, Source), Vec<SqlError>> {
+        let one = |e| vec![e];
+        if s.where_clause.as_ref().is_some_and(contains_aggregate) {
+            return Err(vec![msg(147, &[])]);
+        }
+        let src = source.unwrap_or(Source {
+            rowset: Rowset::default(),
+            table: String::new(),
+            alias: None,
+        });
+        let has_from = !s.from.is_empty();
+        let rows = self
+            .filtered_rows(s, has_from.then_some(&src))
+            .map_err(one)?;
+        let mut c = Collector::default();
+        let mut items = Vec::with_capacity(s.items.len());
+        for item in &s.items {
+            items.push(match item {
+                SelectItem::Expr { expr, alias } => {
+                    let e = c.rewrite(expr).map_err(one)?;
+                    check_grouped(&e, &s.group_by, &src).map_err(one)?;
+                    SelectItem::Expr {
+                        expr: e,
+                        alias: alias.clone(),
+                    }
+                }
+                SelectItem::Wildcard { .. } => {
+                    return Err(vec![not_yet("* in a grouped query")]);
+                }
+                SelectItem::Assign { .. } => return Err(vec![msg(141, &[])]),
+            });
+        }
+        let having = match &s.having {
+            Some(h) => {
+                let e = c.rewrite(h).map_err(one)?;
+                check_grouped(&e, &s.group_by, &src).map_err(one)?;
+                Some(e)
+            }
+            None => None,
+        };
+        let mut order_by = Vec::with_capacity(q.order_by.len());
+        for o in &q.order_by {
+            let e = c.rewrite(&o.expr).map_err(one)?;
+            order_by.push(OrderByItem {
+                expr: e,
+                descending: o.descending,
+            });
+        }
+        let specs = c
+            .calls
+            .iter()
+            .map(|call| self.aggregate_spec(call, &src, &rows))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(one)?;
+        let groups = self.groups(&s.group_by, &src, &rows).map_err(one)?;
+        let width = src.rowset.columns.len();
+        let mut grouped_rows = Vec::with_capacity(groups.len());
+        for g in &groups {
+            let members: Vec<&Vec<Value>> = g.iter().map(|&i| &rows[i]).collect();
+            let mut row = match members.first() {
+                Some(r) => (*r).clone(),
+                None => vec![Value::Null; width],
+            };
+            for a in &specs {
+                row.push(self.compute(a, &src, &members).map_err(one)?);
+            }
+            grouped_rows.push(row);
+        }
+        let mut columns = src.rowset.columns.clone();
+        columns.extend(
+            specs
+                .iter()
+                .enumerate()
+                .map(|(i, a)| (hidden_name(i), a.result_type)),
+        );
+        let grouped = Source {
+            rowset: Rowset {
+                columns,
+                rows: grouped_rows,
+            },
+            table: src.table.clone(),
+            alias: src.alias.clone(),
+        };
+        let select = Select {
+            distinct: s.distinct,
+            top: s.top.clone(),
+            items,
+            into: None,
+            from: s.from.clone(),
+            where_clause: having,
+            group_by: Vec::new(),
+            having: None,
+        };
+        let query = Query {
+            ctes: Vec::new(),
+            body: q.body.clone(),
+            order_by,
+            offset: None,
+            fetch: None,
+            hints: Vec::new(),
+        };
+        Ok((query, select, grouped))
+    }
+
+    /// Row indexes of each group, groups in ascending key order. Without GROUP BY, one
+    /// group of every row (possibly none).
+    fn groups(
+        &mut self,
+        by: &[Expr],
+        src: &Source,
+        rows: &[Vec<Value>],
+    ) -> Result<Vec<Vec<usize>>, SqlError> {
+        if by.is_empty() {
+            return Ok(vec![(0..rows.len()).collect()]);
+        }
+        let mut keyed: Vec<(Vec<Value>, usize)> = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            let ctx: RowCtx<'_> = Session::ctx(src, r);
+            let key = by
+                .iter()
+                .map(|e| self.eval(e, Some(&ctx)))
+                .collect::<Result<Vec<_>, _>>()?;
+            keyed.push((key, i));
+        }
+        let mut failure = None;
+        keyed.sort_by(|a, b| {
+            for (x, y) in a.0.iter().zip(&b.0) {
+                let o = match (x.is_null(), y.is_null()) {
+                    (true, true) => Ordering::Equal,
+                    (true, false) => Ordering::Less,
+                    (false, true) => Ordering::Greater,
+                    _ => ops::compare(x, y)
+                        .unwrap_or_else(|e| {
+                            failure.get_or_insert(e);
+                            None
+                        })
+                        .unwrap_or(Ordering::Equal),
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            a.1.cmp(&b.1)
+        });
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        let mut out: Vec<Vec<usize>> = Vec::new();
+        let mut last: Option<&Vec<Value>> = None;
+        for (k, i) in &keyed {
+            match last {
+                Some(l) if same_row(l, k) => out.last_mut().expect("a group").push(*i),
+                _ => out.push(vec![*i]),
+            }
+            last = Some(k);
+        }
+        Ok(out)
+    }
+}
+
+fn count_value(n: i64, t: SqlType) -> Value {
+    match t {
+        SqlType::BigInt => Value::BigInt(n),
+        _ => Value::Int(n as i32),
+    }
+}

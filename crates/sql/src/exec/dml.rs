@@ -1,0 +1,550 @@
+//! INSERT, UPDATE and DELETE on user tables.
+//!
+//! Each statement works in two phases, as SQL Server's do: first every new or changed row
+//! is computed (expressions evaluated, values converted to the column types, NOT NULL
+//! checked) with the database unlocked, since evaluation may itself need the database;
+//! then, under the database lock and inside the session's transaction (see `xact`), the
+//! identity values are taken, PRIMARY KEY uniqueness is checked against the stored rows,
+//! and the rows are written. A failure anywhere leaves the table as it was.
+//!
+//! Deliberately not here yet: UPDATE/DELETE ... FROM (joins), INSERT ... EXEC, OUTPUT,
+//! and isolation between the two phases (a concurrent session could change the rows in
+//! between; the CLI runs one session, the server will need locks).
+
+use std::collections::HashSet;
+
+use extentdb_storage::table::Rid;
+use extentdb_storage::Database;
+
+use super::errors;
+use super::eval::{as_i64, RowCtx};
+use super::lower::not_yet;
+use super::tables::TableRef;
+use super::{Output, Session};
+use crate::ast::{AssignOp, AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
+use crate::convert::{convert, data_type_name};
+use crate::messages::{msg, SqlError};
+use crate::ops;
+use crate::parser::parse_batch;
+use crate::rowcodec;
+use crate::types::{SqlType, Value};
+
+/// Runtime errors of a data modification, which SQL Server follows with "The statement has
+/// been terminated."; compile-time ones (207, 213, 544 ...) are not.
+fn terminated(e: SqlError) -> Vec<SqlError> {
+    let runtime = matches!(
+        e.number,
+        515 | 2627 | 2628 | 8152 | 8115 | 220 | 232 | 8134 | 242 | 517 | 8114
+    );
+    if runtime {
+        vec![e, msg(3621, &[])]
+    } else {
+        vec![e]
+    }
+}
+
+fn compound(op: AssignOp) -> Option<ops::BinaryOp> {
+    Some(match op {
+        AssignOp::Assign => return None,
+        AssignOp::Add => ops::BinaryOp::Add,
+        AssignOp::Subtract => ops::BinaryOp::Subtract,
+        AssignOp::Multiply => ops::BinaryOp::Multiply,
+        AssignOp::Divide => ops::BinaryOp::Divide,
+        AssignOp::Modulo => ops::BinaryOp::Modulo,
+        AssignOp::BitAnd => ops::BinaryOp::BitAnd,
+        AssignOp::BitOr => ops::BinaryOp::BitOr,
+        AssignOp::BitXor => ops::BinaryOp::BitXor,
+    })
+}
+
+/// The key of a row under a PRIMARY KEY's column positions, as Msg 2627 prints it.
+fn key_text(values: &[Value]) -> String {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| {
+            if v.is_null() {
+                "<NULL>".into()
+            } else {
+                super::eval::to_text(v)
+            }
+        })
+        .collect();
+    format!("({})", parts.join(", "))
+}
+
+/// PRIMARY KEY positions of a table, with the constraint name.
+fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
+    let (name, ids) = t.entry.primary_key.as_ref()?;
+    let pos = ids
+        .iter()
+        .filter_map(|id| t.entry.columns.iter().position(|c| c.column_id == *id))
+        .collect();
+    Some((name.clone(), pos))
+}
+
+/// A comparable form of a key: text compares case-insensitively and without trailing
+/// spaces, as the default collation does.
+fn key_of(values: &[Value], pos: &[usize]) -> Vec<String> {
+    pos.iter()
+        .map(|&p| match &values[p] {
+            Value::Text(s) => format!("t{}", s.trim_end_matches(' ').to_lowercase()),
+            v => format!("{v:?}"),
+        })
+        .collect()
+}
+
+/// Checks that no two of `rows` share a key (Msg 2627 names the first duplicate).
+fn check_unique<'a>(
+    t: &TableRef,
+    rows: impl IntoIterator<Item = &'a Vec<Value>>,
+) -> Result<(), Vec<SqlError>> {
+    let Some((name, pos)) = key_columns(t) else {
+        return Ok(());
+    };
+    let mut seen = HashSet::new();
+    for r in rows {
+        if !seen.insert(key_of(r, &pos)) {
+            let key: Vec<Value> = pos.iter().map(|&p| r[p].clone()).collect();
+            return Err(terminated(msg(
+                2627,
+                &[&"PRIMARY KEY", &name, &t.two_part(), &key_text(&key)],
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// An identity value as the column's type (Msg 8115 when it does not fit).
+fn identity_value(t: SqlType, v: i64) -> Result<Value, SqlError> {
+    convert(&Value::BigInt(v), t, None).map_err(|_| msg(8115, &[&"IDENTITY", &data_type_name(t)]))
+}
+
+/// One row to insert: its values, and the identity column to fill if it was not given.
+struct NewRow {
+    values: Vec<Value>,
+    generate_identity: Option<usize>,
+}
+
+impl Session {
+    fn top_count(&mut self, top: &Option<Top>, rows: usize) -> Result<usize, Vec<SqlError>> {
+        let Some(top) = top else { return Ok(rows) };
+        let n = as_i64(&self.eval(&top.count, None).map_err(|e| vec![e])?)
+            .map_err(|e| vec![e])?
+            .max(0) as usize;
+        Ok(if top.percent {
+            (rows * n).div_ceil(100)
+        } else {
+            n
+        })
+    }
+
+    /// A column's DEFAULT, evaluated from its stored text.
+    fn default_value(&mut self, t: &TableRef, col: usize) -> Result<Value, SqlError> {
+        let c = &t.entry.columns[col];
+        if c.default_sql.is_empty() {
+            return Ok(Value::Null);
+        }
+        let parsed = parse_batch(&format!("SELECT {}", c.default_sql)).map_err(|e| SqlError {
+            number: e.number,
+            severity: e.severity,
+            state: e.state,
+            text: e.text,
+            line: 0,
+            procedure: None,
+        })?;
+        let expr = match parsed.first().map(|s| &s.kind) {
+            Some(crate::ast::StatementKind::Select(q)) => match &q.body {
+                crate::ast::QueryBody::Select(s) => match s.items.first() {
+                    Some(crate::ast::SelectItem::Expr { expr, .. }) => expr.clone(),
+                    _ => return Ok(Value::Null),
+                },
+                _ => return Ok(Value::Null),
+            },
+            _ => return Ok(Value::Null),
+        };
+        let v = self.eval(&expr, None)?;
+        rowcodec::assign(t.types[col], &v, &t.three_part(), &c.name)
+    }
+
+    /// The columns an INSERT gives values for, by position.
+    fn insert_targets(&self, ins: &Insert, t: &TableRef) -> Result<Vec<usize>, Vec<SqlError>> {
+        let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+        let identity_insert = self.identity_insert == Some((t.db_id, t.entry.object_id));
+        if matches!(ins.source, InsertSource::DefaultValues) {
+            return Ok(Vec::new());
+        }
+        if ins.columns.is_empty() {
+            if identity.is_some() && identity_insert {
+                return Err(vec![msg(8101, &[&t.entry.name])]);
+            }
+            return Ok((0..t.entry.columns.len())
+                .filter(|i| Some(*i) != identity)
+                .collect());
+        }
+        let mut targets = Vec::with_capacity(ins.columns.len());
+        for name in &ins.columns {
+            let i = t
+                .column_index(name)
+                .ok_or_else(|| vec![msg(207, &[name])])?;
+            if targets.contains(&i) {
+                return Err(vec![msg(264, &[&t.entry.columns[i].name])]);
+            }
+            targets.push(i);
+        }
+        if let Some(id) = identity {
+            if targets.contains(&id) && !identity_insert {
+                return Err(vec![msg(544, &[&t.entry.name])]);
+            }
+            if !targets.contains(&id) && identity_insert {
+                return Err(vec![msg(545, &[&t.entry.name])]);
+            }
+        }
+        Ok(targets)
+    }
+
+    /// The source rows of an INSERT, one value per target (None for DEFAULT).
+    fn insert_source(
+        &mut self,
+        ins: &Insert,
+        targets: &[usize],
+    ) -> Result<Vec<Vec<Option<Value>>>, Vec<SqlError>> {
+        let mismatch = |given: usize| {
+            if ins.columns.is_empty() {
+                vec![msg(213, &[])]
+            } else if targets.len() > given {
+                vec![msg(109, &[])]
+            } else {
+                vec![msg(110, &[])]
+            }
+        };
+        match &ins.source {
+            InsertSource::DefaultValues => Ok(vec![Vec::new()]),
+            InsertSource::Execute(_) => Err(vec![not_yet("INSERT ... EXEC")]),
+            InsertSource::Values(rows) => {
+                if let Some(r) = rows.iter().find(|r| r.len() != targets.len()) {
+                    return Err(mismatch(r.len()));
+                }
+                let mut out = Vec::with_capacity(rows.len());
+                for r in rows {
+                    let mut values = Vec::with_capacity(r.len());
+                    for e in r {
+                        values.push(match e {
+                            Expr::Default => None,
+                            e => Some(self.eval(e, None).map_err(terminated)?),
+                        });
+                    }
+                    out.push(values);
+                }
+                Ok(out)
+            }
+            InsertSource::Query(q) => {
+                let (columns, rows) = self.query_result(q)?;
+                if columns.len() != targets.len() {
+                    return Err(vec![msg(213, &[])]);
+                }
+                Ok(rows
+                    .into_iter()
+                    .map(|r| r.into_iter().map(Some).collect())
+                    .collect())
+            }
+        }
+    }
+
+    pub(super) fn insert(
+        &mut self,
+        ins: &Insert,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        let t = self.table(&ins.table)?;
+        let targets = self.insert_targets(ins, &t)?;
+        let mut source = self.insert_source(ins, &targets)?;
+        let n = self.top_count(&ins.top, source.len())?;
+        source.truncate(n);
+        let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+        let mut rows = Vec::with_capacity(source.len());
+        for src in source {
+            rows.push(self.new_row(&t, &targets, src, identity)?);
+        }
+        let count = rows.len() as u64;
+        let db = t.db.clone();
+        let last = self.write_in_xact(t.db_id, &db, |db, x| write_inserts(db, x, &t, rows))?;
+        if last.is_some() {
+            self.last_identity = last;
+        }
+        self.rows_affected(count, out);
+        Ok(())
+    }
+
+    /// One row to insert: given values converted, defaults filled, NOT NULL checked.
+    fn new_row(
+        &mut self,
+        t: &TableRef,
+        targets: &[usize],
+        src: Vec<Option<Value>>,
+        identity: Option<usize>,
+    ) -> Result<NewRow, Vec<SqlError>> {
+        let width = t.entry.columns.len();
+        let mut values = vec![Value::Null; width];
+        let mut given = vec![false; width];
+        for (&col, v) in targets.iter().zip(src) {
+            let c = &t.entry.columns[col];
+            if let Some(v) = v {
+                values[col] = rowcodec::assign(t.types[col], &v, &t.three_part(), &c.name)
+                    .map_err(terminated)?;
+                given[col] = true;
+            }
+        }
+        let generate_identity = identity.filter(|&i| !given[i]);
+        for col in 0..width {
+            if !given[col] && Some(col) != generate_identity {
+                values[col] = self.default_value(t, col).map_err(terminated)?;
+            }
+            let c = &t.entry.columns[col];
+            if values[col].is_null() && !c.is_nullable && Some(col) != generate_identity {
+                return Err(terminated(msg(515, &[&c.name, &t.three_part(), &"INSERT"])));
+            }
+        }
+        Ok(NewRow {
+            values,
+            generate_identity,
+        })
+    }
+
+    pub(super) fn update(
+        &mut self,
+        u: &Update,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        if !u.from.is_empty() {
+            return Err(vec![not_yet("UPDATE ... FROM")]);
+        }
+        let t = self.table(&u.table)?;
+        let mut targets: Vec<Option<usize>> = Vec::with_capacity(u.assignments.len());
+        for a in &u.assignments {
+            targets.push(match &a.target {
+                AssignTarget::Variable(_) => None,
+                AssignTarget::Column(c) => {
+                    let i = t
+                        .column_index(c.name())
+                        .ok_or_else(|| vec![msg(207, &[&c.name()])])?;
+                    if t.entry.columns[i].identity.is_some() {
+                        return Err(vec![msg(8102, &[&t.entry.columns[i].name])]);
+                    }
+                    if targets.contains(&Some(i)) {
+                        return Err(vec![msg(264, &[&t.entry.columns[i].name])]);
+                    }
+                    Some(i)
+                }
+            });
+        }
+        let rows = {
+            let mut g = t.db.lock().unwrap();
+            t.rows(&mut g)?
+        };
+        let matched = self.matching(&t, &rows, u.where_clause.as_ref())?;
+        let limit = self.top_count(&u.top, matched.len())?;
+        let columns = t.columns();
+        let mut changes: Vec<(usize, Vec<Value>)> = Vec::new();
+        for &i in matched.iter().take(limit) {
+            let old = &rows[i].1;
+            let ctx = RowCtx {
+                columns: &columns,
+                values: old,
+                alias: None,
+                table: &t.entry.name,
+            };
+            let mut new = old.clone();
+            for (a, target) in u.assignments.iter().zip(&targets) {
+                let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
+                match (target, &a.target) {
+                    (Some(col), _) => {
+                        let v = match compound(a.op) {
+                            Some(op) => ops::binary(op, &old[*col], &v).map_err(terminated)?,
+                            None => v,
+                        };
+                        let c = &t.entry.columns[*col];
+                        new[*col] = rowcodec::assign(t.types[*col], &v, &t.three_part(), &c.name)
+                            .map_err(terminated)?;
+                        if new[*col].is_null() && !c.is_nullable {
+                            return Err(terminated(msg(
+                                515,
+                                &[&c.name, &t.three_part(), &"UPDATE"],
+                            )));
+                        }
+                    }
+                    (None, AssignTarget::Variable(name)) => {
+                        self.assign(name, a.op, v).map_err(|e| vec![e])?;
+                    }
+                    (None, AssignTarget::Column(_)) => unreachable!("resolved above"),
+                }
+            }
+            changes.push((i, new));
+        }
+        let count = changes.len() as u64;
+        let key_touched = key_columns(&t)
+            .is_some_and(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
+        if key_touched {
+            let mut after: Vec<Vec<Value>> = rows.iter().map(|(_, r)| r.clone()).collect();
+            for (i, new) in &changes {
+                after[*i] = new.clone();
+            }
+            // Changed rows first, so the duplicate reported is a new key.
+            let changed: HashSet<usize> = changes.iter().map(|(i, _)| *i).collect();
+            let order = changes.iter().map(|(i, _)| &after[*i]).chain(
+                after
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !changed.contains(i))
+                    .map(|(_, r)| r),
+            );
+            check_unique(&t, order)?;
+        }
+        let writes: Vec<(Rid, &Vec<Value>, Vec<Value>)> = changes
+            .into_iter()
+            .map(|(i, new)| (rows[i].0, &rows[i].1, new))
+            .collect();
+        let db = t.db.clone();
+        self.write_in_xact(t.db_id, &db, |db, x| {
+            let enc = |v: &Vec<Value>| {
+                t.encode(v)
+                    .map_err(|e| e.into_iter().flat_map(terminated).collect::<Vec<_>>())
+            };
+            for (rid, old, new) in &writes {
+                let (old, rec) = (enc(old)?, enc(new)?);
+                db.update_row_at(x, t.entry.object_id, *rid, &old, &rec)
+                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+            }
+            Ok(())
+        })?;
+        self.rows_affected(count, out);
+        Ok(())
+    }
+
+    pub(super) fn delete(
+        &mut self,
+        d: &Delete,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        if !d.from.is_empty() {
+            return Err(vec![not_yet("DELETE ... FROM")]);
+        }
+        let t = self.table(&d.table)?;
+        let rows = {
+            let mut g = t.db.lock().unwrap();
+            t.rows(&mut g)?
+        };
+        let matched = self.matching(&t, &rows, d.where_clause.as_ref())?;
+        let limit = self.top_count(&d.top, matched.len())?;
+        let rids: Vec<(Rid, &Vec<Value>)> = matched
+            .iter()
+            .take(limit)
+            .map(|&i| (rows[i].0, &rows[i].1))
+            .collect();
+        let db = t.db.clone();
+        self.write_in_xact(t.db_id, &db, |db, x| {
+            for (rid, old) in &rids {
+                let old = t
+                    .encode(old)
+                    .map_err(|e| e.into_iter().flat_map(terminated).collect::<Vec<_>>())?;
+                db.delete_row_at(x, t.entry.object_id, *rid, &old)
+                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+            }
+            Ok(())
+        })?;
+        self.rows_affected(rids.len() as u64, out);
+        Ok(())
+    }
+
+    /// Indexes of the rows WHERE accepts.
+    fn matching(
+        &mut self,
+        t: &TableRef,
+        rows: &[(Rid, Vec<Value>)],
+        filter: Option<&Expr>,
+    ) -> Result<Vec<usize>, Vec<SqlError>> {
+        let columns = t.columns();
+        let mut out = Vec::new();
+        for (i, (_, r)) in rows.iter().enumerate() {
+            let keep = match filter {
+                None => true,
+                Some(w) => {
+                    let ctx = RowCtx {
+                        columns: &columns,
+                        values: r,
+                        alias: None,
+                        table: &t.entry.name,
+                    };
+                    self.condition_row(w, Some(&ctx)).map_err(terminated)? == Some(true)
+                }
+            };
+            if keep {
+                out.push(i);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The write phase of INSERT, under the lock: identity values, key check, records.
+/// Returns the last identity value inserted.
+fn write_inserts(
+    db: &mut Database,
+    x: u64,
+    t: &TableRef,
+    rows: Vec<NewRow>,
+) -> Result<Option<i64>, Vec<SqlError>> {
+    let oid = t.entry.object_id;
+    let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
+    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+    let mut last = None;
+    let mut rows = rows;
+    for r in &mut rows {
+        match (r.generate_identity, identity) {
+            (Some(p), _) => {
+                let v = db.next_identity(oid).map_err(map)?;
+                r.values[p] = identity_value(t.types[p], v).map_err(terminated)?;
+                last = Some(v);
+            }
+            (None, Some(p)) => {
+                // IDENTITY_INSERT: a value beyond the current one moves the identity on.
+                let Ok(v) = as_i64(&r.values[p]) else {
+                    continue;
+                };
+                let inc = t.entry.columns[p].identity.map_or(1, |(_, i)| i);
+                let current = db.next_identity(oid).map_err(map)? - inc;
+                let moved = if inc >= 0 {
+                    current.max(v)
+                } else {
+                    current.min(v)
+                };
+                db.note_identity(oid, moved);
+                last = Some(v);
+            }
+            (None, None) => {}
+        }
+    }
+    // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
+    // over a heap is checked against every row.
+    if key_columns(t).is_some() && t.entry.index_id == 0 {
+        let existing = t.rows(db)?;
+        let news = rows.iter().map(|r| &r.values);
+        check_unique(t, existing.iter().map(|(_, v)| v).chain(news))?;
+    }
+    for r in &rows {
+        let rec = t.encode(&r.values)?;
+        match db.insert_row(x, oid, &rec) {
+            Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
+                let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
+                let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
+                return Err(terminated(msg(
+                    2627,
+                    &[&"PRIMARY KEY", &constraint, &t.two_part(), &key_text(&key)],
+                )));
+            }
+            other => {
+                other.map_err(map)?;
+            }
+        }
+    }
+    Ok(last)
+}

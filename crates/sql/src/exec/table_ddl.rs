@@ -1,0 +1,290 @@
+//! CREATE TABLE, DROP TABLE, TRUNCATE TABLE and SET IDENTITY_INSERT: from the syntax tree
+//! to catalog entries, with SQL Server's checks and messages for bad definitions.
+//!
+//! A table is a heap. A PRIMARY KEY is recorded (name and key columns) and enforced by
+//! DML over the heap; its columns become NOT NULL as in SQL Server.
+//!
+//! Not here yet: UNIQUE and CHECK constraints, computed columns, collations other than the
+//! default, and DDL that a transaction's ROLLBACK undoes.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
+
+use super::errors;
+use super::expr_text::default_text;
+use super::lower::not_yet;
+use super::Session;
+use crate::ast::{ColumnDefinition, CreateTable, KeyConstraint, ObjectName, TableConstraint};
+use crate::messages::{msg, SqlError};
+use crate::rowcodec;
+use crate::types::SqlType;
+
+/// SQL Server's largest in-row record, in bytes.
+const MAX_ROW_BYTES: usize = 8060;
+/// Record header (4 bytes) and column count (2): the null bitmap comes on top.
+const ROW_OVERHEAD_BYTES: usize = 6;
+
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// The name SQL Server gives an unnamed PRIMARY KEY: `PK__` + up to 8 characters of the
+/// table name + `__` + 16 hex digits (unique per creation).
+fn generated_pk_name(table: &str, created_us: i64) -> String {
+    let short: String = table.chars().take(8).collect();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in table.bytes().chain(created_us.to_le_bytes()) {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    format!("PK__{short}__{h:016X}")
+}
+
+/// Both messages SQL Server sends when a key constraint cannot be made.
+fn constraint_failed(first: SqlError) -> Vec<SqlError> {
+    vec![first, msg(1750, &[])]
+}
+
+fn is_identity_type(t: SqlType) -> bool {
+    matches!(
+        t,
+        SqlType::TinyInt | SqlType::SmallInt | SqlType::Int | SqlType::BigInt
+    )
+}
+
+/// The catalog row of one column definition (PRIMARY KEY nullability is settled later).
+fn column_entry(table: &str, id: u16, c: &ColumnDefinition) -> Result<ColumnEntry, Vec<SqlError>> {
+    let t = c.data_type.sql_type;
+    let st = rowcodec::stored_type(t);
+    let identity = match c.identity {
+        None => None,
+        Some(_) if !is_identity_type(t) => return Err(vec![msg(2749, &[&c.name])]),
+        Some(_) if c.nullable == Some(true) => return Err(vec![msg(8147, &[&c.name, &table])]),
+        Some(i) => Some((i.seed, i.increment)),
+    };
+    let default_sql = match &c.default {
+        None => String::new(),
+        Some(d) => default_text(&d.expr).ok_or_else(|| vec![not_yet("subqueries in DEFAULT")])?,
+    };
+    if !c.checks.is_empty() {
+        return Err(vec![not_yet("CHECK constraints")]);
+    }
+    Ok(ColumnEntry {
+        column_id: id,
+        name: c.name.clone(),
+        system_type_id: st.system_type_id,
+        max_length: st.max_length,
+        precision: st.precision,
+        scale: st.scale,
+        is_nullable: identity.is_none() && c.nullable != Some(false),
+        identity,
+        default_sql,
+    })
+}
+
+/// The PRIMARY KEY of a definition, if any: (name given, key columns).
+/// A PRIMARY KEY as declared: its name, its columns, and whether it is clustered.
+type DeclaredKey = (Option<String>, Vec<String>, bool);
+
+fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<SqlError>> {
+    let mut found: Vec<DeclaredKey> = Vec::new();
+    let mut take = |k: &KeyConstraint, column: Option<&str>| -> Result<(), Vec<SqlError>> {
+        if !k.primary {
+            return Err(vec![not_yet("UNIQUE constraints")]);
+        }
+        let cols = match column {
+            Some(c) => vec![c.to_string()],
+            None => k.columns.iter().map(|c| c.name.clone()).collect(),
+        };
+        // PRIMARY KEY is CLUSTERED unless declared NONCLUSTERED, as in SQL Server.
+        found.push((k.name.clone(), cols, k.clustered != Some(false)));
+        Ok(())
+    };
+    for col in &c.columns {
+        if let Some(k) = &col.key {
+            take(k, Some(&col.name))?;
+        }
+    }
+    for tc in &c.constraints {
+        match tc {
+            TableConstraint::Key(k) => take(k, None)?,
+            TableConstraint::Check { .. } => return Err(vec![not_yet("CHECK constraints")]),
+        }
+    }
+    if found.len() > 1 {
+        return Err(constraint_failed(msg(8110, &[&table])));
+    }
+    Ok(found.pop())
+}
+
+impl Session {
+    pub(super) fn create_table(&mut self, c: &CreateTable) -> Result<(), Vec<SqlError>> {
+        let (_, db) = self.object_database(&c.name)?;
+        let schema = c
+            .name
+            .qualifier()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("dbo");
+        if !schema.eq_ignore_ascii_case("dbo") {
+            return Err(vec![msg(2760, &[&schema])]);
+        }
+        let table = c.name.name().to_string();
+        let mut columns: Vec<ColumnEntry> = Vec::with_capacity(c.columns.len());
+        for (i, def) in c.columns.iter().enumerate() {
+            if columns
+                .iter()
+                .any(|x| x.name.eq_ignore_ascii_case(&def.name))
+            {
+                return Err(vec![msg(2705, &[&def.name, &table])]);
+            }
+            columns.push(column_entry(&table, i as u16 + 1, def)?);
+        }
+        if columns.iter().filter(|x| x.identity.is_some()).count() > 1 {
+            return Err(vec![msg(2744, &[&table])]);
+        }
+        let created_us = now_us();
+        let mut clustered = false;
+        let primary_key = match primary_key(c, &table)? {
+            None => None,
+            Some((name, keys, is_clustered)) => {
+                clustered = is_clustered;
+                let mut ids = Vec::with_capacity(keys.len());
+                for k in &keys {
+                    let Some(pos) = columns.iter().position(|x| x.name.eq_ignore_ascii_case(k))
+                    else {
+                        return Err(constraint_failed(msg(1911, &[k])));
+                    };
+                    let explicit_null = c.columns[pos].nullable == Some(true);
+                    if explicit_null {
+                        return Err(constraint_failed(msg(8111, &[&table])));
+                    }
+                    columns[pos].is_nullable = false;
+                    ids.push(columns[pos].column_id);
+                }
+                let name = name.unwrap_or_else(|| generated_pk_name(&table, created_us));
+                Some((name, ids))
+            }
+        };
+        let fixed: usize = columns
+            .iter()
+            .filter(|x| !extentdb_storage::table::VARIABLE_TYPES.contains(&x.system_type_id))
+            .map(|x| x.max_length.max(0) as usize)
+            .sum();
+        let overhead = ROW_OVERHEAD_BYTES + columns.len().div_ceil(8);
+        if fixed + overhead > MAX_ROW_BYTES {
+            return Err(vec![msg(
+                1701,
+                &[&table, &(fixed + overhead), &overhead, &MAX_ROW_BYTES],
+            )]);
+        }
+        let mut g = db.lock().unwrap();
+        let data_space_id = match &c.filegroup {
+            Some(fg) => {
+                let entry = g
+                    .filegroup_by_name(fg)
+                    .ok_or_else(|| vec![msg(1921, &[fg])])?;
+                let id = entry.data_space_id;
+                if !g.catalog.files.iter().any(|f| f.data_space_id == id) {
+                    return Err(vec![msg(1922, &[fg])]);
+                }
+                id
+            }
+            None => g
+                .catalog
+                .filegroups
+                .iter()
+                .find(|f| f.is_default)
+                .map(|f| f.data_space_id)
+                .unwrap_or(1),
+        };
+        let entry = TableEntry {
+            object_id: 0,
+            schema_name: "dbo".into(),
+            name: table,
+            created_us,
+            data_space_id,
+            allocation_unit_id: 0,
+            index_id: clustered as u8,
+            root_page: extentdb_format::PageId::NULL,
+            primary_key,
+            columns,
+        };
+        g.create_table(entry)
+            .map_err(|e| errors::map(&e, errors::Context::Other))?;
+        Ok(())
+    }
+
+    pub(super) fn drop_tables(
+        &mut self,
+        if_exists: bool,
+        names: &[ObjectName],
+    ) -> Result<(), Vec<SqlError>> {
+        for n in names {
+            let Some(t) = self.find_table(n)? else {
+                if if_exists {
+                    continue;
+                }
+                return Err(vec![msg(3701, &[&"drop", &"table", &n.joined()])]);
+            };
+            if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
+                self.identity_insert = None;
+            }
+            t.db.lock()
+                .unwrap()
+                .drop_table(t.entry.object_id)
+                .map_err(|e| errors::map(&e, errors::Context::Other))?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn truncate_table(&mut self, name: &ObjectName) -> Result<(), Vec<SqlError>> {
+        let t = self
+            .find_table(name)?
+            .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
+        let result = t.db.lock().unwrap().truncate_table(t.entry.object_id);
+        result.map_err(|e| errors::map(&e, errors::Context::Other))
+    }
+
+    /// SET IDENTITY_INSERT: on for at most one table per session (Msg 8107).
+    pub(super) fn set_identity_insert(
+        &mut self,
+        name: &ObjectName,
+        on: bool,
+    ) -> Result<(), Vec<SqlError>> {
+        let t = self
+            .find_table(name)?
+            .ok_or_else(|| vec![msg(1088, &[&name.joined()])])?;
+        if !t.entry.columns.iter().any(|c| c.identity.is_some()) {
+            return Err(vec![msg(8106, &[&t.entry.name])]);
+        }
+        let key = (t.db_id, t.entry.object_id);
+        if !on {
+            if self.identity_insert == Some(key) {
+                self.identity_insert = None;
+            }
+            return Ok(());
+        }
+        match self.identity_insert {
+            Some(other) if other != key => {
+                let holder = self
+                    .engine
+                    .instance
+                    .database(other.0)
+                    .and_then(|db| {
+                        let g = db.lock().unwrap();
+                        g.table_by_id(other.1)
+                            .map(|x| format!("{}.{}.{}", g.name, x.schema_name, x.name))
+                    })
+                    .unwrap_or_default();
+                Err(vec![msg(8107, &[&holder, &t.entry.name])])
+            }
+            _ => {
+                self.identity_insert = Some(key);
+                Ok(())
+            }
+        }
+    }
+}

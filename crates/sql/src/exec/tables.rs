@@ -1,0 +1,164 @@
+//! User tables as the executor sees them: resolving a name to a table of a database, the
+//! SQL type of each column, and rows between stored records and `Value`s.
+//!
+//! Only the `dbo` schema exists; a name in any other schema is not found (Msg 208).
+
+use std::sync::{Arc, Mutex};
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
+use extentdb_format::record;
+use extentdb_storage::table::{layouts, Rid};
+use extentdb_storage::Database;
+
+use super::Session;
+use crate::ast::ObjectName;
+use crate::messages::{msg, SqlError};
+use crate::rowcodec::{self, StoredType};
+use crate::types::{SqlType, Value};
+
+/// A resolved user table: its database and catalog entry as of resolution, and the SQL
+/// type of each column.
+pub(super) struct TableRef {
+    pub db_id: u16,
+    pub db: Arc<Mutex<Database>>,
+    pub db_name: String,
+    pub entry: TableEntry,
+    pub types: Vec<SqlType>,
+}
+
+impl TableRef {
+    /// Column names and types, as a rowset's header.
+    pub fn columns(&self) -> Vec<(String, SqlType)> {
+        self.entry
+            .columns
+            .iter()
+            .zip(&self.types)
+            .map(|(c, t)| (c.name.clone(), *t))
+            .collect()
+    }
+
+    /// `dbo.name`, as messages name the table.
+    pub fn two_part(&self) -> String {
+        format!("{}.{}", self.entry.schema_name, self.entry.name)
+    }
+
+    /// `db.dbo.name`, as Msg 515 names the table.
+    pub fn three_part(&self) -> String {
+        format!("{}.{}", self.db_name, self.two_part())
+    }
+
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.entry
+            .columns
+            .iter()
+            .position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Every live row with its RID, decoded.
+    pub fn rows(&self, db: &mut Database) -> Result<Vec<(Rid, Vec<Value>)>, Vec<SqlError>> {
+        let stored = db
+            .scan_rows(self.entry.object_id)
+            .map_err(|e| super::errors::map_data(&e, &self.db_name))?;
+        stored
+            .into_iter()
+            .map(|(rid, rec)| Ok((rid, self.decode(&rec)?)))
+            .collect()
+    }
+
+    pub fn decode(&self, rec: &[u8]) -> Result<Vec<Value>, Vec<SqlError>> {
+        let lay = layouts(&self.entry);
+        let cols = record::decode(&lay, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
+        cols.iter()
+            .zip(&self.types)
+            .map(|(b, t)| rowcodec::decode(*t, *b).map_err(|e| vec![corrupt(&e)]))
+            .collect()
+    }
+
+    /// The record of a row whose values already have their column types.
+    pub fn encode(&self, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
+        let mut bytes = Vec::with_capacity(values.len());
+        for (v, t) in values.iter().zip(&self.types) {
+            bytes.push(rowcodec::encode(*t, v).map_err(|e| vec![e])?);
+        }
+        let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_deref()).collect();
+        record::encode(&layouts(&self.entry), &refs).map_err(|e| vec![corrupt(&e.to_string())])
+    }
+}
+
+/// A stored row that does not decode: the data is damaged or the formats disagree.
+fn corrupt(reason: &str) -> SqlError {
+    SqlError {
+        number: 50000,
+        severity: 16,
+        state: 1,
+        text: format!("A stored row could not be read: {reason}. Run DBCC CHECKDB."),
+        line: 0,
+        procedure: None,
+    }
+}
+
+/// The SQL type of a catalog column.
+pub(super) fn column_type(c: &ColumnEntry) -> Result<SqlType, SqlError> {
+    rowcodec::sql_type(StoredType {
+        system_type_id: c.system_type_id,
+        max_length: c.max_length,
+        precision: c.precision,
+        scale: c.scale,
+    })
+    .ok_or_else(|| corrupt(&format!("column '{}' has an unknown type", c.name)))
+}
+
+impl Session {
+    /// The database an object name points into (its third-from-last part, else the
+    /// current one).
+    pub(super) fn object_database(
+        &self,
+        name: &ObjectName,
+    ) -> Result<(u16, Arc<Mutex<Database>>), Vec<SqlError>> {
+        match name.database().filter(|d| !d.is_empty()) {
+            Some(d) => self
+                .engine
+                .instance
+                .database_by_name(d)
+                .ok_or_else(|| vec![msg(911, &[&d])]),
+            None => self
+                .engine
+                .instance
+                .database(self.database_id)
+                .map(|db| (self.database_id, db))
+                .ok_or_else(|| vec![msg(911, &[&self.current_db_name()])]),
+        }
+    }
+
+    /// The user table `name` names, if it exists.
+    pub(super) fn find_table(&self, name: &ObjectName) -> Result<Option<TableRef>, Vec<SqlError>> {
+        let (db_id, db) = self.object_database(name)?;
+        let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
+        let (entry, db_name) = {
+            let g = db.lock().unwrap();
+            match g.table(schema, name.name()) {
+                Some(t) => (t.clone(), g.name.clone()),
+                None => return Ok(None),
+            }
+        };
+        let types = entry
+            .columns
+            .iter()
+            .map(column_type)
+            .collect::<Result<_, _>>()
+            .map_err(|e| vec![e])?;
+        Ok(Some(TableRef {
+            db_id,
+            db,
+            db_name,
+            entry,
+            types,
+        }))
+    }
+
+    /// The user table `name` names, or Msg 208.
+    pub(super) fn table(&self, name: &ObjectName) -> Result<TableRef, Vec<SqlError>> {
+        self.find_table(name)?
+            .ok_or_else(|| vec![msg(208, &[&name.joined()])])
+    }
+}
