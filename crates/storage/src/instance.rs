@@ -211,8 +211,8 @@ impl Instance {
             db.name
         ));
         log(&format!(
-            "{} transactions rolled forward in database '{}' ({id}):{} log records, {} redone. This is an informational message only. No user action is required.",
-            st.committed, db.name, st.records, st.redone
+            "{} transactions rolled forward in database '{}' ({id}): {} log records ({} bytes), {} redone. This is an informational message only. No user action is required.",
+            st.committed, db.name, st.records, st.log_bytes, st.redone
         ));
         log(&format!(
             "{} transactions rolled back in database '{}' ({id}). This is an informational message only. No user action is required.",
@@ -316,6 +316,7 @@ impl Instance {
             policy: self.init_policy(session_flags),
             errorlog: Some(self.errorlog.clone()),
             source: "spid7s".into(),
+            prepare_ahead: true,
         }
     }
 
