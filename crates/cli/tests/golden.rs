@@ -190,3 +190,10 @@ fn tables_dml() {
 fn seed003_junkdata() {
     check("seed003_junkdata");
 }
+
+/// The log under transactions: ACTIVE_TRANSACTION holding it, 9002 when it cannot grow and
+/// the rollback that still fits, growth by FILEGROWTH up to MAXSIZE with trace flag 3004.
+#[test]
+fn log_transactions() {
+    check("log_transactions");
+}

@@ -136,6 +136,21 @@ impl Database {
         Ok(())
     }
 
+    /// sys.databases.log_reuse_wait and _desc: what keeps the oldest needed VLF from being
+    /// reused. A FULL-recovery database behaves as SIMPLE until its first full backup (as
+    /// in SQL Server), and BACKUP is not built yet, so LOG_BACKUP never shows.
+    pub fn log_reuse_wait(&self) -> (u8, &'static str) {
+        let Some(wal) = &self.wal else {
+            return (0, "NOTHING");
+        };
+        let current = wal.current_sequence();
+        match self.data.xacts.oldest_first_lsn() {
+            Some(oldest) if oldest.vlf_sequence < current => (4, "ACTIVE_TRANSACTION"),
+            _ if wal.free_vlfs() < 2 && self.checkpoint_would_truncate() => (1, "CHECKPOINT"),
+            _ => (0, "NOTHING"),
+        }
+    }
+
     /// True when a checkpoint would move the redo start (so it could free VLFs).
     fn checkpoint_would_truncate(&self) -> bool {
         let Some(wal) = &self.wal else {

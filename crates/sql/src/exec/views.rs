@@ -170,6 +170,7 @@ fn databases(inst: &Instance) -> Rowset {
     for (id, db) in inst.databases() {
         let db = db.lock().unwrap();
         let rm = db.catalog.recovery_model;
+        let (wait, wait_desc) = db.log_reuse_wait();
         rows.push(vec![
             text(&db.name),
             Value::Int(id as i32),
@@ -185,8 +186,8 @@ fn databases(inst: &Instance) -> Rowset {
             text(rm.desc()),
             Value::TinyInt(2),
             text("CHECKSUM"),
-            Value::TinyInt(0),
-            text("NOTHING"),
+            Value::TinyInt(wait),
+            text(wait_desc),
         ]);
     }
     for (id, (entry, _)) in inst.suspect.lock().unwrap().iter() {
