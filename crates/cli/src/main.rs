@@ -52,6 +52,9 @@ pub struct SetupArgs {
     /// The sa login's password (stored as a salted PBKDF2 hash).
     #[arg(long)]
     sa_password: Option<String>,
+    /// Memory all databases' buffer pools share, in MB (SQL Server's 'max server memory').
+    #[arg(long)]
+    max_server_memory_mb: Option<u32>,
 }
 
 fn on_off(v: &str) -> Result<bool, String> {
@@ -88,6 +91,9 @@ fn setup(a: SetupArgs) -> Result<(), String> {
     }
     if let Some(p) = a.tempdb_file_size {
         config.tempdb_file_size_pages = p.max(64);
+    }
+    if let Some(mb) = a.max_server_memory_mb {
+        config.max_server_memory_mb = mb.max(1);
     }
     Instance::setup(
         OsFileSystem::new(),

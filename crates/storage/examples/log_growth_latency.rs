@@ -45,6 +45,8 @@ struct Args {
     rounds: u32,
     max_secs: u64,
     growths: u64,
+    /// Modes to run in each round, in order.
+    modes: Vec<bool>,
 }
 
 fn parse_args() -> Args {
@@ -54,6 +56,7 @@ fn parse_args() -> Args {
         rounds: 3,
         max_secs: 60,
         growths: 2,
+        modes: vec![true, false],
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -67,6 +70,14 @@ fn parse_args() -> Args {
             "--rounds" => a.rounds = num("--rounds") as u32,
             "--max-secs" => a.max_secs = num("--max-secs"),
             "--growths" => a.growths = num("--growths"),
+            "--modes" => {
+                a.modes = match it.next().as_deref() {
+                    Some("both") => vec![true, false],
+                    Some("ahead") => vec![true],
+                    Some("demand") => vec![false],
+                    m => panic!("--modes both|ahead|demand, not {m:?}"),
+                }
+            }
             _ if s.starts_with("--") => panic!("unknown option {s}"),
             _ => a.dir = PathBuf::from(s),
         }
@@ -186,8 +197,11 @@ struct Run {
     over_10ms: u64,
     over_100ms: u64,
     longest_wait_ms: f64,
-    /// Latency of the commit whose insert committed each growth.
+    /// Latency of the commit whose insert committed each growth, and when (s into the run).
     growth_commit_ms: Vec<f64>,
+    growth_at_s: Vec<f64>,
+    /// Commits finished in each second of the run.
+    per_second: Vec<u64>,
     /// Initialization time of each growth as the engine logged it ("took N milliseconds").
     init_ms: Vec<u64>,
     /// What went wrong, if anything (commit error, panic).
@@ -222,8 +236,9 @@ fn holder(
     })
 }
 
-/// What thread B hands back: latencies (µs), growth commits' latencies, and any error.
-type Committed = (Vec<u64>, Vec<f64>, Option<String>);
+/// What thread B hands back: each commit's latency (µs) and end (µs into the run); the
+/// latency of each commit that committed a growth; any error.
+type Committed = (Vec<(u64, u64)>, Vec<(u64, u64)>, Option<String>);
 
 /// Thread B: autocommit inserts of one 4 KB row until `growths` growths or `cap`.
 fn committer(
@@ -266,12 +281,12 @@ fn committer(
                 let msg = format!("flush {}: {e}", lat.len());
                 return (lat, at_growth, Some(msg));
             }
-            let us = t0.elapsed().as_micros() as u64;
-            lat.push(us);
+            let timed = (t0.elapsed().as_micros() as u64, started.elapsed().as_micros() as u64);
+            lat.push(timed);
             progress.fetch_add(1, Ordering::Relaxed);
             if now_growths > seen {
                 seen = now_growths;
-                at_growth.push(us as f64 / 1000.0);
+                at_growth.push(timed);
             }
             if seen >= growths {
                 break;
@@ -358,7 +373,15 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
         Err(p) => run.failure = Some(format!("holder panicked: {}", panic_text(&p))),
     }
     match committed {
-        Ok((mut lat, at_growth, err)) => {
+        Ok((timed, at_growth, err)) => {
+            for &(_, end_us) in &timed {
+                let sec = (end_us / 1_000_000) as usize;
+                if run.per_second.len() <= sec {
+                    run.per_second.resize(sec + 1, 0);
+                }
+                run.per_second[sec] += 1;
+            }
+            let mut lat: Vec<u64> = timed.iter().map(|t| t.0).collect();
             lat.sort_unstable();
             run.commits = lat.len() as u64;
             run.p50_ms = percentile(&lat, 0.50);
@@ -366,7 +389,8 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
             run.max_ms = lat.last().copied().unwrap_or(0) as f64 / 1000.0;
             run.over_10ms = lat.iter().filter(|&&u| u > 10_000).count() as u64;
             run.over_100ms = lat.iter().filter(|&&u| u > 100_000).count() as u64;
-            run.growth_commit_ms = at_growth;
+            run.growth_commit_ms = at_growth.iter().map(|g| g.0 as f64 / 1000.0).collect();
+            run.growth_at_s = at_growth.iter().map(|g| g.1 as f64 / 1e6).collect();
             run.failure = err.or(run.failure.take());
         }
         Err(e) => run.failure = Some(e),
@@ -374,7 +398,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
     let (growths, wait_us) = db.lock().unwrap().log_growth_stats();
     (run.growths, run.longest_wait_ms) = (growths, wait_us as f64 / 1000.0);
     run.init_ms = logged_init_ms(&errorlog);
-    close(db, a, growth_pages);
+    close(db, a);
     let _ = std::fs::remove_dir_all(&errdir);
     run
 }
@@ -394,35 +418,21 @@ fn logged_init_ms(log: &ErrorLog) -> Vec<u64> {
 
 /// Drops the database and removes its files. A growth may still be prepared in the
 /// background (the next one starts as soon as the last is committed), and the database has
-/// no call that waits for it on close: wait until its zeros are all in the file so it does
-/// not share the disk with the next run.
-fn close(db: Arc<Mutex<Database>>, a: &Args, growth_pages: u32) {
-    let db = Arc::into_inner(db)
-        .expect("threads joined")
-        .into_inner()
-        .unwrap();
-    let wal = db.wal().expect("a log writer");
-    let size_pages = db
-        .catalog
-        .files
-        .iter()
-        .find(|f| f.file_id == 2)
-        .unwrap()
-        .size_pages;
-    let preparing = wal.free_vlfs() < 2usize.max(wal.vlf_count() / 2);
-    drop(wal);
+/// no call that waits for it on close: wait until the log file has stopped growing, so its
+/// zeros do not share the disk with the next run.
+fn close(db: Arc<Mutex<Database>>, a: &Args) {
+    let db = Arc::into_inner(db).expect("threads joined").into_inner().unwrap();
     drop(db);
     let (mdf, ldf) = paths(&a.dir);
-    if preparing {
-        let full = (size_pages as u64 + growth_pages as u64) * PAGE_SIZE as u64;
-        let t = Instant::now();
-        while std::fs::metadata(&ldf).map(|m| m.len()).unwrap_or(full) < full
-            && t.elapsed() < Duration::from_secs(120)
-        {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        // Then the VLF headers and a sync.
+    let len = || std::fs::metadata(&ldf).map(|m| m.len()).unwrap_or(0);
+    let (mut last, t) = (len(), Instant::now());
+    loop {
         std::thread::sleep(Duration::from_millis(500));
+        let now = len();
+        if now == last || t.elapsed() > Duration::from_secs(120) {
+            break;
+        }
+        last = now;
     }
     std::fs::remove_file(mdf).unwrap();
     std::fs::remove_file(ldf).unwrap();
@@ -469,7 +479,7 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
 
 fn run_json(r: &Run, round: u32) -> String {
     format!(
-        "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"growth_commit_ms\": [{}], \"logged_growth_init_ms\": [{}], \"failure\": {}}}",
+        "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"growth_commit_ms\": [{}], \"growth_at_s\": [{}], \"commits_per_second\": [{}], \"logged_growth_init_ms\": [{}], \"failure\": {}}}",
         mode_name(r.prepare_ahead),
         r.commits,
         r.growths,
@@ -482,6 +492,8 @@ fn run_json(r: &Run, round: u32) -> String {
         r.over_100ms,
         r.longest_wait_ms,
         list(&r.growth_commit_ms.iter().map(|m| format!("{m:.1}")).collect::<Vec<_>>()),
+        list(&r.growth_at_s.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>()),
+        list(&r.per_second),
         list(&r.init_ms),
         r.failure.as_ref().map_or("null".into(), |f| format!("{f:?}")),
     )
@@ -535,7 +547,7 @@ fn main() {
     let (mut runs, mut baselines) = (Vec::new(), Vec::new());
     for round in 1..=a.rounds {
         baselines.push(baseline_zero_ms(&fs, &a.dir, a.growth_mb * MB));
-        for prepare_ahead in [true, false] {
+        for &prepare_ahead in &a.modes {
             let r = run_mode(&fs, &a, prepare_ahead, round);
             eprintln!(
                 "round {round} {}: {} commits, {} growths in {:.1} s, max {:.1} ms, wait {:.1} ms{}",
@@ -546,6 +558,11 @@ fn main() {
                 r.max_ms,
                 r.longest_wait_ms,
                 r.failure.as_ref().map_or(String::new(), |f| format!(", FAILURE: {f}"))
+            );
+            eprintln!(
+                "  commits per second: {}; growths committed at s: {}",
+                list(&r.per_second),
+                list(&r.growth_at_s.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>())
             );
             runs.push((round, r));
         }

@@ -8,12 +8,20 @@
 //! (changed; carries the LSN of the last change) -> clean (written back) -> absent
 //! (evicted). Eviction takes the oldest unreferenced frame (second chance / clock).
 //!
+//! Every database has its own pool; all pools of an instance draw on one `PoolBudget`
+//! (the instance's `max server memory`): a pool evicts its own pages while the instance
+//! is over budget, down to a floor of `MIN_FRAMES` frames, so the instance exceeds the
+//! budget by at most `MIN_FRAMES` pages per database.
+//!
 //! Invariants:
 //! 1. A dirty page is written only after the log is durable up to the page's LSN.
-//! 2. The pool never holds more than `capacity_pages` frames after `make_room`.
+//! 2. After `make_room` the pool holds fewer than `capacity_pages` frames, and fewer than
+//!    `MIN_FRAMES` or the instance is within its budget.
 //! 3. A page read from disk has passed `Page::verify` (checksum and its own page id).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use extentdb_format::{Lsn, Page, PageId, PageNo};
 
@@ -23,6 +31,33 @@ use crate::StorageError;
 
 /// Default cap: 256 MB of pages.
 pub const DEFAULT_CAPACITY_PAGES: usize = 32_768;
+/// Frames a pool keeps whatever the instance's budget says.
+pub const MIN_FRAMES: usize = 8;
+
+/// The pages all pools of an instance may cache together, and how many they hold.
+#[derive(Debug)]
+pub struct PoolBudget {
+    pub cap_pages: usize,
+    used: AtomicUsize,
+}
+
+impl PoolBudget {
+    pub fn new(cap_pages: usize) -> Arc<PoolBudget> {
+        Arc::new(PoolBudget {
+            cap_pages: cap_pages.max(MIN_FRAMES),
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Pages cached by all pools.
+    pub fn used_pages(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    fn over(&self) -> bool {
+        self.used_pages() >= self.cap_pages
+    }
+}
 
 struct Frame {
     page: Page,
@@ -34,17 +69,36 @@ pub struct BufferPool {
     frames: HashMap<PageId, Frame>,
     clock: VecDeque<PageId>,
     capacity_pages: usize,
+    budget: Arc<PoolBudget>,
     /// Pages written back by eviction (not by checkpoints), for tests and DMVs.
     pub evictions: u64,
 }
 
+impl Drop for BufferPool {
+    fn drop(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.frames.len(), Ordering::Relaxed);
+    }
+}
+
 impl BufferPool {
+    /// A pool of its own budget (tests, tools).
     pub fn new(capacity_pages: usize) -> BufferPool {
-        assert!(capacity_pages >= 8, "a pool needs room for a few pages");
+        BufferPool::with_budget(capacity_pages, PoolBudget::new(capacity_pages))
+    }
+
+    /// A pool drawing on an instance's budget.
+    pub fn with_budget(capacity_pages: usize, budget: Arc<PoolBudget>) -> BufferPool {
+        assert!(
+            capacity_pages >= MIN_FRAMES,
+            "a pool needs room for a few pages"
+        );
         BufferPool {
             frames: HashMap::new(),
             clock: VecDeque::new(),
             capacity_pages,
+            budget,
             evictions: 0,
         }
     }
@@ -136,6 +190,7 @@ impl BufferPool {
     }
 
     fn insert(&mut self, pid: PageId, page: Page) {
+        self.budget.used.fetch_add(1, Ordering::Relaxed);
         self.frames.insert(
             pid,
             Frame {
@@ -154,7 +209,9 @@ impl BufferPool {
         wal: Option<&LogWriter>,
     ) -> Result<(), StorageError> {
         let mut spins = 0usize;
-        while self.frames.len() >= self.capacity_pages {
+        while self.frames.len() >= self.capacity_pages
+            || (self.budget.over() && self.frames.len() >= MIN_FRAMES)
+        {
             let Some(pid) = self.clock.pop_front() else {
                 break;
             };
@@ -172,6 +229,7 @@ impl BufferPool {
                 self.evictions += 1;
             }
             self.frames.remove(&pid);
+            self.budget.used.fetch_sub(1, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -211,6 +269,9 @@ impl BufferPool {
 
     /// Forgets every cached page (after a failed write the pool may not match the disk).
     pub fn clear(&mut self) {
+        self.budget
+            .used
+            .fetch_sub(self.frames.len(), Ordering::Relaxed);
         self.frames.clear();
         self.clock.clear();
     }

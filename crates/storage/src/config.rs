@@ -16,6 +16,8 @@ pub struct InstanceConfig {
     pub tempdb_file_size_pages: u32,
     /// `pbkdf2-sha256$<iterations>$<salt hex>$<hash hex>`; empty when no password was set.
     pub sa_password_hash: String,
+    /// The buffer pools' memory cap for all databases together ('max server memory (MB)').
+    pub max_server_memory_mb: u32,
 }
 
 impl InstanceConfig {
@@ -29,6 +31,7 @@ impl InstanceConfig {
             tempdb_files: cores.min(8),
             tempdb_file_size_pages: 1024,
             sa_password_hash: String::new(),
+            max_server_memory_mb: 1024,
         }
     }
 
@@ -48,6 +51,10 @@ impl InstanceConfig {
             self.tempdb_file_size_pages
         ));
         s.push_str(&format!("sa_password_hash = {}\n", self.sa_password_hash));
+        s.push_str(&format!(
+            "max_server_memory_mb = {}\n",
+            self.max_server_memory_mb
+        ));
         s
     }
 
@@ -77,6 +84,9 @@ impl InstanceConfig {
                     c.tempdb_file_size_pages = v.parse().map_err(|_| bad(line))?
                 }
                 "sa_password_hash" => c.sa_password_hash = v.to_string(),
+                "max_server_memory_mb" => {
+                    c.max_server_memory_mb = v.parse().map_err(|_| bad(line))?
+                }
                 _ => return Err(bad(line)),
             }
         }

@@ -53,6 +53,8 @@ pub struct Instance {
     pub config: InstanceConfig,
     pub fs: Arc<dyn FileSystem>,
     pub errorlog: Arc<ErrorLog>,
+    /// The memory all databases' buffer pools share ('max server memory').
+    pub pool_budget: Arc<crate::buffer_pool::PoolBudget>,
     /// Global trace flags (DBCC TRACEON (n, -1) and -T): they last until the process ends.
     pub trace_flags: Mutex<BTreeSet<u32>>,
     databases: Mutex<BTreeMap<u16, DbHandle>>,
@@ -149,12 +151,15 @@ impl Instance {
         let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
         let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
         let config = InstanceConfig::parse(dir, &text)?;
+        let pool_pages =
+            config.max_server_memory_mb as usize * extentdb_format::PAGES_PER_MB as usize;
         let errorlog = ErrorLog::open(&dir.join("log")).map_err(err)?;
         let inst = Instance {
             dir: dir.to_path_buf(),
             config,
             fs,
             errorlog: Arc::new(errorlog),
+            pool_budget: crate::buffer_pool::PoolBudget::new(pool_pages),
             trace_flags: Mutex::new(startup_flags.iter().copied().collect()),
             databases: Mutex::new(BTreeMap::new()),
             suspect: Mutex::new(BTreeMap::new()),
@@ -170,7 +175,7 @@ impl Instance {
         inst.databases
             .lock()
             .unwrap()
-            .insert(MASTER_ID, Arc::new(Mutex::new(master)));
+            .insert(MASTER_ID, inst.handle(master));
         for e in entries.iter().filter(|e| e.database_id != TEMPDB_ID) {
             inst.errorlog
                 .write("spid7s", &format!("Starting up database '{}'.", e.name));
@@ -190,11 +195,17 @@ impl Instance {
             inst.databases
                 .lock()
                 .unwrap()
-                .insert(e.database_id, Arc::new(Mutex::new(db)));
+                .insert(e.database_id, inst.handle(db));
         }
         inst.recreate_tempdb()?;
         inst.errorlog.write("spid7s", "Recovery is complete. This is an informational message only. No user action is required.");
         Ok(inst)
+    }
+
+    /// A database as the instance keeps it: its buffer pool on the instance's budget.
+    fn handle(&self, mut db: Database) -> DbHandle {
+        db.set_pool_budget(self.pool_budget.clone());
+        Arc::new(Mutex::new(db))
     }
 
     /// SQL Server's recovery messages for a database whose log held work to redo or undo.
@@ -305,7 +316,7 @@ impl Instance {
         self.databases
             .lock()
             .unwrap()
-            .insert(TEMPDB_ID, Arc::new(Mutex::new(db)));
+            .insert(TEMPDB_ID, self.handle(db));
         Ok(())
     }
 
@@ -441,7 +452,7 @@ impl Instance {
         self.databases
             .lock()
             .unwrap()
-            .insert(spec.database_id, Arc::new(Mutex::new(db)));
+            .insert(spec.database_id, self.handle(db));
         Ok(())
     }
 

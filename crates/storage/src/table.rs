@@ -587,6 +587,14 @@ impl Database {
             self.data.pool = BufferPool::new(pages);
         }
     }
+
+    /// Makes the pool draw on the instance's budget (before the pool caches anything).
+    pub fn set_pool_budget(&mut self, budget: std::sync::Arc<crate::buffer_pool::PoolBudget>) {
+        if self.data.pool.is_empty() {
+            let cap = budget.cap_pages.max(crate::buffer_pool::MIN_FRAMES);
+            self.data.pool = BufferPool::with_budget(cap, budget);
+        }
+    }
 }
 
 /// True for a formatted data or index page of allocation unit `au`.

@@ -363,3 +363,45 @@ fn commit_rollback_and_open_transaction_at_crash() {
     assert_eq!(got[&7], vec![7u8; 300]);
     assert!(!got.contains_key(&900));
 }
+
+/// Proves two databases sharing one buffer budget stay within it (plus each pool's floor of
+/// frames) while writing far more pages than it holds, and every row reads back.
+#[test]
+fn buffer_pools_share_the_instance_budget() {
+    use extentdb_storage::buffer_pool::{PoolBudget, MIN_FRAMES};
+    let fs = SimFileSystem::new(11, Faults::default());
+    let budget = PoolBudget::new(64);
+    let mut dbs = Vec::new();
+    for name in ["A", "B"] {
+        let root = Path::new("/sim");
+        let mut s = spec(name, root);
+        s.files[0].size_pages = 2048;
+        s.files[1] = file(
+            &format!("{name}_log"),
+            root.join(format!("{name}_log.ldf")),
+            FileType::Log,
+            512,
+        );
+        let mut db = Database::create(&ctx(&fs, true, &Quiet), &s).unwrap();
+        db.set_pool_budget(budget.clone());
+        let t = db.create_table(table_entry(name == "B")).unwrap();
+        dbs.push((db, t));
+    }
+    for k in 0..300u32 {
+        for (db, t) in dbs.iter_mut() {
+            let x = db.begin_xact();
+            db.insert_row(x, *t, &row(scramble(k), &[7u8; 3000]))
+                .unwrap();
+            let lsn = db.commit_xact(x).unwrap().unwrap();
+            db.wal().unwrap().flush(lsn).unwrap();
+            assert!(
+                budget.used_pages() <= 64 + 2 * MIN_FRAMES,
+                "{} pages cached against a budget of 64",
+                budget.used_pages()
+            );
+        }
+    }
+    for (db, t) in dbs.iter_mut() {
+        assert_eq!(contents(db, *t).unwrap().len(), 300);
+    }
+}
