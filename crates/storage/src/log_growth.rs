@@ -33,6 +33,10 @@ use crate::file_init::{self, InitLog, InitPolicy, SpaceKind};
 use crate::log_file;
 use crate::{Database, StorageError};
 
+/// Log written since the last checkpoint that triggers an automatic one (redo then reads
+/// at most about this much).
+const RECOVERY_INTERVAL_BYTES: u64 = 256 << 20;
+
 /// Zero-writing step of a background preparation.
 const PACE_BYTES: u64 = 1 << 20;
 
@@ -113,6 +117,11 @@ impl Database {
         let Some(wal) = self.wal.clone() else {
             return Ok(());
         };
+        // Indirect checkpoint: bound the log redo must read after a crash, whatever the
+        // log's size (SQL Server bounds it by a target recovery time).
+        if wal.used_bytes() > RECOVERY_INTERVAL_BYTES && self.checkpoint_would_truncate() {
+            self.checkpoint()?;
+        }
         let vlfs = wal.vlf_count();
         let low = 2usize.max(vlfs / 2);
         if wal.free_vlfs() >= low {
