@@ -12,8 +12,10 @@
 
 use std::cmp::Ordering;
 
-/// System type ids (sys.types) the comparator knows.
-mod id {
+use type_id as id;
+
+/// SQL Server's system type ids (sys.types.system_type_id), as the catalog stores them.
+pub mod type_id {
     pub const BIT: u8 = 104;
     pub const TINYINT: u8 = 48;
     pub const SMALLINT: u8 = 52;
@@ -27,6 +29,8 @@ mod id {
     pub const VARCHAR: u8 = 167;
     pub const NCHAR: u8 = 239;
     pub const NVARCHAR: u8 = 231;
+    pub const BINARY: u8 = 173;
+    pub const VARBINARY: u8 = 165;
     pub const DATE: u8 = 40;
     pub const DATETIME: u8 = 61;
     pub const DATETIME2: u8 = 42;

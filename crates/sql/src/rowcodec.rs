@@ -57,27 +57,7 @@ use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY, TICKS_PER_SECOND};
 
 /// `sys.types.system_type_id` of each type extentdb stores.
-pub mod type_id {
-    pub const BIT: u8 = 104;
-    pub const TINYINT: u8 = 48;
-    pub const SMALLINT: u8 = 52;
-    pub const INT: u8 = 56;
-    pub const BIGINT: u8 = 127;
-    pub const DECIMAL: u8 = 106;
-    pub const NUMERIC: u8 = 108;
-    pub const FLOAT: u8 = 62;
-    pub const REAL: u8 = 59;
-    pub const CHAR: u8 = 175;
-    pub const VARCHAR: u8 = 167;
-    pub const NCHAR: u8 = 239;
-    pub const NVARCHAR: u8 = 231;
-    pub const BINARY: u8 = 173;
-    pub const VARBINARY: u8 = 165;
-    pub const DATE: u8 = 40;
-    pub const DATETIME: u8 = 61;
-    pub const DATETIME2: u8 = 42;
-    pub const UNIQUEIDENTIFIER: u8 = 36;
-}
+pub use extentdb_format::key::type_id;
 
 /// The longest `char`, `varchar`, `binary` and `varbinary` (and, in bytes, `nchar` and
 /// `nvarchar`) a column can declare short of `MAX`.

@@ -281,7 +281,10 @@ fn committer(
                 let msg = format!("flush {}: {e}", lat.len());
                 return (lat, at_growth, Some(msg));
             }
-            let timed = (t0.elapsed().as_micros() as u64, started.elapsed().as_micros() as u64);
+            let timed = (
+                t0.elapsed().as_micros() as u64,
+                started.elapsed().as_micros() as u64,
+            );
             lat.push(timed);
             progress.fetch_add(1, Ordering::Relaxed);
             if now_growths > seen {
@@ -421,7 +424,10 @@ fn logged_init_ms(log: &ErrorLog) -> Vec<u64> {
 /// no call that waits for it on close: wait until the log file has stopped growing, so its
 /// zeros do not share the disk with the next run.
 fn close(db: Arc<Mutex<Database>>, a: &Args) {
-    let db = Arc::into_inner(db).expect("threads joined").into_inner().unwrap();
+    let db = Arc::into_inner(db)
+        .expect("threads joined")
+        .into_inner()
+        .unwrap();
     drop(db);
     let (mdf, ldf) = paths(&a.dir);
     let len = || std::fs::metadata(&ldf).map(|m| m.len()).unwrap_or(0);
@@ -562,7 +568,12 @@ fn main() {
             eprintln!(
                 "  commits per second: {}; growths committed at s: {}",
                 list(&r.per_second),
-                list(&r.growth_at_s.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>())
+                list(
+                    &r.growth_at_s
+                        .iter()
+                        .map(|t| format!("{t:.2}"))
+                        .collect::<Vec<_>>()
+                )
             );
             runs.push((round, r));
         }

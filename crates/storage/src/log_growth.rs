@@ -67,6 +67,27 @@ impl Default for GrowthEnv {
     }
 }
 
+/// The size a file grows to automatically: by FILEGROWTH (pages, or percent of its size,
+/// at least `min_pages`), capped by MAXSIZE; None when FILEGROWTH is 0 (invariant 2).
+pub(crate) fn growth_target(
+    f: &extentdb_format::catalog::FileEntry,
+    min_pages: u32,
+) -> Option<u32> {
+    if f.growth == 0 {
+        return None;
+    }
+    let by = if f.is_percent_growth {
+        ((f.size_pages as u64 * f.growth as u64) / 100).max(min_pages as u64) as u32
+    } else {
+        f.growth
+    };
+    let mut to = f.size_pages.saturating_add(by);
+    if f.max_size_pages > 0 {
+        to = to.min(f.max_size_pages as u32);
+    }
+    Some(to)
+}
+
 /// A growth environment as an initialization log.
 pub(crate) struct EnvSink(Option<Arc<ErrorLog>>, String);
 impl EnvSink {
@@ -178,18 +199,11 @@ impl Database {
         self.catalog
             .files
             .iter()
-            .filter(|f| f.file_type == FileType::Log && f.growth > 0)
+            .filter(|f| f.file_type == FileType::Log)
             .find_map(|f| {
-                let by = if f.is_percent_growth {
-                    ((f.size_pages as u64 * f.growth as u64) / 100).max(64) as u32
-                } else {
-                    f.growth
-                };
-                let mut to = f.size_pages.saturating_add(by);
-                if f.max_size_pages > 0 {
-                    to = to.min(f.max_size_pages as u32);
-                }
-                (to > f.size_pages).then_some((f.file_id, f.size_pages, to))
+                growth_target(f, 64)
+                    .filter(|&to| to > f.size_pages)
+                    .map(|to| (f.file_id, f.size_pages, to))
             })
     }
 

@@ -81,7 +81,11 @@ impl DataPath {
 }
 
 /// System type ids of the variable-length types (varchar, nvarchar, varbinary).
-pub const VARIABLE_TYPES: [u8; 3] = [167, 231, 165];
+pub const VARIABLE_TYPES: [u8; 3] = [
+    extentdb_format::key::type_id::VARCHAR,
+    extentdb_format::key::type_id::NVARCHAR,
+    extentdb_format::key::type_id::VARBINARY,
+];
 
 /// How each column is stored in a record.
 pub fn layouts(t: &TableEntry) -> Vec<ColumnLayout> {
@@ -518,18 +522,11 @@ impl Database {
             .catalog
             .files
             .iter()
-            .filter(|f| files.contains(&f.file_id) && f.growth > 0)
+            .filter(|f| files.contains(&f.file_id))
             .find_map(|f| {
-                let by = if f.is_percent_growth {
-                    ((f.size_pages as u64 * f.growth as u64) / 100).max(8) as u32
-                } else {
-                    f.growth
-                };
-                let mut to = f.size_pages.saturating_add(by);
-                if f.max_size_pages > 0 {
-                    to = to.min(f.max_size_pages as u32);
-                }
-                (to >= f.size_pages + PAGES_PER_EXTENT).then(|| (f.file_id, f.name.clone(), to))
+                crate::log_growth::growth_target(f, PAGES_PER_EXTENT)
+                    .filter(|&to| to >= f.size_pages + PAGES_PER_EXTENT)
+                    .map(|to| (f.file_id, f.name.clone(), to))
             })
         else {
             return Ok(None);

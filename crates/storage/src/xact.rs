@@ -173,8 +173,7 @@ impl Database {
         Ok(())
     }
 
-    /// Logs and applies one change of `xact` to `page` (invariant 1), imaging the page
-    /// first when it was last changed before the checkpoint.
+    /// Logs and applies one change of `xact` to a heap page (invariant 1), undone by slot.
     pub(crate) fn change_page(
         &mut self,
         xact: XactId,
@@ -182,34 +181,8 @@ impl Database {
         redo: SlotAction,
         undo: SlotAction,
     ) -> Result<(), StorageError> {
-        self.check_writable()?;
-        self.ensure_begun(xact)?;
-        self.image_if_needed(page)?;
-        let prev = self.data.xacts.active[&xact].last_lsn;
-        let body = LogRecordBody::RowChange {
-            xact,
-            prev,
-            page,
-            redo: redo.clone(),
-            undo: undo.clone(),
-        };
-        let bytes = body.encode();
         let reserve = clr_reservation(&undo);
-        self.check_log_reservation(bytes.len() as u64 + reserve)?;
-        let lsn = self
-            .wal
-            .as_ref()
-            .ok_or(StorageError::LogFailed)?
-            .append(&bytes)?;
-        self.apply_logged(page, &redo, lsn)?;
-        let x = self.data.xacts.active.get_mut(&xact).expect("active");
-        x.last_lsn = lsn;
-        x.reserved_bytes += reserve;
-        x.changes.push(Change {
-            prev,
-            undo: Undo::Slot(page, undo),
-        });
-        Ok(())
+        self.log_change(xact, page, redo, Undo::Slot(page, undo), reserve)
     }
 
     /// Logs and applies one change of `xact` to a page of clustered index `t`, undone by key.
@@ -221,20 +194,49 @@ impl Database {
         redo: SlotAction,
         undo: KeyedUndo,
     ) -> Result<(), StorageError> {
+        let reserve = (undo.record().len() + 64 + 512) as u64;
+        self.log_change(
+            xact,
+            page,
+            redo,
+            Undo::Keyed(t.allocation_unit_id, undo),
+            reserve,
+        )
+    }
+
+    /// The write-ahead path of every change: BEGIN with the first change, the page imaged
+    /// first when it was last changed before the checkpoint, the record logged (if the log
+    /// also holds every rollback, invariant 4), then the page changed and stamped.
+    fn log_change(
+        &mut self,
+        xact: XactId,
+        page: PageId,
+        redo: SlotAction,
+        undo: Undo,
+        reserve: u64,
+    ) -> Result<(), StorageError> {
         self.check_writable()?;
         self.ensure_begun(xact)?;
         self.image_if_needed(page)?;
         let prev = self.data.xacts.active[&xact].last_lsn;
-        let body = LogRecordBody::IndexChange {
-            xact,
-            prev,
-            page,
-            allocation_unit_id: t.allocation_unit_id,
-            redo: redo.clone(),
-            undo: undo.clone(),
+        let body = match &undo {
+            Undo::Slot(_, u) => LogRecordBody::RowChange {
+                xact,
+                prev,
+                page,
+                redo: redo.clone(),
+                undo: u.clone(),
+            },
+            Undo::Keyed(au, u) => LogRecordBody::IndexChange {
+                xact,
+                prev,
+                page,
+                allocation_unit_id: *au,
+                redo: redo.clone(),
+                undo: u.clone(),
+            },
         };
         let bytes = body.encode();
-        let reserve = (undo.record().len() + 64 + 512) as u64;
         self.check_log_reservation(bytes.len() as u64 + reserve)?;
         let lsn = self
             .wal
@@ -245,10 +247,7 @@ impl Database {
         let x = self.data.xacts.active.get_mut(&xact).expect("active");
         x.last_lsn = lsn;
         x.reserved_bytes += reserve;
-        x.changes.push(Change {
-            prev,
-            undo: Undo::Keyed(t.allocation_unit_id, undo),
-        });
+        x.changes.push(Change { prev, undo });
         Ok(())
     }
 
