@@ -197,6 +197,10 @@ struct Run {
     over_10ms: u64,
     over_100ms: u64,
     longest_wait_ms: f64,
+    /// Longest time one commit held the database lock (a growth is waited for in there) and
+    /// longest log flush outside it (the disk, shared with whatever else runs).
+    max_locked_ms: f64,
+    max_flush_ms: f64,
     /// Latency of the commit whose insert committed each growth, and when (s into the run).
     growth_commit_ms: Vec<f64>,
     growth_at_s: Vec<f64>,
@@ -237,8 +241,18 @@ fn holder(
 }
 
 /// What thread B hands back: each commit's latency (µs) and end (µs into the run); the
-/// latency of each commit that committed a growth; any error.
-type Committed = (Vec<(u64, u64)>, Vec<(u64, u64)>, Option<String>);
+/// latency of each commit that committed a growth; the longest time (µs) spent holding the
+/// database lock and in the log flush outside it; any error.
+type Committed = (Vec<(u64, u64)>, Vec<(u64, u64)>, (u64, u64), Option<String>);
+
+/// Records how long the database lock was held when dropped (declared after the guard, so
+/// dropped before it).
+struct Held<'a>(Instant, &'a mut u64);
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        *self.1 = (*self.1).max(self.0.elapsed().as_micros() as u64);
+    }
+}
 
 /// Thread B: autocommit inserts of one 4 KB row until `growths` growths or `cap`.
 fn committer(
@@ -251,12 +265,13 @@ fn committer(
     std::thread::spawn(move || {
         let wal = db.lock().unwrap().wal().expect("a log writer");
         let (mut lat, mut at_growth) = (Vec::with_capacity(1 << 18), Vec::new());
-        let (started, mut seen) = (Instant::now(), 0);
+        let (started, mut seen, mut worst) = (Instant::now(), 0, (0u64, 0u64));
         let row = big_row(0);
         while started.elapsed() < cap {
             let t0 = Instant::now();
             let step = {
                 let mut g = db.lock().unwrap();
+                let _held = Held(Instant::now(), &mut worst.0);
                 let x = g.begin_xact();
                 match g.insert_row(x, t, &row) {
                     Ok(_) => g
@@ -271,15 +286,18 @@ fn committer(
             };
             let (lsn, now_growths) = match step {
                 Ok((Some(l), n)) => (l, n),
-                Ok((None, _)) => return (lat, at_growth, Some("commit logged nothing".into())),
+                Ok((None, _)) => return (lat, at_growth, worst, Some("commit logged nothing".into())),
                 Err(e) => {
                     let msg = format!("commit {}: {e}", lat.len());
-                    return (lat, at_growth, Some(msg));
+                    return (lat, at_growth, worst, Some(msg));
                 }
             };
-            if let Err(e) = wal.flush(lsn) {
+            let flushing = Instant::now();
+            let flushed = wal.flush(lsn);
+            worst.1 = worst.1.max(flushing.elapsed().as_micros() as u64);
+            if let Err(e) = flushed {
                 let msg = format!("flush {}: {e}", lat.len());
-                return (lat, at_growth, Some(msg));
+                return (lat, at_growth, worst, Some(msg));
             }
             let timed = (
                 t0.elapsed().as_micros() as u64,
@@ -295,7 +313,7 @@ fn committer(
                 break;
             }
         }
-        (lat, at_growth, None)
+        (lat, at_growth, worst, None)
     })
 }
 
@@ -376,7 +394,8 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
         Err(p) => run.failure = Some(format!("holder panicked: {}", panic_text(&p))),
     }
     match committed {
-        Ok((timed, at_growth, err)) => {
+        Ok((timed, at_growth, worst, err)) => {
+            (run.max_locked_ms, run.max_flush_ms) = (worst.0 as f64 / 1e3, worst.1 as f64 / 1e3);
             for &(_, end_us) in &timed {
                 let sec = (end_us / 1_000_000) as usize;
                 if run.per_second.len() <= sec {
@@ -485,7 +504,7 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
 
 fn run_json(r: &Run, round: u32) -> String {
     format!(
-        "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"growth_commit_ms\": [{}], \"growth_at_s\": [{}], \"commits_per_second\": [{}], \"logged_growth_init_ms\": [{}], \"failure\": {}}}",
+        "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"max_locked_ms\": {:.1}, \"max_flush_ms\": {:.1}, \"growth_commit_ms\": [{}], \"growth_at_s\": [{}], \"commits_per_second\": [{}], \"logged_growth_init_ms\": [{}], \"failure\": {}}}",
         mode_name(r.prepare_ahead),
         r.commits,
         r.growths,
@@ -497,6 +516,8 @@ fn run_json(r: &Run, round: u32) -> String {
         r.over_10ms,
         r.over_100ms,
         r.longest_wait_ms,
+        r.max_locked_ms,
+        r.max_flush_ms,
         list(&r.growth_commit_ms.iter().map(|m| format!("{m:.1}")).collect::<Vec<_>>()),
         list(&r.growth_at_s.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>()),
         list(&r.per_second),
@@ -507,7 +528,7 @@ fn run_json(r: &Run, round: u32) -> String {
 
 fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
     println!(
-        "\n{:<5} {:<14} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>10} {:>14}  failure",
+        "\n{:<5} {:<14} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>10} {:>14} {:>8} {:>9}  failure",
         "round",
         "mode",
         "commits",
@@ -517,11 +538,13 @@ fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
         "max ms",
         ">10ms",
         "wait ms",
-        "init ms (log)"
+        "init ms (log)",
+        "lock ms",
+        "flush ms"
     );
     for (round, r) in runs {
         println!(
-            "{:<5} {:<14} {:>8} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6} {:>10.1} {:>14}  {}",
+            "{:<5} {:<14} {:>8} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6} {:>10.1} {:>14} {:>8.1} {:>9.1}  {}",
             round,
             mode_name(r.prepare_ahead),
             r.commits,
@@ -532,6 +555,8 @@ fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
             r.over_10ms,
             r.longest_wait_ms,
             list(&r.init_ms),
+            r.max_locked_ms,
+            r.max_flush_ms,
             r.failure.as_deref().unwrap_or("-")
         );
     }
@@ -583,7 +608,8 @@ fn main() {
         median(
             &runs
                 .iter()
-                .filter(|(_, r)| r.prepare_ahead == ahead)
+                // Only runs in which the log grew measure a growth; the table shows all.
+                .filter(|(_, r)| r.prepare_ahead == ahead && r.growths > 0)
                 .map(|(_, r)| f(r))
                 .collect::<Vec<_>>(),
         )
@@ -591,6 +617,7 @@ fn main() {
     let (max_on, max_off) = (of(true, |r| r.max_ms), of(false, |r| r.max_ms));
     let (p99_on, p99_off) = (of(true, |r| r.p99_ms), of(false, |r| r.p99_ms));
     let wait_on = of(true, |r| r.longest_wait_ms);
+    let (locked_on, locked_off) = (of(true, |r| r.max_locked_ms), of(false, |r| r.max_locked_ms));
     let stall = of(false, |r| r.longest_wait_ms);
     let init_off: Vec<f64> = runs
         .iter()
@@ -613,7 +640,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     let json = format!(
-        "{{\n  \"benchmark\": \"log_growth_latency\",\n  \"date\": \"{date}\",\n  \"host\": \"{host}\",\n  \"dir\": \"{}\",\n  \"log_start_mb\": 64,\n  \"growth_mb\": {},\n  \"row_bytes\": {ROW_BYTES},\n  \"rounds\": {},\n  \"max_secs_per_mode\": {},\n  \"target_growths\": {},\n  \"baseline_zero_growth_ms\": [{}],\n  \"runs\": [\n{}\n  ],\n  \"median_max_ms_prepare_ahead\": {max_on:.1},\n  \"median_max_ms_on_demand\": {max_off:.1},\n  \"ratio_max_latency_prepare_ahead_vs_on_demand\": {:.4},\n  \"median_p99_ms_prepare_ahead\": {p99_on:.3},\n  \"median_p99_ms_on_demand\": {p99_off:.3},\n  \"median_longest_growth_wait_ms_prepare_ahead\": {wait_on:.1},\n  \"median_on_demand_stall_ms\": {stall:.1},\n  \"median_logged_growth_init_ms_on_demand\": {:.0},\n  \"median_logged_growth_init_ms_prepare_ahead\": {:.0},\n  \"median_baseline_zero_growth_ms\": {base:.0},\n  \"ratio_on_demand_stall_vs_baseline_zero\": {:.3}\n}}\n",
+        "{{\n  \"benchmark\": \"log_growth_latency\",\n  \"date\": \"{date}\",\n  \"host\": \"{host}\",\n  \"dir\": \"{}\",\n  \"log_start_mb\": 64,\n  \"growth_mb\": {},\n  \"row_bytes\": {ROW_BYTES},\n  \"rounds\": {},\n  \"max_secs_per_mode\": {},\n  \"target_growths\": {},\n  \"baseline_zero_growth_ms\": [{}],\n  \"runs\": [\n{}\n  ],\n  \"median_max_ms_prepare_ahead\": {max_on:.1},\n  \"median_max_ms_on_demand\": {max_off:.1},\n  \"ratio_max_latency_prepare_ahead_vs_on_demand\": {:.4},\n  \"median_p99_ms_prepare_ahead\": {p99_on:.3},\n  \"median_p99_ms_on_demand\": {p99_off:.3},\n  \"medians_over\": \"runs with at least one growth\",\n  \"median_max_locked_ms_prepare_ahead\": {locked_on:.1},\n  \"median_max_locked_ms_on_demand\": {locked_off:.1},\n  \"median_longest_growth_wait_ms_prepare_ahead\": {wait_on:.1},\n  \"median_on_demand_stall_ms\": {stall:.1},\n  \"median_logged_growth_init_ms_on_demand\": {:.0},\n  \"median_logged_growth_init_ms_prepare_ahead\": {:.0},\n  \"median_baseline_zero_growth_ms\": {base:.0},\n  \"ratio_on_demand_stall_vs_baseline_zero\": {:.3}\n}}\n",
         a.dir.display(),
         a.growth_mb,
         a.rounds,
@@ -627,7 +654,7 @@ fn main() {
         stall / base.max(1e-9),
     );
     println!(
-        "\nmax commit latency: prepare_ahead {max_on:.1} ms vs on_demand {max_off:.1} ms (ratio {:.4}); on-demand stall {stall:.0} ms; engine-logged init of one {} MB growth {:.0} ms (on demand) / {:.0} ms (background); disk zeroing baseline {base:.0} ms",
+        "\n(medians over runs whose log grew) longest lock hold: prepare_ahead {locked_on:.1} ms vs on_demand {locked_off:.1} ms\nmax commit latency: prepare_ahead {max_on:.1} ms vs on_demand {max_off:.1} ms (ratio {:.4}); on-demand stall {stall:.0} ms; engine-logged init of one {} MB growth {:.0} ms (on demand) / {:.0} ms (background); disk zeroing baseline {base:.0} ms",
         max_on / max_off.max(1e-9),
         a.growth_mb,
         median(&init_off),
