@@ -286,7 +286,9 @@ fn committer(
             };
             let (lsn, now_growths) = match step {
                 Ok((Some(l), n)) => (l, n),
-                Ok((None, _)) => return (lat, at_growth, worst, Some("commit logged nothing".into())),
+                Ok((None, _)) => {
+                    return (lat, at_growth, worst, Some("commit logged nothing".into()))
+                }
                 Err(e) => {
                     let msg = format!("commit {}: {e}", lat.len());
                     return (lat, at_growth, worst, Some(msg));
@@ -617,7 +619,10 @@ fn main() {
     let (max_on, max_off) = (of(true, |r| r.max_ms), of(false, |r| r.max_ms));
     let (p99_on, p99_off) = (of(true, |r| r.p99_ms), of(false, |r| r.p99_ms));
     let wait_on = of(true, |r| r.longest_wait_ms);
-    let (locked_on, locked_off) = (of(true, |r| r.max_locked_ms), of(false, |r| r.max_locked_ms));
+    let (locked_on, locked_off) = (
+        of(true, |r| r.max_locked_ms),
+        of(false, |r| r.max_locked_ms),
+    );
     let stall = of(false, |r| r.longest_wait_ms);
     let init_off: Vec<f64> = runs
         .iter()

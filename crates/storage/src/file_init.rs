@@ -77,10 +77,17 @@ pub fn initialize(
     initialize_paced(file, kind, from_pages, to_pages, policy, log, None)
 }
 
-/// `initialize`, writing zeros (where zeros are written) `pace` bytes at a time with a sync
-/// after each: used while the file is in use (a log growth prepared in the background), so
-/// that a concurrent commit's fdatasync of the same file never waits for more than one
-/// chunk's writeback.
+/// Writing zeros `bytes` at a time with a sync after each, stopping early once `cancel` is
+/// set (the space is then not initialized: the caller discards it).
+#[derive(Clone, Copy)]
+pub struct Pace<'a> {
+    pub bytes: u64,
+    pub cancel: &'a std::sync::atomic::AtomicBool,
+}
+
+/// `initialize`, writing zeros (where zeros are written) at `pace`: used while the file is
+/// in use (a log growth prepared in the background), so that a concurrent commit's
+/// fdatasync of the same file never waits for more than one chunk's writeback.
 pub fn initialize_paced(
     file: &dyn DbFile,
     kind: SpaceKind,
@@ -88,7 +95,7 @@ pub fn initialize_paced(
     to_pages: u32,
     policy: InitPolicy,
     log: &dyn InitLog,
-    pace: Option<u64>,
+    pace: Option<Pace<'_>>,
 ) -> Result<InitMethod, StorageError> {
     assert!(to_pages > from_pages, "initialize needs new space");
     let (from, len) = (
@@ -121,10 +128,13 @@ pub fn initialize_paced(
             Ok(()) => InitMethod::WriteZeroes,
             Err(e) if e.is_unsupported() => {
                 match pace {
-                    Some(chunk) => {
+                    Some(p) => {
                         let mut at = from;
                         while at < from + len {
-                            let n = chunk.min(from + len - at);
+                            if p.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+                                return Err(StorageError::Cancelled);
+                            }
+                            let n = p.bytes.min(from + len - at);
                             write_zeros(file, at, n)?;
                             file.sync_data()?;
                             at += n;

@@ -119,6 +119,8 @@ pub enum StorageError {
     DuplicateKey { table: String, constraint: String },
     #[error("arithmetic overflow generating an identity value")]
     IdentityOverflow,
+    #[error("the operation was cancelled")]
+    Cancelled,
     #[error("the transaction log is full: no inactive VLF can be reused")]
     LogFull,
     #[error("an earlier log write or sync failed; the database must be reopened")]

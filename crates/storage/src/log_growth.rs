@@ -20,6 +20,7 @@
 //!    nothing.
 //! 2. A growth never passes MAXSIZE; FILEGROWTH 0 means never.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
@@ -114,9 +115,22 @@ struct Prepared {
 pub(crate) struct LogGrowth {
     pub env: GrowthEnv,
     preparing: Option<(Prepared, JoinHandle<Result<u64, StorageError>>)>,
+    /// Set to stop a preparation early (database closed or dropped).
+    cancel: Arc<AtomicBool>,
     /// Log autogrowths committed since open, and the longest wait a change had for one.
     pub growths: u64,
     pub longest_wait_us: u64,
+}
+
+impl Drop for LogGrowth {
+    /// A database closing stops its preparation within one step and waits for it, so no
+    /// thread writes into a file that is about to be closed or removed.
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        if let Some((_, handle)) = self.preparing.take() {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl Database {
@@ -212,6 +226,7 @@ impl Database {
         let env = self.data.growth.env.clone();
         let vlfs =
             log_file::vlf_count_for_growth((to - from) as u64 * PAGE_SIZE as u64, self.log_bytes());
+        let cancel = self.data.growth.cancel.clone();
         let handle = std::thread::spawn(move || {
             let started = Instant::now();
             let sink = EnvSink::new(&env);
@@ -222,7 +237,10 @@ impl Database {
                 to,
                 env.policy,
                 &sink,
-                Some(PACE_BYTES),
+                Some(file_init::Pace {
+                    bytes: PACE_BYTES,
+                    cancel: &cancel,
+                }),
             )?;
             let (a, b) = (from as u64 * PAGE_SIZE as u64, to as u64 * PAGE_SIZE as u64);
             log_file::write_vlf_headers(
@@ -285,8 +303,11 @@ impl Database {
 
     /// Waits for a growth being prepared and forgets it (a manual growth takes its place).
     pub(crate) fn discard_prepared_growth(&mut self) {
-        if let Some((_, handle)) = self.data.growth.preparing.take() {
+        let g = &mut self.data.growth;
+        if let Some((_, handle)) = g.preparing.take() {
+            g.cancel.store(true, Ordering::Relaxed);
             let _ = handle.join();
+            g.cancel = Arc::new(AtomicBool::new(false));
         }
     }
 
