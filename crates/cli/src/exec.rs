@@ -54,9 +54,19 @@ pub fn run(a: ExecArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
             a.data_dir.display()
         );
     }
-    let instance = Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?;
-    let engine = Engine::new(Arc::new(instance));
+    let instance =
+        Arc::new(Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?);
+    let engine = Engine::new(instance.clone());
     let mut session = engine.session();
+    let code = run_scripts(&a, &mut session);
+    // The session's open transaction rolls back as it ends; then a checkpoint per database.
+    drop(session);
+    instance.shutdown();
+    code
+}
+
+/// Runs the inputs in the session; the exit code is 1 after an error under -b, else 0.
+fn run_scripts(a: &ExecArgs, session: &mut extentdb_sql::exec::Session) -> Result<u8, String> {
     let mut scripts = Vec::new();
     if let Some(q) = &a.query {
         scripts.push(q.clone());

@@ -333,6 +333,9 @@ fn encode_decimal(
 
 /// Text as one byte per character, `?` for characters Latin-1 lacks.
 fn latin1(s: &str) -> Vec<u8> {
+    if s.is_ascii() {
+        return s.as_bytes().to_vec();
+    }
     s.chars()
         .map(|c| u8::try_from(c as u32).unwrap_or(b'?'))
         .collect()
