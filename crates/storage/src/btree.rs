@@ -379,7 +379,7 @@ impl Database {
                 .collect(),
         };
         let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
-        let lsn = wal.append(&body.encode())?;
+        let lsn = wal.append(&extentdb_format::log_record::compact(body.encode()))?;
         for (pid, mut pg) in images {
             set_lsn(&mut pg, lsn)?;
             self.data

@@ -69,10 +69,8 @@ impl DataFile {
     /// repaired by redo. Not yet durable in the data file itself: call `sync`.
     pub fn write_page(&self, page: PageNo, p: &mut Page) -> Result<(), StorageError> {
         if let Some(wal) = &self.wal {
-            let lsn = wal.append(&extentdb_format::log::encode_page_image(
-                self.file_id.0,
-                page.0,
-                p.bytes(),
+            let lsn = wal.append(&extentdb_format::log_record::compact(
+                extentdb_format::log::encode_page_image(self.file_id.0, page.0, p.bytes()),
             ))?;
             let mut h = p.header()?;
             h.lsn = lsn;

@@ -348,15 +348,12 @@ impl Database {
         for df in self.data_files.values() {
             df.sync()?;
         }
-        let mut seq = wal.current_sequence();
+        // Redo starts at the end of the log as it is now (every change before it is in the
+        // data files), or at the oldest active transaction's BEGIN, whose records undo needs.
+        let mut cp = wal.end_lsn();
         if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
-            seq = seq.min(oldest.vlf_sequence);
+            cp = cp.min(oldest);
         }
-        let cp = Lsn {
-            vlf_sequence: seq,
-            block: 0,
-            slot: 0,
-        };
         // Every page is durable now, so older VLFs may be reused even before the boot page
         // says so (the reader starts at the lowest FSeqNo left): the save below may need them.
         wal.truncate_before(cp.vlf_sequence);

@@ -180,6 +180,20 @@ impl Database {
         Ok(())
     }
 
+    /// Commits the growth being prepared, or prepares one and commits it (the change waits);
+    /// false when the log may not grow any more.
+    pub(crate) fn grow_log_now(&mut self) -> Result<bool, StorageError> {
+        if self.data.growth.preparing.is_none() {
+            let Some((file_id, from, to)) = self.next_log_growth() else {
+                return Ok(false);
+            };
+            self.start_preparing(file_id, from, to)?;
+        }
+        let before = self.log_bytes();
+        self.commit_prepared_growth()?;
+        Ok(self.log_bytes() > before)
+    }
+
     /// sys.databases.log_reuse_wait and _desc: what keeps the oldest needed VLF from being
     /// reused. A FULL-recovery database behaves as SIMPLE until its first full backup (as
     /// in SQL Server), and BACKUP is not built yet, so LOG_BACKUP never shows.
@@ -200,11 +214,11 @@ impl Database {
         let Some(wal) = &self.wal else {
             return false;
         };
-        let mut seq = wal.current_sequence();
+        let mut cp = wal.end_lsn();
         if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
-            seq = seq.min(oldest.vlf_sequence);
+            cp = cp.min(oldest);
         }
-        seq > self.boot.checkpoint_lsn.vlf_sequence
+        cp.vlf_sequence > self.boot.checkpoint_lsn.vlf_sequence
     }
 
     /// The next autogrowth of the log: the first log file that may grow, by its FILEGROWTH

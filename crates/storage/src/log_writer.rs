@@ -343,6 +343,23 @@ impl LogWriter {
         self.state.lock().unwrap().durable
     }
 
+    /// An LSN above every record appended so far and at or below the next one's: where a
+    /// checkpoint taken now lets redo start.
+    pub fn end_lsn(&self) -> Lsn {
+        let st = self.state.lock().unwrap();
+        match st.last {
+            Some(l) => Lsn {
+                slot: l.slot.saturating_add(1),
+                ..l
+            },
+            None => Lsn {
+                vlf_sequence: st.vlfs[st.cur].sequence,
+                block: 0,
+                slot: 0,
+            },
+        }
+    }
+
     /// FSeqNo of the VLF being written (0 before the first record of a fresh log).
     pub fn current_sequence(&self) -> u32 {
         let st = self.state.lock().unwrap();

@@ -100,15 +100,18 @@ impl Database {
     ) -> Result<Analysis, StorageError> {
         let mut a = Analysis::default();
         let mut touched = BTreeSet::new();
-        for r in records {
-            if let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&r.bytes)
-            {
+        let start = self.boot.checkpoint_lsn;
+        // Records before the checkpoint LSN are in the data files already, and belong to no
+        // transaction still active then (the checkpoint LSN is at or before their BEGINs).
+        for r in records.iter().filter(|r| r.lsn >= start) {
+            let bytes = extentdb_format::log_record::expand(&r.bytes)?;
+            if let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&bytes) {
                 if self.redo_image(r.lsn, file_id, page, image, &mut touched)? {
                     stats.redone += 1;
                 }
                 continue;
             }
-            let Some(body) = LogRecordBody::decode(&r.bytes)? else {
+            let Some(body) = LogRecordBody::decode(&bytes)? else {
                 continue;
             };
             if self.redo_record(r.lsn, &body)? {

@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 
 use extentdb_format::catalog::TableEntry;
-use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
+use extentdb_format::log_record::{self, KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::{data_page, Lsn, Page, PageId, PageType};
 
 use crate::{Database, StorageError};
@@ -151,7 +151,7 @@ impl Database {
 
     fn log(&self, body: &LogRecordBody) -> Result<Lsn, StorageError> {
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
-        wal.append(&body.encode())
+        wal.append(&log_record::compact(body.encode()))
     }
 
     /// Logs BEGIN for `xact` if this is its first change.
@@ -236,7 +236,7 @@ impl Database {
                 undo: u.clone(),
             },
         };
-        let bytes = body.encode();
+        let bytes = log_record::compact(body.encode());
         self.check_log_reservation(bytes.len() as u64 + reserve)?;
         let lsn = self
             .wal
@@ -253,19 +253,24 @@ impl Database {
 
     /// Refuses a change needing `bytes` of log when the log could not also hold every
     /// active transaction's rollback (invariant 4).
-    fn check_log_reservation(&self, bytes: u64) -> Result<(), StorageError> {
-        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
-        let reserved: u64 = self
-            .data
-            .xacts
-            .active
-            .values()
-            .map(|x| x.reserved_bytes)
-            .sum();
-        if wal.free_bytes() < bytes + reserved + LOG_MARGIN_BYTES {
-            return Err(StorageError::LogFull);
+    /// Grows the log (FILEGROWTH up to MAXSIZE) while that is what stands in the way.
+    fn check_log_reservation(&mut self, bytes: u64) -> Result<(), StorageError> {
+        let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
+        loop {
+            let reserved: u64 = self
+                .data
+                .xacts
+                .active
+                .values()
+                .map(|x| x.reserved_bytes)
+                .sum();
+            if wal.free_bytes() >= bytes + reserved + LOG_MARGIN_BYTES {
+                return Ok(());
+            }
+            if !self.grow_log_now()? {
+                return Err(StorageError::LogFull);
+            }
         }
-        Ok(())
     }
 
     /// Applies an already-logged action to the cached page and stamps its LSN.
@@ -296,10 +301,8 @@ impl Database {
             return Ok(());
         }
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
-        let lsn = wal.append(&extentdb_format::log::encode_page_image(
-            page.file.0,
-            page.page.0,
-            p.bytes(),
+        let lsn = wal.append(&log_record::compact(
+            extentdb_format::log::encode_page_image(page.file.0, page.page.0, p.bytes()),
         ))?;
         set_lsn(p, lsn)?;
         self.data.pool.mark_dirty(page);

@@ -76,6 +76,16 @@ fn find(db: &mut Database, t: u32, k: u32) -> Result<Option<(Rid, Vec<u8>)>, Sto
     Ok(None)
 }
 
+/// A value of 1-1,500 bytes: constant (compresses in the log) or noise (does not), alike.
+fn payload(rng: &mut Rng, k: u32) -> Vec<u8> {
+    let len = 1 + rng.below(1500) as usize;
+    if rng.below(2) == 0 {
+        vec![(k % 251) as u8; len]
+    } else {
+        (0..len).map(|_| rng.next() as u8).collect()
+    }
+}
+
 /// Keys in a scrambled order (a permutation), so B-tree inserts land anywhere.
 fn scramble(n: u32) -> u32 {
     ((n as u64 * 7919) % 1_000_003) as u32
@@ -120,7 +130,7 @@ fn transaction(
             0..=4 => {
                 let k = scramble(*next_key);
                 *next_key += 1;
-                let v = vec![(k % 251) as u8; 1 + rng.below(1500) as usize];
+                let v = payload(rng, k);
                 if std::env::var("XDB_TRACE").is_ok() {
                     eprintln!("x{x} insert {k} -> {}x{}", v.len(), v[0]);
                 }
@@ -145,7 +155,7 @@ fn transaction(
                     .nth(rng.below(after.len() as u64) as usize)
                     .unwrap();
                 let (rid, old) = find(db, t, k)?.expect("model row present");
-                let v = vec![rng.below(256) as u8; 1 + rng.below(1500) as usize];
+                let v = payload(rng, k ^ 0x5555);
                 if std::env::var("XDB_TRACE").is_ok() {
                     eprintln!(
                         "x{x} update {k} -> {}x{} (old {})",

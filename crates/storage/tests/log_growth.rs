@@ -38,8 +38,17 @@ fn table() -> TableEntry {
     }
 }
 
+/// A 4,000-byte row of noise (so the log cannot compress it away) led by its number.
 fn row(i: u32) -> Vec<u8> {
-    let mut v = vec![b' '; 4000];
+    let mut x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut v: Vec<u8> = (0..4000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
     v[..4].copy_from_slice(&i.to_le_bytes());
     record::encode(&[ColumnLayout::Fixed(4000)], &[Some(&v)]).unwrap()
 }
