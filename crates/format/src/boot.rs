@@ -29,7 +29,14 @@ pub struct BootPage {
     pub catalog_first_page: PageId,
     pub catalog_bytes: u32,
     pub catalog_crc: u32,
+    /// BEGIN of the oldest transaction active at the checkpoint (where analysis and undo
+    /// start), or zero when none was: see FORMAT.md, "Boot page".
+    pub oldest_active_lsn: Lsn,
 }
+
+/// Offset of `oldest_active_lsn`, after the name's largest extent.
+const OFF_OLDEST_ACTIVE: usize = 690;
+const _: () = assert!(OFF_OLDEST_ACTIVE >= crate::PAGE_HEADER_SIZE + 80 + 2 + 512);
 
 impl BootPage {
     pub fn encode(&self, at: PageId) -> Result<Page, FormatError> {
@@ -56,6 +63,11 @@ impl BootPage {
         w.u32(self.catalog_crc);
         w.string(&self.name);
         page.body_mut()[..w.bytes.len()].copy_from_slice(&w.bytes);
+        let b = page.bytes_mut();
+        let o = OFF_OLDEST_ACTIVE;
+        b[o..o + 4].copy_from_slice(&self.oldest_active_lsn.vlf_sequence.to_le_bytes());
+        b[o + 4..o + 8].copy_from_slice(&self.oldest_active_lsn.block.to_le_bytes());
+        b[o + 8..o + 10].copy_from_slice(&self.oldest_active_lsn.slot.to_le_bytes());
         page.seal();
         Ok(page)
     }
@@ -80,7 +92,15 @@ impl BootPage {
                 format!("boot page version {version} is not supported"),
             ));
         }
+        let b = page.bytes();
+        let o = OFF_OLDEST_ACTIVE;
+        let oldest_active_lsn = Lsn {
+            vlf_sequence: u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes")),
+            block: u32::from_le_bytes(b[o + 4..o + 8].try_into().expect("4 bytes")),
+            slot: u16::from_le_bytes(b[o + 8..o + 10].try_into().expect("2 bytes")),
+        };
         Ok(BootPage {
+            oldest_active_lsn,
             generation: r.u64()?,
             database_guid: r.array::<16>()?,
             database_version: r.u32()?,

@@ -129,8 +129,30 @@ impl Database {
         Ok(at)
     }
 
-    /// Allocates one extent of file `file_id` to `au`; None when the file is full.
+    /// Allocates one extent of file `file_id` to `au` and makes it durable; None when the
+    /// file is full.
     pub fn allocate_extent(
+        &mut self,
+        au: u64,
+        file_id: u16,
+    ) -> Result<Option<ExtentNo>, StorageError> {
+        let e = self.allocate_extent_lazy(au, file_id)?;
+        self.flush_log()?;
+        Ok(e)
+    }
+
+    /// Makes everything logged so far durable.
+    pub(crate) fn flush_log(&self) -> Result<(), StorageError> {
+        match &self.wal {
+            Some(w) => w.flush(w.end_lsn()),
+            None => Ok(()),
+        }
+    }
+
+    /// `allocate_extent` without the log flush: the extent becomes durable with the next
+    /// flush, at the latest the commit of the transaction that uses it (redo rebuilds the
+    /// allocation pages from their logged images).
+    pub(crate) fn allocate_extent_lazy(
         &mut self,
         au: u64,
         file_id: u16,
@@ -160,8 +182,19 @@ impl Database {
         Ok(Some(extent))
     }
 
-    /// Returns an extent of `au` in file `file_id` to the file's free space.
+    /// Returns an extent of `au` in file `file_id` to the file's free space, durably.
     pub fn deallocate_extent(
+        &mut self,
+        au: u64,
+        file_id: u16,
+        extent: ExtentNo,
+    ) -> Result<(), StorageError> {
+        self.deallocate_extent_lazy(au, file_id, extent)?;
+        self.flush_log()
+    }
+
+    /// `deallocate_extent` without the log flush.
+    pub(crate) fn deallocate_extent_lazy(
         &mut self,
         au: u64,
         file_id: u16,

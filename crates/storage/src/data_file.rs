@@ -8,10 +8,16 @@
 //! 3. Allocation order without the log: GAM is written before IAM, so a crash in between
 //!    leaks an extent (CHECKDB 8905) but can never hand one extent out twice.
 //!
-//! Pages are read and written directly; the buffer pool and write-ahead logging arrive with
-//! the transaction log and will sit between callers and this module.
+//! Allocation-map pages (GAM, SGAM, PFS, IAM, DCM, BCM) changed through `write_page` are
+//! logged (a page image) and kept in a small write-back cache (`AllocCache`) instead of
+//! being written at once: reads see the cached copy, and `sync` (checkpoints, growths,
+//! catalog saves) flushes the log, writes them and syncs the file. So allocating an extent
+//! costs no fsync of its own; its durability comes with the log flush of the transaction
+//! that used it (redo rebuilds the pages from their images). Data and index pages live in
+//! the buffer pool instead (`buffer_pool`).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 
 use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::file_header::{FileHeader, FileType};
@@ -31,6 +37,32 @@ pub struct DataFile {
     /// The database's write-ahead log, once attached: in-place page writes log the page's
     /// image and make it durable before the page itself is written.
     pub wal: Option<Arc<crate::log_writer::LogWriter>>,
+    /// Allocation pages changed since they were last written, and clean copies of
+    /// allocation pages read (see the module docs).
+    pub cache: AllocCache,
+}
+
+/// Allocation-map pages of one file kept in memory: (page, dirty).
+#[derive(Default)]
+pub struct AllocCache {
+    pages: Mutex<BTreeMap<u32, (Page, bool)>>,
+}
+
+/// Dirty allocation pages a file keeps before writing them back unasked.
+const ALLOC_CACHE_DIRTY_LIMIT: usize = 256;
+/// Allocation pages a file keeps cached at most (clean ones are dropped beyond it).
+const ALLOC_CACHE_LIMIT: usize = 4096;
+
+fn is_allocation_page(t: PageType) -> bool {
+    matches!(
+        t,
+        PageType::Gam
+            | PageType::Sgam
+            | PageType::Pfs
+            | PageType::Iam
+            | PageType::Dcm
+            | PageType::Bcm
+    )
 }
 
 impl DataFile {
@@ -54,30 +86,88 @@ impl DataFile {
                 size_pages: self.size_pages,
             });
         }
+        if let Some((p, _)) = self.cache.pages.lock().unwrap().get(&page.0) {
+            return Ok(p.clone());
+        }
         let mut buf = vec![0u8; PAGE_SIZE];
         self.file.read_at(&mut buf, page.offset())?;
         let p = Page::from_bytes(&buf)?;
-        p.verify(PageId {
+        let t = p.verify(PageId {
             file: self.file_id,
             page,
         })?;
+        if is_allocation_page(t) {
+            let mut c = self.cache.pages.lock().unwrap();
+            if c.len() >= ALLOC_CACHE_LIMIT {
+                c.retain(|_, (_, dirty)| *dirty);
+            }
+            c.insert(page.0, (p.clone(), false));
+        }
         Ok(p)
     }
 
-    /// Writes one page in place, write-ahead: with a log attached, the page's image is
-    /// logged and flushed first and the page carries that record's LSN, so a torn write is
-    /// repaired by redo. Not yet durable in the data file itself: call `sync`.
+    /// Changes one page write-ahead: with a log attached, the page's image is logged, the
+    /// page carries that record's LSN and waits in the cache until `sync` (or the cache's
+    /// limit) flushes the log and writes it. Without a log (a database being created) the
+    /// page is written at once. Durable only after `sync`.
     pub fn write_page(&self, page: PageNo, p: &mut Page) -> Result<(), StorageError> {
-        if let Some(wal) = &self.wal {
-            let lsn = wal.append(&extentdb_format::log_record::compact(
-                extentdb_format::log::encode_page_image(self.file_id.0, page.0, p.bytes()),
-            ))?;
-            let mut h = p.header()?;
-            h.lsn = lsn;
-            p.set_header(&h);
-            wal.flush(lsn)?;
+        let Some(wal) = &self.wal else {
+            return self.write_page_unlogged(page, p);
+        };
+        let lsn = wal.append(&extentdb_format::log_record::compact(
+            extentdb_format::log::encode_page_image(self.file_id.0, page.0, p.bytes()),
+        ))?;
+        let mut h = p.header()?;
+        h.lsn = lsn;
+        p.set_header(&h);
+        p.seal();
+        let dirty = {
+            let mut c = self.cache.pages.lock().unwrap();
+            c.insert(page.0, (p.clone(), true));
+            c.values().filter(|(_, d)| *d).count()
+        };
+        if dirty > ALLOC_CACHE_DIRTY_LIMIT {
+            self.write_back()?;
         }
-        self.write_page_unlogged(page, p)
+        Ok(())
+    }
+
+    /// Writes the cached dirty allocation pages, the log first (write-ahead).
+    fn write_back(&self) -> Result<(), StorageError> {
+        let dirty: Vec<(u32, Page)> = self
+            .cache
+            .pages
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, (_, d))| *d)
+            .map(|(n, (p, _))| (*n, p.clone()))
+            .collect();
+        if dirty.is_empty() {
+            return Ok(());
+        }
+        if let Some(wal) = &self.wal {
+            let max = dirty
+                .iter()
+                .filter_map(|(_, p)| p.header().ok().map(|h| h.lsn))
+                .max();
+            if let Some(lsn) = max {
+                wal.flush(lsn)?;
+            }
+        }
+        for (n, p) in &dirty {
+            self.file.write_at(p.bytes(), PageNo(*n).offset())?;
+        }
+        let mut c = self.cache.pages.lock().unwrap();
+        for (n, p) in dirty {
+            // Clean unless changed again meanwhile (the same LSN means the same page).
+            if let Some((cached, d)) = c.get_mut(&n) {
+                if cached.header().ok().map(|h| h.lsn) == p.header().ok().map(|h| h.lsn) {
+                    *d = false;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Seals and writes one page without logging: only for pages no durable structure
@@ -93,11 +183,23 @@ impl DataFile {
         );
         p.seal();
         self.file.write_at(p.bytes(), page.offset())?;
+        let mut c = self.cache.pages.lock().unwrap();
+        if c.contains_key(&page.0) {
+            c.insert(page.0, (p.clone(), false));
+        }
         Ok(())
     }
 
+    /// Makes every change durable: cached allocation pages written (log first), then the
+    /// file synced.
     pub fn sync(&self) -> Result<(), StorageError> {
+        self.write_back()?;
         Ok(self.file.sync_data()?)
+    }
+
+    /// Forgets cached pages (after a failure, memory may not match the disk).
+    pub fn forget_cache(&self) {
+        self.cache.pages.lock().unwrap().clear();
     }
 
     fn pid(&self, page: PageNo) -> PageId {

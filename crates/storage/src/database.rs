@@ -183,6 +183,7 @@ impl Database {
                     file,
                     size_pages: entry.size_pages,
                     wal: None,
+                    cache: Default::default(),
                 };
                 df.write_file_header(guid, created_us)?;
                 df.format_new_space(0)?;
@@ -200,6 +201,7 @@ impl Database {
             catalog_first_page: PageId::NULL,
             catalog_bytes: 0,
             catalog_crc: 0,
+            oldest_active_lsn: Lsn::ZERO,
         };
         let mut db = Database {
             name: spec.name.clone(),
@@ -287,6 +289,7 @@ impl Database {
             file,
             size_pages,
             wal: None,
+            cache: Default::default(),
         };
         let boot = read_boot(&primary)?;
         let (catalog, chain) = read_catalog(&primary, &boot)?;
@@ -309,6 +312,7 @@ impl Database {
                         file,
                         size_pages: entry.size_pages,
                         wal: None,
+                        cache: Default::default(),
                     },
                 );
             }
@@ -348,16 +352,17 @@ impl Database {
         for df in self.data_files.values() {
             df.sync()?;
         }
-        // Redo starts at the end of the log as it is now (every change before it is in the
-        // data files), or at the oldest active transaction's BEGIN, whose records undo needs.
-        let mut cp = wal.end_lsn();
-        if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
-            cp = cp.min(oldest);
-        }
+        // Redo starts at the end of the log as it is now: every change before it is in the
+        // data files. Analysis and undo start at the oldest active transaction's BEGIN, so
+        // the log is kept from there.
+        let cp = wal.end_lsn();
+        let oldest = self.data.xacts.oldest_first_lsn();
+        let keep = oldest.map_or(cp, |o| o.min(cp));
         // Every page is durable now, so older VLFs may be reused even before the boot page
         // says so (the reader starts at the lowest FSeqNo left): the save below may need them.
-        wal.truncate_before(cp.vlf_sequence);
+        wal.truncate_before(keep.vlf_sequence);
         self.boot.checkpoint_lsn = cp;
+        self.boot.oldest_active_lsn = oldest.unwrap_or(Lsn::ZERO);
         self.save_catalog()
     }
 
@@ -597,6 +602,7 @@ impl Database {
                         file,
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
+                        cache: Default::default(),
                     };
                     df.write_file_header(self.boot.database_guid, now_us())?;
                     df.format_new_space(0)?;
@@ -631,6 +637,7 @@ impl Database {
                         file,
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
+                        cache: Default::default(),
                     },
                 );
             }

@@ -26,7 +26,7 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use extentdb_format::file_header::FileType;
-use extentdb_format::PAGE_SIZE;
+use extentdb_format::{Lsn, PAGE_SIZE};
 use extentdb_io::DbFile;
 
 use crate::errorlog::ErrorLog;
@@ -214,11 +214,15 @@ impl Database {
         let Some(wal) = &self.wal else {
             return false;
         };
-        let mut cp = wal.end_lsn();
+        let mut keep = wal.end_lsn();
         if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
-            cp = cp.min(oldest);
+            keep = keep.min(oldest);
         }
-        cp.vlf_sequence > self.boot.checkpoint_lsn.vlf_sequence
+        let kept = match self.boot.oldest_active_lsn {
+            Lsn::ZERO => self.boot.checkpoint_lsn,
+            o => o.min(self.boot.checkpoint_lsn),
+        };
+        keep.vlf_sequence > kept.vlf_sequence
     }
 
     /// The next autogrowth of the log: the first log file that may grow, by its FILEGROWTH

@@ -60,7 +60,7 @@ impl Database {
     pub(crate) fn attach_wal(&mut self, fresh: bool) -> Result<(), StorageError> {
         let started = Instant::now();
         let vlfs = self.vlfs()?;
-        let from = self.boot.checkpoint_lsn.vlf_sequence.max(1);
+        let from = self.analysis_start().vlf_sequence.max(1);
         let (records, end) = read_log(&self.log_files, &vlfs, from)?;
         let mut stats = RecoveryStats {
             records: records.len(),
@@ -100,11 +100,19 @@ impl Database {
     ) -> Result<Analysis, StorageError> {
         let mut a = Analysis::default();
         let mut touched = BTreeSet::new();
-        let start = self.boot.checkpoint_lsn;
-        // Records before the checkpoint LSN are in the data files already, and belong to no
-        // transaction still active then (the checkpoint LSN is at or before their BEGINs).
-        for r in records.iter().filter(|r| r.lsn >= start) {
+        // Records before the checkpoint LSN are in the data files already: analysed (their
+        // transactions may still be open) but not redone. Before the oldest BEGIN active at
+        // the checkpoint, nothing matters any more.
+        let redo_from = self.boot.checkpoint_lsn;
+        let analysis_from = self.analysis_start();
+        for r in records.iter().filter(|r| r.lsn >= analysis_from) {
             let bytes = extentdb_format::log_record::expand(&r.bytes)?;
+            if r.lsn < redo_from {
+                if let Some(body) = LogRecordBody::decode(&bytes)? {
+                    track(&mut a, r.lsn, body);
+                }
+                continue;
+            }
             if let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&bytes) {
                 if self.redo_image(r.lsn, file_id, page, image, &mut touched)? {
                     stats.redone += 1;
@@ -267,6 +275,17 @@ impl Database {
             wal.flush(lsn)?;
         }
         Ok(())
+    }
+
+    /// Where analysis starts: the oldest BEGIN active at the last checkpoint, else the
+    /// checkpoint LSN itself.
+    fn analysis_start(&self) -> Lsn {
+        let o = self.boot.oldest_active_lsn;
+        if o == Lsn::ZERO {
+            self.boot.checkpoint_lsn
+        } else {
+            o.min(self.boot.checkpoint_lsn)
+        }
     }
 
     /// What the last open's recovery did.

@@ -182,9 +182,9 @@ impl Database {
     fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
         self.data.cursors.remove(&au);
         for (file, extent) in self.extents_of(au)? {
-            self.deallocate_extent(au, file, extent)?;
+            self.deallocate_extent_lazy(au, file, extent)?;
         }
-        Ok(())
+        self.flush_log()
     }
 
     /// The next identity value of the table's IDENTITY column (not rolled back, as in
@@ -491,12 +491,12 @@ impl Database {
             .map(|f| f.file_id)
             .collect();
         for &f in &files {
-            if let Some(e) = self.allocate_extent(t.allocation_unit_id, f)? {
+            if let Some(e) = self.allocate_extent_lazy(t.allocation_unit_id, f)? {
                 return Ok((f, e));
             }
         }
         if let Some(f) = self.autogrow_data_file(&files)? {
-            if let Some(e) = self.allocate_extent(t.allocation_unit_id, f)? {
+            if let Some(e) = self.allocate_extent_lazy(t.allocation_unit_id, f)? {
                 return Ok((f, e));
             }
         }

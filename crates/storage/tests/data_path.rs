@@ -198,9 +198,11 @@ fn crash_loop(clustered: bool) {
     let seeds: u64 = std::env::var("XDB_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+        .unwrap_or(150);
     let root = Path::new("/sim");
-    for seed in 0..seeds {
+    // XDB_SEED=N replays one seed.
+    let only: Option<u64> = std::env::var("XDB_SEED").ok().and_then(|s| s.parse().ok());
+    for seed in only.map_or(0..seeds, |s| s..s + 1) {
         let fs = SimFileSystem::new(seed + 1, Faults::default());
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut db = new_db(&fs, root);

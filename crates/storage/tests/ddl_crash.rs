@@ -189,7 +189,7 @@ fn allocation_survives_torn_writes() {
         let mut x = seed * 31 + 7;
         // The extent of the operation the cut interrupts: its outcome may be either.
         let mut in_flight: Option<(u16, extentdb_format::ExtentNo)> = None;
-        let cut = fs.io_count() + 5 + (seed * 13) % 400;
+        let cut = fs.io_count() + 2 + (seed * 13) % 150;
         fs.set_faults(Faults {
             fail_io_at: Some((cut, libc::EIO)),
             ..Default::default()
