@@ -99,6 +99,14 @@ pub trait FileSystem: Send + Sync {
     fn create_dir_all(&self, path: &Path) -> Result<()>;
     /// Makes the directory's entries (creates, removes, renames) durable.
     fn sync_dir(&self, path: &Path) -> Result<()>;
+    /// Random bytes for identifiers (database GUIDs): the OS's, or the simulation's seeded
+    /// generator, so that a failing seed replays byte for byte.
+    fn fill_random(&self, buf: &mut [u8]) {
+        if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+            use std::io::Read;
+            let _ = f.read_exact(buf);
+        }
+    }
 }
 
 /// Writes zeros over `[offset, offset+len)` with large aligned writes, then nothing else:

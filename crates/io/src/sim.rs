@@ -260,6 +260,14 @@ fn copy_range(image: &mut Vec<u8>, current: &[u8], from: usize, to: usize) {
 }
 
 impl FileSystem for SimFileSystem {
+    fn fill_random(&self, buf: &mut [u8]) {
+        let mut s = self.inner.shared.lock().unwrap();
+        for chunk in buf.chunks_mut(8) {
+            let r = s.next_random().to_le_bytes();
+            chunk.copy_from_slice(&r[..chunk.len()]);
+        }
+    }
+
     fn create_new(&self, path: &Path) -> Result<Arc<dyn DbFile>> {
         {
             let mut s = self.inner.shared.lock().unwrap();

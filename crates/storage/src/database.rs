@@ -91,12 +91,9 @@ fn now_us() -> i64 {
         .unwrap_or(0)
 }
 
-fn new_guid() -> [u8; 16] {
+fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
     let mut g = [0u8; 16];
-    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = f.read_exact(&mut g);
-    }
+    fs.fill_random(&mut g);
     g[6] = (g[6] & 0x0f) | 0x40;
     g[8] = (g[8] & 0x3f) | 0x80;
     g
@@ -149,7 +146,7 @@ impl Database {
         spec: &NewDatabase,
         created: &mut Vec<PathBuf>,
     ) -> Result<Database, StorageError> {
-        let guid = new_guid();
+        let guid = new_guid(ctx.fs);
         let created_us = now_us();
         let catalog = initial_catalog(spec);
         catalog
