@@ -20,3 +20,7 @@ SELECT SCOPE_IDENTITY() AS last_identity;
 SELECT total_pages, used_pages, data_pages FROM sys.allocation_units;
 SELECT rows FROM sys.partitions WHERE object_id = OBJECT_ID('JunkData');
 GO
+DECLARE @n int, @last int;
+SELECT @n = COUNT(*), @last = MAX(JunkDataID) FROM JunkData;
+PRINT 'rows: ' + CONVERT(varchar(10), @n) + ', last id: ' + CONVERT(varchar(10), @last);
+GO

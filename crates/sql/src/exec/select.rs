@@ -42,6 +42,9 @@ impl Session {
                 .iter()
                 .all(|i| matches!(i, SelectItem::Assign { .. }))
             {
+                if let Some(done) = self.aggregate_assignment(q, s) {
+                    return done;
+                }
                 let source = self.from(s)?;
                 return self
                     .assignment_select(s, source.as_ref())
@@ -339,6 +342,45 @@ impl Session {
         }
         result.extend(keyed.into_iter().map(|(_, r)| r));
         Ok(())
+    }
+
+    /// `SELECT @c = COUNT(*), @m = MAX(x) FROM t [GROUP BY ...]`: the query runs as a
+    /// SELECT (aggregates, grouping, ORDER BY, TOP) and each result row assigns in turn
+    /// (the last wins). None when the query has no aggregate: that form assigns row by row
+    /// as it evaluates, so `SELECT @s = @s + name FROM t` sees each earlier assignment.
+    fn aggregate_assignment(&mut self, q: &Query, s: &Select) -> Option<Result<(), Vec<SqlError>>> {
+        let mut plain = s.clone();
+        plain.items = s
+            .items
+            .iter()
+            .map(|i| match i {
+                SelectItem::Assign { value, .. } => SelectItem::Expr {
+                    expr: value.clone(),
+                    alias: None,
+                },
+                other => other.clone(),
+            })
+            .collect();
+        if !super::aggregate::is_aggregate_query(&plain) {
+            return None;
+        }
+        let query = Query {
+            body: QueryBody::Select(Box::new(plain)),
+            ..q.clone()
+        };
+        Some((|| {
+            let (_, rows) = self.query_result(&query)?;
+            for r in &rows {
+                for (i, item) in s.items.iter().enumerate() {
+                    if let SelectItem::Assign { variable, op, .. } = item {
+                        self.assign(variable, *op, r[i].clone())
+                            .map_err(|e| vec![e])?;
+                    }
+                }
+            }
+            self.rowcount = rows.len() as i64;
+            Ok(())
+        })())
     }
 
     /// `SELECT @v = expr, ...`: assigns from each qualifying row in turn (the last wins).
