@@ -357,7 +357,7 @@ def main():
     ap.add_argument("--rows", type=int, default=70000)
     ap.add_argument("--quick", action="store_true", help="N=5000")
     ap.add_argument("--rounds", type=int, default=3, help="repetitions, engines interleaved")
-    ap.add_argument("--dir", default="/work/bench-tmp",
+    ap.add_argument("--dir", default=os.path.join(ROOT, "bench", "tmp"),
                     help="parent of the scratch directory (on the file system to measure)")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
     a = ap.parse_args()
