@@ -427,13 +427,20 @@ fn indexes(db: &Database) -> Rowset {
         .tables
         .iter()
         .map(|t| {
+            // A clustered index (PRIMARY KEY CLUSTERED) is index 1 and named after its
+            // constraint; a heap is index 0 without a name.
+            let clustered = t.index_id == 1;
+            let name = match (&t.primary_key, clustered) {
+                (Some((pk, _)), true) => text(pk),
+                _ => Value::Null,
+            };
             vec![
                 Value::Int(t.object_id as i32),
-                Value::Null,
-                Value::Int(0),
-                Value::TinyInt(0),
-                text("HEAP"),
-                bit(false),
+                name,
+                Value::Int(t.index_id as i32),
+                Value::TinyInt(t.index_id),
+                text(if clustered { "CLUSTERED" } else { "HEAP" }),
+                bit(clustered),
                 Value::Int(t.data_space_id as i32),
             ]
         })
@@ -464,20 +471,20 @@ fn partitions(db: &mut Database) -> Rowset {
         ("hobt_id", SqlType::BigInt),
         ("rows", SqlType::BigInt),
     ]);
-    let tables: Vec<(u32, u64)> = db
+    let tables: Vec<(u32, u64, u8)> = db
         .catalog
         .tables
         .iter()
-        .map(|t| (t.object_id, t.allocation_unit_id))
+        .map(|t| (t.object_id, t.allocation_unit_id, t.index_id))
         .collect();
     let rows = tables
         .into_iter()
-        .map(|(id, au)| {
+        .map(|(id, au, index_id)| {
             let (n, _) = usage(db, id);
             vec![
                 Value::BigInt(au as i64),
                 Value::Int(id as i32),
-                Value::Int(0),
+                Value::Int(index_id as i32),
                 Value::Int(1),
                 Value::BigInt(au as i64),
                 Value::BigInt(n),
