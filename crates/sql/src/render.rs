@@ -117,17 +117,7 @@ pub fn display_width(t: SqlType) -> usize {
 
 /// True for the numeric types, which sqlcmd right-aligns.
 fn is_right_aligned(t: SqlType) -> bool {
-    matches!(
-        t,
-        SqlType::Bit
-            | SqlType::TinyInt
-            | SqlType::SmallInt
-            | SqlType::Int
-            | SqlType::BigInt
-            | SqlType::Decimal { .. }
-            | SqlType::Float
-            | SqlType::Real
-    )
+    t.is_numeric()
 }
 
 /// Pads (or cuts) text to exactly `width` characters.

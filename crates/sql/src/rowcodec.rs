@@ -642,19 +642,8 @@ pub fn assign_from(
     })
 }
 
-/// True for the exact and approximate numeric types.
 fn is_numeric(t: SqlType) -> bool {
-    matches!(
-        t,
-        SqlType::Bit
-            | SqlType::TinyInt
-            | SqlType::SmallInt
-            | SqlType::Int
-            | SqlType::BigInt
-            | SqlType::Decimal { .. }
-            | SqlType::Float
-            | SqlType::Real
-    )
+    t.is_numeric()
 }
 
 /// Text for a character column of declared length `n`: converted without a length limit,

@@ -88,6 +88,21 @@ impl Value {
 }
 
 impl SqlType {
+    /// True for the exact and approximate numeric types (and bit).
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            SqlType::Bit
+                | SqlType::TinyInt
+                | SqlType::SmallInt
+                | SqlType::Int
+                | SqlType::BigInt
+                | SqlType::Decimal { .. }
+                | SqlType::Float
+                | SqlType::Real
+        )
+    }
+
     /// True for the character types.
     pub fn is_text(self) -> bool {
         matches!(

@@ -21,7 +21,7 @@ use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
 use super::tables::TableRef;
 use super::{Output, Session};
-use crate::ast::{AssignOp, AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
+use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
 use crate::convert::{convert, data_type_name};
 use crate::messages::{msg, SqlError};
 use crate::ops;
@@ -41,20 +41,6 @@ fn terminated(e: SqlError) -> Vec<SqlError> {
     } else {
         vec![e]
     }
-}
-
-fn compound(op: AssignOp) -> Option<ops::BinaryOp> {
-    Some(match op {
-        AssignOp::Assign => return None,
-        AssignOp::Add => ops::BinaryOp::Add,
-        AssignOp::Subtract => ops::BinaryOp::Subtract,
-        AssignOp::Multiply => ops::BinaryOp::Multiply,
-        AssignOp::Divide => ops::BinaryOp::Divide,
-        AssignOp::Modulo => ops::BinaryOp::Modulo,
-        AssignOp::BitAnd => ops::BinaryOp::BitAnd,
-        AssignOp::BitOr => ops::BinaryOp::BitOr,
-        AssignOp::BitXor => ops::BinaryOp::BitXor,
-    })
 }
 
 /// The key of a row under a PRIMARY KEY's column positions, as Msg 2627 prints it.
@@ -358,7 +344,7 @@ impl Session {
                 let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
                 match (target, &a.target) {
                     (Some(col), _) => {
-                        let v = match compound(a.op) {
+                        let v = match super::eval::compound(a.op) {
                             Some(op) => ops::binary(op, &old[*col], &v).map_err(terminated)?,
                             None => v,
                         };

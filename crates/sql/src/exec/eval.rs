@@ -458,22 +458,9 @@ impl Session {
             .get(&key)
             .cloned()
             .ok_or_else(|| msg(137, &[&name]))?;
-        let combined = match op {
-            AssignOp::Assign => v,
-            other => {
-                let vop = match other {
-                    AssignOp::Add => ops::BinaryOp::Add,
-                    AssignOp::Subtract => ops::BinaryOp::Subtract,
-                    AssignOp::Multiply => ops::BinaryOp::Multiply,
-                    AssignOp::Divide => ops::BinaryOp::Divide,
-                    AssignOp::Modulo => ops::BinaryOp::Modulo,
-                    AssignOp::BitAnd => ops::BinaryOp::BitAnd,
-                    AssignOp::BitOr => ops::BinaryOp::BitOr,
-                    AssignOp::BitXor => ops::BinaryOp::BitXor,
-                    AssignOp::Assign => unreachable!(),
-                };
-                ops::binary(vop, &old, &v)?
-            }
+        let combined = match compound(op) {
+            None => v,
+            Some(vop) => ops::binary(vop, &old, &v)?,
         };
         let converted = convert(&combined, t, None)?;
         self.vars.insert(key, (t, converted));
@@ -550,4 +537,19 @@ fn hostname() -> String {
 /// The natural result type of a value, for columns computed by expressions.
 pub fn value_type(v: &Value) -> SqlType {
     type_of(v)
+}
+
+/// The operator of a compound assignment (`+=`, `-=`, ...); None for plain `=`.
+pub(super) fn compound(op: AssignOp) -> Option<ops::BinaryOp> {
+    Some(match op {
+        AssignOp::Assign => return None,
+        AssignOp::Add => ops::BinaryOp::Add,
+        AssignOp::Subtract => ops::BinaryOp::Subtract,
+        AssignOp::Multiply => ops::BinaryOp::Multiply,
+        AssignOp::Divide => ops::BinaryOp::Divide,
+        AssignOp::Modulo => ops::BinaryOp::Modulo,
+        AssignOp::BitAnd => ops::BinaryOp::BitAnd,
+        AssignOp::BitOr => ops::BinaryOp::BitOr,
+        AssignOp::BitXor => ops::BinaryOp::BitXor,
+    })
 }
