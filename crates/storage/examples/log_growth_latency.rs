@@ -27,6 +27,7 @@ use extentdb_format::record::{self, ColumnLayout};
 use extentdb_format::PAGE_SIZE;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::{write_zeros, FileSystem};
+use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::database::OpContext;
 use extentdb_storage::errorlog::ErrorLog;
 use extentdb_storage::file_init::{InitLog, InitPolicy};
@@ -208,6 +209,9 @@ struct Run {
     per_second: Vec<u64>,
     /// Initialization time of each growth as the engine logged it ("took N milliseconds").
     init_ms: Vec<u64>,
+    /// Checkpoints completed (online, by the background checkpointer, or under the lock
+    /// when the log was about to fill).
+    checkpoints: u64,
     /// What went wrong, if anything (commit error, panic).
     failure: Option<String>,
 }
@@ -373,6 +377,9 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
         .create_table(table("Holder", column("i", 56, 4)))
         .unwrap();
     let db = Arc::new(Mutex::new(db));
+    // The background checkpoint thread, as the instance gives every database.
+    let checkpointer =
+        Checkpointer::spawn(&db, |name, e| panic!("checkpoint of {name} failed: {e}"));
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();
     let a_thread = holder(db.clone(), small, stop.clone(), tx);
@@ -419,7 +426,9 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
         }
         Err(e) => run.failure = Some(e),
     }
+    drop(checkpointer);
     let (growths, wait_us) = db.lock().unwrap().log_growth_stats();
+    run.checkpoints = db.lock().unwrap().checkpoints_completed();
     (run.growths, run.longest_wait_ms) = (growths, wait_us as f64 / 1000.0);
     run.init_ms = logged_init_ms(&errorlog);
     close(db, a);
@@ -506,7 +515,7 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
 
 fn run_json(r: &Run, round: u32) -> String {
     format!(
-        "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"max_locked_ms\": {:.1}, \"max_flush_ms\": {:.1}, \"growth_commit_ms\": [{}], \"growth_at_s\": [{}], \"commits_per_second\": [{}], \"logged_growth_init_ms\": [{}], \"failure\": {}}}",
+        "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"max_locked_ms\": {:.1}, \"max_flush_ms\": {:.1}, \"growth_commit_ms\": [{}], \"growth_at_s\": [{}], \"commits_per_second\": [{}], \"logged_growth_init_ms\": [{}], \"checkpoints\": {}, \"failure\": {}}}",
         mode_name(r.prepare_ahead),
         r.commits,
         r.growths,
@@ -524,13 +533,14 @@ fn run_json(r: &Run, round: u32) -> String {
         list(&r.growth_at_s.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>()),
         list(&r.per_second),
         list(&r.init_ms),
+        r.checkpoints,
         r.failure.as_ref().map_or("null".into(), |f| format!("{f:?}")),
     )
 }
 
 fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
     println!(
-        "\n{:<5} {:<14} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>10} {:>14} {:>8} {:>9}  failure",
+        "\n{:<5} {:<14} {:>8} {:>7} {:>8} {:>8} {:>9} {:>6} {:>10} {:>14} {:>8} {:>9} {:>4}  failure",
         "round",
         "mode",
         "commits",
@@ -542,11 +552,12 @@ fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
         "wait ms",
         "init ms (log)",
         "lock ms",
-        "flush ms"
+        "flush ms",
+        "ckpt"
     );
     for (round, r) in runs {
         println!(
-            "{:<5} {:<14} {:>8} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6} {:>10.1} {:>14} {:>8.1} {:>9.1}  {}",
+            "{:<5} {:<14} {:>8} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6} {:>10.1} {:>14} {:>8.1} {:>9.1} {:>4}  {}",
             round,
             mode_name(r.prepare_ahead),
             r.commits,
@@ -559,6 +570,7 @@ fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
             list(&r.init_ms),
             r.max_locked_ms,
             r.max_flush_ms,
+            r.checkpoints,
             r.failure.as_deref().unwrap_or("-")
         );
     }

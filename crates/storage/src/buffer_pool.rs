@@ -18,10 +18,14 @@
 //! 2. After `make_room` the pool holds fewer than `capacity_pages` frames, and fewer than
 //!    `MIN_FRAMES` or the instance is within its budget.
 //! 3. A page read from disk has passed `Page::verify` (checksum and its own page id).
+//! 4. Writes of one page reach the file in LSN order: every write of a pool page passes the
+//!    pool's `WriteGate`, and while an online checkpoint runs (it writes copies outside the
+//!    database's lock, see `checkpoint`) the gate drops a copy older than one already
+//!    written.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use extentdb_format::{Lsn, Page, PageId, PageNo};
 
@@ -59,6 +63,49 @@ impl PoolBudget {
     }
 }
 
+/// Orders the writes of pool pages (invariant 4). Inactive, it only serializes them;
+/// active (during an online checkpoint), it remembers the newest LSN written per page.
+#[derive(Default)]
+pub struct WriteGate {
+    written: Mutex<Option<HashMap<PageId, Lsn>>>,
+}
+
+impl WriteGate {
+    pub(crate) fn start(&self) {
+        *self.written.lock().unwrap() = Some(HashMap::new());
+    }
+
+    pub(crate) fn stop(&self) {
+        *self.written.lock().unwrap() = None;
+    }
+
+    /// Runs `write` (one page's write) under the gate and records its LSN. With
+    /// `only_if_newer`, skips the write (returns false) when a version at least as new was
+    /// written since the gate started.
+    pub(crate) fn write(
+        &self,
+        pid: PageId,
+        lsn: Lsn,
+        only_if_newer: bool,
+        write: impl FnOnce() -> Result<(), StorageError>,
+    ) -> Result<bool, StorageError> {
+        let mut g = self.written.lock().unwrap();
+        if only_if_newer {
+            if let Some(done) = g.as_ref().and_then(|m| m.get(&pid)) {
+                if *done >= lsn {
+                    return Ok(false);
+                }
+            }
+        }
+        write()?;
+        if let Some(m) = g.as_mut() {
+            let e = m.entry(pid).or_insert(lsn);
+            *e = (*e).max(lsn);
+        }
+        Ok(true)
+    }
+}
+
 struct Frame {
     page: Page,
     dirty: bool,
@@ -70,6 +117,7 @@ pub struct BufferPool {
     clock: VecDeque<PageId>,
     capacity_pages: usize,
     budget: Arc<PoolBudget>,
+    gate: Arc<WriteGate>,
     /// Pages written back by eviction (not by checkpoints), for tests and DMVs.
     pub evictions: u64,
 }
@@ -99,6 +147,7 @@ impl BufferPool {
             clock: VecDeque::new(),
             capacity_pages,
             budget,
+            gate: Arc::default(),
             evictions: 0,
         }
     }
@@ -225,7 +274,7 @@ impl BufferPool {
                 continue;
             }
             if f.dirty {
-                write_back(files, wal, pid, &mut f.page)?;
+                write_back(files, wal, &self.gate, pid, &mut f.page)?;
                 self.evictions += 1;
             }
             self.frames.remove(&pid);
@@ -261,10 +310,45 @@ impl BufferPool {
         dirty.sort();
         for pid in dirty {
             let f = self.frames.get_mut(&pid).expect("listed");
-            write_back(files, None, pid, &mut f.page)?;
+            write_back(files, None, &self.gate, pid, &mut f.page)?;
             f.dirty = false;
         }
         Ok(())
+    }
+
+    /// The gate every write of this pool's pages passes (invariant 4).
+    pub(crate) fn gate(&self) -> Arc<WriteGate> {
+        self.gate.clone()
+    }
+
+    /// The dirty pages, in page order (an online checkpoint's work list).
+    pub(crate) fn dirty_pids(&self) -> Vec<PageId> {
+        let mut v: Vec<PageId> = self
+            .frames
+            .iter()
+            .filter(|(_, f)| f.dirty)
+            .map(|(p, _)| *p)
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// A sealed copy of a cached dirty page and its LSN, for writing outside the lock.
+    pub(crate) fn dirty_copy(&self, pid: PageId) -> Option<(Page, Lsn)> {
+        let f = self.frames.get(&pid).filter(|f| f.dirty)?;
+        let mut p = f.page.clone();
+        let lsn = p.header().ok()?.lsn;
+        p.seal();
+        Some((p, lsn))
+    }
+
+    /// Marks a page clean after a copy with `lsn` was written, unless it changed since.
+    pub(crate) fn mark_clean_if(&mut self, pid: PageId, lsn: Lsn) {
+        if let Some(f) = self.frames.get_mut(&pid) {
+            if f.dirty && f.page.header().ok().map(|h| h.lsn) == Some(lsn) {
+                f.dirty = false;
+            }
+        }
     }
 
     /// Forgets every cached page (after a failed write the pool may not match the disk).
@@ -277,15 +361,16 @@ impl BufferPool {
     }
 }
 
-/// Writes one page in place, the log first (invariant 1).
+/// Writes one page in place, the log first (invariant 1), through the gate (invariant 4).
 fn write_back(
     files: &BTreeMap<u16, DataFile>,
     wal: Option<&LogWriter>,
+    gate: &WriteGate,
     pid: PageId,
     page: &mut Page,
 ) -> Result<(), StorageError> {
+    let lsn = page.header()?.lsn;
     if let Some(w) = wal {
-        let lsn = page.header()?.lsn;
         if lsn > Lsn::ZERO {
             w.flush(lsn)?;
         }
@@ -293,5 +378,8 @@ fn write_back(
     let file = files
         .get(&pid.file.0)
         .ok_or_else(|| StorageError::FileNotFound(pid.file.0.to_string()))?;
-    file.write_page_unlogged(PageNo(pid.page.0), page)
+    gate.write(pid, lsn, false, || {
+        file.write_page_unlogged(PageNo(pid.page.0), page)
+    })?;
+    Ok(())
 }

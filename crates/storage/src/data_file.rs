@@ -133,7 +133,7 @@ impl DataFile {
     }
 
     /// Writes the cached dirty allocation pages, the log first (write-ahead).
-    fn write_back(&self) -> Result<(), StorageError> {
+    pub(crate) fn write_back(&self) -> Result<(), StorageError> {
         let dirty: Vec<(u32, Page)> = self
             .cache
             .pages

@@ -217,7 +217,7 @@ impl Database {
         for f in db.data_files.values() {
             f.sync()?;
         }
-        db.attach_wal(true)?;
+        db.attach_wal(true, None)?;
         Ok(db)
     }
 
@@ -279,6 +279,15 @@ impl Database {
 
     /// Opens a database from its primary file; the other files come from its catalog.
     pub fn open(fs: &dyn FileSystem, primary_path: &Path) -> Result<Database, StorageError> {
+        Database::open_reporting(fs, primary_path, None)
+    }
+
+    /// `open`, reporting the progress of a long recovery.
+    pub fn open_reporting(
+        fs: &dyn FileSystem,
+        primary_path: &Path,
+        progress: Option<&crate::recovery::RecoveryProgress<'_>>,
+    ) -> Result<Database, StorageError> {
         let file = fs.open(primary_path)?;
         let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
         let primary = DataFile {
@@ -326,41 +335,11 @@ impl Database {
             poisoned: false,
             data: crate::table::DataPath::default(),
         };
-        db.attach_wal(false)?;
+        db.attach_wal(false, progress)?;
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
         db.sweep_catalog_pages()?;
         Ok(db)
-    }
-
-    /// Checkpoint: writes every dirty page of the buffer pool (write-ahead), makes every data
-    /// file durable, and records where redo starts in the boot page: the start of the
-    /// current VLF, or of the oldest active transaction's first VLF if that is older (so
-    /// its records stay readable for undo). VLFs before that point may be reused.
-    pub fn checkpoint(&mut self) -> Result<(), StorageError> {
-        self.check_writable()?;
-        let Some(wal) = self.wal.clone() else {
-            return Ok(());
-        };
-        if let Err(e) = self.data.pool.flush_all(&self.data_files, Some(&wal)) {
-            self.poisoned = true;
-            return Err(e);
-        }
-        for df in self.data_files.values() {
-            df.sync()?;
-        }
-        // Redo starts at the end of the log as it is now: every change before it is in the
-        // data files. Analysis and undo start at the oldest active transaction's BEGIN, so
-        // the log is kept from there.
-        let cp = wal.end_lsn();
-        let oldest = self.data.xacts.oldest_first_lsn();
-        let keep = oldest.map_or(cp, |o| o.min(cp));
-        // Every page is durable now, so older VLFs may be reused even before the boot page
-        // says so (the reader starts at the lowest FSeqNo left): the save below may need them.
-        wal.truncate_before(keep.vlf_sequence);
-        self.boot.checkpoint_lsn = cp;
-        self.boot.oldest_active_lsn = oldest.unwrap_or(Lsn::ZERO);
-        self.save_catalog()
     }
 
     /// Marks the database as needing a reopen (recovery) before further changes.

@@ -83,6 +83,10 @@ pub fn initialize(
 pub struct Pace<'a> {
     pub bytes: u64,
     pub cancel: &'a std::sync::atomic::AtomicBool,
+    /// Asked after each step with the bytes still to zero and the step's time: true to
+    /// rest as long as the step took, so that the zeros take at most half of the device's
+    /// time while there is no hurry.
+    pub may_rest: &'a dyn Fn(u64, std::time::Duration) -> bool,
 }
 
 /// `initialize`, writing zeros (where zeros are written) at `pace`: used while the file is
@@ -135,9 +139,14 @@ pub fn initialize_paced(
                                 return Err(StorageError::Cancelled);
                             }
                             let n = p.bytes.min(from + len - at);
+                            let step = Instant::now();
                             write_zeros(file, at, n)?;
                             file.sync_data()?;
                             at += n;
+                            let took = step.elapsed();
+                            if (p.may_rest)(from + len - at, took) {
+                                std::thread::sleep(took);
+                            }
                         }
                     }
                     None => write_zeros(file, from, len)?,

@@ -48,6 +48,9 @@ pub struct SetupOptions {
 
 pub type DbHandle = Arc<Mutex<Database>>;
 
+/// How often a long recovery writes its progress to the error log.
+const RECOVERY_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 pub struct Instance {
     pub dir: PathBuf,
     pub config: InstanceConfig,
@@ -58,6 +61,9 @@ pub struct Instance {
     /// Global trace flags (DBCC TRACEON (n, -1) and -T): they last until the process ends.
     pub trace_flags: Mutex<BTreeSet<u32>>,
     databases: Mutex<BTreeMap<u16, DbHandle>>,
+    /// The background checkpoint thread of every database opened (a thread ends when its
+    /// database is dropped; the rest stop when the instance does).
+    checkpointers: Mutex<Vec<crate::checkpoint::Checkpointer>>,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String)>>,
 }
@@ -162,6 +168,7 @@ impl Instance {
             pool_budget: crate::buffer_pool::PoolBudget::new(pool_pages),
             trace_flags: Mutex::new(startup_flags.iter().copied().collect()),
             databases: Mutex::new(BTreeMap::new()),
+            checkpointers: Mutex::new(Vec::new()),
             suspect: Mutex::new(BTreeMap::new()),
         };
         inst.log_startup();
@@ -179,7 +186,21 @@ impl Instance {
         for e in entries.iter().filter(|e| e.database_id != TEMPDB_ID) {
             inst.errorlog
                 .write("spid7s", &format!("Starting up database '{}'.", e.name));
-            let db = match Database::open(inst.fs.as_ref(), Path::new(&e.primary_file)) {
+            let log = inst.errorlog.clone();
+            let (name, id) = (e.name.clone(), e.database_id);
+            let report = move |percent: u32, left: u64, phase: u8| {
+                log.write("spid7s", &format!("Recovery of database '{name}' ({id}) is {percent}% complete (approximately {left} seconds remain). Phase {phase} of 3. This is an informational message only. No user action is required."));
+            };
+            let progress = crate::recovery::RecoveryProgress {
+                every: RECOVERY_PROGRESS_EVERY,
+                report: &report,
+            };
+            let opened = Database::open_reporting(
+                inst.fs.as_ref(),
+                Path::new(&e.primary_file),
+                Some(&progress),
+            );
+            let db = match opened {
                 Ok(db) => db,
                 Err(err) => {
                     // One damaged database must not keep the instance from starting.
@@ -202,10 +223,22 @@ impl Instance {
         Ok(inst)
     }
 
-    /// A database as the instance keeps it: its buffer pool on the instance's budget.
+    /// A database as the instance keeps it: its buffer pool on the instance's budget, and a
+    /// background checkpoint thread.
     fn handle(&self, mut db: Database) -> DbHandle {
         db.set_pool_budget(self.pool_budget.clone());
-        Arc::new(Mutex::new(db))
+        let h = Arc::new(Mutex::new(db));
+        let log = self.errorlog.clone();
+        let cp = crate::checkpoint::Checkpointer::spawn(&h, move |name, e| {
+            log.write(
+                "spid9s",
+                &format!("Checkpoint of database '{name}' failed: {e}. The database will be recovered when it is next opened."),
+            )
+        });
+        let mut all = self.checkpointers.lock().unwrap();
+        all.retain(|c| !c.finished());
+        all.push(cp);
+        h
     }
 
     /// SQL Server's recovery messages for a database whose log held work to redo or undo.

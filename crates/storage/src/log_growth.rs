@@ -39,7 +39,7 @@ use crate::{Database, StorageError};
 const RECOVERY_INTERVAL_BYTES: u64 = 256 << 20;
 
 /// Zero-writing step of a background preparation.
-const PACE_BYTES: u64 = 1 << 20;
+const PACE_BYTES: u64 = 256 << 10;
 
 /// How growths initialize space and where they report (set by the SQL layer per statement
 /// from the instance's setting and the session's trace flags).
@@ -155,15 +155,16 @@ impl Database {
         // Indirect checkpoint: bound the log redo must read after a crash, whatever the
         // log's size (SQL Server bounds it by a target recovery time).
         if wal.used_bytes() > RECOVERY_INTERVAL_BYTES && self.checkpoint_would_truncate() {
-            self.checkpoint()?;
+            self.checkpoint_soon(false)?;
         }
         let vlfs = wal.vlf_count();
         let low = 2usize.max(vlfs / 2);
         if wal.free_vlfs() >= low {
             return Ok(());
         }
-        if self.checkpoint_would_truncate() {
-            self.checkpoint()?;
+        // When a background checkpoint will free the log, no growth for now.
+        if self.checkpoint_would_truncate() && !self.checkpoint_soon(wal.free_vlfs() < 2)? {
+            return Ok(());
         }
         if wal.free_vlfs() >= low {
             return Ok(());
@@ -178,6 +179,20 @@ impl Database {
             self.commit_prepared_growth()?;
         }
         Ok(())
+    }
+
+    /// Asks the background checkpointer for a checkpoint, or takes one now when there is
+    /// none or `now` (the log is about to fill). True when a checkpoint was taken here.
+    fn checkpoint_soon(&mut self, now: bool) -> Result<bool, StorageError> {
+        let st = &self.data.checkpoint;
+        if let (Some(req), false) = (&st.request, now) {
+            if !st.running {
+                req.ask();
+            }
+            return Ok(false);
+        }
+        self.checkpoint()?;
+        Ok(true)
     }
 
     /// Commits the growth being prepared, or prepares one and commits it (the change waits);
@@ -245,7 +260,35 @@ impl Database {
         let vlfs =
             log_file::vlf_count_for_growth((to - from) as u64 * PAGE_SIZE as u64, self.log_bytes());
         let cancel = self.data.growth.cancel.clone();
+        let wal = self.wal.clone();
+        // The growth is needed when fewer than two VLFs are free (`ensure_log_space`).
+        let reserve =
+            2 * self.log_bytes() / wal.as_ref().map_or(1, |w| w.vlf_count().max(1)) as u64;
         let handle = std::thread::spawn(move || {
+            // Rest while, at half speed, the growth would still be ready long before the
+            // log fills at its current rate (a moving average).
+            let seen = std::cell::Cell::new((
+                Instant::now(),
+                wal.as_ref().map_or(0, |w| w.free_bytes()),
+                0f64,
+            ));
+            let may_rest = |left: u64, took: std::time::Duration| {
+                let Some(w) = &wal else { return false };
+                let free = w.free_bytes();
+                let (t0, f0, rate) = seen.get();
+                let dt = t0.elapsed().as_secs_f64().max(1e-6);
+                let sample = f0.saturating_sub(free) as f64 / dt;
+                let rate = 0.9 * rate + 0.1 * sample;
+                seen.set((Instant::now(), free, rate));
+                let zero_rate = PACE_BYTES as f64 / took.as_secs_f64().max(1e-6);
+                let finish_resting_s = 2.0 * left as f64 / zero_rate;
+                let full_in_s = if rate > 0.0 {
+                    free.saturating_sub(reserve) as f64 / rate
+                } else {
+                    f64::INFINITY
+                };
+                2.0 * finish_resting_s < full_in_s
+            };
             let started = Instant::now();
             let sink = EnvSink::new(&env);
             file_init::initialize_paced(
@@ -258,6 +301,7 @@ impl Database {
                 Some(file_init::Pace {
                     bytes: PACE_BYTES,
                     cancel: &cancel,
+                    may_rest: &may_rest,
                 }),
             )?;
             let (a, b) = (from as u64 * PAGE_SIZE as u64, to as u64 * PAGE_SIZE as u64);

@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use extentdb_format::log_record::{LogRecordBody, XactId};
 use extentdb_format::{Lsn, Page, PageId, PageNo};
@@ -45,6 +45,55 @@ pub struct RecoveryStats {
     pub undo_ms: u64,
 }
 
+/// Where a long recovery reports its progress: `report(percent, seconds_left, phase)` at
+/// most once per `every` (phases as SQL Server numbers them: 1 analysis, 2 redo, 3 undo;
+/// analysis and redo share one pass here, reported as phase 2).
+pub struct RecoveryProgress<'a> {
+    pub every: Duration,
+    pub report: &'a dyn Fn(u32, u64, u8),
+}
+
+/// Progress through recovery's work: records to redo, then loser records to undo.
+struct Meter<'a> {
+    progress: Option<&'a RecoveryProgress<'a>>,
+    started: Instant,
+    last: Instant,
+    total: u64,
+    done: u64,
+    /// The highest percentage reported: the undo phase's work is known only after redo,
+    /// and the figure never goes back.
+    shown: u32,
+}
+
+impl<'a> Meter<'a> {
+    fn new(progress: Option<&'a RecoveryProgress<'a>>, total: u64) -> Meter<'a> {
+        let now = Instant::now();
+        Meter {
+            progress,
+            started: now,
+            last: now,
+            total: total.max(1),
+            done: 0,
+            shown: 0,
+        }
+    }
+
+    fn tick(&mut self, phase: u8) {
+        self.done += 1;
+        let Some(p) = self.progress else { return };
+        if self.last.elapsed() < p.every {
+            return;
+        }
+        self.last = Instant::now();
+        let done = self.done.min(self.total);
+        let percent = ((done * 100 / self.total) as u32).max(self.shown);
+        self.shown = percent;
+        let spent = self.started.elapsed().as_secs_f64();
+        let left = spent * (self.total - done) as f64 / done.max(1) as f64;
+        (p.report)(percent, left.ceil() as u64, phase);
+    }
+}
+
 /// A loser's records by LSN, and where its chain ends.
 #[derive(Default)]
 struct Analysis {
@@ -57,7 +106,11 @@ struct Analysis {
 impl Database {
     /// Reads the log from the checkpoint, redoes it, attaches the log writer at the end of
     /// the log, undoes the transactions the crash left open and checkpoints.
-    pub(crate) fn attach_wal(&mut self, fresh: bool) -> Result<(), StorageError> {
+    pub(crate) fn attach_wal(
+        &mut self,
+        fresh: bool,
+        progress: Option<&RecoveryProgress<'_>>,
+    ) -> Result<(), StorageError> {
         let started = Instant::now();
         let vlfs = self.vlfs()?;
         let from = self.analysis_start().vlf_sequence.max(1);
@@ -67,7 +120,8 @@ impl Database {
             log_bytes: records.iter().map(|r| r.bytes.len() as u64 + 4).sum(),
             ..RecoveryStats::default()
         };
-        let analysis = self.redo(&records, &mut stats)?;
+        let mut meter = Meter::new(progress, records.len() as u64);
+        let analysis = self.redo(&records, &mut stats, &mut meter)?;
         stats.analysis_redo_ms = started.elapsed().as_millis() as u64;
         let writer = if fresh {
             LogWriter::open_fresh(self.log_files.clone(), vlfs, end)?
@@ -83,7 +137,10 @@ impl Database {
         let undo_started = Instant::now();
         stats.committed = analysis.committed;
         stats.rolled_back = analysis.open.len();
-        self.undo_losers(&analysis)?;
+        // The undo phase's work: the losers' records still to undo (an estimate: compensated
+        // stretches are skipped).
+        meter.total += analysis.by_lsn.len() as u64;
+        self.undo_losers(&analysis, &mut meter)?;
         if stats.redone > 0 || stats.rolled_back > 0 {
             self.checkpoint()?;
         }
@@ -97,6 +154,7 @@ impl Database {
         &mut self,
         records: &[LogRecord],
         stats: &mut RecoveryStats,
+        meter: &mut Meter<'_>,
     ) -> Result<Analysis, StorageError> {
         let mut a = Analysis::default();
         let mut touched = BTreeSet::new();
@@ -105,7 +163,11 @@ impl Database {
         // the checkpoint, nothing matters any more.
         let redo_from = self.boot.checkpoint_lsn;
         let analysis_from = self.analysis_start();
-        for r in records.iter().filter(|r| r.lsn >= analysis_from) {
+        for r in records.iter() {
+            meter.tick(2);
+            if r.lsn < analysis_from {
+                continue;
+            }
             let bytes = extentdb_format::log_record::expand(&r.bytes)?;
             if r.lsn < redo_from {
                 if let Some(body) = LogRecordBody::decode(&bytes)? {
@@ -230,11 +292,12 @@ impl Database {
     }
 
     /// Undo (phase 2): rolls every loser back through its chain, logging compensations.
-    fn undo_losers(&mut self, a: &Analysis) -> Result<(), StorageError> {
+    fn undo_losers(&mut self, a: &Analysis, meter: &mut Meter<'_>) -> Result<(), StorageError> {
         for (&xact, &last) in &a.open {
             let mut at = last;
             let mut prev = last;
             loop {
+                meter.tick(3);
                 match a.by_lsn.get(&at) {
                     Some(LogRecordBody::RowChange {
                         prev: before,

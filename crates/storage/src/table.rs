@@ -59,6 +59,7 @@ pub struct DataPath {
     pub(crate) identity: HashMap<u32, i64>,
     pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
     pub(crate) growth: crate::log_growth::LogGrowth,
+    pub(crate) checkpoint: crate::checkpoint::CheckpointState,
 }
 
 impl Default for DataPath {
@@ -76,6 +77,7 @@ impl DataPath {
             identity: HashMap::new(),
             recovery: None,
             growth: Default::default(),
+            checkpoint: Default::default(),
         }
     }
 }

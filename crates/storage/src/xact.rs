@@ -290,9 +290,10 @@ impl Database {
         Ok(())
     }
 
-    /// Logs the page's whole image when its LSN is older than the redo start.
+    /// Logs the page's whole image when its LSN is older than the redo start (or the redo
+    /// start of a checkpoint being taken).
     pub(crate) fn image_if_needed(&mut self, page: PageId) -> Result<(), StorageError> {
-        let redo_start = self.boot.checkpoint_lsn;
+        let redo_start = self.image_floor();
         let p = self
             .data
             .pool

@@ -17,6 +17,7 @@ use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::file_header::FileType;
 use extentdb_format::record::{self, ColumnLayout};
 use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::checkpoint::{CheckpointBatch, CheckpointRun};
 use extentdb_storage::table::Rid;
 use extentdb_storage::{Database, StorageError};
 
@@ -185,16 +186,53 @@ fn transaction(
 /// Proves committed transactions survive any crash and uncommitted ones vanish, in a heap.
 #[test]
 fn transactions_survive_crashes() {
-    crash_loop(false);
+    crash_loop(false, false);
 }
 
 /// The same for a clustered index (B-tree), whose pages split under the workload.
 #[test]
 fn clustered_index_transactions_survive_crashes() {
-    crash_loop(true);
+    crash_loop(true, false);
 }
 
-fn crash_loop(clustered: bool) {
+/// The same with online checkpoints whose steps interleave with the transactions: pages
+/// copied, then changed, evicted or checkpointed under the lock before the copy is written
+/// (the write gate must drop the stale copy), crashes between any two steps.
+#[test]
+fn online_checkpoints_interleaved_with_transactions_survive_crashes() {
+    crash_loop(false, true);
+    crash_loop(true, true);
+}
+
+/// An online checkpoint driven one step at a time from the test's single thread.
+struct Online {
+    run: CheckpointRun,
+    batch: Option<CheckpointBatch>,
+    copied_all: bool,
+}
+
+impl Online {
+    /// One step: copy a batch, or write the batch copied last time, or (at the end) write
+    /// the allocation pages, sync, and record. Some(true) when the checkpoint completed.
+    fn step(&mut self, db: &mut Database) -> Result<bool, StorageError> {
+        if let Some(b) = self.batch.take() {
+            b.write(&self.run)?;
+            db.checkpoint_batch_written(&b);
+            return Ok(false);
+        }
+        if !self.copied_all {
+            self.batch = db.checkpoint_next_batch(&mut self.run)?;
+            self.copied_all = self.batch.is_none();
+            return Ok(false);
+        }
+        for f in db.checkpoint_write_allocation(&self.run)? {
+            f.sync_data()?;
+        }
+        Ok(true)
+    }
+}
+
+fn crash_loop(clustered: bool, online: bool) {
     let seeds: u64 = std::env::var("XDB_CRASH_SEEDS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -216,7 +254,36 @@ fn crash_loop(clustered: bool) {
             fail_io_at: Some((cut, libc::EIO)),
             ..Default::default()
         });
+        let mut cp: Option<Online> = None;
         for _ in 0..60 {
+            if online {
+                if cp.is_none() && rng.below(3) == 0 {
+                    match db.checkpoint_begin() {
+                        Ok(run) => {
+                            cp = run.map(|run| Online {
+                                run,
+                                batch: None,
+                                copied_all: false,
+                            })
+                        }
+                        Err(_) => break,
+                    }
+                }
+                if let Some(mut c) = cp.take() {
+                    match c.step(&mut db) {
+                        Ok(false) => cp = Some(c),
+                        Ok(true) => {
+                            if db.checkpoint_end(c.run).is_err() {
+                                break;
+                            }
+                        }
+                        Err(_) => {
+                            db.checkpoint_failed(&c.run);
+                            break;
+                        }
+                    }
+                }
+            }
             let (x, after) = match transaction(&mut db, t, &mut rng, &model, &mut next_key) {
                 Ok(v) => v,
                 Err(_) => break,
@@ -417,4 +484,58 @@ fn buffer_pools_share_the_instance_budget() {
     for (db, t) in dbs.iter_mut() {
         assert_eq!(contents(db, *t).unwrap().len(), 300);
     }
+}
+
+/// A long recovery reports its progress: redo (phase 2) then undo (phase 3), percentages
+/// rising to at most 100, and the estimate of what remains.
+#[test]
+fn recovery_reports_progress_by_phase() {
+    use extentdb_storage::recovery::RecoveryProgress;
+    use std::sync::Mutex;
+    let fs = SimFileSystem::new(11, Faults::default());
+    let root = Path::new("/sim");
+    let mut db = new_db(&fs, root);
+    let t = db.create_table(table_entry(false)).unwrap();
+    let x = db.begin_xact();
+    for k in 0..400 {
+        db.insert_row(x, t, &row(k, &[1; 40])).unwrap();
+    }
+    let lsn = db.commit_xact(x).unwrap().unwrap();
+    db.wal().unwrap().flush(lsn).unwrap();
+    let loser = db.begin_xact();
+    for k in 1000..1300 {
+        db.insert_row(loser, t, &row(k, &[2; 40])).unwrap();
+    }
+    let probe = db.begin_xact();
+    db.insert_row(probe, t, &row(5000, b"flush")).unwrap();
+    let lsn = db.commit_xact(probe).unwrap().unwrap();
+    db.wal().unwrap().flush(lsn).unwrap();
+    drop(db);
+    fs.crash();
+    let seen = Mutex::new(Vec::new());
+    let report =
+        |percent: u32, left: u64, phase: u8| seen.lock().unwrap().push((percent, left, phase));
+    let progress = RecoveryProgress {
+        every: std::time::Duration::ZERO,
+        report: &report,
+    };
+    let mut db = Database::open_reporting(&fs, &root.join("Rows.mdf"), Some(&progress)).unwrap();
+    assert_eq!(contents(&mut db, t).unwrap().len(), 401);
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.iter().any(|s| s.2 == 2), "redo reported");
+    let undo: Vec<_> = seen.iter().filter(|s| s.2 == 3).collect();
+    assert!(
+        undo.len() >= 300,
+        "each undone record reported: {}",
+        undo.len()
+    );
+    assert!(seen
+        .windows(2)
+        .all(|w| w[0].0 <= w[1].0 && w[0].2 <= w[1].2));
+    assert!(seen.iter().all(|s| s.0 <= 100));
+    assert!(
+        seen.last().unwrap().0 >= 99,
+        "ends near 100%: {:?}",
+        seen.last()
+    );
 }

@@ -155,9 +155,8 @@ impl Session {
                 // CHECKPOINT [duration]: the duration is a hint SQL Server may ignore; so do we.
                 let db = self.engine.instance.database(self.database_id);
                 if let Some(db) = db {
-                    db.lock()
-                        .unwrap()
-                        .checkpoint()
+                    // Online: other sessions keep working while the pages are written.
+                    extentdb_storage::checkpoint::checkpoint_online(&db)
                         .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
                 }
             }
