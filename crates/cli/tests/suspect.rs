@@ -55,3 +55,29 @@ fn damaged_database_is_suspect_not_fatal() {
     assert!(!mdf.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Proves a database whose log file is missing at start-up is RECOVERY_PENDING (not
+/// SUSPECT: nothing is damaged), USE gives Msg 945, and it comes back once the file does.
+#[test]
+fn missing_log_file_is_recovery_pending() {
+    let dir = std::env::temp_dir().join(format!("xdb-pending-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    exec(&dir, "CREATE DATABASE Gone;");
+    let ldf = dir.join("data/Gone_log.ldf");
+    let away = dir.join("Gone_log.ldf.away");
+    std::fs::rename(&ldf, &away).unwrap();
+    let out = exec(
+        &dir,
+        "SELECT name, state, state_desc FROM sys.databases WHERE name = 'Gone';",
+    );
+    assert!(out.contains("RECOVERY_PENDING"), "{out}");
+    let out = exec(&dir, "USE Gone;");
+    assert!(out.contains("Msg 945, Level 14, State 2"), "{out}");
+    std::fs::rename(&away, &ldf).unwrap();
+    let out = exec(
+        &dir,
+        "SELECT state_desc FROM sys.databases WHERE name = 'Gone'; USE Gone;",
+    );
+    assert!(out.contains("ONLINE") && !out.contains("Msg"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

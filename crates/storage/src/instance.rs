@@ -48,6 +48,24 @@ pub struct SetupOptions {
 
 pub type DbHandle = Arc<Mutex<Database>>;
 
+/// Why a database listed in master is not online (sys.databases.state_desc).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnopenedState {
+    /// A file could not be found or opened: recovery could not start (state 3, Msg 945).
+    RecoveryPending,
+    /// Recovery found damage: a page, the catalog or the log (state 4, Msg 926).
+    Suspect,
+}
+
+impl UnopenedState {
+    pub fn state(self) -> (u8, &'static str) {
+        match self {
+            UnopenedState::RecoveryPending => (3, "RECOVERY_PENDING"),
+            UnopenedState::Suspect => (4, "SUSPECT"),
+        }
+    }
+}
+
 /// How often a long recovery writes its progress to the error log.
 const RECOVERY_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -65,7 +83,7 @@ pub struct Instance {
     /// database is dropped; the rest stop when the instance does).
     checkpointers: Mutex<Vec<crate::checkpoint::Checkpointer>>,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
-    pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String)>>,
+    pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
 }
 
 /// The error log as the sink of initialization messages, under a given source.
@@ -204,11 +222,11 @@ impl Instance {
                 Ok(db) => db,
                 Err(err) => {
                     // One damaged database must not keep the instance from starting.
-                    inst.errorlog.write("spid7s", &format!("Database '{}' cannot be opened: {err}. It has been marked SUSPECT; restore it from a backup or drop it.", e.name));
+                    let state = inst.log_open_failure(e, &err);
                     inst.suspect
                         .lock()
                         .unwrap()
-                        .insert(e.database_id, (e.clone(), err.to_string()));
+                        .insert(e.database_id, (e.clone(), err.to_string(), state));
                     continue;
                 }
             };
@@ -239,6 +257,25 @@ impl Instance {
         all.retain(|c| !c.finished());
         all.push(cp);
         h
+    }
+
+    /// Logs why a database could not be opened at start-up and says which state that
+    /// leaves it in: RECOVERY_PENDING when a file is missing or cannot be opened, SUSPECT
+    /// when recovery found damage (with SQL Server's 9004 for a damaged log).
+    fn log_open_failure(&self, e: &DatabaseEntry, err: &StorageError) -> UnopenedState {
+        let missing = matches!(err, StorageError::Io(io) if matches!(io.errno(), Some(libc::ENOENT) | Some(libc::EACCES)));
+        if let StorageError::LogDamaged(_) = err {
+            self.errorlog
+                .write("spid7s", "Error: 9004, Severity: 21, State: 1.");
+            self.errorlog.write("spid7s", &format!("An error occurred while processing the log for database '{}'. If possible, restore from backup. If a backup is not available, it might be necessary to rebuild the log.", e.name));
+        }
+        if missing {
+            self.errorlog.write("spid7s", &format!("Database '{}' cannot be opened: {err}. It is in RECOVERY_PENDING state: put the file back and restart, or restore the database from a backup.", e.name));
+            UnopenedState::RecoveryPending
+        } else {
+            self.errorlog.write("spid7s", &format!("Database '{}' cannot be opened: {err}. It has been marked SUSPECT; restore it from a backup or drop it.", e.name));
+            UnopenedState::Suspect
+        }
     }
 
     /// SQL Server's recovery messages for a database whose log held work to redo or undo.
@@ -551,12 +588,18 @@ impl Instance {
     }
 
     /// The id of a SUSPECT database called `name`.
+    /// The state of a database listed in master that could not be opened, by name.
+    pub fn unopened_state(&self, name: &str) -> Option<UnopenedState> {
+        let id = self.suspect_by_name(name)?;
+        self.suspect.lock().unwrap().get(&id).map(|s| s.2)
+    }
+
     pub fn suspect_by_name(&self, name: &str) -> Option<u16> {
         self.suspect
             .lock()
             .unwrap()
             .iter()
-            .find(|(_, (e, _))| e.name.eq_ignore_ascii_case(name))
+            .find(|(_, (e, _, _))| e.name.eq_ignore_ascii_case(name))
             .map(|(id, _)| *id)
     }
 
@@ -564,7 +607,7 @@ impl Instance {
     /// the only file it can name without the database's own catalog, is removed.
     fn drop_suspect(&self, id: u16) -> Result<(), StorageError> {
         self.unregister(id)?;
-        if let Some((entry, _)) = self.suspect.lock().unwrap().remove(&id) {
+        if let Some((entry, _, _)) = self.suspect.lock().unwrap().remove(&id) {
             let _ = self.fs.remove(Path::new(&entry.primary_file));
         }
         Ok(())

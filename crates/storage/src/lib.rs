@@ -36,6 +36,8 @@ pub enum StorageError {
     Io(#[from] extentdb_io::IoError),
     #[error(transparent)]
     Format(#[from] extentdb_format::FormatError),
+    #[error("log damaged: {0}")]
+    LogDamaged(String),
     #[error("page {page} is beyond the file's {size_pages} pages")]
     PageOutOfRange {
         page: extentdb_format::PageId,

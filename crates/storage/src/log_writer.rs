@@ -120,7 +120,70 @@ pub fn read_log(
             break;
         }
     }
+    check_beyond_end(files, vlfs, end)?;
     Ok((records, end))
+}
+
+/// A torn tail reaches at most `FIXUP_BYTES` past the end of the log (invariants 1 and 2):
+/// a valid block of the current use further on means a block before it was damaged after it
+/// was durable. That is corruption, not a crash, and recovery stops (error 9004 upstream)
+/// instead of opening the database without the committed work behind the damage.
+fn check_beyond_end(files: &Files, vlfs: &[VlfHeader], end: LogEnd) -> Result<(), StorageError> {
+    let Some(v) = vlfs.get(end.vlf).copied() else {
+        return Ok(());
+    };
+    if v.sequence == 0 {
+        return Ok(());
+    }
+    let mut reach = FIXUP_BYTES;
+    if !end.closed {
+        let from = end.pos + reach;
+        if let Some(at) = find_valid_block(io_file(files, v.file_id)?.as_ref(), v, from)? {
+            return Err(damaged(v.sequence, end.pos, at));
+        }
+        reach = reach.saturating_sub(v.size - end.pos);
+    }
+    if let Some(next) = vlfs.iter().find(|n| n.sequence == v.sequence + 1) {
+        let from = VLF_HEADER_AREA + reach;
+        if let Some(at) = find_valid_block(io_file(files, next.file_id)?.as_ref(), *next, from)? {
+            return Err(damaged(next.sequence, VLF_HEADER_AREA, at));
+        }
+    }
+    Ok(())
+}
+
+fn damaged(sequence: u32, end: u64, found: u64) -> StorageError {
+    StorageError::LogDamaged(format!(
+        "the log ends at offset {end} of the VLF with FSeqNo {sequence}, yet a valid block of it follows at offset {found}: a durable part of the log is damaged"
+    ))
+}
+
+/// The offset of the first valid block of `v`'s current use at or after `from`, trying
+/// every sector (reads in bounded chunks).
+fn find_valid_block(
+    file: &dyn DbFile,
+    v: VlfHeader,
+    from: u64,
+) -> Result<Option<u64>, StorageError> {
+    let sector = SECTOR_SIZE as u64;
+    let mut pos = from.div_ceil(sector) * sector;
+    let max_block = (log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64;
+    while pos + sector <= v.size {
+        let len = (SCAN_CHUNK + max_block).min(v.size - pos);
+        let mut buf = vec![0u8; len as usize];
+        file.read_at(&mut buf, v.start_offset + pos)?;
+        let mut off = 0u64;
+        // Blocks starting in the first SCAN_CHUNK bytes; the rest is overlap for their tails.
+        while off < SCAN_CHUNK.min(len) && off + sector <= len {
+            let offset = ((pos + off) / sector) as u32;
+            if log::decode_block(&buf[off as usize..], v.sequence, offset, v.parity).is_some() {
+                return Ok(Some(pos + off));
+            }
+            off += sector;
+        }
+        pos += SCAN_CHUNK;
+    }
+    Ok(None)
 }
 
 /// Bytes read at a time while scanning a VLF: VLFs of large logs are gigabytes, so the scan

@@ -8,51 +8,17 @@
 //! replays exactly; `XDB_CRASH_SEEDS=2000` runs a longer loop.
 
 mod common;
-use common::{ctx, file, spec, Quiet};
+use common::{ctx, file, row, spec, table_entry, Quiet, LAYOUT};
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::file_header::FileType;
-use extentdb_format::record::{self, ColumnLayout};
+use extentdb_format::record;
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_storage::checkpoint::{CheckpointBatch, CheckpointRun};
 use extentdb_storage::table::Rid;
 use extentdb_storage::{Database, StorageError};
-
-const LAYOUT: [ColumnLayout; 2] = [ColumnLayout::Fixed(4), ColumnLayout::Variable];
-
-/// A heap, or with `clustered` a table whose PRIMARY KEY CLUSTERED is column k.
-fn table_entry(clustered: bool) -> TableEntry {
-    let col = |id: u16, name: &str, ty: u8, len: i16| ColumnEntry {
-        column_id: id,
-        name: name.into(),
-        system_type_id: ty,
-        max_length: len,
-        precision: 0,
-        scale: 0,
-        is_nullable: id != 1,
-        identity: None,
-        default_sql: String::new(),
-    };
-    TableEntry {
-        object_id: 0,
-        schema_name: "dbo".into(),
-        name: "T".into(),
-        created_us: 0,
-        data_space_id: 1,
-        allocation_unit_id: 0,
-        index_id: clustered as u8,
-        root_page: extentdb_format::PageId::NULL,
-        primary_key: clustered.then(|| ("PK_T".to_string(), vec![1])),
-        columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
-    }
-}
-
-fn row(k: u32, v: &[u8]) -> Vec<u8> {
-    record::encode(&LAYOUT, &[Some(&k.to_le_bytes()), Some(v)]).unwrap()
-}
 
 /// The table's rows as key -> value, asserting keys are unique.
 fn contents(db: &mut Database, t: u32) -> Result<BTreeMap<u32, Vec<u8>>, StorageError> {

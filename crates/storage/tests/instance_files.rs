@@ -199,3 +199,106 @@ fn fallocate_refused_falls_back_to_zeros_once_per_file() {
         "{lines:#?}"
     );
 }
+
+/// Proves the two ways a database fails to open at start-up are told apart: a damaged block
+/// inside the durable log (valid log follows it) is SUSPECT with SQL Server's 9004 in the
+/// error log, never a silently shorter log; a missing log file is RECOVERY_PENDING. The
+/// instance starts either way.
+#[test]
+fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
+    use extentdb_storage::instance::UnopenedState;
+    let dir = temp_dir("logdamage");
+    let fs: Arc<dyn FileSystem> = OsFileSystem::new();
+    Instance::setup(
+        fs.clone(),
+        &dir,
+        SetupOptions {
+            config: InstanceConfig::defaults(&dir),
+            sa_password: Some("x".into()),
+        },
+    )
+    .unwrap();
+    let (victim, ldf) = {
+        let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+        let root = inst.config.data_roots[0].clone();
+        let ctx = ctx(fs.as_ref(), true, &Quiet);
+        for (i, name) in ["Damaged", "Missing"].into_iter().enumerate() {
+            let mut s = spec(name, &root);
+            s.database_id = 5 + i as u16;
+            // A 32 MB log: no checkpoint truncates it during the test.
+            s.files[1].size_pages = 4096;
+            inst.create_database(&ctx, &s).unwrap();
+        }
+        let (_, db) = inst.database_by_name("Damaged").unwrap();
+        let mut db = db.lock().unwrap();
+        let t = db.create_table(common::table_entry(false)).unwrap();
+        // ~3 MB of incompressible log in committed transactions, no checkpoint after.
+        let mut x = 0x9e37_79b9u64;
+        let mut first = None;
+        for k in 0..6000u32 {
+            let v: Vec<u8> = (0..500)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let xact = db.begin_xact();
+            db.insert_row(xact, t, &common::row(k, &v)).unwrap();
+            let lsn = db.commit_xact(xact).unwrap().unwrap();
+            db.wal().unwrap().flush(lsn).unwrap();
+            if k == 200 {
+                first = Some(lsn);
+            }
+        }
+        let lsn = first.unwrap();
+        let v = db
+            .vlfs()
+            .unwrap()
+            .into_iter()
+            .find(|v| v.sequence == lsn.vlf_sequence)
+            .unwrap();
+        let ldf = db
+            .physical_names()
+            .into_iter()
+            .find(|p| p.extension().is_some_and(|e| e == "ldf"))
+            .unwrap();
+        (v.start_offset + lsn.block as u64 * 512 + 100, ldf)
+        // Dropped without a shutdown checkpoint: a crash, as far as the files tell.
+    };
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&ldf)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, victim).unwrap();
+    f.write_all_at(&[b[0] ^ 0x77], victim).unwrap();
+    drop(f);
+    let missing_ldf = ldf.with_file_name("Missing_log.ldf");
+    std::fs::rename(&missing_ldf, dir.join("elsewhere.ldf")).unwrap();
+    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+    assert_eq!(inst.unopened_state("Damaged"), Some(UnopenedState::Suspect));
+    assert_eq!(
+        inst.unopened_state("Missing"),
+        Some(UnopenedState::RecoveryPending)
+    );
+    let log = std::fs::read_to_string(dir.join("log/ERRORLOG")).unwrap();
+    assert!(
+        log.contains("Error: 9004, Severity: 21, State: 1."),
+        "{log}"
+    );
+    assert!(
+        log.contains("An error occurred while processing the log for database 'Damaged'."),
+        "{log}"
+    );
+    assert!(
+        log.contains("Database 'Missing' cannot be opened") && log.contains("RECOVERY_PENDING"),
+        "{log}"
+    );
+    assert!(inst.database_by_name("master").is_some());
+    drop(inst);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

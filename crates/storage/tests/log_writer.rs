@@ -14,7 +14,9 @@ use extentdb_storage::log_file;
 use extentdb_storage::log_writer::{read_log, LogWriter};
 use extentdb_storage::StorageError;
 
-fn new_log(fs: &SimFileSystem, pages: u32, vlfs: u32) -> BTreeMap<u16, Arc<dyn DbFile>> {
+type Files = BTreeMap<u16, Arc<dyn DbFile>>;
+
+fn new_log(fs: &SimFileSystem, pages: u32, vlfs: u32) -> Files {
     let f = fs.create_new(Path::new("/sim/log.ldf")).unwrap();
     f.allocate(0, pages as u64 * 8192, AllocateMode::WriteZeroes)
         .unwrap();
@@ -187,4 +189,63 @@ fn group_commit_shares_syncs() {
     .unwrap();
     assert_eq!(records.len(), 1600);
     eprintln!("group commit: {syncs} syncs for 1600 commits");
+}
+
+/// Appends ~5 MB of records to a log of four 2 MB VLFs, flushed; returns them.
+fn filled_log(fs: &SimFileSystem) -> (Files, Vec<(Lsn, Vec<u8>)>) {
+    let files = new_log(fs, 1024, 4);
+    let (w, _) = open(&files);
+    let mut appended = Vec::new();
+    let mut x = 7;
+    while appended.len() < 10_000 {
+        let mut r = record(&mut x);
+        r.resize(500, 1);
+        appended.push((w.append(&r).unwrap(), r));
+    }
+    w.flush(appended.last().unwrap().0).unwrap();
+    (files, appended)
+}
+
+/// Flips one byte inside the block holding `lsn`.
+fn damage_block(files: &Files, lsn: Lsn) {
+    let vlfs = log_file::read_vlfs(files[&2].as_ref(), 2).unwrap();
+    let v = vlfs
+        .iter()
+        .find(|v| v.sequence == lsn.vlf_sequence)
+        .unwrap();
+    let at = v.start_offset + lsn.block as u64 * 512 + 200;
+    let mut b = [0u8; 1];
+    files[&2].read_at(&mut b, at).unwrap();
+    b[0] ^= 0x5a;
+    files[&2].write_at(&b, at).unwrap();
+    files[&2].sync_data().unwrap();
+}
+
+/// Proves a damaged block deep inside the durable log (valid blocks follow it further than
+/// any torn tail reaches, in the same VLF or the next) stops recovery with LogDamaged
+/// instead of silently ending the log there, while damage within reach of the end is a
+/// torn tail: the prefix before it is recovered.
+#[test]
+fn damage_inside_the_durable_log_is_not_taken_for_a_torn_tail() {
+    for (case, frac) in [("mid-VLF", 0.05), ("end of a VLF", 0.3), ("tail", 0.995)] {
+        let fs = SimFileSystem::new(3, Faults::default());
+        let (files, appended) = filled_log(&fs);
+        let victim = appended[(appended.len() as f64 * frac) as usize].0;
+        damage_block(&files, victim);
+        let vlfs = log_file::read_vlfs(files[&2].as_ref(), 2).unwrap();
+        match (case, read_log(&files, &vlfs, 1)) {
+            ("tail", Ok((records, _))) => {
+                assert!(!records.is_empty() && records.len() < appended.len());
+                assert!(records.iter().all(|r| r.lsn < victim), "{case}: a prefix");
+            }
+            ("tail", Err(e)) => panic!("{case}: a torn tail must recover its prefix: {e}"),
+            (_, Err(StorageError::LogDamaged(text))) => {
+                assert!(text.contains("damaged"), "{text}")
+            }
+            (_, other) => panic!(
+                "{case} ({victim}): expected LogDamaged, got {:?}",
+                other.map(|(r, e)| (r.len(), e))
+            ),
+        }
+    }
 }

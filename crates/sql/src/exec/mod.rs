@@ -219,8 +219,12 @@ impl Session {
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
             K::SetOption { options, value } => self.set_option(options, value),
             K::Use { database } => {
-                if self.engine.instance.suspect_by_name(database).is_some() {
-                    return Err(vec![msg(926, &[database])]);
+                if let Some(state) = self.engine.instance.unopened_state(database) {
+                    let number = match state {
+                        extentdb_storage::instance::UnopenedState::RecoveryPending => 945,
+                        extentdb_storage::instance::UnopenedState::Suspect => 926,
+                    };
+                    return Err(vec![msg(number, &[database])]);
                 }
                 let (id, db) = self
                     .engine

@@ -190,7 +190,8 @@ fn databases(inst: &Instance) -> Rowset {
             text(wait_desc),
         ]);
     }
-    for (id, (entry, _)) in inst.suspect.lock().unwrap().iter() {
+    for (id, (entry, _, state)) in inst.suspect.lock().unwrap().iter() {
+        let (state, state_desc) = state.state();
         rows.push(vec![
             text(&entry.name),
             Value::Int(*id as i32),
@@ -200,8 +201,8 @@ fn databases(inst: &Instance) -> Rowset {
             Value::TinyInt(0),
             text("MULTI_USER"),
             bit(false),
-            Value::TinyInt(4),
-            text("SUSPECT"),
+            Value::TinyInt(state),
+            text(state_desc),
             Value::Null,
             Value::Null,
             Value::TinyInt(2),

@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
-use extentdb_format::catalog::RecoveryModel;
+use extentdb_format::catalog::{ColumnEntry, RecoveryModel, TableEntry};
 use extentdb_format::file_header::FileType;
+use extentdb_format::record::{self, ColumnLayout};
 use extentdb_io::FileSystem;
 use extentdb_storage::database::OpContext;
 use extentdb_storage::file_init::{InitLog, InitPolicy};
@@ -65,4 +66,38 @@ pub fn spec(name: &str, root: &Path) -> NewDatabase {
         ],
         filegroups: vec![],
     }
+}
+
+/// A table (k INT, v VARBINARY(8000)) as the data-path tests use it: a heap, or with
+/// `clustered` a PRIMARY KEY CLUSTERED on k.
+pub const LAYOUT: [ColumnLayout; 2] = [ColumnLayout::Fixed(4), ColumnLayout::Variable];
+
+pub fn table_entry(clustered: bool) -> TableEntry {
+    let col = |id: u16, name: &str, ty: u8, len: i16| ColumnEntry {
+        column_id: id,
+        name: name.into(),
+        system_type_id: ty,
+        max_length: len,
+        precision: 0,
+        scale: 0,
+        is_nullable: id != 1,
+        identity: None,
+        default_sql: String::new(),
+    };
+    TableEntry {
+        object_id: 0,
+        schema_name: "dbo".into(),
+        name: "T".into(),
+        created_us: 0,
+        data_space_id: 1,
+        allocation_unit_id: 0,
+        index_id: clustered as u8,
+        root_page: extentdb_format::PageId::NULL,
+        primary_key: clustered.then(|| ("PK_T".to_string(), vec![1])),
+        columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
+    }
+}
+
+pub fn row(k: u32, v: &[u8]) -> Vec<u8> {
+    record::encode(&LAYOUT, &[Some(&k.to_le_bytes()), Some(v)]).unwrap()
 }
