@@ -35,6 +35,10 @@ pub struct ExecArgs {
     /// A startup trace flag (repeatable), global for the life of the process, as SQL Server's -T.
     #[arg(short = 'T', long = "trace-flag")]
     trace_flags: Vec<u32>,
+    /// Startup option -E: a file with skip target 1 takes 64 consecutive extents before
+    /// proportional fill moves on to the next file.
+    #[arg(short = 'E')]
+    consecutive_extents: bool,
 }
 
 /// Runs the scripts; the exit code is 1 after an error under -b, else 0.
@@ -56,6 +60,7 @@ pub fn run(a: ExecArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     }
     let instance =
         Arc::new(Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?);
+    instance.set_startup_e(a.consecutive_extents);
     let engine = Engine::new(instance.clone());
     let mut session = engine.session();
     let code = run_scripts(&a, &mut session);

@@ -618,6 +618,19 @@ impl Database {
                 );
             }
         }
+        // A file added to a filegroup recalculates its skip targets (seed 004).
+        let mut groups: Vec<u16> = files
+            .iter()
+            .filter(|f| f.file_type == FileType::Rows)
+            .filter_map(|f| {
+                self.filegroup_by_name(&f.filegroup)
+                    .map(|g| g.data_space_id)
+            })
+            .collect();
+        groups.dedup();
+        for ds in groups {
+            self.recalculate_fill(ds)?;
+        }
         Ok(())
     }
 
@@ -783,7 +796,11 @@ impl Database {
         self.data_files.remove(&entry.file_id);
         self.log_files.remove(&entry.file_id);
         fs.remove(Path::new(&entry.physical_name))?;
-        sync_parent(fs, Path::new(&entry.physical_name))
+        sync_parent(fs, Path::new(&entry.physical_name))?;
+        if entry.file_type == FileType::Rows {
+            self.recalculate_fill(entry.data_space_id)?;
+        }
+        Ok(())
     }
 
     /// Applies a catalog-only change (filegroups, recovery model) and saves, or changes

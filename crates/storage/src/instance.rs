@@ -38,6 +38,8 @@ pub const TF_NO_IFI: u32 = 1806;
 pub const TF_ZEROING: u32 = 3004;
 /// Trace flag: send trace output to the error log.
 pub const TF_TO_ERRORLOG: u32 = 3605;
+/// Trace flag 1165: proportional fill recalculations to the error log (with 3605).
+pub const TF_PROPORTIONAL_FILL: u32 = 1165;
 
 /// Options of `extentdb setup`.
 #[derive(Debug, Clone)]
@@ -82,6 +84,8 @@ pub struct Instance {
     /// The background checkpoint thread of every database opened (a thread ends when its
     /// database is dropped; the rest stop when the instance does).
     checkpointers: Mutex<Vec<crate::checkpoint::Checkpointer>>,
+    /// Startup option -E: a file with skip target 1 takes 64 consecutive extents.
+    startup_e: std::sync::atomic::AtomicBool,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
 }
@@ -187,6 +191,7 @@ impl Instance {
             trace_flags: Mutex::new(startup_flags.iter().copied().collect()),
             databases: Mutex::new(BTreeMap::new()),
             checkpointers: Mutex::new(Vec::new()),
+            startup_e: Default::default(),
             suspect: Mutex::new(BTreeMap::new()),
         };
         inst.log_startup();
@@ -393,11 +398,19 @@ impl Instance {
     /// The initialization policy for a session with `session_flags` besides global ones.
     /// How a database's growths initialize space and report, for a session's flags.
     pub fn growth_env(&self, session_flags: &BTreeSet<u32>) -> crate::log_growth::GrowthEnv {
+        let global = self.trace_flags.lock().unwrap().clone();
+        let on = |f: u32| global.contains(&f) || session_flags.contains(&f);
         crate::log_growth::GrowthEnv {
             policy: self.init_policy(session_flags),
             errorlog: Some(self.errorlog.clone()),
             source: "spid7s".into(),
             prepare_ahead: true,
+            trace_fill: on(TF_PROPORTIONAL_FILL) && on(TF_TO_ERRORLOG),
+            e_extents: if self.startup_e.load(std::sync::atomic::Ordering::Relaxed) {
+                crate::proportional_fill::E_EXTENTS
+            } else {
+                1
+            },
         }
     }
 
@@ -407,6 +420,17 @@ impl Instance {
         InitPolicy {
             instant: self.config.instant_file_init && !on(TF_NO_IFI),
             trace_zeroing: on(TF_ZEROING) && on(TF_TO_ERRORLOG),
+        }
+    }
+
+    /// Startup option -E (set once, right after start).
+    pub fn set_startup_e(&self, on: bool) {
+        self.startup_e
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        if on {
+            self.errorlog
+                .write("Server", "Command Line Startup Parameters:");
+            self.errorlog.write("Server", "\t -E");
         }
     }
 

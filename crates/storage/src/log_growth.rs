@@ -52,6 +52,10 @@ pub struct GrowthEnv {
     /// growth is initialized when the log is full, while the change waits, as SQL Server
     /// does: the benchmark measures both.
     pub prepare_ahead: bool,
+    /// Trace flags 1165 and 3605: proportional fill recalculations go to the error log.
+    pub trace_fill: bool,
+    /// Consecutive extents a file with skip target 1 takes: 1, or 64 under -E.
+    pub e_extents: u32,
 }
 
 impl Default for GrowthEnv {
@@ -64,6 +68,8 @@ impl Default for GrowthEnv {
             errorlog: None,
             source: "spid7s".into(),
             prepare_ahead: true,
+            trace_fill: false,
+            e_extents: 1,
         }
     }
 }

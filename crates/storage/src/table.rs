@@ -60,6 +60,8 @@ pub struct DataPath {
     pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
     pub(crate) growth: crate::log_growth::LogGrowth,
     pub(crate) checkpoint: crate::checkpoint::CheckpointState,
+    /// Proportional fill's round robin per filegroup (data space id).
+    pub(crate) fill: std::collections::BTreeMap<u16, crate::proportional_fill::FilegroupFill>,
 }
 
 impl Default for DataPath {
@@ -78,6 +80,7 @@ impl DataPath {
             recovery: None,
             growth: Default::default(),
             checkpoint: Default::default(),
+            fill: Default::default(),
         }
     }
 }
@@ -481,26 +484,11 @@ impl Database {
         Ok(c)
     }
 
-    /// Allocates an extent for the table from the first file of its filegroup that has
-    /// one free, growing a file by its FILEGROWTH when none has (proportional fill and
-    /// AUTOGROW_ALL_FILES replace this rule in issue 4).
+    /// Allocates an extent for the table by proportional fill (`proportional_fill`), or
+    /// fails with 1105 naming the object and filegroup.
     fn allocate_heap_extent(&mut self, t: &TableEntry) -> Result<(u16, ExtentNo), StorageError> {
-        let files: Vec<u16> = self
-            .catalog
-            .files
-            .iter()
-            .filter(|f| f.data_space_id == t.data_space_id)
-            .map(|f| f.file_id)
-            .collect();
-        for &f in &files {
-            if let Some(e) = self.allocate_extent_lazy(t.allocation_unit_id, f)? {
-                return Ok((f, e));
-            }
-        }
-        if let Some(f) = self.autogrow_data_file(&files)? {
-            if let Some(e) = self.allocate_extent_lazy(t.allocation_unit_id, f)? {
-                return Ok((f, e));
-            }
+        if let Some(got) = self.allocate_extent_by_fill(t.allocation_unit_id, t.data_space_id)? {
+            return Ok(got);
         }
         let fg = self
             .catalog
@@ -513,39 +501,6 @@ impl Database {
             object: t.name.clone(),
             filegroup: fg,
         })
-    }
-
-    /// Grows the first of `files` that may grow by its FILEGROWTH (pages, or percent of
-    /// its size), capped by MAXSIZE, through the one file-initialization path (instant with
-    /// IFI); logs the growth and its duration (SQL Server's message 5145). None when no file
-    /// may grow.
-    fn autogrow_data_file(&mut self, files: &[u16]) -> Result<Option<u16>, StorageError> {
-        let Some((file_id, name, to)) = self
-            .catalog
-            .files
-            .iter()
-            .filter(|f| files.contains(&f.file_id))
-            .find_map(|f| {
-                crate::log_growth::growth_target(f, PAGES_PER_EXTENT)
-                    .filter(|&to| to >= f.size_pages + PAGES_PER_EXTENT)
-                    .map(|to| (f.file_id, f.name.clone(), to))
-            })
-        else {
-            return Ok(None);
-        };
-        let env = self.data.growth.env.clone();
-        let sink = crate::log_growth::EnvSink::new(&env);
-        let started = std::time::Instant::now();
-        self.grow_file_with(env.policy, &sink, file_id, to)?;
-        crate::file_init::InitLog::log(
-            &sink,
-            &format!(
-                "Autogrow of file '{name}' in database '{}' took {} milliseconds. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
-                self.name,
-                started.elapsed().as_millis()
-            ),
-        );
-        Ok(Some(file_id))
     }
 
     /// Formats `pid` as an empty page of `au`, logged (a redo-only system change); returns

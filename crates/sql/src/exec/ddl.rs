@@ -323,7 +323,23 @@ impl Session {
         let sink = self.sink();
         let ctx = self.op_context(&sink);
         inst.create_database(&ctx, &new_db)
-            .map_err(|e| map(&e, Context::CreateDatabase))
+            .map_err(|e| map(&e, Context::CreateDatabase))?;
+        // The new database's first proportional fill calculation (trace flag 1165).
+        if let Some((_, db)) = inst.database_by_name(&new_db.name) {
+            let mut db = db.lock().unwrap();
+            db.set_growth_env(self.growth_env());
+            db.recalculate_proportional_fill()
+                .map_err(|e| map(&e, Context::CreateDatabase))?;
+        }
+        Ok(())
+    }
+
+    /// How changes made for this session grow files and what they trace.
+    pub(crate) fn growth_env(&self) -> extentdb_storage::log_growth::GrowthEnv {
+        extentdb_storage::log_growth::GrowthEnv {
+            source: format!("spid{}", self.spid),
+            ..self.engine.instance.growth_env(&self.flags)
+        }
     }
 
     /// DROP DATABASE name.
@@ -359,6 +375,7 @@ impl Session {
             .ok_or_else(|| vec![msg(5011, &[&name])])?;
         let sink = self.sink();
         let ctx = self.op_context(&sink);
+        db.lock().unwrap().set_growth_env(self.growth_env());
         let to_err = |e: StorageError| map(&e, Context::AlterDatabase);
         let mut info = Vec::new();
         match action {

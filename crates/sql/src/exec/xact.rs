@@ -89,7 +89,7 @@ impl Session {
     ) -> Result<T, Vec<SqlError>> {
         let mut guard = db.lock().unwrap();
         // Autogrowth during this statement initializes and reports as this session would.
-        guard.set_growth_env(self.engine.instance.growth_env(&self.flags));
+        guard.set_growth_env(self.growth_env());
         if self.trancount > 0 {
             let x = match self.xacts.get(&db_id) {
                 Some(x) if guard.is_active(*x) => *x,

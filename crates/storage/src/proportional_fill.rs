@@ -1,0 +1,402 @@
+//! Proportional fill: which file of a filegroup the next extent comes from (seed 004).
+//!
+//! The files of a filegroup are visited round robin. Each file has a skip target, the
+//! integer quotient (free extents of the file with the most free) / (its own free extents),
+//! at least 1; a file with no free extent gets the most-free file's count. Skip targets are
+//! recalculated when a file is added to or removed from the filegroup and after every 8,192
+//! extent allocations in it (`RECALCULATE_EVERY`, SQL Server's m_cAllocs).
+//!
+//! extentdb's rule for the countdown (REFERENCE.md leaves it to us; this makes the fill
+//! really proportional): each file keeps a countdown that starts at its skip target. A
+//! visit with countdown 1 allocates from the file and resets the countdown to the skip
+//! target; a visit with a higher countdown decrements it and moves on. A file with skip
+//! target k thus gets one extent per k rounds. A visit that would allocate from a file that
+//! is full resets its countdown and moves on without allocating.
+//!
+//! With the startup option -E, a file with skip target 1 takes `E_EXTENTS` consecutive
+//! extents before the round robin moves on.
+//!
+//! `FilegroupFill` is the pure algorithm (no I/O): the database feeds it free-extent counts
+//! at each recalculation and tells it which allocations happened. tests/proportional_fill.rs
+//! checks it against an independent reference model.
+//!
+//! Invariants:
+//! 1. After a recalculation at least one file has skip target 1 (the most-free one), so
+//!    each round of the round robin allocates at least once while any file has free space.
+//! 2. `next_file` returns only a file whose believed free count is above zero.
+
+/// Extent allocations in a filegroup between two recalculations.
+pub const RECALCULATE_EVERY: u32 = 8192;
+/// Consecutive extents a file with skip target 1 takes under -E.
+pub const E_EXTENTS: u32 = 64;
+
+/// One file's place in the round robin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileFill {
+    pub file_id: u16,
+    /// Free extents as last counted, less the extents handed out since.
+    pub free: u32,
+    pub skip_target: u32,
+    countdown: u32,
+}
+
+/// The round robin of one filegroup.
+#[derive(Debug, Clone, Default)]
+pub struct FilegroupFill {
+    /// Files in round-robin order (file id order).
+    pub files: Vec<FileFill>,
+    /// The next file the round robin visits.
+    next: usize,
+    /// Extent allocations since the last recalculation.
+    pub allocations: u32,
+    /// SQL Server's m_cAllocs: the allocation count that triggers the next recalculation;
+    /// 0 before the first.
+    pub threshold: u32,
+    /// -E: the file taking consecutive extents, and how many it still takes.
+    run: Option<(usize, u32)>,
+}
+
+/// What a recalculation found, for trace flag 1165.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recalculation {
+    pub threshold_before: u32,
+    pub threshold_after: u32,
+    pub most_free_file: u16,
+    /// (file id, free extents, skip target) in round-robin order.
+    pub files: Vec<(u16, u32, u32)>,
+}
+
+/// The skip target of a file with `free` extents when the most-free file has `most`.
+pub fn skip_target(most: u32, free: u32) -> u32 {
+    most.checked_div(free).unwrap_or(most).max(1)
+}
+
+impl FilegroupFill {
+    /// True when the next allocation should recalculate first.
+    pub fn due(&self) -> bool {
+        self.threshold == 0 || self.allocations >= self.threshold
+    }
+
+    /// New skip targets from each file's free extents (file id order). Countdowns restart
+    /// at the new targets; the round robin keeps its position when its file remains.
+    pub fn recalculate(&mut self, free: &[(u16, u32)]) -> Recalculation {
+        let most = free.iter().map(|f| f.1).max().unwrap_or(0);
+        // The first file with the most free (ties go to the lowest file id).
+        let most_free_file = free.iter().find(|f| f.1 == most).map(|f| f.0).unwrap_or(0);
+        let next_id = self.files.get(self.next).map(|f| f.file_id);
+        self.files = free
+            .iter()
+            .map(|&(file_id, n)| {
+                let t = skip_target(most, n);
+                FileFill {
+                    file_id,
+                    free: n,
+                    skip_target: t,
+                    countdown: t,
+                }
+            })
+            .collect();
+        self.next = next_id
+            .and_then(|id| self.files.iter().position(|f| f.file_id == id))
+            .unwrap_or(0);
+        self.run = None;
+        let before = self.threshold;
+        self.threshold = RECALCULATE_EVERY;
+        self.allocations = 0;
+        debug_assert!(self.files.is_empty() || self.files.iter().any(|f| f.skip_target == 1));
+        Recalculation {
+            threshold_before: before,
+            threshold_after: self.threshold,
+            most_free_file,
+            files: self
+                .files
+                .iter()
+                .map(|f| (f.file_id, f.free, f.skip_target))
+                .collect(),
+        }
+    }
+
+    /// True when every file's skip target is 1 (the fast path seed 004 describes: no
+    /// countdown to consult, plain round robin).
+    pub fn all_targets_one(&self) -> bool {
+        self.files.iter().all(|f| f.skip_target == 1)
+    }
+
+    /// The file the next extent comes from, by the round robin; `e_extents` is 1, or
+    /// `E_EXTENTS` under -E. None when no file is believed to have a free extent
+    /// (invariant 2).
+    pub fn next_file(&mut self, e_extents: u32) -> Option<u16> {
+        if let Some((i, left)) = self.run {
+            if left > 0 && self.files[i].free > 0 {
+                self.run = Some((i, left - 1));
+                return Some(self.files[i].file_id);
+            }
+            self.run = None;
+        }
+        if self.files.iter().all(|f| f.free == 0) {
+            return None;
+        }
+        // Every round decrements each countdown above 1, so a file with free extents is
+        // chosen within (largest skip target) rounds.
+        loop {
+            let i = self.next;
+            self.next = (self.next + 1) % self.files.len();
+            let f = &mut self.files[i];
+            if f.countdown > 1 {
+                f.countdown -= 1;
+                continue;
+            }
+            f.countdown = f.skip_target;
+            if f.free == 0 {
+                continue;
+            }
+            if f.skip_target == 1 && e_extents > 1 {
+                self.run = Some((i, e_extents - 1));
+            }
+            return Some(f.file_id);
+        }
+    }
+
+    /// Records an extent handed out from `file_id`.
+    pub fn allocated(&mut self, file_id: u16) {
+        self.allocations += 1;
+        if let Some(f) = self.files.iter_mut().find(|f| f.file_id == file_id) {
+            f.free = f.free.saturating_sub(1);
+        }
+    }
+
+    /// File ids in the order the round robin visits them from where it stands.
+    pub fn round_robin_order(&self) -> Vec<u16> {
+        let n = self.files.len();
+        (0..n)
+            .map(|k| self.files[(self.next + k) % n].file_id)
+            .collect()
+    }
+
+    /// Sets a file's believed free extents (found full, or grown).
+    pub fn set_free(&mut self, file_id: u16, free: u32) {
+        if let Some(f) = self.files.iter_mut().find(|f| f.file_id == file_id) {
+            f.free = free;
+        }
+    }
+}
+
+// ---- The database's side: counts, growth, trace flag 1165 ----
+
+use extentdb_format::ExtentNo;
+
+use crate::{Database, StorageError};
+
+impl Database {
+    /// Recalculates the skip targets of every filegroup (after the database is created or
+    /// opened).
+    pub fn recalculate_proportional_fill(&mut self) -> Result<(), StorageError> {
+        let groups: Vec<u16> = self
+            .catalog
+            .filegroups
+            .iter()
+            .map(|g| g.data_space_id)
+            .collect();
+        for ds in groups {
+            self.recalculate_fill(ds)?;
+        }
+        Ok(())
+    }
+
+    /// The round robin of filegroup `ds` as it stands (for tests, DMVs and tools).
+    pub fn proportional_fill(&self, ds: u16) -> Option<&FilegroupFill> {
+        self.data.fill.get(&ds)
+    }
+
+    /// Counts the free extents of each file of filegroup `ds`, recalculates its skip
+    /// targets, and writes them to the error log under trace flags 1165 and 3605 in seed
+    /// 004's three line shapes.
+    pub(crate) fn recalculate_fill(&mut self, ds: u16) -> Result<(), StorageError> {
+        let free = self.free_extents_by_file(ds)?;
+        let r = self.data.fill.entry(ds).or_default().recalculate(&free);
+        let env = &self.data.growth.env;
+        if let (true, Some(log)) = (env.trace_fill, &env.errorlog) {
+            log.write(
+                &env.source,
+                &format!(
+                    "Proportional Fill Recalculation Starting for DB {} with m_cAllocs {}.",
+                    self.name, r.threshold_before
+                ),
+            );
+            log.write(
+                &env.source,
+                &format!(
+                    "Proportional Fill Recalculation Completed for DB {} new m_cAllocs {}, most free file is file {}.",
+                    self.name, r.threshold_after, r.most_free_file
+                ),
+            );
+            for (file_id, n, target) in &r.files {
+                let name = self
+                    .catalog
+                    .files
+                    .iter()
+                    .find(|f| f.file_id == *file_id)
+                    .map(|f| f.name.as_str())
+                    .unwrap_or("");
+                log.write(
+                    &env.source,
+                    &format!(
+                        "\tFile [{name}] ({file_id}) has {n} free extents and skip target of {target}. "
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// (file id, free extents) of each data file of filegroup `ds`, in file id order.
+    fn free_extents_by_file(&self, ds: u16) -> Result<Vec<(u16, u32)>, StorageError> {
+        let mut out = Vec::new();
+        for f in self.catalog.files.iter().filter(|f| f.data_space_id == ds) {
+            if let Some(df) = self.data_files.get(&f.file_id) {
+                out.push((f.file_id, df.free_extents()?));
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// An extent for allocation unit `au` of filegroup `ds`, by proportional fill; when no
+    /// file has a free extent, the filegroup grows (one file, or all of them with
+    /// AUTOGROW_ALL_FILES). None when it cannot grow (the caller raises 1105).
+    pub fn allocate_extent_by_fill(
+        &mut self,
+        au: u64,
+        ds: u16,
+    ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
+        let e_extents = self.data.growth.env.e_extents.max(1);
+        loop {
+            if self.data.fill.get(&ds).is_none_or(|g| g.due()) {
+                self.recalculate_fill(ds)?;
+            }
+            let pick = self
+                .data
+                .fill
+                .get_mut(&ds)
+                .expect("recalculated")
+                .next_file(e_extents);
+            if let Some(file_id) = pick {
+                match self.allocate_extent_lazy(au, file_id)? {
+                    Some(e) => {
+                        self.data
+                            .fill
+                            .get_mut(&ds)
+                            .expect("exists")
+                            .allocated(file_id);
+                        return Ok(Some((file_id, e)));
+                    }
+                    // Counted free, found full (extents taken outside the round robin).
+                    None => self
+                        .data
+                        .fill
+                        .get_mut(&ds)
+                        .expect("exists")
+                        .set_free(file_id, 0),
+                }
+                continue;
+            }
+            // Every file believed full: count again (deallocations are not tracked), then
+            // grow.
+            let free = self.free_extents_by_file(ds)?;
+            if free.iter().any(|f| f.1 > 0) {
+                let g = self.data.fill.get_mut(&ds).expect("exists");
+                for (id, n) in free {
+                    g.set_free(id, n);
+                }
+                continue;
+            }
+            let grown = self.autogrow_filegroup(ds)?;
+            if grown.is_empty() {
+                return Ok(None);
+            }
+            for id in grown {
+                let n = self.data_files[&id].free_extents()?;
+                self.data.fill.get_mut(&ds).expect("exists").set_free(id, n);
+            }
+        }
+    }
+
+    /// Grows filegroup `ds` when all its files are full: every file that may grow when the
+    /// filegroup is AUTOGROW_ALL_FILES, else the first that may, in round-robin order from
+    /// the position the round robin has reached. Each by its FILEGROWTH (pages or percent),
+    /// capped by MAXSIZE, through the one file-initialization path (instant with IFI), each
+    /// logged with its duration (SQL Server's message 5145). Returns the files grown.
+    fn autogrow_filegroup(&mut self, ds: u16) -> Result<Vec<u16>, StorageError> {
+        let all = self
+            .catalog
+            .filegroups
+            .iter()
+            .any(|g| g.data_space_id == ds && g.is_autogrow_all_files);
+        let order: Vec<u16> = self
+            .data
+            .fill
+            .get(&ds)
+            .map(|g| g.round_robin_order())
+            .unwrap_or_default();
+        let mut targets: Vec<(u16, String, u32)> = order
+            .iter()
+            .filter_map(|id| self.catalog.files.iter().find(|f| f.file_id == *id))
+            .filter_map(|f| {
+                crate::log_growth::growth_target(f, extentdb_format::PAGES_PER_EXTENT)
+                    .filter(|&to| to >= f.size_pages + extentdb_format::PAGES_PER_EXTENT)
+                    .map(|to| (f.file_id, f.name.clone(), to))
+            })
+            .collect();
+        if !all {
+            targets.truncate(1);
+        }
+        let env = self.data.growth.env.clone();
+        let sink = crate::log_growth::EnvSink::new(&env);
+        let mut grown = Vec::new();
+        for (file_id, name, to) in targets {
+            let started = std::time::Instant::now();
+            self.grow_file_with(env.policy, &sink, file_id, to)?;
+            crate::file_init::InitLog::log(
+                &sink,
+                &format!(
+                    "Autogrow of file '{name}' in database '{}' took {} milliseconds. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
+                    self.name,
+                    started.elapsed().as_millis()
+                ),
+            );
+            grown.push(file_id);
+        }
+        Ok(grown)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Proves seed 004's figures: 3995/44 = 90, 3995/79 = 50, 79/44 = 1, and a full file
+    /// gets the most-free file's count (74).
+    #[test]
+    fn skip_targets_as_seed_004_prints_them() {
+        let mut g = FilegroupFill::default();
+        let r = g.recalculate(&[(1, 44), (3, 79), (4, 3995)]);
+        assert_eq!(r.files, vec![(1, 44, 90), (3, 79, 50), (4, 3995, 1)]);
+        assert_eq!((r.most_free_file, r.threshold_before), (4, 0));
+        let r = g.recalculate(&[(1, 44), (3, 79)]);
+        assert_eq!(r.files, vec![(1, 44, 1), (3, 79, 1)]);
+        assert_eq!(r.threshold_before, RECALCULATE_EVERY);
+        let r = g.recalculate(&[(1, 0), (3, 74), (4, 0)]);
+        assert_eq!(r.files, vec![(1, 0, 74), (3, 74, 1), (4, 0, 74)]);
+    }
+
+    /// Proves -E: a file with skip target 1 takes 64 extents in a row.
+    #[test]
+    fn e_option_takes_64_consecutive_extents() {
+        let mut g = FilegroupFill::default();
+        g.recalculate(&[(1, 1000), (3, 1000)]);
+        let picks: Vec<u16> = (0..130).map(|_| g.next_file(E_EXTENTS).unwrap()).collect();
+        assert!(picks[..64].iter().all(|&f| f == 1));
+        assert!(picks[64..128].iter().all(|&f| f == 3));
+        assert_eq!(picks[128], 1);
+    }
+}
