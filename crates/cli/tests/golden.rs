@@ -197,3 +197,11 @@ fn seed003_junkdata() {
 fn log_transactions() {
     check("log_transactions");
 }
+
+/// Space reporting on two data files, a heap and a clustered table: FILEPROPERTY,
+/// sys.dm_db_file_space_usage, DBCC SHOWFILESTATS, sp_spaceused, sp_helpfile, sp_helpdb,
+/// checks in T-SQL that their figures agree, and SQL Server's errors for bad arguments.
+#[test]
+fn space_reporting() {
+    check("space_reporting");
+}

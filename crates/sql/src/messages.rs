@@ -43,6 +43,14 @@ impl SqlError {
         self
     }
 
+    /// The same message raised inside system procedure `name` at line `line` of its text,
+    /// as clients show it (`Procedure sp_helpdb, Line 45`).
+    pub fn in_procedure(mut self, name: &str, line: u32) -> SqlError {
+        self.procedure = Some(name.to_string());
+        self.line = line;
+        self
+    }
+
     /// True for severity 10 and below, which clients print as plain text, not as `Msg`.
     pub fn is_info(&self) -> bool {
         self.severity <= 10
@@ -226,6 +234,12 @@ static CATALOGUE: &[Entry] = &[
     e(8111, 16, 1, "Cannot define PRIMARY KEY constraint on nullable column in table '%.*ls'."),
     e(8120, 16, 1, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
     e(8147, 16, 1, "Could not create IDENTITY attribute on nullable column '%.*ls', table '%.*ls'."),
+    // System procedures.
+    e(8144, 16, 2, "Procedure or function %.*ls has too many arguments specified."),
+    e(8145, 16, 2, "%.*ls is not a parameter for procedure %.*ls."),
+    e(15009, 16, 1, "The object '%s' does not exist in database '%s' or is invalid for this operation."),
+    e(15010, 16, 1, "The database '%s' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
+    e(15250, 16, 1, "The database name component of the object qualifier must be the name of the current database."),
     e(18456, 14, 1, "Login failed for user '%.*ls'.%.*ls%.*ls"), // unverified
 ];
 

@@ -24,6 +24,7 @@ pub mod log_growth;
 pub mod log_writer;
 pub mod proportional_fill;
 pub mod recovery;
+pub mod space;
 pub mod table;
 pub mod xact;
 

@@ -1,12 +1,14 @@
-//! DBCC commands and system procedures: DBCC TRACEON / TRACEOFF / TRACESTATUS,
-//! xp_readerrorlog (sp_readerrorlog), sp_cycle_errorlog, and dynamic EXEC ('...').
+//! DBCC commands and system procedures: DBCC TRACEON / TRACEOFF / TRACESTATUS / LOGINFO /
+//! SQLPERF / SHOWFILESTATS, xp_readerrorlog (sp_readerrorlog), sp_cycle_errorlog, the space
+//! procedures (sp_spaceused, sp_helpfile, sp_helpdb: `space`, `helpdb`), and dynamic
+//! EXEC ('...').
 
 use extentdb_storage::errorlog::LogLine;
 
 use super::eval::{as_i64, to_text};
 use super::lower::not_yet;
 use super::{Flow, Output, Session};
-use crate::ast::{Dbcc, ExecTarget, Execute};
+use crate::ast::{Dbcc, ExecArg, ExecTarget, Execute};
 use crate::messages::{msg, SqlError};
 use crate::parser::parse_batch;
 use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY};
@@ -20,7 +22,6 @@ const LATER_DBCC: &[&str] = &[
     "CHECKCATALOG",
     "SHRINKFILE",
     "SHRINKDATABASE",
-    "SHOWFILESTATS",
     "DBINFO",
     "IND",
 ];
@@ -50,13 +51,9 @@ impl Session {
                     return Err(vec![msg(2526, &[])]);
                 }
                 let r = super::views::log_space(&self.engine.instance);
-                let n = r.rows.len() as u64;
-                out.push(Output::Rows {
-                    columns: r.columns,
-                    rows: r.rows,
-                });
-                self.rows_affected(n, out);
+                self.send_rowset(r, out);
             }
+            "SHOWFILESTATS" => self.show_file_stats(&args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }
@@ -241,8 +238,13 @@ impl Session {
             };
             values.push(v);
         }
-        match name.name().to_ascii_lowercase().as_str() {
+        let proc = name.name().to_ascii_lowercase();
+        let bind = |params: &[&str]| bind_args(&proc, params, args, values.clone());
+        match proc.as_str() {
             "xp_readerrorlog" | "sp_readerrorlog" => self.read_errorlog(&values, out),
+            "sp_spaceused" => self.sp_spaceused(&bind(super::space::SP_SPACEUSED_PARAMS)?, out),
+            "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
+            "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
             "sp_cycle_errorlog" => {
                 let log = &self.engine.instance.errorlog;
                 log.write(&format!("spid{}", self.spid), "Attempting to cycle error log. This is an informational message only; no user action is required.");
@@ -322,6 +324,31 @@ impl Session {
         self.vars = saved;
         result
     }
+}
+
+/// A system procedure's arguments bound to its parameters (`params`, with their `@`), by
+/// position or by name; parameters not given are NULL. Too many arguments is Msg 8144, an
+/// unknown name Msg 8145.
+fn bind_args(
+    proc: &str,
+    params: &[&str],
+    args: &[ExecArg],
+    values: Vec<Value>,
+) -> Result<Vec<Value>, Vec<SqlError>> {
+    let mut bound = vec![Value::Null; params.len()];
+    for (i, (arg, value)) in args.iter().zip(values).enumerate() {
+        let at = match &arg.name {
+            None if i < params.len() => i,
+            None => return Err(vec![msg(8144, &[&proc])]),
+            Some(n) => {
+                let n = n.trim_start_matches('@');
+                let found = params.iter().position(|p| p[1..].eq_ignore_ascii_case(n));
+                found.ok_or_else(|| vec![msg(8145, &[&format!("@{n}"), &proc])])?
+            }
+        };
+        bound[at] = value;
+    }
+    Ok(bound)
 }
 
 /// `yyyy-mm-dd hh:mm:ss.ff` to ticks since 0001-01-01.

@@ -394,18 +394,17 @@ impl Session {
             "SCOPE_IDENTITY" => identity_value(self.last_identity),
             "OBJECT_ID" => match text_arg(0) {
                 None => Value::Null,
-                Some(n) => {
-                    let name = crate::ast::ObjectName {
-                        parts: n
-                            .split('.')
-                            .map(|p| p.trim_matches(['[', ']']).to_string())
-                            .collect(),
-                    };
-                    match self.find_table(&name) {
-                        Ok(Some(t)) => Value::Int(t.entry.object_id as i32),
-                        _ => Value::Null,
-                    }
+                Some(n) => match self.find_table(&super::tables::object_name_from_text(&n)) {
+                    Ok(Some(t)) => Value::Int(t.entry.object_id as i32),
+                    _ => Value::Null,
+                },
+            },
+            "FILEPROPERTY" => match (text_arg(0), text_arg(1), inst.database(self.database_id)) {
+                (Some(file), Some(property), Some(db)) => {
+                    let db = db.lock().unwrap();
+                    super::space::file_property(&db, &file, &property)?
                 }
+                _ => Value::Null,
             },
             "DATABASEPROPERTYEX" => match (text_arg(0), text_arg(1)) {
                 (Some(db), Some(prop)) => database_property(&inst, &db, &prop),
@@ -495,7 +494,8 @@ pub fn as_i64(v: &Value) -> Result<i64, SqlError> {
     }
 }
 
-fn database_property(inst: &extentdb_storage::Instance, db: &str, prop: &str) -> Value {
+/// DATABASEPROPERTYEX(db, property): NULL for an unknown database or property.
+pub(super) fn database_property(inst: &extentdb_storage::Instance, db: &str, prop: &str) -> Value {
     let Some((_, handle)) = inst.database_by_name(db) else {
         return Value::Null;
     };
@@ -507,6 +507,8 @@ fn database_property(inst: &extentdb_storage::Instance, db: &str, prop: &str) ->
         "updateability" => Value::Text("READ_WRITE".into()),
         "useraccess" => Value::Text("MULTI_USER".into()),
         "collation" => Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
+        // SQL Server's sort order id of SQL_Latin1_General_CP1_CI_AS.
+        "sqlsortorder" => Value::Int(52),
         "isautoshrink" | "isautoclose" => Value::Int(0),
         "lastgoodcheckdbtime" => Value::DateTime(if d.boot.last_checkdb_us == 0 {
             0

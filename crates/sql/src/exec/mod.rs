@@ -28,8 +28,10 @@ mod dml;
 mod errors;
 mod eval;
 mod expr_text;
+mod helpdb;
 mod lower;
 mod select;
+mod space;
 mod table_ddl;
 mod tables;
 pub mod views;
@@ -265,6 +267,13 @@ impl Session {
         if !self.nocount {
             out.push(Output::RowsAffected(n));
         }
+    }
+
+    /// Sends a result set, then `(n rows affected)` unless SET NOCOUNT ON.
+    fn send_rowset(&mut self, r: views::Rowset, out: &mut Vec<Output>) {
+        let n = r.rows.len() as u64;
+        out.push(r.into());
+        self.rows_affected(n, out);
     }
 
     /// The current database's name.

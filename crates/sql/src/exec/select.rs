@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 
 use super::aggregate;
+use super::errors;
 use super::eval::{as_i64, value_type, RowCtx};
 use super::lower::not_yet;
 use super::views::{self, Rowset};
@@ -133,7 +134,7 @@ impl Session {
                 let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();
                 let key = format!("{schema}.{}", name.name().to_ascii_lowercase());
                 let rowset = match views::view(&self.engine.instance, db_id, &key) {
-                    Some(r) => r,
+                    Some(r) => r.map_err(|e| errors::map(&e, errors::Context::Other))?,
                     None => {
                         let t = self.table(name)?;
                         let rows = {

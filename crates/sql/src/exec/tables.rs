@@ -85,6 +85,17 @@ impl TableRef {
     }
 }
 
+/// An object name given as text (`'dbo.T'`, `N'[D].[dbo].[T]'`), as OBJECT_ID and the
+/// system procedures read it.
+pub(super) fn object_name_from_text(text: &str) -> ObjectName {
+    ObjectName {
+        parts: text
+            .split('.')
+            .map(|p| p.trim_matches(['[', ']']).to_string())
+            .collect(),
+    }
+}
+
 /// A stored row that does not decode: the data is damaged or the formats disagree.
 fn corrupt(reason: &str) -> SqlError {
     SqlError {
@@ -121,13 +132,17 @@ impl Session {
                 .instance
                 .database_by_name(d)
                 .ok_or_else(|| vec![msg(911, &[&d])]),
-            None => self
-                .engine
-                .instance
-                .database(self.database_id)
-                .map(|db| (self.database_id, db))
-                .ok_or_else(|| vec![msg(911, &[&self.current_db_name()])]),
+            None => self.current_database(),
         }
+    }
+
+    /// The current database (Msg 911 if it was dropped meanwhile).
+    pub(super) fn current_database(&self) -> Result<(u16, Arc<Mutex<Database>>), Vec<SqlError>> {
+        self.engine
+            .instance
+            .database(self.database_id)
+            .map(|db| (self.database_id, db))
+            .ok_or_else(|| vec![msg(911, &[&self.current_db_name()])])
     }
 
     /// The user table `name` names, if it exists.

@@ -1,7 +1,9 @@
 //! System views over the instance: sys.dm_server_services, sys.databases,
 //! sys.database_files, sys.master_files, sys.filegroups, and over a database's tables
-//! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units, with SQL
-//! Server's column names, types and units (sizes in 8 KB pages).
+//! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units (space views,
+//! sys.dm_db_file_space_usage among them, are in `space`), with SQL Server's column names,
+//! types and units (sizes in 8 KB pages). Page counts follow the definitions of
+//! `extentdb_storage::space`.
 //!
 //! A heap has one partition and one in-row allocation unit; partition_id and hobt_id are
 //! the allocation unit's id (SQL Server's are distinct numbers, equal in value for a heap's
@@ -13,7 +15,7 @@
 use extentdb_format::catalog::{FileEntry, FilegroupEntry};
 use extentdb_format::file_header::FileType;
 use extentdb_storage::instance::Instance;
-use extentdb_storage::Database;
+use extentdb_storage::{Database, StorageError};
 
 use crate::types::{SqlType, Value};
 
@@ -24,13 +26,23 @@ pub struct Rowset {
     pub rows: Vec<Vec<Value>>,
 }
 
-const SYSNAME: SqlType = SqlType::NVarChar(128);
+/// A rowset sent to the client as a result set.
+impl From<Rowset> for super::Output {
+    fn from(r: Rowset) -> Self {
+        super::Output::Rows {
+            columns: r.columns,
+            rows: r.rows,
+        }
+    }
+}
 
-fn cols(spec: &[(&str, SqlType)]) -> Vec<(String, SqlType)> {
+pub(super) const SYSNAME: SqlType = SqlType::NVarChar(128);
+
+pub(super) fn cols(spec: &[(&str, SqlType)]) -> Vec<(String, SqlType)> {
     spec.iter().map(|(n, t)| (n.to_string(), *t)).collect()
 }
 
-fn text(s: &str) -> Value {
+pub(super) fn text(s: &str) -> Value {
     Value::Text(s.to_string())
 }
 
@@ -53,9 +65,15 @@ fn local_offset_seconds(unix_s: i64) -> i64 {
     tm.tm_gmtoff
 }
 
-/// Looks a view up by its (lower-cased, schema-qualified) name.
-pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Rowset> {
-    Some(match name {
+/// Looks a view up by its (lower-cased, schema-qualified) name: None when no view has that
+/// name (or its database is gone); an error when reading the pages behind it failed.
+pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowset, StorageError>> {
+    if name == "sys.dm_db_file_space_usage" {
+        let db = inst.database(current_db)?;
+        let db = db.lock().unwrap();
+        return Some(super::space::file_space_usage(&db, current_db));
+    }
+    Some(Ok(match name {
         "sys.dm_server_services" => server_services(inst),
         "sys.databases" => databases(inst),
         "sys.database_files" => {
@@ -95,8 +113,8 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Rowset> {
                 "sys.tables" => tables(&db),
                 "sys.columns" => columns(&db),
                 "sys.indexes" => indexes(&db),
-                "sys.partitions" => partitions(&mut db),
-                _ => allocation_units(&mut db),
+                "sys.partitions" => return Some(partitions(&mut db)),
+                _ => return Some(allocation_units(&mut db)),
             }
         }
         "sys.filegroups" => {
@@ -105,7 +123,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Rowset> {
             filegroups(&db.catalog.filegroups)
         }
         _ => return None,
-    })
+    }))
 }
 
 fn server_services(inst: &Instance) -> Rowset {
@@ -449,21 +467,24 @@ fn indexes(db: &Database) -> Rowset {
     Rowset { columns, rows }
 }
 
-/// Live rows and the distinct pages holding them, per table (by a scan).
-fn usage(db: &mut Database, object_id: u32) -> (i64, i64) {
-    match db.scan_rows(object_id) {
-        Ok(rows) => {
-            let pages: std::collections::BTreeSet<_> = rows
-                .iter()
-                .map(|((p, _), _)| (p.file.0, p.page.0))
-                .collect();
-            (rows.len() as i64, pages.len() as i64)
-        }
-        Err(_) => (0, 0),
-    }
+/// (object id, allocation unit, index id, data space) of every table, so the catalog is not
+/// borrowed while the units' pages are read.
+fn table_units(db: &Database) -> Vec<(u32, u64, u8, u16)> {
+    db.catalog
+        .tables
+        .iter()
+        .map(|t| {
+            (
+                t.object_id,
+                t.allocation_unit_id,
+                t.index_id,
+                t.data_space_id,
+            )
+        })
+        .collect()
 }
 
-fn partitions(db: &mut Database) -> Rowset {
+fn partitions(db: &mut Database) -> Result<Rowset, StorageError> {
     let columns = cols(&[
         ("partition_id", SqlType::BigInt),
         ("object_id", SqlType::Int),
@@ -472,30 +493,22 @@ fn partitions(db: &mut Database) -> Rowset {
         ("hobt_id", SqlType::BigInt),
         ("rows", SqlType::BigInt),
     ]);
-    let tables: Vec<(u32, u64, u8)> = db
-        .catalog
-        .tables
-        .iter()
-        .map(|t| (t.object_id, t.allocation_unit_id, t.index_id))
-        .collect();
-    let rows = tables
-        .into_iter()
-        .map(|(id, au, index_id)| {
-            let (n, _) = usage(db, id);
-            vec![
-                Value::BigInt(au as i64),
-                Value::Int(id as i32),
-                Value::Int(index_id as i32),
-                Value::Int(1),
-                Value::BigInt(au as i64),
-                Value::BigInt(n),
-            ]
-        })
-        .collect();
-    Rowset { columns, rows }
+    let mut rows = Vec::new();
+    for (id, au, index_id, _) in table_units(db) {
+        let space = db.unit_space(au)?;
+        rows.push(vec![
+            Value::BigInt(au as i64),
+            Value::Int(id as i32),
+            Value::Int(index_id as i32),
+            Value::Int(1),
+            Value::BigInt(au as i64),
+            Value::BigInt(space.rows as i64),
+        ]);
+    }
+    Ok(Rowset { columns, rows })
 }
 
-fn allocation_units(db: &mut Database) -> Rowset {
+fn allocation_units(db: &mut Database) -> Result<Rowset, StorageError> {
     let columns = cols(&[
         ("allocation_unit_id", SqlType::BigInt),
         ("type", SqlType::TinyInt),
@@ -506,30 +519,19 @@ fn allocation_units(db: &mut Database) -> Rowset {
         ("used_pages", SqlType::BigInt),
         ("data_pages", SqlType::BigInt),
     ]);
-    let tables: Vec<(u32, u64, u16)> = db
-        .catalog
-        .tables
-        .iter()
-        .map(|t| (t.object_id, t.allocation_unit_id, t.data_space_id))
-        .collect();
-    let rows = tables
-        .into_iter()
-        .map(|(id, au, ds)| {
-            let total = db.extents_of(au).map(|e| e.len() as i64 * 8).unwrap_or(0);
-            let (_, data) = usage(db, id);
-            // The IAM page counts as used once the unit has any extent.
-            let used = data + (total > 0) as i64;
-            vec![
-                Value::BigInt(au as i64),
-                Value::TinyInt(1),
-                text("IN_ROW_DATA"),
-                Value::BigInt(au as i64),
-                Value::Int(ds as i32),
-                Value::BigInt(total),
-                Value::BigInt(used),
-                Value::BigInt(data),
-            ]
-        })
-        .collect();
-    Rowset { columns, rows }
+    let mut rows = Vec::new();
+    for (_, au, _, ds) in table_units(db) {
+        let space = db.unit_space(au)?;
+        rows.push(vec![
+            Value::BigInt(au as i64),
+            Value::TinyInt(1),
+            text("IN_ROW_DATA"),
+            Value::BigInt(au as i64),
+            Value::Int(ds as i32),
+            Value::BigInt(space.reserved_pages as i64),
+            Value::BigInt(space.used_pages() as i64),
+            Value::BigInt(space.data_pages as i64),
+        ]);
+    }
+    Ok(Rowset { columns, rows })
 }
