@@ -1,18 +1,22 @@
 //! Benchmark (not a test): commit latency while the log autogrows, with the growth prepared in
 //! the background (extentdb) against initialized on demand while the committer waits (SQL
-//! Server's autogrowth; `GrowthEnv::prepare_ahead = false`).
+//! Server's autogrowth; `GrowthEnv::prepare_ahead = false`), and against a control in which
+//! the log is created large enough for the whole run, so that nothing grows: its worst commit
+//! is what the disk and the workload give without any growth.
 //!
-//! Each round creates a fresh database for each mode (prepare-ahead first, then on demand)
-//! on the real file system: a 64 MB log with FILEGROWTH G and no MAXSIZE, and a data file
-//! sized (instantly, by fallocate) so that no data-file growth disturbs the figures. Thread A
-//! opens a transaction, inserts one small row and keeps it open, so no checkpoint can free
-//! the log: it must grow. Thread B runs autocommit transactions of one ~4 KB row, flushing
-//! each commit outside the database lock, and times each from begin to flush returned,
-//! until the log has grown twice (or a time cap). A baseline measured in the same round
-//! gives the disk's own time to zero G bytes (one pass of 8 MiB writes, one fdatasync).
+//! Each round creates a fresh database for each mode on the real file system: a 64 MB log
+//! with FILEGROWTH G and no MAXSIZE (the control: 64 MB + 2 G from the start), and a data
+//! file sized (instantly, by fallocate) so that no data-file growth disturbs the figures.
+//! Thread A opens a transaction, inserts one small row and keeps it open, so no checkpoint
+//! can free the log: it must grow. Thread B runs autocommit transactions of one ~4 KB row,
+//! flushing each commit outside the database lock, and times each from begin to flush
+//! returned, until the log has grown twice (or a time cap). The database's background
+//! checkpoint thread runs as in the instance. A baseline measured in the same round gives
+//! the disk's own time to zero G bytes (one pass of 8 MiB writes, one fdatasync).
 //!
 //! Usage: cargo run --release -p extentdb-storage --example log_growth_latency --
 //!        DIR [--growth-mb 1024] [--rounds 3] [--max-secs 60] [--growths 2]
+//!        [--modes all|both|ahead|demand|none]
 //! Writes bench/results/<date>-<host>-log-growth-latency.json.
 
 use std::path::{Path, PathBuf};
@@ -47,7 +51,7 @@ struct Args {
     max_secs: u64,
     growths: u64,
     /// Modes to run in each round, in order.
-    modes: Vec<bool>,
+    modes: Vec<Mode>,
 }
 
 fn parse_args() -> Args {
@@ -57,7 +61,7 @@ fn parse_args() -> Args {
         rounds: 3,
         max_secs: 60,
         growths: 2,
-        modes: vec![true, false],
+        modes: vec![Mode::PrepareAhead, Mode::OnDemand, Mode::NoGrowth],
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
@@ -73,10 +77,12 @@ fn parse_args() -> Args {
             "--growths" => a.growths = num("--growths"),
             "--modes" => {
                 a.modes = match it.next().as_deref() {
-                    Some("both") => vec![true, false],
-                    Some("ahead") => vec![true],
-                    Some("demand") => vec![false],
-                    m => panic!("--modes both|ahead|demand, not {m:?}"),
+                    Some("all") => vec![Mode::PrepareAhead, Mode::OnDemand, Mode::NoGrowth],
+                    Some("both") => vec![Mode::PrepareAhead, Mode::OnDemand],
+                    Some("ahead") => vec![Mode::PrepareAhead],
+                    Some("demand") => vec![Mode::OnDemand],
+                    Some("none") => vec![Mode::NoGrowth],
+                    m => panic!("--modes all|both|ahead|demand|none, not {m:?}"),
                 }
             }
             _ if s.starts_with("--") => panic!("unknown option {s}"),
@@ -153,7 +159,7 @@ fn paths(dir: &Path) -> (PathBuf, PathBuf) {
 /// A fresh database in `dir`: a 64 MB log growing by `growth_pages`, no MAXSIZE, and a data
 /// file large enough for every row the run can insert (2 rows a page hold about as many
 /// bytes as their log records, so 64 MB + `growths` growths, with room to spare).
-fn create_db(fs: &OsFileSystem, a: &Args, growth_pages: u32) -> Database {
+fn create_db(fs: &OsFileSystem, a: &Args, growth_pages: u32, mode: Mode) -> Database {
     let (mdf, ldf) = paths(&a.dir);
     let _ = std::fs::remove_file(&mdf);
     let _ = std::fs::remove_file(&ldf);
@@ -168,7 +174,12 @@ fn create_db(fs: &OsFileSystem, a: &Args, growth_pages: u32) -> Database {
                 "LogGrowth_log",
                 ldf,
                 FileType::Log,
-                LOG_START_PAGES,
+                if mode == Mode::NoGrowth {
+                    // Room for the whole run from the start: the control without growth.
+                    (LOG_START_PAGES as u64 + a.growths * growth_pages as u64) as u32
+                } else {
+                    LOG_START_PAGES
+                },
                 growth_pages,
             ),
         ],
@@ -185,10 +196,23 @@ fn create_db(fs: &OsFileSystem, a: &Args, growth_pages: u32) -> Database {
     Database::create(&ctx, &spec).unwrap()
 }
 
+/// How the log gets its space during a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum Mode {
+    /// extentdb: growth prepared in the background.
+    #[default]
+    PrepareAhead,
+    /// SQL Server's autogrowth: initialized while the change waits.
+    OnDemand,
+    /// The control: a log created large enough for the whole run, so nothing grows; its
+    /// latencies are the disk's and the workload's own.
+    NoGrowth,
+}
+
 /// What one mode's run measured.
 #[derive(Default, Clone)]
 struct Run {
-    prepare_ahead: bool,
+    mode: Mode,
     commits: u64,
     growths: u64,
     elapsed_s: f64,
@@ -359,10 +383,11 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 }
 
 /// One mode's run on a fresh database.
-fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run {
+fn run_mode(fs: &OsFileSystem, a: &Args, mode: Mode, round: u32) -> Run {
+    let prepare_ahead = mode != Mode::OnDemand;
     let growth_pages = (a.growth_mb * MB / PAGE_SIZE as u64) as u32;
-    let mut db = create_db(fs, a, growth_pages);
-    let errdir = a.dir.join(format!("errorlog-r{round}-{prepare_ahead}"));
+    let mut db = create_db(fs, a, growth_pages, mode);
+    let errdir = a.dir.join(format!("errorlog-r{round}-{}", mode_name(mode)));
     let _ = std::fs::remove_dir_all(&errdir);
     let errorlog = Arc::new(ErrorLog::open(&errdir).unwrap());
     db.set_growth_env(GrowthEnv {
@@ -384,7 +409,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool, round: u32) -> Run
     let (tx, rx) = mpsc::channel();
     let a_thread = holder(db.clone(), small, stop.clone(), tx);
     let mut run = Run {
-        prepare_ahead,
+        mode,
         ..Run::default()
     };
     if let Err(e) = rx.recv().unwrap() {
@@ -498,8 +523,10 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-fn mode_name(prepare_ahead: bool) -> &'static str {
-    if prepare_ahead {
+fn mode_name(mode: Mode) -> &'static str {
+    if mode == Mode::NoGrowth {
+        "no_growth"
+    } else if mode == Mode::PrepareAhead {
         "prepare_ahead"
     } else {
         "on_demand"
@@ -516,7 +543,7 @@ fn list<T: std::fmt::Display>(v: &[T]) -> String {
 fn run_json(r: &Run, round: u32) -> String {
     format!(
         "    {{\"round\": {round}, \"mode\": \"{}\", \"commits\": {}, \"growths\": {}, \"elapsed_s\": {:.1}, \"commits_per_s\": {:.0}, \"p50_ms\": {:.3}, \"p99_ms\": {:.3}, \"max_ms\": {:.1}, \"commits_over_10ms\": {}, \"commits_over_100ms\": {}, \"longest_growth_wait_ms\": {:.1}, \"max_locked_ms\": {:.1}, \"max_flush_ms\": {:.1}, \"growth_commit_ms\": [{}], \"growth_at_s\": [{}], \"commits_per_second\": [{}], \"logged_growth_init_ms\": [{}], \"checkpoints\": {}, \"failure\": {}}}",
-        mode_name(r.prepare_ahead),
+        mode_name(r.mode),
         r.commits,
         r.growths,
         r.elapsed_s,
@@ -559,7 +586,7 @@ fn print_table(runs: &[(u32, Run)], baselines: &[f64]) {
         println!(
             "{:<5} {:<14} {:>8} {:>7} {:>8.3} {:>8.3} {:>9.1} {:>6} {:>10.1} {:>14} {:>8.1} {:>9.1} {:>4}  {}",
             round,
-            mode_name(r.prepare_ahead),
+            mode_name(r.mode),
             r.commits,
             r.growths,
             r.p50_ms,
@@ -592,11 +619,11 @@ fn main() {
     let (mut runs, mut baselines) = (Vec::new(), Vec::new());
     for round in 1..=a.rounds {
         baselines.push(baseline_zero_ms(&fs, &a.dir, a.growth_mb * MB));
-        for &prepare_ahead in &a.modes {
-            let r = run_mode(&fs, &a, prepare_ahead, round);
+        for &mode in &a.modes {
+            let r = run_mode(&fs, &a, mode, round);
             eprintln!(
                 "round {round} {}: {} commits, {} growths in {:.1} s, max {:.1} ms, wait {:.1} ms{}",
-                mode_name(prepare_ahead),
+                mode_name(mode),
                 r.commits,
                 r.growths,
                 r.elapsed_s,
@@ -618,32 +645,38 @@ fn main() {
         }
     }
     print_table(&runs, &baselines);
-    let of = |ahead: bool, f: fn(&Run) -> f64| -> f64 {
+    let of = |mode: Mode, f: fn(&Run) -> f64| -> f64 {
         median(
             &runs
                 .iter()
                 // Only runs in which the log grew measure a growth; the table shows all.
-                .filter(|(_, r)| r.prepare_ahead == ahead && r.growths > 0)
+                .filter(|(_, r)| r.mode == mode && (r.growths > 0 || mode == Mode::NoGrowth))
                 .map(|(_, r)| f(r))
                 .collect::<Vec<_>>(),
         )
     };
-    let (max_on, max_off) = (of(true, |r| r.max_ms), of(false, |r| r.max_ms));
-    let (p99_on, p99_off) = (of(true, |r| r.p99_ms), of(false, |r| r.p99_ms));
-    let wait_on = of(true, |r| r.longest_wait_ms);
+    use Mode::{NoGrowth, OnDemand, PrepareAhead};
+    let (max_on, max_off) = (of(PrepareAhead, |r| r.max_ms), of(OnDemand, |r| r.max_ms));
+    let (p99_on, p99_off) = (of(PrepareAhead, |r| r.p99_ms), of(OnDemand, |r| r.p99_ms));
+    let wait_on = of(PrepareAhead, |r| r.longest_wait_ms);
     let (locked_on, locked_off) = (
-        of(true, |r| r.max_locked_ms),
-        of(false, |r| r.max_locked_ms),
+        of(PrepareAhead, |r| r.max_locked_ms),
+        of(OnDemand, |r| r.max_locked_ms),
     );
-    let stall = of(false, |r| r.longest_wait_ms);
+    let stall = of(OnDemand, |r| r.longest_wait_ms);
+    let (max_none, p99_none, locked_none) = (
+        of(NoGrowth, |r| r.max_ms),
+        of(NoGrowth, |r| r.p99_ms),
+        of(NoGrowth, |r| r.max_locked_ms),
+    );
     let init_off: Vec<f64> = runs
         .iter()
-        .filter(|(_, r)| !r.prepare_ahead)
+        .filter(|(_, r)| r.mode == OnDemand)
         .flat_map(|(_, r)| r.init_ms.iter().map(|&m| m as f64))
         .collect();
     let init_on: Vec<f64> = runs
         .iter()
-        .filter(|(_, r)| r.prepare_ahead)
+        .filter(|(_, r)| r.mode == PrepareAhead)
         .flat_map(|(_, r)| r.init_ms.iter().map(|&m| m as f64))
         .collect();
     let base = median(&baselines);
@@ -657,7 +690,7 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     let json = format!(
-        "{{\n  \"benchmark\": \"log_growth_latency\",\n  \"date\": \"{date}\",\n  \"host\": \"{host}\",\n  \"dir\": \"{}\",\n  \"log_start_mb\": 64,\n  \"growth_mb\": {},\n  \"row_bytes\": {ROW_BYTES},\n  \"rounds\": {},\n  \"max_secs_per_mode\": {},\n  \"target_growths\": {},\n  \"baseline_zero_growth_ms\": [{}],\n  \"runs\": [\n{}\n  ],\n  \"median_max_ms_prepare_ahead\": {max_on:.1},\n  \"median_max_ms_on_demand\": {max_off:.1},\n  \"ratio_max_latency_prepare_ahead_vs_on_demand\": {:.4},\n  \"median_p99_ms_prepare_ahead\": {p99_on:.3},\n  \"median_p99_ms_on_demand\": {p99_off:.3},\n  \"medians_over\": \"runs with at least one growth\",\n  \"median_max_locked_ms_prepare_ahead\": {locked_on:.1},\n  \"median_max_locked_ms_on_demand\": {locked_off:.1},\n  \"median_longest_growth_wait_ms_prepare_ahead\": {wait_on:.1},\n  \"median_on_demand_stall_ms\": {stall:.1},\n  \"median_logged_growth_init_ms_on_demand\": {:.0},\n  \"median_logged_growth_init_ms_prepare_ahead\": {:.0},\n  \"median_baseline_zero_growth_ms\": {base:.0},\n  \"ratio_on_demand_stall_vs_baseline_zero\": {:.3}\n}}\n",
+        "{{\n  \"benchmark\": \"log_growth_latency\",\n  \"date\": \"{date}\",\n  \"host\": \"{host}\",\n  \"dir\": \"{}\",\n  \"log_start_mb\": 64,\n  \"growth_mb\": {},\n  \"row_bytes\": {ROW_BYTES},\n  \"rounds\": {},\n  \"max_secs_per_mode\": {},\n  \"target_growths\": {},\n  \"baseline_zero_growth_ms\": [{}],\n  \"runs\": [\n{}\n  ],\n  \"median_max_ms_prepare_ahead\": {max_on:.1},\n  \"median_max_ms_on_demand\": {max_off:.1},\n  \"ratio_max_latency_prepare_ahead_vs_on_demand\": {:.4},\n  \"median_p99_ms_prepare_ahead\": {p99_on:.3},\n  \"median_p99_ms_on_demand\": {p99_off:.3},\n  \"medians_over\": \"runs with at least one growth\",\n  \"median_max_locked_ms_prepare_ahead\": {locked_on:.1},\n  \"median_max_locked_ms_on_demand\": {locked_off:.1},\n  \"median_longest_growth_wait_ms_prepare_ahead\": {wait_on:.1},\n  \"median_on_demand_stall_ms\": {stall:.1},\n  \"median_logged_growth_init_ms_on_demand\": {:.0},\n  \"median_logged_growth_init_ms_prepare_ahead\": {:.0},\n  \"median_baseline_zero_growth_ms\": {base:.0},\n  \"ratio_on_demand_stall_vs_baseline_zero\": {:.3},\n  \"median_max_ms_no_growth\": {max_none:.1},\n  \"median_p99_ms_no_growth\": {p99_none:.3},\n  \"median_max_locked_ms_no_growth\": {locked_none:.1},\n  \"ratio_max_latency_prepare_ahead_vs_no_growth\": {:.3}\n}}\n",
         a.dir.display(),
         a.growth_mb,
         a.rounds,
@@ -669,9 +702,10 @@ fn main() {
         median(&init_off),
         median(&init_on),
         stall / base.max(1e-9),
+        max_on / max_none.max(1e-9),
     );
     println!(
-        "\n(medians over runs whose log grew) longest lock hold: prepare_ahead {locked_on:.1} ms vs on_demand {locked_off:.1} ms\nmax commit latency: prepare_ahead {max_on:.1} ms vs on_demand {max_off:.1} ms (ratio {:.4}); on-demand stall {stall:.0} ms; engine-logged init of one {} MB growth {:.0} ms (on demand) / {:.0} ms (background); disk zeroing baseline {base:.0} ms",
+        "\n(medians over runs whose log grew) longest lock hold: prepare_ahead {locked_on:.1} ms vs on_demand {locked_off:.1} ms\nmax commit latency: prepare_ahead {max_on:.1} ms vs on_demand {max_off:.1} ms (ratio {:.4}); on-demand stall {stall:.0} ms; control without growth: max {max_none:.1} ms, p99 {p99_none:.3} ms, longest lock hold {locked_none:.1} ms; engine-logged init of one {} MB growth {:.0} ms (on demand) / {:.0} ms (background); disk zeroing baseline {base:.0} ms",
         max_on / max_off.max(1e-9),
         a.growth_mb,
         median(&init_off),
