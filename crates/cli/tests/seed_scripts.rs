@@ -68,6 +68,7 @@ fn seed004_bigrows_script() {
         pages >= 70_000,
         "data files hold {pages} pages for 70,000 one-page rows"
     );
+    check_trace_flag_1165(&dir.join("log/ERRORLOG"));
     // The preamble again: the database exists now, so it is set SINGLE_USER and dropped.
     let text = std::fs::read_to_string(&script).unwrap();
     let preamble = &text[..text.find("CREATE DATABASE").unwrap()];
@@ -81,6 +82,68 @@ fn seed004_bigrows_script() {
     );
     assert!(gone.lines().any(|l| l.trim() == "0"), "{gone}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Seed 004's trace flag 1165 lines in the error log: one recalculation at CREATE DATABASE
+/// and one at each ADD FILE (with the article's figures for the files it adds), at least one
+/// during the 70,000 inserts (8,750 extents: past 8,192), each skip target the integer
+/// quotient of the most-free file's free extents by the file's own (the most-free count for
+/// a full file), and the most-free file named in the "Completed" line.
+fn check_trace_flag_1165(errorlog: &Path) {
+    let log = std::fs::read_to_string(errorlog).unwrap();
+    let mut groups: Vec<(u32, Vec<(u32, u32, u32)>)> = Vec::new();
+    for line in log.lines() {
+        if let Some(rest) = line.split("most free file is file ").nth(1) {
+            assert!(
+                line.contains(
+                    "Proportional Fill Recalculation Completed for DB Company new m_cAllocs 8192"
+                ),
+                "{line}"
+            );
+            groups.push((rest.trim_end_matches('.').parse().unwrap(), Vec::new()));
+        } else if let Some(rest) = line.split("\tFile [").nth(1) {
+            // `<name>] (<id>) has <n> free extents and skip target of <k>. `
+            assert!(
+                line.ends_with(". "),
+                "the trailing space of SQL Server's line: {line:?}"
+            );
+            let nums: Vec<u32> = rest
+                .split(|c: char| !c.is_ascii_digit())
+                .filter_map(|w| w.parse().ok())
+                .collect();
+            let n = nums.len();
+            groups
+                .last_mut()
+                .expect("a file line follows a Completed line")
+                .1
+                .push((nums[n - 3], nums[n - 2], nums[n - 1]));
+        }
+    }
+    assert!(groups.len() >= 4, "recalculations: {groups:?}");
+    assert_eq!(groups[0].1.len(), 1);
+    assert_eq!(groups[1].1.len(), 2);
+    assert_eq!(groups[2].1.len(), 3);
+    // SecondFile: 5 MB = 80 extents less its fixed one, as in the article; ThirdFile is the
+    // most free when added, so Company_data and SecondFile skip (article: 90 and 50).
+    assert_eq!(groups[1].1[1], (3, 79, 1));
+    assert_eq!(groups[2].0, 4);
+    for (most_free, files) in &groups {
+        let most = files.iter().map(|f| f.1).max().unwrap();
+        assert_eq!(files.iter().find(|f| f.1 == most).unwrap().0, *most_free);
+        for &(id, free, target) in files {
+            let want = if free == 0 {
+                most.max(1)
+            } else {
+                (most / free).max(1)
+            };
+            assert_eq!(target, want, "file {id}: {free} free of most {most}");
+        }
+    }
+    let after_inserts = groups.len() - 3;
+    assert!(
+        after_inserts >= 1,
+        "a recalculation after 8,192 allocations"
+    );
 }
 
 /// Proves seed 003's JunkData script fills 20,000 pages with its default value.

@@ -1,0 +1,116 @@
+//! Proportional fill through `extentdb exec`: the -E startup option, and AUTOGROW_ALL_FILES
+//! against the default AUTOGROW_SINGLE_FILE.
+
+use std::path::Path;
+use std::process::Command;
+
+fn exec(dir: &Path, extra: &[&str], sql: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["exec", "-b", "--data-dir"])
+        .arg(dir)
+        .args(extra)
+        .args(["-Q", sql])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The numbers of each output line that holds only numbers.
+fn rows(out: &str) -> Vec<Vec<i64>> {
+    out.lines()
+        .map(|l| l.split_whitespace().map(|w| w.parse::<i64>()).collect())
+        .filter_map(|r: Result<Vec<i64>, _>| r.ok())
+        .filter(|r| !r.is_empty())
+        .collect()
+}
+
+const TWO_EQUAL_FILES: &str = "CREATE DATABASE E ON PRIMARY (NAME = E1, FILENAME = 'E1.mdf', SIZE = 40MB), \
+     (NAME = E2, FILENAME = 'E2.ndf', SIZE = 40MB) LOG ON (NAME = E_log, FILENAME = 'E_log.ldf', SIZE = 16MB);";
+
+const FILL_200_EXTENTS: &str = "USE E; CREATE TABLE B (c1 INT IDENTITY, c2 CHAR(8000) DEFAULT 'a'); \
+     SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+     WHILE @i < 1600 BEGIN INSERT B DEFAULT VALUES; SET @i += 1; END; COMMIT; \
+     SELECT file_id, user_object_reserved_page_count / 8 FROM sys.dm_db_file_space_usage ORDER BY file_id;";
+
+/// Proves -E: with two files of skip target 1, 200 extents go 64, 64, 64, 8 (128 and 72)
+/// instead of alternating (100 and 100).
+#[test]
+fn e_option_allocates_64_consecutive_extents() {
+    for (e, want) in [(false, [100, 100]), (true, [128, 72])] {
+        let dir = std::env::temp_dir().join(format!("xdb-fill-e{e}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let extra: &[&str] = if e { &["-E"] } else { &[] };
+        exec(&dir, extra, TWO_EQUAL_FILES);
+        let got = rows(&exec(&dir, extra, FILL_200_EXTENTS));
+        assert_eq!(got, vec![vec![1, want[0]], vec![3, want[1]]], "-E {e}");
+        if e {
+            let log = std::fs::read_to_string(dir.join("log/ERRORLOG")).unwrap();
+            assert!(log.contains("Command Line Startup Parameters:") && log.contains("\t -E"));
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Proves AUTOGROW_ALL_FILES grows every file of the filegroup together (their sizes keep
+/// their 3 MB difference through every growth), shown in sys.filegroups, and that the
+/// default grows one file at a time (each growth logged with its duration).
+#[test]
+fn autogrow_all_files_grows_the_filegroup_together() {
+    for all in [true, false] {
+        let dir = std::env::temp_dir().join(format!("xdb-fill-all{all}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        exec(
+            &dir,
+            &[],
+            "CREATE DATABASE G ON PRIMARY (NAME = G1, FILENAME = 'G1.mdf', SIZE = 5MB, FILEGROWTH = 1MB), \
+             (NAME = G2, FILENAME = 'G2.ndf', SIZE = 8MB, FILEGROWTH = 1MB) \
+             LOG ON (NAME = G_log, FILENAME = 'G_log.ldf', SIZE = 16MB);",
+        );
+        if all {
+            exec(
+                &dir,
+                &[],
+                "ALTER DATABASE G MODIFY FILEGROUP [PRIMARY] AUTOGROW_ALL_FILES;",
+            );
+        }
+        let out = exec(
+            &dir,
+            &["-d", "G"],
+            "CREATE TABLE B (c1 INT IDENTITY, c2 CHAR(8000) DEFAULT 'a'); \
+             SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+             WHILE @i < 3200 BEGIN INSERT B DEFAULT VALUES; SET @i += 1; END; COMMIT; \
+             SELECT CAST(is_autogrow_all_files AS INT) FROM sys.filegroups; \
+             SELECT file_id, size FROM sys.database_files WHERE type = 0 ORDER BY file_id;",
+        );
+        let r = rows(&out);
+        assert_eq!(r[0], vec![all as i64], "{out}");
+        let (a, b) = (r[1][1], r[2][1]);
+        assert!(
+            a > 640 && b > 1024,
+            "both files grew past 5 and 8 MB: {out}"
+        );
+        let log = std::fs::read_to_string(dir.join("log/ERRORLOG")).unwrap();
+        let grew = |f: &str| {
+            log.lines()
+                .filter(|l| l.contains(&format!("Autogrow of file '{f}' in database 'G' took")))
+                .count()
+        };
+        if all {
+            assert_eq!(b - a, 384, "the 3 MB difference kept: {out}");
+            assert_eq!(grew("G1"), grew("G2"), "{log}");
+        } else {
+            assert_eq!(
+                grew("G1") + grew("G2"),
+                ((a - 640) + (b - 1024)) as usize / 128,
+                "one file per growth"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
