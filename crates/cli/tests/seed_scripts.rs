@@ -91,7 +91,9 @@ fn seed004_bigrows_script() {
 /// a full file), and the most-free file named in the "Completed" line.
 fn check_trace_flag_1165(errorlog: &Path) {
     let log = std::fs::read_to_string(errorlog).unwrap();
-    let mut groups: Vec<(u32, Vec<(u32, u32, u32)>)> = Vec::new();
+    // (most-free file, [(file id, free extents, skip target)]) per recalculation.
+    type Recalculation = (u32, Vec<(u32, u32, u32)>);
+    let mut groups: Vec<Recalculation> = Vec::new();
     for line in log.lines() {
         if let Some(rest) = line.split("most free file is file ").nth(1) {
             assert!(
