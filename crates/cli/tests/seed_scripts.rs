@@ -133,11 +133,7 @@ fn check_trace_flag_1165(errorlog: &Path) {
         let most = files.iter().map(|f| f.1).max().unwrap();
         assert_eq!(files.iter().find(|f| f.1 == most).unwrap().0, *most_free);
         for &(id, free, target) in files {
-            let want = if free == 0 {
-                most.max(1)
-            } else {
-                (most / free).max(1)
-            };
+            let want = most.checked_div(free).unwrap_or(most).max(1);
             assert_eq!(target, want, "file {id}: {free} free of most {most}");
         }
     }
