@@ -1,0 +1,97 @@
+//! Helpers shared by the storage benchmarks (examples): catalog entries for a one-column
+//! table, files, and where results go.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
+use extentdb_format::file_header::FileType;
+use extentdb_storage::file_init::InitLog;
+use extentdb_storage::NewFile;
+
+/// An initialization log that drops every message (creation is not measured).
+pub struct Quiet;
+impl InitLog for Quiet {
+    fn log(&self, _: &str) {}
+}
+
+/// Column 1 of a table: NOT NULL, no identity, no default.
+pub fn column(name: &str, system_type_id: u8, max_length: i16) -> ColumnEntry {
+    ColumnEntry {
+        column_id: 1,
+        name: name.into(),
+        system_type_id,
+        max_length,
+        precision: 0,
+        scale: 0,
+        is_nullable: false,
+        identity: None,
+        default_sql: String::new(),
+    }
+}
+
+/// A heap in PRIMARY with the given columns.
+pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
+    TableEntry {
+        object_id: 0,
+        schema_name: "dbo".into(),
+        name: name.into(),
+        created_us: 0,
+        data_space_id: 1,
+        allocation_unit_id: 0,
+        index_id: 0,
+        root_page: extentdb_format::PageId::NULL,
+        primary_key: None,
+        columns,
+    }
+}
+
+/// A file in PRIMARY without MAXSIZE.
+pub fn new_file(name: &str, path: PathBuf, t: FileType, size_pages: u32, growth: u32) -> NewFile {
+    NewFile {
+        name: name.into(),
+        physical_name: path,
+        file_type: t,
+        filegroup: "PRIMARY".into(),
+        size_pages,
+        max_size_pages: -1,
+        growth,
+        is_percent_growth: false,
+    }
+}
+
+/// (date, host) for a results file name.
+pub fn date_and_host() -> (String, String) {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let date = std::process::Command::new("date")
+        .arg("+%F")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    (date, host)
+}
+
+/// Writes `json` to bench/results/<date>-<host>-<name>.json; returns the path written.
+pub fn write_results(name: &str, json: &str) -> String {
+    let (date, host) = date_and_host();
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/results");
+    std::fs::create_dir_all(&out).unwrap();
+    let file = format!("{date}-{host}-{name}.json");
+    std::fs::write(out.join(&file), json).unwrap();
+    format!("bench/results/{file}")
+}
+
+/// The median of `v` (the upper one of an even count); 0 when empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Removes `path` if present.
+pub fn remove(path: &Path) {
+    let _ = std::fs::remove_file(path);
+}
