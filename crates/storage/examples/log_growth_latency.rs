@@ -19,13 +19,16 @@
 //!        [--modes all|both|ahead|demand|none]
 //! Writes bench/results/<date>-<host>-log-growth-latency.json.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use extentdb_format::catalog::{ColumnEntry, RecoveryModel, TableEntry};
+use common::{column, median, new_file, table, Quiet};
+use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_format::record::{self, ColumnLayout};
 use extentdb_format::PAGE_SIZE;
@@ -34,9 +37,9 @@ use extentdb_io::{write_zeros, FileSystem};
 use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::database::OpContext;
 use extentdb_storage::errorlog::ErrorLog;
-use extentdb_storage::file_init::{InitLog, InitPolicy};
+use extentdb_storage::file_init::InitPolicy;
 use extentdb_storage::log_growth::GrowthEnv;
-use extentdb_storage::{Database, NewDatabase, NewFile};
+use extentdb_storage::{Database, NewDatabase};
 
 const MB: u64 = 1 << 20;
 const LOG_START_PAGES: u32 = (64 * MB / PAGE_SIZE as u64) as u32;
@@ -93,41 +96,6 @@ fn parse_args() -> Args {
     a
 }
 
-/// An initialization log that drops every message (creation is not measured).
-struct Quiet;
-impl InitLog for Quiet {
-    fn log(&self, _: &str) {}
-}
-
-fn column(name: &str, system_type_id: u8, max_length: i16) -> ColumnEntry {
-    ColumnEntry {
-        column_id: 1,
-        name: name.into(),
-        system_type_id,
-        max_length,
-        precision: 0,
-        scale: 0,
-        is_nullable: false,
-        identity: None,
-        default_sql: String::new(),
-    }
-}
-
-fn table(name: &str, col: ColumnEntry) -> TableEntry {
-    TableEntry {
-        object_id: 0,
-        schema_name: "dbo".into(),
-        name: name.into(),
-        created_us: 0,
-        data_space_id: 1,
-        allocation_unit_id: 0,
-        index_id: 0,
-        root_page: extentdb_format::PageId::NULL,
-        primary_key: None,
-        columns: vec![col],
-    }
-}
-
 /// A char(4000) row numbered `i`.
 fn big_row(i: u64) -> Vec<u8> {
     let mut v = vec![b' '; ROW_BYTES];
@@ -137,19 +105,6 @@ fn big_row(i: u64) -> Vec<u8> {
 
 fn small_row() -> Vec<u8> {
     record::encode(&[ColumnLayout::Fixed(4)], &[Some(&7i32.to_le_bytes())]).unwrap()
-}
-
-fn new_file(name: &str, path: PathBuf, t: FileType, size_pages: u32, growth: u32) -> NewFile {
-    NewFile {
-        name: name.into(),
-        physical_name: path,
-        file_type: t,
-        filegroup: "PRIMARY".into(),
-        size_pages,
-        max_size_pages: -1,
-        growth,
-        is_percent_growth: false,
-    }
 }
 
 fn paths(dir: &Path) -> (PathBuf, PathBuf) {
@@ -396,10 +351,10 @@ fn run_mode(fs: &OsFileSystem, a: &Args, mode: Mode, round: u32) -> Run {
         ..GrowthEnv::default()
     });
     let big = db
-        .create_table(table("Big", column("c", 175, ROW_BYTES as i16)))
+        .create_table(table("Big", vec![column("c", 175, ROW_BYTES as i16)]))
         .unwrap();
     let small = db
-        .create_table(table("Holder", column("i", 56, 4)))
+        .create_table(table("Holder", vec![column("i", 56, 4)]))
         .unwrap();
     let db = Arc::new(Mutex::new(db));
     // The background checkpoint thread, as the instance gives every database.
@@ -511,16 +466,6 @@ fn baseline_zero_ms(fs: &OsFileSystem, dir: &Path, bytes: u64) -> f64 {
     drop(f);
     std::fs::remove_file(&path).unwrap();
     ms
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    if v.is_empty() {
-        0.0
-    } else {
-        v[v.len() / 2]
-    }
 }
 
 fn mode_name(mode: Mode) -> &'static str {
@@ -680,15 +625,7 @@ fn main() {
         .flat_map(|(_, r)| r.init_ms.iter().map(|&m| m as f64))
         .collect();
     let base = median(&baselines);
-    let host = std::fs::read_to_string("/etc/hostname")
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    let date = std::process::Command::new("date")
-        .arg("+%F")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_default();
+    let (date, host) = common::date_and_host();
     let json = format!(
         "{{\n  \"benchmark\": \"log_growth_latency\",\n  \"date\": \"{date}\",\n  \"host\": \"{host}\",\n  \"dir\": \"{}\",\n  \"log_start_mb\": 64,\n  \"growth_mb\": {},\n  \"row_bytes\": {ROW_BYTES},\n  \"rounds\": {},\n  \"max_secs_per_mode\": {},\n  \"target_growths\": {},\n  \"baseline_zero_growth_ms\": [{}],\n  \"runs\": [\n{}\n  ],\n  \"median_max_ms_prepare_ahead\": {max_on:.1},\n  \"median_max_ms_on_demand\": {max_off:.1},\n  \"ratio_max_latency_prepare_ahead_vs_on_demand\": {:.4},\n  \"median_p99_ms_prepare_ahead\": {p99_on:.3},\n  \"median_p99_ms_on_demand\": {p99_off:.3},\n  \"medians_over\": \"runs with at least one growth\",\n  \"median_max_locked_ms_prepare_ahead\": {locked_on:.1},\n  \"median_max_locked_ms_on_demand\": {locked_off:.1},\n  \"median_longest_growth_wait_ms_prepare_ahead\": {wait_on:.1},\n  \"median_on_demand_stall_ms\": {stall:.1},\n  \"median_logged_growth_init_ms_on_demand\": {:.0},\n  \"median_logged_growth_init_ms_prepare_ahead\": {:.0},\n  \"median_baseline_zero_growth_ms\": {base:.0},\n  \"ratio_on_demand_stall_vs_baseline_zero\": {:.3},\n  \"median_max_ms_no_growth\": {max_none:.1},\n  \"median_p99_ms_no_growth\": {p99_none:.3},\n  \"median_max_locked_ms_no_growth\": {locked_none:.1},\n  \"ratio_max_latency_prepare_ahead_vs_no_growth\": {:.3}\n}}\n",
         a.dir.display(),
@@ -712,14 +649,13 @@ fn main() {
         median(&init_on),
     );
     print!("{json}");
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/results");
-    std::fs::create_dir_all(&out).unwrap();
     let suffix = if a.growth_mb == 1024 {
         String::new()
     } else {
         format!("-{}mb", a.growth_mb)
     };
-    let name = format!("{date}-{host}-log-growth-latency{suffix}.json");
-    std::fs::write(out.join(&name), json).unwrap();
-    println!("wrote bench/results/{name}");
+    println!(
+        "wrote {}",
+        common::write_results(&format!("log-growth-latency{suffix}"), &json)
+    );
 }
