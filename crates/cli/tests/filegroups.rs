@@ -114,3 +114,59 @@ fn autogrow_all_files_grows_the_filegroup_together() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// Proves DBCC SHRINKFILE (EMPTYFILE) through T-SQL: the file's data moves to the other
+/// file, REMOVE FILE then succeeds (it fails before with 5042), every row is still there;
+/// SHRINKFILE to a size gives back free space; bad input gives 8985 and 2555.
+#[test]
+fn shrinkfile_emptyfile_then_remove_file() {
+    let dir = std::env::temp_dir().join(format!("xdb-shrink-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    exec(
+        &dir,
+        &[],
+        "CREATE DATABASE S ON PRIMARY (NAME = S1, FILENAME = 'S1.mdf', SIZE = 20MB), \
+         (NAME = S2, FILENAME = 'S2.ndf', SIZE = 20MB) LOG ON (NAME = S_log, FILENAME = 'S_log.ldf', SIZE = 16MB);",
+    );
+    exec(
+        &dir,
+        &["-d", "S"],
+        "CREATE TABLE H (c1 INT IDENTITY, c2 CHAR(3000) DEFAULT 'h'); \
+         CREATE TABLE C (id INT PRIMARY KEY, c2 CHAR(3000) DEFAULT 'c'); \
+         SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+         WHILE @i < 1000 BEGIN INSERT H DEFAULT VALUES; INSERT C (id) VALUES ((@i * 7919) % 1000); SET @i += 1; END; COMMIT;",
+    );
+    let before = exec(&dir, &["-d", "S"], "SELECT file_id, user_object_reserved_page_count FROM sys.dm_db_file_space_usage ORDER BY file_id;");
+    assert!(rows(&before)[1][1] > 100, "file 3 holds data: {before}");
+    let refused = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["exec", "--data-dir"])
+        .arg(&dir)
+        .args(["-Q", "ALTER DATABASE S REMOVE FILE S2; USE S; DBCC SHRINKFILE (Nope, EMPTYFILE); DBCC SHRINKFILE (S1, EMPTYFILE);"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&refused.stdout);
+    assert!(text.contains("Msg 5042"), "{text}");
+    assert!(text.contains("Msg 8985, Level 16, State 1"), "{text}");
+    assert!(text.contains("Msg 2555, Level 16, State 1"), "{text}");
+    let out = exec(
+        &dir,
+        &["-d", "S"],
+        "DBCC SHRINKFILE (S2, EMPTYFILE); \
+         SELECT file_id, user_object_reserved_page_count FROM sys.dm_db_file_space_usage ORDER BY file_id; \
+         ALTER DATABASE S REMOVE FILE S2; \
+         SELECT COUNT(*) FROM H; SELECT COUNT(*), MIN(id), MAX(id) FROM C; \
+         DBCC SHRINKFILE (S1, 1); SELECT size FROM sys.database_files WHERE file_id = 1;",
+    );
+    let r = rows(&out);
+    assert!(out.contains("DbId   FileId CurrentSize"), "{out}");
+    assert!(
+        r.iter().any(|x| x.len() == 2 && x[0] == 3 && x[1] == 0),
+        "file 3 emptied: {out}"
+    );
+    assert!(out.contains("The file 'S2' has been removed."), "{out}");
+    assert!(r.iter().any(|x| x == &vec![1000]), "{out}");
+    assert!(r.iter().any(|x| x == &vec![1000, 0, 999]), "{out}");
+    let size = r.last().unwrap()[0];
+    assert!(size < 2560 && size > 128, "S1 shrank to its data: {out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -173,10 +173,19 @@ impl Database {
             in_filegroup,
             "file {file_id} is not in allocation unit {au}'s filegroup"
         );
-        let Some(extent) = file.find_free_extent()? else {
+        let Some(mut extent) = file.find_free_extent()? else {
             return Ok(None);
         };
-        let iam_at = self.ensure_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?;
+        // A new IAM page may take an extent of file 1 for system pages, perhaps this very
+        // one: look again after it exists, until the choice holds.
+        let iam_at = loop {
+            let iam_at = self.ensure_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?;
+            match self.data_files[&file_id].find_free_extent()? {
+                Some(e) if e == extent => break iam_at,
+                Some(e) => extent = e,
+                None => return Ok(None),
+            }
+        };
         self.data_files[&file_id].claim_extent(extent)?;
         self.set_iam_bit(iam_at, extent, true)?;
         Ok(Some(extent))

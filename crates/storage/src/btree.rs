@@ -84,7 +84,7 @@ impl KeyInfo {
     }
 
     /// The key columns and child of a separator record.
-    fn separator<'a>(&self, rec: &'a [u8]) -> Result<(Key<'a>, PageId), StorageError> {
+    pub(crate) fn separator<'a>(&self, rec: &'a [u8]) -> Result<(Key<'a>, PageId), StorageError> {
         let mut cols = record::decode(&self.key_layouts, rec)?;
         let child = cols.pop().flatten().unwrap_or(&[0; 6]);
         let page = PageId {
@@ -94,7 +94,7 @@ impl KeyInfo {
         Ok((cols, page))
     }
 
-    fn separator_record(
+    pub(crate) fn separator_record(
         &self,
         key: &[Option<&[u8]>],
         child: PageId,
@@ -371,7 +371,7 @@ impl Database {
     }
 
     /// Logs whole pages as one atomic record and installs them, stamped, in the pool.
-    fn log_images(&mut self, images: Vec<(PageId, Page)>) -> Result<(), StorageError> {
+    pub(crate) fn log_images(&mut self, images: Vec<(PageId, Page)>) -> Result<(), StorageError> {
         let body = LogRecordBody::PageImages {
             images: images
                 .iter()

@@ -351,6 +351,29 @@ impl BufferPool {
         }
     }
 
+    /// Forgets the cached pages of a file about to be removed (clean after a checkpoint).
+    pub(crate) fn forget_file(&mut self, file_id: u16) {
+        self.forget_file_from(file_id, 0);
+    }
+
+    /// Forgets the cached pages of a file from page `from` on (the file is being cut back
+    /// there; clean after a checkpoint).
+    pub(crate) fn forget_file_from(&mut self, file_id: u16, from: u32) {
+        let gone = |pid: &PageId| pid.file.0 == file_id && pid.page.0 >= from;
+        let before = self.frames.len();
+        self.frames.retain(|pid, f| {
+            debug_assert!(
+                !gone(pid) || !f.dirty,
+                "a dirty page of space being removed"
+            );
+            !gone(pid)
+        });
+        self.clock.retain(|pid| !gone(pid));
+        self.budget
+            .used
+            .fetch_sub(before - self.frames.len(), Ordering::Relaxed);
+    }
+
     /// Forgets every cached page (after a failed write the pool may not match the disk).
     pub fn clear(&mut self) {
         self.budget

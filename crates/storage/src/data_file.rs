@@ -296,6 +296,26 @@ impl DataFile {
         Ok(total)
     }
 
+    /// The number of extents up to and including the last one in use (allocated or
+    /// holding fixed pages): the file cannot shrink below this many extents.
+    pub fn extents_in_use_prefix(&self) -> Result<u32, StorageError> {
+        let usable = self.usable_extents();
+        let mut last = 0;
+        for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
+            let gam = self.read_page(layout::bitmap_page(BitmapKind::Gam, interval))?;
+            let limit = (usable - interval * GAM_INTERVAL_EXTENTS).min(GAM_INTERVAL_EXTENTS);
+            for bit in 0..limit {
+                let e = interval * GAM_INTERVAL_EXTENTS + bit;
+                if !bitmap::get_bit(&gam, bit)
+                    || layout::is_reserved_extent(ExtentNo(e), self.is_primary())
+                {
+                    last = e + 1;
+                }
+            }
+        }
+        Ok(last)
+    }
+
     /// The first GAM-free extent of the file, lowest first; None when the file is full.
     pub fn find_free_extent(&self) -> Result<Option<ExtentNo>, StorageError> {
         let usable = self.usable_extents();

@@ -787,6 +787,11 @@ impl Database {
         if !self.is_file_empty(entry.file_id)? {
             return Err(StorageError::FileNotEmpty(entry.name));
         }
+        // Pages an EMPTYFILE left behind may still be cached, and the log may describe
+        // them: a checkpoint writes them, and redo then starts past every such record.
+        self.checkpoint()?;
+        self.data.pool.forget_file(entry.file_id);
+        self.data.emptying.remove(&entry.file_id);
         let before = self.catalog.clone();
         self.catalog.files.retain(|f| f.file_id != entry.file_id);
         if let Err(e) = self.save_catalog() {

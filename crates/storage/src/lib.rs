@@ -22,6 +22,7 @@ pub mod instance;
 pub mod log_file;
 pub mod log_growth;
 pub mod log_writer;
+pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;
 pub mod space;
@@ -40,6 +41,10 @@ pub enum StorageError {
     Format(#[from] extentdb_format::FormatError),
     #[error("log damaged: {0}")]
     LogDamaged(String),
+    #[error("cannot move all contents of file '{0}' to other places")]
+    CannotEmptyFile(String),
+    #[error("database '{0}' has active transactions")]
+    ActiveTransactions(String),
     #[error("page {page} is beyond the file's {size_pages} pages")]
     PageOutOfRange {
         page: extentdb_format::PageId,

@@ -254,7 +254,13 @@ impl Database {
         let mut out = Vec::new();
         for f in self.catalog.files.iter().filter(|f| f.data_space_id == ds) {
             if let Some(df) = self.data_files.get(&f.file_id) {
-                out.push((f.file_id, df.free_extents()?));
+                // A file being emptied counts as full (it takes no new extent).
+                let free = if self.data.emptying.contains(&f.file_id) {
+                    0
+                } else {
+                    df.free_extents()?
+                };
+                out.push((f.file_id, free));
             }
         }
         out.sort_unstable();
@@ -340,6 +346,7 @@ impl Database {
             .unwrap_or_default();
         let mut targets: Vec<(u16, String, u32)> = order
             .iter()
+            .filter(|id| !self.data.emptying.contains(id))
             .filter_map(|id| self.catalog.files.iter().find(|f| f.file_id == *id))
             .filter_map(|f| {
                 crate::log_growth::growth_target(f, extentdb_format::PAGES_PER_EXTENT)

@@ -62,6 +62,8 @@ pub struct DataPath {
     pub(crate) checkpoint: crate::checkpoint::CheckpointState,
     /// Proportional fill's round robin per filegroup (data space id).
     pub(crate) fill: std::collections::BTreeMap<u16, crate::proportional_fill::FilegroupFill>,
+    /// Files being emptied (DBCC SHRINKFILE EMPTYFILE): they take no new extent.
+    pub(crate) emptying: std::collections::BTreeSet<u16>,
 }
 
 impl Default for DataPath {
@@ -81,6 +83,7 @@ impl DataPath {
             growth: Default::default(),
             checkpoint: Default::default(),
             fill: Default::default(),
+            emptying: Default::default(),
         }
     }
 }
@@ -552,7 +555,7 @@ impl Database {
 }
 
 /// True for a formatted data or index page of allocation unit `au`.
-fn is_unit_page(p: &Page, au: u64) -> bool {
+pub(crate) fn is_unit_page(p: &Page, au: u64) -> bool {
     !p.is_unformatted()
         && matches!(p.header(), Ok(h) if matches!(h.page_type, PageType::Data | PageType::Index)
             && h.allocation_unit_id == au)

@@ -20,7 +20,6 @@ const LATER_DBCC: &[&str] = &[
     "CHECKALLOC",
     "CHECKTABLE",
     "CHECKCATALOG",
-    "SHRINKFILE",
     "SHRINKDATABASE",
     "DBINFO",
     "IND",
@@ -54,6 +53,7 @@ impl Session {
                 self.send_rowset(r, out);
             }
             "SHOWFILESTATS" => self.show_file_stats(&args, out)?,
+            "SHRINKFILE" => self.shrink_file(&args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }

@@ -31,6 +31,7 @@ mod expr_text;
 mod helpdb;
 mod lower;
 mod select;
+mod shrink;
 mod space;
 mod table_ddl;
 mod tables;

@@ -1,0 +1,271 @@
+//! DBCC SHRINKFILE: moving pages between files (EMPTYFILE), and giving back free space at
+//! the end of a file (a target size).
+//!
+//! A page moves by one `PageImages` record, so a move is in the log whole or not at all:
+//! the copy at its new place (its header names the new page id), every page that refers to
+//! it with the reference rewritten (a B-tree page's siblings' prev/next links and its
+//! parent's separator record), and the old page emptied (an unformatted page of no
+//! allocation unit, which heap scans skip). A clustered index's root is named by the
+//! catalog, so it moves in three steps: the copy (logged), the catalog naming the copy
+//! (saved durably), the old page emptied. An extent is moved page by page into an extent
+//! allocated by proportional fill in another file of the filegroup, then given back.
+//!
+//! A crash between the moves of one extent leaves both extents owned by the unit, the old
+//! one partly emptied: nothing is lost or seen twice, and running EMPTYFILE again finishes
+//! the work. A crash in a root move before the catalog names the copy leaves the copy
+//! unreferenced (an extent leaked until the file is emptied again).
+//!
+//! Invariants:
+//! 1. A file being emptied takes no new extent (proportional fill and autogrowth skip it)
+//!    until it is removed or the database reopened.
+//! 2. No page moves while a transaction is active in the database: heap rows are undone by
+//!    page and slot, which a move would invalidate.
+
+use extentdb_format::catalog::TableEntry;
+use extentdb_format::{data_page, ExtentNo, Page, PageHeader, PageId, PageType, PAGES_PER_EXTENT};
+
+use crate::btree::KeyInfo;
+use crate::{Database, StorageError};
+
+/// What an EMPTYFILE moved.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EmptyFileStats {
+    pub extents_moved: u64,
+    pub pages_moved: u64,
+}
+
+impl Database {
+    /// DBCC SHRINKFILE (file, EMPTYFILE): moves every page of data file `file_id` to the
+    /// other files of its filegroup, so that REMOVE FILE can drop it.
+    pub fn empty_file(&mut self, file_id: u16) -> Result<EmptyFileStats, StorageError> {
+        self.check_writable()?;
+        let entry = self
+            .catalog
+            .files
+            .iter()
+            .find(|f| f.file_id == file_id)
+            .cloned()
+            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+        if entry.file_type != extentdb_format::file_header::FileType::Rows || file_id == 1 {
+            return Err(StorageError::CannotEmptyFile(entry.name));
+        }
+        if !self.data.xacts.active.is_empty() {
+            return Err(StorageError::ActiveTransactions(self.name.clone()));
+        }
+        self.data.emptying.insert(file_id);
+        // Heap cursors may point into the file: rebuilt on next use from the unit's extents.
+        self.data.cursors.clear();
+        self.recalculate_fill(entry.data_space_id)?;
+        let tables: Vec<TableEntry> = self
+            .catalog
+            .tables
+            .iter()
+            .filter(|t| t.data_space_id == entry.data_space_id)
+            .cloned()
+            .collect();
+        let mut stats = EmptyFileStats::default();
+        for t in tables {
+            let extents: Vec<ExtentNo> = self
+                .extents_of(t.allocation_unit_id)?
+                .into_iter()
+                .filter(|(f, _)| *f == file_id)
+                .map(|(_, e)| e)
+                .collect();
+            for e in extents {
+                stats.pages_moved += self.move_extent(t.object_id, file_id, e)?;
+                stats.extents_moved += 1;
+            }
+        }
+        self.data.cursors.clear();
+        self.flush_log()?;
+        Ok(stats)
+    }
+
+    /// DBCC SHRINKFILE (file, target): cuts data file `file_id` back to `target_pages`, or
+    /// to the end of its last extent in use if that is further (free space at the end is
+    /// given back; nothing moves). The catalog records the new size before the file is
+    /// cut, and a checkpoint first puts every logged change of the cut pages on disk, so
+    /// redo never reaches past the end (it skips pages beyond the catalog's size anyway).
+    /// Returns the new size in pages.
+    pub fn shrink_file(&mut self, file_id: u16, target_pages: u32) -> Result<u32, StorageError> {
+        self.check_writable()?;
+        let entry = self
+            .catalog
+            .files
+            .iter()
+            .find(|f| f.file_id == file_id)
+            .cloned()
+            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+        let df = self
+            .data_files
+            .get(&file_id)
+            .ok_or(StorageError::CannotEmptyFile(entry.name.clone()))?;
+        let in_use = df.extents_in_use_prefix()? * PAGES_PER_EXTENT;
+        let new_pages = target_pages
+            .div_ceil(PAGES_PER_EXTENT)
+            .saturating_mul(PAGES_PER_EXTENT)
+            .max(in_use)
+            .max(PAGES_PER_EXTENT);
+        if new_pages >= entry.size_pages {
+            return Ok(entry.size_pages);
+        }
+        self.checkpoint()?;
+        self.data.pool.forget_file_from(file_id, new_pages);
+        self.update_file_entry(file_id, |f| f.size_pages = new_pages)?;
+        let df = self.data_files.get_mut(&file_id).expect("data file");
+        df.size_pages = new_pages;
+        df.file
+            .set_len(new_pages as u64 * extentdb_format::PAGE_SIZE as u64)?;
+        df.file.sync_data()?;
+        self.recalculate_fill(entry.data_space_id)?;
+        Ok(new_pages)
+    }
+
+    /// Moves the pages of one extent of a table to an extent elsewhere in its filegroup and
+    /// gives the extent back; returns the pages moved.
+    fn move_extent(
+        &mut self,
+        object_id: u32,
+        file_id: u16,
+        e: ExtentNo,
+    ) -> Result<u64, StorageError> {
+        let t = self.table_entry(object_id)?;
+        let Some((to_file, to)) =
+            self.allocate_extent_by_fill(t.allocation_unit_id, t.data_space_id)?
+        else {
+            let fg = self
+                .catalog
+                .filegroups
+                .iter()
+                .find(|g| g.data_space_id == t.data_space_id)
+                .map(|g| g.name.clone())
+                .unwrap_or_default();
+            return Err(StorageError::FilegroupFull {
+                object: t.name.clone(),
+                filegroup: fg,
+            });
+        };
+        let mut moved = 0;
+        for i in 0..PAGES_PER_EXTENT {
+            let old = PageId::new(file_id, e.first_page().0 + i);
+            let p = self.data.pool.peek(&self.data_files, old)?;
+            if !crate::table::is_unit_page(&p, t.allocation_unit_id) {
+                continue;
+            }
+            let new = PageId::new(to_file, to.first_page().0 + i);
+            // The table is read again each time: a root move changes its entry.
+            let t = self.table_entry(object_id)?;
+            self.move_page(&t, old, new)?;
+            moved += 1;
+        }
+        self.deallocate_extent_lazy(t.allocation_unit_id, file_id, e)?;
+        Ok(moved)
+    }
+
+    fn table_entry(&self, object_id: u32) -> Result<TableEntry, StorageError> {
+        self.catalog
+            .tables
+            .iter()
+            .find(|t| t.object_id == object_id)
+            .cloned()
+            .ok_or(StorageError::TableNotFound(object_id))
+    }
+
+    /// Moves page `old` of table `t` to `new` (see the module docs).
+    fn move_page(&mut self, t: &TableEntry, old: PageId, new: PageId) -> Result<(), StorageError> {
+        let page = self.data.pool.peek(&self.data_files, old)?;
+        let h = page.header()?;
+        let mut copy = page.clone();
+        let mut ch = copy.header()?;
+        ch.this_page = new;
+        copy.set_header(&ch);
+        let mut images = vec![(new, copy)];
+        if t.index_id == 1 {
+            for (sibling, is_prev) in [(h.prev_page, true), (h.next_page, false)] {
+                if sibling.is_null() {
+                    continue;
+                }
+                let mut s = self.data.pool.peek(&self.data_files, sibling)?;
+                let mut sh = s.header()?;
+                if is_prev {
+                    sh.next_page = new;
+                } else {
+                    sh.prev_page = new;
+                }
+                s.set_header(&sh);
+                images.push((sibling, s));
+            }
+            if old == t.root_page {
+                // The catalog names the root: copy, rename in the catalog, then empty.
+                self.log_images(images)?;
+                self.flush_log()?;
+                let object_id = t.object_id;
+                self.change_catalog(|c| {
+                    let entry = c
+                        .tables
+                        .iter_mut()
+                        .find(|x| x.object_id == object_id)
+                        .expect("table exists");
+                    entry.root_page = new;
+                    Ok(())
+                })?;
+                return self.log_images(vec![(old, emptied(old)?)]);
+            }
+            let (parent, slot) = self.find_parent(t, old, h.level)?;
+            let mut pp = self.data.pool.peek(&self.data_files, parent)?;
+            let ki = KeyInfo::of(t);
+            let rec = data_page::record(&pp, slot)?
+                .ok_or_else(|| extentdb_format::corrupt(parent, "separator slot is empty"))?
+                .to_vec();
+            let (key, child) = ki.separator(&rec)?;
+            debug_assert_eq!(child, old);
+            let rewritten = ki.separator_record(&key, new)?;
+            data_page::replace(&mut pp, slot, &rewritten)?;
+            images.push((parent, pp));
+        }
+        images.push((old, emptied(old)?));
+        self.log_images(images)
+    }
+
+    /// The index page holding the separator that points to `child` (a page of `level`),
+    /// and its slot: the level above is walked along its chain from its leftmost page.
+    fn find_parent(
+        &mut self,
+        t: &TableEntry,
+        child: PageId,
+        level: u8,
+    ) -> Result<(PageId, u16), StorageError> {
+        let ki = KeyInfo::of(t);
+        let mut at = t.root_page;
+        loop {
+            let p = self.data.pool.peek(&self.data_files, at)?;
+            let h = p.header()?;
+            if h.level == level + 1 {
+                break;
+            }
+            if h.level <= level {
+                return Err(
+                    extentdb_format::corrupt(child, "no parent level above the page").into(),
+                );
+            }
+            let first = data_page::record(&p, 0)?
+                .ok_or_else(|| extentdb_format::corrupt(at, "empty index page"))?;
+            at = ki.separator(first)?.1;
+        }
+        while !at.is_null() {
+            let p = self.data.pool.peek(&self.data_files, at)?;
+            for (slot, r) in data_page::records(&p) {
+                if ki.separator(r?)?.1 == child {
+                    return Ok((at, slot));
+                }
+            }
+            at = p.header()?.next_page;
+        }
+        Err(extentdb_format::corrupt(child, "no separator points to the page").into())
+    }
+}
+
+/// An empty, unowned page at `pid` (what a moved page leaves behind).
+fn emptied(pid: PageId) -> Result<Page, StorageError> {
+    Ok(Page::new(&PageHeader::new(PageType::Unformatted, pid)))
+}
