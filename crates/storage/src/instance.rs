@@ -50,6 +50,16 @@ pub struct SetupOptions {
 
 pub type DbHandle = Arc<Mutex<Database>>;
 
+/// A long-running request as sys.dm_exec_requests shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestProgress {
+    pub session_id: u16,
+    pub database_id: u16,
+    pub command: String,
+    pub start_unix_us: i64,
+    pub percent_complete: f32,
+}
+
 /// Why a database listed in master is not online (sys.databases.state_desc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnopenedState {
@@ -86,6 +96,8 @@ pub struct Instance {
     checkpointers: Mutex<Vec<crate::checkpoint::Checkpointer>>,
     /// Startup option -E: a file with skip target 1 takes 64 consecutive extents.
     startup_e: std::sync::atomic::AtomicBool,
+    /// Long-running requests by session id, with their progress (sys.dm_exec_requests).
+    pub requests: Mutex<BTreeMap<u16, RequestProgress>>,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
 }
@@ -192,6 +204,7 @@ impl Instance {
             databases: Mutex::new(BTreeMap::new()),
             checkpointers: Mutex::new(Vec::new()),
             startup_e: Default::default(),
+            requests: Mutex::new(BTreeMap::new()),
             suspect: Mutex::new(BTreeMap::new()),
         };
         inst.log_startup();

@@ -129,10 +129,26 @@ impl Database {
         file_id: u16,
         e: ExtentNo,
     ) -> Result<u64, StorageError> {
+        self.move_extent_to(object_id, file_id, e, None)
+    }
+
+    /// `move_extent` into file `dest` when given (REBALANCE), else where proportional fill
+    /// puts it.
+    fn move_extent_to(
+        &mut self,
+        object_id: u32,
+        file_id: u16,
+        e: ExtentNo,
+        dest: Option<u16>,
+    ) -> Result<u64, StorageError> {
         let t = self.table_entry(object_id)?;
-        let Some((to_file, to)) =
-            self.allocate_extent_by_fill(t.allocation_unit_id, t.data_space_id)?
-        else {
+        let target = match dest {
+            Some(d) => self
+                .allocate_extent_lazy(t.allocation_unit_id, d)?
+                .map(|x| (d, x)),
+            None => self.allocate_extent_by_fill(t.allocation_unit_id, t.data_space_id)?,
+        };
+        let Some((to_file, to)) = target else {
             let fg = self
                 .catalog
                 .filegroups
@@ -160,6 +176,75 @@ impl Database {
         }
         self.deallocate_extent_lazy(t.allocation_unit_id, file_id, e)?;
         Ok(moved)
+    }
+
+    /// The data files of filegroup `ds` with (used extents, usable extents) each: usable
+    /// counts the extents that can hold data (not the fixed pages' extents).
+    pub fn filegroup_usage(&self, ds: u16) -> Result<Vec<FileUsage>, StorageError> {
+        let mut out = Vec::new();
+        for f in self.catalog.files.iter().filter(|f| f.data_space_id == ds) {
+            let Some(df) = self.data_files.get(&f.file_id) else {
+                continue;
+            };
+            let usable = (0..df.usable_extents())
+                .filter(|&e| {
+                    !extentdb_format::layout::is_reserved_extent(ExtentNo(e), df.is_primary())
+                })
+                .count() as u32;
+            let free = df.free_extents()?;
+            let growth = crate::log_growth::growth_target(f, PAGES_PER_EXTENT)
+                .map_or(PAGES_PER_EXTENT, |to| {
+                    to.saturating_sub(f.size_pages).max(PAGES_PER_EXTENT)
+                });
+            out.push(FileUsage {
+                file_id: f.file_id,
+                used: usable.saturating_sub(free),
+                usable,
+                growth_extents: growth / PAGES_PER_EXTENT,
+            });
+        }
+        Ok(out)
+    }
+
+    /// One step of ALTER DATABASE ... MODIFY FILEGROUP ... REBALANCE: moves one extent from
+    /// the file whose used fraction is highest to the one whose fraction is lowest, unless
+    /// they are already within one growth increment of each other (the larger of the two
+    /// files' FILEGROWTH, as a fraction of its size). Returns the extents still to move by
+    /// the same measure (0 when balanced). Call it repeatedly, releasing the database's
+    /// lock between steps, so other sessions read and write meanwhile; it refuses (`Ok(None)`)
+    /// while a transaction is active (invariant 2), and the caller retries.
+    pub fn rebalance_step(&mut self, ds: u16) -> Result<Option<u64>, StorageError> {
+        self.check_writable()?;
+        if !self.data.xacts.active.is_empty() {
+            return Ok(None);
+        }
+        let usage = self.filegroup_usage(ds)?;
+        let Some(plan) = rebalance_plan(&usage) else {
+            return Ok(Some(0));
+        };
+        // An extent of the fullest file: the highest-numbered of any table of the filegroup.
+        let mut candidate: Option<(u32, ExtentNo)> = None;
+        let tables: Vec<(u32, u64)> = self
+            .catalog
+            .tables
+            .iter()
+            .filter(|t| t.data_space_id == ds)
+            .map(|t| (t.object_id, t.allocation_unit_id))
+            .collect();
+        for (object_id, au) in tables {
+            for (f, e) in self.extents_of(au)? {
+                if f == plan.from && candidate.is_none_or(|c| e.0 > c.1 .0) {
+                    candidate = Some((object_id, e));
+                }
+            }
+        }
+        let Some((object_id, e)) = candidate else {
+            return Ok(Some(0));
+        };
+        self.data.cursors.clear();
+        self.move_extent_to(object_id, plan.from, e, Some(plan.to))?;
+        self.flush_log()?;
+        Ok(Some(plan.remaining.saturating_sub(1)))
     }
 
     fn table_entry(&self, object_id: u32) -> Result<TableEntry, StorageError> {
@@ -263,6 +348,52 @@ impl Database {
         }
         Err(extentdb_format::corrupt(child, "no separator points to the page").into())
     }
+}
+
+/// A data file's use, for REBALANCE and its progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileUsage {
+    pub file_id: u16,
+    pub used: u32,
+    pub usable: u32,
+    /// One FILEGROWTH of the file, in extents (at least 1).
+    pub growth_extents: u32,
+}
+
+/// The next REBALANCE move: from the file with the highest used fraction to the one with
+/// the lowest, with the moves still needed to bring them within one growth increment;
+/// None when balanced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RebalancePlan {
+    pub from: u16,
+    pub to: u16,
+    pub remaining: u64,
+}
+
+pub fn rebalance_plan(usage: &[FileUsage]) -> Option<RebalancePlan> {
+    let frac = |u: &FileUsage| u.used as f64 / u.usable.max(1) as f64;
+    let from = usage
+        .iter()
+        .filter(|u| u.used > 0)
+        .max_by(|a, b| frac(a).total_cmp(&frac(b)))?;
+    let to = usage
+        .iter()
+        .filter(|u| u.used < u.usable && u.file_id != from.file_id)
+        .min_by(|a, b| frac(a).total_cmp(&frac(b)))?;
+    let tolerance = (from.growth_extents as f64 / from.usable.max(1) as f64)
+        .max(to.growth_extents as f64 / to.usable.max(1) as f64);
+    let gap = frac(from) - frac(to);
+    if gap <= tolerance {
+        return None;
+    }
+    // Moving k extents narrows the gap by k/usable_from + k/usable_to.
+    let per_move = 1.0 / from.usable.max(1) as f64 + 1.0 / to.usable.max(1) as f64;
+    let remaining = ((gap - tolerance) / per_move).ceil().max(1.0) as u64;
+    Some(RebalancePlan {
+        from: from.file_id,
+        to: to.file_id,
+        remaining,
+    })
 }
 
 /// An empty, unowned page at `pid` (what a moved page leaves behind).

@@ -79,6 +79,8 @@ pub enum AlterAction {
     SetRecovery(RecoveryModel),
     /// SINGLE_USER, MULTI_USER and other options that need no storage change yet.
     SetOption,
+    /// MODIFY FILEGROUP name REBALANCE (extentdb's own).
+    Rebalance(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -334,6 +336,56 @@ impl Session {
         Ok(())
     }
 
+    /// ALTER DATABASE ... MODIFY FILEGROUP fg REBALANCE: one extent per step, the database's
+    /// lock released between steps so other sessions read and write; waits while a
+    /// transaction is active (a move needs none); progress in sys.dm_exec_requests.
+    fn rebalance(
+        &mut self,
+        database_id: u16,
+        db: &std::sync::Arc<std::sync::Mutex<extentdb_storage::Database>>,
+        fg: &str,
+    ) -> Result<u64, Vec<SqlError>> {
+        let ds = {
+            let d = db.lock().unwrap();
+            d.filegroup_by_name(fg)
+                .map(|g| g.data_space_id)
+                .ok_or_else(|| vec![msg(5014, &[&"filegroup", &fg, &d.name])])?
+        };
+        let inst = self.engine.instance.clone();
+        let spid = self.spid;
+        inst.requests.lock().unwrap().insert(
+            spid,
+            extentdb_storage::instance::RequestProgress {
+                session_id: spid,
+                database_id,
+                command: "ALTER DATABASE".into(),
+                start_unix_us: now_unix_us(),
+                percent_complete: 0.0,
+            },
+        );
+        let result = (|| {
+            let mut moved = 0u64;
+            loop {
+                let step = db.lock().unwrap().rebalance_step(ds);
+                match step.map_err(|e| map(&e, Context::AlterDatabase))? {
+                    None => std::thread::sleep(std::time::Duration::from_millis(20)),
+                    Some(0) => return Ok(moved),
+                    Some(left) => {
+                        moved += 1;
+                        // Let a session waiting for the database in before the next step.
+                        std::thread::yield_now();
+                        if let Some(r) = inst.requests.lock().unwrap().get_mut(&spid) {
+                            r.percent_complete = (moved as f32 * 100.0 / (moved + left) as f32)
+                                .max(r.percent_complete);
+                        }
+                    }
+                }
+            }
+        })();
+        inst.requests.lock().unwrap().remove(&spid);
+        result
+    }
+
     /// How changes made for this session grow files and what they trace.
     pub(crate) fn growth_env(&self) -> extentdb_storage::log_growth::GrowthEnv {
         extentdb_storage::log_growth::GrowthEnv {
@@ -416,6 +468,12 @@ impl Session {
                     .map_err(to_err)?;
             }
             AlterAction::SetOption => {}
+            AlterAction::Rebalance(fg) => {
+                let moved = self.rebalance(id, &db, fg)?;
+                info.push(format!(
+                    "REBALANCE of filegroup '{fg}' moved {moved} extents. This is an informational message only. No user action is required."
+                ));
+            }
         }
         Ok(info)
     }
@@ -629,4 +687,10 @@ fn modify_file(
         .map_err(|e| map(&e, Context::AlterDatabase))?;
     }
     Ok(())
+}
+
+fn now_unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }

@@ -72,11 +72,7 @@ fn alter_action(a: &AlterDatabaseAction) -> Result<AlterAction, Vec<SqlError>> {
                 FilegroupChange::AutogrowSingleFile => FilegroupProperty::AutogrowSingleFile,
                 FilegroupChange::AutogrowAllFiles => FilegroupProperty::AutogrowAllFiles,
                 FilegroupChange::Name(n) => FilegroupProperty::Name(n.clone()),
-                FilegroupChange::Rebalance => {
-                    return Err(vec![not_yet(
-                        "ALTER DATABASE ... MODIFY FILEGROUP ... REBALANCE",
-                    )])
-                }
+                FilegroupChange::Rebalance => return Ok(AlterAction::Rebalance(name.clone())),
             };
             AlterAction::ModifyFilegroup {
                 name: name.clone(),

@@ -82,6 +82,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
             database_files(&db, None)
         }
         "sys.master_files" => master_files(inst),
+        "sys.dm_exec_requests" => exec_requests(inst),
         "sys.dm_db_log_space_usage" => {
             let db = inst.database(current_db)?;
             let (total, used) = db.lock().unwrap().log_space();
@@ -534,4 +535,35 @@ fn allocation_units(db: &mut Database) -> Result<Rowset, StorageError> {
         ]);
     }
     Ok(Rowset { columns, rows })
+}
+
+/// sys.dm_exec_requests: the long-running requests (REBALANCE so far) with their progress.
+fn exec_requests(inst: &Instance) -> Rowset {
+    let columns = cols(&[
+        ("session_id", SqlType::SmallInt),
+        ("request_id", SqlType::Int),
+        ("start_time", SqlType::DateTime),
+        ("status", SqlType::NVarChar(30)),
+        ("command", SqlType::NVarChar(32)),
+        ("database_id", SqlType::SmallInt),
+        ("percent_complete", SqlType::Real),
+    ]);
+    let rows = inst
+        .requests
+        .lock()
+        .unwrap()
+        .values()
+        .map(|r| {
+            vec![
+                Value::SmallInt(r.session_id as i16),
+                Value::Int(0),
+                Value::DateTime(ticks_from_unix_us(r.start_unix_us)),
+                text("running"),
+                text(&r.command),
+                Value::SmallInt(r.database_id as i16),
+                Value::Real(r.percent_complete),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
 }
