@@ -27,7 +27,9 @@
 //! Last, seed 004's point about adding a file to a filegroup whose files are full (or
 //! nearly): the new, empty file gets skip target 1 and the old ones a skip target of (its
 //! free extents) / (theirs), so the new file takes all (or nearly all) of the next
-//! allocations, a hot spot on one file. Reported as extents per file.
+//! allocations, a hot spot on one file. Reported as extents per file, without and after
+//! extentdb's REBALANCE (which first evens out the files' used fractions, so the next
+//! allocations spread in proportion to free space).
 //!
 //! Usage: cargo run --release -p extentdb-storage --example allocation_throughput --
 //!        [DIR (default bench/tmp)] [--rounds 3] [--extents 20000] [--flushed-extents 1000]
@@ -351,6 +353,8 @@ fn fill_decision_rate(sizes: &[u32], choices: u64) -> f64 {
 struct NewFileRun {
     /// Free space left in each old file when the new one was added.
     old_free_percent: u32,
+    /// Whether ALTER DATABASE ... REBALANCE ran after the addition (extents it moved).
+    rebalanced: Option<u64>,
     /// (file id, free extents, skip target) after the recalculation the addition triggers.
     targets: Vec<(u16, u32, u32)>,
     /// Extents per file of the allocations that followed.
@@ -364,9 +368,20 @@ fn new_file_distribution(
     dir: &Path,
     old_free_percent: u32,
     extents: usize,
+    rebalance: bool,
 ) -> NewFileRun {
     let mut db = create_db(fs, dir, &[64, 64, 64]);
-    let au = db.create_allocation_unit(1).unwrap();
+    // A table's unit (REBALANCE moves the extents of tables).
+    let t = db
+        .create_table(common::table("Alloc", vec![common::column("c", 56, 4)]))
+        .unwrap();
+    let au = db
+        .catalog
+        .tables
+        .iter()
+        .find(|x| x.object_id == t)
+        .unwrap()
+        .allocation_unit_id;
     let old: Vec<u16> = db.data_files.keys().copied().collect();
     // The unit's IAM pages in the old files.
     for &f in &old {
@@ -392,6 +407,14 @@ fn new_file_distribution(
         )],
     )
     .unwrap();
+    let rebalanced = rebalance.then(|| {
+        let mut moved = 0;
+        while db.rebalance_step(1).unwrap().is_some_and(|left| left > 0) {
+            moved += 1;
+        }
+        db.recalculate_proportional_fill().unwrap();
+        moved
+    });
     let targets = db
         .proportional_fill(1)
         .unwrap()
@@ -411,6 +434,7 @@ fn new_file_distribution(
     std::fs::remove_dir_all(dir).unwrap();
     NewFileRun {
         old_free_percent,
+        rebalanced,
         targets,
         per_file,
     }
@@ -497,9 +521,9 @@ fn main() {
     };
 
     // Adding a file to a full (and a nearly full) filegroup.
-    let added: Vec<NewFileRun> = [0u32, 10]
+    let added: Vec<NewFileRun> = [(0u32, false), (10, false), (0, true), (10, true)]
         .iter()
-        .map(|&pct| new_file_distribution(&fs, &work, pct, a.new_file_extents))
+        .map(|&(pct, rb)| new_file_distribution(&fs, &work, pct, a.new_file_extents, rb))
         .collect();
     let _ = std::fs::remove_dir_all(&work);
 
@@ -594,13 +618,17 @@ fn main() {
     );
     for NewFileRun {
         old_free_percent: pct,
+        rebalanced,
         targets,
         per_file: dist,
     } in &added
     {
         let new_id = *dist.keys().max().unwrap();
+        let rb = rebalanced.map_or("no REBALANCE".to_string(), |m| {
+            format!("after REBALANCE ({m} extents moved)")
+        });
         println!(
-            "new 64 MB file {new_id} added to 3 files of 4 MB with {pct}% free: (file, free, skip \
+            "new 64 MB file {new_id} added to 3 files of 4 MB with {pct}% free, {rb}: (file, free, skip \
              target) {targets:?}; next {} extents per file: {} ({:.1}% to the new file)",
             a.new_file_extents,
             map_text(dist),
@@ -633,6 +661,7 @@ fn main() {
         .iter()
         .map(|r| {
             let (pct, targets, dist) = (r.old_free_percent, &r.targets, &r.per_file);
+            let rb = r.rebalanced.map_or("null".to_string(), |m| m.to_string());
             let t: Vec<String> = targets
                 .iter()
                 .map(|(f, free, k)| {
@@ -640,7 +669,7 @@ fn main() {
                 })
                 .collect();
             format!(
-                "    {{\"old_files_free_percent\": {pct}, \"old_files_mb\": 4, \"new_file_mb\": 64, \"skip_targets\": [{}], \"extents\": {}, \"per_file\": {}}}",
+                "    {{\"old_files_free_percent\": {pct}, \"rebalance_extents_moved\": {rb}, \"old_files_mb\": 4, \"new_file_mb\": 64, \"skip_targets\": [{}], \"extents\": {}, \"per_file\": {}}}",
                 t.join(", "),
                 a.new_file_extents,
                 map_json(dist)
