@@ -75,10 +75,15 @@ fn rebalance_runs_online_with_progress() {
         );
         a
     });
-    let (mut inserted, mut seen) = (0, Vec::new());
+    // Inserts made after progress strictly between 0 and 100 was seen: made while the
+    // rebalance was under way.
+    let (mut inserted, mut seen, mut during) = (0, Vec::new(), 0);
     while !worker.is_finished() {
         run(&mut b, "INSERT T DEFAULT VALUES;");
         inserted += 1;
+        if seen.iter().any(|&p: &f32| p > 0.0 && p < 100.0) {
+            during += 1;
+        }
         for r in run(
             &mut b,
             "SELECT percent_complete FROM sys.dm_exec_requests WHERE command = 'ALTER DATABASE';",
@@ -89,10 +94,10 @@ fn rebalance_runs_online_with_progress() {
         }
     }
     worker.join().unwrap();
-    eprintln!("{inserted} inserts meanwhile; progress seen {seen:?}");
+    eprintln!("{inserted} inserts meanwhile, {during} of them mid-rebalance");
     assert!(
-        inserted > 3,
-        "the second session worked meanwhile: {inserted} inserts"
+        during >= 1,
+        "the second session inserted while the rebalance was under way: {inserted} inserts, progress {seen:?}"
     );
     assert!(
         seen.iter().any(|&p| p > 0.0 && p < 100.0),

@@ -372,8 +372,10 @@ impl Session {
                     Some(0) => return Ok(moved),
                     Some(left) => {
                         moved += 1;
-                        // Let a session waiting for the database in before the next step.
-                        std::thread::yield_now();
+                        // Hand the database to a session waiting for it before the next
+                        // step (the lock is not fair: without a pause this thread would
+                        // take it straight back).
+                        std::thread::sleep(std::time::Duration::from_micros(200));
                         if let Some(r) = inst.requests.lock().unwrap().get_mut(&spid) {
                             r.percent_complete = (moved as f32 * 100.0 / (moved + left) as f32)
                                 .max(r.percent_complete);
