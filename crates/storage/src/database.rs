@@ -654,6 +654,25 @@ impl Database {
         file_id: u16,
         new_pages: u32,
     ) -> Result<(), StorageError> {
+        self.grow_file_inner(Some((policy, log)), file_id, new_pages)
+    }
+
+    /// Commits a data-file growth whose space a background thread already initialized
+    /// (`proportional_fill`'s prepared growth): the growth without the initialization.
+    pub(crate) fn grow_file_initialized(
+        &mut self,
+        file_id: u16,
+        new_pages: u32,
+    ) -> Result<(), StorageError> {
+        self.grow_file_inner(None, file_id, new_pages)
+    }
+
+    fn grow_file_inner(
+        &mut self,
+        init: Option<(file_init::InitPolicy, &dyn InitLog)>,
+        file_id: u16,
+        new_pages: u32,
+    ) -> Result<(), StorageError> {
         self.check_writable()?;
         self.ensure_log_space()?;
         let idx = self
@@ -666,6 +685,8 @@ impl Database {
         assert!(new_pages > entry.size_pages, "grow_file must grow");
         if entry.file_type == FileType::Log {
             self.discard_prepared_growth();
+        } else {
+            self.drop_prepared_data_growth(file_id);
         }
         let file = self.file_handle(file_id);
         let kind = if entry.file_type == FileType::Log {
@@ -675,15 +696,16 @@ impl Database {
         };
         let old_pages = entry.size_pages;
         let result = (|| {
-            file_init::initialize(file.as_ref(), kind, old_pages, new_pages, policy, log).map_err(
-                |e| match e {
-                    StorageError::Io(source) => StorageError::FileExpand {
-                        path: entry.physical_name.clone(),
-                        source,
-                    },
-                    other => other,
-                },
-            )?;
+            if let Some((policy, log)) = init {
+                file_init::initialize(file.as_ref(), kind, old_pages, new_pages, policy, log)
+                    .map_err(|e| match e {
+                        StorageError::Io(source) => StorageError::FileExpand {
+                            path: entry.physical_name.clone(),
+                            source,
+                        },
+                        other => other,
+                    })?;
+            }
             if let Some(df) = self.data_files.get_mut(&file_id) {
                 df.size_pages = new_pages;
                 df.format_new_space(old_pages)?;
@@ -789,6 +811,7 @@ impl Database {
         }
         // Pages an EMPTYFILE left behind may still be cached, and the log may describe
         // them: a checkpoint writes them, and redo then starts past every such record.
+        self.drop_prepared_data_growth(entry.file_id);
         self.checkpoint()?;
         self.data.pool.forget_file(entry.file_id);
         self.data.emptying.remove(&entry.file_id);

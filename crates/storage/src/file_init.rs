@@ -131,26 +131,7 @@ pub fn initialize_paced(
         match file.allocate(from, len, AllocateMode::WriteZeroes) {
             Ok(()) => InitMethod::WriteZeroes,
             Err(e) if e.is_unsupported() => {
-                match pace {
-                    Some(p) => {
-                        let mut at = from;
-                        while at < from + len {
-                            if p.cancel.load(std::sync::atomic::Ordering::Relaxed) {
-                                return Err(StorageError::Cancelled);
-                            }
-                            let n = p.bytes.min(from + len - at);
-                            let step = Instant::now();
-                            write_zeros(file, at, n)?;
-                            file.sync_data()?;
-                            at += n;
-                            let took = step.elapsed();
-                            if (p.may_rest)(from + len - at, took) {
-                                std::thread::sleep(took);
-                            }
-                        }
-                    }
-                    None => write_zeros(file, from, len)?,
-                }
+                zero_range(file, from, len, pace)?;
                 InitMethod::ZeroWrite
             }
             Err(e) => return Err(e.into()),
@@ -162,7 +143,7 @@ pub fn initialize_paced(
             Err(e) if e.is_unsupported() => {}
             Err(e) => return Err(e.into()),
         }
-        write_zeros(file, from, len)?;
+        zero_range(file, from, len, pace)?;
         InitMethod::ZeroWrite
     };
     file.sync_data()?;
@@ -173,4 +154,34 @@ pub fn initialize_paced(
         ));
     }
     Ok(method)
+}
+
+/// Writes zeros over `len` bytes at `from`: at once, or at `pace` (synced steps, stopping
+/// when cancelled, resting when the pace allows).
+fn zero_range(
+    file: &dyn DbFile,
+    from: u64,
+    len: u64,
+    pace: Option<Pace<'_>>,
+) -> Result<(), StorageError> {
+    let Some(p) = pace else {
+        write_zeros(file, from, len)?;
+        return Ok(());
+    };
+    let mut at = from;
+    while at < from + len {
+        if p.cancel.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(StorageError::Cancelled);
+        }
+        let n = p.bytes.min(from + len - at);
+        let step = Instant::now();
+        write_zeros(file, at, n)?;
+        file.sync_data()?;
+        at += n;
+        let took = step.elapsed();
+        if (p.may_rest)(from + len - at, took) {
+            std::thread::sleep(took);
+        }
+    }
+    Ok(())
 }

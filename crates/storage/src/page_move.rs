@@ -109,6 +109,7 @@ impl Database {
         if new_pages >= entry.size_pages {
             return Ok(entry.size_pages);
         }
+        self.drop_prepared_data_growth(file_id);
         self.checkpoint()?;
         self.data.pool.forget_file_from(file_id, new_pages);
         self.update_file_entry(file_id, |f| f.size_pages = new_pages)?;

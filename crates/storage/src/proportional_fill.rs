@@ -183,7 +183,12 @@ impl FilegroupFill {
 
 // ---- The database's side: counts, growth, trace flag 1165 ----
 
-use extentdb_format::ExtentNo;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use extentdb_format::{ExtentNo, PAGES_PER_EXTENT};
 
 use crate::{Database, StorageError};
 
@@ -294,6 +299,7 @@ impl Database {
                             .get_mut(&ds)
                             .expect("exists")
                             .allocated(file_id);
+                        self.prepare_filegroup_growth(ds)?;
                         return Ok(Some((file_id, e)));
                     }
                     // Counted free, found full (extents taken outside the round robin).
@@ -333,6 +339,170 @@ impl Database {
     /// capped by MAXSIZE, through the one file-initialization path (instant with IFI), each
     /// logged with its duration (SQL Server's message 5145). Returns the files grown.
     fn autogrow_filegroup(&mut self, ds: u16) -> Result<Vec<u16>, StorageError> {
+        let targets = self.growth_targets(ds);
+        let env = self.data.growth.env.clone();
+        let sink = crate::log_growth::EnvSink::new(&env);
+        let mut grown = Vec::new();
+        for (file_id, name, to) in targets {
+            let started = std::time::Instant::now();
+            let prepared = self.commit_prepared_data_growth(file_id, to)?;
+            if !prepared {
+                self.grow_file_with(env.policy, &sink, file_id, to)?;
+            }
+            let how = if prepared {
+                " (initialized in the background before it was needed)"
+            } else {
+                ""
+            };
+            crate::file_init::InitLog::log(
+                &sink,
+                &format!(
+                    "Autogrow of file '{name}' in database '{}' took {} milliseconds{how}. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
+                    self.name,
+                    started.elapsed().as_millis()
+                ),
+            );
+            grown.push(file_id);
+        }
+        Ok(grown)
+    }
+}
+
+/// Data-file growths initialized in the background ahead of need when instant file
+/// initialization is off (with it, a growth takes milliseconds and needs no preparing): the
+/// zeros are written outside the database's lock, so no session waits for them unless the
+/// filegroup fills before they are done, and other filegroups never do. The space lies past
+/// the catalog's size until the growth is committed, so a crash meanwhile changes nothing.
+#[derive(Default)]
+pub(crate) struct DataGrowthPrep {
+    /// file id -> (from pages, to pages, the initializing thread).
+    preparing: BTreeMap<u16, (u32, u32, Preparation)>,
+    cancel: Arc<AtomicBool>,
+    /// Growths committed from a preparation, and the longest wait for one (µs).
+    committed: u64,
+    longest_wait_us: u64,
+}
+
+impl Drop for DataGrowthPrep {
+    /// A closing database stops its preparations within one step and waits for them.
+    fn drop(&mut self) {
+        self.cancel.store(true, Ordering::Relaxed);
+        for (_, (_, _, h)) in std::mem::take(&mut self.preparing) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The thread initializing a prepared growth.
+type Preparation = JoinHandle<Result<(), StorageError>>;
+
+/// Zeroing step of a background data-file preparation.
+const PREPARE_STEP_BYTES: u64 = 1 << 20;
+
+impl Database {
+    /// (data-file growths committed from a background preparation, longest wait in µs).
+    pub fn data_growth_stats(&self) -> (u64, u64) {
+        let p = &self.data.data_growth;
+        (p.committed, p.longest_wait_us)
+    }
+
+    /// After an allocation in filegroup `ds`: with IFI off and the filegroup's free extents
+    /// down to half of the growth that would come next, starts initializing that growth
+    /// (every file's with AUTOGROW_ALL_FILES) in the background.
+    fn prepare_filegroup_growth(&mut self, ds: u16) -> Result<(), StorageError> {
+        if self.data.growth.env.policy.instant {
+            return Ok(());
+        }
+        let Some(g) = self.data.fill.get(&ds) else {
+            return Ok(());
+        };
+        let free: u64 = g.files.iter().map(|f| f.free as u64).sum();
+        let targets = self.growth_targets(ds);
+        let need: u64 = targets
+            .iter()
+            .map(|t| ((t.2 - self.file_pages(t.0)) / PAGES_PER_EXTENT) as u64)
+            .sum();
+        if free * 2 > need {
+            return Ok(());
+        }
+        for (file_id, _, to) in targets {
+            if self.data.data_growth.preparing.contains_key(&file_id) {
+                continue;
+            }
+            let from = self.file_pages(file_id);
+            let file = self.data_files[&file_id].file.clone();
+            let cancel = self.data.data_growth.cancel.clone();
+            let policy = self.data.growth.env.policy;
+            let handle = std::thread::spawn(move || {
+                let no_rest = |_: u64, _: std::time::Duration| false;
+                crate::file_init::initialize_paced(
+                    file.as_ref(),
+                    crate::file_init::SpaceKind::Data,
+                    from,
+                    to,
+                    crate::file_init::InitPolicy {
+                        trace_zeroing: false,
+                        ..policy
+                    },
+                    &Silent,
+                    Some(crate::file_init::Pace {
+                        bytes: PREPARE_STEP_BYTES,
+                        cancel: &cancel,
+                        may_rest: &no_rest,
+                    }),
+                )?;
+                file.sync_data()?;
+                Ok(())
+            });
+            self.data
+                .data_growth
+                .preparing
+                .insert(file_id, (from, to, handle));
+        }
+        Ok(())
+    }
+
+    /// Waits for a preparation of file `file_id` and drops it: the file is about to change
+    /// size another way (ALTER DATABASE ... MODIFY FILE, SHRINKFILE, REMOVE FILE), and the
+    /// thread must not write zeros into space that becomes live.
+    pub(crate) fn drop_prepared_data_growth(&mut self, file_id: u16) {
+        if let Some((_, _, h)) = self.data.data_growth.preparing.remove(&file_id) {
+            let _ = h.join();
+        }
+    }
+
+    fn file_pages(&self, file_id: u16) -> u32 {
+        self.catalog
+            .files
+            .iter()
+            .find(|f| f.file_id == file_id)
+            .map_or(0, |f| f.size_pages)
+    }
+
+    /// Commits file `file_id`'s prepared growth if it is the growth wanted (from the
+    /// current size to `to`), waiting for it to finish; false when there is none to use.
+    fn commit_prepared_data_growth(&mut self, file_id: u16, to: u32) -> Result<bool, StorageError> {
+        let Some((from, prepared_to, handle)) = self.data.data_growth.preparing.remove(&file_id)
+        else {
+            return Ok(false);
+        };
+        let waited = std::time::Instant::now();
+        let done = handle.join().unwrap_or(Err(StorageError::LogFailed));
+        let wait_us = waited.elapsed().as_micros() as u64;
+        let p = &mut self.data.data_growth;
+        p.longest_wait_us = p.longest_wait_us.max(wait_us);
+        if done.is_err() || from != self.file_pages(file_id) || prepared_to != to {
+            // Failed, or stale (the file changed meanwhile): grow the usual way.
+            return Ok(false);
+        }
+        self.grow_file_initialized(file_id, to)?;
+        self.data.data_growth.committed += 1;
+        Ok(true)
+    }
+
+    /// The files a growth of filegroup `ds` would grow, with their new sizes: every file
+    /// that may grow with AUTOGROW_ALL_FILES, else the first that may in round-robin order.
+    fn growth_targets(&self, ds: u16) -> Vec<(u16, String, u32)> {
         let all = self
             .catalog
             .filegroups
@@ -349,32 +519,23 @@ impl Database {
             .filter(|id| !self.data.emptying.contains(id))
             .filter_map(|id| self.catalog.files.iter().find(|f| f.file_id == *id))
             .filter_map(|f| {
-                crate::log_growth::growth_target(f, extentdb_format::PAGES_PER_EXTENT)
-                    .filter(|&to| to >= f.size_pages + extentdb_format::PAGES_PER_EXTENT)
+                crate::log_growth::growth_target(f, PAGES_PER_EXTENT)
+                    .filter(|&to| to >= f.size_pages + PAGES_PER_EXTENT)
                     .map(|to| (f.file_id, f.name.clone(), to))
             })
             .collect();
         if !all {
             targets.truncate(1);
         }
-        let env = self.data.growth.env.clone();
-        let sink = crate::log_growth::EnvSink::new(&env);
-        let mut grown = Vec::new();
-        for (file_id, name, to) in targets {
-            let started = std::time::Instant::now();
-            self.grow_file_with(env.policy, &sink, file_id, to)?;
-            crate::file_init::InitLog::log(
-                &sink,
-                &format!(
-                    "Autogrow of file '{name}' in database '{}' took {} milliseconds. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
-                    self.name,
-                    started.elapsed().as_millis()
-                ),
-            );
-            grown.push(file_id);
-        }
-        Ok(grown)
+        targets
     }
+}
+
+/// An initialization log that drops every message (a background preparation's zeroing is
+/// reported when its growth commits).
+struct Silent;
+impl crate::file_init::InitLog for Silent {
+    fn log(&self, _: &str) {}
 }
 
 #[cfg(test)]

@@ -64,6 +64,8 @@ pub struct DataPath {
     pub(crate) fill: std::collections::BTreeMap<u16, crate::proportional_fill::FilegroupFill>,
     /// Files being emptied (DBCC SHRINKFILE EMPTYFILE): they take no new extent.
     pub(crate) emptying: std::collections::BTreeSet<u16>,
+    /// Data-file growths being initialized in the background (IFI off).
+    pub(crate) data_growth: crate::proportional_fill::DataGrowthPrep,
 }
 
 impl Default for DataPath {
@@ -84,6 +86,7 @@ impl DataPath {
             checkpoint: Default::default(),
             fill: Default::default(),
             emptying: Default::default(),
+            data_growth: Default::default(),
         }
     }
 }
