@@ -48,9 +48,9 @@ pub struct GrowthEnv {
     pub policy: InitPolicy,
     pub errorlog: Option<Arc<ErrorLog>>,
     pub source: String,
-    /// Prepare log growths in the background ahead of need (extentdb's default). Off, a
-    /// growth is initialized when the log is full, while the change waits, as SQL Server
-    /// does: the benchmark measures both.
+    /// Prepare log growths (and, with IFI off, data-file growths) in the background ahead
+    /// of need (extentdb's default). Off, a growth is initialized when the space is needed,
+    /// while the change waits, as SQL Server does: the benchmarks measure both.
     pub prepare_ahead: bool,
     /// Trace flags 1165 and 3605: proportional fill recalculations go to the error log.
     pub trace_fill: bool,

@@ -410,7 +410,8 @@ impl Database {
     /// down to half of the growth that would come next, starts initializing that growth
     /// (every file's with AUTOGROW_ALL_FILES) in the background.
     fn prepare_filegroup_growth(&mut self, ds: u16) -> Result<(), StorageError> {
-        if self.data.growth.env.policy.instant {
+        let env = &self.data.growth.env;
+        if env.policy.instant || !env.prepare_ahead {
             return Ok(());
         }
         let Some(g) = self.data.fill.get(&ds) else {
