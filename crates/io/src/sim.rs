@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::{AllocateMode, DbFile, FileSystem, IoError, Result};
 
@@ -71,7 +71,22 @@ struct SimData {
 pub struct SimFile {
     path: PathBuf,
     data: Mutex<SimData>,
-    fs: Arc<SimInner>,
+    /// Weak: the file system owns its files, so a strong link back would be a cycle and
+    /// every simulated file system would leak its files.
+    fs: Weak<SimInner>,
+}
+
+impl SimFile {
+    /// The file system this file belongs to; an I/O error once it is gone.
+    fn fs(&self) -> Result<Arc<SimInner>> {
+        self.fs.upgrade().ok_or_else(|| {
+            IoError::os(
+                "io",
+                &self.path,
+                std::io::Error::from_raw_os_error(libc::ENODEV),
+            )
+        })
+    }
 }
 
 struct SimInner {
@@ -108,7 +123,7 @@ impl DbFile for SimFile {
         &self.path
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.fs.shared.lock().unwrap().tick(&self.path, "read")?;
+        self.fs()?.shared.lock().unwrap().tick(&self.path, "read")?;
         let d = self.data.lock().unwrap();
         let end = offset as usize + buf.len();
         if end > d.current.len() {
@@ -119,11 +134,15 @@ impl DbFile for SimFile {
         Ok(())
     }
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.fs.shared.lock().unwrap().tick(&self.path, "write")?;
+        self.fs()?
+            .shared
+            .lock()
+            .unwrap()
+            .tick(&self.path, "write")?;
         let end = offset as usize + buf.len();
         let cur_len = self.data.lock().unwrap().current.len();
         if end > cur_len {
-            self.fs.check_space(&self.path, end as u64)?;
+            self.fs()?.check_space(&self.path, end as u64)?;
         }
         let mut d = self.data.lock().unwrap();
         if end > d.current.len() {
@@ -134,7 +153,7 @@ impl DbFile for SimFile {
         Ok(())
     }
     fn sync_data(&self) -> Result<()> {
-        self.fs
+        self.fs()?
             .shared
             .lock()
             .unwrap()
@@ -156,7 +175,8 @@ impl DbFile for SimFile {
     }
     fn allocate(&self, offset: u64, len: u64, _mode: AllocateMode) -> Result<()> {
         {
-            let mut s = self.fs.shared.lock().unwrap();
+            let fs = self.fs()?;
+            let mut s = fs.shared.lock().unwrap();
             s.tick(&self.path, "fallocate")?;
             if s.faults.refuse_fallocate {
                 let e = std::io::Error::from_raw_os_error(libc::EOPNOTSUPP);
@@ -164,7 +184,7 @@ impl DbFile for SimFile {
             }
         }
         let end = offset + len;
-        self.fs.check_space(&self.path, end)?;
+        self.fs()?.check_space(&self.path, end)?;
         let mut d = self.data.lock().unwrap();
         if end as usize > d.current.len() {
             d.current.resize(end as usize, 0);
@@ -291,7 +311,7 @@ impl FileSystem for SimFileSystem {
                 current: Vec::new(),
                 unsynced: Vec::new(),
             }),
-            fs: self.inner.clone(),
+            fs: Arc::downgrade(&self.inner),
         });
         files.insert(path.to_path_buf(), f.clone());
         Ok(f)

@@ -5,7 +5,7 @@
 //! at a seeded I/O, drops or tears every unsynced write, sometimes crashes recovery itself,
 //! and reopens. The table must then equal an in-memory model of the committed transactions
 //! exactly: every acknowledged commit present, nothing uncommitted visible. A failing seed
-//! replays exactly; `XDB_CRASH_SEEDS=2000` runs a longer loop.
+//! replays exactly; `XDB_CRASH_SEEDS=2000` runs a longer loop (`XDB_PROGRESS=1` shows it).
 
 mod common;
 use common::{ctx, file, row, spec, table_entry, Quiet, LAYOUT};
@@ -207,6 +207,12 @@ fn crash_loop(clustered: bool, online: bool) {
     // XDB_SEED=N replays one seed.
     let only: Option<u64> = std::env::var("XDB_SEED").ok().and_then(|s| s.parse().ok());
     for seed in only.map_or(0..seeds, |s| s..s + 1) {
+        // XDB_PROGRESS=1 prints each seed with the process's memory (/proc/self/statm), which
+        // found a leak once: a long run must stay flat.
+        if std::env::var("XDB_PROGRESS").is_ok() {
+            let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+            eprintln!("seed {seed} statm {}", statm.trim());
+        }
         let fs = SimFileSystem::new(seed + 1, Faults::default());
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut db = new_db(&fs, root);
