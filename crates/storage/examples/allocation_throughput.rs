@@ -82,11 +82,7 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
-        let mut num = |name: &str| -> usize {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{name} needs a number"))
-        };
+        let mut num = |name: &str| -> usize { common::number(&mut it, name) };
         match s.as_str() {
             "--rounds" => a.rounds = num("--rounds") as u32,
             "--extents" => a.extents = num("--extents"),

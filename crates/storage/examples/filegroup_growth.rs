@@ -54,11 +54,7 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
-        let mut num = |name: &str| -> u32 {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{name} needs a number"))
-        };
+        let mut num = |name: &str| -> u32 { common::number(&mut it, name) };
         match s.as_str() {
             "--growth-mb" => a.growth_mb = num("--growth-mb"),
             "--growths" => a.growths = num("--growths"),

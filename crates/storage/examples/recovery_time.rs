@@ -50,11 +50,7 @@ fn parse_args() -> Args {
     };
     let mut it = std::env::args().skip(1);
     while let Some(s) = it.next() {
-        let mut num = |name: &str| -> u64 {
-            it.next()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or_else(|| panic!("{name} needs a number"))
-        };
+        let mut num = |name: &str| -> u64 { common::number(&mut it, name) };
         match s.as_str() {
             "--log-mb" => a.log_mb = num("--log-mb"),
             "--open-rows" => a.open_rows = num("--open-rows") as u32,

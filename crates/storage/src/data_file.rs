@@ -296,6 +296,13 @@ impl DataFile {
         Ok(total)
     }
 
+    /// Usable extents that can hold data (not the extents of fixed pages).
+    pub fn allocatable_extents(&self) -> u32 {
+        (0..self.usable_extents())
+            .filter(|&e| !layout::is_reserved_extent(ExtentNo(e), self.is_primary()))
+            .count() as u32
+    }
+
     /// The number of extents up to and including the last one in use (allocated or
     /// holding fixed pages): the file cannot shrink below this many extents.
     pub fn extents_in_use_prefix(&self) -> Result<u32, StorageError> {

@@ -21,9 +21,7 @@ use extentdb_format::boot::{BootPage, DATABASE_VERSION};
 use extentdb_format::catalog::{self, Catalog, FileEntry, FilegroupEntry, RecoveryModel};
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::layout::{self, BOOT_MIRROR_PAGE, BOOT_PAGE, CATALOG_IAM_PAGE};
-use extentdb_format::{
-    iam, pfs, ExtentNo, FileId, Lsn, PageId, PageNo, PAGES_PER_EXTENT, PAGE_SIZE,
-};
+use extentdb_format::{iam, pfs, FileId, Lsn, PageId, PageNo, PAGES_PER_EXTENT, PAGE_SIZE};
 use extentdb_io::{DbFile, FileSystem};
 
 use crate::data_file::DataFile;
@@ -784,12 +782,7 @@ impl Database {
     /// True if no extent of the data file is allocated (every usable extent GAM-free).
     pub fn is_file_empty(&self, file_id: u16) -> Result<bool, StorageError> {
         match self.data_files.get(&file_id) {
-            Some(df) => {
-                let allocatable = (0..df.usable_extents())
-                    .filter(|&e| !layout::is_reserved_extent(ExtentNo(e), df.is_primary()))
-                    .count() as u32;
-                Ok(df.free_extents()? == allocatable)
-            }
+            Some(df) => Ok(df.free_extents()? == df.allocatable_extents()),
             // A secondary log file is empty until the log uses it (the log arrives later).
             None => Ok(true),
         }

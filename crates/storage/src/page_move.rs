@@ -187,11 +187,7 @@ impl Database {
             let Some(df) = self.data_files.get(&f.file_id) else {
                 continue;
             };
-            let usable = (0..df.usable_extents())
-                .filter(|&e| {
-                    !extentdb_format::layout::is_reserved_extent(ExtentNo(e), df.is_primary())
-                })
-                .count() as u32;
+            let usable = df.allocatable_extents();
             let free = df.free_extents()?;
             let growth = crate::log_growth::growth_target(f, PAGES_PER_EXTENT)
                 .map_or(PAGES_PER_EXTENT, |to| {

@@ -29,8 +29,8 @@
 
 use std::collections::BTreeMap;
 
-use extentdb_format::layout::{self, CATALOG_IAM_PAGE};
-use extentdb_format::{data_page, pfs, record, ExtentNo, FileId, Page, PageId, PageNo, PageType};
+use extentdb_format::layout::CATALOG_IAM_PAGE;
+use extentdb_format::{data_page, pfs, record, FileId, Page, PageId, PageNo, PageType};
 use extentdb_format::{PAGES_PER_EXTENT, PAGE_SIZE};
 
 use crate::{Database, StorageError};
@@ -121,11 +121,8 @@ impl Database {
 
     /// The pages of the fixed-page extents of every data file (allocated, owned by no unit).
     pub fn fixed_extent_pages(&self) -> u64 {
-        let fixed = |f: &crate::data_file::DataFile| {
-            (0..f.usable_extents())
-                .filter(|&e| layout::is_reserved_extent(ExtentNo(e), f.is_primary()))
-                .count() as u64
-        };
+        let fixed =
+            |f: &crate::data_file::DataFile| (f.usable_extents() - f.allocatable_extents()) as u64;
         self.data_files.values().map(fixed).sum::<u64>() * PAGES_PER_EXTENT as u64
     }
 

@@ -95,6 +95,17 @@ fn file_to_empty(db: &Database) -> u16 {
     }
 }
 
+/// The logical name of file `id`.
+fn file_name(db: &Database, id: u16) -> String {
+    db.catalog
+        .files
+        .iter()
+        .find(|x| x.file_id == id)
+        .unwrap()
+        .name
+        .clone()
+}
+
 fn owned_in(db: &Database, tables: &[u32], file_id: u16) -> usize {
     tables
         .iter()
@@ -152,14 +163,7 @@ fn emptyfile_moves_everything_and_remove_file_follows() {
     }
     db.commit_xact(x).unwrap();
     assert_eq!(owned_in(&db, &tables, f), 0);
-    let name = db
-        .catalog
-        .files
-        .iter()
-        .find(|x| x.file_id == f)
-        .unwrap()
-        .name
-        .clone();
+    let name = file_name(&db, f);
     db.remove_file(&fs, &name).unwrap();
     let after = contents(&mut db, &tables).unwrap();
     assert!(
@@ -214,14 +218,7 @@ fn emptyfile_survives_a_crash_at_any_io() {
             &before,
             &format!("seed {seed}"),
         );
-        let name = db
-            .catalog
-            .files
-            .iter()
-            .find(|x| x.file_id == f)
-            .unwrap()
-            .name
-            .clone();
+        let name = file_name(&db, f);
         db.remove_file(&fs, &name)
             .unwrap_or_else(|e| panic!("seed {seed}: REMOVE FILE: {e}"));
     }

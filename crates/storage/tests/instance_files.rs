@@ -22,21 +22,27 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
+/// A new instance in `dir` on the real file system.
+fn set_up(dir: &Path) -> Arc<dyn FileSystem> {
+    let fs: Arc<dyn FileSystem> = OsFileSystem::new();
+    Instance::setup(
+        fs.clone(),
+        dir,
+        SetupOptions {
+            config: InstanceConfig::defaults(dir),
+            sa_password: Some("x".into()),
+        },
+    )
+    .unwrap();
+    fs
+}
+
 /// Proves setup, start, create, grow, add and remove file, reopen and drop work end to end,
 /// and that free-extent figures follow the pinned arithmetic.
 #[test]
 fn instance_lifecycle() {
     let dir = temp_dir("life");
-    let fs: Arc<dyn FileSystem> = OsFileSystem::new();
-    Instance::setup(
-        fs.clone(),
-        &dir,
-        SetupOptions {
-            config: InstanceConfig::defaults(&dir),
-            sa_password: Some("x".into()),
-        },
-    )
-    .unwrap();
+    let fs = set_up(&dir);
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let root = inst.config.data_roots[0].clone();
     let ctx = ctx(fs.as_ref(), true, &Quiet);
@@ -208,16 +214,7 @@ fn fallocate_refused_falls_back_to_zeros_once_per_file() {
 fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
     use extentdb_storage::instance::UnopenedState;
     let dir = temp_dir("logdamage");
-    let fs: Arc<dyn FileSystem> = OsFileSystem::new();
-    Instance::setup(
-        fs.clone(),
-        &dir,
-        SetupOptions {
-            config: InstanceConfig::defaults(&dir),
-            sa_password: Some("x".into()),
-        },
-    )
-    .unwrap();
+    let fs = set_up(&dir);
     let (victim, ldf) = {
         let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
         let root = inst.config.data_roots[0].clone();

@@ -91,6 +91,14 @@ pub fn median(v: &[f64]) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// The value after option `name` on the command line, as a number; panics with the
+/// option's name when it is missing or not a number.
+pub fn number<T: std::str::FromStr>(args: &mut impl Iterator<Item = String>, name: &str) -> T {
+    args.next()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} needs a number"))
+}
+
 /// Removes `path` if present.
 pub fn remove(path: &Path) {
     let _ = std::fs::remove_file(path);
