@@ -115,7 +115,8 @@ fn emit(outputs: Vec<Output>, stop_on_error: bool) -> Option<u8> {
         let text = match o {
             Output::Rows { columns, rows } => render::render_result_set(&columns, &rows),
             Output::RowsAffected(n) => format!("{}\n", render::rows_affected(n)),
-            Output::Info(text) => format!("{text}\n"),
+            Output::Info(m) => format!("{}\n", m.text),
+            Output::EnvChange(_) => continue,
             Output::Error(e) => {
                 failed |= e.severity >= 11;
                 render::render_error(&e)

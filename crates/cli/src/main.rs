@@ -1,5 +1,6 @@
 //! `extentdb`: the one binary. Subcommands: `setup` creates an instance, `exec` runs T-SQL
-//! scripts in-process against it, with sqlcmd's script rules and output.
+//! scripts in-process against it, with sqlcmd's script rules and output, `serve` answers
+//! SQL Server clients over TDS.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use extentdb_storage::instance::SetupOptions;
 use extentdb_storage::Instance;
 
 mod exec;
+mod serve;
 
 #[derive(Parser)]
 #[command(
@@ -30,6 +32,8 @@ enum Command {
     Setup(SetupArgs),
     /// Run T-SQL scripts in-process (sqlcmd's rules: GO [n] separates batches; -b stops on errors).
     Exec(exec::ExecArgs),
+    /// Answer SQL Server clients over TDS (sqlcmd, FreeTDS, JDBC, ODBC, pymssql, tedious ...).
+    Serve(serve::ServeArgs),
 }
 
 #[derive(Args)]
@@ -113,6 +117,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Setup(a) => setup(a).map(|_| 0),
         Command::Exec(a) => exec::run(a, Arc::new(OsFileSystem)),
+        Command::Serve(a) => serve::run(a, Arc::new(OsFileSystem)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

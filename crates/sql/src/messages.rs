@@ -30,6 +30,19 @@ pub struct SqlError {
 }
 
 impl SqlError {
+    /// A PRINT message (or an informational text without a number of its own): number 0,
+    /// severity 0, state 1, as SQL Server sends PRINT.
+    pub fn print(text: String) -> SqlError {
+        SqlError {
+            number: 0,
+            severity: 0,
+            state: 1,
+            text,
+            line: 0,
+            procedure: None,
+        }
+    }
+
     /// The same message with another state; SQL Server uses the state to tell apart the
     /// places that raise one number.
     pub fn with_state(mut self, state: u8) -> SqlError {
@@ -243,6 +256,14 @@ static CATALOGUE: &[Entry] = &[
     e(15010, 16, 1, "The database '%s' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
     e(15250, 16, 1, "The database name component of the object qualifier must be the name of the current database."),
     e(18456, 14, 1, "Login failed for user '%.*ls'.%.*ls%.*ls"), // unverified
+    // Connections and remote procedure calls (TDS).
+    e(4060, 11, 1, "Cannot open database \"%.*ls\" requested by the login. The login failed."),
+    e(8178, 16, 1, "The parameterized query '%.*ls' expects the parameter '%.*ls', which was not supplied."),
+    e(8179, 16, 4, "Could not find prepared statement with handle %d."),
+    e(17836, 20, 17, "Length specified in network packet payload did not match number of bytes read; the connection has been closed. Please contact the vendor of the client library.%.*ls"),
+    e(18452, 14, 1, "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication.%.*ls"),
+    e(6104, 16, 1, "Cannot use KILL to kill your own process."),
+    e(6106, 16, 2, "Process ID %d is not an active process ID."),
 ];
 
 /// The catalogue row for a number.

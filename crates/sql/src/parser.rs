@@ -1317,6 +1317,51 @@ fn concatenation_parts(expr: Expr) -> Vec<Expr> {
     parts
 }
 
+/// One parameter of an sp_executesql / sp_prepare definition list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParameterDefinition {
+    /// With its `@`.
+    pub name: String,
+    pub sql_type: crate::types::SqlType,
+    pub output: bool,
+}
+
+/// Parses a parameter definition list such as `@id int, @name nvarchar(50) OUTPUT`
+/// (sp_executesql's second argument). A syntax error is Msg 102 as for any batch.
+pub fn parse_parameter_definitions(text: &str) -> Result<Vec<ParameterDefinition>, ParseError> {
+    let mut parser = Parser {
+        tokens: tokenize(text)?,
+        pos: 0,
+        depth: 0,
+        stack_base: stack_position(),
+    };
+    let mut out = Vec::new();
+    if parser.at_end() {
+        return Ok(out);
+    }
+    let mut ordinal = 0;
+    let defs = parser.comma_list(|p| {
+        ordinal += 1;
+        if !p.check_kind(&TokenKind::Variable) {
+            return Err(p.error());
+        }
+        let name = p.next()?.text;
+        p.eat_word("AS");
+        let data_type = p.data_type(ordinal, false)?;
+        let output = p.eat_word("OUTPUT") || p.eat_word("OUT");
+        Ok(ParameterDefinition {
+            name,
+            sql_type: data_type.sql_type,
+            output,
+        })
+    })?;
+    if !parser.at_end() {
+        return Err(parser.error());
+    }
+    out.extend(defs);
+    Ok(out)
+}
+
 // ----------------------------------------------------------------------------------------
 // DECLARE, SET and data types.
 impl Parser {

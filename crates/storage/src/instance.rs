@@ -182,6 +182,16 @@ impl Instance {
         Ok(())
     }
 
+    /// Sets the sa login's password of the (stopped) instance in `dir`: stored as a salted
+    /// hash in its configuration, written durably.
+    pub fn set_sa_password(dir: &Path, password: &str) -> Result<(), StorageError> {
+        let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
+        let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
+        let mut config = InstanceConfig::parse(dir, &text)?;
+        config.sa_password_hash = crate::config::hash_password(password);
+        write_durably(&Self::config_path(dir), config.render().as_bytes()).map_err(err)
+    }
+
     /// Starts the instance in `dir`: opens master and every database, re-creates tempdb.
     pub fn start(
         fs: Arc<dyn FileSystem>,

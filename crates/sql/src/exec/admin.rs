@@ -62,7 +62,7 @@ impl Session {
             .iter()
             .any(|o| o.name.eq_ignore_ascii_case("NO_INFOMSGS"))
         {
-            out.push(Output::Info(msg(2528, &[]).text));
+            out.push(Output::Info(msg(2528, &[])));
         }
         Ok(())
     }
@@ -262,7 +262,7 @@ impl Session {
                     &format!("spid{}", self.spid),
                     "The error log has been reinitialized. See the previous log for older entries.",
                 );
-                out.push(Output::Info(msg(2528, &[]).text));
+                out.push(Output::Info(msg(2528, &[])));
                 Ok(())
             }
             _ => Err(vec![msg(2812, &[&name.joined()])]),

@@ -422,7 +422,7 @@ impl Session {
         &mut self,
         name: &str,
         action: &AlterAction,
-    ) -> Result<Vec<String>, Vec<SqlError>> {
+    ) -> Result<Vec<SqlError>, Vec<SqlError>> {
         let inst = self.engine.instance.clone();
         let (id, db) = inst
             .database_by_name(name)
@@ -449,12 +449,14 @@ impl Session {
                     .map(|f| f.name.clone())
                     .ok_or_else(|| vec![msg(5041, &[file])])?;
                 db.remove_file(inst.fs.as_ref(), &real).map_err(to_err)?;
-                info.push(msg(5044, &[&"file", &real]).text);
+                info.push(msg(5044, &[&"file", &real]));
             }
             AlterAction::ModifyFile(spec) => modify_file(&mut db.lock().unwrap(), &ctx, spec)?,
             AlterAction::ModifyName(new_name) => {
                 inst.rename_database(id, new_name).map_err(to_err)?;
-                info.push(format!("The database name '{new_name}' has been set."));
+                info.push(SqlError::print(format!(
+                    "The database name '{new_name}' has been set."
+                )));
             }
             AlterAction::ModifyFilegroup { name, property } => {
                 modify_filegroup(&mut db.lock().unwrap(), name, property)?
@@ -472,9 +474,9 @@ impl Session {
             AlterAction::SetOption => {}
             AlterAction::Rebalance(fg) => {
                 let moved = self.rebalance(id, &db, fg)?;
-                info.push(format!(
+                info.push(SqlError::print(format!(
                     "REBALANCE of filegroup '{fg}' moved {moved} extents. This is an informational message only. No user action is required."
-                ));
+                )));
             }
         }
         Ok(info)

@@ -138,8 +138,8 @@ impl Session {
                     name.clone()
                 };
                 let action = alter_action(action)?;
-                for text in self.alter_database(&name, &action)? {
-                    out.push(Output::Info(text));
+                for info in self.alter_database(&name, &action)? {
+                    out.push(Output::Info(info));
                 }
             }
             StatementKind::DropDatabase { if_exists, names } => {

@@ -10,7 +10,7 @@
 //! (see `xact`), SET IDENTITY_INSERT and the last identity value inserted.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use extentdb_storage::instance::MASTER_ID;
@@ -46,15 +46,32 @@ pub enum Output {
         rows: Vec<Vec<Value>>,
     },
     RowsAffected(u64),
-    /// Severity <= 10 messages and PRINT: shown as plain text.
-    Info(String),
+    /// Severity <= 10 messages and PRINT (number 0): shown as plain text.
+    Info(SqlError),
     Error(SqlError),
+    /// A change of session state a client tracks (TDS sends it as ENVCHANGE).
+    EnvChange(EnvChange),
+}
+
+/// Session state changes that clients are told of as they happen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvChange {
+    /// USE: the current database's old and new names.
+    Database { old: String, new: String },
+    /// The session's explicit transaction began (@@TRANCOUNT 0 to 1); its descriptor.
+    BeginTransaction(u64),
+    /// It committed (@@TRANCOUNT to 0).
+    CommitTransaction(u64),
+    /// It rolled back.
+    RollbackTransaction(u64),
 }
 
 /// The shared engine: the instance and session numbering.
 pub struct Engine {
     pub instance: Arc<Instance>,
     next_spid: AtomicU16,
+    /// Transaction descriptors handed to clients (ENVCHANGE), unique in the process.
+    next_descriptor: AtomicU64,
 }
 
 impl Engine {
@@ -62,6 +79,7 @@ impl Engine {
         Arc::new(Engine {
             instance,
             next_spid: AtomicU16::new(51),
+            next_descriptor: AtomicU64::new(1),
         })
     }
 
@@ -79,6 +97,8 @@ impl Engine {
             xacts: BTreeMap::new(),
             identity_insert: None,
             last_identity: None,
+            descriptor: 0,
+            cancel: Arc::new(AtomicBool::new(false)),
         }
     }
 }
@@ -102,6 +122,11 @@ pub struct Session {
     identity_insert: Option<(u16, u32)>,
     /// SCOPE_IDENTITY() and @@IDENTITY: the last identity value this session inserted.
     last_identity: Option<i64>,
+    /// The explicit transaction's descriptor while @@TRANCOUNT > 0, else 0.
+    descriptor: u64,
+    /// Set from another thread to cancel the running batch (a TDS attention): the batch
+    /// stops before its next statement or loop iteration.
+    cancel: Arc<AtomicBool>,
 }
 
 impl Drop for Session {
@@ -142,7 +167,20 @@ fn aborts_batch(e: &SqlError) -> bool {
 impl Session {
     /// Parses and runs one batch.
     pub fn execute(&mut self, batch: &str) -> Vec<Output> {
+        self.execute_with_parameters(batch, Vec::new())
+    }
+
+    /// Runs one batch with parameters already declared as variables (sp_executesql and
+    /// the prepared-statement RPCs): `(name with @, type, value)`.
+    pub fn execute_with_parameters(
+        &mut self,
+        batch: &str,
+        parameters: Vec<(String, SqlType, Value)>,
+    ) -> Vec<Output> {
         self.vars.clear();
+        for (name, t, v) in parameters {
+            self.vars.insert(name.to_lowercase(), (t, v));
+        }
         let mut out = Vec::new();
         match parse_batch(batch) {
             Err(e) => out.push(Output::Error(parse_error(e))),
@@ -163,7 +201,55 @@ impl Session {
         Flow::Normal
     }
 
+    /// sp_reset_connection (a pooled connection handed to a new user): the open transaction
+    /// rolls back, the session returns to `database_id`, and its SET options, session trace
+    /// flags and identity state are cleared.
+    pub fn reset_connection(&mut self, database_id: u16) {
+        self.rollback_all();
+        self.database_id = database_id;
+        self.flags.clear();
+        self.vars.clear();
+        self.nocount = false;
+        self.rowcount = 0;
+        self.identity_insert = None;
+        self.last_identity = None;
+    }
+
+    /// The flag another thread sets to cancel this session's running batch.
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        self.cancel.clone()
+    }
+
+    /// True once the running batch was cancelled (the flag stays set until the caller
+    /// clears it with `take_cancel`).
+    pub fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Acquire)
+    }
+
+    /// Clears the cancel flag; true if it was set.
+    pub fn take_cancel(&self) -> bool {
+        self.cancel.swap(false, Ordering::AcqRel)
+    }
+
+    /// The value of a variable of the last batch (an OUTPUT parameter after the batch).
+    pub fn variable(&self, name: &str) -> Option<(SqlType, Value)> {
+        self.vars.get(&name.to_lowercase()).cloned()
+    }
+
+    /// @@TRANCOUNT.
+    pub fn trancount(&self) -> u32 {
+        self.trancount
+    }
+
+    /// The open explicit transaction's descriptor, 0 outside one.
+    pub fn transaction_descriptor(&self) -> u64 {
+        self.descriptor
+    }
+
     fn run_statement(&mut self, s: &Statement, out: &mut Vec<Output>) -> Flow {
+        if self.cancelled() {
+            return Flow::AbortBatch;
+        }
         match self.statement(s, out) {
             Ok(flow) => flow,
             Err(errors) => {
@@ -172,7 +258,7 @@ impl Session {
                     abort |= aborts_batch(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
                     out.push(if e.is_info() {
-                        Output::Info(e.text)
+                        Output::Info(e)
                     } else {
                         Output::Error(e)
                     });
@@ -202,7 +288,7 @@ impl Session {
                 }
             }
             K::While { condition, body } => {
-                while self.condition(condition)? == Some(true) {
+                while !self.cancelled() && self.condition(condition)? == Some(true) {
                     match self.run_statement(body, out) {
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
@@ -216,7 +302,7 @@ impl Session {
             K::Return(_) => return Ok(Flow::Return),
             K::Print(e) => {
                 let v = self.eval(e, None).map_err(|e| vec![e])?;
-                out.push(Output::Info(eval::to_text(&v)));
+                out.push(Output::Info(SqlError::print(eval::to_text(&v))));
             }
             K::Declare(decls) => self.declare(decls)?,
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
@@ -234,9 +320,14 @@ impl Session {
                     .instance
                     .database_by_name(database)
                     .ok_or_else(|| vec![msg(911, &[database])])?;
+                let old = self.current_db_name();
                 self.database_id = id;
                 let name = db.lock().unwrap().name.clone();
-                out.push(Output::Info(msg(5701, &[&name]).text));
+                out.push(Output::EnvChange(EnvChange::Database {
+                    old,
+                    new: name.clone(),
+                }));
+                out.push(Output::Info(msg(5701, &[&name])));
             }
             K::Select(q) => self.select(q, out)?,
             K::CreateTable(c) => self.create_table(c)?,
@@ -246,9 +337,9 @@ impl Session {
             K::Update(u) => self.update(u, out)?,
             K::Delete(d) => self.delete(d, out)?,
             K::SetIdentityInsert { table, on } => self.set_identity_insert(table, *on)?,
-            K::BeginTransaction { .. } => self.begin_transaction(),
-            K::Commit { .. } => self.commit_transaction()?,
-            K::Rollback { .. } => self.rollback_transaction()?,
+            K::BeginTransaction { .. } => self.begin_transaction(out),
+            K::Commit { .. } => self.commit_transaction(out)?,
+            K::Rollback { .. } => self.rollback_transaction(out)?,
             K::Dbcc(d) => self.dbcc(d, out)?,
             K::Execute(e) => self.execute_proc(e, out)?,
             _ => return self.lowered(s, out),

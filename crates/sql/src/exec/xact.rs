@@ -27,15 +27,51 @@ use std::sync::{Arc, Mutex};
 use extentdb_storage::Database;
 
 use super::errors;
-use super::Session;
+use super::{EnvChange, Output, Session};
 use crate::messages::{msg, SqlError};
 
 impl Session {
-    pub(super) fn begin_transaction(&mut self) {
+    pub(super) fn begin_transaction(&mut self, out: &mut Vec<Output>) {
         self.trancount += 1;
+        if self.trancount == 1 {
+            self.descriptor = self
+                .engine
+                .next_descriptor
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            out.push(Output::EnvChange(EnvChange::BeginTransaction(
+                self.descriptor,
+            )));
+        }
     }
 
-    pub(super) fn commit_transaction(&mut self) -> Result<(), Vec<SqlError>> {
+    /// BEGIN TRANSACTION as a client's transaction-manager request (TDS TM_BEGIN_XACT).
+    pub fn begin_transaction_request(&mut self) -> Vec<Output> {
+        let mut out = Vec::new();
+        self.begin_transaction(&mut out);
+        out
+    }
+
+    /// COMMIT or ROLLBACK as a transaction-manager request; with `begin_again`, a new
+    /// transaction begins right after (TDS's fBeginXact).
+    pub fn end_transaction_request(&mut self, commit: bool, begin_again: bool) -> Vec<Output> {
+        let mut out = Vec::new();
+        let result = if commit {
+            self.commit_transaction(&mut out)
+        } else {
+            self.rollback_transaction(&mut out)
+        };
+        match result {
+            Ok(()) if begin_again => self.begin_transaction(&mut out),
+            Ok(()) => {}
+            Err(errors) => out.extend(errors.into_iter().map(Output::Error)),
+        }
+        out
+    }
+
+    pub(super) fn commit_transaction(
+        &mut self,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
         if self.trancount == 0 {
             return Err(vec![msg(3902, &[])]);
         }
@@ -43,6 +79,9 @@ impl Session {
         if self.trancount > 0 {
             return Ok(());
         }
+        out.push(Output::EnvChange(EnvChange::CommitTransaction(
+            std::mem::take(&mut self.descriptor),
+        )));
         let mut failures = Vec::new();
         for (db_id, x) in std::mem::take(&mut self.xacts) {
             let Some(db) = self.engine.instance.database(db_id) else {
@@ -59,10 +98,16 @@ impl Session {
         }
     }
 
-    pub(super) fn rollback_transaction(&mut self) -> Result<(), Vec<SqlError>> {
+    pub(super) fn rollback_transaction(
+        &mut self,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
         if self.trancount == 0 {
             return Err(vec![msg(3903, &[])]);
         }
+        out.push(Output::EnvChange(EnvChange::RollbackTransaction(
+            self.descriptor,
+        )));
         self.rollback_all();
         Ok(())
     }
@@ -70,6 +115,7 @@ impl Session {
     /// Rolls back every open storage transaction and ends the explicit transaction.
     pub(super) fn rollback_all(&mut self) {
         self.trancount = 0;
+        self.descriptor = 0;
         for (db_id, x) in std::mem::take(&mut self.xacts) {
             if let Some(db) = self.engine.instance.database(db_id) {
                 // A failed rollback poisons the database (storage's rule): recovery finishes

@@ -1,0 +1,104 @@
+//! `extentdb serve`: starts the instance and answers SQL Server clients over TDS until
+//! SIGINT or SIGTERM, then shuts the instance down cleanly (a checkpoint per database).
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use clap::Args;
+use extentdb_io::FileSystem;
+use extentdb_sql::exec::Engine;
+use extentdb_storage::config::InstanceConfig;
+use extentdb_storage::instance::SetupOptions;
+use extentdb_storage::Instance;
+use extentdb_tds::server::{Server, ServerOptions};
+
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The instance's directory; with no instance there, one is set up with defaults and
+    /// the sa password from MSSQL_SA_PASSWORD.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// The address and port to listen on.
+    #[arg(long, default_value = "127.0.0.1:1433")]
+    listen: String,
+    /// A startup trace flag (repeatable), global for the life of the process, as SQL Server's -T.
+    #[arg(short = 'T', long = "trace-flag")]
+    trace_flags: Vec<u32>,
+    /// Startup option -E: a file with skip target 1 takes 64 consecutive extents.
+    #[arg(short = 'E')]
+    consecutive_extents: bool,
+    /// Connections beyond this many are refused.
+    #[arg(long, default_value_t = 500)]
+    max_connections: usize,
+    /// The largest request (batch text or RPC) accepted, in MB.
+    #[arg(long, default_value_t = 64)]
+    max_request_mb: usize,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Release);
+}
+
+pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
+    let env_password = std::env::var("MSSQL_SA_PASSWORD")
+        .ok()
+        .filter(|p| !p.is_empty());
+    if !Instance::exists(&a.data_dir) {
+        Instance::setup(
+            fs.clone(),
+            &a.data_dir,
+            SetupOptions {
+                config: InstanceConfig::defaults(&a.data_dir),
+                sa_password: env_password.clone(),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        eprintln!(
+            "extentdb: no instance in {}; set one up with default settings.",
+            a.data_dir.display()
+        );
+    } else if let Some(pw) = &env_password {
+        Instance::set_sa_password(&a.data_dir, pw).map_err(|e| e.to_string())?;
+    }
+    let instance =
+        Arc::new(Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?);
+    if instance.config.sa_password_hash.is_empty() {
+        eprintln!(
+            "extentdb: the sa login has no password, so no one can log in; set MSSQL_SA_PASSWORD or run `extentdb setup --sa-password`."
+        );
+    }
+    instance.set_startup_e(a.consecutive_extents);
+    let engine = Engine::new(instance.clone());
+    let options = ServerOptions {
+        listen: a.listen.clone(),
+        max_connections: a.max_connections.max(1),
+        max_request_bytes: a.max_request_mb.max(1) << 20,
+        ..ServerOptions::default()
+    };
+    let server = Arc::new(Server::bind(engine, options).map_err(|e| format!("{}: {e}", a.listen))?);
+    let addr = server.local_addr().map_err(|e| e.to_string())?;
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let stop = server.stop_flag();
+    let accept = {
+        let server = server.clone();
+        std::thread::spawn(move || server.run())
+    };
+    println!("extentdb: listening on {addr} (TDS 7.4); stop with Ctrl-C or SIGTERM.");
+    while !STOP.load(Ordering::Acquire) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::Release);
+    // Wake the accept loop so it sees the flag.
+    let _ = std::net::TcpStream::connect(addr);
+    let _ = accept.join();
+    instance.shutdown();
+    println!("extentdb: stopped.");
+    Ok(0)
+}

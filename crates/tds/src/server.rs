@@ -1,0 +1,743 @@
+//! `extentdb serve`: a TCP listener, one thread per connection, each connection one engine
+//! session (its own spid, database, SET options and transaction).
+//!
+//! A connection: PRELOGIN, LOGIN7 (SQL authentication against the instance's logins), then
+//! requests until the client leaves. After login a reader thread reads the socket so that
+//! an attention (cancel) reaches the running batch at once: it sets the session's cancel
+//! flag, the batch stops before its next statement or loop iteration, and the server
+//! answers with DONE and the ATTN bit.
+//!
+//! Invariants:
+//! 1. Nothing a client sends can stop the server: a malformed or oversized message closes
+//!    that connection (logged as SQL Server logs 17836), never the process.
+//! 2. A connection that goes away rolls back its open transaction (the session's drop).
+//! 3. Every request gets exactly one final DONE / DONEPROC (no MORE bit), or DONE with ATTN
+//!    after an attention.
+//! 4. Passwords never reach the error log.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use extentdb_sql::convert::convert;
+use extentdb_sql::exec::{Engine, EnvChange, Output, Session};
+use extentdb_sql::messages::{msg, SqlError};
+use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
+use extentdb_sql::types::{SqlType, Value};
+
+use crate::login7::{self, Login7};
+use crate::packet::{
+    read_message, write_message, Message, PacketType, INITIAL_PACKET_SIZE, MAX_PACKET_SIZE,
+    STATUS_RESET_CONNECTION,
+};
+use crate::prelogin;
+use crate::request::{self, RpcCall, RpcParam, TmRequest};
+use crate::token::{self, Tokens};
+use crate::TdsError;
+
+/// How the server listens and what it allows.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    pub listen: String,
+    /// Connections beyond this many are refused at once (SQL Server's 'user connections').
+    pub max_connections: usize,
+    /// The largest request message (a batch's text, an RPC) accepted, in bytes.
+    pub max_request_bytes: usize,
+    /// The server's name in ERROR and INFO tokens (@@SERVERNAME).
+    pub server_name: String,
+}
+
+impl Default for ServerOptions {
+    fn default() -> ServerOptions {
+        ServerOptions {
+            listen: "127.0.0.1:1433".into(),
+            max_connections: 500,
+            max_request_bytes: 64 << 20,
+            server_name: host_name(),
+        }
+    }
+}
+
+/// The machine's host name (for @@SERVERNAME-like fields).
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+pub struct Server {
+    engine: Arc<Engine>,
+    options: ServerOptions,
+    listener: TcpListener,
+    active: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Server {
+    pub fn bind(engine: Arc<Engine>, options: ServerOptions) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(&options.listen)?;
+        let addr = listener.local_addr()?;
+        engine.instance.errorlog.write(
+            "Server",
+            &format!(
+                "Server is listening on [ {} <ipv{}> {}].",
+                addr.ip(),
+                if addr.is_ipv4() { 4 } else { 6 },
+                addr.port()
+            ),
+        );
+        Ok(Server {
+            engine,
+            options,
+            listener,
+            active: Arc::new(AtomicUsize::new(0)),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// A flag that makes `run` return after the next connection attempt.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Accepts connections until the stop flag is set; each runs on its own thread.
+    pub fn run(&self) {
+        for stream in self.listener.incoming() {
+            if self.stop.load(Ordering::Acquire) {
+                break;
+            }
+            let Ok(stream) = stream else { continue };
+            if self.active.load(Ordering::Acquire) >= self.options.max_connections {
+                let peer = stream.peer_addr().map(|a| a.ip().to_string());
+                self.engine.instance.errorlog.write(
+                    "Logon",
+                    &format!(
+                        "Could not connect because the maximum number of '{}' user connections has already been reached. [CLIENT: {}]",
+                        self.options.max_connections,
+                        peer.unwrap_or_default()
+                    ),
+                );
+                drop(stream);
+                continue;
+            }
+            self.active.fetch_add(1, Ordering::AcqRel);
+            let engine = self.engine.clone();
+            let options = self.options.clone();
+            let active = self.active.clone();
+            let spawned = std::thread::Builder::new()
+                .name("tds-connection".into())
+                .spawn(move || {
+                    let _ = stream.set_nodelay(true);
+                    let peer = stream
+                        .peer_addr()
+                        .map(|a| a.ip().to_string())
+                        .unwrap_or_default();
+                    let log = engine.instance.errorlog.clone();
+                    if let Err(e) = Connection::run(engine, options, stream) {
+                        if let TdsError::Protocol(_) | TdsError::TooLarge(_) = e {
+                            log.write(
+                                "Logon",
+                                &format!(
+                                    "Error: 17836, Severity: 20, State: 17.\n{} [CLIENT: {peer}]",
+                                    msg(17836, &[&format!(" ({e})")]).text
+                                ),
+                            );
+                        }
+                    }
+                    active.fetch_sub(1, Ordering::AcqRel);
+                });
+            if spawned.is_err() {
+                self.active.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+    }
+}
+
+/// A statement prepared by sp_prepare / sp_prepexec.
+struct Prepared {
+    definitions: Vec<ParameterDefinition>,
+    text: String,
+}
+
+struct Connection {
+    options: ServerOptions,
+    writer: TcpStream,
+    packet_size: usize,
+    session: Session,
+    /// The database the login chose (sp_reset_connection returns to it).
+    login_database: u16,
+    prepared: HashMap<i32, Prepared>,
+    next_handle: i32,
+    /// Attentions already answered by a cancelled request's DONE(ATTN), whose messages
+    /// are still to come through the channel.
+    answered_attentions: usize,
+    /// Set when the running RPC call's statements raised an error (DONEPROC's ERROR bit).
+    proc_error: bool,
+}
+
+/// What the reader thread passes on.
+type Incoming = Result<Message, TdsError>;
+
+impl Connection {
+    fn run(engine: Arc<Engine>, options: ServerOptions, stream: TcpStream) -> Result<(), TdsError> {
+        let mut reader = stream.try_clone()?;
+        let mut writer = stream;
+        let peer = writer
+            .peer_addr()
+            .map(|a| a.ip().to_string())
+            .unwrap_or_default();
+        // PRELOGIN.
+        let Some(m) = read_message(&mut reader, INITIAL_PACKET_SIZE, 64 << 10)? else {
+            return Ok(());
+        };
+        if m.kind != PacketType::PreLogin {
+            return Err(TdsError::Protocol("the first message is not PRELOGIN"));
+        }
+        let pre = prelogin::decode(&m.payload)?;
+        let encryption = prelogin::negotiate(
+            pre.encryption.unwrap_or(prelogin::ENCRYPT_NOT_SUP),
+            false,
+            false,
+        )?;
+        write_message(
+            &mut writer,
+            PacketType::TabularResult,
+            &prelogin::server_response(encryption),
+            INITIAL_PACKET_SIZE,
+            0,
+        )?;
+        // LOGIN7.
+        let Some(m) = read_message(&mut reader, INITIAL_PACKET_SIZE, 128 << 10)? else {
+            return Ok(());
+        };
+        if m.kind != PacketType::Login7 {
+            return Err(TdsError::Protocol("expected LOGIN7"));
+        }
+        let login = login7::decode(&m.payload)?;
+        let mut session = engine.session();
+        if let Err(failure) = authenticate(&engine, &login) {
+            engine.instance.errorlog.write(
+                "Logon",
+                &format!("Error: 18456, Severity: 14, State: {}.", failure.log_state),
+            );
+            engine
+                .instance
+                .errorlog
+                .write("Logon", &format!("{} [CLIENT: {peer}]", failure.log_text));
+            let mut t = Tokens::new();
+            t.message(&failure.client, &options.server_name);
+            t.done(token::DONE, token::DONE_ERROR, 0, 0);
+            write_message(
+                &mut writer,
+                PacketType::TabularResult,
+                &t.buf,
+                INITIAL_PACKET_SIZE,
+                0,
+            )?;
+            return Err(TdsError::LoginFailed);
+        }
+        let packet_size = match login.packet_size as usize {
+            0 => INITIAL_PACKET_SIZE,
+            n => n.clamp(512, MAX_PACKET_SIZE),
+        };
+        let mut t = Tokens::new();
+        if !login.database.is_empty() {
+            let out = session.execute(&format!("USE [{}]", login.database.replace(']', "]]")));
+            if out.iter().any(|o| matches!(o, Output::Error(_))) {
+                t.message(&msg(4060, &[&login.database]), &options.server_name);
+                let failed = msg(18456, &[&login.user_name, &"", &""]);
+                t.message(&failed, &options.server_name);
+                t.done(token::DONE, token::DONE_ERROR, 0, 0);
+                write_message(
+                    &mut writer,
+                    PacketType::TabularResult,
+                    &t.buf,
+                    packet_size,
+                    0,
+                )?;
+                return Err(TdsError::LoginFailed);
+            }
+        }
+        let db_name = session_db_name(&session);
+        t.env_text(token::ENV_DATABASE, &db_name, "master");
+        t.message(&msg(5701, &[&db_name]), &options.server_name);
+        t.env_bytes(token::ENV_COLLATION, &crate::types::COLLATION, &[]);
+        t.env_text(token::ENV_LANGUAGE, "us_english", "");
+        t.message(&msg(5703, &[&"us_english"]), &options.server_name);
+        let ps = packet_size.to_string();
+        t.env_text(token::ENV_PACKET_SIZE, &ps, &ps);
+        t.login_ack(login7::TDS_74, prelogin::SERVER_VERSION);
+        t.done(token::DONE, token::DONE_FINAL, 0, 0);
+        write_message(
+            &mut writer,
+            PacketType::TabularResult,
+            &t.buf,
+            packet_size,
+            session.spid,
+        )?;
+
+        // Requests. The reader thread owns the read half.
+        let cancel = session.cancel_flag();
+        let (tx, rx) = mpsc::channel::<Incoming>();
+        let limit = options.max_request_bytes;
+        let reader_thread = std::thread::Builder::new()
+            .name("tds-reader".into())
+            .spawn(move || loop {
+                match read_message(&mut reader, packet_size, limit) {
+                    Ok(Some(m)) => {
+                        if m.kind == PacketType::Attention {
+                            cancel.store(true, Ordering::Release);
+                        }
+                        if tx.send(Ok(m)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return;
+                    }
+                }
+            })?;
+        let login_database = session.database_id;
+        let mut conn = Connection {
+            options,
+            writer,
+            packet_size,
+            session,
+            login_database,
+            prepared: HashMap::new(),
+            next_handle: 1,
+            answered_attentions: 0,
+            proc_error: false,
+        };
+        let result = conn.serve(rx);
+        // Closing the socket ends the reader thread.
+        let _ = conn.writer.shutdown(std::net::Shutdown::Both);
+        let _ = reader_thread.join();
+        result
+    }
+
+    fn serve(&mut self, rx: mpsc::Receiver<Incoming>) -> Result<(), TdsError> {
+        for m in rx {
+            let m = m?;
+            let mut t = Tokens::new();
+            if m.status & STATUS_RESET_CONNECTION != 0 {
+                self.session.reset_connection(self.login_database);
+                self.prepared.clear();
+                t.env_text(token::ENV_RESET_ACK, "", "");
+            }
+            match m.kind {
+                PacketType::Attention => {
+                    if self.answered_attentions > 0 {
+                        self.answered_attentions -= 1;
+                    } else {
+                        self.session.take_cancel();
+                        t.done(token::DONE, token::DONE_ATTN, 0, 0);
+                        self.send(&t)?;
+                    }
+                    continue;
+                }
+                PacketType::SqlBatch => {
+                    let text = request::sql_batch(&m.payload)?;
+                    let out = self.session.execute(&text);
+                    let error = self.encode(&out, &mut t, token::DONE);
+                    finish(&mut t, token::DONE, error);
+                }
+                PacketType::Rpc => {
+                    let calls = request::rpc(&m.payload)?;
+                    let n = calls.len();
+                    for (i, call) in calls.into_iter().enumerate() {
+                        self.rpc(call, &mut t, i + 1 == n);
+                        if self.session.cancelled() {
+                            break;
+                        }
+                    }
+                }
+                PacketType::TransactionManager => {
+                    let out = match request::transaction_manager(&m.payload)? {
+                        TmRequest::Begin => self.session.begin_transaction_request(),
+                        TmRequest::End {
+                            commit,
+                            begin_again,
+                        } => self.session.end_transaction_request(commit, begin_again),
+                        TmRequest::Save | TmRequest::Other(_) => {
+                            vec![Output::Error(SqlError {
+                                number: 40512,
+                                severity: 16,
+                                state: 1,
+                                text: "This transaction-manager request is not supported.".into(),
+                                line: 1,
+                                procedure: None,
+                            })]
+                        }
+                    };
+                    let error = self.encode(&out, &mut t, token::DONE);
+                    finish(&mut t, token::DONE, error);
+                }
+                _ => return Err(TdsError::Protocol("unexpected message type after login")),
+            }
+            if self.session.take_cancel() {
+                // Invariant 3: a cancelled request's answer is DONE with ATTN alone.
+                self.answered_attentions += 1;
+                let mut a = Tokens::new();
+                a.done(token::DONE, token::DONE_ATTN, 0, 0);
+                self.send(&a)?;
+            } else {
+                self.send(&t)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, t: &Tokens) -> Result<(), TdsError> {
+        write_message(
+            &mut self.writer,
+            PacketType::TabularResult,
+            &t.buf,
+            self.packet_size,
+            self.session.spid,
+        )?;
+        self.writer.flush()?;
+        Ok(())
+    }
+
+    /// Writes a batch's outputs as tokens; statement ends are `done_token` (DONE, or
+    /// DONEINPROC inside an RPC) with MORE. Returns true if an error was among them.
+    fn encode(&self, outputs: &[Output], t: &mut Tokens, done_token: u8) -> bool {
+        let mut error = false;
+        let mut i = 0;
+        while i < outputs.len() {
+            match &outputs[i] {
+                Output::Rows { columns, rows } => {
+                    t.col_metadata(columns);
+                    let types: Vec<SqlType> = columns.iter().map(|c| c.1).collect();
+                    for r in rows {
+                        let values: Vec<Value> = r
+                            .iter()
+                            .zip(&types)
+                            .map(|(v, ty)| {
+                                if v.is_null() {
+                                    Value::Null
+                                } else {
+                                    convert(v, *ty, None).unwrap_or(Value::Null)
+                                }
+                            })
+                            .collect();
+                        t.row(&types, &values);
+                    }
+                    if let Some(Output::RowsAffected(n)) = outputs.get(i + 1) {
+                        t.done(
+                            done_token,
+                            token::DONE_MORE | token::DONE_COUNT,
+                            token::CMD_SELECT,
+                            *n,
+                        );
+                        i += 1;
+                    } else {
+                        t.done(done_token, token::DONE_MORE, token::CMD_SELECT, 0);
+                    }
+                }
+                Output::RowsAffected(n) => t.done(
+                    done_token,
+                    token::DONE_MORE | token::DONE_COUNT,
+                    token::CMD_INSERT,
+                    *n,
+                ),
+                Output::Info(m) => t.message(m, &self.options.server_name),
+                Output::Error(e) => {
+                    error = true;
+                    t.message(e, &self.options.server_name);
+                }
+                Output::EnvChange(c) => match c {
+                    EnvChange::Database { old, new } => t.env_text(token::ENV_DATABASE, new, old),
+                    EnvChange::BeginTransaction(d) => {
+                        t.env_bytes(token::ENV_BEGIN_TRAN, &d.to_le_bytes(), &[])
+                    }
+                    EnvChange::CommitTransaction(d) => {
+                        t.env_bytes(token::ENV_COMMIT_TRAN, &[], &d.to_le_bytes())
+                    }
+                    EnvChange::RollbackTransaction(d) => {
+                        t.env_bytes(token::ENV_ROLLBACK_TRAN, &[], &d.to_le_bytes())
+                    }
+                },
+            }
+            i += 1;
+        }
+        error
+    }
+
+    /// One RPC call: the prepared-statement procedures and sp_executesql are the server's
+    /// own; any other name runs as EXEC with the parameters.
+    fn rpc(&mut self, call: RpcCall, t: &mut Tokens, last: bool) {
+        let result = match call.proc.as_str() {
+            "sp_executesql" => self.sp_executesql(&call.params, t),
+            "sp_prepare" => self.sp_prepare(&call.params, t, false),
+            "sp_prepexec" => self.sp_prepare(&call.params, t, true),
+            "sp_execute" => self.sp_execute(&call.params, t),
+            "sp_unprepare" => {
+                if let Some(Value::Int(h)) = call.params.first().map(|p| &p.value) {
+                    self.prepared.remove(h);
+                }
+                Ok(Vec::new())
+            }
+            name => self.exec_procedure(name, &call.params, t),
+        };
+        let (error, outputs) = match result {
+            Ok(outputs) => (false, outputs),
+            Err(e) => {
+                t.message(&e, &self.options.server_name);
+                (true, Vec::new())
+            }
+        };
+        let error = error || std::mem::take(&mut self.proc_error);
+        t.return_status(if error { 1 } else { 0 });
+        for (ordinal, name, ty, v) in outputs {
+            t.return_value(ordinal, &name, ty, &v);
+        }
+        let mut status = if last { 0 } else { token::DONE_MORE };
+        if error {
+            status |= token::DONE_ERROR;
+        }
+        t.done(token::DONEPROC, status, 0, 0);
+    }
+
+    fn sp_executesql(&mut self, params: &[RpcParam], t: &mut Tokens) -> RpcResult {
+        let Some(stmt) = params.first() else {
+            return Err(msg(8144, &[&"sp_executesql"]));
+        };
+        let text = text_of(&stmt.value);
+        let (definitions, values) = match params.get(1) {
+            Some(p) if p.name.is_empty() || p.name.eq_ignore_ascii_case("@params") => (
+                parse_parameter_definitions(&text_of(&p.value)).map_err(parse_error)?,
+                &params[2..],
+            ),
+            _ => (Vec::new(), &params[1.min(params.len())..]),
+        };
+        self.run_with(&text, &definitions, values, t, 0)
+    }
+
+    fn sp_prepare(&mut self, params: &[RpcParam], t: &mut Tokens, execute: bool) -> RpcResult {
+        let proc = if execute { "sp_prepexec" } else { "sp_prepare" };
+        if params.len() < 3 {
+            return Err(msg(8144, &[&proc]));
+        }
+        let definitions =
+            parse_parameter_definitions(&text_of(&params[1].value)).map_err(parse_error)?;
+        let text = text_of(&params[2].value);
+        let handle = self.next_handle;
+        self.next_handle += 1;
+        self.prepared.insert(
+            handle,
+            Prepared {
+                definitions: definitions.clone(),
+                text: text.clone(),
+            },
+        );
+        let mut outputs = vec![(1, params[0].name.clone(), SqlType::Int, Value::Int(handle))];
+        if execute {
+            outputs.extend(self.run_with(&text, &definitions, &params[3..], t, 3)?);
+        }
+        Ok(outputs)
+    }
+
+    fn sp_execute(&mut self, params: &[RpcParam], t: &mut Tokens) -> RpcResult {
+        let handle = match params.first().map(|p| &p.value) {
+            Some(Value::Int(h)) => *h,
+            _ => return Err(msg(8144, &[&"sp_execute"])),
+        };
+        let Some(p) = self.prepared.get(&handle) else {
+            return Err(msg(8179, &[&handle]));
+        };
+        let (text, definitions) = (p.text.clone(), p.definitions.clone());
+        self.run_with(&text, &definitions, &params[1..], t, 1)
+    }
+
+    /// Runs `text` with `values` bound to `definitions` (by name, else by position);
+    /// returns the OUTPUT parameters' values. `first_ordinal` is the position of the first
+    /// value among the RPC's parameters.
+    fn run_with(
+        &mut self,
+        text: &str,
+        definitions: &[ParameterDefinition],
+        values: &[RpcParam],
+        t: &mut Tokens,
+        first_ordinal: u16,
+    ) -> RpcResult {
+        let mut bound = Vec::new();
+        let mut outputs = Vec::new();
+        for (i, d) in definitions.iter().enumerate() {
+            let given = values
+                .iter()
+                .enumerate()
+                .find(|(_, v)| v.name.eq_ignore_ascii_case(&d.name))
+                .or_else(|| values.get(i).filter(|v| v.name.is_empty()).map(|v| (i, v)));
+            let Some((pos, v)) = given else {
+                return Err(msg(
+                    8178,
+                    &[&format!("({})", definitions_text(definitions)), &d.name],
+                ));
+            };
+            let value = if v.value.is_null() {
+                Value::Null
+            } else {
+                convert(&v.value, d.sql_type, None)?
+            };
+            bound.push((d.name.clone(), d.sql_type, value));
+            if d.output && v.output {
+                outputs.push((first_ordinal + pos as u16, d.name.clone(), d.sql_type));
+            }
+        }
+        let out = self.session.execute_with_parameters(text, bound);
+        self.proc_error |= self.encode(&out, t, token::DONEINPROC);
+        Ok(outputs
+            .into_iter()
+            .map(|(ordinal, name, ty)| {
+                let v = self
+                    .session
+                    .variable(&name)
+                    .map(|(_, v)| v)
+                    .unwrap_or(Value::Null);
+                (ordinal, name, ty, v)
+            })
+            .collect())
+    }
+
+    /// Another procedure by name: EXEC name with the parameters as variables.
+    fn exec_procedure(&mut self, name: &str, params: &[RpcParam], t: &mut Tokens) -> RpcResult {
+        let mut args = Vec::new();
+        let mut bound = Vec::new();
+        let mut outputs = Vec::new();
+        for (i, p) in params.iter().enumerate() {
+            let var = format!("@__rpc{i}");
+            let out = if p.output { " OUTPUT" } else { "" };
+            if p.name.is_empty() {
+                args.push(format!("{var}{out}"));
+            } else {
+                args.push(format!("{} = {var}{out}", p.name));
+            }
+            bound.push((var.clone(), p.sql_type, p.value.clone()));
+            if p.output {
+                outputs.push((i as u16, p.name.clone(), var, p.sql_type));
+            }
+        }
+        let text = format!("EXEC [{}] {}", name.replace(']', "]]"), args.join(", "));
+        let out = self.session.execute_with_parameters(&text, bound);
+        self.proc_error |= self.encode(&out, t, token::DONEINPROC);
+        Ok(outputs
+            .into_iter()
+            .map(|(ordinal, name, var, ty)| {
+                let v = self
+                    .session
+                    .variable(&var)
+                    .map(|(_, v)| v)
+                    .unwrap_or(Value::Null);
+                (ordinal, name, ty, v)
+            })
+            .collect())
+    }
+}
+
+/// OUTPUT parameters to return: (ordinal, name, type, value).
+type RpcResult = Result<Vec<(u16, String, SqlType, Value)>, SqlError>;
+
+/// Ends a request's tokens (invariant 3): the last token, if it is a DONE of this kind
+/// with MORE, becomes the final one; else a final DONE is appended.
+fn finish(t: &mut Tokens, done_token: u8, error: bool) {
+    let n = t.buf.len();
+    if n >= 13 && t.buf[n - 13] == done_token {
+        let status = u16::from_le_bytes([t.buf[n - 12], t.buf[n - 11]]);
+        if status & token::DONE_MORE != 0 {
+            let mut s = status & !token::DONE_MORE;
+            if error {
+                s |= token::DONE_ERROR;
+            }
+            t.buf[n - 12..n - 10].copy_from_slice(&s.to_le_bytes());
+            return;
+        }
+    }
+    t.done(done_token, if error { token::DONE_ERROR } else { 0 }, 0, 0);
+}
+
+fn session_db_name(s: &Session) -> String {
+    s.engine
+        .instance
+        .database(s.database_id)
+        .map(|d| d.lock().unwrap().name.clone())
+        .unwrap_or_else(|| "master".into())
+}
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::Text(s) => s.clone(),
+        _ => String::new(),
+    }
+}
+
+fn definitions_text(d: &[ParameterDefinition]) -> String {
+    d.iter()
+        .map(|p| p.name.clone())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn parse_error(e: extentdb_sql::parser::ParseError) -> SqlError {
+    SqlError {
+        number: e.number,
+        severity: e.severity,
+        state: e.state,
+        text: e.text,
+        line: e.line,
+        procedure: None,
+    }
+}
+
+/// Why a login failed: what the client is told (always state 1, as SQL Server hides the
+/// reason) and what the error log says (the real state and reason).
+struct LoginFailure {
+    client: SqlError,
+    log_state: u8,
+    log_text: String,
+}
+
+fn authenticate(engine: &Engine, login: &Login7) -> Result<(), LoginFailure> {
+    let user = login.user_name.clone();
+    let fail = |state: u8, reason: &str| LoginFailure {
+        client: msg(18456, &[&user, &"", &""]),
+        log_state: state,
+        log_text: format!("Login failed for user '{user}'. Reason: {reason}"),
+    };
+    if login.integrated_security {
+        return Err(LoginFailure {
+            client: msg(18452, &[&""]),
+            log_state: 1,
+            log_text: msg(18452, &[&""]).text,
+        });
+    }
+    if !user.eq_ignore_ascii_case("sa") {
+        return Err(fail(
+            5,
+            "Could not find a login matching the name provided.",
+        ));
+    }
+    let hash = &engine.instance.config.sa_password_hash;
+    if hash.is_empty() {
+        return Err(fail(7, "The account is disabled."));
+    }
+    if !extentdb_storage::config::verify_password(&login.password, hash) {
+        return Err(fail(
+            8,
+            "Password did not match that for the login provided.",
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! The token stream a server sends (MS-TDS 2.2.7): every token is a type byte, then its
+//! fields. Built into one buffer per response message.
+
+use extentdb_sql::messages::SqlError;
+use extentdb_sql::types::{SqlType, Value};
+
+use crate::types::{put_type_info, put_value};
+use crate::wire::{put_b_varchar, put_us_varchar};
+
+pub const COLMETADATA: u8 = 0x81;
+pub const ERROR: u8 = 0xAA;
+pub const INFO: u8 = 0xAB;
+pub const RETURNVALUE: u8 = 0xAC;
+pub const LOGINACK: u8 = 0xAD;
+pub const ROW: u8 = 0xD1;
+pub const NBCROW: u8 = 0xD2;
+pub const ENVCHANGE: u8 = 0xE3;
+pub const RETURNSTATUS: u8 = 0x79;
+pub const DONE: u8 = 0xFD;
+pub const DONEPROC: u8 = 0xFE;
+pub const DONEINPROC: u8 = 0xFF;
+
+/// DONE status bits.
+pub const DONE_FINAL: u16 = 0x00;
+pub const DONE_MORE: u16 = 0x01;
+pub const DONE_ERROR: u16 = 0x02;
+pub const DONE_INXACT: u16 = 0x04;
+pub const DONE_COUNT: u16 = 0x10;
+pub const DONE_ATTN: u16 = 0x20;
+pub const DONE_SRVERROR: u16 = 0x100;
+
+/// ENVCHANGE types.
+pub const ENV_DATABASE: u8 = 1;
+pub const ENV_LANGUAGE: u8 = 2;
+pub const ENV_PACKET_SIZE: u8 = 4;
+pub const ENV_COLLATION: u8 = 7;
+pub const ENV_BEGIN_TRAN: u8 = 8;
+pub const ENV_COMMIT_TRAN: u8 = 9;
+pub const ENV_ROLLBACK_TRAN: u8 = 10;
+pub const ENV_RESET_ACK: u8 = 18;
+
+/// The CurCmd of DONE tokens (SQL Server's statement tokens, as clients log them).
+pub const CMD_SELECT: u16 = 0xC1;
+pub const CMD_INSERT: u16 = 0xC3;
+
+/// A response being built.
+#[derive(Default)]
+pub struct Tokens {
+    pub buf: Vec<u8>,
+}
+
+fn with_len16(buf: &mut Vec<u8>, token: u8, body: &[u8]) {
+    buf.push(token);
+    buf.extend_from_slice(&(body.len() as u16).to_le_bytes());
+    buf.extend_from_slice(body);
+}
+
+impl Tokens {
+    pub fn new() -> Tokens {
+        Tokens::default()
+    }
+
+    /// ENVCHANGE with B_VARCHAR values (database, language, packet size).
+    pub fn env_text(&mut self, kind: u8, new: &str, old: &str) {
+        let mut b = vec![kind];
+        put_b_varchar(&mut b, new);
+        put_b_varchar(&mut b, old);
+        with_len16(&mut self.buf, ENVCHANGE, &b);
+    }
+
+    /// ENVCHANGE with B_VARBYTE values (collation, transactions).
+    pub fn env_bytes(&mut self, kind: u8, new: &[u8], old: &[u8]) {
+        let mut b = vec![kind, new.len() as u8];
+        b.extend_from_slice(new);
+        b.push(old.len() as u8);
+        b.extend_from_slice(old);
+        with_len16(&mut self.buf, ENVCHANGE, &b);
+    }
+
+    /// INFO (severity <= 10) or ERROR.
+    pub fn message(&mut self, m: &SqlError, server: &str) {
+        let mut b = Vec::new();
+        b.extend_from_slice(&m.number.to_le_bytes());
+        b.push(m.state);
+        b.push(m.severity);
+        put_us_varchar(&mut b, &m.text);
+        put_b_varchar(&mut b, server);
+        put_b_varchar(&mut b, m.procedure.as_deref().unwrap_or(""));
+        b.extend_from_slice(&m.line.to_le_bytes());
+        with_len16(
+            &mut self.buf,
+            if m.severity <= 10 { INFO } else { ERROR },
+            &b,
+        );
+    }
+
+    /// LOGINACK: SQL interface, TDS version, program name and version.
+    pub fn login_ack(&mut self, tds_version: u32, version: [u8; 4]) {
+        let mut b = vec![1];
+        b.extend_from_slice(&tds_version.to_be_bytes());
+        put_b_varchar(&mut b, "Microsoft SQL Server");
+        b.extend_from_slice(&version);
+        with_len16(&mut self.buf, LOGINACK, &b);
+    }
+
+    pub fn done(&mut self, token: u8, status: u16, cur_cmd: u16, count: u64) {
+        self.buf.push(token);
+        self.buf.extend_from_slice(&status.to_le_bytes());
+        self.buf.extend_from_slice(&cur_cmd.to_le_bytes());
+        self.buf.extend_from_slice(&count.to_le_bytes());
+    }
+
+    /// COLMETADATA: every column nullable, user type 0.
+    pub fn col_metadata(&mut self, columns: &[(String, SqlType)]) {
+        self.buf.push(COLMETADATA);
+        self.buf
+            .extend_from_slice(&(columns.len() as u16).to_le_bytes());
+        for (name, t) in columns {
+            self.buf.extend_from_slice(&0u32.to_le_bytes());
+            self.buf.extend_from_slice(&0x0001u16.to_le_bytes()); // fNullable
+            put_type_info(&mut self.buf, *t);
+            put_b_varchar(&mut self.buf, name);
+        }
+    }
+
+    /// A row: NBCROW (a null bitmap, then the other values) when it has a NULL, else ROW.
+    pub fn row(&mut self, types: &[SqlType], values: &[Value]) {
+        if values.iter().any(Value::is_null) {
+            self.buf.push(NBCROW);
+            let mut bitmap = vec![0u8; types.len().div_ceil(8)];
+            for (i, v) in values.iter().enumerate() {
+                if v.is_null() {
+                    bitmap[i / 8] |= 1 << (i % 8);
+                }
+            }
+            self.buf.extend_from_slice(&bitmap);
+            for (t, v) in types.iter().zip(values) {
+                if !v.is_null() {
+                    put_value(&mut self.buf, *t, v);
+                }
+            }
+        } else {
+            self.buf.push(ROW);
+            for (t, v) in types.iter().zip(values) {
+                put_value(&mut self.buf, *t, v);
+            }
+        }
+    }
+
+    pub fn return_status(&mut self, status: i32) {
+        self.buf.push(RETURNSTATUS);
+        self.buf.extend_from_slice(&status.to_le_bytes());
+    }
+
+    /// RETURNVALUE of an output parameter.
+    pub fn return_value(&mut self, ordinal: u16, name: &str, t: SqlType, v: &Value) {
+        let mut b = Vec::new();
+        b.extend_from_slice(&ordinal.to_le_bytes());
+        put_b_varchar(&mut b, name);
+        b.push(0x01);
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&0x0001u16.to_le_bytes());
+        put_type_info(&mut b, t);
+        put_value(&mut b, t, v);
+        self.buf.push(RETURNVALUE);
+        self.buf.extend_from_slice(&b);
+    }
+}
