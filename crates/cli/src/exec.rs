@@ -90,6 +90,7 @@ fn run_scripts(a: &ExecArgs, session: &mut extentdb_sql::exec::Session) -> Resul
         if let Some(code) = emit(
             session.execute(&format!("USE [{}]", db.replace(']', "]]"))),
             a.stop_on_error,
+            None,
         ) {
             return Ok(code);
         }
@@ -97,7 +98,7 @@ fn run_scripts(a: &ExecArgs, session: &mut extentdb_sql::exec::Session) -> Resul
     for script in scripts {
         for batch in split_batches(&script) {
             for _ in 0..batch.repeat.max(1) {
-                if let Some(code) = emit(session.execute(&batch.text), a.stop_on_error) {
+                if let Some(code) = emit(session.execute(&batch.text), a.stop_on_error, None) {
                     return Ok(code);
                 }
             }
@@ -106,8 +107,9 @@ fn run_scripts(a: &ExecArgs, session: &mut extentdb_sql::exec::Session) -> Resul
     Ok(0)
 }
 
-/// Prints a batch's outputs; returns an exit code when -b says to stop.
-fn emit(outputs: Vec<Output>, stop_on_error: bool) -> Option<u8> {
+/// Prints a batch's outputs as sqlcmd does; returns an exit code when -b says to stop.
+/// `server` is the name `Msg` lines carry (sqlcmd over TDS prints it; `exec` has none).
+pub fn emit(outputs: Vec<Output>, stop_on_error: bool, server: Option<&str>) -> Option<u8> {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
     let mut failed = false;
@@ -119,7 +121,10 @@ fn emit(outputs: Vec<Output>, stop_on_error: bool) -> Option<u8> {
             Output::EnvChange(_) => continue,
             Output::Error(e) => {
                 failed |= e.severity >= 11;
-                render::render_error(&e)
+                match server {
+                    Some(s) => render::render_error_at(&e, s),
+                    None => render::render_error(&e),
+                }
             }
         };
         let _ = out.write_all(text.as_bytes());

@@ -14,6 +14,7 @@ use extentdb_storage::Instance;
 
 mod exec;
 mod serve;
+mod sqlcmd;
 
 #[derive(Parser)]
 #[command(
@@ -34,6 +35,8 @@ enum Command {
     Exec(exec::ExecArgs),
     /// Answer SQL Server clients over TDS (sqlcmd, FreeTDS, JDBC, ODBC, pymssql, tedious ...).
     Serve(serve::ServeArgs),
+    /// A client over TDS with sqlcmd's options and output (-S -U -P -d -i -Q -q -b).
+    Sqlcmd(sqlcmd::SqlcmdArgs),
 }
 
 #[derive(Args)]
@@ -118,6 +121,7 @@ fn main() -> ExitCode {
         Command::Setup(a) => setup(a).map(|_| 0),
         Command::Exec(a) => exec::run(a, Arc::new(OsFileSystem)),
         Command::Serve(a) => serve::run(a, Arc::new(OsFileSystem)),
+        Command::Sqlcmd(a) => sqlcmd::run(a),
     };
     match result {
         Ok(code) => ExitCode::from(code),

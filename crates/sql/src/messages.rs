@@ -202,8 +202,10 @@ static CATALOGUE: &[Entry] = &[
     e(5172, 16, 15, "The header for file '%ls' is not a valid database file header. The %ls property is incorrect."),
     e(5173, 16, 1, "One or more files do not match the primary file of the database. If you are attempting to attach a database, retry the operation with the correct files. If this is an existing database, the file may be corrupted and should be restored from a backup."),
     e(5174, 16, 1, "Each file size must be greater than or equal to 512 KB."),
-    e(5701, 10, 1, "Changed database context to '%.*ls'."), // unverified
-    e(5703, 10, 1, "Changed language setting to %.*ls."), // unverified
+    // Level 0 on the wire (sqlcmd -m-1 prints "Msg 5701, Level 0, State 1"): pymssql
+    // raises any message of severity 6 or more during connect as an error.
+    e(5701, 0, 1, "Changed database context to '%.*ls'."),
+    e(5703, 0, 1, "Changed language setting to %.*ls."),
     e(7995, 16, 1, "Database '%.*ls': consistency errors in system catalogs prevent further DBCC %ls processing."), // unverified
     e(8114, 16, 5, "Error converting data type %ls to %ls."),
     e(8115, 16, 2, "Arithmetic overflow error converting %ls to data type %ls."),

@@ -67,6 +67,16 @@ pub fn rows_affected(n: u64) -> String {
 /// An error as sqlcmd prints it: `Msg 5170, Level 16, State 1, Line 1` and the text on
 /// the next line. Messages of severity 10 or less print as their text alone.
 pub fn render_error(e: &SqlError) -> String {
+    render_error_from(e, None)
+}
+
+/// An error as sqlcmd prints it from a server: `Msg 208, Level 16, State 1, Server
+/// HOST, Line 1` and the text on the next line.
+pub fn render_error_at(e: &SqlError, server: &str) -> String {
+    render_error_from(e, Some(server))
+}
+
+fn render_error_from(e: &SqlError, server: Option<&str>) -> String {
     if e.severity <= 10 {
         return render_info(&e.text);
     }
@@ -74,8 +84,12 @@ pub fn render_error(e: &SqlError) -> String {
         Some(p) => format!("Procedure {p}, "),
         None => String::new(),
     };
+    let server = match server {
+        Some(s) => format!("Server {s}, "),
+        None => String::new(),
+    };
     format!(
-        "Msg {}, Level {}, State {}, {procedure}Line {}\n{}\n",
+        "Msg {}, Level {}, State {}, {server}{procedure}Line {}\n{}\n",
         e.number, e.severity, e.state, e.line, e.text
     )
 }

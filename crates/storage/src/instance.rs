@@ -60,6 +60,27 @@ pub struct RequestProgress {
     pub percent_complete: f32,
 }
 
+/// A connected session as sys.dm_exec_sessions shows it; the flags let KILL reach it.
+#[derive(Debug)]
+pub struct SessionInfo {
+    pub session_id: u16,
+    pub login_unix_us: i64,
+    pub login_name: String,
+    pub host_name: String,
+    pub program_name: String,
+    pub client_interface_name: String,
+    /// The current database (updated on USE).
+    pub database_id: std::sync::atomic::AtomicU16,
+    /// True while a request runs ('running'), else 'sleeping'.
+    pub running: std::sync::atomic::AtomicBool,
+    /// Unix microseconds of the last request's start.
+    pub last_request_start_us: std::sync::atomic::AtomicI64,
+    /// Set by KILL: the session's connection closes and its transaction rolls back.
+    pub killed: std::sync::atomic::AtomicBool,
+    /// The session's cancel flag (KILL also cancels the running batch).
+    pub cancel: Arc<std::sync::atomic::AtomicBool>,
+}
+
 /// Why a database listed in master is not online (sys.databases.state_desc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnopenedState {
@@ -98,6 +119,8 @@ pub struct Instance {
     startup_e: std::sync::atomic::AtomicBool,
     /// Long-running requests by session id, with their progress (sys.dm_exec_requests).
     pub requests: Mutex<BTreeMap<u16, RequestProgress>>,
+    /// Connected sessions by session id (sys.dm_exec_sessions, KILL).
+    pub sessions: Mutex<BTreeMap<u16, Arc<SessionInfo>>>,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
 }
@@ -215,6 +238,7 @@ impl Instance {
             checkpointers: Mutex::new(Vec::new()),
             startup_e: Default::default(),
             requests: Mutex::new(BTreeMap::new()),
+            sessions: Mutex::new(BTreeMap::new()),
             suspect: Mutex::new(BTreeMap::new()),
         };
         inst.log_startup();

@@ -23,7 +23,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use extentdb_sql::convert::convert;
-use extentdb_sql::exec::{Engine, EnvChange, Output, Session};
+use extentdb_sql::exec::{ClientInfo, Engine, EnvChange, Output, Session};
 use extentdb_sql::messages::{msg, SqlError};
 use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
 use extentdb_sql::types::{SqlType, Value};
@@ -223,7 +223,6 @@ impl Connection {
             return Err(TdsError::Protocol("expected LOGIN7"));
         }
         let login = login7::decode(&m.payload)?;
-        let mut session = engine.session();
         if let Err(failure) = authenticate(&engine, &login) {
             engine.instance.errorlog.write(
                 "Logon",
@@ -245,6 +244,12 @@ impl Connection {
             )?;
             return Err(TdsError::LoginFailed);
         }
+        let mut session = engine.session_for(ClientInfo {
+            login_name: login.user_name.clone(),
+            host_name: login.host_name.clone(),
+            program_name: login.app_name.clone(),
+            client_interface_name: login.library_name.clone(),
+        });
         let packet_size = match login.packet_size as usize {
             0 => INITIAL_PACKET_SIZE,
             n => n.clamp(512, MAX_PACKET_SIZE),
@@ -328,8 +333,15 @@ impl Connection {
     }
 
     fn serve(&mut self, rx: mpsc::Receiver<Incoming>) -> Result<(), TdsError> {
-        for m in rx {
-            let m = m?;
+        loop {
+            if self.session.killed() {
+                return Ok(());
+            }
+            let m = match rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                Ok(m) => m?,
+                Err(mpsc::RecvTimeoutError::Timeout) => continue,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+            };
             let mut t = Tokens::new();
             if m.status & STATUS_RESET_CONNECTION != 0 {
                 self.session.reset_connection(self.login_database);
@@ -396,7 +408,6 @@ impl Connection {
                 self.send(&t)?;
             }
         }
-        Ok(())
     }
 
     fn send(&mut self, t: &Tokens) -> Result<(), TdsError> {

@@ -281,45 +281,150 @@ pub fn put_value(out: &mut Vec<u8>, t: SqlType, v: &Value) {
     }
 }
 
-/// One RPC parameter's type and value, read from TYPE_INFO then the value.
-pub fn read_typed_value(c: &mut Cursor<'_>) -> Result<(SqlType, Value), TdsError> {
+/// A TYPE_INFO as read: the wire type code, its length field (bytes; 0xFFFF for PLP
+/// streams, 0 where the type has none), precision and scale, and extentdb's type for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireType {
+    pub code: u8,
+    pub max: u32,
+    pub scale: u8,
+    pub sql_type: SqlType,
+}
+
+/// Reads a TYPE_INFO (a column's in COLMETADATA, a parameter's in an RPC).
+pub fn read_type_info(c: &mut Cursor<'_>) -> Result<WireType, TdsError> {
     let code = c.u8()?;
-    let fixed =
-        |c: &mut Cursor<'_>, n: usize| -> Result<Vec<u8>, TdsError> { Ok(c.bytes(n)?.to_vec()) };
-    match code {
-        NULLTYPE => Ok((SqlType::Int, Value::Null)),
-        INT1 => Ok((SqlType::TinyInt, Value::TinyInt(c.u8()?))),
-        BIT => Ok((SqlType::Bit, Value::Bit(c.u8()? != 0))),
-        INT2 => Ok((SqlType::SmallInt, Value::SmallInt(c.u16()? as i16))),
-        INT4 => Ok((SqlType::Int, Value::Int(c.u32()? as i32))),
-        INT8 => Ok((SqlType::BigInt, Value::BigInt(c.u64()? as i64))),
-        FLT4 => Ok((SqlType::Real, Value::Real(f32::from_bits(c.u32()?)))),
-        FLT8 => Ok((SqlType::Float, Value::Float(f64::from_bits(c.u64()?)))),
-        DATETIME => Ok((SqlType::DateTime, datetime8(&fixed(c, 8)?))),
-        SMALLDATETIME => Ok((SqlType::DateTime, smalldatetime(&fixed(c, 4)?))),
-        MONEY => Ok((money_type(), money8(&fixed(c, 8)?))),
-        SMALLMONEY => Ok((money_type(), money4(&fixed(c, 4)?))),
+    let w = |max: u32, sql_type: SqlType| WireType {
+        code,
+        max,
+        scale: 0,
+        sql_type,
+    };
+    Ok(match code {
+        NULLTYPE => w(0, SqlType::Int),
+        INT1 => w(1, SqlType::TinyInt),
+        BIT => w(1, SqlType::Bit),
+        INT2 => w(2, SqlType::SmallInt),
+        INT4 => w(4, SqlType::Int),
+        INT8 => w(8, SqlType::BigInt),
+        FLT4 => w(4, SqlType::Real),
+        FLT8 => w(8, SqlType::Float),
+        DATETIME => w(8, SqlType::DateTime),
+        SMALLDATETIME => w(4, SqlType::DateTime),
+        MONEY => w(8, money_type()),
+        SMALLMONEY => w(4, money_type()),
         INTN | BITN | FLTN | MONEYN | DATETIMN | GUID => {
             let max = c.u8()?;
-            let n = c.u8()? as usize;
             let t = match (code, max) {
                 (INTN, 1) => SqlType::TinyInt,
                 (INTN, 2) => SqlType::SmallInt,
                 (INTN, 4) => SqlType::Int,
                 (INTN, 8) => SqlType::BigInt,
-                (BITN, _) => SqlType::Bit,
+                (BITN, 1) => SqlType::Bit,
                 (FLTN, 4) => SqlType::Real,
                 (FLTN, 8) => SqlType::Float,
-                (MONEYN, _) => money_type(),
-                (DATETIMN, _) => SqlType::DateTime,
-                (GUID, _) => SqlType::UniqueIdentifier,
-                _ => return Err(TdsError::Protocol("parameter of a length its type lacks")),
+                (MONEYN, 4 | 8) => money_type(),
+                (DATETIMN, 4 | 8) => SqlType::DateTime,
+                (GUID, 16) => SqlType::UniqueIdentifier,
+                _ => return Err(TdsError::Protocol("a type with a length it cannot have")),
             };
+            w(max as u32, t)
+        }
+        DECIMALN | NUMERICN => {
+            let max = c.u8()?;
+            let precision = c.u8()?;
+            let scale = c.u8()?;
+            if precision == 0 || precision > 38 || scale > precision || max > 17 {
+                return Err(TdsError::Protocol("decimal of a bad precision"));
+            }
+            WireType {
+                code,
+                max: max as u32,
+                scale,
+                sql_type: SqlType::Decimal { precision, scale },
+            }
+        }
+        DATEN => w(3, SqlType::Date),
+        TIMEN | DATETIME2N | DATETIMEOFFSETN => {
+            let scale = c.u8()?;
+            if scale > 7 {
+                return Err(TdsError::Protocol("time scale above 7"));
+            }
+            WireType {
+                code,
+                max: 0,
+                scale,
+                sql_type: if code == TIMEN {
+                    SqlType::NVarChar(16)
+                } else {
+                    SqlType::DateTime2(scale)
+                },
+            }
+        }
+        BIGVARCHR | BIGCHAR | NVARCHAR | NCHAR | BIGVARBIN | BIGBINARY => {
+            let max = c.u16()? as u32;
+            if matches!(code, BIGVARCHR | BIGCHAR | NVARCHAR | NCHAR) {
+                c.bytes(5)?;
+            }
+            let len = |n: u32| -> u32 {
+                if max == 0xFFFF {
+                    MAX_LENGTH
+                } else {
+                    n.max(1)
+                }
+            };
+            let t = match code {
+                BIGVARCHR => SqlType::VarChar(len(max)),
+                BIGCHAR => SqlType::Char(len(max)),
+                NVARCHAR => SqlType::NVarChar(len(max / 2)),
+                NCHAR => SqlType::NChar(len(max / 2)),
+                BIGVARBIN => SqlType::VarBinary(len(max)),
+                _ => SqlType::Binary(len(max)),
+            };
+            w(max, t)
+        }
+        TEXT | NTEXT | IMAGE => {
+            let max = c.u32()?;
+            if code != IMAGE {
+                c.bytes(5)?;
+            }
+            w(
+                max,
+                match code {
+                    TEXT => SqlType::VarChar(MAX_LENGTH),
+                    NTEXT => SqlType::NVarChar(MAX_LENGTH),
+                    _ => SqlType::VarBinary(MAX_LENGTH),
+                },
+            )
+        }
+        _ => return Err(TdsError::UnsupportedType(code)),
+    })
+}
+
+/// Reads a value of a type read by `read_type_info`.
+pub fn read_value(c: &mut Cursor<'_>, w: &WireType) -> Result<Value, TdsError> {
+    let fixed =
+        |c: &mut Cursor<'_>, n: usize| -> Result<Vec<u8>, TdsError> { Ok(c.bytes(n)?.to_vec()) };
+    Ok(match w.code {
+        NULLTYPE => Value::Null,
+        INT1 => Value::TinyInt(c.u8()?),
+        BIT => Value::Bit(c.u8()? != 0),
+        INT2 => Value::SmallInt(c.u16()? as i16),
+        INT4 => Value::Int(c.u32()? as i32),
+        INT8 => Value::BigInt(c.u64()? as i64),
+        FLT4 => Value::Real(f32::from_bits(c.u32()?)),
+        FLT8 => Value::Float(f64::from_bits(c.u64()?)),
+        DATETIME => datetime8(&fixed(c, 8)?),
+        SMALLDATETIME => smalldatetime(&fixed(c, 4)?),
+        MONEY => money8(&fixed(c, 8)?),
+        SMALLMONEY => money4(&fixed(c, 4)?),
+        INTN | BITN | FLTN | MONEYN | DATETIMN | GUID => {
+            let n = c.u8()? as usize;
             if n == 0 {
-                return Ok((t, Value::Null));
+                return Ok(Value::Null);
             }
             let b = fixed(c, n)?;
-            let v = match (code, n) {
+            match (w.code, n) {
                 (INTN, 1) => Value::TinyInt(b[0]),
                 (INTN, 2) => Value::SmallInt(i16::from_le_bytes([b[0], b[1]])),
                 (INTN, 4) => Value::Int(i32::from_le_bytes(b[..4].try_into().unwrap())),
@@ -332,98 +437,84 @@ pub fn read_typed_value(c: &mut Cursor<'_>) -> Result<(SqlType, Value), TdsError
                 (DATETIMN, 4) => smalldatetime(&b),
                 (DATETIMN, 8) => datetime8(&b),
                 (GUID, 16) => Value::Guid(b[..16].try_into().unwrap()),
-                _ => return Err(TdsError::Protocol("parameter value of a wrong length")),
-            };
-            Ok((t, v))
+                _ => return Err(TdsError::Protocol("a value of a wrong length")),
+            }
         }
         DECIMALN | NUMERICN => {
-            let _max = c.u8()?;
-            let precision = c.u8()?;
-            let scale = c.u8()?;
-            if precision == 0 || precision > 38 || scale > precision {
-                return Err(TdsError::Protocol("decimal parameter of a bad precision"));
-            }
-            let t = SqlType::Decimal { precision, scale };
             let n = c.u8()? as usize;
             if n == 0 {
-                return Ok((t, Value::Null));
+                return Ok(Value::Null);
             }
             if n > 17 {
-                return Err(TdsError::Protocol("decimal parameter too long"));
+                return Err(TdsError::Protocol("decimal value too long"));
             }
             let b = fixed(c, n)?;
             let mut m = [0u8; 16];
             m[..n - 1].copy_from_slice(&b[1..]);
-            let mag = u128::from_le_bytes(m);
-            let unscaled = i128::try_from(mag)
-                .map_err(|_| TdsError::Protocol("decimal parameter out of range"))?;
-            let unscaled = if b[0] == 0 { -unscaled } else { unscaled };
-            Ok((t, Value::Decimal { unscaled, scale }))
+            let unscaled = i128::try_from(u128::from_le_bytes(m))
+                .map_err(|_| TdsError::Protocol("decimal value out of range"))?;
+            Value::Decimal {
+                unscaled: if b[0] == 0 { -unscaled } else { unscaled },
+                scale: w.scale,
+            }
         }
         DATEN => {
             let n = c.u8()? as usize;
             if n == 0 {
-                return Ok((SqlType::Date, Value::Null));
+                return Ok(Value::Null);
             }
-            let b = fixed(c, n)?;
-            Ok((SqlType::Date, Value::Date(u24(&b) as i32)))
+            if n != 3 {
+                return Err(TdsError::Protocol("date value of a wrong length"));
+            }
+            Value::Date(u24(&fixed(c, 3)?) as i32)
         }
         TIMEN | DATETIME2N | DATETIMEOFFSETN => {
-            let scale = c.u8()?;
-            if scale > 7 {
-                return Err(TdsError::Protocol("time scale above 7"));
-            }
             let n = c.u8()? as usize;
-            let t = if code == TIMEN {
-                SqlType::NVarChar(16)
-            } else {
-                SqlType::DateTime2(scale)
-            };
             if n == 0 {
-                return Ok((t, Value::Null));
+                return Ok(Value::Null);
             }
             let b = fixed(c, n)?;
-            let tl = time_len(scale);
-            if b.len() < tl {
-                return Err(TdsError::Protocol("time parameter too short"));
+            let tl = time_len(w.scale);
+            let need = match w.code {
+                TIMEN => tl,
+                DATETIME2N => tl + 3,
+                _ => tl + 5,
+            };
+            if b.len() != need {
+                return Err(TdsError::Protocol("time value of a wrong length"));
             }
             let mut tb = [0u8; 8];
             tb[..tl].copy_from_slice(&b[..tl]);
-            let ticks_of_day = i64::from_le_bytes(tb) * 10i64.pow(7 - scale as u32);
-            if code == TIMEN {
+            let ticks_of_day = i64::from_le_bytes(tb) * 10i64.pow(7 - w.scale as u32);
+            if w.code == TIMEN {
                 let secs = ticks_of_day / TICKS_PER_SECOND;
-                let frac = ticks_of_day % TICKS_PER_SECOND;
-                let text = format!(
+                return Ok(Value::Text(format!(
                     "{:02}:{:02}:{:02}.{:07}",
                     secs / 3600,
                     secs / 60 % 60,
                     secs % 60,
-                    frac
-                );
-                return Ok((t, Value::Text(text)));
+                    ticks_of_day % TICKS_PER_SECOND
+                )));
             }
-            if b.len() < tl + 3 {
-                return Err(TdsError::Protocol("datetime2 parameter too short"));
-            }
-            let days = u24(&b[tl..tl + 3]) as i64;
-            let mut ticks = days * TICKS_PER_DAY + ticks_of_day;
-            if code == DATETIMEOFFSETN {
-                if b.len() < tl + 5 {
-                    return Err(TdsError::Protocol("datetimeoffset parameter too short"));
-                }
+            let mut ticks = u24(&b[tl..tl + 3]) as i64 * TICKS_PER_DAY + ticks_of_day;
+            if w.code == DATETIMEOFFSETN {
                 let offset_min = i16::from_le_bytes([b[tl + 3], b[tl + 4]]) as i64;
                 ticks += offset_min * 60 * TICKS_PER_SECOND;
             }
-            Ok((t, Value::DateTime2(ticks)))
+            Value::DateTime2(ticks)
         }
-        BIGVARCHR | BIGCHAR | NVARCHAR | NCHAR | BIGVARBIN | BIGBINARY => {
-            let max = c.u16()?;
-            if matches!(code, BIGVARCHR | BIGCHAR | NVARCHAR | NCHAR) {
-                c.bytes(5)?;
-            }
-            let unicode = matches!(code, NVARCHAR | NCHAR);
-            let binary = matches!(code, BIGVARBIN | BIGBINARY);
-            let bytes = if max == 0xFFFF {
+        BIGVARCHR | BIGCHAR | NVARCHAR | NCHAR | BIGVARBIN | BIGBINARY | TEXT | NTEXT | IMAGE => {
+            let bytes = if matches!(w.code, TEXT | NTEXT | IMAGE) {
+                // Text pointer and timestamp, then a 4-byte length.
+                let ptr = c.u8()? as usize;
+                if ptr == 0 {
+                    None
+                } else {
+                    c.bytes(ptr + 8)?;
+                    let n = c.u32()? as usize;
+                    Some(fixed(c, n)?)
+                }
+            } else if w.max == 0xFFFF {
                 read_plp(c)?
             } else {
                 let n = c.u16()?;
@@ -433,53 +524,38 @@ pub fn read_typed_value(c: &mut Cursor<'_>) -> Result<(SqlType, Value), TdsError
                     Some(fixed(c, n as usize)?)
                 }
             };
-            let len = |n: usize| -> u32 {
-                if max == 0xFFFF {
-                    MAX_LENGTH
-                } else {
-                    n.max(1) as u32
-                }
-            };
-            let t = match code {
-                BIGVARCHR => SqlType::VarChar(len(max as usize)),
-                BIGCHAR => SqlType::Char(len(max as usize)),
-                NVARCHAR => SqlType::NVarChar(len(max as usize / 2)),
-                NCHAR => SqlType::NChar(len(max as usize / 2)),
-                BIGVARBIN => SqlType::VarBinary(len(max as usize)),
-                _ => SqlType::Binary(len(max as usize)),
-            };
-            let v = match bytes {
+            match bytes {
                 None => Value::Null,
-                Some(b) if binary => Value::Binary(b),
-                Some(b) if unicode => Value::Text(crate::wire::utf16_to_string(&b)),
+                Some(b) if matches!(w.code, BIGVARBIN | BIGBINARY | IMAGE) => Value::Binary(b),
+                Some(b) if matches!(w.code, NVARCHAR | NCHAR | NTEXT) => {
+                    Value::Text(crate::wire::utf16_to_string(&b))
+                }
                 Some(b) => Value::Text(from_cp1252(&b)),
-            };
-            Ok((t, v))
-        }
-        TEXT | NTEXT | IMAGE => {
-            let _max = c.u32()?;
-            if code != IMAGE {
-                c.bytes(5)?;
             }
-            let n = c.u32()?;
-            let t = match code {
-                TEXT => SqlType::VarChar(MAX_LENGTH),
-                NTEXT => SqlType::NVarChar(MAX_LENGTH),
-                _ => SqlType::VarBinary(MAX_LENGTH),
-            };
-            if n == u32::MAX {
-                return Ok((t, Value::Null));
-            }
-            let b = fixed(c, n as usize)?;
-            let v = match code {
-                TEXT => Value::Text(from_cp1252(&b)),
-                NTEXT => Value::Text(crate::wire::utf16_to_string(&b)),
-                _ => Value::Binary(b),
-            };
-            Ok((t, v))
         }
-        _ => Err(TdsError::UnsupportedType(code)),
+        code => return Err(TdsError::UnsupportedType(code)),
+    })
+}
+
+/// One RPC parameter's type and value, read from TYPE_INFO then the value. TEXT, NTEXT
+/// and IMAGE parameters carry a 4-byte length rather than a text pointer.
+pub fn read_typed_value(c: &mut Cursor<'_>) -> Result<(SqlType, Value), TdsError> {
+    let w = read_type_info(c)?;
+    if matches!(w.code, TEXT | NTEXT | IMAGE) {
+        let n = c.u32()?;
+        if n == u32::MAX {
+            return Ok((w.sql_type, Value::Null));
+        }
+        let b = c.bytes(n as usize)?.to_vec();
+        let v = match w.code {
+            TEXT => Value::Text(from_cp1252(&b)),
+            NTEXT => Value::Text(crate::wire::utf16_to_string(&b)),
+            _ => Value::Binary(b),
+        };
+        return Ok((w.sql_type, v));
     }
+    let v = read_value(c, &w)?;
+    Ok((w.sql_type, v))
 }
 
 /// A PLP stream: total length (or NULL / unknown), then chunks until a zero length.

@@ -372,6 +372,30 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468 + 719_162
 }
 
+impl Session {
+    /// KILL spid: the session's running batch is cancelled, its connection closes and its
+    /// open transaction rolls back (when its connection's thread drops it).
+    pub(super) fn kill(&mut self, target: &crate::ast::Expr) -> Result<(), Vec<SqlError>> {
+        let v = self.eval(target, None).map_err(|e| vec![e])?;
+        let spid = as_i64(&v).map_err(|e| vec![e])?;
+        if spid == self.spid as i64 {
+            return Err(vec![msg(6104, &[])]);
+        }
+        if !(1..=i64::from(u16::MAX)).contains(&spid) {
+            return Err(vec![msg(6106, &[&spid])]);
+        }
+        let sessions = self.engine.instance.sessions.lock().unwrap();
+        let Some(info) = sessions.get(&(spid as u16)) else {
+            return Err(vec![msg(6106, &[&spid])]);
+        };
+        info.killed
+            .store(true, std::sync::atomic::Ordering::Release);
+        info.cancel
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     /// Pins the calendar arithmetic against known day numbers.

@@ -156,6 +156,10 @@ impl Session {
                         .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
                 }
             }
+            StatementKind::Kill {
+                target,
+                status_only: false,
+            } => self.kill(target)?,
             other => return Err(vec![not_yet(statement_name(other))]),
         }
         Ok(Flow::Normal)

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use extentdb_storage::instance::MASTER_ID;
+use extentdb_storage::instance::{SessionInfo, MASTER_ID};
 use extentdb_storage::Instance;
 
 use crate::ast::{Statement, StatementKind};
@@ -83,11 +83,43 @@ impl Engine {
         })
     }
 
-    /// A new session in master, with the next spid (user sessions start at 51).
+    /// A new session in master, with the next spid (user sessions start at 51), as the
+    /// in-process `exec` runs it.
     pub fn session(self: &Arc<Engine>) -> Session {
+        self.session_for(ClientInfo {
+            login_name: "sa".into(),
+            host_name: String::new(),
+            program_name: "extentdb exec".into(),
+            client_interface_name: "extentdb".into(),
+        })
+    }
+
+    /// A new session for a connected client, listed in sys.dm_exec_sessions until it ends.
+    pub fn session_for(self: &Arc<Engine>, client: ClientInfo) -> Session {
+        let spid = self.next_spid.fetch_add(1, Ordering::Relaxed);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let info = Arc::new(SessionInfo {
+            session_id: spid,
+            login_unix_us: unix_us(),
+            login_name: client.login_name,
+            host_name: client.host_name,
+            program_name: client.program_name,
+            client_interface_name: client.client_interface_name,
+            database_id: AtomicU16::new(MASTER_ID),
+            running: AtomicBool::new(false),
+            last_request_start_us: std::sync::atomic::AtomicI64::new(unix_us()),
+            killed: AtomicBool::new(false),
+            cancel: cancel.clone(),
+        });
+        self.instance
+            .sessions
+            .lock()
+            .unwrap()
+            .insert(spid, info.clone());
         Session {
             engine: self.clone(),
-            spid: self.next_spid.fetch_add(1, Ordering::Relaxed),
+            spid,
+            info,
             database_id: MASTER_ID,
             flags: BTreeSet::new(),
             vars: HashMap::new(),
@@ -98,14 +130,32 @@ impl Engine {
             identity_insert: None,
             last_identity: None,
             descriptor: 0,
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel,
         }
     }
+}
+
+/// Who a session is for (sys.dm_exec_sessions).
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    pub login_name: String,
+    pub host_name: String,
+    pub program_name: String,
+    pub client_interface_name: String,
+}
+
+fn unix_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
 }
 
 pub struct Session {
     pub engine: Arc<Engine>,
     pub spid: u16,
+    /// This session's row in the instance's session list (shared with KILL).
+    info: Arc<SessionInfo>,
     pub database_id: u16,
     /// Session trace flags (DBCC TRACEON without -1).
     pub flags: BTreeSet<u32>,
@@ -134,6 +184,12 @@ impl Drop for Session {
     /// connection closes.
     fn drop(&mut self) {
         self.rollback_all();
+        self.engine
+            .instance
+            .sessions
+            .lock()
+            .unwrap()
+            .remove(&self.spid);
     }
 }
 
@@ -181,6 +237,10 @@ impl Session {
         for (name, t, v) in parameters {
             self.vars.insert(name.to_lowercase(), (t, v));
         }
+        self.info.running.store(true, Ordering::Release);
+        self.info
+            .last_request_start_us
+            .store(unix_us(), Ordering::Release);
         let mut out = Vec::new();
         match parse_batch(batch) {
             Err(e) => out.push(Output::Error(parse_error(e))),
@@ -188,6 +248,7 @@ impl Session {
                 self.run_block(&statements, &mut out);
             }
         }
+        self.info.running.store(false, Ordering::Release);
         out
     }
 
@@ -207,12 +268,18 @@ impl Session {
     pub fn reset_connection(&mut self, database_id: u16) {
         self.rollback_all();
         self.database_id = database_id;
+        self.info.database_id.store(database_id, Ordering::Release);
         self.flags.clear();
         self.vars.clear();
         self.nocount = false;
         self.rowcount = 0;
         self.identity_insert = None;
         self.last_identity = None;
+    }
+
+    /// True once KILL named this session: its connection should close.
+    pub fn killed(&self) -> bool {
+        self.info.killed.load(Ordering::Acquire)
     }
 
     /// The flag another thread sets to cancel this session's running batch.
@@ -322,6 +389,7 @@ impl Session {
                     .ok_or_else(|| vec![msg(911, &[database])])?;
                 let old = self.current_db_name();
                 self.database_id = id;
+                self.info.database_id.store(id, Ordering::Release);
                 let name = db.lock().unwrap().name.clone();
                 out.push(Output::EnvChange(EnvChange::Database {
                     old,

@@ -83,6 +83,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         }
         "sys.master_files" => master_files(inst),
         "sys.dm_exec_requests" => exec_requests(inst),
+        "sys.dm_exec_sessions" => exec_sessions(inst),
         "sys.dm_db_log_space_usage" => {
             let db = inst.database(current_db)?;
             let (total, used) = db.lock().unwrap().log_space();
@@ -535,6 +536,47 @@ fn allocation_units(db: &mut Database) -> Result<Rowset, StorageError> {
         ]);
     }
     Ok(Rowset { columns, rows })
+}
+
+/// sys.dm_exec_sessions: every connected session (the in-process `exec` one included).
+fn exec_sessions(inst: &Instance) -> Rowset {
+    use std::sync::atomic::Ordering;
+    let columns = cols(&[
+        ("session_id", SqlType::SmallInt),
+        ("login_time", SqlType::DateTime),
+        ("host_name", SqlType::NVarChar(128)),
+        ("program_name", SqlType::NVarChar(128)),
+        ("client_interface_name", SqlType::NVarChar(32)),
+        ("login_name", SqlType::NVarChar(128)),
+        ("status", SqlType::NVarChar(30)),
+        ("last_request_start_time", SqlType::DateTime),
+        ("is_user_process", SqlType::Bit),
+        ("database_id", SqlType::SmallInt),
+    ]);
+    let rows = inst
+        .sessions
+        .lock()
+        .unwrap()
+        .values()
+        .map(|s| {
+            let running = s.running.load(Ordering::Acquire);
+            vec![
+                Value::SmallInt(s.session_id as i16),
+                Value::DateTime(ticks_from_unix_us(s.login_unix_us)),
+                text(&s.host_name),
+                text(&s.program_name),
+                text(&s.client_interface_name),
+                text(&s.login_name),
+                text(if running { "running" } else { "sleeping" }),
+                Value::DateTime(ticks_from_unix_us(
+                    s.last_request_start_us.load(Ordering::Acquire),
+                )),
+                Value::Bit(true),
+                Value::SmallInt(s.database_id.load(Ordering::Acquire) as i16),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
 }
 
 /// sys.dm_exec_requests: the long-running requests (REBALANCE so far) with their progress.

@@ -1,0 +1,606 @@
+//! `extentdb serve` as a real process, driven over TCP by extentdb's own TDS client: logins
+//! (and what the error log keeps of failed ones), sessions and transactions, attention,
+//! KILL, malformed and oversized input (each closes only its own connection), the
+//! connection limit, RPC with typed and OUTPUT parameters, and `extentdb sqlcmd`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use extentdb_sql::exec::Output;
+use extentdb_sql::types::{SqlType, Value};
+use extentdb_tds::client::{Client, ConnectOptions, Response};
+
+const PASSWORD: &str = "Yuk0n!River";
+
+struct Server {
+    child: Child,
+    addr: String,
+    dir: PathBuf,
+}
+
+impl Server {
+    fn start(name: &str, extra: &[&str]) -> Server {
+        let dir = std::env::temp_dir().join(format!("xdb-tds-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        Server::start_in(dir, extra)
+    }
+
+    fn start_in(dir: PathBuf, extra: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(&dir)
+            .args(extra)
+            .env("MSSQL_SA_PASSWORD", PASSWORD)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split_whitespace()
+            .nth(3)
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Server { child, addr, dir }
+    }
+
+    fn connect(&self) -> Client {
+        self.connect_to(None)
+    }
+
+    fn connect_to(&self, database: Option<&str>) -> Client {
+        Client::connect(
+            &self.addr,
+            &ConnectOptions {
+                password: PASSWORD.into(),
+                database: database.map(str::to_string),
+                timeout: Some(Duration::from_secs(60)),
+                ..ConnectOptions::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("login failed: {e:?}"))
+    }
+
+    fn errorlog(&self) -> String {
+        std::fs::read_to_string(self.dir.join("log").join("ERRORLOG")).unwrap_or_default()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn ok(r: Response) -> Response {
+    if let Some(e) = r.errors().next() {
+        panic!("Msg {}: {}", e.number, e.text);
+    }
+    r
+}
+
+/// The rows of the first result set.
+fn rows(r: &Response) -> Vec<Vec<Value>> {
+    r.outputs
+        .iter()
+        .find_map(|o| match o {
+            Output::Rows { rows, .. } => Some(rows.clone()),
+            _ => None,
+        })
+        .expect("a result set")
+}
+
+fn scalar(c: &mut Client, sql: &str) -> Value {
+    rows(&ok(c.batch(sql).unwrap()))[0][0].clone()
+}
+
+fn count(c: &mut Client, sql: &str) -> i64 {
+    match scalar(c, sql) {
+        Value::Int(n) => n as i64,
+        Value::BigInt(n) => n,
+        v => panic!("not a count: {v:?}"),
+    }
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(t.elapsed() < Duration::from_secs(30), "timed out: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn login_query_types_and_messages() {
+    let s = Server::start("basic", &[]);
+    let mut c = s.connect();
+    assert_eq!(c.database, "master");
+    let r = ok(c
+        .batch(
+            "SELECT CAST(1 AS bit) b, CAST(200 AS tinyint) t, CAST(-5 AS smallint) s, 70000 i, \
+             CAST(5000000000 AS bigint) g, CAST(12.345 AS decimal(9,3)) d, CAST(1.5 AS float) f, \
+             CAST('abc' AS varchar(10)) v, N'Grüße' n, CAST(NULL AS int) z, \
+             CAST('2024-02-29' AS date) dt, CAST('2024-02-29 13:14:15.123' AS datetime2(3)) d2",
+        )
+        .unwrap());
+    let row = &rows(&r)[0];
+    assert_eq!(row[0], Value::Bit(true));
+    assert_eq!(row[1], Value::TinyInt(200));
+    assert_eq!(row[2], Value::SmallInt(-5));
+    assert_eq!(row[3], Value::Int(70000));
+    assert_eq!(row[4], Value::BigInt(5_000_000_000));
+    assert_eq!(
+        row[5],
+        Value::Decimal {
+            unscaled: 12345,
+            scale: 3
+        }
+    );
+    assert_eq!(row[6], Value::Float(1.5));
+    assert_eq!(row[7], Value::Text("abc".into()));
+    assert_eq!(row[8], Value::Text("Grüße".into()));
+    assert_eq!(row[9], Value::Null);
+    assert!(matches!(row[10], Value::Date(_)));
+    assert!(matches!(row[11], Value::DateTime2(_)));
+    assert!(r.outputs.contains(&Output::RowsAffected(1)));
+    // Errors carry number, severity, state and line; PRINT is an INFO of number 0.
+    let r = c.batch("PRINT 'hello'\nSELECT 1/0").unwrap();
+    let e = r.errors().next().expect("divide by zero");
+    assert_eq!((e.number, e.severity, e.line), (8134, 16, 2));
+    assert!(r
+        .outputs
+        .iter()
+        .any(|o| matches!(o, Output::Info(m) if m.number == 0 && m.text == "hello")));
+    // USE sends ENVCHANGE; the client follows it.
+    ok(c.batch("CREATE DATABASE tdsdb").unwrap());
+    ok(c.batch("USE tdsdb").unwrap());
+    assert_eq!(c.database, "tdsdb");
+    let mut d = s.connect_to(Some("tdsdb"));
+    assert_eq!(d.database, "tdsdb");
+    assert_eq!(
+        scalar(&mut d, "SELECT DB_NAME()"),
+        Value::Text("tdsdb".into())
+    );
+}
+
+#[test]
+fn failed_logins_give_18456_and_log_no_password() {
+    let s = Server::start("login", &[]);
+    let bad = |user: &str, password: &str, db: Option<&str>| match Client::connect(
+        &s.addr,
+        &ConnectOptions {
+            user: user.into(),
+            password: password.into(),
+            database: db.map(str::to_string),
+            ..ConnectOptions::default()
+        },
+    ) {
+        Err(Ok(r)) => r
+            .errors()
+            .map(|e| (e.number, e.severity))
+            .collect::<Vec<_>>(),
+        Err(Err(e)) => panic!("transport error: {e}"),
+        Ok(_) => panic!("login should fail"),
+    };
+    assert_eq!(bad("sa", "Wr0ngSecret!", None), vec![(18456, 14)]);
+    assert_eq!(bad("nobody", "whatever1!", None), vec![(18456, 14)]);
+    assert_eq!(
+        bad("sa", PASSWORD, Some("nosuchdb")),
+        vec![(4060, 11), (18456, 14)]
+    );
+    let log = s.errorlog();
+    assert!(
+        log.contains("Error: 18456, Severity: 14, State: 8."),
+        "{log}"
+    );
+    assert!(log.contains(
+        "Login failed for user 'sa'. Reason: Password did not match that for the login provided. [CLIENT: 127.0.0.1]"
+    ));
+    assert!(log.contains("Error: 18456, Severity: 14, State: 5."));
+    assert!(!log.contains("Wr0ngSecret!") && !log.contains(PASSWORD));
+    // The server still serves.
+    let mut c = s.connect();
+    assert_eq!(scalar(&mut c, "SELECT 7"), Value::Int(7));
+}
+
+#[test]
+fn sessions_transactions_disconnect_and_kill() {
+    let s = Server::start("sessions", &[]);
+    let mut a = s.connect();
+    ok(a.batch("CREATE DATABASE sess").unwrap());
+    ok(
+        a.batch("USE sess; CREATE TABLE t (k int PRIMARY KEY, v varchar(20))")
+            .unwrap(),
+    );
+    let mut b = s.connect_to(Some("sess"));
+    let spid_a = match scalar(&mut a, "SELECT @@SPID") {
+        Value::SmallInt(n) => n,
+        v => panic!("{v:?}"),
+    };
+    let spid_b = match scalar(&mut b, "SELECT @@SPID") {
+        Value::SmallInt(n) => n,
+        v => panic!("{v:?}"),
+    };
+    assert_ne!(spid_a, spid_b);
+    // Each session has its own SET options and transaction.
+    ok(a.batch("SET NOCOUNT ON").unwrap());
+    let r = ok(b.batch("INSERT INTO t VALUES (1, 'b')").unwrap());
+    assert!(r.outputs.contains(&Output::RowsAffected(1)));
+    let r = ok(a
+        .batch("BEGIN TRAN; INSERT INTO t VALUES (2, 'a')")
+        .unwrap());
+    assert!(
+        !r.outputs.contains(&Output::RowsAffected(1)),
+        "NOCOUNT is a's own"
+    );
+    assert_eq!(count(&mut a, "SELECT @@TRANCOUNT"), 1);
+    assert_eq!(count(&mut b, "SELECT @@TRANCOUNT"), 0);
+    // sys.dm_exec_sessions lists both, with their databases.
+    let r = ok(b
+        .batch("SELECT session_id, login_name, database_id FROM sys.dm_exec_sessions")
+        .unwrap());
+    let listed: Vec<i16> = rows(&r)
+        .iter()
+        .map(|r| match r[0] {
+            Value::SmallInt(n) => n,
+            _ => 0,
+        })
+        .collect();
+    assert!(
+        listed.contains(&spid_a) && listed.contains(&spid_b),
+        "{listed:?}"
+    );
+    // A connection dropped inside a transaction rolls it back.
+    drop(a);
+    wait_until("a's rollback", || {
+        count(&mut b, "SELECT COUNT(*) FROM t WHERE k = 2") == 0
+            && count(
+                &mut b,
+                &format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = {spid_a}"),
+            ) == 0
+    });
+    // KILL ends another session and rolls its transaction back.
+    let mut c = s.connect_to(Some("sess"));
+    let spid_c = match scalar(&mut c, "SELECT @@SPID") {
+        Value::SmallInt(n) => n,
+        v => panic!("{v:?}"),
+    };
+    ok(c.batch("BEGIN TRAN; INSERT INTO t VALUES (3, 'c')")
+        .unwrap());
+    ok(b.batch(&format!("KILL {spid_c}")).unwrap());
+    wait_until("c's rollback", || {
+        count(&mut b, "SELECT COUNT(*) FROM t WHERE k = 3") == 0
+    });
+    assert!(
+        c.batch("SELECT 1").is_err(),
+        "a killed session's connection is closed"
+    );
+    let e = b.batch(&format!("KILL {spid_b}")).unwrap();
+    assert_eq!(e.errors().next().map(|e| e.number), Some(6104));
+    let e = b.batch("KILL 999").unwrap();
+    assert_eq!(e.errors().next().map(|e| e.number), Some(6106));
+    assert_eq!(count(&mut b, "SELECT COUNT(*) FROM t"), 1);
+}
+
+#[test]
+fn attention_cancels_a_running_batch() {
+    let s = Server::start("attention", &[]);
+    let mut c = s.connect();
+    c.send_batch("DECLARE @i int = 0; WHILE 1 = 1 SET @i = @i + 1;")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    c.attention().unwrap();
+    let r = c.read_response().unwrap();
+    assert!(r.attention_acknowledged(), "{r:?}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // The connection goes on; an attention when idle is acknowledged too.
+    assert_eq!(scalar(&mut c, "SELECT 5"), Value::Int(5));
+    c.attention().unwrap();
+    assert!(c.read_response().unwrap().attention_acknowledged());
+    assert_eq!(scalar(&mut c, "SELECT 6"), Value::Int(6));
+}
+
+#[test]
+fn rpc_with_typed_and_output_parameters() {
+    let s = Server::start("rpc", &[]);
+    let mut c = s.connect();
+    ok(c.batch("CREATE DATABASE rpc; USE rpc; CREATE TABLE p (k int PRIMARY KEY, v nvarchar(30), d decimal(10,2))").unwrap());
+    let r = ok(c
+        .execute_sql(
+            "INSERT INTO p VALUES (@k, @v, @d)",
+            &[
+                ("@k", SqlType::Int, Value::Int(1)),
+                ("@v", SqlType::NVarChar(30), Value::Text("ünïcode".into())),
+                (
+                    "@d",
+                    SqlType::Decimal {
+                        precision: 10,
+                        scale: 2,
+                    },
+                    Value::Decimal {
+                        unscaled: -1234,
+                        scale: 2,
+                    },
+                ),
+            ],
+        )
+        .unwrap());
+    assert!(r.outputs.contains(&Output::RowsAffected(1)));
+    assert_eq!(r.return_status, Some(0));
+    let r = ok(c
+        .execute_sql(
+            "SELECT v, d FROM p WHERE k = @k",
+            &[("@k", SqlType::BigInt, Value::BigInt(1))],
+        )
+        .unwrap());
+    assert_eq!(
+        rows(&r)[0],
+        vec![
+            Value::Text("ünïcode".into()),
+            Value::Decimal {
+                unscaled: -1234,
+                scale: 2
+            }
+        ]
+    );
+    // A parameter the definition names but the call lacks: 8178.
+    let r = c
+        .batch("EXEC sp_executesql N'SELECT @a', N'@a int'")
+        .unwrap();
+    let _ = r; // sp_executesql as a batch statement is not required; the RPC path is.
+    let r = c.execute_sql("SELECT 1/0", &[]).unwrap();
+    assert_eq!(r.errors().next().map(|e| e.number), Some(8134));
+}
+
+#[test]
+fn malformed_input_closes_only_its_connection() {
+    let s = Server::start("malformed", &["--max-request-mb", "1"]);
+    let mut good = s.connect();
+    // Garbage instead of PRELOGIN; a packet length below the header; a length past the
+    // negotiated size; a truncated LOGIN7; garbage after login; a 2 MB batch over a 1 MB
+    // limit; a connection that goes silent halfway through a packet.
+    let garbage: Vec<Vec<u8>> = vec![
+        b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+        vec![0x12, 0x01, 0x00, 0x04, 0, 0, 0, 0],
+        vec![0x12, 0x01, 0xFF, 0xFF, 0, 0, 0, 0],
+        vec![0x12, 0x01, 0x00, 0x0A, 0, 0, 0, 0, 0xFF, 0x00],
+    ];
+    for g in &garbage {
+        let mut raw = std::net::TcpStream::connect(&s.addr).unwrap();
+        raw.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        use std::io::{Read, Write};
+        raw.write_all(g).unwrap();
+        let mut buf = [0u8; 256];
+        // The server answers nothing sensible and closes: read returns 0 or an error, or
+        // a PRELOGIN reply for the last (well-formed) one followed by a close.
+        let mut total = 0;
+        loop {
+            match raw.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+        assert!(total < 256, "unexpected reply of {total} bytes");
+    }
+    let mut c = s.connect();
+    c.send_raw(&[0x01, 0x01, 0x00, 0x03, 0, 0, 1, 0]).unwrap();
+    assert!(c.read_response().is_err(), "closed after a bad packet");
+    let mut c = s.connect();
+    let big = format!("SELECT '{}'", "x".repeat(1_100_000));
+    assert!(c.batch(&big).is_err(), "closed after an oversized request");
+    let mut c = s.connect();
+    c.send_raw(&[0x01, 0x01, 0x00, 0x40, 0, 0, 1, 0, 1, 2, 3])
+        .unwrap();
+    drop(c);
+    // The server and other connections are unharmed.
+    assert_eq!(scalar(&mut good, "SELECT 11"), Value::Int(11));
+    assert_eq!(scalar(&mut s.connect(), "SELECT 12"), Value::Int(12));
+    wait_until("17836 in the error log", || {
+        s.errorlog()
+            .contains("Error: 17836, Severity: 20, State: 17.")
+    });
+}
+
+#[test]
+fn connection_limit_refuses_the_extra_connection() {
+    let s = Server::start("limit", &["--max-connections", "2"]);
+    let mut a = s.connect();
+    let _b = s.connect();
+    match Client::connect(
+        &s.addr,
+        &ConnectOptions {
+            password: PASSWORD.into(),
+            timeout: Some(Duration::from_secs(10)),
+            ..ConnectOptions::default()
+        },
+    ) {
+        Err(Err(_)) => {}
+        _ => panic!("a third connection must be refused"),
+    }
+    assert_eq!(scalar(&mut a, "SELECT 1"), Value::Int(1));
+    assert!(s
+        .errorlog()
+        .contains("the maximum number of '2' user connections has already been reached"));
+}
+
+fn sqlcmd(addr: &str, args: &[&str]) -> (i32, String) {
+    let server = addr.replace(':', ",");
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["sqlcmd", "-S", &server, "-U", "sa", "-P", PASSWORD])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+fn exec(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(["exec", "--data-dir"])
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn sqlcmd_prints_as_exec_does() {
+    let script = "CREATE DATABASE sq\nGO\nUSE sq\nGO\n\
+        CREATE TABLE t (k int PRIMARY KEY, name nvarchar(20), amount decimal(8,2))\nGO\n\
+        INSERT INTO t VALUES (1, N'one', 1.50), (2, NULL, -3.25)\nGO\n\
+        SELECT * FROM t ORDER BY k\nGO\nPRINT 'done'\nSELECT COUNT(*) AS n FROM t\nGO 2\n\
+        SELECT * FROM missing\nGO\n";
+    let path = std::env::temp_dir().join(format!("xdb-sqlcmd-{}.sql", std::process::id()));
+    std::fs::write(&path, script).unwrap();
+    let s = Server::start("sqlcmd", &[]);
+    let (code, over_tds) = sqlcmd(&s.addr, &["-i", path.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let dir = std::env::temp_dir().join(format!("xdb-sqlcmd-exec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let in_process = exec(&dir, &["-i", path.to_str().unwrap()]);
+    let _ = std::fs::remove_dir_all(&dir);
+    // The same text but for the server's name in Msg lines.
+    let host = extentdb_tds::server::host_name();
+    assert_eq!(
+        over_tds.replace(&format!("Server {host}, "), ""),
+        in_process
+    );
+    assert!(over_tds.contains(&format!(
+        "Msg 208, Level 16, State 1, Server {host}, Line 1"
+    )));
+    // -b exits 1 on an error; -Q runs a query; a bad password exits 1 with 18456.
+    let (code, _) = sqlcmd(&s.addr, &["-b", "-Q", "SELECT * FROM nosuch"]);
+    assert_eq!(code, 1);
+    let (code, out) = sqlcmd(&s.addr, &["-d", "sq", "-Q", "SELECT COUNT(*) FROM t"]);
+    assert_eq!(code, 0);
+    assert!(out.contains("(1 row affected)"), "{out}");
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args([
+            "sqlcmd",
+            "-S",
+            &s.addr.replace(':', ","),
+            "-P",
+            "nope",
+            "-Q",
+            "SELECT 1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Msg 18456, Level 14, State 1"));
+    let _ = std::fs::remove_file(&path);
+}
+
+/// SIGKILL of the server while TDS clients commit: every commit a client saw acknowledged
+/// is there after the restart, and no transaction is half there.
+#[test]
+fn sigkill_under_tds_load_loses_no_acknowledged_commit() {
+    let dir = std::env::temp_dir().join(format!("xdb-tds-kill9-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let rounds: i64 = std::env::var("XDB_KILL_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let mut acked: Vec<i64> = Vec::new();
+    let mut next = 1i64;
+    for round in 0..rounds {
+        let mut s = Server::start_in(dir.clone(), &[]);
+        let mut c = s.connect();
+        if round == 0 {
+            ok(c.batch(
+                "CREATE DATABASE k9; USE k9; CREATE TABLE t (k int NOT NULL, pad varchar(500))",
+            )
+            .unwrap());
+        }
+        // Everything acknowledged before is still there, and every pair is whole.
+        ok(c.batch("USE k9").unwrap());
+        let have: std::collections::BTreeSet<i64> = rows(&ok(c.batch("SELECT k FROM t").unwrap()))
+            .iter()
+            .map(|r| match r[0] {
+                Value::Int(k) => k as i64,
+                _ => 0,
+            })
+            .collect();
+        for k in &acked {
+            assert!(
+                have.contains(k) && have.contains(&-k),
+                "round {round}: lost {k}"
+            );
+        }
+        for k in &have {
+            assert!(
+                have.contains(&-k),
+                "round {round}: half a transaction ({k})"
+            );
+        }
+        // Two writers commit pairs; the server is killed while they run.
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let addr = s.addr.clone();
+                let start = next + w * 100_000;
+                std::thread::spawn(move || {
+                    let mut c = Client::connect(
+                        &addr,
+                        &ConnectOptions {
+                            password: PASSWORD.into(),
+                            database: Some("k9".into()),
+                            timeout: Some(Duration::from_secs(20)),
+                            ..ConnectOptions::default()
+                        },
+                    )
+                    .ok();
+                    let mut acked = Vec::new();
+                    let mut k = start;
+                    while let Some(conn) = c.as_mut() {
+                        let sql = format!(
+                            "BEGIN TRAN; INSERT INTO t VALUES ({k}, REPLICATE('p', {})); INSERT INTO t VALUES ({}, 'pair'); COMMIT",
+                            k % 500,
+                            -k
+                        );
+                        match conn.batch(&sql) {
+                            Ok(r) if r.errors().next().is_none() => acked.push(k),
+                            _ => break,
+                        }
+                        k += 1;
+                    }
+                    acked
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300 + (round as u64 * 137) % 500));
+        let _ = s.child.kill();
+        let _ = s.child.wait();
+        for w in writers {
+            acked.extend(w.join().unwrap());
+        }
+        next += 1_000_000;
+        // Keep the directory for the next round.
+        s.dir = PathBuf::from("/nonexistent-xdb");
+    }
+    assert!(
+        acked.len() > 10,
+        "the writers committed too little: {}",
+        acked.len()
+    );
+    let s = Server::start_in(dir.clone(), &[]);
+    let mut c = s.connect_to(Some("k9"));
+    let n = count(&mut c, "SELECT COUNT(*) FROM t WHERE k > 0");
+    eprintln!(
+        "{} commits acknowledged over {rounds} kills; {n} present",
+        acked.len()
+    );
+    assert!(n as usize >= acked.len());
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+}
