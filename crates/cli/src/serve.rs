@@ -34,6 +34,15 @@ pub struct ServeArgs {
     /// The largest request (batch text or RPC) accepted, in MB.
     #[arg(long, default_value_t = 64)]
     max_request_mb: usize,
+    /// The TLS certificate (PEM); default DIR/tls/server.crt, made self-signed at first start.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Refuse clients that do not encrypt the connection.
+    #[arg(long)]
+    require_encryption: bool,
 }
 
 static STOP: AtomicBool = AtomicBool::new(false);
@@ -72,13 +81,41 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     }
     instance.set_startup_e(a.consecutive_extents);
     let engine = Engine::new(instance.clone());
+    let (cert, key) = match (&a.tls_cert, &a.tls_key) {
+        (Some(c), Some(k)) => (c.clone(), k.clone()),
+        _ => {
+            let (c, k) = extentdb_tds::tls::default_paths(&a.data_dir);
+            if !c.exists() || !k.exists() {
+                extentdb_tds::tls::create_self_signed(&c, &k, &extentdb_tds::server::host_name())?;
+                instance.errorlog.write(
+                    "Server",
+                    &format!(
+                        "A self-signed certificate was generated for encryption: {}.",
+                        c.display()
+                    ),
+                );
+            }
+            (c, k)
+        }
+    };
+    let tls = extentdb_tds::tls::server_config(&cert, &key)?;
+    instance.errorlog.write(
+        "Server",
+        &format!(
+            "The certificate {} was successfully loaded for encryption.",
+            cert.display()
+        ),
+    );
     let options = ServerOptions {
         listen: a.listen.clone(),
         max_connections: a.max_connections.max(1),
         max_request_bytes: a.max_request_mb.max(1) << 20,
+        require_encryption: a.require_encryption,
         ..ServerOptions::default()
     };
-    let server = Arc::new(Server::bind(engine, options).map_err(|e| format!("{}: {e}", a.listen))?);
+    let server = Arc::new(
+        Server::bind(engine, options, Some(tls)).map_err(|e| format!("{}: {e}", a.listen))?,
+    );
     let addr = server.local_addr().map_err(|e| e.to_string())?;
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {

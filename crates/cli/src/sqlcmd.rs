@@ -39,9 +39,15 @@ pub struct SqlcmdArgs {
     /// Exit with code 1 after an error of severity 11 or more.
     #[arg(short = 'b')]
     stop_on_error: bool,
-    /// Trust the server's certificate (accepted for compatibility; no TLS yet).
+    /// Encrypt the connection (TLS).
+    #[arg(short = 'N')]
+    encrypt: bool,
+    /// Trust the server's certificate without checking it.
     #[arg(short = 'C')]
     trust_server_certificate: bool,
+    /// A CA certificate (PEM) to check the server's certificate against.
+    #[arg(long)]
+    ca_file: Option<PathBuf>,
     /// Login timeout in seconds.
     #[arg(short = 'l', default_value_t = 8)]
     login_timeout: u64,
@@ -74,9 +80,11 @@ pub fn run(a: SqlcmdArgs) -> Result<u8, String> {
         password,
         database: a.database.clone(),
         timeout: None,
+        encrypt: a.encrypt,
+        trust_server_certificate: a.trust_server_certificate,
+        ca_file: a.ca_file.clone(),
         ..ConnectOptions::default()
     };
-    let _ = a.trust_server_certificate;
     let mut client = match connect_with_timeout(&addr, &options, a.login_timeout) {
         Ok(c) => c,
         Err(Ok(r)) => {

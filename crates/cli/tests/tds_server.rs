@@ -604,3 +604,66 @@ fn sigkill_under_tds_load_loses_no_acknowledged_commit() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn tls_encrypts_when_asked_and_can_be_required() {
+    let s = Server::start("tls", &[]);
+    let cert = s.dir.join("tls").join("server.crt");
+    assert!(
+        cert.exists(),
+        "a self-signed certificate is made at first start"
+    );
+    let tls = |trust: bool, ca: Option<PathBuf>, addr: &str| {
+        Client::connect(
+            addr,
+            &ConnectOptions {
+                password: PASSWORD.into(),
+                encrypt: true,
+                trust_server_certificate: trust,
+                ca_file: ca,
+                timeout: Some(Duration::from_secs(20)),
+                ..ConnectOptions::default()
+            },
+        )
+    };
+    // Trusted blindly, or checked against the instance's certificate.
+    let mut c = tls(true, None, &s.addr).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(scalar(&mut c, "SELECT 21 * 2"), Value::Int(42));
+    let big = "y".repeat(100_000);
+    let r = ok(c.batch(&format!("SELECT '{big}' AS big")).unwrap());
+    assert_eq!(rows(&r)[0][0], Value::Text(big));
+    let mut c = tls(false, Some(cert.clone()), &s.addr).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(scalar(&mut c, "SELECT 1"), Value::Int(1));
+    // A certificate that is not the server's fails the check.
+    let other = s.dir.join("other.crt");
+    extentdb_tds::tls::create_self_signed(&other, &s.dir.join("other.key"), "elsewhere").unwrap();
+    assert!(tls(false, Some(other), &s.addr).is_err());
+    // sqlcmd -N -C.
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args([
+            "sqlcmd",
+            "-S",
+            &s.addr.replace(':', ","),
+            "-P",
+            PASSWORD,
+            "-N",
+            "-C",
+        ])
+        .args(["-Q", "SELECT 'encrypted' AS w"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("encrypted"));
+    drop(s);
+    // --require-encryption refuses a client that does not encrypt.
+    let s = Server::start("tls-required", &["--require-encryption"]);
+    assert!(Client::connect(
+        &s.addr,
+        &ConnectOptions {
+            password: PASSWORD.into(),
+            ..ConnectOptions::default()
+        }
+    )
+    .is_err());
+    let mut c = tls(true, None, &s.addr).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(scalar(&mut c, "SELECT 3"), Value::Int(3));
+}

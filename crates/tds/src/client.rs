@@ -46,8 +46,12 @@ impl Response {
     }
 }
 
+/// The client's byte stream: the socket, or TLS over it.
+trait Stream: std::io::Read + Write + Send {}
+impl<T: std::io::Read + Write + Send> Stream for T {}
+
 pub struct Client {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     packet_size: usize,
     /// The current database, as the server's ENVCHANGEs say.
     pub database: String,
@@ -65,6 +69,12 @@ pub struct ConnectOptions {
     pub app_name: String,
     pub packet_size: u32,
     pub timeout: Option<Duration>,
+    /// Ask for an encrypted connection (TLS inside PRELOGIN, then every message).
+    pub encrypt: bool,
+    /// Accept the server's certificate without checking it (sqlcmd -C).
+    pub trust_server_certificate: bool,
+    /// A CA certificate (PEM) to check the server's certificate against.
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ConnectOptions {
@@ -76,6 +86,9 @@ impl Default for ConnectOptions {
             app_name: "extentdb sqlcmd".into(),
             packet_size: 4096,
             timeout: None,
+            encrypt: false,
+            trust_server_certificate: false,
+            ca_file: None,
         }
     }
 }
@@ -90,7 +103,7 @@ impl Client {
             .set_read_timeout(o.timeout)
             .map_err(|e| Err(TdsError::Io(e)))?;
         let mut c = Client {
-            stream,
+            stream: Box::new(stream.try_clone().map_err(|e| Err(TdsError::Io(e)))?),
             packet_size: INITIAL_PACKET_SIZE,
             database: String::new(),
             spid: 0,
@@ -98,7 +111,14 @@ impl Client {
         };
         let pre = prelogin::encode(&[
             (prelogin::VERSION, vec![0, 0, 0, 0, 0, 0]),
-            (prelogin::ENCRYPTION, vec![prelogin::ENCRYPT_NOT_SUP]),
+            (
+                prelogin::ENCRYPTION,
+                vec![if o.encrypt {
+                    prelogin::ENCRYPT_ON
+                } else {
+                    prelogin::ENCRYPT_NOT_SUP
+                }],
+            ),
             (prelogin::INSTOPT, vec![0]),
             (prelogin::THREADID, vec![0, 0, 0, 0]),
             (prelogin::MARS, vec![0]),
@@ -106,11 +126,23 @@ impl Client {
         c.send(PacketType::PreLogin, &pre).map_err(Err)?;
         let reply = c.receive().map_err(Err)?;
         let p = prelogin::decode(&reply).map_err(Err)?;
-        if p.encryption == Some(prelogin::ENCRYPT_REQ) || p.encryption == Some(prelogin::ENCRYPT_ON)
-        {
+        let server_encrypts = matches!(
+            p.encryption,
+            Some(prelogin::ENCRYPT_REQ | prelogin::ENCRYPT_ON)
+        );
+        if server_encrypts && !o.encrypt {
             return Err(Err(TdsError::Protocol(
-                "the server requires encryption, which this client lacks",
+                "the server requires encryption: connect with encryption (sqlcmd -N)",
             )));
+        }
+        if o.encrypt {
+            if !server_encrypts {
+                return Err(Err(TdsError::Protocol(
+                    "encryption was asked for and the server does not support it",
+                )));
+            }
+            let tls = crate::tls::client_handshake(stream, o, addr).map_err(Err)?;
+            c.stream = Box::new(tls);
         }
         let login = Login7 {
             tds_version: login7::TDS_74,

@@ -12,6 +12,7 @@ pub mod packet;
 pub mod prelogin;
 pub mod request;
 pub mod server;
+pub mod tls;
 pub mod token;
 pub mod types;
 pub mod wire;

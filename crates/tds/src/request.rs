@@ -156,7 +156,11 @@ pub fn transaction_manager(payload: &[u8]) -> Result<TmRequest, TdsError> {
     Ok(match kind {
         5 => TmRequest::Begin,
         7 | 8 => {
-            let _name = c.b_varchar().unwrap_or_default();
+            // The name is B_VARBYTE: a length in bytes (tedious, Microsoft's mssql-tds), not
+            // B_VARCHAR's length in characters; read as characters, a named rollback's name
+            // ran past the flags and a letter of it was taken for fBeginXact.
+            let n = c.u8()? as usize;
+            let _name = c.bytes(n)?;
             let flags = c.u8().unwrap_or(0);
             TmRequest::End {
                 commit: kind == 7,
@@ -191,6 +195,39 @@ mod tests {
         let mut plain = Vec::new();
         put_utf16(&mut plain, "SELECT 2");
         assert_eq!(sql_batch(&plain).unwrap(), "SELECT 2");
+    }
+
+    #[test]
+    fn named_commit_and_rollback() {
+        for (kind, commit) in [(7u16, true), (8, false)] {
+            for (flags, begin_again) in [(0u8, false), (1, true)] {
+                let mut b = headers();
+                b.extend_from_slice(&kind.to_le_bytes());
+                let mut name = Vec::new();
+                put_utf16(&mut name, "_tedious_0123456789");
+                b.push(name.len() as u8); // a length in bytes
+                b.extend_from_slice(&name);
+                b.push(flags);
+                assert_eq!(
+                    transaction_manager(&b).unwrap(),
+                    TmRequest::End {
+                        commit,
+                        begin_again
+                    }
+                );
+            }
+        }
+        // Without a name (pytds, mssql-jdbc): a zero length, then the flags.
+        let mut b = headers();
+        b.extend_from_slice(&8u16.to_le_bytes());
+        b.extend_from_slice(&[0, 0]);
+        assert_eq!(
+            transaction_manager(&b).unwrap(),
+            TmRequest::End {
+                commit: false,
+                begin_again: false
+            }
+        );
     }
 
     #[test]

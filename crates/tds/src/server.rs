@@ -48,6 +48,8 @@ pub struct ServerOptions {
     pub max_request_bytes: usize,
     /// The server's name in ERROR and INFO tokens (@@SERVERNAME).
     pub server_name: String,
+    /// Refuse clients that do not encrypt (`--require-encryption`).
+    pub require_encryption: bool,
 }
 
 impl Default for ServerOptions {
@@ -57,6 +59,7 @@ impl Default for ServerOptions {
             max_connections: 500,
             max_request_bytes: 64 << 20,
             server_name: host_name(),
+            require_encryption: false,
         }
     }
 }
@@ -76,10 +79,66 @@ pub struct Server {
     listener: TcpListener,
     active: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
+    /// The TLS configuration when the server has a certificate.
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// A connection's byte stream after the handshake: the socket itself, or the plaintext end
+/// of the TLS pump.
+enum Transport {
+    Tcp(TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Transport {
+    fn try_clone(&self) -> std::io::Result<Transport> {
+        Ok(match self {
+            Transport::Tcp(s) => Transport::Tcp(s.try_clone()?),
+            Transport::Unix(s) => Transport::Unix(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self) {
+        let _ = match self {
+            Transport::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+            Transport::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
+impl std::io::Read for Transport {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Tcp(s) => s.read(buf),
+            Transport::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Transport {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Transport::Tcp(s) => s.write(buf),
+            Transport::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Transport::Tcp(s) => s.flush(),
+            Transport::Unix(s) => s.flush(),
+        }
+    }
 }
 
 impl Server {
-    pub fn bind(engine: Arc<Engine>, options: ServerOptions) -> std::io::Result<Server> {
+    /// Listens with TLS available when `tls` is given (clients that ask for encryption get
+    /// it; with `require_encryption`, every client must).
+    pub fn bind(
+        engine: Arc<Engine>,
+        options: ServerOptions,
+        tls: Option<Arc<rustls::ServerConfig>>,
+    ) -> std::io::Result<Server> {
         let listener = TcpListener::bind(&options.listen)?;
         let addr = listener.local_addr()?;
         engine.instance.errorlog.write(
@@ -97,6 +156,7 @@ impl Server {
             listener,
             active: Arc::new(AtomicUsize::new(0)),
             stop: Arc::new(AtomicBool::new(false)),
+            tls,
         })
     }
 
@@ -133,6 +193,7 @@ impl Server {
             let engine = self.engine.clone();
             let options = self.options.clone();
             let active = self.active.clone();
+            let tls = self.tls.clone();
             let spawned = std::thread::Builder::new()
                 .name("tds-connection".into())
                 .spawn(move || {
@@ -142,7 +203,7 @@ impl Server {
                         .map(|a| a.ip().to_string())
                         .unwrap_or_default();
                     let log = engine.instance.errorlog.clone();
-                    if let Err(e) = Connection::run(engine, options, stream) {
+                    if let Err(e) = Connection::run(engine, options, tls, stream) {
                         if let TdsError::Protocol(_) | TdsError::TooLarge(_) = e {
                             log.write(
                                 "Logon",
@@ -170,7 +231,7 @@ struct Prepared {
 
 struct Connection {
     options: ServerOptions,
-    writer: TcpStream,
+    writer: Transport,
     packet_size: usize,
     session: Session,
     /// The database the login chose (sp_reset_connection returns to it).
@@ -188,15 +249,18 @@ struct Connection {
 type Incoming = Result<Message, TdsError>;
 
 impl Connection {
-    fn run(engine: Arc<Engine>, options: ServerOptions, stream: TcpStream) -> Result<(), TdsError> {
-        let mut reader = stream.try_clone()?;
-        let mut writer = stream;
-        let peer = writer
+    fn run(
+        engine: Arc<Engine>,
+        options: ServerOptions,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        mut tcp: TcpStream,
+    ) -> Result<(), TdsError> {
+        let peer = tcp
             .peer_addr()
             .map(|a| a.ip().to_string())
             .unwrap_or_default();
         // PRELOGIN.
-        let Some(m) = read_message(&mut reader, INITIAL_PACKET_SIZE, 64 << 10)? else {
+        let Some(m) = read_message(&mut tcp, INITIAL_PACKET_SIZE, 64 << 10)? else {
             return Ok(());
         };
         if m.kind != PacketType::PreLogin {
@@ -205,20 +269,39 @@ impl Connection {
         let pre = prelogin::decode(&m.payload)?;
         let encryption = prelogin::negotiate(
             pre.encryption.unwrap_or(prelogin::ENCRYPT_NOT_SUP),
-            false,
-            false,
+            tls.is_some(),
+            options.require_encryption,
         )?;
         write_message(
-            &mut writer,
+            &mut tcp,
             PacketType::TabularResult,
             &prelogin::server_response(encryption),
             INITIAL_PACKET_SIZE,
             0,
         )?;
-        // LOGIN7.
-        let Some(m) = read_message(&mut reader, INITIAL_PACKET_SIZE, 128 << 10)? else {
+        // TLS, then LOGIN7: over TLS (all or login only) or in the clear.
+        let (transport, m) = match (encryption, tls) {
+            (prelogin::ENCRYPT_OFF, Some(config)) => {
+                let mut conn = crate::tls::handshake(&mut tcp, config)?;
+                let m = crate::tls::read_login_over_tls(&mut tcp, &mut conn)?;
+                (Transport::Tcp(tcp), m)
+            }
+            (prelogin::ENCRYPT_ON | prelogin::ENCRYPT_REQ, Some(config)) => {
+                let conn = crate::tls::handshake(&mut tcp, config)?;
+                let mut plain = crate::tls::pump(tcp, conn)?;
+                let m = read_message(&mut plain, INITIAL_PACKET_SIZE, 128 << 10)?;
+                (Transport::Unix(plain), m)
+            }
+            _ => {
+                let m = read_message(&mut tcp, INITIAL_PACKET_SIZE, 128 << 10)?;
+                (Transport::Tcp(tcp), m)
+            }
+        };
+        let Some(m) = m else {
             return Ok(());
         };
+        let mut reader = transport.try_clone()?;
+        let mut writer = transport;
         if m.kind != PacketType::Login7 {
             return Err(TdsError::Protocol("expected LOGIN7"));
         }
@@ -327,7 +410,7 @@ impl Connection {
         };
         let result = conn.serve(rx);
         // Closing the socket ends the reader thread.
-        let _ = conn.writer.shutdown(std::net::Shutdown::Both);
+        conn.writer.shutdown();
         let _ = reader_thread.join();
         result
     }

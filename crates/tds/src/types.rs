@@ -85,8 +85,20 @@ fn max_len_u16(n: u32, per_unit: u32) -> u16 {
     }
 }
 
+/// The type a value is sent as: character and binary types longer than TDS's 8,000-byte
+/// limit for length-prefixed values go as their `(MAX)` kind (a PLP stream).
+pub fn wire_type(t: SqlType) -> SqlType {
+    match t {
+        SqlType::Char(n) | SqlType::VarChar(n) if n > 8000 => SqlType::VarChar(MAX_LENGTH),
+        SqlType::NChar(n) | SqlType::NVarChar(n) if n > 4000 => SqlType::NVarChar(MAX_LENGTH),
+        SqlType::Binary(n) | SqlType::VarBinary(n) if n > 8000 => SqlType::VarBinary(MAX_LENGTH),
+        t => t,
+    }
+}
+
 /// TYPE_INFO for a result column or an output parameter of type `t`.
 pub fn put_type_info(out: &mut Vec<u8>, t: SqlType) {
+    let t = wire_type(t);
     match t {
         SqlType::Bit => out.extend_from_slice(&[BITN, 1]),
         SqlType::TinyInt => out.extend_from_slice(&[INTN, 1]),
@@ -182,6 +194,7 @@ fn var_bytes(t: SqlType, v: &Value) -> Vec<u8> {
 
 /// A value of type `t` (already converted to it, or NULL).
 pub fn put_value(out: &mut Vec<u8>, t: SqlType, v: &Value) {
+    let t = wire_type(t);
     if is_plp(t) {
         if v.is_null() {
             out.extend_from_slice(&PLP_NULL.to_le_bytes());
@@ -667,6 +680,7 @@ mod tests {
             (SqlType::Char(3), Value::Text("abc".into())),
             (SqlType::NChar(2), Value::Text("ab".into())),
             (SqlType::VarChar(MAX_LENGTH), Value::Text("x".repeat(9000))),
+            (SqlType::NVarChar(MAX_LENGTH), Value::Text("z".repeat(5000))),
             (SqlType::NVarChar(MAX_LENGTH), Value::Text(String::new())),
             (SqlType::VarBinary(MAX_LENGTH), Value::Null),
             (SqlType::VarBinary(8), Value::Binary(vec![1, 2, 3])),
@@ -687,6 +701,20 @@ mod tests {
         for (t, v) in cases {
             assert_eq!(round_trip(t, v.clone()), (t, v), "{t:?}");
         }
+    }
+
+    #[test]
+    fn long_values_of_bounded_types_go_as_max() {
+        let mut b = Vec::new();
+        put_type_info(&mut b, SqlType::VarChar(100_000));
+        put_value(
+            &mut b,
+            SqlType::VarChar(100_000),
+            &Value::Text("q".repeat(100_000)),
+        );
+        let (t, v) = read_typed_value(&mut Cursor::new(&b)).unwrap();
+        assert_eq!(t, SqlType::VarChar(MAX_LENGTH));
+        assert_eq!(v, Value::Text("q".repeat(100_000)));
     }
 
     #[test]
