@@ -121,7 +121,7 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 fn login_query_types_and_messages() {
     let s = Server::start("basic", &[]);
     let mut c = s.connect();
-    assert_eq!(c.database, "master");
+    assert_eq!(c.database(), "master");
     let r = ok(c
         .batch(
             "SELECT CAST(1 AS bit) b, CAST(200 AS tinyint) t, CAST(-5 AS smallint) s, 70000 i, \
@@ -161,9 +161,9 @@ fn login_query_types_and_messages() {
     // USE sends ENVCHANGE; the client follows it.
     ok(c.batch("CREATE DATABASE tdsdb").unwrap());
     ok(c.batch("USE tdsdb").unwrap());
-    assert_eq!(c.database, "tdsdb");
+    assert_eq!(c.database(), "tdsdb");
     let mut d = s.connect_to(Some("tdsdb"));
-    assert_eq!(d.database, "tdsdb");
+    assert_eq!(d.database(), "tdsdb");
     assert_eq!(
         scalar(&mut d, "SELECT DB_NAME()"),
         Value::Text("tdsdb".into())

@@ -52,12 +52,27 @@ impl<T: std::io::Read + Write + Send> Stream for T {}
 
 pub struct Client {
     stream: Box<dyn Stream>,
-    packet_size: usize,
-    /// The current database, as the server's ENVCHANGEs say.
+    state: ClientState,
+}
+
+/// What a client tracks from the server's ENVCHANGEs.
+#[derive(Debug, Clone)]
+pub struct ClientState {
+    /// The current database.
     pub database: String,
-    pub spid: u16,
+    pub packet_size: usize,
     /// The open transaction's descriptor (sent in ALL_HEADERS), 0 outside one.
-    transaction: u64,
+    pub transaction: u64,
+}
+
+impl Default for ClientState {
+    fn default() -> ClientState {
+        ClientState {
+            database: String::new(),
+            packet_size: INITIAL_PACKET_SIZE,
+            transaction: 0,
+        }
+    }
 }
 
 /// Options of a connection.
@@ -104,10 +119,7 @@ impl Client {
             .map_err(|e| Err(TdsError::Io(e)))?;
         let mut c = Client {
             stream: Box::new(stream.try_clone().map_err(|e| Err(TdsError::Io(e)))?),
-            packet_size: INITIAL_PACKET_SIZE,
-            database: String::new(),
-            spid: 0,
-            transaction: 0,
+            state: ClientState::default(),
         };
         let pre = prelogin::encode(&[
             (prelogin::VERSION, vec![0, 0, 0, 0, 0, 0]),
@@ -172,8 +184,13 @@ impl Client {
         Ok(c)
     }
 
+    /// The current database, as the server's ENVCHANGEs say.
+    pub fn database(&self) -> &str {
+        &self.state.database
+    }
+
     fn send(&mut self, kind: PacketType, payload: &[u8]) -> Result<(), TdsError> {
-        write_message(&mut self.stream, kind, payload, self.packet_size, 0)?;
+        write_message(&mut self.stream, kind, payload, self.state.packet_size, 0)?;
         Ok(())
     }
 
@@ -190,7 +207,7 @@ impl Client {
         b.extend_from_slice(&22u32.to_le_bytes());
         b.extend_from_slice(&18u32.to_le_bytes());
         b.extend_from_slice(&2u16.to_le_bytes());
-        b.extend_from_slice(&self.transaction.to_le_bytes());
+        b.extend_from_slice(&self.state.transaction.to_le_bytes());
         b.extend_from_slice(&1u32.to_le_bytes());
         b
     }
@@ -257,11 +274,13 @@ impl Client {
     /// Reads one response message and decodes its tokens.
     pub fn read_response(&mut self) -> Result<Response, TdsError> {
         let payload = self.receive()?;
-        let r = self.decode(&payload)?;
-        Ok(r)
+        self.state.decode(&payload)
     }
+}
 
-    fn decode(&mut self, payload: &[u8]) -> Result<Response, TdsError> {
+impl ClientState {
+    /// Decodes a response's tokens, following its ENVCHANGEs.
+    pub fn decode(&mut self, payload: &[u8]) -> Result<Response, TdsError> {
         let mut r = Response::default();
         let mut c = Cursor::new(payload);
         let mut columns: Vec<(String, WireType)> = Vec::new();

@@ -427,8 +427,8 @@ pub fn read_value(c: &mut Cursor<'_>, w: &WireType) -> Result<Value, TdsError> {
         INT8 => Value::BigInt(c.u64()? as i64),
         FLT4 => Value::Real(f32::from_bits(c.u32()?)),
         FLT8 => Value::Float(f64::from_bits(c.u64()?)),
-        DATETIME => datetime8(&fixed(c, 8)?),
-        SMALLDATETIME => smalldatetime(&fixed(c, 4)?),
+        DATETIME => datetime8(&fixed(c, 8)?)?,
+        SMALLDATETIME => smalldatetime(&fixed(c, 4)?)?,
         MONEY => money8(&fixed(c, 8)?),
         SMALLMONEY => money4(&fixed(c, 4)?),
         INTN | BITN | FLTN | MONEYN | DATETIMN | GUID => {
@@ -447,8 +447,8 @@ pub fn read_value(c: &mut Cursor<'_>, w: &WireType) -> Result<Value, TdsError> {
                 (FLTN, 8) => Value::Float(f64::from_le_bytes(b[..8].try_into().unwrap())),
                 (MONEYN, 4) => money4(&b),
                 (MONEYN, 8) => money8(&b),
-                (DATETIMN, 4) => smalldatetime(&b),
-                (DATETIMN, 8) => datetime8(&b),
+                (DATETIMN, 4) => smalldatetime(&b)?,
+                (DATETIMN, 8) => datetime8(&b)?,
                 (GUID, 16) => Value::Guid(b[..16].try_into().unwrap()),
                 _ => return Err(TdsError::Protocol("a value of a wrong length")),
             }
@@ -479,7 +479,11 @@ pub fn read_value(c: &mut Cursor<'_>, w: &WireType) -> Result<Value, TdsError> {
             if n != 3 {
                 return Err(TdsError::Protocol("date value of a wrong length"));
             }
-            Value::Date(u24(&fixed(c, 3)?) as i32)
+            let days = u24(&fixed(c, 3)?) as i64;
+            if days > MAX_DAYS {
+                return Err(TdsError::Protocol("date value out of range"));
+            }
+            Value::Date(days as i32)
         }
         TIMEN | DATETIME2N | DATETIMEOFFSETN => {
             let n = c.u8()? as usize;
@@ -499,6 +503,9 @@ pub fn read_value(c: &mut Cursor<'_>, w: &WireType) -> Result<Value, TdsError> {
             let mut tb = [0u8; 8];
             tb[..tl].copy_from_slice(&b[..tl]);
             let ticks_of_day = i64::from_le_bytes(tb) * 10i64.pow(7 - w.scale as u32);
+            if ticks_of_day >= TICKS_PER_DAY {
+                return Err(TdsError::Protocol("time value out of range"));
+            }
             if w.code == TIMEN {
                 let secs = ticks_of_day / TICKS_PER_SECOND;
                 return Ok(Value::Text(format!(
@@ -509,10 +516,20 @@ pub fn read_value(c: &mut Cursor<'_>, w: &WireType) -> Result<Value, TdsError> {
                     ticks_of_day % TICKS_PER_SECOND
                 )));
             }
-            let mut ticks = u24(&b[tl..tl + 3]) as i64 * TICKS_PER_DAY + ticks_of_day;
+            let days = u24(&b[tl..tl + 3]) as i64;
+            if days > MAX_DAYS || ticks_of_day >= TICKS_PER_DAY {
+                return Err(TdsError::Protocol("datetime2 value out of range"));
+            }
+            let mut ticks = days * TICKS_PER_DAY + ticks_of_day;
             if w.code == DATETIMEOFFSETN {
                 let offset_min = i16::from_le_bytes([b[tl + 3], b[tl + 4]]) as i64;
+                if !(-840..=840).contains(&offset_min) {
+                    return Err(TdsError::Protocol("time zone offset out of range"));
+                }
                 ticks += offset_min * 60 * TICKS_PER_SECOND;
+                if !(0..(MAX_DAYS + 1) * TICKS_PER_DAY).contains(&ticks) {
+                    return Err(TdsError::Protocol("datetimeoffset value out of range"));
+                }
             }
             Value::DateTime2(ticks)
         }
@@ -618,18 +635,30 @@ fn money4(b: &[u8]) -> Value {
     }
 }
 
-fn datetime8(b: &[u8]) -> Value {
+/// DATETIME: days since 1900-01-01 (1753-01-01 to 9999-12-31) and 1/300 s of the day.
+fn datetime8(b: &[u8]) -> Result<Value, TdsError> {
     let days = i32::from_le_bytes(b[..4].try_into().unwrap()) as i64;
     let t300 = u32::from_le_bytes(b[4..8].try_into().unwrap()) as i64;
+    if !(-53_690..=2_958_463).contains(&days) || t300 >= 24 * 3600 * 300 {
+        return Err(TdsError::Protocol("datetime value out of range"));
+    }
     let ticks = (days + DAYS_TO_1900) * TICKS_PER_DAY + (t300 * TICKS_PER_SECOND + 150) / 300;
-    Value::DateTime(ticks)
+    Ok(Value::DateTime(ticks))
 }
 
-fn smalldatetime(b: &[u8]) -> Value {
+fn smalldatetime(b: &[u8]) -> Result<Value, TdsError> {
     let days = u16::from_le_bytes([b[0], b[1]]) as i64;
     let minutes = u16::from_le_bytes([b[2], b[3]]) as i64;
-    Value::DateTime((days + DAYS_TO_1900) * TICKS_PER_DAY + minutes * 60 * TICKS_PER_SECOND)
+    if minutes >= 24 * 60 {
+        return Err(TdsError::Protocol("smalldatetime value out of range"));
+    }
+    Ok(Value::DateTime(
+        (days + DAYS_TO_1900) * TICKS_PER_DAY + minutes * 60 * TICKS_PER_SECOND,
+    ))
 }
+
+/// The last day DATE and DATETIME2 hold: 9999-12-31, days since 0001-01-01.
+const MAX_DAYS: i64 = 3_652_058;
 
 #[cfg(test)]
 mod tests {
