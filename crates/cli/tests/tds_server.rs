@@ -3,81 +3,16 @@
 //! KILL, malformed and oversized input (each closes only its own connection), the
 //! connection limit, RPC with typed and OUTPUT parameters, and `extentdb sqlcmd`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use extentdb_sql::exec::Output;
 use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, ConnectOptions, Response};
 
-const PASSWORD: &str = "Yuk0n!River";
-
-struct Server {
-    child: Child,
-    addr: String,
-    dir: PathBuf,
-}
-
-impl Server {
-    fn start(name: &str, extra: &[&str]) -> Server {
-        let dir = std::env::temp_dir().join(format!("xdb-tds-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        Server::start_in(dir, extra)
-    }
-
-    fn start_in(dir: PathBuf, extra: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(&dir)
-            .args(extra)
-            .env("MSSQL_SA_PASSWORD", PASSWORD)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .split_whitespace()
-            .nth(3)
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Server { child, addr, dir }
-    }
-
-    fn connect(&self) -> Client {
-        self.connect_to(None)
-    }
-
-    fn connect_to(&self, database: Option<&str>) -> Client {
-        Client::connect(
-            &self.addr,
-            &ConnectOptions {
-                password: PASSWORD.into(),
-                database: database.map(str::to_string),
-                timeout: Some(Duration::from_secs(60)),
-                ..ConnectOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("login failed: {e:?}"))
-    }
-
-    fn errorlog(&self) -> String {
-        std::fs::read_to_string(self.dir.join("log").join("ERRORLOG")).unwrap_or_default()
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+mod common;
+use common::tds::{Server, PASSWORD};
 
 fn ok(r: Response) -> Response {
     if let Some(e) = r.errors().next() {

@@ -611,10 +611,18 @@ impl Connection {
         };
         let text = text_of(&stmt.value);
         let (definitions, values) = match params.get(1) {
-            Some(p) if p.name.is_empty() || p.name.eq_ignore_ascii_case("@params") => (
-                parse_parameter_definitions(&text_of(&p.value)).map_err(parse_error)?,
-                &params[2..],
-            ),
+            // The definitions: positional, or named @params (tiberius sends `params`).
+            Some(p)
+                if p.name.is_empty()
+                    || p.name
+                        .trim_start_matches('@')
+                        .eq_ignore_ascii_case("params") =>
+            {
+                (
+                    parse_parameter_definitions(&text_of(&p.value)).map_err(parse_error)?,
+                    &params[2..],
+                )
+            }
             _ => (Vec::new(), &params[1.min(params.len())..]),
         };
         self.run_with(&text, &definitions, values, t, 0)

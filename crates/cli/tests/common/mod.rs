@@ -1,0 +1,2 @@
+//! Helpers the integration tests share.
+pub mod tds;
