@@ -210,7 +210,7 @@ def pg_bindir():
 
 
 class Postgres:
-    def __init__(self, work):
+    def __init__(self, work, tcp=False):
         self.bin = pg_bindir()
         self.data = os.path.join(work, "pg")
         self.sock = os.path.join(work, "pgsock")
@@ -227,7 +227,7 @@ class Postgres:
         run(self.as_user + [f"{self.bin}/initdb", "-D", self.data, "-A", "trust", "-U", "postgres",
                             "--no-sync"])
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
-            f.write(f"\nport = {self.port}\nlisten_addresses = ''\n"
+            f.write(f"\nport = {self.port}\nlisten_addresses = '{'127.0.0.1' if tcp else ''}'\n"
                     f"unix_socket_directories = '{self.sock}'\nfsync = on\n"
                     "synchronous_commit = on\nfull_page_writes = on\n")
         run(self.as_user + [f"{self.bin}/pg_ctl", "-D", self.data, "-w", "-l",

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test of extentdb. The tests need only the Rust toolchain (present on every
-# machine of this project's kind) and crates from crates.io, which cargo fetches itself.
+# Runs every test of extentdb. Besides the Rust toolchain (present on every machine of this
+# project's kind) and crates from crates.io, which cargo fetches itself, the real-client
+# tests (crates/cli/tests/tds_clients.rs) need SQL Server's clients, installed below when
+# missing: FreeTDS tsql (Debian), python-tds and pymssql (PyPI), tedious (npm, in
+# tests/clients/tedious) and mssql-jdbc (Maven, built into tests/clients/jdbc/target). Each
+# step is skipped when its result is already there. XDB_SKIP_CLIENTS=1 skips those tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
@@ -14,5 +18,62 @@ if ! command -v mkfs.ext4 >/dev/null 2>&1 || ! command -v filefrag >/dev/null 2>
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq e2fsprogs
   fi
 fi
+
+# Real SQL Server clients (crates/cli/tests/tds_clients.rs).
+PYTHON_TDS_VERSION=1.17.1
+PYMSSQL_VERSION=2.4.6
+warn() { echo "scripts/test.sh: $*; the client tests that need it will fail" >&2; }
+apt_updated=
+apt_install() {
+  [ "$(id -u)" = 0 ] || { warn "not root, cannot apt-get install $*"; return 1; }
+  if [ -z "$apt_updated" ]; then apt-get update -qq && apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
+}
+if [ "${XDB_SKIP_CLIENTS:-}" != 1 ]; then
+  command -v tsql >/dev/null 2>&1 || apt_install freetds-bin || warn "freetds-bin not installed"
+  command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip || warn "python3 not installed"
+  if ! python3 - "$PYTHON_TDS_VERSION" "$PYMSSQL_VERSION" >/dev/null 2>&1 <<'PY'
+import sys, importlib.metadata as m
+import pytds, pymssql
+sys.exit(m.version("python-tds") != sys.argv[1] or m.version("pymssql") != sys.argv[2])
+PY
+  then
+    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true
+    # Debian's own Python refuses pip installs without this (PEP 668); others ignore it.
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
+      "python-tds==$PYTHON_TDS_VERSION" "pymssql==$PYMSSQL_VERSION" \
+      || warn "pip install python-tds pymssql failed"
+  fi
+  command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+    || apt_install nodejs npm || warn "node/npm not installed"
+  if command -v npm >/dev/null 2>&1; then
+    ( cd tests/clients/tedious
+      if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+        npm ci --no-audit --no-fund --loglevel=error
+      fi ) || warn "npm ci in tests/clients/tedious failed"
+  fi
+  command -v java >/dev/null 2>&1 && command -v mvn >/dev/null 2>&1 \
+    || apt_install default-jdk-headless maven || warn "java/maven not installed"
+  if command -v mvn >/dev/null 2>&1; then
+    ( cd tests/clients/jdbc
+      jar=target/extentdb-jdbc-tests.jar
+      if [ ! -f "$jar" ] || [ -n "$(find pom.xml src -newer "$jar" -print -quit)" ]; then
+        mvn -q -B package
+      fi ) || warn "the Maven build of tests/clients/jdbc failed"
+  fi
+fi
+
 cargo build --release --bin extentdb
 cargo test --workspace --release -- --test-threads=2
+
+# Coverage-guided fuzzing of every TDS decoder (fuzz/), briefly, where a nightly toolchain
+# exists; crates/tds/tests/decoder_fuzz.rs runs the same decoders on stable above.
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz \
+    || echo "scripts/test.sh: cargo-fuzz could not be installed; fuzzing skipped" >&2
+  if command -v cargo-fuzz >/dev/null 2>&1; then
+    ( cd fuzz && cargo +nightly fuzz run decoders -- -max_total_time="${XDB_FUZZ_SECONDS:-30}" )
+  fi
+else
+  echo "scripts/test.sh: no nightly toolchain; cargo-fuzz skipped (decoder_fuzz.rs ran on stable)" >&2
+fi

@@ -43,21 +43,7 @@ pub struct ExecArgs {
 
 /// Runs the scripts; the exit code is 1 after an error under -b, else 0.
 pub fn run(a: ExecArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
-    if !Instance::exists(&a.data_dir) {
-        Instance::setup(
-            fs.clone(),
-            &a.data_dir,
-            SetupOptions {
-                config: InstanceConfig::defaults(&a.data_dir),
-                sa_password: None,
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        eprintln!(
-            "extentdb: no instance in {}; set one up with default settings.",
-            a.data_dir.display()
-        );
-    }
+    ensure_instance(&fs, &a.data_dir, None)?;
     let instance =
         Arc::new(Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?);
     instance.set_startup_e(a.consecutive_extents);
@@ -68,6 +54,32 @@ pub fn run(a: ExecArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     drop(session);
     instance.shutdown();
     code
+}
+
+/// Sets up an instance with default settings in `dir` unless one is there (and says so);
+/// true when it set one up.
+pub fn ensure_instance(
+    fs: &Arc<dyn FileSystem>,
+    dir: &std::path::Path,
+    sa_password: Option<String>,
+) -> Result<bool, String> {
+    if Instance::exists(dir) {
+        return Ok(false);
+    }
+    Instance::setup(
+        fs.clone(),
+        dir,
+        SetupOptions {
+            config: InstanceConfig::defaults(dir),
+            sa_password,
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    eprintln!(
+        "extentdb: no instance in {}; set one up with default settings.",
+        dir.display()
+    );
+    Ok(true)
 }
 
 /// Runs the inputs in the session; the exit code is 1 after an error under -b, else 0.

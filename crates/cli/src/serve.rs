@@ -8,8 +8,6 @@ use std::sync::Arc;
 use clap::Args;
 use extentdb_io::FileSystem;
 use extentdb_sql::exec::Engine;
-use extentdb_storage::config::InstanceConfig;
-use extentdb_storage::instance::SetupOptions;
 use extentdb_storage::Instance;
 use extentdb_tds::server::{Server, ServerOptions};
 
@@ -55,28 +53,20 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     let env_password = std::env::var("MSSQL_SA_PASSWORD")
         .ok()
         .filter(|p| !p.is_empty());
-    if !Instance::exists(&a.data_dir) {
-        Instance::setup(
-            fs.clone(),
-            &a.data_dir,
-            SetupOptions {
-                config: InstanceConfig::defaults(&a.data_dir),
-                sa_password: env_password.clone(),
-            },
-        )
-        .map_err(|e| e.to_string())?;
-        eprintln!(
-            "extentdb: no instance in {}; set one up with default settings.",
-            a.data_dir.display()
-        );
-    } else if let Some(pw) = &env_password {
+    let created = crate::exec::ensure_instance(&fs, &a.data_dir, env_password.clone())?;
+    // A new instance got sa's password at setup; an existing one gets it reset.
+    if let (false, Some(pw)) = (created, &env_password) {
         Instance::set_sa_password(&a.data_dir, pw).map_err(|e| e.to_string())?;
     }
     let instance =
         Arc::new(Instance::start(fs, &a.data_dir, &a.trace_flags).map_err(|e| e.to_string())?);
-    if instance.config.sa_password_hash.is_empty() {
+    if instance
+        .logins
+        .get("sa")
+        .is_none_or(|l| l.hash.is_empty() || !l.enabled)
+    {
         eprintln!(
-            "extentdb: the sa login has no password, so no one can log in; set MSSQL_SA_PASSWORD or run `extentdb setup --sa-password`."
+            "extentdb: the sa login has no password or is disabled, so sa cannot log in; set MSSQL_SA_PASSWORD or run `extentdb setup --sa-password`."
         );
     }
     instance.set_startup_e(a.consecutive_extents);
@@ -136,6 +126,8 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     let _ = std::net::TcpStream::connect(addr);
     let _ = accept.join();
     instance.shutdown();
-    println!("extentdb: stopped.");
+    // stdout may be gone (a closed pipe) by now; that is no reason to fail.
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "extentdb: stopped.");
     Ok(0)
 }

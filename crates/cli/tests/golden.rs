@@ -217,3 +217,10 @@ fn log_transactions() {
 fn space_reporting() {
     check("space_reporting");
 }
+
+/// SET IMPLICIT_TRANSACTIONS ON: which statements begin a transaction, and ROLLBACK/COMMIT
+/// of what they did.
+#[test]
+fn implicit_transactions() {
+    check("implicit_transactions");
+}

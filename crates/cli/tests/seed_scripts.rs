@@ -1,10 +1,14 @@
 //! The seeds' data scripts run through `extentdb exec` as the articles write them, file paths
 //! aside (examples/seed004_bigrows.sql, examples/seed003_junkdata.sql): every row arrives,
 //! the files autogrow, and a second run of seed 004's preamble finds the database and drops
-//! it through ALTER DATABASE ... SET SINGLE_USER WITH ROLLBACK IMMEDIATE.
+//! it through ALTER DATABASE ... SET SINGLE_USER WITH ROLLBACK IMMEDIATE. The same scripts
+//! run over TDS against `extentdb serve`, from `extentdb sqlcmd` and from FreeTDS tsql.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod common;
+use common::tds::{Server, PASSWORD};
 
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -176,4 +180,136 @@ fn seed003_junkdata_script() {
         "{out}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Runs a script with `extentdb sqlcmd -b` against a server; its output.
+fn sqlcmd(s: &Server, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args([
+            "sqlcmd",
+            "-b",
+            "-S",
+            &s.addr.replace(':', ","),
+            "-U",
+            "sa",
+            "-P",
+            PASSWORD,
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Runs a script through FreeTDS tsql; fails on any error of severity 11 or more.
+fn tsql(s: &Server, script: &Path) -> String {
+    let port = s.addr.rsplit(':').next().unwrap().to_string();
+    let out = Command::new("tsql")
+        .args([
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-U",
+            "sa",
+            "-P",
+            PASSWORD,
+            "-o",
+            "q",
+        ])
+        .env("TDSVER", "7.4")
+        .stdin(std::fs::File::open(script).unwrap())
+        .output()
+        .expect("tsql (apt-get install freetds-bin; scripts/test.sh installs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    for line in stderr.lines().filter(|l| l.starts_with("Msg ")) {
+        let severity: u32 = line
+            .split("severity ")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(99);
+        assert!(severity <= 10, "tsql: {line}\n{stderr}");
+    }
+    assert!(out.status.success(), "{stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Proves the seed scripts run unchanged (paths aside) over TDS: from extentdb sqlcmd with
+/// every batch and repeat (seed 004's 70,000 inserts and trace flag 1165 lines), and from
+/// FreeTDS tsql, which has no `GO n`, so seed 004's insert runs once there.
+#[test]
+fn seed_scripts_over_tds() {
+    let s = Server::start("seeds", &[]);
+    let out = sqlcmd(&s, &["-i", example("seed000_ifi.sql").to_str().unwrap()]);
+    assert!(out.contains("instant_file_initialization_enabled"), "{out}");
+    assert!(out.contains("Zeroing completed on"), "{out}");
+    sqlcmd(
+        &s,
+        &["-i", example("seed004_bigrows.sql").to_str().unwrap()],
+    );
+    let count = sqlcmd(
+        &s,
+        &[
+            "-Q",
+            "SET NOCOUNT ON; SELECT COUNT(*) FROM Company.dbo.BigRows;",
+        ],
+    );
+    assert!(count.lines().any(|l| l.trim() == "70000"), "{count}");
+    check_trace_flag_1165(&s.dir.join("log/ERRORLOG"));
+    sqlcmd(
+        &s,
+        &[
+            "-Q",
+            "CREATE DATABASE TestWithZeroInitialization ON (NAME = T, FILENAME = 'T.mdf', SIZE = 200MB) \
+             LOG ON (NAME = T_log, FILENAME = 'T_log.ldf', SIZE = 64MB);",
+        ],
+    );
+    sqlcmd(
+        &s,
+        &["-i", example("seed003_junkdata.sql").to_str().unwrap()],
+    );
+    let junk = sqlcmd(
+        &s,
+        &[
+            "-d",
+            "TestWithZeroInitialization",
+            "-Q",
+            "SET NOCOUNT ON; SELECT COUNT(*) FROM JunkData;",
+        ],
+    );
+    assert!(junk.lines().any(|l| l.trim() == "20000"), "{junk}");
+    // FreeTDS tsql: the same files.
+    let out = tsql(&s, &example("seed000_ifi.sql"));
+    assert!(out.contains("Zeroing completed on"), "{out}");
+    tsql(&s, &example("seed004_bigrows.sql"));
+    let count = sqlcmd(
+        &s,
+        &[
+            "-Q",
+            "SET NOCOUNT ON; SELECT COUNT(*) FROM Company.dbo.BigRows;",
+        ],
+    );
+    assert!(
+        count.lines().any(|l| l.trim() == "1"),
+        "tsql runs GO 70000 once: {count}"
+    );
+    sqlcmd(&s, &["-Q", "DROP DATABASE TestWithZeroInitialization; CREATE DATABASE TestWithZeroInitialization ON (NAME = T, FILENAME = 'T.mdf', SIZE = 200MB) LOG ON (NAME = T_log, FILENAME = 'T_log.ldf', SIZE = 64MB);"]);
+    tsql(&s, &example("seed003_junkdata.sql"));
+    let junk = sqlcmd(
+        &s,
+        &[
+            "-d",
+            "TestWithZeroInitialization",
+            "-Q",
+            "SET NOCOUNT ON; SELECT COUNT(*) FROM JunkData;",
+        ],
+    );
+    assert!(junk.lines().any(|l| l.trim() == "20000"), "{junk}");
 }

@@ -602,3 +602,133 @@ fn tls_encrypts_when_asked_and_can_be_required() {
     let mut c = tls(true, None, &s.addr).unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(scalar(&mut c, "SELECT 3"), Value::Int(3));
 }
+
+fn login_as(s: &Server, user: &str, password: &str) -> Result<Client, Vec<i32>> {
+    Client::connect(
+        &s.addr,
+        &ConnectOptions {
+            user: user.into(),
+            password: password.into(),
+            timeout: Some(Duration::from_secs(20)),
+            ..ConnectOptions::default()
+        },
+    )
+    .map_err(|e| match e {
+        Ok(r) => r.errors().map(|e| e.number).collect(),
+        Err(e) => panic!("transport error: {e}"),
+    })
+}
+
+fn error_number(r: Response) -> Option<i32> {
+    r.errors().next().map(|e| e.number)
+}
+
+#[test]
+fn logins_are_created_altered_dropped_and_kept() {
+    let dir = std::env::temp_dir().join(format!("xdb-tds-logins-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut s = Server::start_in(dir.clone(), &[]);
+    let mut sa = s.connect();
+    ok(sa.batch("CREATE DATABASE appdb").unwrap());
+    assert_eq!(
+        error_number(sa.batch("CREATE LOGIN app WITH PASSWORD = 'weak'").unwrap()),
+        Some(15118)
+    );
+    ok(sa
+        .batch("CREATE LOGIN app WITH PASSWORD = 'Zebra-Pass-1', DEFAULT_DATABASE = appdb")
+        .unwrap());
+    assert_eq!(
+        error_number(
+            sa.batch("CREATE LOGIN APP WITH PASSWORD = 'Zebra-Pass-1'")
+                .unwrap()
+        ),
+        Some(15025)
+    );
+    // The login works, lands in its default database, and cannot manage others.
+    let mut app = login_as(&s, "app", "Zebra-Pass-1").unwrap();
+    assert_eq!(app.database(), "appdb");
+    assert_eq!(
+        scalar(
+            &mut app,
+            "SELECT login_name FROM sys.dm_exec_sessions WHERE session_id = @@SPID"
+        ),
+        Value::Text("app".into())
+    );
+    assert_eq!(
+        error_number(
+            app.batch("CREATE LOGIN other WITH PASSWORD = 'Other-Pass-1'")
+                .unwrap()
+        ),
+        Some(15247)
+    );
+    assert_eq!(
+        error_number(
+            app.batch("ALTER LOGIN sa WITH PASSWORD = 'Stolen-Pass-1'")
+                .unwrap()
+        ),
+        Some(15151)
+    );
+    // Its own password, with the old one.
+    assert_eq!(
+        error_number(
+            app.batch("ALTER LOGIN app WITH PASSWORD = 'Zebra-Pass-2' OLD_PASSWORD = 'nope'")
+                .unwrap()
+        ),
+        Some(15151)
+    );
+    ok(app
+        .batch("ALTER LOGIN app WITH PASSWORD = 'Zebra-Pass-2' OLD_PASSWORD = 'Zebra-Pass-1'")
+        .unwrap());
+    assert_eq!(login_as(&s, "app", "Zebra-Pass-1").err(), Some(vec![18456]));
+    drop(login_as(&s, "app", "Zebra-Pass-2").unwrap());
+    // sys.server_principals lists both; a login in use cannot be dropped.
+    let r = ok(sa
+        .batch("SELECT name, is_disabled FROM sys.server_principals ORDER BY name")
+        .unwrap());
+    assert_eq!(
+        rows(&r),
+        vec![
+            vec![Value::Text("app".into()), Value::Bit(false)],
+            vec![Value::Text("sa".into()), Value::Bit(false)]
+        ]
+    );
+    assert_eq!(
+        error_number(sa.batch("DROP LOGIN app").unwrap()),
+        Some(15434)
+    );
+    assert_eq!(
+        error_number(sa.batch("DROP LOGIN sa").unwrap()),
+        Some(15405)
+    );
+    drop(app);
+    // Disabled: 18456, state 7 in the log.
+    ok(sa.batch("ALTER LOGIN app DISABLE").unwrap());
+    wait_until("app's session to end", || {
+        count(
+            &mut sa,
+            "SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE login_name = 'app'",
+        ) == 0
+    });
+    assert_eq!(login_as(&s, "app", "Zebra-Pass-2").err(), Some(vec![18456]));
+    assert!(s
+        .errorlog()
+        .contains("Error: 18456, Severity: 14, State: 7."));
+    ok(sa.batch("ALTER LOGIN app ENABLE").unwrap());
+    // Logins survive a restart.
+    drop(sa);
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    s.dir = PathBuf::from("/nonexistent-xdb");
+    let s = Server::start_in(dir.clone(), &[]);
+    let mut app = login_as(&s, "app", "Zebra-Pass-2").unwrap();
+    assert_eq!(
+        scalar(&mut app, "SELECT DB_NAME()"),
+        Value::Text("appdb".into())
+    );
+    let mut sa = s.connect();
+    drop(app);
+    wait_until("DROP LOGIN once app is gone", || {
+        error_number(sa.batch("DROP LOGIN app").unwrap()).is_none()
+    });
+    assert_eq!(login_as(&s, "app", "Zebra-Pass-2").err(), Some(vec![18456]));
+}

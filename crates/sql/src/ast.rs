@@ -136,6 +136,9 @@ pub enum StatementKind {
         enable: Option<bool>,
         options: Vec<WithOption>,
     },
+    DropLogin {
+        name: String,
+    },
     Kill {
         target: Expr,
         status_only: bool,

@@ -64,6 +64,21 @@ fn local_offset_seconds(unix_s: i64) -> i64 {
     }
 }
 
+/// UPPER and LOWER as SQL Server does them: each character mapped on its own, kept when
+/// its mapping is not one character (ß, ŉ), so the length never changes; Rust's
+/// str::to_uppercase would make ß "SS" and a word-final Σ "ς".
+fn simple_case<I: Iterator<Item = char>>(s: &str, map: impl Fn(char) -> I) -> String {
+    s.chars()
+        .map(|c| {
+            let mut m = map(c);
+            match (m.next(), m.next()) {
+                (Some(one), None) => one,
+                _ => c,
+            }
+        })
+        .collect()
+}
+
 /// Calls scalar function `name` (any case). `Ok(None)`: not a known scalar function.
 pub fn call_scalar(
     name: &str,
@@ -459,8 +474,8 @@ fn string_function(name: &str, args: &[Value]) -> Result<Option<Value>, SqlError
     };
     let v = match name {
         "LEN" => one(&|s| Value::Int(s.trim_end_matches(' ').chars().count() as i32))?,
-        "UPPER" => one(&|s| Value::Text(s.to_uppercase()))?,
-        "LOWER" => one(&|s| Value::Text(s.to_lowercase()))?,
+        "UPPER" => one(&|s| Value::Text(simple_case(&s, char::to_uppercase)))?,
+        "LOWER" => one(&|s| Value::Text(simple_case(&s, char::to_lowercase)))?,
         "LTRIM" => one(&|s| Value::Text(s.trim_start_matches(' ').to_string()))?,
         "RTRIM" => one(&|s| Value::Text(s.trim_end_matches(' ').to_string()))?,
         "TRIM" => one(&|s| Value::Text(s.trim_matches(' ').to_string()))?,
@@ -1201,6 +1216,9 @@ mod tests {
             t("a1")
         );
         assert_eq!(call("UPPER", &[t("aé")]).unwrap(), t("AÉ"));
+        // Character by character, never changing the length: ß stays, no final sigma.
+        assert_eq!(call("UPPER", &[t("straße ŉ")]).unwrap(), t("STRAßE ŉ"));
+        assert_eq!(call("LOWER", &[t("ΣΑΣ")]).unwrap(), t("σασ"));
         assert_eq!(call("LTRIM", &[t("  a ")]).unwrap(), t("a "));
         assert_eq!(call("TRIM", &[t("  a ")]).unwrap(), t("a"));
         assert_eq!(call("REVERSE", &[t("abc")]).unwrap(), t("cba"));

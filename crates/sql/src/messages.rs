@@ -265,6 +265,12 @@ static CATALOGUE: &[Entry] = &[
     e(17836, 20, 17, "Length specified in network packet payload did not match number of bytes read; the connection has been closed. Please contact the vendor of the client library.%.*ls"),
     e(18452, 14, 1, "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication.%.*ls"),
     e(6104, 16, 1, "Cannot use KILL to kill your own process."),
+    // Logins.
+    e(15025, 16, 2, "The server principal '%.*ls' already exists."),
+    e(15118, 16, 1, "Password validation failed. The password does not meet the operating system policy requirements because it is not complex enough."),
+    e(15247, 16, 1, "User does not have permission to perform this action."),
+    e(15405, 11, 1, "Cannot use the special principal '%.*ls'."),
+    e(15434, 16, 1, "Could not drop login '%.*ls' as the user is currently logged in."),
     e(6106, 16, 2, "Process ID %d is not an active process ID."),
 ];
 

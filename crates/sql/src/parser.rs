@@ -858,6 +858,12 @@ impl Parser {
     fn drop(&mut self) -> PResult<StatementKind> {
         self.pos += 1;
         let word = self.peek_upper_word().unwrap_or_default();
+        if word == "LOGIN" {
+            self.pos += 1;
+            return Ok(StatementKind::DropLogin {
+                name: self.ident()?,
+            });
+        }
         if !matches!(word.as_str(), "DATABASE" | "TABLE" | "INDEX") {
             return Err(self.error());
         }
@@ -1317,6 +1323,20 @@ fn concatenation_parts(expr: Expr) -> Vec<Expr> {
     parts
 }
 
+impl From<ParseError> for crate::messages::SqlError {
+    /// A syntax error as the message clients see.
+    fn from(e: ParseError) -> crate::messages::SqlError {
+        crate::messages::SqlError {
+            number: e.number,
+            severity: e.severity,
+            state: e.state,
+            text: e.text,
+            line: e.line,
+            procedure: None,
+        }
+    }
+}
+
 /// One parameter of an sp_executesql / sp_prepare definition list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParameterDefinition {
@@ -1335,19 +1355,13 @@ pub fn parse_parameter_definitions(text: &str) -> Result<Vec<ParameterDefinition
         depth: 0,
         stack_base: stack_position(),
     };
-    let mut out = Vec::new();
     if parser.at_end() {
-        return Ok(out);
+        return Ok(Vec::new());
     }
     let mut ordinal = 0;
     let defs = parser.comma_list(|p| {
         ordinal += 1;
-        if !p.check_kind(&TokenKind::Variable) {
-            return Err(p.error());
-        }
-        let name = p.next()?.text;
-        p.eat_word("AS");
-        let data_type = p.data_type(ordinal, false)?;
+        let (name, data_type) = p.variable_and_type(ordinal)?;
         let output = p.eat_word("OUTPUT") || p.eat_word("OUT");
         Ok(ParameterDefinition {
             name,
@@ -1358,24 +1372,28 @@ pub fn parse_parameter_definitions(text: &str) -> Result<Vec<ParameterDefinition
     if !parser.at_end() {
         return Err(parser.error());
     }
-    out.extend(defs);
-    Ok(out)
+    Ok(defs)
 }
 
 // ----------------------------------------------------------------------------------------
 // DECLARE, SET and data types.
 impl Parser {
+    /// `@name [AS] type`, as DECLARE and parameter definitions write it.
+    fn variable_and_type(&mut self, ordinal: usize) -> PResult<(String, DataType)> {
+        if !self.check_kind(&TokenKind::Variable) {
+            return Err(self.error());
+        }
+        let name = self.next()?.text;
+        self.eat_word("AS");
+        Ok((name, self.data_type(ordinal, false)?))
+    }
+
     fn declare(&mut self) -> PResult<StatementKind> {
         self.pos += 1;
         let mut ordinal = 0;
         let declarations = self.comma_list(|p| {
             ordinal += 1;
-            if !p.check_kind(&TokenKind::Variable) {
-                return Err(p.error());
-            }
-            let name = p.next()?.text;
-            p.eat_word("AS");
-            let data_type = p.data_type(ordinal, false)?;
+            let (name, data_type) = p.variable_and_type(ordinal)?;
             let initial = if p.eat_symbol("=") {
                 Some(p.expr()?)
             } else {
@@ -3031,6 +3049,11 @@ impl Parser {
         loop {
             options.push(self.with_option()?);
             while let Some(flag) = self.peek_upper_word() {
+                // PASSWORD = 'new' OLD_PASSWORD = 'old' (no comma between them).
+                if flag == "OLD_PASSWORD" {
+                    options.push(self.with_option()?);
+                    continue;
+                }
                 if !matches!(flag.as_str(), "HASHED" | "MUST_CHANGE" | "UNLOCK") {
                     break;
                 }

@@ -219,8 +219,9 @@ pub fn layout(t: SqlType) -> Layout {
     }
 }
 
-/// Bytes of a `decimal(precision, _)` value: the sign byte and 4, 8, 12 or 16 bytes.
-fn decimal_size(precision: u8) -> usize {
+/// Bytes of a `decimal(precision, _)` value: the sign byte and 4, 8, 12 or 16 bytes (on
+/// disk and, after a length byte, in TDS).
+pub fn decimal_size(precision: u8) -> usize {
     match precision {
         0..=9 => 5,
         10..=19 => 9,
@@ -229,8 +230,8 @@ fn decimal_size(precision: u8) -> usize {
     }
 }
 
-/// Bytes of the time part of a `datetime2(scale)`.
-fn time_size(scale: u8) -> usize {
+/// Bytes of the time part of a `datetime2(scale)` (on disk and in TDS).
+pub fn time_size(scale: u8) -> usize {
     match scale {
         0..=2 => 3,
         3..=4 => 4,

@@ -121,6 +121,8 @@ pub struct Instance {
     pub requests: Mutex<BTreeMap<u16, RequestProgress>>,
     /// Connected sessions by session id (sys.dm_exec_sessions, KILL).
     pub sessions: Mutex<BTreeMap<u16, Arc<SessionInfo>>>,
+    /// SQL logins (sa and those CREATE LOGIN made).
+    pub logins: crate::logins::Logins,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
 }
@@ -212,7 +214,15 @@ impl Instance {
         let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
         let mut config = InstanceConfig::parse(dir, &text)?;
         config.sa_password_hash = crate::config::hash_password(password);
-        write_durably(&Self::config_path(dir), config.render().as_bytes()).map_err(err)
+        write_durably(&Self::config_path(dir), config.render().as_bytes()).map_err(err)?;
+        // A password ALTER LOGIN gave sa lives in the logins file, which would win.
+        if dir.join("logins").exists() {
+            let logins = crate::logins::Logins::load(dir, &config.sa_password_hash).map_err(err)?;
+            logins
+                .alter("sa", Some(password), Some(true), None)
+                .map_err(|e| StorageError::Instance(dir.to_path_buf(), format!("{e:?}")))?;
+        }
+        Ok(())
     }
 
     /// Starts the instance in `dir`: opens master and every database, re-creates tempdb.
@@ -227,6 +237,7 @@ impl Instance {
         let pool_pages =
             config.max_server_memory_mb as usize * extentdb_format::PAGES_PER_MB as usize;
         let errorlog = ErrorLog::open(&dir.join("log")).map_err(err)?;
+        let logins = crate::logins::Logins::load(dir, &config.sa_password_hash).map_err(err)?;
         let inst = Instance {
             dir: dir.to_path_buf(),
             config,
@@ -239,6 +250,7 @@ impl Instance {
             startup_e: Default::default(),
             requests: Mutex::new(BTreeMap::new()),
             sessions: Mutex::new(BTreeMap::new()),
+            logins,
             suspect: Mutex::new(BTreeMap::new()),
         };
         inst.log_startup();
@@ -737,7 +749,7 @@ impl Instance {
 
 /// Writes a file so that a crash leaves either the old content or the new: a temporary
 /// file made durable, renamed over the target, then the directory made durable.
-fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let tmp = path.with_extension("tmp");
     let mut f = std::fs::File::create(&tmp)?;

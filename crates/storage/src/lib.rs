@@ -22,6 +22,7 @@ pub mod instance;
 pub mod log_file;
 pub mod log_growth;
 pub mod log_writer;
+pub mod logins;
 pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;

@@ -306,27 +306,30 @@ impl Connection {
             return Err(TdsError::Protocol("expected LOGIN7"));
         }
         let login = login7::decode(&m.payload)?;
-        if let Err(failure) = authenticate(&engine, &login) {
-            engine.instance.errorlog.write(
-                "Logon",
-                &format!("Error: 18456, Severity: 14, State: {}.", failure.log_state),
-            );
-            engine
-                .instance
-                .errorlog
-                .write("Logon", &format!("{} [CLIENT: {peer}]", failure.log_text));
-            let mut t = Tokens::new();
-            t.message(&failure.client, &options.server_name);
-            t.done(token::DONE, token::DONE_ERROR, 0, 0);
-            write_message(
-                &mut writer,
-                PacketType::TabularResult,
-                &t.buf,
-                INITIAL_PACKET_SIZE,
-                0,
-            )?;
-            return Err(TdsError::LoginFailed);
-        }
+        let default_database = match authenticate(&engine, &login) {
+            Ok(db) => db,
+            Err(failure) => {
+                engine.instance.errorlog.write(
+                    "Logon",
+                    &format!("Error: 18456, Severity: 14, State: {}.", failure.log_state),
+                );
+                engine
+                    .instance
+                    .errorlog
+                    .write("Logon", &format!("{} [CLIENT: {peer}]", failure.log_text));
+                let mut t = Tokens::new();
+                t.message(&failure.client, &options.server_name);
+                t.done(token::DONE, token::DONE_ERROR, 0, 0);
+                write_message(
+                    &mut writer,
+                    PacketType::TabularResult,
+                    &t.buf,
+                    INITIAL_PACKET_SIZE,
+                    0,
+                )?;
+                return Err(TdsError::LoginFailed);
+            }
+        };
         let mut session = engine.session_for(ClientInfo {
             login_name: login.user_name.clone(),
             host_name: login.host_name.clone(),
@@ -338,10 +341,16 @@ impl Connection {
             n => n.clamp(512, MAX_PACKET_SIZE),
         };
         let mut t = Tokens::new();
-        if !login.database.is_empty() {
-            let out = session.execute(&format!("USE [{}]", login.database.replace(']', "]]")));
+        // The database the login asks for, else the login's default database.
+        let database = if login.database.is_empty() {
+            default_database
+        } else {
+            login.database.clone()
+        };
+        if !database.eq_ignore_ascii_case("master") {
+            let out = session.execute(&format!("USE [{}]", database.replace(']', "]]")));
             if out.iter().any(|o| matches!(o, Output::Error(_))) {
-                t.message(&msg(4060, &[&login.database]), &options.server_name);
+                t.message(&msg(4060, &[&database]), &options.server_name);
                 let failed = msg(18456, &[&login.user_name, &"", &""]);
                 t.message(&failed, &options.server_name);
                 t.done(token::DONE, token::DONE_ERROR, 0, 0);
@@ -619,7 +628,7 @@ impl Connection {
                         .eq_ignore_ascii_case("params") =>
             {
                 (
-                    parse_parameter_definitions(&text_of(&p.value)).map_err(parse_error)?,
+                    parse_parameter_definitions(&text_of(&p.value)).map_err(SqlError::from)?,
                     &params[2..],
                 )
             }
@@ -634,7 +643,7 @@ impl Connection {
             return Err(msg(8144, &[&proc]));
         }
         let definitions =
-            parse_parameter_definitions(&text_of(&params[1].value)).map_err(parse_error)?;
+            parse_parameter_definitions(&text_of(&params[1].value)).map_err(SqlError::from)?;
         let text = text_of(&params[2].value);
         let handle = self.next_handle;
         self.next_handle += 1;
@@ -792,17 +801,6 @@ fn definitions_text(d: &[ParameterDefinition]) -> String {
         .join(",")
 }
 
-fn parse_error(e: extentdb_sql::parser::ParseError) -> SqlError {
-    SqlError {
-        number: e.number,
-        severity: e.severity,
-        state: e.state,
-        text: e.text,
-        line: e.line,
-        procedure: None,
-    }
-}
-
 /// Why a login failed: what the client is told (always state 1, as SQL Server hides the
 /// reason) and what the error log says (the real state and reason).
 struct LoginFailure {
@@ -811,13 +809,8 @@ struct LoginFailure {
     log_text: String,
 }
 
-fn authenticate(engine: &Engine, login: &Login7) -> Result<(), LoginFailure> {
+fn authenticate(engine: &Engine, login: &Login7) -> Result<String, LoginFailure> {
     let user = login.user_name.clone();
-    let fail = |state: u8, reason: &str| LoginFailure {
-        client: msg(18456, &[&user, &"", &""]),
-        log_state: state,
-        log_text: format!("Login failed for user '{user}'. Reason: {reason}"),
-    };
     if login.integrated_security {
         return Err(LoginFailure {
             client: msg(18452, &[&""]),
@@ -825,21 +818,15 @@ fn authenticate(engine: &Engine, login: &Login7) -> Result<(), LoginFailure> {
             log_text: msg(18452, &[&""]).text,
         });
     }
-    if !user.eq_ignore_ascii_case("sa") {
-        return Err(fail(
-            5,
-            "Could not find a login matching the name provided.",
-        ));
+    match engine.instance.logins.authenticate(&user, &login.password) {
+        Ok(l) => Ok(l.default_database),
+        Err(refusal) => Err(LoginFailure {
+            client: msg(18456, &[&user, &"", &""]),
+            log_state: refusal.state(),
+            log_text: format!(
+                "Login failed for user '{user}'. Reason: {}",
+                refusal.reason()
+            ),
+        }),
     }
-    let hash = &engine.instance.config.sa_password_hash;
-    if hash.is_empty() {
-        return Err(fail(7, "The account is disabled."));
-    }
-    if !extentdb_storage::config::verify_password(&login.password, hash) {
-        return Err(fail(
-            8,
-            "Password did not match that for the login provided.",
-        ));
-    }
-    Ok(())
 }

@@ -58,23 +58,14 @@ const DAYS_TO_1900: i64 = 693_595;
 const PLP_NULL: u64 = u64::MAX;
 const PLP_UNKNOWN: u64 = u64::MAX - 1;
 
-/// The bytes a DECIMAL of `precision` takes on the wire after its length byte.
+/// The bytes a DECIMAL of `precision` takes on the wire after its length byte (as on disk).
 fn decimal_len(precision: u8) -> u8 {
-    match precision {
-        0..=9 => 5,
-        10..=19 => 9,
-        20..=28 => 13,
-        _ => 17,
-    }
+    extentdb_sql::rowcodec::decimal_size(precision) as u8
 }
 
-/// DATETIME2 / TIME bytes for a fractional-second scale.
+/// DATETIME2 / TIME bytes for a fractional-second scale (as on disk).
 fn time_len(scale: u8) -> usize {
-    match scale {
-        0..=2 => 3,
-        3..=4 => 4,
-        _ => 5,
-    }
+    extentdb_sql::rowcodec::time_size(scale)
 }
 
 fn max_len_u16(n: u32, per_unit: u32) -> u16 {

@@ -160,6 +160,17 @@ impl Session {
                 target,
                 status_only: false,
             } => self.kill(target)?,
+            StatementKind::CreateLogin {
+                name,
+                from_windows,
+                options,
+            } => self.create_login(name, *from_windows, options)?,
+            StatementKind::AlterLogin {
+                name,
+                enable,
+                options,
+            } => self.alter_login(name, *enable, options)?,
+            StatementKind::DropLogin { name } => self.drop_login(name)?,
             other => return Err(vec![not_yet(statement_name(other))]),
         }
         Ok(Flow::Normal)

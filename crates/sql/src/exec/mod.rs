@@ -29,6 +29,7 @@ mod errors;
 mod eval;
 mod expr_text;
 mod helpdb;
+mod logins;
 mod lower;
 mod select;
 mod shrink;
@@ -124,6 +125,7 @@ impl Engine {
             flags: BTreeSet::new(),
             vars: HashMap::new(),
             nocount: false,
+            implicit_transactions: false,
             rowcount: 0,
             trancount: 0,
             xacts: BTreeMap::new(),
@@ -162,6 +164,9 @@ pub struct Session {
     /// Variables of the running batch, by lower-cased name (with the `@`).
     vars: HashMap<String, (SqlType, Value)>,
     pub nocount: bool,
+    /// SET IMPLICIT_TRANSACTIONS ON: with @@TRANCOUNT 0, a statement that reads or writes
+    /// a table begins a transaction first (mssql-jdbc's setAutoCommit(false)).
+    implicit_transactions: bool,
     rowcount: i64,
     /// @@TRANCOUNT: nesting depth of BEGIN TRANSACTION.
     trancount: u32,
@@ -205,13 +210,28 @@ enum Flow {
 
 /// A syntax error as the message clients see.
 fn parse_error(e: crate::parser::ParseError) -> SqlError {
-    SqlError {
-        number: e.number,
-        severity: e.severity,
-        state: e.state,
-        text: e.text,
-        line: e.line,
-        procedure: None,
+    e.into()
+}
+
+/// The statements that begin a transaction under SET IMPLICIT_TRANSACTIONS ON when none is
+/// open (SQL Server's list: SELECT from a table, INSERT, UPDATE, DELETE, CREATE/DROP/
+/// TRUNCATE TABLE, BEGIN TRANSACTION, which then makes @@TRANCOUNT 2). A SELECT without
+/// FROM (`SELECT @@TRANCOUNT`) does not.
+fn starts_implicit_transaction(kind: &StatementKind) -> bool {
+    use StatementKind as K;
+    match kind {
+        K::Select(q) => match &q.body {
+            crate::ast::QueryBody::Select(s) => !s.from.is_empty(),
+            _ => true,
+        },
+        K::Insert(_)
+        | K::Update(_)
+        | K::Delete(_)
+        | K::CreateTable(_)
+        | K::DropTable { .. }
+        | K::TruncateTable { .. }
+        | K::BeginTransaction { .. } => true,
+        _ => false,
     }
 }
 
@@ -272,9 +292,15 @@ impl Session {
         self.flags.clear();
         self.vars.clear();
         self.nocount = false;
+        self.implicit_transactions = false;
         self.rowcount = 0;
         self.identity_insert = None;
         self.last_identity = None;
+    }
+
+    /// The login this session runs as.
+    pub fn login_name(&self) -> &str {
+        &self.info.login_name
     }
 
     /// True once KILL named this session: its connection should close.
@@ -341,6 +367,10 @@ impl Session {
 
     fn statement(&mut self, s: &Statement, out: &mut Vec<Output>) -> Result<Flow, Vec<SqlError>> {
         use StatementKind as K;
+        if self.implicit_transactions && self.trancount == 0 && starts_implicit_transaction(&s.kind)
+        {
+            self.begin_transaction(out);
+        }
         match &s.kind {
             K::Block(body) => return Ok(self.run_block(body, out)),
             K::If {
@@ -416,8 +446,12 @@ impl Session {
     }
 
     fn set_option(&mut self, options: &[String], value: &crate::ast::SetValue) {
+        let on = matches!(value, crate::ast::SetValue::On);
         if options.iter().any(|o| o == "NOCOUNT") {
-            self.nocount = matches!(value, crate::ast::SetValue::On);
+            self.nocount = on;
+        }
+        if options.iter().any(|o| o == "IMPLICIT_TRANSACTIONS") {
+            self.implicit_transactions = on;
         }
     }
 

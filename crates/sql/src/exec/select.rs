@@ -25,6 +25,29 @@ pub(super) struct Source {
     pub alias: Option<String>,
 }
 
+/// A computed character column typed from its values (VARCHAR) becomes NVARCHAR when a
+/// value has a character beyond U+00FF: such text came from a Unicode source (an NVARCHAR
+/// column through UPPER, `+`, ISNULL ...), which SQL Server types NVARCHAR, and as VARCHAR a
+/// client would receive it in code page 1252 with those characters turned into '?'.
+fn unicode_if_needed<'a>(t: SqlType, values: impl Iterator<Item = &'a Value>) -> SqlType {
+    if !matches!(t, SqlType::VarChar(_)) {
+        return t;
+    }
+    let mut unicode = false;
+    let mut units = 1;
+    for v in values {
+        if let Value::Text(s) = v {
+            unicode |= s.chars().any(|c| c as u32 > 0xFF);
+            units = units.max(s.encode_utf16().count());
+        }
+    }
+    match (unicode, units) {
+        (false, _) => t,
+        (true, n) if n > 4000 => SqlType::NVarChar(crate::types::MAX_LENGTH),
+        (true, n) => SqlType::NVarChar(n as u32),
+    }
+}
+
 /// Rows equal for DISTINCT and GROUP BY: NULLs equal each other.
 pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
     a.iter()
@@ -243,7 +266,7 @@ impl Session {
                             };
                             (name, t)
                         }
-                        _ => (alias.clone().unwrap_or_default(), None),
+                        _ => (alias.clone().unwrap_or_default(), self.declared_type(expr)),
                     };
                     columns.push((name, t));
                 }
@@ -270,16 +293,40 @@ impl Session {
             .enumerate()
             .map(|(i, (n, t))| {
                 let t = t.unwrap_or_else(|| {
-                    out.iter()
+                    let t = out
+                        .iter()
                         .map(|r| &r[i])
                         .find(|v| !v.is_null())
                         .map(value_type)
-                        .unwrap_or(SqlType::Int)
+                        .unwrap_or(SqlType::Int);
+                    unicode_if_needed(t, out.iter().map(|r| &r[i]))
                 });
                 (n, t)
             })
             .collect();
         Ok((typed, out))
+    }
+
+    /// The type an expression has whatever its value: a CAST or CONVERT's target, a
+    /// variable's declared type, an N'...' literal's NVARCHAR. Clients see it in the result's
+    /// metadata, so a NULL keeps its type and Unicode text is not sent as code page 1252.
+    /// None for other expressions (typed from their first non-NULL value).
+    fn declared_type(&self, expr: &crate::ast::Expr) -> Option<SqlType> {
+        use crate::ast::{Expr, Literal};
+        match expr {
+            Expr::Cast { data_type, .. } | Expr::Convert { data_type, .. } => {
+                Some(data_type.cast_target())
+            }
+            Expr::Variable(name) => self.variable(name).map(|(t, _)| t),
+            Expr::Literal(Literal::String {
+                value,
+                national: true,
+            }) => Some(match value.encode_utf16().count() {
+                n if n > 4000 => SqlType::NVarChar(crate::types::MAX_LENGTH),
+                n => SqlType::NVarChar(n.max(1) as u32),
+            }),
+            _ => None,
+        }
     }
 
     /// ORDER BY over source columns, select-list aliases or ordinals.
