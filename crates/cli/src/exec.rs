@@ -130,7 +130,7 @@ pub fn emit(outputs: Vec<Output>, stop_on_error: bool, server: Option<&str>) -> 
             Output::Rows { columns, rows } => render::render_result_set(&columns, &rows),
             Output::RowsAffected(n) => format!("{}\n", render::rows_affected(n)),
             Output::Info(m) => format!("{}\n", m.text),
-            Output::EnvChange(_) => continue,
+            Output::EnvChange(_) | Output::StatementEnd(_) => continue,
             Output::Error(e) => {
                 failed |= e.severity >= 11;
                 match server {

@@ -732,3 +732,54 @@ fn logins_are_created_altered_dropped_and_kept() {
     });
     assert_eq!(login_as(&s, "app", "Zebra-Pass-2").err(), Some(vec![18456]));
 }
+
+#[test]
+fn done_tokens_carry_each_statements_command_count_and_error() {
+    use extentdb_tds::token::*;
+    let s = Server::start("done", &[]);
+    let mut c = s.connect();
+    ok(c.batch("CREATE DATABASE d; USE d").unwrap());
+    // A DDL statement alone: its DONE is the final one, with the table-create command.
+    let r = ok(c.batch("CREATE TABLE t (a int PRIMARY KEY)").unwrap());
+    assert_eq!(r.dones, vec![(DONE, DONE_FINAL, CMD_TABCREATE, 0)]);
+    // DML and queries: one DONE each with COUNT; the last is final.
+    let r = ok(c
+        .batch("INSERT INTO t VALUES (1), (2); SELECT a FROM t; UPDATE t SET a = a + 10 WHERE a = 2; DELETE FROM t WHERE a = 1")
+        .unwrap());
+    assert_eq!(
+        r.dones,
+        vec![
+            (DONE, DONE_MORE | DONE_COUNT, CMD_INSERT, 2),
+            (DONE, DONE_MORE | DONE_COUNT, CMD_SELECT, 2),
+            (DONE, DONE_MORE | DONE_COUNT, CMD_UPDATE, 1),
+            (DONE, DONE_COUNT, CMD_DELETE, 1),
+        ]
+    );
+    // An error marks its statement's DONE and the final one; SET NOCOUNT clears COUNT.
+    let r = c.batch("SELECT 1/0; SET NOCOUNT ON; SELECT 2").unwrap();
+    assert_eq!(
+        r.dones,
+        vec![
+            (DONE, DONE_MORE | DONE_ERROR, CMD_SELECT, 0),
+            (DONE, DONE_ERROR, CMD_SELECT, 0),
+        ]
+    );
+    // Inside a transaction the final DONE says so.
+    let r = ok(c
+        .batch("SET NOCOUNT OFF; BEGIN TRAN; INSERT INTO t VALUES (5)")
+        .unwrap());
+    assert_eq!(
+        r.dones,
+        vec![(DONE, DONE_COUNT | DONE_INXACT, CMD_INSERT, 1)]
+    );
+    ok(c.batch("ROLLBACK").unwrap());
+    // Inside an RPC, statements end with DONEINPROC and the call with DONEPROC.
+    let r = ok(c.execute_sql("SELECT a FROM t", &[]).unwrap());
+    assert_eq!(
+        r.dones,
+        vec![
+            (DONEINPROC, DONE_MORE | DONE_COUNT, CMD_SELECT, 1),
+            (DONEPROC, DONE_FINAL, 0, 0),
+        ]
+    );
+}

@@ -27,6 +27,8 @@ pub struct Response {
     pub server: String,
     /// The last DONE's status bits.
     pub final_status: u16,
+    /// Every DONE / DONEINPROC / DONEPROC: (token, status, command, count).
+    pub dones: Vec<(u8, u16, u16, u64)>,
     pub return_status: Option<i32>,
     /// RETURNVALUE tokens: (parameter name, value).
     pub return_values: Vec<(String, Value)>,
@@ -349,8 +351,9 @@ impl ClientState {
                 token::DONE | token::DONEPROC | token::DONEINPROC => {
                     flush(&mut r, &columns, &mut rows, &mut in_rows);
                     let status = c.u16()?;
-                    let _cmd = c.u16()?;
+                    let cmd = c.u16()?;
                     let count = c.u64()?;
+                    r.dones.push((t, status, cmd, count));
                     if status & token::DONE_COUNT != 0 {
                         r.outputs.push(Output::RowsAffected(count));
                     }

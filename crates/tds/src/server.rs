@@ -455,7 +455,7 @@ impl Connection {
                     let text = request::sql_batch(&m.payload)?;
                     let out = self.session.execute(&text);
                     let error = self.encode(&out, &mut t, token::DONE);
-                    finish(&mut t, token::DONE, error);
+                    finish(&mut t, token::DONE, error, self.session.trancount() > 0);
                 }
                 PacketType::Rpc => {
                     let calls = request::rpc(&m.payload)?;
@@ -486,7 +486,7 @@ impl Connection {
                         }
                     };
                     let error = self.encode(&out, &mut t, token::DONE);
-                    finish(&mut t, token::DONE, error);
+                    finish(&mut t, token::DONE, error, self.session.trancount() > 0);
                 }
                 _ => return Err(TdsError::Protocol("unexpected message type after login")),
             }
@@ -518,10 +518,26 @@ impl Connection {
     /// DONEINPROC inside an RPC) with MORE. Returns true if an error was among them.
     fn encode(&self, outputs: &[Output], t: &mut Tokens, done_token: u8) -> bool {
         let mut error = false;
-        let mut i = 0;
-        while i < outputs.len() {
-            match &outputs[i] {
+        // The DONE a result set or a row count still owes: (command, count), and whether
+        // the statement raised an error.
+        let mut pending: Option<(u16, Option<u64>)> = None;
+        let mut statement_error = false;
+        let done = |t: &mut Tokens, cmd: u16, count: Option<u64>, err: bool| {
+            let mut status = token::DONE_MORE;
+            if count.is_some() {
+                status |= token::DONE_COUNT;
+            }
+            if err {
+                status |= token::DONE_ERROR;
+            }
+            t.done(done_token, status, cmd, count.unwrap_or(0));
+        };
+        for o in outputs {
+            match o {
                 Output::Rows { columns, rows } => {
+                    if let Some((cmd, count)) = pending.take() {
+                        done(t, cmd, count, false);
+                    }
                     t.col_metadata(columns);
                     let types: Vec<SqlType> = columns.iter().map(|c| c.1).collect();
                     for r in rows {
@@ -538,27 +554,31 @@ impl Connection {
                             .collect();
                         t.row(&types, &values);
                     }
-                    if let Some(Output::RowsAffected(n)) = outputs.get(i + 1) {
-                        t.done(
-                            done_token,
-                            token::DONE_MORE | token::DONE_COUNT,
-                            token::CMD_SELECT,
-                            *n,
-                        );
-                        i += 1;
-                    } else {
-                        t.done(done_token, token::DONE_MORE, token::CMD_SELECT, 0);
-                    }
+                    pending = Some((token::CMD_SELECT, None));
                 }
-                Output::RowsAffected(n) => t.done(
-                    done_token,
-                    token::DONE_MORE | token::DONE_COUNT,
-                    token::CMD_INSERT,
-                    *n,
-                ),
+                Output::RowsAffected(n) => match pending {
+                    Some((cmd, None)) => pending = Some((cmd, Some(*n))),
+                    _ => {
+                        if let Some((cmd, count)) = pending.take() {
+                            done(t, cmd, count, false);
+                        }
+                        pending = Some((0, Some(*n)));
+                    }
+                },
+                Output::StatementEnd(c) => {
+                    let code = token::command_code(*c);
+                    match pending.take() {
+                        Some((cmd, count)) => {
+                            done(t, if cmd == 0 { code } else { cmd }, count, statement_error)
+                        }
+                        None => done(t, code, None, statement_error),
+                    }
+                    statement_error = false;
+                }
                 Output::Info(m) => t.message(m, &self.options.server_name),
                 Output::Error(e) => {
                     error = true;
+                    statement_error = true;
                     t.message(e, &self.options.server_name);
                 }
                 Output::EnvChange(c) => match c {
@@ -574,7 +594,14 @@ impl Connection {
                     }
                 },
             }
-            i += 1;
+        }
+        if let Some((cmd, count)) = pending.take() {
+            done(
+                t,
+                if cmd == 0 { token::CMD_INSERT } else { cmd },
+                count,
+                statement_error,
+            );
         }
         error
     }
@@ -763,20 +790,26 @@ type RpcResult = Result<Vec<(u16, String, SqlType, Value)>, SqlError>;
 
 /// Ends a request's tokens (invariant 3): the last token, if it is a DONE of this kind
 /// with MORE, becomes the final one; else a final DONE is appended.
-fn finish(t: &mut Tokens, done_token: u8, error: bool) {
+/// `in_xact` sets DONE_INXACT: a transaction is open when the request ends.
+fn finish(t: &mut Tokens, done_token: u8, error: bool, in_xact: bool) {
+    let mut extra = 0;
+    if error {
+        extra |= token::DONE_ERROR;
+    }
+    if in_xact {
+        extra |= token::DONE_INXACT;
+    }
     let n = t.buf.len();
-    if n >= 13 && t.buf[n - 13] == done_token {
+    // Only a DONE that is the very last token (not bytes of another token that look alike).
+    if n >= 13 && t.last_done_at == Some(n - 13) && t.buf[n - 13] == done_token {
         let status = u16::from_le_bytes([t.buf[n - 12], t.buf[n - 11]]);
         if status & token::DONE_MORE != 0 {
-            let mut s = status & !token::DONE_MORE;
-            if error {
-                s |= token::DONE_ERROR;
-            }
+            let s = (status & !token::DONE_MORE) | extra;
             t.buf[n - 12..n - 10].copy_from_slice(&s.to_le_bytes());
             return;
         }
     }
-    t.done(done_token, if error { token::DONE_ERROR } else { 0 }, 0, 0);
+    t.done(done_token, extra, 0, 0);
 }
 
 fn session_db_name(s: &Session) -> String {

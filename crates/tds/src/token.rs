@@ -39,14 +39,55 @@ pub const ENV_COMMIT_TRAN: u8 = 9;
 pub const ENV_ROLLBACK_TRAN: u8 = 10;
 pub const ENV_RESET_ACK: u8 = 18;
 
-/// The CurCmd of DONE tokens (SQL Server's statement tokens, as clients log them).
+/// The CurCmd of DONE tokens (SQL Server's statement tokens: clients such as mssql-jdbc
+/// take a DDL command's update count as 0 and a DML command's from DONE_COUNT).
 pub const CMD_SELECT: u16 = 0xC1;
 pub const CMD_INSERT: u16 = 0xC3;
+pub const CMD_DELETE: u16 = 0xC4;
+pub const CMD_UPDATE: u16 = 0xC5;
+pub const CMD_TABCREATE: u16 = 0xC6;
+pub const CMD_TABDESTROY: u16 = 0xC7;
+pub const CMD_INDCREATE: u16 = 0xC8;
+pub const CMD_INDDESTROY: u16 = 0xC9;
+pub const CMD_DBCREATE: u16 = 0xCB;
+pub const CMD_DBDESTROY: u16 = 0xCC;
+pub const CMD_DBEXTEND: u16 = 0xD7;
+pub const CMD_EXECUTE: u16 = 0xE0;
+pub const CMD_DBCC: u16 = 0xE6;
+pub const CMD_LOGINCREATE: u16 = 0x145;
+pub const CMD_LOGINALTER: u16 = 0x146;
+pub const CMD_LOGINDROP: u16 = 0x147;
+
+/// The CurCmd of a statement's DONE.
+pub fn command_code(c: extentdb_sql::exec::StatementCommand) -> u16 {
+    use extentdb_sql::exec::StatementCommand as C;
+    match c {
+        C::Select => CMD_SELECT,
+        C::Insert => CMD_INSERT,
+        C::Update => CMD_UPDATE,
+        C::Delete => CMD_DELETE,
+        C::CreateTable => CMD_TABCREATE,
+        C::DropTable => CMD_TABDESTROY,
+        C::CreateIndex => CMD_INDCREATE,
+        C::DropIndex => CMD_INDDESTROY,
+        C::CreateDatabase => CMD_DBCREATE,
+        C::DropDatabase => CMD_DBDESTROY,
+        C::AlterDatabase => CMD_DBEXTEND,
+        C::Dbcc => CMD_DBCC,
+        C::Execute => CMD_EXECUTE,
+        C::CreateLogin => CMD_LOGINCREATE,
+        C::AlterLogin => CMD_LOGINALTER,
+        C::DropLogin => CMD_LOGINDROP,
+        C::Other => 0,
+    }
+}
 
 /// A response being built.
 #[derive(Default)]
 pub struct Tokens {
     pub buf: Vec<u8>,
+    /// Where the last DONE / DONEINPROC / DONEPROC token starts.
+    pub last_done_at: Option<usize>,
 }
 
 fn with_len16(buf: &mut Vec<u8>, token: u8, body: &[u8]) {
@@ -104,6 +145,7 @@ impl Tokens {
     }
 
     pub fn done(&mut self, token: u8, status: u16, cur_cmd: u16, count: u64) {
+        self.last_done_at = Some(self.buf.len());
         self.buf.push(token);
         self.buf.extend_from_slice(&status.to_le_bytes());
         self.buf.extend_from_slice(&cur_cmd.to_le_bytes());

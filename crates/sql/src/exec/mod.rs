@@ -52,6 +52,95 @@ pub enum Output {
     Error(SqlError),
     /// A change of session state a client tracks (TDS sends it as ENVCHANGE).
     EnvChange(EnvChange),
+    /// A statement ended that reported something (rows, a count, an error) or is DDL, whose
+    /// update count clients take as 0 (TDS sends a DONE with the statement's command).
+    StatementEnd(StatementCommand),
+}
+
+/// What kind of statement ended (TDS's DONE CurCmd).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatementCommand {
+    Select,
+    Insert,
+    Update,
+    Delete,
+    CreateTable,
+    DropTable,
+    CreateIndex,
+    DropIndex,
+    CreateDatabase,
+    DropDatabase,
+    AlterDatabase,
+    Dbcc,
+    Execute,
+    CreateLogin,
+    AlterLogin,
+    DropLogin,
+    /// Any other statement that reported something.
+    Other,
+}
+
+impl StatementCommand {
+    /// The command of a statement that gets a DONE of its own, None for control flow,
+    /// variables, SET options, USE, PRINT and transaction statements (the batch's final
+    /// DONE covers them).
+    fn of(kind: &StatementKind) -> Option<StatementCommand> {
+        use StatementCommand as C;
+        use StatementKind as K;
+        Some(match kind {
+            K::Select(_) => C::Select,
+            K::Insert(_) => C::Insert,
+            K::Update(_) => C::Update,
+            K::Delete(_) => C::Delete,
+            K::CreateTable(_) => C::CreateTable,
+            K::DropTable { .. } => C::DropTable,
+            K::CreateIndex(_) => C::CreateIndex,
+            K::DropIndex { .. } => C::DropIndex,
+            K::CreateDatabase(_) => C::CreateDatabase,
+            K::DropDatabase { .. } => C::DropDatabase,
+            K::AlterDatabase { .. } => C::AlterDatabase,
+            K::Dbcc(_) => C::Dbcc,
+            K::Execute(_) => C::Execute,
+            K::CreateLogin { .. } => C::CreateLogin,
+            K::AlterLogin { .. } => C::AlterLogin,
+            K::DropLogin { .. } => C::DropLogin,
+            K::Block(_)
+            | K::If { .. }
+            | K::While { .. }
+            | K::TryCatch { .. }
+            | K::Break
+            | K::Continue
+            | K::Return(_)
+            | K::Declare(_)
+            | K::SetVariable { .. }
+            | K::SetOption { .. }
+            | K::Use { .. }
+            | K::Print(_)
+            | K::BeginTransaction { .. }
+            | K::Commit { .. }
+            | K::Rollback { .. }
+            | K::SaveTransaction { .. } => return None,
+            _ => C::Other,
+        })
+    }
+
+    /// True for DDL: a DONE is sent even when the statement reported nothing.
+    pub fn is_ddl(self) -> bool {
+        use StatementCommand as C;
+        matches!(
+            self,
+            C::CreateTable
+                | C::DropTable
+                | C::CreateIndex
+                | C::DropIndex
+                | C::CreateDatabase
+                | C::DropDatabase
+                | C::AlterDatabase
+                | C::CreateLogin
+                | C::AlterLogin
+                | C::DropLogin
+        )
+    }
 }
 
 /// Session state changes that clients are told of as they happen.
@@ -343,6 +432,23 @@ impl Session {
         if self.cancelled() {
             return Flow::AbortBatch;
         }
+        let before = out.len();
+        let flow = self.run_statement_inner(s, out);
+        if let Some(command) = StatementCommand::of(&s.kind) {
+            let reported = out[before..].iter().any(|o| {
+                matches!(
+                    o,
+                    Output::Rows { .. } | Output::RowsAffected(_) | Output::Error(_)
+                )
+            });
+            if reported || command.is_ddl() {
+                out.push(Output::StatementEnd(command));
+            }
+        }
+        flow
+    }
+
+    fn run_statement_inner(&mut self, s: &Statement, out: &mut Vec<Output>) -> Flow {
         match self.statement(s, out) {
             Ok(flow) => flow,
             Err(errors) => {

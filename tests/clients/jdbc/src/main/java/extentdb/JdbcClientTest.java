@@ -339,10 +339,9 @@ public final class JdbcClientTest {
 
         test("executeUpdate counts; Statement and PreparedStatement batches", () -> {
             try (Connection c = connect(); Statement s = c.createStatement()) {
-                // executeUpdate of DDL is 0 against SQL Server, whose DONE names the statement
-                // (CurCmd 198 for CREATE TABLE); extentdb's DONE has CurCmd 0, so mssql-jdbc
-                // says -1. Not asserted until statements report their command.
-                s.executeUpdate("CREATE TABLE Counts (id INT PRIMARY KEY, v INT)");
+                // executeUpdate of DDL is 0: the DONE names the statement (CurCmd 198 for
+                // CREATE TABLE), which mssql-jdbc takes as DDL.
+                eq(s.executeUpdate("CREATE TABLE Counts (id INT PRIMARY KEY, v INT)"), 0, "CREATE TABLE");
                 eq(s.executeUpdate("INSERT INTO Counts VALUES (1, 10), (2, 20), (3, 30)"), 3, "multi-row INSERT");
                 eq(s.executeUpdate("UPDATE Counts SET v = v + 1 WHERE id >= 2"), 2, "UPDATE");
                 eq(s.executeUpdate("UPDATE Counts SET v = 0 WHERE id = 99"), 0, "UPDATE of no row");
