@@ -2,7 +2,7 @@
 # Runs every test of extentdb. Besides the Rust toolchain (present on every machine of this
 # project's kind) and crates from crates.io, which cargo fetches itself, the real-client
 # tests (crates/cli/tests/tds_clients.rs) need SQL Server's clients, installed below when
-# missing: FreeTDS tsql (Debian), python-tds and pymssql (PyPI), tedious (npm, in
+# missing: FreeTDS tsql (Debian), python-tds, pymssql and mssql-python (PyPI), tedious (npm, in
 # tests/clients/tedious) and mssql-jdbc (Maven, built into tests/clients/jdbc/target). Each
 # step is skipped when its result is already there. XDB_SKIP_CLIENTS=1 skips those tests.
 set -euo pipefail
@@ -22,6 +22,7 @@ fi
 # Real SQL Server clients (crates/cli/tests/tds_clients.rs).
 PYTHON_TDS_VERSION=1.17.1
 PYMSSQL_VERSION=2.4.6
+MSSQL_PYTHON_VERSION=1.16.0
 warn() { echo "scripts/test.sh: $*; the client tests that need it will fail" >&2; }
 apt_updated=
 apt_install() {
@@ -32,17 +33,19 @@ apt_install() {
 if [ "${XDB_SKIP_CLIENTS:-}" != 1 ]; then
   command -v tsql >/dev/null 2>&1 || apt_install freetds-bin || warn "freetds-bin not installed"
   command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip || warn "python3 not installed"
-  if ! python3 - "$PYTHON_TDS_VERSION" "$PYMSSQL_VERSION" >/dev/null 2>&1 <<'PY'
+  if ! python3 - "$PYTHON_TDS_VERSION" "$PYMSSQL_VERSION" "$MSSQL_PYTHON_VERSION" >/dev/null 2>&1 <<'PY'
 import sys, importlib.metadata as m
-import pytds, pymssql
-sys.exit(m.version("python-tds") != sys.argv[1] or m.version("pymssql") != sys.argv[2])
+import pytds, pymssql, mssql_python
+sys.exit(m.version("python-tds") != sys.argv[1] or m.version("pymssql") != sys.argv[2]
+         or m.version("mssql-python") != sys.argv[3])
 PY
   then
     python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true
     # Debian's own Python refuses pip installs without this (PEP 668); others ignore it.
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
       "python-tds==$PYTHON_TDS_VERSION" "pymssql==$PYMSSQL_VERSION" \
-      || warn "pip install python-tds pymssql failed"
+      "mssql-python==$MSSQL_PYTHON_VERSION" \
+      || warn "pip install python-tds pymssql mssql-python failed"
   fi
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     || apt_install nodejs npm || warn "node/npm not installed"

@@ -111,6 +111,9 @@ fn setup(a: SetupArgs) -> Result<(), String> {
         },
     )
     .map_err(|e| e.to_string())?;
+    // The TLS certificate `serve` offers (self-signed; `serve --tls-cert` supplies another).
+    let (cert, key) = extentdb_tds::tls::default_paths(&a.data_dir);
+    extentdb_tds::tls::create_self_signed(&cert, &key, &extentdb_tds::server::host_name())?;
     println!("Instance set up in {}.", a.data_dir.display());
     Ok(())
 }

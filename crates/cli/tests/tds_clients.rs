@@ -282,6 +282,26 @@ fn pymssql() {
     python_suite("pymssql", "pymssql");
 }
 
+/// mssql-python (Microsoft's driver, its own native TDS layer): TLS on its defaults with
+/// TrustServerCertificate, and plaintext; parameters, transactions, errors by class.
+#[test]
+fn mssql_python() {
+    let py = python();
+    if !available(
+        "mssql-python",
+        runs(&py, &["-c", "import mssql_python"])
+            .map(|e| format!("{e} (pip install mssql-python, as scripts/test.sh does)")),
+    ) {
+        return;
+    }
+    let server = Server::start("mssql-python");
+    let mut cmd = Command::new(&py);
+    cmd.arg(clients_dir().join("mssql_python_test.py"))
+        .args(["--host", "127.0.0.1", "--port", &server.port.to_string()])
+        .args(["--password", PASSWORD]);
+    check_suite("mssql-python", &run_client(cmd, None));
+}
+
 /// tedious: execSql (sp_executesql with typed parameters), prepare/execute, output
 /// parameters, beginTransaction/commitTransaction/rollbackTransaction.
 #[test]

@@ -783,3 +783,88 @@ fn done_tokens_carry_each_statements_command_count_and_error() {
         ]
     );
 }
+
+/// `extentdb sqlcmd` at a terminal (a pseudo-terminal from util-linux's `script`): the
+/// numbered prompt, line editing (a left arrow, then Ctrl-E), history (the up arrow) and
+/// GO. Each line is sent once the prompt for it has appeared.
+#[test]
+fn sqlcmd_prompts_with_line_editing_and_history() {
+    use std::io::{Read, Write};
+    let s = Server::start("prompt", &[]);
+    let home = s.dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let cmd = format!(
+        "{} sqlcmd -S {} -P '{PASSWORD}'",
+        env!("CARGO_BIN_EXE_extentdb"),
+        s.addr.replace(':', ",")
+    );
+    let mut child = Command::new("script")
+        .args(["-qec", &cmd, "/dev/null"])
+        .env("HOME", &home)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("script (util-linux)");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let seen = seen.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                seen.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        })
+    };
+    // The terminal's text without escape sequences and carriage returns.
+    let plain = || {
+        let raw = seen.lock().unwrap().clone();
+        let mut out = String::new();
+        let mut chars = raw.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\x1b' {
+                // CSI: ESC [ params letter.
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for d in chars.by_ref() {
+                        if d.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+            } else if c != '\r' {
+                out.push(c);
+            }
+        }
+        out
+    };
+    // Sends `text` once the terminal shows `prompt` last and `results` result sets so far
+    // (rustyline redraws its line as it goes, so prompts are not counted).
+    let mut send = |text: &str, prompt: &str, results: usize| {
+        wait_until(&format!("{prompt:?} after {results} results"), || {
+            let p = plain();
+            p.trim_end().ends_with(prompt) && p.matches("(1 row affected)").count() == results
+        });
+        stdin.write_all(text.as_bytes()).unwrap();
+        stdin.flush().unwrap();
+    };
+    send("SELECT 4\x1b[D1\x05 AS answer\n", "1>", 0);
+    send("GO\n", "2>", 0);
+    send("\x1b[A\x1b[A\n", "1>", 1);
+    send("GO\n", "2>", 1);
+    send("EXIT\n", "1>", 2);
+    let status = child.wait().unwrap();
+    reader.join().unwrap();
+    let out = plain();
+    assert!(status.success(), "{out}");
+    // Edited to SELECT 14, run, recalled from history and run again.
+    assert_eq!(out.matches("(1 row affected)").count(), 2, "{out}");
+    assert_eq!(out.lines().filter(|l| l.trim() == "14").count(), 2, "{out}");
+    assert!(home.join(".extentdb_sqlcmd_history").exists());
+}
