@@ -44,6 +44,14 @@ fn count(c: &mut Client, sql: &str) -> i64 {
     }
 }
 
+/// The session's @@SPID.
+fn spid(c: &mut Client) -> i16 {
+    match scalar(c, "SELECT @@SPID") {
+        Value::SmallInt(n) => n,
+        v => panic!("{v:?}"),
+    }
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {
@@ -155,14 +163,8 @@ fn sessions_transactions_disconnect_and_kill() {
             .unwrap(),
     );
     let mut b = s.connect_to(Some("sess"));
-    let spid_a = match scalar(&mut a, "SELECT @@SPID") {
-        Value::SmallInt(n) => n,
-        v => panic!("{v:?}"),
-    };
-    let spid_b = match scalar(&mut b, "SELECT @@SPID") {
-        Value::SmallInt(n) => n,
-        v => panic!("{v:?}"),
-    };
+    let spid_a = spid(&mut a);
+    let spid_b = spid(&mut b);
     assert_ne!(spid_a, spid_b);
     // Each session has its own SET options and transaction.
     ok(a.batch("SET NOCOUNT ON").unwrap());
@@ -203,10 +205,7 @@ fn sessions_transactions_disconnect_and_kill() {
     });
     // KILL ends another session and rolls its transaction back.
     let mut c = s.connect_to(Some("sess"));
-    let spid_c = match scalar(&mut c, "SELECT @@SPID") {
-        Value::SmallInt(n) => n,
-        v => panic!("{v:?}"),
-    };
+    let spid_c = spid(&mut c);
     ok(c.batch("BEGIN TRAN; INSERT INTO t VALUES (3, 'c')")
         .unwrap());
     ok(b.batch(&format!("KILL {spid_c}")).unwrap());

@@ -205,13 +205,7 @@ impl Client {
 
     /// ALL_HEADERS with the transaction descriptor header.
     fn all_headers(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(22);
-        b.extend_from_slice(&22u32.to_le_bytes());
-        b.extend_from_slice(&18u32.to_le_bytes());
-        b.extend_from_slice(&2u16.to_le_bytes());
-        b.extend_from_slice(&self.state.transaction.to_le_bytes());
-        b.extend_from_slice(&1u32.to_le_bytes());
-        b
+        crate::request::all_headers_with(self.state.transaction)
     }
 
     /// Sends a batch and reads its whole response.

@@ -8,6 +8,18 @@ use crate::types::read_typed_value;
 use crate::wire::Cursor;
 use crate::TdsError;
 
+/// ALL_HEADERS as a client sends it: the transaction descriptor header (the open
+/// transaction's descriptor, or 0) with one outstanding request.
+pub fn all_headers_with(descriptor: u64) -> Vec<u8> {
+    let mut b = Vec::with_capacity(22);
+    b.extend_from_slice(&22u32.to_le_bytes());
+    b.extend_from_slice(&18u32.to_le_bytes());
+    b.extend_from_slice(&2u16.to_le_bytes());
+    b.extend_from_slice(&descriptor.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b
+}
+
 /// Skips ALL_HEADERS; returns the transaction descriptor header's value if present.
 fn all_headers(c: &mut Cursor<'_>) -> Result<Option<u64>, TdsError> {
     let start = c.pos;
@@ -178,13 +190,7 @@ mod tests {
     use crate::wire::put_utf16;
 
     fn headers() -> Vec<u8> {
-        let mut b = Vec::new();
-        b.extend_from_slice(&22u32.to_le_bytes());
-        b.extend_from_slice(&18u32.to_le_bytes());
-        b.extend_from_slice(&2u16.to_le_bytes());
-        b.extend_from_slice(&0u64.to_le_bytes());
-        b.extend_from_slice(&1u32.to_le_bytes());
-        b
+        all_headers_with(0)
     }
 
     #[test]

@@ -63,13 +63,7 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
 }
 
 fn headers() -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend_from_slice(&22u32.to_le_bytes());
-    b.extend_from_slice(&18u32.to_le_bytes());
-    b.extend_from_slice(&2u16.to_le_bytes());
-    b.extend_from_slice(&0u64.to_le_bytes());
-    b.extend_from_slice(&1u32.to_le_bytes());
-    b
+    request::all_headers_with(0)
 }
 
 fn typed_values() -> Vec<(SqlType, Value)> {
