@@ -10,6 +10,10 @@ use std::process::Command;
 mod common;
 use common::tds::{Server, PASSWORD};
 
+/// Seed 003's database, made before its JunkData script runs.
+const CREATE_JUNK_DB: &str = "CREATE DATABASE TestWithZeroInitialization ON (NAME = T, \
+     FILENAME = 'T.mdf', SIZE = 200MB) LOG ON (NAME = T_log, FILENAME = 'T_log.ldf', SIZE = 64MB);";
+
 fn example(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../examples")
@@ -153,14 +157,7 @@ fn check_trace_flag_1165(errorlog: &Path) {
 fn seed003_junkdata_script() {
     let dir = std::env::temp_dir().join(format!("xdb-seed003-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    exec(
-        &dir,
-        &[
-            "-Q",
-            "CREATE DATABASE TestWithZeroInitialization ON (NAME = T, FILENAME = 'T.mdf', SIZE = 200MB) \
-             LOG ON (NAME = T_log, FILENAME = 'T_log.ldf', SIZE = 64MB);",
-        ],
-    );
+    exec(&dir, &["-Q", CREATE_JUNK_DB]);
     exec(
         &dir,
         &["-i", example("seed003_junkdata.sql").to_str().unwrap()],
@@ -263,14 +260,7 @@ fn seed_scripts_over_tds() {
     );
     assert!(count.lines().any(|l| l.trim() == "70000"), "{count}");
     check_trace_flag_1165(&s.dir.join("log/ERRORLOG"));
-    sqlcmd(
-        &s,
-        &[
-            "-Q",
-            "CREATE DATABASE TestWithZeroInitialization ON (NAME = T, FILENAME = 'T.mdf', SIZE = 200MB) \
-             LOG ON (NAME = T_log, FILENAME = 'T_log.ldf', SIZE = 64MB);",
-        ],
-    );
+    sqlcmd(&s, &["-Q", CREATE_JUNK_DB]);
     sqlcmd(
         &s,
         &["-i", example("seed003_junkdata.sql").to_str().unwrap()],
@@ -300,7 +290,8 @@ fn seed_scripts_over_tds() {
         count.lines().any(|l| l.trim() == "1"),
         "tsql runs GO 70000 once: {count}"
     );
-    sqlcmd(&s, &["-Q", "DROP DATABASE TestWithZeroInitialization; CREATE DATABASE TestWithZeroInitialization ON (NAME = T, FILENAME = 'T.mdf', SIZE = 200MB) LOG ON (NAME = T_log, FILENAME = 'T_log.ldf', SIZE = 64MB);"]);
+    sqlcmd(&s, &["-Q", "DROP DATABASE TestWithZeroInitialization"]);
+    sqlcmd(&s, &["-Q", CREATE_JUNK_DB]);
     tsql(&s, &example("seed003_junkdata.sql"));
     let junk = sqlcmd(
         &s,
