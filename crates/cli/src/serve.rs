@@ -121,6 +121,10 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     while !STOP.load(Ordering::Acquire) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    instance.errorlog.write(
+        "Server",
+        "extentdb is terminating in response to a stop signal (SIGINT or SIGTERM): no new connections; each database is checkpointed.",
+    );
     stop.store(true, Ordering::Release);
     // Wake the accept loop so it sees the flag.
     let _ = std::net::TcpStream::connect(addr);

@@ -867,3 +867,29 @@ fn sqlcmd_prompts_with_line_editing_and_history() {
     assert_eq!(out.lines().filter(|l| l.trim() == "14").count(), 2, "{out}");
     assert!(home.join(".extentdb_sqlcmd_history").exists());
 }
+
+/// SIGTERM stops the server cleanly: exit status 0, the stop logged, committed rows there
+/// after a restart.
+#[test]
+fn sigterm_stops_cleanly() {
+    let dir = std::env::temp_dir().join(format!("xdb-tds-term-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut s = Server::start_in(dir.clone(), &[]);
+    let mut c = s.connect();
+    ok(c.batch(
+        "CREATE DATABASE term; USE term; CREATE TABLE t (a int); INSERT INTO t VALUES (1), (2)",
+    )
+    .unwrap());
+    drop(c);
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(s
+        .errorlog()
+        .contains("terminating in response to a stop signal"));
+    s.dir = PathBuf::from("/nonexistent-xdb");
+    let s = Server::start_in(dir.clone(), &[]);
+    let mut c = s.connect_to(Some("term"));
+    assert_eq!(count(&mut c, "SELECT COUNT(*) FROM t"), 2);
+}
