@@ -1,6 +1,7 @@
 //! `extentdb`: the one binary. Subcommands: `setup` creates an instance, `exec` runs T-SQL
 //! scripts in-process against it, with sqlcmd's script rules and output, `serve` answers
-//! SQL Server clients over TDS.
+//! SQL Server clients over TDS, `inspect` prints a page of a stopped instance's files as
+//! DBCC PAGE does.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +14,7 @@ use extentdb_storage::instance::SetupOptions;
 use extentdb_storage::Instance;
 
 mod exec;
+mod inspect;
 mod serve;
 mod sqlcmd;
 
@@ -37,6 +39,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// A client over TDS with sqlcmd's options and output (-S -U -P -d -i -Q -q -b).
     Sqlcmd(sqlcmd::SqlcmdArgs),
+    /// DBCC PAGE on the files of a stopped instance (read directly; the instance is not started).
+    Inspect(inspect::InspectArgs),
 }
 
 #[derive(Args)]
@@ -125,6 +129,7 @@ fn main() -> ExitCode {
         Command::Exec(a) => exec::run(a, Arc::new(OsFileSystem)),
         Command::Serve(a) => serve::run(a, Arc::new(OsFileSystem)),
         Command::Sqlcmd(a) => sqlcmd::run(a),
+        Command::Inspect(a) => inspect::run(a, &OsFileSystem),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -224,3 +224,10 @@ fn space_reporting() {
 fn implicit_transactions() {
     check("implicit_transactions");
 }
+
+/// DBCC PAGE with trace flag 3604 (a data page at printopt 0-3, the GAM page, page 0), to
+/// the ERRORLOG without it, and Msg 8968 for a page beyond the file or a missing file.
+#[test]
+fn dbcc_page() {
+    check("dbcc_page");
+}

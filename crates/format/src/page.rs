@@ -107,6 +107,32 @@ pub struct PageHeader {
     pub checksum: u32,
 }
 
+/// The header fields as stored, unvalidated (`Page::raw_header`): the version and type are
+/// the raw bytes, so a stale or foreign page shows what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawHeader {
+    pub version: u8,
+    pub page_type: u8,
+    pub type_flag_bits: u8,
+    pub level: u8,
+    pub flag_bits: u16,
+    pub index_id: u16,
+    pub prev_page: PageId,
+    pub pminlen: u16,
+    pub next_page: PageId,
+    pub slot_count: u16,
+    pub allocation_unit_id: u64,
+    pub free_count: u16,
+    pub free_data: u16,
+    pub this_page: PageId,
+    pub reserved_count: u16,
+    pub lsn: Lsn,
+    pub xact_reserved: u16,
+    pub xdes_id: u64,
+    pub ghost_rec_count: u16,
+    pub checksum: u32,
+}
+
 impl PageHeader {
     /// A fresh header for a page of `page_type` at `this_page`, with an empty body.
     pub fn new(page_type: PageType, this_page: PageId) -> PageHeader {
@@ -280,6 +306,39 @@ impl Page {
             ghost_rec_count: get_u16(b, OFF_GHOST),
             checksum: get_u32(b, OFF_CHECKSUM),
         })
+    }
+
+    /// The header fields exactly as stored, with no validation: any version and type
+    /// (an unformatted page reads as all zeros). For tools that show pages as they are
+    /// (DBCC PAGE, `extentdb inspect`).
+    pub fn raw_header(&self) -> RawHeader {
+        let b = &self.bytes[..];
+        RawHeader {
+            version: b[OFF_VERSION],
+            page_type: b[OFF_TYPE],
+            type_flag_bits: b[OFF_TYPE_FLAGS],
+            level: b[OFF_LEVEL],
+            flag_bits: get_u16(b, OFF_FLAGS),
+            index_id: get_u16(b, OFF_INDEX_ID),
+            prev_page: get_page_id(b, OFF_PREV),
+            pminlen: get_u16(b, OFF_PMINLEN),
+            next_page: get_page_id(b, OFF_NEXT),
+            slot_count: get_u16(b, OFF_SLOT_COUNT),
+            allocation_unit_id: get_u64(b, OFF_ALLOC_UNIT),
+            free_count: get_u16(b, OFF_FREE_COUNT),
+            free_data: get_u16(b, OFF_FREE_DATA),
+            this_page: get_page_id(b, OFF_THIS),
+            reserved_count: get_u16(b, OFF_RESERVED_COUNT),
+            lsn: Lsn {
+                vlf_sequence: get_u32(b, OFF_LSN),
+                block: get_u32(b, OFF_LSN + 4),
+                slot: get_u16(b, OFF_LSN + 8),
+            },
+            xact_reserved: get_u16(b, OFF_XACT_RESERVED),
+            xdes_id: get_u64(b, OFF_XDES),
+            ghost_rec_count: get_u16(b, OFF_GHOST),
+            checksum: get_u32(b, OFF_CHECKSUM),
+        }
     }
 
     /// The checksum the page should carry: CRC-32C with the checksum field as zero.

@@ -12,6 +12,7 @@ pub mod script;
 
 // Value semantics and presentation.
 pub mod convert;
+pub mod dbcc_page;
 pub mod functions;
 pub mod messages;
 pub mod ops;

@@ -185,6 +185,7 @@ static CATALOGUE: &[Entry] = &[
     e(5035, 16, 1, "Filegroup '%.*ls' already exists in this database. Specify a different name or remove the conflicting filegroup if it is empty."),
     e(5039, 16, 1, "MODIFY FILE failed. Specified size is less than or equal to current size."),
     e(5040, 16, 1, "MODIFY FILE failed. Size is greater than MAXSIZE."),
+    e(8968, 16, 1, "Table error: %ls page %S_PGID (object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls)) is out of the range of this database."),
     e(8985, 16, 1, "Could not locate file '%.*ls' for database '%.*ls' in sys.database_files. The file either does not exist, or was dropped."),
     e(5041, 16, 1, "MODIFY FILE failed. File '%.*ls' does not exist."),
     e(5042, 16, 1, "The %S_MSG '%.*ls' cannot be removed because it is not empty."),

@@ -208,6 +208,11 @@ impl BufferPool {
         file.read_page(pid.page)
     }
 
+    /// A copy of the page if it is cached, and whether it is dirty; never reads the disk.
+    pub fn cached(&self, pid: PageId) -> Option<(Page, bool)> {
+        self.frames.get(&pid).map(|f| (f.page.clone(), f.dirty))
+    }
+
     /// Puts a page whose whole content is known (newly formatted, or a logged image) into
     /// the pool without reading the disk, dirty.
     pub fn install(

@@ -106,6 +106,27 @@ impl DataFile {
         Ok(p)
     }
 
+    /// Reads one page as it is, without verifying it (DBCC PAGE, `extentdb inspect`): a
+    /// changed allocation page comes from the cache, anything else from the file, whatever
+    /// it holds (zeros, a stale page, a torn one). Out-of-range pages are refused.
+    pub fn read_page_raw(&self, page: PageNo) -> Result<Page, StorageError> {
+        if page.0 >= self.size_pages {
+            return Err(StorageError::PageOutOfRange {
+                page: PageId {
+                    file: self.file_id,
+                    page,
+                },
+                size_pages: self.size_pages,
+            });
+        }
+        if let Some((p, _)) = self.cache.pages.lock().unwrap().get(&page.0) {
+            return Ok(p.clone());
+        }
+        let mut buf = vec![0u8; PAGE_SIZE];
+        self.file.read_at(&mut buf, page.offset())?;
+        Ok(Page::from_bytes(&buf)?)
+    }
+
     /// Changes one page write-ahead: with a log attached, the page's image is logged, the
     /// page carries that record's LSN and waits in the cache until `sync` (or the cache's
     /// limit) flushes the log and writes it. Without a log (a database being created) the

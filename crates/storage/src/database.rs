@@ -340,6 +340,23 @@ impl Database {
         Ok(db)
     }
 
+    /// The page's current content, unverified (DBCC PAGE): the buffer pool's copy when
+    /// it is cached (so a dirty page shows its change), else the file's bytes. The flag
+    /// says whether the page was a dirty buffer.
+    pub fn read_page_current(
+        &self,
+        pid: PageId,
+    ) -> Result<(extentdb_format::Page, bool), StorageError> {
+        if let Some(c) = self.data.pool.cached(pid) {
+            return Ok(c);
+        }
+        let file = self
+            .data_files
+            .get(&pid.file.0)
+            .ok_or_else(|| StorageError::FileNotFound(pid.file.0.to_string()))?;
+        Ok((file.read_page_raw(pid.page)?, false))
+    }
+
     /// Marks the database as needing a reopen (recovery) before further changes.
     pub(crate) fn poison(&mut self) {
         self.poisoned = true;
@@ -971,6 +988,61 @@ fn initial_catalog(spec: &NewDatabase) -> Catalog {
         next_object_id: catalog::FIRST_USER_OBJECT_ID,
         tables: Vec::new(),
     }
+}
+
+/// A database's files as a stopped instance left them, opened for reading only: the boot
+/// page, the catalog and the data files (`extentdb inspect`). Nothing is recovered or
+/// written.
+pub struct OfflineDatabase {
+    pub boot: BootPage,
+    pub catalog: Catalog,
+    pub data_files: BTreeMap<u16, DataFile>,
+}
+
+/// Opens a database's files for reading (see [`OfflineDatabase`]).
+pub fn open_offline(
+    fs: &dyn FileSystem,
+    primary_path: &Path,
+) -> Result<OfflineDatabase, StorageError> {
+    let file = fs.open(primary_path)?;
+    let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
+    let primary = DataFile {
+        file_id: FileId::PRIMARY,
+        file,
+        size_pages,
+        wal: None,
+        cache: Default::default(),
+    };
+    let boot = read_boot(&primary)?;
+    let (catalog, _) = read_catalog(&primary, &boot)?;
+    let mut data_files = BTreeMap::new();
+    for entry in catalog
+        .files
+        .iter()
+        .filter(|e| e.file_type != FileType::Log)
+    {
+        let file = if entry.file_id == 1 {
+            primary.file.clone()
+        } else {
+            fs.open(Path::new(&entry.physical_name))?
+        };
+        let actual = (file.len()? / PAGE_SIZE as u64) as u32;
+        data_files.insert(
+            entry.file_id,
+            DataFile {
+                file_id: FileId(entry.file_id),
+                file,
+                size_pages: entry.size_pages.min(actual),
+                wal: None,
+                cache: Default::default(),
+            },
+        );
+    }
+    Ok(OfflineDatabase {
+        boot,
+        catalog,
+        data_files,
+    })
 }
 
 /// Reads both boot pages and returns the valid one with the higher generation.

@@ -1,21 +1,23 @@
 //! DBCC commands and system procedures: DBCC TRACEON / TRACEOFF / TRACESTATUS / LOGINFO /
-//! SQLPERF / SHOWFILESTATS, xp_readerrorlog (sp_readerrorlog), sp_cycle_errorlog, the space
+//! SQLPERF / SHOWFILESTATS / PAGE, xp_readerrorlog (sp_readerrorlog), sp_cycle_errorlog, the space
 //! procedures (sp_spaceused, sp_helpfile, sp_helpdb: `space`, `helpdb`), and dynamic
 //! EXEC ('...').
 
+use extentdb_format::PageId;
 use extentdb_storage::errorlog::LogLine;
+use extentdb_storage::StorageError;
 
 use super::eval::{as_i64, to_text};
 use super::lower::not_yet;
 use super::{Flow, Output, Session};
 use crate::ast::{Dbcc, ExecArg, ExecTarget, Execute};
+use crate::dbcc_page;
 use crate::messages::{msg, SqlError};
 use crate::parser::parse_batch;
 use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY};
 
 /// The DBCC commands whose support lands with later work, so they are refused by name.
 const LATER_DBCC: &[&str] = &[
-    "PAGE",
     "CHECKDB",
     "CHECKALLOC",
     "CHECKTABLE",
@@ -54,6 +56,7 @@ impl Session {
             }
             "SHOWFILESTATS" => self.show_file_stats(&args, out)?,
             "SHRINKFILE" => self.shrink_file(&args, out)?,
+            "PAGE" => self.dbcc_page(&args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }
@@ -145,6 +148,78 @@ impl Session {
         let n = rows.len() as u64;
         out.push(Output::Rows { columns, rows });
         self.rows_affected(n, out);
+        Ok(())
+    }
+
+    /// DBCC PAGE ({db name | db id | 0}, file, page [, printopt]): the page as SQL Server
+    /// prints it (`crate::dbcc_page`), read through the buffer pool so a dirty page shows
+    /// its current content. The lines go to the client with trace flag 3604 (session or
+    /// global), else to the error log.
+    fn dbcc_page(&mut self, args: &[Value], out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
+        if args.len() < 3 {
+            return Err(vec![msg(2526, &[])]);
+        }
+        let (db_id, db) = match &args[0] {
+            Value::Text(name) => inst
+                .database_by_name(name)
+                .ok_or_else(|| vec![msg(2520, &[name])])?,
+            v => {
+                let id = as_i64(v).map_err(|e| vec![e])?;
+                let id = if id == 0 { self.database_id as i64 } else { id };
+                u16::try_from(id)
+                    .ok()
+                    .and_then(|i| inst.database(i).map(|d| (i, d)))
+                    .ok_or_else(|| vec![msg(2520, &[&id])])?
+            }
+        };
+        let number = |v: &Value| as_i64(v).map_err(|e| vec![e]);
+        let (file, page) = (number(&args[1])?, number(&args[2])?);
+        let printopt = match args.get(3) {
+            Some(v) if !v.is_null() => number(v)?,
+            _ => 0,
+        };
+        let out_of_range = || {
+            let pid = format!("({file}:{page})");
+            vec![msg(
+                8968,
+                &[&"DBCC PAGE", &pid, &0, &-1, &0, &0, &"Unknown"],
+            )]
+        };
+        let (Ok(file), Ok(page)) = (u16::try_from(file), u32::try_from(page)) else {
+            return Err(out_of_range());
+        };
+        let pid = PageId::new(file, page);
+        let lines = {
+            let d = db.lock().unwrap();
+            let (p, dirty) = match d.read_page_current(pid) {
+                Ok(x) => x,
+                Err(StorageError::PageOutOfRange { .. } | StorageError::FileNotFound(_)) => {
+                    return Err(out_of_range())
+                }
+                Err(e) => return Err(super::errors::map(&e, super::errors::Context::Other)),
+            };
+            let maps = dbcc_page::read_maps(pid, |at| d.read_page_current(at).ok().map(|x| x.0));
+            let au = p.raw_header().allocation_unit_id;
+            let table = d.catalog.tables.iter().find(|t| t.allocation_unit_id == au);
+            let ctx = dbcc_page::PageContext {
+                database_id: db_id,
+                dirty,
+                maps,
+                table,
+            };
+            dbcc_page::format_page(pid, &p, printopt.clamp(0, 255) as u8, &ctx)
+        };
+        let to_client =
+            self.flags.contains(&3604) || inst.trace_flags.lock().unwrap().contains(&3604);
+        if to_client {
+            out.extend(lines.into_iter().map(|l| Output::Info(SqlError::print(l))));
+        } else {
+            let source = format!("spid{}", self.spid);
+            for l in lines {
+                inst.errorlog.write(&source, &l);
+            }
+        }
         Ok(())
     }
 

@@ -1,0 +1,92 @@
+//! `extentdb inspect`: DBCC PAGE on the files of a stopped instance. The files are read
+//! directly (the instance is not started, nothing is recovered or written); the text is
+//! DBCC PAGE's (`extentdb_sql::dbcc_page`), printed to standard output.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use extentdb_format::{PageId, PageNo};
+use extentdb_io::FileSystem;
+use extentdb_sql::dbcc_page;
+use extentdb_sql::messages::msg;
+use extentdb_storage::config::InstanceConfig;
+use extentdb_storage::database::open_offline;
+use extentdb_storage::{Instance, StorageError};
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// The instance's directory.
+    #[arg(long)]
+    data_dir: PathBuf,
+    /// The database (as sys.databases names it).
+    #[arg(long)]
+    database: String,
+    /// The file id (1 is the primary data file).
+    #[arg(long)]
+    file: u16,
+    /// The page number within the file.
+    #[arg(long)]
+    page: u32,
+    /// DBCC PAGE's print option: 0 header, 1 records, 2 whole page, 3 records and columns.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    printopt: u8,
+}
+
+pub fn run(a: InspectArgs, fs: &dyn FileSystem) -> Result<u8, String> {
+    let text = std::fs::read_to_string(Instance::config_path(&a.data_dir))
+        .map_err(|e| format!("{}: {e}", a.data_dir.display()))?;
+    let config = InstanceConfig::parse(&a.data_dir, &text).map_err(|e| e.to_string())?;
+    let master_path = config.data_roots[0].join("master.mdf");
+    let master = open_offline(fs, &master_path).map_err(|e| e.to_string())?;
+    let (db_id, primary) = if a.database.eq_ignore_ascii_case("master") {
+        (master.catalog.database_id, master_path.clone())
+    } else {
+        let e = master
+            .catalog
+            .databases
+            .iter()
+            .find(|d| d.name.eq_ignore_ascii_case(&a.database))
+            .ok_or_else(|| msg(2520, &[&a.database]).text)?;
+        (e.database_id, PathBuf::from(&e.primary_file))
+    };
+    let db = open_offline(fs, Path::new(&primary)).map_err(|e| e.to_string())?;
+    let pid = PageId::new(a.file, a.page);
+    let read = |at: PageId| -> Result<extentdb_format::Page, StorageError> {
+        let f = db
+            .data_files
+            .get(&at.file.0)
+            .ok_or_else(|| StorageError::FileNotFound(at.file.0.to_string()))?;
+        f.read_page_raw(PageNo(at.page.0))
+    };
+    let page = match read(pid) {
+        Ok(p) => p,
+        Err(StorageError::PageOutOfRange { .. } | StorageError::FileNotFound(_)) => {
+            let e = msg(8968, &[&"DBCC PAGE", &pid, &0, &-1, &0, &0, &"Unknown"]);
+            eprintln!(
+                "Msg {}, Level {}, State {}\n{}",
+                e.number, e.severity, e.state, e.text
+            );
+            return Ok(1);
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let maps = dbcc_page::read_maps(pid, |at| read(at).ok());
+    let au = page.raw_header().allocation_unit_id;
+    let ctx = dbcc_page::PageContext {
+        database_id: db_id,
+        dirty: false,
+        maps,
+        table: db
+            .catalog
+            .tables
+            .iter()
+            .find(|t| t.allocation_unit_id == au),
+    };
+    let mut out = String::new();
+    for l in dbcc_page::format_page(pid, &page, a.printopt, &ctx) {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    print!("{out}");
+    Ok(0)
+}
