@@ -227,9 +227,15 @@ fn sessions_transactions_disconnect_and_kill() {
 fn attention_cancels_a_running_batch() {
     let s = Server::start("attention", &[]);
     let mut c = s.connect();
+    let spid_c = spid(&mut c);
     c.send_batch("DECLARE @i int = 0; WHILE 1 = 1 SET @i = @i + 1;")
         .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    // Another session sees the running request in sys.dm_exec_requests.
+    let mut watcher = s.connect();
+    let running = format!(
+        "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {spid_c} AND status = 'running'"
+    );
+    wait_until("the loop's request", || count(&mut watcher, &running) == 1);
     let t = Instant::now();
     c.attention().unwrap();
     let r = c.read_response().unwrap();
@@ -237,6 +243,11 @@ fn attention_cancels_a_running_batch() {
     assert!(t.elapsed() < Duration::from_secs(5));
     // The connection goes on; an attention when idle is acknowledged too.
     assert_eq!(scalar(&mut c, "SELECT 5"), Value::Int(5));
+    assert_eq!(
+        count(&mut watcher, &running),
+        0,
+        "no request after the cancel"
+    );
     c.attention().unwrap();
     assert!(c.read_response().unwrap().attention_acknowledged());
     assert_eq!(scalar(&mut c, "SELECT 6"), Value::Int(6));

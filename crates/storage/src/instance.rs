@@ -75,6 +75,9 @@ pub struct SessionInfo {
     pub running: std::sync::atomic::AtomicBool,
     /// Unix microseconds of the last request's start.
     pub last_request_start_us: std::sync::atomic::AtomicI64,
+    /// The running statement's command as sys.dm_exec_requests names it (SELECT, INSERT,
+    /// DBCC ...), while a request runs.
+    pub command: Mutex<&'static str>,
     /// Set by KILL: the session's connection closes and its transaction rolls back.
     pub killed: std::sync::atomic::AtomicBool,
     /// The session's cancel flag (KILL also cancels the running batch).

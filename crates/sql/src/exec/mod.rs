@@ -124,6 +124,28 @@ impl StatementCommand {
         })
     }
 
+    /// The name sys.dm_exec_requests.command gives a running statement of this kind.
+    pub fn request_command(self) -> &'static str {
+        use StatementCommand as C;
+        match self {
+            C::Select => "SELECT",
+            C::Insert => "INSERT",
+            C::Update => "UPDATE",
+            C::Delete => "DELETE",
+            C::CreateTable => "CREATE TABLE",
+            C::DropTable => "DROP TABLE",
+            C::CreateIndex => "CREATE INDEX",
+            C::DropIndex => "DROP INDEX",
+            C::CreateDatabase => "CREATE DATABASE",
+            C::DropDatabase => "DROP DATABASE",
+            C::AlterDatabase => "ALTER DATABASE",
+            C::Dbcc => "DBCC",
+            C::Execute => "EXECUTE",
+            C::CreateLogin | C::AlterLogin | C::DropLogin => "LOGIN",
+            C::Other => "UNKNOWN",
+        }
+    }
+
     /// True for DDL: a DONE is sent even when the statement reported nothing.
     pub fn is_ddl(self) -> bool {
         use StatementCommand as C;
@@ -198,6 +220,7 @@ impl Engine {
             database_id: AtomicU16::new(MASTER_ID),
             running: AtomicBool::new(false),
             last_request_start_us: std::sync::atomic::AtomicI64::new(unix_us()),
+            command: std::sync::Mutex::new("AWAITING COMMAND"),
             killed: AtomicBool::new(false),
             cancel: cancel.clone(),
         });
@@ -346,6 +369,7 @@ impl Session {
         for (name, t, v) in parameters {
             self.vars.insert(name.to_lowercase(), (t, v));
         }
+        *self.info.command.lock().unwrap() = "EXECUTE";
         self.info.running.store(true, Ordering::Release);
         self.info
             .last_request_start_us
@@ -358,6 +382,7 @@ impl Session {
             }
         }
         self.info.running.store(false, Ordering::Release);
+        *self.info.command.lock().unwrap() = "AWAITING COMMAND";
         out
     }
 
@@ -433,6 +458,9 @@ impl Session {
             return Flow::AbortBatch;
         }
         let before = out.len();
+        if let Some(c) = StatementCommand::of(&s.kind) {
+            *self.info.command.lock().unwrap() = c.request_command();
+        }
         let flow = self.run_statement_inner(s, out);
         if let Some(command) = StatementCommand::of(&s.kind) {
             let reported = out[before..].iter().any(|o| {

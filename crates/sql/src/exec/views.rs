@@ -610,8 +610,10 @@ fn exec_sessions(inst: &Instance) -> Rowset {
     Rowset { columns, rows }
 }
 
-/// sys.dm_exec_requests: the long-running requests (REBALANCE so far) with their progress.
+/// sys.dm_exec_requests: every session's running request, with the progress of long
+/// ones (REBALANCE, SHRINKFILE ...) where they report it.
 fn exec_requests(inst: &Instance) -> Rowset {
+    use std::sync::atomic::Ordering;
     let columns = cols(&[
         ("session_id", SqlType::SmallInt),
         ("request_id", SqlType::Int),
@@ -621,13 +623,44 @@ fn exec_requests(inst: &Instance) -> Rowset {
         ("database_id", SqlType::SmallInt),
         ("percent_complete", SqlType::Real),
     ]);
-    let rows = inst
-        .requests
-        .lock()
-        .unwrap()
-        .values()
-        .map(|r| {
-            vec![
+    let long = inst.requests.lock().unwrap().clone();
+    let mut rows = Vec::new();
+    for s in inst.sessions.lock().unwrap().values() {
+        let long = long.get(&s.session_id);
+        if !s.running.load(Ordering::Acquire) && long.is_none() {
+            continue;
+        }
+        let (start, command, db, pct) = match long {
+            Some(r) => (
+                r.start_unix_us,
+                r.command.clone(),
+                r.database_id,
+                r.percent_complete,
+            ),
+            None => (
+                s.last_request_start_us.load(Ordering::Acquire),
+                s.command.lock().unwrap().to_string(),
+                s.database_id.load(Ordering::Acquire),
+                0.0,
+            ),
+        };
+        rows.push(vec![
+            Value::SmallInt(s.session_id as i16),
+            Value::Int(0),
+            Value::DateTime(ticks_from_unix_us(start)),
+            text("running"),
+            text(&command),
+            Value::SmallInt(db as i16),
+            Value::Real(pct),
+        ]);
+    }
+    // Long requests of sessions not in the list (an in-process caller without a session).
+    for r in long.values() {
+        if !rows
+            .iter()
+            .any(|row| row[0] == Value::SmallInt(r.session_id as i16))
+        {
+            rows.push(vec![
                 Value::SmallInt(r.session_id as i16),
                 Value::Int(0),
                 Value::DateTime(ticks_from_unix_us(r.start_unix_us)),
@@ -635,8 +668,8 @@ fn exec_requests(inst: &Instance) -> Rowset {
                 text(&r.command),
                 Value::SmallInt(r.database_id as i16),
                 Value::Real(r.percent_complete),
-            ]
-        })
-        .collect();
+            ]);
+        }
+    }
     Rowset { columns, rows }
 }
