@@ -231,3 +231,10 @@ fn implicit_transactions() {
 fn dbcc_page() {
     check("dbcc_page");
 }
+
+/// DBCC CHECKALLOC on a new database and one grown over three files: zero allocation
+/// errors by name and 0, silence with NO_INFOMSGS, Msg 2520 for an unknown database.
+#[test]
+fn dbcc_checkalloc() {
+    check("dbcc_checkalloc");
+}

@@ -159,6 +159,7 @@ static CATALOGUE: &[Entry] = &[
     e(1922, 16, 1, "Filegroup '%.*ls' has no files assigned to it. Tables, indexes, and large object columns cannot be created on this filegroup. Use ALTER DATABASE to add one or more files to the filegroup."),
     e(1924, 16, 1, "Filegroup '%.*ls' is read-only."),
     e(2520, 16, 1, "Could not find database '%.*ls'. The database either does not exist, or was dropped before a statement tried to use it. Verify if the database exists by querying the sys.databases catalog view."),
+    e(2536, 10, 1, "DBCC results for '%.*ls'."),
     e(2555, 16, 1, "Cannot move all contents of file \"%.*ls\" to other places to complete the emptyfile operation."),
     e(2526, 16, 3, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options."),
     e(2528, 10, 1, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."),
@@ -216,9 +217,12 @@ static CATALOGUE: &[Entry] = &[
     e(8152, 16, 14, "String or binary data would be truncated."), // unverified
     e(8169, 16, 2, "Conversion failed when converting from a character string to uniqueidentifier."), // unverified
     e(8170, 16, 2, "Insufficient result space to convert uniqueidentifier value to char."), // unverified
-    e(8905, 16, 1, "Extent %S_PGID in database ID %d is marked allocated in the GAM, but no SGAM or IAM has allocated it."), // unverified
+    e(8903, 16, 1, "Extent %S_PGID in database ID %d is allocated in both GAM %S_PGID and SGAM %S_PGID."),
+    e(8904, 16, 1, "Extent %S_PGID in database ID %d is allocated by more than one allocation object."),
+    e(8905, 16, 1, "Extent %S_PGID in database ID %d is marked allocated in the GAM, but no SGAM or IAM has allocated it."),
     e(8906, 16, 1, "Page %S_PGID in database ID %d is allocated in the SGAM %S_PGID and PFS %S_PGID, but was not allocated in any IAM. PFS flags '%hs'."),
     e(8909, 16, 1, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page ID %S_PGID contains an incorrect page ID in its page header. The PageId in the page header = %S_PGID."),
+    e(8913, 16, 1, "Extent %S_PGID is allocated to '%ls' and at least one other object."),
     e(8939, 16, 98, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page %S_PGID. Test (%hs) failed. Values are %ld and %ld."),
     e(8946, 16, 12, "Table error: Allocation page %S_PGID has invalid %ls page header values. Type is %d. Check type, alloc unit ID and page ID on the page."),
     e(8989, 10, 1, "%.*ls found %d allocation errors and %d consistency errors in database '%ls'."),

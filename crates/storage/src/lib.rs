@@ -12,6 +12,7 @@ use std::path::PathBuf;
 pub mod allocation;
 pub mod btree;
 pub mod buffer_pool;
+pub mod check_alloc;
 pub mod checkpoint;
 pub mod config;
 pub mod data_file;

@@ -35,9 +35,9 @@ use std::time::Instant;
 
 use extentdb_format::catalog::{RecoveryModel, CATALOG_ALLOCATION_UNIT};
 use extentdb_format::file_header::FileType;
-use extentdb_format::layout::{self, BitmapKind, CATALOG_IAM_PAGE};
-use extentdb_format::{bitmap, iam, ExtentNo, PageId, GAM_INTERVAL_EXTENTS, PAGES_PER_EXTENT};
+use extentdb_format::{bitmap, iam, ExtentNo, PageId, GAM_INTERVAL_EXTENTS};
 use extentdb_io::os::OsFileSystem;
+use extentdb_storage::check_alloc::{AllocError, Claimant};
 use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::{Database, NewDatabase};
 
@@ -209,29 +209,6 @@ fn concurrent_round(
     (units, stats)
 }
 
-/// The extents an IAM page marks as owned, as (file, extent).
-fn iam_page_extents(db: &Database, at: PageId) -> Vec<(u16, u32)> {
-    let p = db.primary().read_page(at.page).unwrap();
-    iam::validate(&p, at).unwrap();
-    let start = iam::start_page(&p);
-    let first = start.page.0 / PAGES_PER_EXTENT;
-    let mut out = Vec::new();
-    let mut i = 0;
-    while let Some(bit) = bitmap::next_set(&p, i, GAM_INTERVAL_EXTENTS) {
-        out.push((start.file.0, first + bit));
-        i = bit + 1;
-    }
-    out
-}
-
-/// True when `extent` of data file `file_id` is free in the file's GAM.
-fn gam_free(db: &Database, file_id: u16, extent: u32) -> bool {
-    let df = &db.data_files[&file_id];
-    let gam_page = layout::bitmap_page(BitmapKind::Gam, extent / GAM_INTERVAL_EXTENTS);
-    let gam = df.read_page(gam_page).unwrap();
-    bitmap::get_bit(&gam, extent % GAM_INTERVAL_EXTENTS)
-}
-
 /// What the maps showed when every check passed.
 #[derive(Debug)]
 struct MapSummary {
@@ -244,27 +221,14 @@ struct MapSummary {
 /// Checks (a), (b) and (c) of the module docs against the maps as the database reads them;
 /// the first violation found is the error.
 fn check_maps(db: &Database, units: &[Unit]) -> Result<MapSummary, String> {
-    // (a) Every unit's extents, from its IAM chain; the catalog's own unit from its IAM page.
-    let mut owner: HashMap<(u16, u32), u64> = HashMap::new();
-    let mut claim = |au: u64, key: (u16, u32)| -> Result<(), String> {
-        match owner.insert(key, au) {
-            Some(other) if other != au => Err(format!(
-                "(a) extent {}:{} is owned by allocation units {other} and {au}",
-                key.0, key.1
-            )),
-            Some(_) => Err(format!(
-                "(a) extent {}:{} appears twice in unit {au}'s IAM chain",
-                key.0, key.1
-            )),
-            None => Ok(()),
-        }
-    };
-    let catalog_iam = PageId {
-        file: extentdb_format::FileId::PRIMARY,
-        page: CATALOG_IAM_PAGE,
-    };
-    for key in iam_page_extents(db, catalog_iam) {
-        claim(CATALOG_ALLOCATION_UNIT, key)?;
+    // (a) and (b), read back from the maps by the library's CHECKALLOC: (a) an extent
+    // claimed by two IAM pages; (b) any other disagreement of GAM, SGAM and IAM pages.
+    let report = db.check_alloc().map_err(|e| format!("check_alloc: {e}"))?;
+    if let Some(err) = report.errors.first() {
+        let two_units = matches!(err, AllocError::MultipleClaims { claimants, .. }
+            if claimants.iter().filter(|c| matches!(c, Claimant::Unit(_))).count() >= 2);
+        let tag = if two_units { "(a)" } else { "(b)" };
+        return Err(format!("{tag} {err:?} ({} errors)", report.errors.len()));
     }
     let mut owned_by_file = BTreeMap::new();
     for entry in &db.catalog.allocation_units {
@@ -276,51 +240,30 @@ fn check_maps(db: &Database, units: &[Unit]) -> Result<MapSummary, String> {
             .extents_of(au)
             .map_err(|e| format!("extents_of({au}): {e}"))?;
         for (f, e) in extents {
-            let in_primary = db
+            let in_filegroup = db
                 .catalog
                 .files
                 .iter()
                 .any(|x| x.file_id == f && x.data_space_id == entry.data_space_id);
-            if !in_primary {
+            if !in_filegroup {
                 return Err(format!("unit {au} owns {f}:{} outside its filegroup", e.0));
             }
-            claim(au, (f, e.0))?;
             *owned_by_file.entry(f).or_insert(0) += 1;
         }
     }
-    // (b) Owned extents are GAM-allocated, inside the file and not reserved; every
-    // GAM-allocated usable extent has an owner.
-    let mut extents_by_file = BTreeMap::new();
-    for (&f, df) in &db.data_files {
-        let usable = df.usable_extents();
-        extents_by_file.insert(f, usable);
-        for e in 0..usable {
-            if layout::is_reserved_extent(ExtentNo(e), df.is_primary()) {
-                if owner.contains_key(&(f, e)) {
-                    return Err(format!("(b) reserved extent {f}:{e} has an owner"));
-                }
-                continue;
-            }
-            match (owner.get(&(f, e)), gam_free(db, f, e)) {
-                (Some(au), true) => {
-                    return Err(format!(
-                        "(b) extent {f}:{e} is owned by unit {au} but free in the GAM"
-                    ))
-                }
-                (None, false) => {
-                    return Err(format!(
-                        "(b) extent {f}:{e} is allocated in the GAM but no IAM page owns it"
-                    ))
-                }
-                _ => {}
-            }
+    let extents_by_file: BTreeMap<u16, u32> = db
+        .data_files
+        .iter()
+        .map(|(&f, df)| (f, df.usable_extents()))
+        .collect();
+    for entry in &db.catalog.allocation_units {
+        let extents = db.extents_of(entry.allocation_unit_id).unwrap_or_default();
+        if let Some((f, e)) = extents
+            .iter()
+            .find(|(f, e)| extents_by_file.get(f).is_none_or(|&n| e.0 >= n))
+        {
+            return Err(format!("(b) owned extent {f}:{} lies beyond its file", e.0));
         }
-    }
-    if let Some(&(f, e)) = owner
-        .keys()
-        .find(|(f, e)| extents_by_file.get(f).is_none_or(|&n| *e >= n))
-    {
-        return Err(format!("(b) owned extent {f}:{e} lies beyond its file"));
     }
     // (c) Each unit owns exactly what its thread holds.
     for u in units {
