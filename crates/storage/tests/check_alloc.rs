@@ -5,7 +5,7 @@
 //! not read errors).
 
 mod common;
-use common::{ctx, file, row, spec, table_entry, Quiet};
+use common::{ctx, file, heap_and_tree, insert_scrambled, spec, Quiet};
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -49,24 +49,8 @@ fn loaded(fs: &dyn FileSystem, root: &Path, rows: u32) -> (Database, Vec<u32>, u
     let sizes =
         |db: &Database| -> Vec<u32> { db.data_files.values().map(|f| f.size_pages).collect() };
     let before = sizes(&db);
-    let mut tables = Vec::new();
-    for (name, clustered) in [("Heap", false), ("Tree", true)] {
-        let mut t = table_entry(clustered);
-        t.name = name.into();
-        tables.push(db.create_table(t).unwrap());
-    }
-    for chunk in 0..rows / 100 {
-        let x = db.begin_xact();
-        for k in chunk * 100..(chunk + 1) * 100 {
-            let key = k.wrapping_mul(2_654_435_761) % 1_000_003;
-            let v = vec![(k % 251) as u8; 300 + (k as usize * 7) % 700];
-            for &t in &tables {
-                db.insert_row(x, t, &row(key, &v)).unwrap();
-            }
-        }
-        let lsn = db.commit_xact(x).unwrap().unwrap();
-        db.wal().unwrap().flush(lsn).unwrap();
-    }
+    let tables = heap_and_tree(&mut db);
+    insert_scrambled(&mut db, &tables, rows);
     let after = sizes(&db);
     let grown = before.iter().zip(&after).filter(|(a, b)| b > a).count();
     (db, tables, grown)

@@ -4,7 +4,7 @@
 //! succeeds; and a power cut at any I/O during the move loses and duplicates nothing.
 
 mod common;
-use common::{ctx, file, row, spec, table_entry, Quiet};
+use common::{ctx, file, heap_and_tree, insert_scrambled, row, spec, table_entry, Quiet};
 
 use std::path::Path;
 
@@ -63,25 +63,8 @@ fn loaded(fs: &SimFileSystem, rows: u32) -> (Database, Vec<u32>) {
     let mut dummy = table_entry(true);
     dummy.name = "Dummy".into();
     db.create_table(dummy).unwrap();
-    let mut tables = Vec::new();
-    for (name, clustered) in [("Heap", false), ("Tree", true)] {
-        let mut t = table_entry(clustered);
-        t.name = name.into();
-        tables.push(db.create_table(t).unwrap());
-    }
-    for chunk in 0..rows / 100 {
-        let x = db.begin_xact();
-        for k in chunk * 100..(chunk + 1) * 100 {
-            // Keys in a scrambled order, so the B-tree splits everywhere.
-            let key = k.wrapping_mul(2_654_435_761) % 1_000_003;
-            let v = vec![(k % 251) as u8; 300 + (k as usize * 7) % 700];
-            for &t in &tables {
-                db.insert_row(x, t, &row(key, &v)).unwrap();
-            }
-        }
-        let lsn = db.commit_xact(x).unwrap().unwrap();
-        db.wal().unwrap().flush(lsn).unwrap();
-    }
+    let tables = heap_and_tree(&mut db);
+    insert_scrambled(&mut db, &tables, rows);
     (db, tables)
 }
 

@@ -101,3 +101,33 @@ pub fn table_entry(clustered: bool) -> TableEntry {
 pub fn row(k: u32, v: &[u8]) -> Vec<u8> {
     record::encode(&LAYOUT, &[Some(&k.to_le_bytes()), Some(v)]).unwrap()
 }
+
+/// Creates a heap "Heap" and a clustered table "Tree" (ids in that order).
+#[allow(dead_code)]
+pub fn heap_and_tree(db: &mut extentdb_storage::Database) -> Vec<u32> {
+    let mut tables = Vec::new();
+    for (name, clustered) in [("Heap", false), ("Tree", true)] {
+        let mut t = table_entry(clustered);
+        t.name = name.into();
+        tables.push(db.create_table(t).unwrap());
+    }
+    tables
+}
+
+/// Inserts `rows` rows of 300-999 bytes into every table, keys in a scrambled order (so a
+/// B-tree splits everywhere), committed 100 at a time and flushed.
+#[allow(dead_code)]
+pub fn insert_scrambled(db: &mut extentdb_storage::Database, tables: &[u32], rows: u32) {
+    for chunk in 0..rows / 100 {
+        let x = db.begin_xact();
+        for k in chunk * 100..(chunk + 1) * 100 {
+            let key = k.wrapping_mul(2_654_435_761) % 1_000_003;
+            let v = vec![(k % 251) as u8; 300 + (k as usize * 7) % 700];
+            for &t in tables {
+                db.insert_row(x, t, &row(key, &v)).unwrap();
+            }
+        }
+        let lsn = db.commit_xact(x).unwrap().unwrap();
+        db.wal().unwrap().flush(lsn).unwrap();
+    }
+}
