@@ -281,30 +281,27 @@ impl Page {
         }
         let page_type = PageType::from_u8(b[OFF_TYPE])
             .ok_or_else(|| corrupt(this_page, format!("unknown page type {}", b[OFF_TYPE])))?;
+        let r = self.raw_header();
         Ok(PageHeader {
             page_type,
-            type_flag_bits: b[OFF_TYPE_FLAGS],
-            level: b[OFF_LEVEL],
-            flag_bits: get_u16(b, OFF_FLAGS),
-            index_id: get_u16(b, OFF_INDEX_ID),
-            prev_page: get_page_id(b, OFF_PREV),
-            pminlen: get_u16(b, OFF_PMINLEN),
-            next_page: get_page_id(b, OFF_NEXT),
-            slot_count: get_u16(b, OFF_SLOT_COUNT),
-            allocation_unit_id: get_u64(b, OFF_ALLOC_UNIT),
-            free_count: get_u16(b, OFF_FREE_COUNT),
-            free_data: get_u16(b, OFF_FREE_DATA),
+            type_flag_bits: r.type_flag_bits,
+            level: r.level,
+            flag_bits: r.flag_bits,
+            index_id: r.index_id,
+            prev_page: r.prev_page,
+            pminlen: r.pminlen,
+            next_page: r.next_page,
+            slot_count: r.slot_count,
+            allocation_unit_id: r.allocation_unit_id,
+            free_count: r.free_count,
+            free_data: r.free_data,
             this_page,
-            reserved_count: get_u16(b, OFF_RESERVED_COUNT),
-            lsn: Lsn {
-                vlf_sequence: get_u32(b, OFF_LSN),
-                block: get_u32(b, OFF_LSN + 4),
-                slot: get_u16(b, OFF_LSN + 8),
-            },
-            xact_reserved: get_u16(b, OFF_XACT_RESERVED),
-            xdes_id: get_u64(b, OFF_XDES),
-            ghost_rec_count: get_u16(b, OFF_GHOST),
-            checksum: get_u32(b, OFF_CHECKSUM),
+            reserved_count: r.reserved_count,
+            lsn: r.lsn,
+            xact_reserved: r.xact_reserved,
+            xdes_id: r.xdes_id,
+            ghost_rec_count: r.ghost_rec_count,
+            checksum: r.checksum,
         })
     }
 

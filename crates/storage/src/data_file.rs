@@ -75,8 +75,8 @@ impl DataFile {
         self.size_pages / PAGES_PER_EXTENT
     }
 
-    /// Reads and verifies one page; unformatted pages come back as zero pages.
-    pub fn read_page(&self, page: PageNo) -> Result<Page, StorageError> {
+    /// A page's bytes, in range: the allocation cache's copy (true) or the file's (false).
+    fn read_page_bytes(&self, page: PageNo) -> Result<(Page, bool), StorageError> {
         if page.0 >= self.size_pages {
             return Err(StorageError::PageOutOfRange {
                 page: PageId {
@@ -87,11 +87,19 @@ impl DataFile {
             });
         }
         if let Some((p, _)) = self.cache.pages.lock().unwrap().get(&page.0) {
-            return Ok(p.clone());
+            return Ok((p.clone(), true));
         }
         let mut buf = vec![0u8; PAGE_SIZE];
         self.file.read_at(&mut buf, page.offset())?;
-        let p = Page::from_bytes(&buf)?;
+        Ok((Page::from_bytes(&buf)?, false))
+    }
+
+    /// Reads and verifies one page; unformatted pages come back as zero pages.
+    pub fn read_page(&self, page: PageNo) -> Result<Page, StorageError> {
+        let (p, cached) = self.read_page_bytes(page)?;
+        if cached {
+            return Ok(p);
+        }
         let t = p.verify(PageId {
             file: self.file_id,
             page,
@@ -110,21 +118,7 @@ impl DataFile {
     /// changed allocation page comes from the cache, anything else from the file, whatever
     /// it holds (zeros, a stale page, a torn one). Out-of-range pages are refused.
     pub fn read_page_raw(&self, page: PageNo) -> Result<Page, StorageError> {
-        if page.0 >= self.size_pages {
-            return Err(StorageError::PageOutOfRange {
-                page: PageId {
-                    file: self.file_id,
-                    page,
-                },
-                size_pages: self.size_pages,
-            });
-        }
-        if let Some((p, _)) = self.cache.pages.lock().unwrap().get(&page.0) {
-            return Ok(p.clone());
-        }
-        let mut buf = vec![0u8; PAGE_SIZE];
-        self.file.read_at(&mut buf, page.offset())?;
-        Ok(Page::from_bytes(&buf)?)
+        Ok(self.read_page_bytes(page)?.0)
     }
 
     /// Changes one page write-ahead: with a log attached, the page's image is logged, the

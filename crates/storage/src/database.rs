@@ -286,41 +286,9 @@ impl Database {
         primary_path: &Path,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
     ) -> Result<Database, StorageError> {
-        let file = fs.open(primary_path)?;
-        let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
-        let primary = DataFile {
-            file_id: FileId::PRIMARY,
-            file,
-            size_pages,
-            wal: None,
-            cache: Default::default(),
-        };
-        let boot = read_boot(&primary)?;
-        let (catalog, chain) = read_catalog(&primary, &boot)?;
-        let mut data_files = BTreeMap::new();
-        let mut log_files = BTreeMap::new();
-        for entry in &catalog.files {
-            let file = if entry.file_id == 1 {
-                primary.file.clone()
-            } else {
-                fs.open(Path::new(&entry.physical_name))?
-            };
-            check_file_header(file.as_ref(), entry, &boot)?;
-            if entry.file_type == FileType::Log {
-                log_files.insert(entry.file_id, file);
-            } else {
-                data_files.insert(
-                    entry.file_id,
-                    DataFile {
-                        file_id: FileId(entry.file_id),
-                        file,
-                        size_pages: entry.size_pages,
-                        wal: None,
-                        cache: Default::default(),
-                    },
-                );
-            }
-        }
+        let files = open_files(fs, primary_path, false)?;
+        let (boot, catalog, chain) = (files.boot, files.catalog, files.chain);
+        let (data_files, log_files) = (files.data_files, files.log_files);
         let mut db = Database {
             name: boot.name.clone(),
             boot,
@@ -1004,6 +972,31 @@ pub fn open_offline(
     fs: &dyn FileSystem,
     primary_path: &Path,
 ) -> Result<OfflineDatabase, StorageError> {
+    let files = open_files(fs, primary_path, true)?;
+    Ok(OfflineDatabase {
+        boot: files.boot,
+        catalog: files.catalog,
+        data_files: files.data_files,
+    })
+}
+
+/// A database's files as its catalog lists them.
+struct OpenedFiles {
+    boot: BootPage,
+    catalog: Catalog,
+    chain: Vec<PageId>,
+    data_files: BTreeMap<u16, DataFile>,
+    log_files: BTreeMap<u16, Arc<dyn DbFile>>,
+}
+
+/// Opens the primary file, reads the boot page and catalog, and opens the other files.
+/// `offline` (reading a stopped instance's files, `extentdb inspect`): file headers are
+/// not checked, log files are not opened, and a data file's size is what the file holds.
+fn open_files(
+    fs: &dyn FileSystem,
+    primary_path: &Path,
+    offline: bool,
+) -> Result<OpenedFiles, StorageError> {
     let file = fs.open(primary_path)?;
     let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
     let primary = DataFile {
@@ -1014,34 +1007,49 @@ pub fn open_offline(
         cache: Default::default(),
     };
     let boot = read_boot(&primary)?;
-    let (catalog, _) = read_catalog(&primary, &boot)?;
+    let (catalog, chain) = read_catalog(&primary, &boot)?;
     let mut data_files = BTreeMap::new();
-    for entry in catalog
-        .files
-        .iter()
-        .filter(|e| e.file_type != FileType::Log)
-    {
+    let mut log_files = BTreeMap::new();
+    for entry in &catalog.files {
+        if offline && entry.file_type == FileType::Log {
+            continue;
+        }
         let file = if entry.file_id == 1 {
             primary.file.clone()
         } else {
             fs.open(Path::new(&entry.physical_name))?
         };
-        let actual = (file.len()? / PAGE_SIZE as u64) as u32;
+        if !offline {
+            check_file_header(file.as_ref(), entry, &boot)?;
+        }
+        if entry.file_type == FileType::Log {
+            log_files.insert(entry.file_id, file);
+            continue;
+        }
+        let size_pages = if offline {
+            entry
+                .size_pages
+                .min((file.len()? / PAGE_SIZE as u64) as u32)
+        } else {
+            entry.size_pages
+        };
         data_files.insert(
             entry.file_id,
             DataFile {
                 file_id: FileId(entry.file_id),
                 file,
-                size_pages: entry.size_pages.min(actual),
+                size_pages,
                 wal: None,
                 cache: Default::default(),
             },
         );
     }
-    Ok(OfflineDatabase {
+    Ok(OpenedFiles {
         boot,
         catalog,
+        chain,
         data_files,
+        log_files,
     })
 }
 

@@ -21,7 +21,7 @@
 //! 2. No page moves while a transaction is active in the database: heap rows are undone by
 //!    page and slot, which a move would invalidate.
 
-use extentdb_format::catalog::TableEntry;
+use extentdb_format::catalog::{FileEntry, TableEntry};
 use extentdb_format::{data_page, ExtentNo, Page, PageHeader, PageId, PageType, PAGES_PER_EXTENT};
 
 use crate::btree::KeyInfo;
@@ -35,17 +35,21 @@ pub struct EmptyFileStats {
 }
 
 impl Database {
-    /// DBCC SHRINKFILE (file, EMPTYFILE): moves every page of data file `file_id` to the
-    /// other files of its filegroup, so that REMOVE FILE can drop it.
-    pub fn empty_file(&mut self, file_id: u16) -> Result<EmptyFileStats, StorageError> {
-        self.check_writable()?;
-        let entry = self
-            .catalog
+    /// The catalog's entry of file `file_id`.
+    fn file_entry(&self, file_id: u16) -> Result<FileEntry, StorageError> {
+        self.catalog
             .files
             .iter()
             .find(|f| f.file_id == file_id)
             .cloned()
-            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))
+    }
+
+    /// DBCC SHRINKFILE (file, EMPTYFILE): moves every page of data file `file_id` to the
+    /// other files of its filegroup, so that REMOVE FILE can drop it.
+    pub fn empty_file(&mut self, file_id: u16) -> Result<EmptyFileStats, StorageError> {
+        self.check_writable()?;
+        let entry = self.file_entry(file_id)?;
         if entry.file_type != extentdb_format::file_header::FileType::Rows || file_id == 1 {
             return Err(StorageError::CannotEmptyFile(entry.name));
         }
@@ -89,13 +93,7 @@ impl Database {
     /// Returns the new size in pages.
     pub fn shrink_file(&mut self, file_id: u16, target_pages: u32) -> Result<u32, StorageError> {
         self.check_writable()?;
-        let entry = self
-            .catalog
-            .files
-            .iter()
-            .find(|f| f.file_id == file_id)
-            .cloned()
-            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+        let entry = self.file_entry(file_id)?;
         let df = self
             .data_files
             .get(&file_id)
@@ -150,17 +148,7 @@ impl Database {
             None => self.allocate_extent_by_fill(t.allocation_unit_id, t.data_space_id)?,
         };
         let Some((to_file, to)) = target else {
-            let fg = self
-                .catalog
-                .filegroups
-                .iter()
-                .find(|g| g.data_space_id == t.data_space_id)
-                .map(|g| g.name.clone())
-                .unwrap_or_default();
-            return Err(StorageError::FilegroupFull {
-                object: t.name.clone(),
-                filegroup: fg,
-            });
+            return Err(self.filegroup_full(&t));
         };
         let mut moved = 0;
         for i in 0..PAGES_PER_EXTENT {

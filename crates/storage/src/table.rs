@@ -496,6 +496,11 @@ impl Database {
         if let Some(got) = self.allocate_extent_by_fill(t.allocation_unit_id, t.data_space_id)? {
             return Ok(got);
         }
+        Err(self.filegroup_full(t))
+    }
+
+    /// Error 1105's condition for table `t`: no file of its filegroup has a free extent.
+    pub(crate) fn filegroup_full(&self, t: &TableEntry) -> StorageError {
         let fg = self
             .catalog
             .filegroups
@@ -503,10 +508,10 @@ impl Database {
             .find(|g| g.data_space_id == t.data_space_id)
             .map(|g| g.name.clone())
             .unwrap_or_default();
-        Err(StorageError::FilegroupFull {
+        StorageError::FilegroupFull {
             object: t.name.clone(),
             filegroup: fg,
-        })
+        }
     }
 
     /// Formats `pid` as an empty page of `au`, logged (a redo-only system change); returns

@@ -458,11 +458,12 @@ impl Session {
             return Flow::AbortBatch;
         }
         let before = out.len();
-        if let Some(c) = StatementCommand::of(&s.kind) {
+        let command = StatementCommand::of(&s.kind);
+        if let Some(c) = command {
             *self.info.command.lock().unwrap() = c.request_command();
         }
         let flow = self.run_statement_inner(s, out);
-        if let Some(command) = StatementCommand::of(&s.kind) {
+        if let Some(command) = command {
             let reported = out[before..].iter().any(|o| {
                 matches!(
                     o,
