@@ -16,17 +16,15 @@
 //! than one allocation object), followed by one Msg 8913 per claimant, as SQL Server does
 //! when, e.g., an IAM owns an extent the GAM calls free ('GAM' is one of the claimants).
 //! An allocation page with a wrong header (type, allocation unit, interval) is Msg 8946;
-//! its bits are then not used. Page reads verify checksums and page ids: a page failing
-//! them ends the check with that read error (SQL Server would report it and go on).
+//! its bits are then not used. Page reads verify checksums and page ids: a page failing them
+//! is reported (8939) and its bits are not used, and the check goes on.
 //!
 //! Not checked yet: PFS bytes against IAM ownership (8948, 8914), IAM chain links
 //! (2575/2576: previous links, sequence numbers, loops are cut short silently), IAM bits
 //! for extents beyond the end of their file, IAM pages in the wrong filegroup, DCM/BCM.
 //!
-//! Consistency: the caller holds the database (the instance's per-database lock, or owns
-//! it) for the whole check, so it sees one state of the maps; allocation pages are read
-//! through the file's allocation cache, so changes not yet written back are seen. The online
-//! snapshot of issue 6 replaces holding the lock later.
+//! Consistency: the check reads a `CheckSource`, a view of the files as they were at one
+//! instant that stays exact while other sessions write (`snapshot`).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -35,6 +33,9 @@ use extentdb_format::layout::{self, BitmapKind, CATALOG_IAM_PAGE};
 use extentdb_format::{bitmap, iam, FileId, PageId, PageType, GAM_INTERVAL_EXTENTS};
 use extentdb_format::{GAM_INTERVAL_PAGES, PAGES_PER_EXTENT};
 
+use extentdb_format::Page;
+
+use crate::snapshot::CheckSource;
 use crate::{Database, StorageError};
 
 /// Who claims an extent.
@@ -73,6 +74,21 @@ pub enum AllocError {
         kind: &'static str,
         page_type: u8,
     },
+    /// An allocation page failed its page audit (checksum, or its own page id): Msg 8939
+    /// (its bits are not used; SQL Server adds 8998 for the range it could not check).
+    PageAudit {
+        page: PageId,
+        reason: String,
+        checksum: bool,
+    },
+    /// An allocation page could not be read (Msg 823).
+    Unreadable { page: PageId, reason: String },
+    /// An IAM page of `allocation_unit_id` maps `extent`, which lies past the end of its
+    /// file or in no file (Msg 8904 family: SQL Server's 2576 / 8906 would name it).
+    BeyondFile {
+        extent: PageId,
+        allocation_unit_id: u64,
+    },
 }
 
 /// What one allocation unit's IAM chain holds.
@@ -96,151 +112,217 @@ pub struct CheckAllocReport {
 }
 
 impl Database {
-    /// Runs the allocation checks of the module docs over every data file.
+    /// Runs the allocation checks of the module docs over every data file, on a view of the
+    /// database as it is now (call under the database's lock; see `snapshot`).
     pub fn check_alloc(&self) -> Result<CheckAllocReport, StorageError> {
-        let mut report = CheckAllocReport::default();
-        // Claimants from the IAM chains, keyed by (file, extent).
-        let mut claims: BTreeMap<(u16, u32), Vec<Claimant>> = BTreeMap::new();
-        let mut units: Vec<(u64, PageId)> = vec![(
-            CATALOG_ALLOCATION_UNIT,
-            PageId {
-                file: FileId::PRIMARY,
-                page: CATALOG_IAM_PAGE,
-            },
-        )];
-        units.extend(
-            self.catalog
-                .allocation_units
-                .iter()
-                .filter(|a| a.allocation_unit_id != CATALOG_ALLOCATION_UNIT)
-                .map(|a| (a.allocation_unit_id, a.first_iam_page)),
-        );
-        for (au, first) in units {
-            let mut unit = UnitAllocation {
-                allocation_unit_id: au,
-                iam_pages: 0,
-                extents: 0,
-            };
-            let mut seen = HashSet::new();
-            let mut at = first;
-            while !at.is_null() && seen.insert(at) {
-                let Some(p) = self.read_iam(at, au, &mut report.errors)? else {
-                    break;
-                };
-                unit.iam_pages += 1;
-                let start = iam::start_page(&p);
-                let first_extent = start.page.0 / PAGES_PER_EXTENT;
-                let mut i = 0;
-                while let Some(bit) = bitmap::next_set(&p, i, GAM_INTERVAL_EXTENTS) {
-                    claims
-                        .entry((start.file.0, first_extent + bit))
-                        .or_default()
-                        .push(Claimant::Unit(au));
-                    unit.extents += 1;
-                    i = bit + 1;
-                }
-                at = p.header()?.next_page;
-            }
-            report.units.push(unit);
-        }
+        let src = self.check_source()?;
+        Ok(check_allocation(&src)?.0)
+    }
+}
 
-        let mut extent_errors = Vec::new();
-        for (&file_id, df) in &self.data_files {
-            report.files += 1;
-            let usable = df.usable_extents();
-            for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
-                let gam_no = layout::bitmap_page(BitmapKind::Gam, interval);
-                let sgam_no = layout::bitmap_page(BitmapKind::Sgam, interval);
-                let gam_at = PageId::new(file_id, gam_no.0);
-                let sgam_at = PageId::new(file_id, sgam_no.0);
-                let gam = df.read_page(gam_no)?;
-                let gam = match check_bitmap_header(&gam, PageType::Gam, false) {
-                    true => Some(gam),
-                    false => {
-                        report.errors.push(bad_page(gam_at, "GAM", &gam));
-                        None
-                    }
-                };
-                let sgam = df.read_page(sgam_no)?;
-                let sgam = match check_bitmap_header(&sgam, PageType::Sgam, true) {
-                    true => Some(sgam),
-                    false => {
-                        report.errors.push(bad_page(sgam_at, "SGAM", &sgam));
-                        None
-                    }
-                };
-                let base = interval * GAM_INTERVAL_EXTENTS;
-                let end = usable.min(base + GAM_INTERVAL_EXTENTS);
-                for e in base..end {
-                    report.extents += 1;
-                    let mut who = claims.remove(&(file_id, e)).unwrap_or_default();
-                    let bit = e - base;
-                    let gam_free = gam.as_ref().map(|g| bitmap::get_bit(g, bit));
-                    let sgam_set = sgam.as_ref().is_some_and(|s| bitmap::get_bit(s, bit));
-                    if gam_free == Some(true) {
-                        who.push(Claimant::Gam);
-                    }
-                    if sgam_set {
-                        who.push(Claimant::Sgam);
-                    }
-                    if layout::is_reserved_extent(extentdb_format::ExtentNo(e), df.is_primary()) {
-                        who.push(Claimant::System);
-                    }
-                    who.sort_unstable();
-                    let extent = PageId::new(file_id, e * PAGES_PER_EXTENT);
-                    match who.as_slice() {
-                        // An unreadable GAM: nothing to say about unclaimed extents.
-                        [] if gam.is_none() => {}
-                        [] => extent_errors.push(AllocError::Unclaimed { extent }),
-                        [_] => {}
-                        [Claimant::Gam, Claimant::Sgam] => {
-                            extent_errors.push(AllocError::GamAndSgam {
-                                extent,
-                                gam: gam_at,
-                                sgam: sgam_at,
-                            })
-                        }
-                        _ => extent_errors.push(AllocError::MultipleClaims {
-                            extent,
-                            claimants: who,
-                        }),
-                    }
-                }
+/// Which allocation unit owns each extent mapped by an IAM page: (file, extent) -> unit,
+/// the first claimant when several IAM pages claim one extent (8904 reports that).
+pub type Ownership = BTreeMap<(u16, u32), u64>;
+
+/// The allocation checks of the module docs on a view, with who owns each extent.
+pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownership), StorageError> {
+    let mut report = CheckAllocReport::default();
+    // Claimants from the IAM chains, keyed by (file, extent).
+    let mut claims: BTreeMap<(u16, u32), Vec<Claimant>> = BTreeMap::new();
+    let mut owners = Ownership::new();
+    let mut units: Vec<(u64, PageId)> = vec![(
+        CATALOG_ALLOCATION_UNIT,
+        PageId {
+            file: FileId::PRIMARY,
+            page: CATALOG_IAM_PAGE,
+        },
+    )];
+    units.extend(
+        src.catalog
+            .allocation_units
+            .iter()
+            .filter(|a| a.allocation_unit_id != CATALOG_ALLOCATION_UNIT)
+            .map(|a| (a.allocation_unit_id, a.first_iam_page)),
+    );
+    for (au, first) in units {
+        let mut unit = UnitAllocation {
+            allocation_unit_id: au,
+            iam_pages: 0,
+            extents: 0,
+        };
+        let mut seen = HashSet::new();
+        let mut at = first;
+        while !at.is_null() && seen.insert(at) {
+            let Some(p) = read_iam(src, at, au, &mut report.errors)? else {
+                break;
+            };
+            unit.iam_pages += 1;
+            let start = iam::start_page(&p);
+            let first_extent = start.page.0 / PAGES_PER_EXTENT;
+            let mut i = 0;
+            while let Some(bit) = bitmap::next_set(&p, i, GAM_INTERVAL_EXTENTS) {
+                let key = (start.file.0, first_extent + bit);
+                claims.entry(key).or_default().push(Claimant::Unit(au));
+                owners.entry(key).or_insert(au);
+                unit.extents += 1;
+                i = bit + 1;
             }
+            at = p.raw_header().next_page;
         }
-        report.errors.extend(extent_errors);
-        Ok(report)
+        report.units.push(unit);
     }
 
-    /// Reads IAM page `at` of unit `au`; a page that is not a valid IAM page of `au`
-    /// mapping an interval of an existing data file is recorded as Msg 8946 and skipped.
-    fn read_iam(
-        &self,
-        at: PageId,
-        au: u64,
-        errors: &mut Vec<AllocError>,
-    ) -> Result<Option<extentdb_format::Page>, StorageError> {
-        let Some(file) = self.data_files.get(&at.file.0) else {
-            errors.push(AllocError::BadAllocationPage {
+    let mut extent_errors = Vec::new();
+    for (&file_id, f) in &src.files {
+        report.files += 1;
+        let usable = f.size_pages / PAGES_PER_EXTENT;
+        let primary = file_id == FileId::PRIMARY.0;
+        for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
+            let gam_at = PageId::new(file_id, layout::bitmap_page(BitmapKind::Gam, interval).0);
+            let sgam_at = PageId::new(file_id, layout::bitmap_page(BitmapKind::Sgam, interval).0);
+            let gam = read_bitmap(src, gam_at, PageType::Gam, "GAM", &mut report.errors)?;
+            let sgam = read_bitmap(src, sgam_at, PageType::Sgam, "SGAM", &mut report.errors)?;
+            let base = interval * GAM_INTERVAL_EXTENTS;
+            let end = usable.min(base + GAM_INTERVAL_EXTENTS);
+            for e in base..end {
+                report.extents += 1;
+                let mut who = claims.remove(&(file_id, e)).unwrap_or_default();
+                let bit = e - base;
+                let gam_free = gam.as_ref().map(|g| bitmap::get_bit(g, bit));
+                let sgam_set = sgam.as_ref().is_some_and(|s| bitmap::get_bit(s, bit));
+                if gam_free == Some(true) {
+                    who.push(Claimant::Gam);
+                }
+                if sgam_set {
+                    who.push(Claimant::Sgam);
+                }
+                if layout::is_reserved_extent(extentdb_format::ExtentNo(e), primary) {
+                    who.push(Claimant::System);
+                }
+                who.sort_unstable();
+                let extent = PageId::new(file_id, e * PAGES_PER_EXTENT);
+                match who.as_slice() {
+                    // An unreadable GAM: nothing to say about unclaimed extents.
+                    [] if gam.is_none() => {}
+                    [] => extent_errors.push(AllocError::Unclaimed { extent }),
+                    [_] => {}
+                    [Claimant::Gam, Claimant::Sgam] => extent_errors.push(AllocError::GamAndSgam {
+                        extent,
+                        gam: gam_at,
+                        sgam: sgam_at,
+                    }),
+                    _ => extent_errors.push(AllocError::MultipleClaims {
+                        extent,
+                        claimants: who,
+                    }),
+                }
+            }
+        }
+    }
+    // IAM bits for extents no data file has (beyond a file's end, or of no file).
+    for ((file, e), who) in claims {
+        let units: Vec<u64> = who
+            .iter()
+            .filter_map(|c| match c {
+                Claimant::Unit(u) => Some(*u),
+                _ => None,
+            })
+            .collect();
+        for u in units {
+            extent_errors.push(AllocError::BeyondFile {
+                extent: PageId::new(file, e * PAGES_PER_EXTENT),
+                allocation_unit_id: u,
+            });
+        }
+    }
+    report.errors.extend(extent_errors);
+    Ok((report, owners))
+}
+
+/// Reads a page and checks it as a page (checksum, its own id); a failure is recorded as
+/// `PageAudit` and gives None.
+fn read_checked(
+    src: &CheckSource,
+    at: PageId,
+    errors: &mut Vec<AllocError>,
+) -> Result<Option<Page>, StorageError> {
+    let p = match src.read_page(at) {
+        Ok(p) => p,
+        Err(StorageError::Io(e)) => {
+            errors.push(AllocError::Unreadable {
                 page: at,
-                kind: "IAM",
-                page_type: 0,
+                reason: e.to_string(),
             });
             return Ok(None);
-        };
-        let p = file.read_page(at.page)?;
-        let start = iam::start_page(&p);
-        let ok = !p.is_unformatted()
-            && iam::validate(&p, at).is_ok()
-            && p.header()?.allocation_unit_id == au
-            && self.data_files.contains_key(&start.file.0)
-            && start.page.0.is_multiple_of(GAM_INTERVAL_PAGES);
-        if ok {
-            Ok(Some(p))
-        } else {
-            errors.push(bad_page(at, "IAM", &p));
+        }
+        Err(e) => return Err(e),
+    };
+    match p.verify(at) {
+        Ok(_) => Ok(Some(p)),
+        Err(e) => {
+            errors.push(AllocError::PageAudit {
+                page: at,
+                reason: e.to_string(),
+                checksum: p.raw_header().checksum != p.compute_checksum(),
+            });
             Ok(None)
         }
+    }
+}
+
+/// Reads a GAM or SGAM page; a bad one is recorded and gives None.
+fn read_bitmap(
+    src: &CheckSource,
+    at: PageId,
+    t: PageType,
+    kind: &'static str,
+    errors: &mut Vec<AllocError>,
+) -> Result<Option<Page>, StorageError> {
+    let Some(p) = read_checked(src, at, errors)? else {
+        return Ok(None);
+    };
+    if check_bitmap_header(&p, t, t == PageType::Sgam) {
+        Ok(Some(p))
+    } else {
+        errors.push(bad_page(at, kind, &p));
+        Ok(None)
+    }
+}
+
+/// Reads IAM page `at` of unit `au`; a page that is not a valid IAM page of `au` mapping an
+/// interval of an existing data file is recorded as Msg 8946 and skipped.
+fn read_iam(
+    src: &CheckSource,
+    at: PageId,
+    au: u64,
+    errors: &mut Vec<AllocError>,
+) -> Result<Option<Page>, StorageError> {
+    let in_range = src
+        .files
+        .get(&at.file.0)
+        .is_some_and(|f| at.page.0 < f.size_pages);
+    if !in_range {
+        errors.push(AllocError::BadAllocationPage {
+            page: at,
+            kind: "IAM",
+            page_type: 0,
+        });
+        return Ok(None);
+    }
+    let Some(p) = read_checked(src, at, errors)? else {
+        return Ok(None);
+    };
+    let start = iam::start_page(&p);
+    let ok = !p.is_unformatted()
+        && iam::validate(&p, at).is_ok()
+        && p.raw_header().allocation_unit_id == au
+        && src.files.contains_key(&start.file.0)
+        && start.page.0.is_multiple_of(GAM_INTERVAL_PAGES);
+    if ok {
+        Ok(Some(p))
+    } else {
+        errors.push(bad_page(at, "IAM", &p));
+        Ok(None)
     }
 }
 

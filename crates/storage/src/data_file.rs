@@ -212,6 +212,18 @@ impl DataFile {
         Ok(self.file.sync_data()?)
     }
 
+    /// Copies of the cached allocation pages not yet written back (a check's snapshot).
+    pub(crate) fn dirty_cached_pages(&self) -> Vec<(PageId, Page)> {
+        self.cache
+            .pages
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, (_, d))| *d)
+            .map(|(n, (p, _))| (self.pid(PageNo(*n)), p.clone()))
+            .collect()
+    }
+
     /// Forgets cached pages (after a failure, memory may not match the disk).
     pub fn forget_cache(&self) {
         self.cache.pages.lock().unwrap().clear();

@@ -80,6 +80,9 @@ pub struct Database {
     poisoned: bool,
     /// Buffer pool, active transactions and heap cursors (see `table` and `xact`).
     pub(crate) data: crate::table::DataPath,
+    /// Copy-on-write views of the data files for the checkers (see `snapshot`); every data
+    /// file is wrapped by them (`Database::wrap_files`).
+    pub(crate) snapshots: Arc<crate::snapshot::SnapshotHooks>,
 }
 
 fn now_us() -> i64 {
@@ -209,7 +212,9 @@ impl Database {
             wal: None,
             poisoned: false,
             data: crate::table::DataPath::default(),
+            snapshots: Default::default(),
         };
+        db.wrap_files();
         db.format_catalog_unit()?;
         db.save_catalog()?;
         for f in db.data_files.values() {
@@ -300,7 +305,9 @@ impl Database {
             wal: None,
             poisoned: false,
             data: crate::table::DataPath::default(),
+            snapshots: Default::default(),
         };
+        db.wrap_files();
         db.attach_wal(false, progress)?;
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
@@ -593,7 +600,7 @@ impl Database {
                     id,
                     DataFile {
                         file_id: FileId(id),
-                        file,
+                        file: self.snapshots.wrap(id, file),
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
                         cache: Default::default(),

@@ -140,19 +140,26 @@ pub fn local_timestamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs() as libc::time_t;
+    let t = local_time(now.as_micros() as i64);
+    t[..t.len() - 1].to_string()
+}
+
+/// A time in microseconds since the Unix epoch as local `yyyy-mm-dd hh:mm:ss.fff`.
+pub fn local_time(unix_us: i64) -> String {
+    let secs = unix_us.div_euclid(1_000_000) as libc::time_t;
+    let millis = unix_us.rem_euclid(1_000_000) / 1000;
     // SAFETY: localtime_r writes into the tm we own and reads only `secs`.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     unsafe { libc::localtime_r(&secs, &mut tm) };
     format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:02}",
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}",
         tm.tm_year + 1900,
         tm.tm_mon + 1,
         tm.tm_mday,
         tm.tm_hour,
         tm.tm_min,
         tm.tm_sec,
-        now.subsec_millis() / 10
+        millis
     )
 }
 

@@ -263,6 +263,7 @@ impl Instance {
         )?;
         inst.errorlog
             .write("spid7s", "Starting up database 'master'.");
+        inst.log_last_good_check(&master);
         let entries = master.catalog.databases.clone();
         inst.databases
             .lock()
@@ -298,6 +299,7 @@ impl Instance {
                 }
             };
             inst.log_recovery(&db, e.database_id);
+            inst.log_last_good_check(&db);
             inst.databases
                 .lock()
                 .unwrap()
@@ -306,6 +308,20 @@ impl Instance {
         inst.recreate_tempdb()?;
         inst.errorlog.write("spid7s", "Recovery is complete. This is an informational message only. No user action is required.");
         Ok(inst)
+    }
+
+    /// SQL Server's start-up line for a database whose last CHECKDB found nothing (17573).
+    fn log_last_good_check(&self, db: &Database) {
+        if db.boot.last_checkdb_us != 0 {
+            self.errorlog.write(
+                "spid7s",
+                &format!(
+                    "CHECKDB for database '{}' finished without errors on {} (local time). This is an informational message only; no user action is required.",
+                    db.name,
+                    crate::errorlog::local_time(db.boot.last_checkdb_us)
+                ),
+            );
+        }
     }
 
     /// A database as the instance keeps it: its buffer pool on the instance's budget, and a

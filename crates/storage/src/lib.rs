@@ -13,6 +13,7 @@ pub mod allocation;
 pub mod btree;
 pub mod buffer_pool;
 pub mod check_alloc;
+pub mod check_db;
 pub mod checkpoint;
 pub mod config;
 pub mod data_file;
@@ -27,6 +28,7 @@ pub mod logins;
 pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;
+pub mod snapshot;
 pub mod space;
 pub mod table;
 pub mod xact;
@@ -43,6 +45,9 @@ pub enum StorageError {
     Format(#[from] extentdb_format::FormatError),
     #[error("log damaged: {0}")]
     LogDamaged(String),
+    /// The check's copy-on-write view could not keep a page (its side file failed).
+    #[error("database snapshot for the check failed: {0}")]
+    Snapshot(String),
     #[error("cannot move all contents of file '{0}' to other places")]
     CannotEmptyFile(String),
     #[error("database '{0}' has active transactions")]

@@ -18,6 +18,7 @@ use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_io::FileSystem;
 use extentdb_storage::check_alloc::{AllocError, Claimant};
+use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::Database;
 
 /// Asserts CHECKALLOC finds nothing and the catalog unit plus every table's unit is listed.
@@ -30,6 +31,21 @@ fn assert_clean(db: &Database, what: &str) {
         "{what}"
     );
     assert_eq!(r.files as usize, db.data_files.len(), "{what}");
+    // The whole of CHECKDB, physical and logical, on two workers.
+    let src = db.check_source().unwrap();
+    for physical_only in [false, true] {
+        let opts = CheckOptions {
+            physical_only,
+            maxdop: 2,
+            ..Default::default()
+        };
+        let report = check_database(&src, &opts).unwrap();
+        assert!(report.findings.is_empty(), "{what}: {:#?}", report.findings);
+        assert_eq!(report.objects.len(), db.catalog.tables.len(), "{what}");
+        // Both tables take the same rows (`insert_scrambled`).
+        let rows: Vec<u64> = report.objects.iter().map(|o| o.rows).collect();
+        assert!(rows.windows(2).all(|w| w[0] == w[1]), "{what}: {rows:?}");
+    }
 }
 
 /// Database `Chk` in `root` with data files 3 and 4 (512 KB, growing 1 MB) beside a 2 MB
@@ -251,8 +267,11 @@ impl TapSort for Vec<AllocError> {
         let key = |e: &AllocError| match e {
             AllocError::MultipleClaims { extent, .. }
             | AllocError::Unclaimed { extent }
-            | AllocError::GamAndSgam { extent, .. } => (extent.file.0, extent.page.0),
-            AllocError::BadAllocationPage { page, .. } => (page.file.0, page.page.0),
+            | AllocError::GamAndSgam { extent, .. }
+            | AllocError::BeyondFile { extent, .. } => (extent.file.0, extent.page.0),
+            AllocError::BadAllocationPage { page, .. }
+            | AllocError::PageAudit { page, .. }
+            | AllocError::Unreadable { page, .. } => (page.file.0, page.page.0),
         };
         self.sort_by_key(key);
         self

@@ -7,6 +7,7 @@ use extentdb_format::PageId;
 use extentdb_storage::errorlog::LogLine;
 use extentdb_storage::StorageError;
 
+use super::checkdb::CheckKind;
 use super::eval::{as_i64, to_text};
 use super::lower::not_yet;
 use super::{Flow, Output, Session};
@@ -17,14 +18,7 @@ use crate::parser::parse_batch;
 use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY};
 
 /// The DBCC commands whose support lands with later work, so they are refused by name.
-const LATER_DBCC: &[&str] = &[
-    "CHECKDB",
-    "CHECKTABLE",
-    "CHECKCATALOG",
-    "SHRINKDATABASE",
-    "DBINFO",
-    "IND",
-];
+const LATER_DBCC: &[&str] = &["SHRINKDATABASE", "IND"];
 
 impl Session {
     pub(super) fn dbcc(&mut self, d: &Dbcc, out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
@@ -56,13 +50,11 @@ impl Session {
             "SHOWFILESTATS" => self.show_file_stats(&args, out)?,
             "SHRINKFILE" => self.shrink_file(&args, out)?,
             "PAGE" => self.dbcc_page(&args, out)?,
-            "CHECKALLOC" => {
-                let quiet = d
-                    .options
-                    .iter()
-                    .any(|o| o.name.eq_ignore_ascii_case("NO_INFOMSGS"));
-                self.check_alloc(&args, quiet, out)?
-            }
+            "CHECKDB" => self.dbcc_check(CheckKind::CheckDb, d, &args, out)?,
+            "CHECKTABLE" => self.dbcc_check(CheckKind::CheckTable, d, &args, out)?,
+            "CHECKALLOC" => self.dbcc_check(CheckKind::CheckAlloc, d, &args, out)?,
+            "CHECKCATALOG" => self.dbcc_check(CheckKind::CheckCatalog, d, &args, out)?,
+            "DBINFO" => self.dbcc_dbinfo(d, &args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }
@@ -154,91 +146,6 @@ impl Session {
         let n = rows.len() as u64;
         out.push(Output::Rows { columns, rows });
         self.rows_affected(n, out);
-        Ok(())
-    }
-
-    /// DBCC CHECKALLOC [({db name | db id | 0})] [WITH NO_INFOMSGS]: the allocation checks
-    /// of `extentdb_storage::check_alloc`, under the database's lock, one severity-16
-    /// message per problem (8904 with an 8913 per claimant, 8903, 8905, 8946), then the
-    /// summary (8989). NO_INFOMSGS drops the informational lines, and the summary when
-    /// nothing was found, as SQL Server does.
-    fn check_alloc(
-        &mut self,
-        args: &[Value],
-        quiet: bool,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
-        use extentdb_storage::check_alloc::{AllocError, Claimant};
-        let inst = self.engine.instance.clone();
-        let (db_id, db) = match args.first() {
-            None => (self.database_id, None),
-            Some(Value::Text(name)) => inst
-                .database_by_name(name)
-                .map(|(i, d)| (i, Some(d)))
-                .ok_or_else(|| vec![msg(2520, &[name])])?,
-            Some(v) => {
-                let id = as_i64(v).map_err(|e| vec![e])?;
-                let id = if id == 0 { self.database_id as i64 } else { id };
-                u16::try_from(id)
-                    .ok()
-                    .and_then(|i| inst.database(i).map(|d| (i, Some(d))))
-                    .ok_or_else(|| vec![msg(2520, &[&id])])?
-            }
-        };
-        let db = match db {
-            Some(d) => d,
-            None => inst
-                .database(db_id)
-                .ok_or_else(|| vec![msg(2520, &[&db_id])])?,
-        };
-        let mut errors = Vec::new();
-        let name = {
-            // The lock for the whole check: one consistent state of the maps.
-            let d = db.lock().unwrap();
-            let report = d
-                .check_alloc()
-                .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
-            let owner = |c: &Claimant| match c {
-                Claimant::Gam => "GAM".to_string(),
-                Claimant::Sgam => "SGAM".to_string(),
-                Claimant::System => "system".to_string(),
-                Claimant::Unit(au) => d
-                    .catalog
-                    .tables
-                    .iter()
-                    .find(|t| t.allocation_unit_id == *au)
-                    .map(|t| t.name.clone())
-                    .unwrap_or_else(|| format!("alloc unit ID {au}")),
-            };
-            for e in &report.errors {
-                match e {
-                    AllocError::MultipleClaims { extent, claimants } => {
-                        errors.push(msg(8904, &[extent, &db_id]));
-                        for c in claimants {
-                            errors.push(msg(8913, &[extent, &owner(c)]));
-                        }
-                    }
-                    AllocError::Unclaimed { extent } => errors.push(msg(8905, &[extent, &db_id])),
-                    AllocError::GamAndSgam { extent, gam, sgam } => {
-                        errors.push(msg(8903, &[extent, &db_id, gam, sgam]))
-                    }
-                    AllocError::BadAllocationPage {
-                        page,
-                        kind,
-                        page_type,
-                    } => errors.push(msg(8946, &[page, kind, page_type])),
-                }
-            }
-            d.name.clone()
-        };
-        if !quiet {
-            out.push(Output::Info(msg(2536, &[&name])));
-        }
-        let n = errors.len();
-        out.extend(errors.into_iter().map(Output::Error));
-        if !quiet || n > 0 {
-            out.push(Output::Info(msg(8989, &[&"CHECKALLOC", &n, &0, &name])));
-        }
         Ok(())
     }
 

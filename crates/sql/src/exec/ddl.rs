@@ -693,7 +693,7 @@ fn modify_file(
     Ok(())
 }
 
-fn now_unix_us() -> i64 {
+pub(super) fn now_unix_us() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_micros() as i64)

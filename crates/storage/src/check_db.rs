@@ -1,0 +1,1394 @@
+//! DBCC CHECKDB and CHECKTABLE: every page of every allocation unit read once, in
+//! allocation order, by `maxdop` workers, and checked as a page (audit), as records, and as
+//! part of its heap or B-tree. DBCC CHECKALLOC (`check_alloc`) is its allocation half and
+//! CHECKCATALOG (`check_catalog`) its catalog half. Pure reading of a `CheckSource`, the
+//! point-in-time view `snapshot` keeps exact while other sessions write.
+//!
+//! Order of work:
+//! 1. Catalog checks (8992), then the allocation checks (8904, 8905, 8946 ...), which also
+//!    say which unit owns each extent.
+//! 2. The owned extents, sorted by (file, extent), are cut into runs of up to 16 contiguous
+//!    extents (1 MB) of one owner. Workers take runs from one atomic counter (one increment
+//!    per MB read: no hot spot) and read each with one large read, the kernel's read-ahead
+//!    following the sequential order.
+//! 3. Each page is audited: checksum and page id (8939 + 8928, 8909); for a data or index
+//!    page of its unit, the header fields, the slot array and every record's framing (8939,
+//!    8941, 8942, 8944, 8927). Without PHYSICAL_ONLY also each record against the table's
+//!    columns (8944), each value against its type (2570), and key order inside the page
+//!    (2511, 2512). Facts for the cross-page checks are kept per B-tree page.
+//! 4. Per unit, single-threaded on the facts alone (no reads): a clustered index is walked
+//!    from its root level by level: children seen and of the right level (8976/8980, 8931),
+//!    each child under one parent (8937), keys inside the parent's range (8933, 8934), the
+//!    sibling chain in the parents' order (8935, 8978, 8981), every page reached (8977).
+//!
+//! A page that is all zeros inside an owned extent is a page the unit has not used yet
+//! (pages are taken in order within an extent). A page naming another allocation unit is a
+//! stale page of a dropped or truncated unit (ids are never reused) unless that unit is
+//! live: then the page is claimed by two owners (2534).
+//!
+//! Robustness: every length and offset read from a page is bounded before use, chains are
+//! followed with a seen-set, and memory is a few bytes per page plus one key per B-tree
+//! page, so any bytes on disk give findings, never a panic, a hang or unbounded memory.
+//!
+//! Invariants:
+//! 1. Every owned extent's pages are read exactly once (runs partition the owned extents).
+//! 2. A finding's `allocation` flag is true exactly for the allocation errors SQL Server
+//!    counts as such in its closing line.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry, CATALOG_ALLOCATION_UNIT};
+use extentdb_format::codec::get_u16;
+use extentdb_format::record::{self, ColumnLayout, RecordType};
+use extentdb_format::{key, Page, PageId, PageType, PAGES_PER_EXTENT, PAGE_HEADER_SIZE, PAGE_SIZE};
+
+use crate::btree::KeyInfo;
+use crate::check_alloc::{check_allocation, AllocError, CheckAllocReport, Claimant};
+use crate::snapshot::CheckSource;
+use crate::table::layouts;
+use crate::StorageError;
+
+/// Extents per read (1 MB).
+const RUN_EXTENTS: u32 = 16;
+const SLOT_SIZE: usize = 2;
+const BODY_SIZE: usize = PAGE_SIZE - PAGE_HEADER_SIZE;
+
+/// Says whether a stored value is legal for its column; returns the type's name when not
+/// (DATA_PURITY, Msg 2570). Supplied by the SQL layer, which owns the value encodings.
+pub type ValueCheck = dyn Fn(&ColumnEntry, &[u8]) -> Option<String> + Sync;
+
+/// What to check.
+pub struct CheckOptions<'a> {
+    /// PHYSICAL_ONLY: page audits, record framing and allocation; no column, key or
+    /// B-tree structure checks.
+    pub physical_only: bool,
+    /// Workers; 0 means one per CPU.
+    pub maxdop: usize,
+    /// Run the allocation checks (CHECKDB, not CHECKTABLE).
+    pub allocation: bool,
+    /// Run the catalog checks.
+    pub catalog: bool,
+    /// Only these tables (CHECKTABLE); None for all.
+    pub objects: Option<Vec<u32>>,
+    /// Value checks (None: none).
+    pub values: Option<&'a ValueCheck>,
+    /// Set to stop the check (attention, KILL): it ends with `StorageError::Cancelled`.
+    pub cancel: Option<&'a AtomicBool>,
+    /// Called with (pages done, pages in all) as runs complete.
+    pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+}
+
+impl Default for CheckOptions<'_> {
+    fn default() -> Self {
+        CheckOptions {
+            physical_only: false,
+            maxdop: 0,
+            allocation: true,
+            catalog: true,
+            objects: None,
+            values: None,
+            cancel: None,
+            progress: None,
+        }
+    }
+}
+
+/// One error found, as SQL Server's message `number` with its arguments in the order of
+/// the message's text (object ids, pages as `(file:page)`, numbers as decimal).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub number: u32,
+    pub args: Vec<String>,
+    /// The table the error belongs to (0 for none: allocation pages, the catalog).
+    pub object_id: u32,
+    pub index_id: i32,
+    pub allocation_unit_id: u64,
+    /// Counted as an allocation error (else a consistency error).
+    pub allocation: bool,
+    pub page: Option<PageId>,
+    pub slot: Option<u16>,
+}
+
+/// Per table: what the check saw and found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectSummary {
+    pub object_id: u32,
+    pub name: String,
+    pub rows: u64,
+    pub pages: u64,
+    pub allocation_errors: u64,
+    pub consistency_errors: u64,
+}
+
+/// The result of a check.
+#[derive(Debug, Clone, Default)]
+pub struct CheckDbReport {
+    pub findings: Vec<Finding>,
+    /// Every checked table, in catalog order.
+    pub objects: Vec<ObjectSummary>,
+    pub alloc: Option<CheckAllocReport>,
+    pub pages_read: u64,
+    pub bytes_read: u64,
+    /// Pages the snapshot copied because sessions wrote during the check.
+    pub copied_on_write: u64,
+}
+
+impl CheckDbReport {
+    pub fn allocation_errors(&self) -> u64 {
+        self.findings.iter().filter(|f| f.allocation).count() as u64
+    }
+    pub fn consistency_errors(&self) -> u64 {
+        self.findings.iter().filter(|f| !f.allocation).count() as u64
+    }
+}
+
+/// Who owns pages of a unit, for messages.
+#[derive(Clone)]
+struct Owner {
+    object_id: u32,
+    index_id: i32,
+    unit: u64,
+    table: Option<usize>,
+}
+
+impl Owner {
+    fn unknown() -> Owner {
+        Owner {
+            object_id: 0,
+            index_id: -1,
+            unit: 0,
+            table: None,
+        }
+    }
+
+    /// "Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls)".
+    fn args(&self) -> Vec<String> {
+        let (partition, type_desc) = if self.unit == 0 {
+            (0, "Unknown")
+        } else {
+            (self.unit, "In-row data")
+        };
+        vec![
+            self.object_id.to_string(),
+            self.index_id.to_string(),
+            partition.to_string(),
+            self.unit.to_string(),
+            type_desc.to_string(),
+        ]
+    }
+
+    fn finding(&self, number: u32, extra: Vec<String>, page: Option<PageId>) -> Finding {
+        let mut args = self.args();
+        args.extend(extra);
+        Finding {
+            number,
+            args,
+            object_id: self.object_id,
+            index_id: self.index_id,
+            allocation_unit_id: self.unit,
+            allocation: false,
+            page,
+            slot: None,
+        }
+    }
+}
+
+/// A key with owned bytes.
+type OwnedKey = Vec<Option<Vec<u8>>>;
+
+fn owned(k: &[Option<&[u8]>]) -> OwnedKey {
+    k.iter().map(|v| v.map(<[u8]>::to_vec)).collect()
+}
+
+fn borrowed(k: &OwnedKey) -> Vec<Option<&[u8]>> {
+    k.iter().map(|v| v.as_deref()).collect()
+}
+
+/// What the cross-page checks need of one B-tree page.
+struct TreePage {
+    level: u8,
+    prev: PageId,
+    next: PageId,
+    /// Keys of the first and last record that bound the page's range: for a leaf its first
+    /// and last records, for an index page its second (the first counts as minus infinity)
+    /// and last.
+    low: Option<OwnedKey>,
+    high: Option<OwnedKey>,
+    /// Index pages: (separator key, child) in slot order; the first key is unused.
+    children: Vec<(OwnedKey, PageId)>,
+    /// The page could not be read as records: structure checks skip its contents.
+    damaged: bool,
+}
+
+/// What the workers gather.
+#[derive(Default)]
+struct Gathered {
+    findings: Vec<Finding>,
+    tree_pages: HashMap<u64, HashMap<PageId, TreePage>>,
+    /// Per unit: pages holding its records, and live rows.
+    pages: HashMap<u64, u64>,
+    rows: HashMap<u64, u64>,
+    pages_read: u64,
+}
+
+impl Gathered {
+    fn merge(&mut self, o: Gathered) {
+        self.findings.extend(o.findings);
+        for (u, m) in o.tree_pages {
+            self.tree_pages.entry(u).or_default().extend(m);
+        }
+        for (u, n) in o.pages {
+            *self.pages.entry(u).or_default() += n;
+        }
+        for (u, n) in o.rows {
+            *self.rows.entry(u).or_default() += n;
+        }
+        self.pages_read += o.pages_read;
+    }
+}
+
+/// A run of contiguous extents of one owner in one file.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    file: u16,
+    first_extent: u32,
+    extents: u32,
+    unit: u64,
+}
+
+/// Per-table facts the page checks need.
+struct TableInfo<'a> {
+    entry: &'a TableEntry,
+    owner: Owner,
+    layouts: Vec<ColumnLayout>,
+    keys: Option<KeyInfo>,
+}
+
+struct Context<'a> {
+    src: &'a CheckSource,
+    opts: &'a CheckOptions<'a>,
+    /// Unit -> table index, for the checked tables and every other live unit.
+    tables: Vec<TableInfo<'a>>,
+    by_unit: HashMap<u64, usize>,
+    live_units: HashSet<u64>,
+    checked_units: HashSet<u64>,
+}
+
+impl Context<'_> {
+    fn owner(&self, unit: u64) -> Owner {
+        match self.by_unit.get(&unit) {
+            Some(&i) => self.tables[i].owner.clone(),
+            None if unit == CATALOG_ALLOCATION_UNIT => Owner {
+                object_id: 0,
+                index_id: 0,
+                unit,
+                table: None,
+            },
+            None => Owner::unknown(),
+        }
+    }
+}
+
+/// Runs the checks `opts` asks for on `src`.
+pub fn check_database(
+    src: &CheckSource,
+    opts: &CheckOptions<'_>,
+) -> Result<CheckDbReport, StorageError> {
+    let mut report = CheckDbReport::default();
+    let mut tables = Vec::new();
+    let mut by_unit = HashMap::new();
+    for (i, t) in src.catalog.tables.iter().enumerate() {
+        let owner = Owner {
+            object_id: t.object_id,
+            index_id: t.index_id as i32,
+            unit: t.allocation_unit_id,
+            table: Some(i),
+        };
+        by_unit.insert(t.allocation_unit_id, tables.len());
+        tables.push(TableInfo {
+            entry: t,
+            owner,
+            layouts: layouts(t),
+            keys: (t.index_id == 1).then(|| KeyInfo::of(t)),
+        });
+    }
+    let checked = |t: &TableEntry| {
+        opts.objects
+            .as_ref()
+            .is_none_or(|o| o.contains(&t.object_id))
+    };
+    let checked_units: HashSet<u64> = src
+        .catalog
+        .tables
+        .iter()
+        .filter(|t| checked(t))
+        .map(|t| t.allocation_unit_id)
+        .collect();
+    let live_units: HashSet<u64> = src
+        .catalog
+        .allocation_units
+        .iter()
+        .map(|a| a.allocation_unit_id)
+        .chain([CATALOG_ALLOCATION_UNIT])
+        .collect();
+    let ctx = Context {
+        src,
+        opts,
+        tables,
+        by_unit,
+        live_units,
+        checked_units,
+    };
+
+    if opts.catalog {
+        report.findings.extend(check_catalog(src));
+    }
+    let (alloc, owners) = check_allocation(src)?;
+    if opts.allocation {
+        report.findings.extend(alloc_findings(&ctx, &alloc));
+    }
+    report.alloc = Some(alloc);
+
+    // Runs over the owned extents of the checked units (and the catalog's, for CHECKDB).
+    let mut runs: Vec<Run> = Vec::new();
+    for (&(file, extent), &unit) in &owners {
+        let wanted = ctx.checked_units.contains(&unit)
+            || (opts.objects.is_none() && unit == CATALOG_ALLOCATION_UNIT);
+        let in_file = src
+            .files
+            .get(&file)
+            .is_some_and(|f| (extent + 1) * PAGES_PER_EXTENT <= f.size_pages);
+        if !wanted || !in_file {
+            continue;
+        }
+        match runs.last_mut() {
+            Some(r)
+                if r.file == file
+                    && r.unit == unit
+                    && r.first_extent + r.extents == extent
+                    && r.extents < RUN_EXTENTS =>
+            {
+                r.extents += 1
+            }
+            _ => runs.push(Run {
+                file,
+                first_extent: extent,
+                extents: 1,
+                unit,
+            }),
+        }
+    }
+    let total_pages: u64 = runs
+        .iter()
+        .map(|r| (r.extents * PAGES_PER_EXTENT) as u64)
+        .sum();
+    let workers = match opts.maxdop {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+    .clamp(1, runs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let done = AtomicU64::new(0);
+    let failure: Mutex<Option<StorageError>> = Mutex::new(None);
+    let gathered = Mutex::new(Gathered::default());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                let mut mine = Gathered::default();
+                let mut buf = Vec::new();
+                loop {
+                    if failure.lock().unwrap().is_some()
+                        || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
+                    {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(run) = runs.get(i) else { break };
+                    if let Err(e) = scan_run(&ctx, run, &mut buf, &mut mine) {
+                        failure.lock().unwrap().get_or_insert(e);
+                        break;
+                    }
+                    let pages = (run.extents * PAGES_PER_EXTENT) as u64;
+                    let d = done.fetch_add(pages, Ordering::Relaxed) + pages;
+                    if let Some(p) = opts.progress {
+                        p(d, total_pages);
+                    }
+                }
+                gathered.lock().unwrap().merge(mine);
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().unwrap() {
+        return Err(e);
+    }
+    if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+        return Err(StorageError::Cancelled);
+    }
+    let mut g = gathered.into_inner().unwrap();
+    report.pages_read = g.pages_read;
+    report.bytes_read = g.pages_read * PAGE_SIZE as u64;
+
+    // Cross-page structure, per checked table.
+    for t in &ctx.tables {
+        if !ctx.checked_units.contains(&t.entry.allocation_unit_id) {
+            continue;
+        }
+        if let (Some(k), false) = (&t.keys, opts.physical_only) {
+            let pages = g
+                .tree_pages
+                .remove(&t.entry.allocation_unit_id)
+                .unwrap_or_default();
+            check_tree(t, k, &pages, &mut g.findings);
+        }
+    }
+    report.findings.extend(g.findings);
+    report.findings.sort_by_key(|f| {
+        (
+            f.allocation_unit_id,
+            f.page.map(|p| (p.file.0, p.page.0)),
+            f.slot,
+        )
+    });
+    for t in &ctx.tables {
+        let au = t.entry.allocation_unit_id;
+        if !ctx.checked_units.contains(&au) {
+            continue;
+        }
+        let mine = report
+            .findings
+            .iter()
+            .filter(|f| f.object_id == t.entry.object_id);
+        let (mut a, mut c) = (0, 0);
+        for f in mine {
+            if f.allocation {
+                a += 1
+            } else {
+                c += 1
+            }
+        }
+        report.objects.push(ObjectSummary {
+            object_id: t.entry.object_id,
+            name: t.entry.name.clone(),
+            rows: g.rows.get(&au).copied().unwrap_or(0),
+            pages: g.pages.get(&au).copied().unwrap_or(0),
+            allocation_errors: a,
+            consistency_errors: c,
+        });
+    }
+    report.copied_on_write = src.copied_on_write();
+    Ok(report)
+}
+
+/// The allocation report as findings, attributed to their tables where an IAM names one.
+fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
+    let db_id = ctx.src.catalog.database_id.to_string();
+    let plain = |number: u32, args: Vec<String>, page: PageId| Finding {
+        number,
+        args,
+        object_id: 0,
+        index_id: 0,
+        allocation_unit_id: 0,
+        allocation: true,
+        page: Some(page),
+        slot: None,
+    };
+    let mut out = Vec::new();
+    for e in &alloc.errors {
+        match e {
+            AllocError::MultipleClaims { extent, claimants } => {
+                out.push(plain(
+                    8904,
+                    vec![extent.to_string(), db_id.clone()],
+                    *extent,
+                ));
+                for c in claimants {
+                    let who = match c {
+                        Claimant::Gam => "GAM".to_string(),
+                        Claimant::Sgam => "SGAM".to_string(),
+                        Claimant::System => "system".to_string(),
+                        Claimant::Unit(au) => {
+                            let o = ctx.owner(*au);
+                            format!(
+                                "Object ID {}, index ID {}, partition ID {}, alloc unit ID {} (type In-row data)",
+                                o.object_id, o.index_id, au, au
+                            )
+                        }
+                    };
+                    let mut f = plain(8913, vec![extent.to_string(), who], *extent);
+                    if let Claimant::Unit(au) = c {
+                        let o = ctx.owner(*au);
+                        f.object_id = o.object_id;
+                        f.allocation_unit_id = *au;
+                    }
+                    out.push(f);
+                }
+            }
+            AllocError::Unclaimed { extent } => out.push(plain(
+                8905,
+                vec![extent.to_string(), db_id.clone()],
+                *extent,
+            )),
+            AllocError::GamAndSgam { extent, gam, sgam } => out.push(plain(
+                8903,
+                vec![
+                    extent.to_string(),
+                    db_id.clone(),
+                    gam.to_string(),
+                    sgam.to_string(),
+                ],
+                *extent,
+            )),
+            AllocError::BadAllocationPage {
+                page,
+                kind,
+                page_type,
+            } => out.push(plain(
+                8946,
+                vec![page.to_string(), kind.to_string(), page_type.to_string()],
+                *page,
+            )),
+            AllocError::PageAudit {
+                page,
+                reason: _,
+                checksum,
+            } => {
+                let o = Owner::unknown();
+                let (test, a, b) = audit_test(*checksum);
+                let mut f = o.finding(
+                    8939,
+                    vec![
+                        page.to_string(),
+                        test.to_string(),
+                        a.to_string(),
+                        b.to_string(),
+                    ],
+                    Some(*page),
+                );
+                f.allocation = true;
+                out.push(f);
+                out.push(plain(
+                    8998,
+                    vec![db_id.clone(), page.to_string(), page.to_string()],
+                    *page,
+                ));
+            }
+            AllocError::Unreadable { page, reason: _ } => {
+                let mut f = Owner::unknown().finding(
+                    8939,
+                    vec![
+                        page.to_string(),
+                        "IS_OFF (BUF_IOERR, pBUF->bstat)".to_string(),
+                        "133129".to_string(),
+                        "-1".to_string(),
+                    ],
+                    Some(*page),
+                );
+                f.allocation = true;
+                out.push(f);
+            }
+            AllocError::BeyondFile {
+                extent,
+                allocation_unit_id,
+            } => {
+                let o = ctx.owner(*allocation_unit_id);
+                let mut f = o.finding(
+                    8939,
+                    vec![
+                        extent.to_string(),
+                        "extent mapped by the IAM lies inside its file".to_string(),
+                        extent.page.0.to_string(),
+                        ctx.src
+                            .files
+                            .get(&extent.file.0)
+                            .map_or(0, |f| f.size_pages)
+                            .to_string(),
+                    ],
+                    Some(*extent),
+                );
+                f.allocation = true;
+                out.push(f);
+            }
+        }
+    }
+    out
+}
+
+/// SQL Server's page-audit test for a page whose read failed its checksum or torn-page
+/// check, with the values it prints (the buffer's status bits and the error code).
+fn audit_test(checksum: bool) -> (&'static str, i64, i64) {
+    // -4: bad checksum; -6: the page names another page.
+    if checksum {
+        ("IS_OFF (BUF_IOERR, pBUF->bstat)", 133_129, -4)
+    } else {
+        ("IS_OFF (BUF_IOERR, pBUF->bstat)", 133_129, -6)
+    }
+}
+
+/// Reads one run and checks its pages.
+fn scan_run(
+    ctx: &Context<'_>,
+    run: &Run,
+    buf: &mut Vec<u8>,
+    out: &mut Gathered,
+) -> Result<(), StorageError> {
+    let first = run.first_extent * PAGES_PER_EXTENT;
+    let count = run.extents * PAGES_PER_EXTENT;
+    let owner = ctx.owner(run.unit);
+    match ctx.src.read_pages(run.file, first, count, buf) {
+        Ok(()) => {}
+        Err(StorageError::Io(_)) => {
+            // Find the failing pages one by one; each is an 823.
+            let mut one = Vec::new();
+            buf.resize(count as usize * PAGE_SIZE, 0);
+            for i in 0..count {
+                let pid = PageId::new(run.file, first + i);
+                let at = i as usize * PAGE_SIZE;
+                match ctx.src.read_pages(run.file, first + i, 1, &mut one) {
+                    Ok(()) => buf[at..at + PAGE_SIZE].copy_from_slice(&one),
+                    Err(StorageError::Io(_)) => {
+                        // Reported as SQL Server's CHECKDB does a failed read (-1: I/O
+                        // error); the zeros left in the buffer are then skipped.
+                        buf[at..at + PAGE_SIZE].fill(0);
+                        out.findings.push(owner.finding(
+                            8939,
+                            vec![
+                                pid.to_string(),
+                                "IS_OFF (BUF_IOERR, pBUF->bstat)".to_string(),
+                                "133129".to_string(),
+                                "-1".to_string(),
+                            ],
+                            Some(pid),
+                        ));
+                        out.findings
+                            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    for i in 0..count {
+        let pid = PageId::new(run.file, first + i);
+        let at = i as usize * PAGE_SIZE;
+        let page = Page::from_bytes(&buf[at..at + PAGE_SIZE])?;
+        out.pages_read += 1;
+        check_page(ctx, &owner, pid, &page, out);
+    }
+    Ok(())
+}
+
+/// The audit and record checks of one page of an owned extent (module docs, step 3).
+fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &mut Gathered) {
+    if page.is_unformatted() {
+        return;
+    }
+    let raw = page.raw_header();
+    if raw.checksum != page.compute_checksum() {
+        let (test, a, b) = audit_test(true);
+        out.findings.push(owner.finding(
+            8939,
+            vec![
+                pid.to_string(),
+                test.to_string(),
+                a.to_string(),
+                b.to_string(),
+            ],
+            Some(pid),
+        ));
+        out.findings
+            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        return;
+    }
+    if raw.this_page != pid {
+        let mut f = owner.finding(
+            8909,
+            vec![pid.to_string(), raw.this_page.to_string()],
+            Some(pid),
+        );
+        // 8909 names the page before its owner in SQL Server's text.
+        f.args = {
+            let mut a = owner.args();
+            a.push(pid.to_string());
+            a.push(raw.this_page.to_string());
+            a
+        };
+        out.findings.push(f);
+        out.findings
+            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        return;
+    }
+    let header = match page.header() {
+        Ok(h) => h,
+        Err(_) => {
+            out.findings.push(owner.finding(
+                8939,
+                vec![
+                    pid.to_string(),
+                    "m_headerVersion == HEADER_7_0 && m_type is valid".to_string(),
+                    raw.version.to_string(),
+                    raw.page_type.to_string(),
+                ],
+                Some(pid),
+            ));
+            out.findings
+                .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+            return;
+        }
+    };
+    if owner.unit == CATALOG_ALLOCATION_UNIT {
+        // Catalog and IAM pages have their own formats, checked as the catalog loads.
+        return;
+    }
+    if header.allocation_unit_id != owner.unit {
+        let other = header.allocation_unit_id;
+        if other != 0 && other != owner.unit && ctx.live_units.contains(&other) {
+            let o = ctx.owner(other);
+            let mut args = vec![pid.to_string()];
+            args.extend(o.args());
+            out.findings.push(Finding {
+                number: 2534,
+                args,
+                object_id: owner.object_id,
+                index_id: owner.index_id,
+                allocation_unit_id: owner.unit,
+                allocation: false,
+                page: Some(pid),
+                slot: None,
+            });
+        }
+        // Otherwise a stale page of a unit that no longer exists, or one a move left.
+        return;
+    }
+    let Some(ti) = owner.table.map(|i| &ctx.tables[i]) else {
+        return;
+    };
+    let clustered = ti.entry.index_id == 1;
+    let type_ok = match header.page_type {
+        PageType::Data => header.level == 0,
+        PageType::Index => clustered && header.level > 0,
+        _ => false,
+    };
+    if !type_ok || header.index_id as u8 != ti.entry.index_id {
+        out.findings.push(owner.finding(
+            8939,
+            vec![
+                pid.to_string(),
+                "m_type and m_level match the index".to_string(),
+                (header.page_type as u8).to_string(),
+                header.level.to_string(),
+            ],
+            Some(pid),
+        ));
+        out.findings
+            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        return;
+    }
+    *out.pages.entry(owner.unit).or_default() += 1;
+    let records = match page_records(owner, pid, page, &header, &mut out.findings) {
+        Some(r) => r,
+        None => {
+            if clustered {
+                out.tree_pages.entry(owner.unit).or_default().insert(
+                    pid,
+                    TreePage {
+                        level: header.level,
+                        prev: header.prev_page,
+                        next: header.next_page,
+                        low: None,
+                        high: None,
+                        children: Vec::new(),
+                        damaged: true,
+                    },
+                );
+            }
+            return;
+        }
+    };
+    let live = records
+        .iter()
+        .filter(|(_, r)| !record::is_ghost(r) && header.page_type == PageType::Data)
+        .count() as u64;
+    *out.rows.entry(owner.unit).or_default() += live;
+    if ctx.opts.physical_only {
+        return;
+    }
+    // Records against the table's columns, values against their types.
+    let layouts = if header.page_type == PageType::Index {
+        &ti.keys
+            .as_ref()
+            .expect("index pages only in clustered tables")
+            .key_layouts
+    } else {
+        &ti.layouts
+    };
+    let mut decoded_ok = true;
+    for (slot, rec) in &records {
+        match record::decode(layouts, rec) {
+            Ok(values) => {
+                if header.page_type == PageType::Data {
+                    if let Some(check) = ctx.opts.values {
+                        for (c, v) in ti.entry.columns.iter().zip(&values) {
+                            if let Some(v) = v {
+                                if let Some(type_name) = check(c, v) {
+                                    let mut f = Finding {
+                                        number: 2570,
+                                        args: vec![pid.to_string(), slot.to_string()],
+                                        object_id: owner.object_id,
+                                        index_id: owner.index_id,
+                                        allocation_unit_id: owner.unit,
+                                        allocation: false,
+                                        page: Some(pid),
+                                        slot: Some(*slot),
+                                    };
+                                    f.args.extend(owner.args().into_iter().take(4));
+                                    f.args.push(c.name.clone());
+                                    f.args.push(type_name);
+                                    out.findings.push(f);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Err(e) => {
+                decoded_ok = false;
+                let mut f = owner.finding(
+                    8944,
+                    vec![
+                        pid.to_string(),
+                        slot.to_string(),
+                        format!("record matches the table's columns: {e}"),
+                        rec.len().to_string(),
+                        layouts.len().to_string(),
+                    ],
+                    Some(pid),
+                );
+                f.slot = Some(*slot);
+                out.findings.push(f);
+            }
+        }
+    }
+    let Some(keys) = &ti.keys else { return };
+    if !decoded_ok {
+        out.tree_pages.entry(owner.unit).or_default().insert(
+            pid,
+            TreePage {
+                level: header.level,
+                prev: header.prev_page,
+                next: header.next_page,
+                low: None,
+                high: None,
+                children: Vec::new(),
+                damaged: true,
+            },
+        );
+        return;
+    }
+    // Keys in slot order; on a leaf at most one live record per key.
+    let mut tree = TreePage {
+        level: header.level,
+        prev: header.prev_page,
+        next: header.next_page,
+        low: None,
+        high: None,
+        children: Vec::new(),
+        damaged: false,
+    };
+    let mut prev: Option<(u16, OwnedKey, bool)> = None;
+    for (i, (slot, rec)) in records.iter().enumerate() {
+        let (k, child) = if header.page_type == PageType::Index {
+            match keys.separator(rec) {
+                Ok((k, c)) => (owned(&k), Some(c)),
+                Err(_) => continue,
+            }
+        } else {
+            match keys.key(rec) {
+                Ok(k) => (owned(&k), None),
+                Err(_) => continue,
+            }
+        };
+        if let Some(c) = child {
+            tree.children.push((k.clone(), c));
+            if i == 0 {
+                // Minus infinity: not compared.
+                continue;
+            }
+        }
+        let live = !record::is_ghost(rec);
+        if let Some((pslot, pk, plive)) = &prev {
+            match key::compare_keys(&keys.types, &borrowed(pk), &borrowed(&k)) {
+                std::cmp::Ordering::Greater => {
+                    let mut f = owner.finding(
+                        2511,
+                        vec![pid.to_string(), pslot.to_string(), slot.to_string()],
+                        Some(pid),
+                    );
+                    f.slot = Some(*slot);
+                    out.findings.push(f);
+                }
+                std::cmp::Ordering::Equal if *plive && live && child.is_none() => {
+                    let mut f = owner.finding(
+                        2512,
+                        vec![
+                            pid.to_string(),
+                            pslot.to_string(),
+                            pid.to_string(),
+                            slot.to_string(),
+                        ],
+                        Some(pid),
+                    );
+                    f.slot = Some(*slot);
+                    out.findings.push(f);
+                }
+                _ => {}
+            }
+        }
+        if tree.low.is_none() {
+            tree.low = Some(k.clone());
+        }
+        tree.high = Some(k.clone());
+        prev = Some((*slot, k, live));
+    }
+    out.tree_pages
+        .entry(owner.unit)
+        .or_default()
+        .insert(pid, tree);
+}
+
+/// The physical checks of a data or index page's header, slot array and record framing.
+/// Returns its records in slot order (empty slots skipped), or None when the page cannot
+/// be read as records (after recording why).
+fn page_records<'p>(
+    owner: &Owner,
+    pid: PageId,
+    page: &'p Page,
+    h: &extentdb_format::PageHeader,
+    findings: &mut Vec<Finding>,
+) -> Option<Vec<(u16, &'p [u8])>> {
+    let b = page.bytes();
+    let test = |findings: &mut Vec<Finding>, t: &str, a: i64, v: i64| {
+        findings.push(owner.finding(
+            8939,
+            vec![pid.to_string(), t.to_string(), a.to_string(), v.to_string()],
+            Some(pid),
+        ));
+    };
+    let slots_bytes = SLOT_SIZE * h.slot_count as usize;
+    if slots_bytes > BODY_SIZE {
+        test(
+            findings,
+            "m_slotCnt <= (PAGESIZE - PAGEHEADSIZE) / sizeof (Slot)",
+            h.slot_count as i64,
+            (BODY_SIZE / SLOT_SIZE) as i64,
+        );
+        findings.push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        return None;
+    }
+    let free_data = h.free_data as usize;
+    if free_data < PAGE_HEADER_SIZE || free_data > PAGE_SIZE - slots_bytes {
+        test(
+            findings,
+            "m_freeData >= PAGEHEADSIZE && m_freeData <= (UINT)PAGESIZE - m_slotCnt * sizeof (Slot)",
+            free_data as i64,
+            h.slot_count as i64,
+        );
+        findings.push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        return None;
+    }
+    let mut placed: Vec<(u16, usize, usize)> = Vec::new();
+    let mut bad = false;
+    for slot in 0..h.slot_count {
+        let offset = get_u16(b, PAGE_SIZE - SLOT_SIZE * (slot as usize + 1)) as usize;
+        if offset == 0 {
+            continue;
+        }
+        if offset < PAGE_HEADER_SIZE || offset >= free_data {
+            let mut f = owner.finding(
+                8941,
+                vec![
+                    pid.to_string(),
+                    "sorted [i].offset >= PAGEHEADSIZE && sorted [i].offset < m_freeData"
+                        .to_string(),
+                    slot.to_string(),
+                    format!("{offset:x}"),
+                ],
+                Some(pid),
+            );
+            f.slot = Some(slot);
+            findings.push(f);
+            bad = true;
+            continue;
+        }
+        match record::record_len(&b[offset..free_data]) {
+            Ok(len) => placed.push((slot, offset, len)),
+            Err(_) => {
+                let avail = free_data - offset;
+                let claimed = get_u16(b, offset + 2) as i64;
+                let mut f = owner.finding(
+                    8944,
+                    vec![
+                        pid.to_string(),
+                        slot.to_string(),
+                        "ColumnOffsets <= (nextRec - pRec)".to_string(),
+                        claimed.to_string(),
+                        avail.to_string(),
+                    ],
+                    Some(pid),
+                );
+                f.slot = Some(slot);
+                findings.push(f);
+                bad = true;
+            }
+        }
+    }
+    let mut by_offset = placed.clone();
+    by_offset.sort_unstable_by_key(|&(_, o, _)| o);
+    for pair in by_offset.windows(2) {
+        let ((_, o1, l1), (s2, o2, _)) = (pair[0], pair[1]);
+        if o1 + l1 > o2 {
+            let mut f = owner.finding(
+                8942,
+                vec![
+                    pid.to_string(),
+                    "sorted[i].offset >= max".to_string(),
+                    s2.to_string(),
+                    format!("{o2:x}"),
+                ],
+                Some(pid),
+            );
+            f.slot = Some(s2);
+            findings.push(f);
+            bad = true;
+        }
+    }
+    if bad {
+        findings.push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        return None;
+    }
+    let used: usize = placed.iter().map(|&(_, _, l)| l).sum();
+    let expected_free = BODY_SIZE - slots_bytes - used;
+    if h.free_count as usize != expected_free {
+        test(
+            findings,
+            "m_freeCnt == freeCnt",
+            h.free_count as i64,
+            expected_free as i64,
+        );
+    }
+    let mut ghosts = 0u32;
+    let mut records = Vec::with_capacity(placed.len());
+    for &(slot, offset, len) in &placed {
+        let rec = &b[offset..offset + len];
+        let t = record::record_type(rec).ok();
+        ghosts += t.is_some_and(RecordType::is_ghost) as u32;
+        let allowed = match (h.page_type, t) {
+            (PageType::Data, Some(RecordType::Index | RecordType::GhostIndex)) => false,
+            (PageType::Data, Some(_)) => true,
+            (_, Some(RecordType::Index | RecordType::GhostIndex)) => true,
+            _ => false,
+        };
+        if !allowed {
+            let mut f = owner.finding(
+                8944,
+                vec![
+                    pid.to_string(),
+                    slot.to_string(),
+                    "record type matches the page type".to_string(),
+                    t.map_or(-1, |t| t as i64).to_string(),
+                    (h.page_type as u8).to_string(),
+                ],
+                Some(pid),
+            );
+            f.slot = Some(slot);
+            findings.push(f);
+            continue;
+        }
+        records.push((slot, rec));
+    }
+    if ghosts != h.ghost_rec_count as u32 {
+        let mut f = owner.finding(8927, vec![], Some(pid));
+        f.args = owner.args();
+        f.args.push(h.ghost_rec_count.to_string());
+        f.args.push(ghosts.to_string());
+        f.args.push(pid.to_string());
+        findings.push(f);
+    }
+    Some(records)
+}
+
+/// The cross-page checks of one clustered index (module docs, step 4).
+fn check_tree(
+    t: &TableInfo<'_>,
+    keys: &KeyInfo,
+    pages: &HashMap<PageId, TreePage>,
+    findings: &mut Vec<Finding>,
+) {
+    let owner = &t.owner;
+    let root = t.entry.root_page;
+    let cmp =
+        |a: &OwnedKey, b: &OwnedKey| key::compare_keys(&keys.types, &borrowed(a), &borrowed(b));
+    let Some(root_page) = pages.get(&root) else {
+        findings.push(owner.finding(
+            8976,
+            vec![
+                root.to_string(),
+                PageId::NULL.to_string(),
+                PageId::NULL.to_string(),
+            ],
+            Some(root),
+        ));
+        return;
+    };
+    // (page, parent, parent slot, low bound, high bound)
+    type Entry = (PageId, PageId, u16, Option<OwnedKey>, Option<OwnedKey>);
+    let mut level: Vec<Entry> = vec![(root, PageId::NULL, 0, None, None)];
+    let mut expected_level = root_page.level;
+    let mut parent_of: HashMap<PageId, (PageId, u16)> = HashMap::new();
+    let mut visited: HashSet<PageId> = HashSet::from([root]);
+    loop {
+        // This level's pages in key order: sibling links must follow it.
+        for (i, (pid, parent, pslot, low, high)) in level.iter().enumerate() {
+            let p = &pages[pid];
+            if p.level != expected_level {
+                findings.push(owner.finding(
+                    8931,
+                    vec![
+                        pid.to_string(),
+                        p.level.to_string(),
+                        expected_level.to_string(),
+                        parent.to_string(),
+                    ],
+                    Some(*pid),
+                ));
+            }
+            let expected_prev = if i == 0 { PageId::NULL } else { level[i - 1].0 };
+            if p.prev != expected_prev {
+                findings.push(owner.finding(
+                    8935,
+                    vec![
+                        p.prev.to_string(),
+                        pid.to_string(),
+                        expected_prev.to_string(),
+                        parent.to_string(),
+                        pslot.to_string(),
+                    ],
+                    Some(*pid),
+                ));
+            }
+            match level.get(i + 1) {
+                Some((next, ..)) if p.next != *next => findings.push(owner.finding(
+                    8978,
+                    vec![next.to_string(), pid.to_string()],
+                    Some(*next),
+                )),
+                None if !p.next.is_null() => findings.push(owner.finding(
+                    8981,
+                    vec![pid.to_string(), p.next.to_string(), p.next.to_string()],
+                    Some(*pid),
+                )),
+                _ => {}
+            }
+            if let (Some(lo), Some(k)) = (low, &p.low) {
+                if cmp(k, lo) == std::cmp::Ordering::Less {
+                    findings.push(owner.finding(
+                        8933,
+                        vec![
+                            pid.to_string(),
+                            p.level.to_string(),
+                            parent.to_string(),
+                            pslot.to_string(),
+                        ],
+                        Some(*pid),
+                    ));
+                }
+            }
+            if let (Some(hi), Some(k)) = (high, &p.high) {
+                if cmp(k, hi) != std::cmp::Ordering::Less {
+                    findings.push(owner.finding(
+                        8934,
+                        vec![
+                            pid.to_string(),
+                            p.level.to_string(),
+                            parent.to_string(),
+                            (pslot + 1).to_string(),
+                            level.get(i + 1).map_or(PageId::NULL, |e| e.0).to_string(),
+                        ],
+                        Some(*pid),
+                    ));
+                }
+            }
+        }
+        if expected_level == 0 {
+            break;
+        }
+        // The next level down, from this level's separators.
+        let mut below: Vec<Entry> = Vec::new();
+        for (pid, _, _, low, high) in &level {
+            let p = &pages[pid];
+            let n = p.children.len();
+            for (s, (k, child)) in p.children.iter().enumerate() {
+                let lo = if s == 0 { low.clone() } else { Some(k.clone()) };
+                let hi = match p.children.get(s + 1) {
+                    Some((nk, _)) => Some(nk.clone()),
+                    None => high.clone(),
+                };
+                let _ = n;
+                if !pages.contains_key(child) {
+                    let prev_child = if s == 0 {
+                        PageId::NULL
+                    } else {
+                        p.children[s - 1].1
+                    };
+                    findings.push(owner.finding(
+                        8980,
+                        vec![
+                            pid.to_string(),
+                            s.to_string(),
+                            child.to_string(),
+                            prev_child.to_string(),
+                        ],
+                        Some(*pid),
+                    ));
+                    continue;
+                }
+                if !visited.insert(*child) {
+                    let (op, os) = parent_of.get(child).copied().unwrap_or((PageId::NULL, 0));
+                    findings.push(owner.finding(
+                        8937,
+                        vec![
+                            child.to_string(),
+                            op.to_string(),
+                            os.to_string(),
+                            pid.to_string(),
+                            s.to_string(),
+                        ],
+                        Some(*child),
+                    ));
+                    continue;
+                }
+                parent_of.insert(*child, (*pid, s as u16));
+                below.push((*child, *pid, s as u16, lo, hi));
+            }
+        }
+        if below.is_empty() {
+            break;
+        }
+        level = below;
+        expected_level -= 1;
+    }
+    // Below a page that could not be read as records, its children look unreached: those
+    // are reported through the damaged page, not one by one.
+    if pages.values().any(|p| p.damaged) {
+        return;
+    }
+    let mut orphans: Vec<&PageId> = pages.keys().filter(|p| !visited.contains(p)).collect();
+    orphans.sort_by_key(|p| (p.file.0, p.page.0));
+    for p in orphans {
+        findings.push(owner.finding(8977, vec![p.to_string()], Some(*p)));
+    }
+}
+
+/// DBCC CHECKCATALOG: the catalog's rows agree with each other (Msg 8992 with the inner
+/// message SQL Server uses for that kind of disagreement).
+pub fn check_catalog(src: &CheckSource) -> Vec<Finding> {
+    let c = &src.catalog;
+    let mut out = Vec::new();
+    let mut push = |inner: u32, text: String| {
+        out.push(Finding {
+            number: 8992,
+            args: vec![inner.to_string(), "1".to_string(), text],
+            object_id: 0,
+            index_id: 0,
+            allocation_unit_id: 0,
+            allocation: false,
+            page: None,
+            slot: None,
+        })
+    };
+    let groups: HashSet<u16> = c.filegroups.iter().map(|g| g.data_space_id).collect();
+    let units: HashMap<u64, &extentdb_format::catalog::AllocationUnitEntry> = c
+        .allocation_units
+        .iter()
+        .map(|a| (a.allocation_unit_id, a))
+        .collect();
+    for f in &c.files {
+        if f.file_type == extentdb_format::file_header::FileType::Rows
+            && !groups.contains(&f.data_space_id)
+        {
+            push(3853, format!("Attribute (data_space_id={}) of row (file_id={}) in sys.database_files does not have a matching row (data_space_id={}) in sys.data_spaces.", f.data_space_id, f.file_id, f.data_space_id));
+        }
+    }
+    let mut seen_units = HashSet::new();
+    for a in &c.allocation_units {
+        if !seen_units.insert(a.allocation_unit_id) {
+            push(3854, format!("Attribute (allocation_unit_id={}) of row (allocation_unit_id={}) in sys.allocation_units has a duplicate.", a.allocation_unit_id, a.allocation_unit_id));
+        }
+        if !groups.contains(&a.data_space_id) {
+            push(3853, format!("Attribute (data_space_id={}) of row (allocation_unit_id={}) in sys.allocation_units does not have a matching row (data_space_id={}) in sys.data_spaces.", a.data_space_id, a.allocation_unit_id, a.data_space_id));
+        }
+        if a.allocation_unit_id >= c.next_allocation_unit_id {
+            push(3855, format!("Attribute (allocation_unit_id={}) exists without a row (next_allocation_unit_id={}) that allows it.", a.allocation_unit_id, c.next_allocation_unit_id));
+        }
+    }
+    let mut ids = HashSet::new();
+    let mut names = HashSet::new();
+    for t in &c.tables {
+        if !ids.insert(t.object_id) {
+            push(3854, format!("Attribute (object_id={}) of row (object_id={}) in sys.objects has a duplicate.", t.object_id, t.object_id));
+        }
+        if !names.insert((
+            t.schema_name.to_ascii_lowercase(),
+            t.name.to_ascii_lowercase(),
+        )) {
+            push(
+                3854,
+                format!(
+                    "Attribute (name={}) of row (object_id={}) in sys.objects has a duplicate.",
+                    t.name, t.object_id
+                ),
+            );
+        }
+        match units.get(&t.allocation_unit_id) {
+            None => push(3853, format!("Attribute (container_id={}) of row (object_id={}) in sys.partitions does not have a matching row (allocation_unit_id={}) in sys.allocation_units.", t.allocation_unit_id, t.object_id, t.allocation_unit_id)),
+            Some(a) if a.data_space_id != t.data_space_id => push(3853, format!("Attribute (data_space_id={}) of row (object_id={}) in sys.indexes does not match the allocation unit's data space ({}).", t.data_space_id, t.object_id, a.data_space_id)),
+            _ => {}
+        }
+        if t.index_id == 1 {
+            let in_group = c
+                .files
+                .iter()
+                .any(|f| f.file_id == t.root_page.file.0 && f.data_space_id == t.data_space_id);
+            if t.root_page.is_null() || !in_group {
+                push(3853, format!("Attribute (root_page={}) of row (object_id={}) in sys.indexes does not have a matching file in data space {}.", t.root_page, t.object_id, t.data_space_id));
+            }
+        }
+        let mut col_ids = HashSet::new();
+        let mut col_names = HashSet::new();
+        for col in &t.columns {
+            if !col_ids.insert(col.column_id) || !col_names.insert(col.name.to_ascii_lowercase()) {
+                push(3854, format!("Attribute (column_id={}) of row (object_id={},column_id={}) in sys.columns has a duplicate.", col.column_id, t.object_id, col.column_id));
+            }
+        }
+        if let Some((_, key)) = &t.primary_key {
+            for k in key {
+                if !t.columns.iter().any(|col| col.column_id == *k) {
+                    push(3853, format!("Attribute (column_id={k}) of row (object_id={},index_id=1) in sys.index_columns does not have a matching row (object_id={},column_id={k}) in sys.columns.", t.object_id, t.object_id));
+                }
+            }
+        }
+    }
+    out
+}
+
+impl crate::Database {
+    /// Records a check that found no error (DBCC CHECKDB): the boot page keeps its time
+    /// (DATABASEPROPERTYEX 'LastGoodCheckDbTime', DBCC DBINFO's dbi_dbccLastKnownGood) and
+    /// is saved with the catalog.
+    pub fn record_clean_check(&mut self, at_unix_us: i64) -> Result<(), StorageError> {
+        self.boot.last_checkdb_us = at_unix_us;
+        self.save_catalog()
+    }
+}
