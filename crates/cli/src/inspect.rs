@@ -32,23 +32,38 @@ pub struct InspectArgs {
     printopt: u8,
 }
 
-pub fn run(a: InspectArgs, fs: &dyn FileSystem) -> Result<u8, String> {
-    let text = std::fs::read_to_string(Instance::config_path(&a.data_dir))
-        .map_err(|e| format!("{}: {e}", a.data_dir.display()))?;
-    let config = InstanceConfig::parse(&a.data_dir, &text).map_err(|e| e.to_string())?;
+/// The databases of a stopped instance as its master lists them: (id, name, primary file),
+/// master first; tempdb (recreated at every start) is left out.
+pub(crate) fn offline_databases(
+    data_dir: &Path,
+    fs: &dyn FileSystem,
+) -> Result<Vec<(u16, String, PathBuf)>, String> {
+    let text = std::fs::read_to_string(Instance::config_path(data_dir))
+        .map_err(|e| format!("{}: {e}", data_dir.display()))?;
+    let config = InstanceConfig::parse(data_dir, &text).map_err(|e| e.to_string())?;
     let master_path = config.data_roots[0].join("master.mdf");
     let master = open_offline(fs, &master_path).map_err(|e| e.to_string())?;
-    let (db_id, primary) = if a.database.eq_ignore_ascii_case("master") {
-        (master.catalog.database_id, master_path.clone())
-    } else {
-        let e = master
+    let mut all = vec![(
+        master.catalog.database_id,
+        "master".to_string(),
+        master_path,
+    )];
+    all.extend(
+        master
             .catalog
             .databases
             .iter()
-            .find(|d| d.name.eq_ignore_ascii_case(&a.database))
-            .ok_or_else(|| msg(2520, &[&a.database]).text)?;
-        (e.database_id, PathBuf::from(&e.primary_file))
-    };
+            .filter(|d| !d.name.eq_ignore_ascii_case("tempdb"))
+            .map(|d| (d.database_id, d.name.clone(), PathBuf::from(&d.primary_file))),
+    );
+    Ok(all)
+}
+
+pub fn run(a: InspectArgs, fs: &dyn FileSystem) -> Result<u8, String> {
+    let (db_id, _, primary) = offline_databases(&a.data_dir, fs)?
+        .into_iter()
+        .find(|(_, n, _)| n.eq_ignore_ascii_case(&a.database))
+        .ok_or_else(|| msg(2520, &[&a.database]).text)?;
     let db = open_offline(fs, Path::new(&primary)).map_err(|e| e.to_string())?;
     let pid = PageId::new(a.file, a.page);
     let read = |at: PageId| -> Result<extentdb_format::Page, StorageError> {

@@ -1,7 +1,7 @@
 //! `extentdb`: the one binary. Subcommands: `setup` creates an instance, `exec` runs T-SQL
 //! scripts in-process against it, with sqlcmd's script rules and output, `serve` answers
 //! SQL Server clients over TDS, `inspect` prints a page of a stopped instance's files as
-//! DBCC PAGE does.
+//! DBCC PAGE does, `checkdb` checks a stopped instance's files as DBCC CHECKDB does.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +13,7 @@ use extentdb_storage::config::{parse_on_off, InstanceConfig};
 use extentdb_storage::instance::SetupOptions;
 use extentdb_storage::Instance;
 
+mod checkdb;
 mod exec;
 mod inspect;
 mod serve;
@@ -41,6 +42,8 @@ enum Command {
     Sqlcmd(sqlcmd::SqlcmdArgs),
     /// DBCC PAGE on the files of a stopped instance (read directly; the instance is not started).
     Inspect(inspect::InspectArgs),
+    /// DBCC CHECKDB on the files of a stopped instance (read directly; exit code 1 when anything is found).
+    Checkdb(checkdb::CheckdbArgs),
 }
 
 #[derive(Args)]
@@ -130,6 +133,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => serve::run(a, Arc::new(OsFileSystem)),
         Command::Sqlcmd(a) => sqlcmd::run(a),
         Command::Inspect(a) => inspect::run(a, &OsFileSystem),
+        Command::Checkdb(a) => checkdb::run(a, &OsFileSystem),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -221,7 +221,6 @@ static CATALOGUE: &[Entry] = &[
     e(2511, 16, 2, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Keys out of order on page %S_PGID, slots %d and %d."),
     e(2512, 16, 2, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Duplicate keys on page %S_PGID slot %d and page %S_PGID slot %d."),
     e(2534, 16, 1, "Table error: page %S_PGID, whose header indicates that it is allocated to object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), is allocated by another object."),
-    e(2570, 16, 3, "Page %S_PGID, slot %d in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type \"In-row data\"). Column \"%.*ls\" value is out of range for data type \"%.*ls\". Update column to a legal value."),
     e(2593, 10, 1, "There are %I64d rows in %I64d pages for object \"%.*ls\"."),
     e(7919, 16, 3, "Repair statement not processed. Database needs to be in single user mode."), // unverified
     e(8927, 16, 1, "Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls): The ghosted record count in the header (%d) does not match the number of ghosted records (%d) found on page %S_PGID."),

@@ -22,7 +22,8 @@
 //!    sibling chain in the parents' order (8935, 8978, 8981), every page reached (8977).
 //!
 //! A page that is all zeros inside an owned extent is a page the unit has not used yet
-//! (pages are taken in order within an extent). A page naming another allocation unit is a
+//! (pages are taken in order within an extent), unless a page of the unit follows it in the
+//! extent: then it lost its contents (8909 naming page (0:0), as SQL Server reads it). A page naming another allocation unit is a
 //! stale page of a dropped or truncated unit (ids are never reused) unless that unit is
 //! live: then the page is claimed by two owners (2534).
 //!
@@ -670,11 +671,35 @@ fn scan_run(
         }
         Err(e) => return Err(e),
     }
+    // Zero pages of this extent not yet followed by a page of the unit.
+    let mut zeros: Vec<PageId> = Vec::new();
     for i in 0..count {
+        if i % PAGES_PER_EXTENT == 0 {
+            zeros.clear();
+        }
         let pid = PageId::new(run.file, first + i);
         let at = i as usize * PAGE_SIZE;
         let page = Page::from_bytes(&buf[at..at + PAGE_SIZE])?;
         out.pages_read += 1;
+        if page.is_unformatted() {
+            zeros.push(pid);
+            continue;
+        }
+        if run.unit != CATALOG_ALLOCATION_UNIT && page.raw_header().allocation_unit_id == run.unit
+        {
+            // A unit takes an extent's pages in order: a zero page before one in use was
+            // in use too, and lost its contents (SQL Server reads such a page as naming
+            // page (0:0)).
+            for z in zeros.drain(..) {
+                out.findings.push(owner.finding(
+                    8909,
+                    vec![z.to_string(), PageId::NULL.to_string()],
+                    Some(z),
+                ));
+                out.findings
+                    .push(owner.finding(8928, vec![z.to_string()], Some(z)));
+            }
+        }
         check_page(ctx, &owner, pid, &page, out);
     }
     Ok(())
@@ -843,7 +868,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
                                         page: Some(pid),
                                         slot: Some(*slot),
                                     };
-                                    f.args.extend(owner.args().into_iter().take(4));
+                                    f.args.extend(owner.args());
                                     f.args.push(c.name.clone());
                                     f.args.push(type_name);
                                     out.findings.push(f);
