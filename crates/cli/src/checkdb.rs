@@ -31,6 +31,9 @@ pub struct CheckdbArgs {
     /// NO_INFOMSGS: print only errors and the summaries of what had errors.
     #[arg(long)]
     no_infomsgs: bool,
+    /// Print, to standard error, the bytes read and the time taken per database.
+    #[arg(long)]
+    stats: bool,
 }
 
 pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
@@ -65,9 +68,19 @@ pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
             }
         };
         let src = db.source();
-        let (lines, clean) = run_check(CheckKind::CheckDb, &src, id, None, &settings, None, None)
+        let started = std::time::Instant::now();
+        let run = run_check(CheckKind::CheckDb, &src, id, None, &settings, None, None)
             .map_err(|e| format!("database '{name}': {e}"))?;
-        found |= !clean;
+        let secs = started.elapsed().as_secs_f64();
+        if a.stats {
+            eprintln!(
+                "checkdb stats: database '{name}': {} bytes read in {secs:.3} s ({:.1} MB/s)",
+                run.bytes_read,
+                run.bytes_read as f64 / 1e6 / secs.max(1e-9)
+            );
+        }
+        found |= !run.clean;
+        let lines = run.outputs;
         // As sqlcmd shows a one-line batch's errors.
         let mut out: Vec<Output> = lines
             .into_iter()

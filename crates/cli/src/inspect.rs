@@ -54,7 +54,13 @@ pub(crate) fn offline_databases(
             .databases
             .iter()
             .filter(|d| !d.name.eq_ignore_ascii_case("tempdb"))
-            .map(|d| (d.database_id, d.name.clone(), PathBuf::from(&d.primary_file))),
+            .map(|d| {
+                (
+                    d.database_id,
+                    d.name.clone(),
+                    PathBuf::from(&d.primary_file),
+                )
+            }),
     );
     Ok(all)
 }

@@ -238,3 +238,8 @@ fn dbcc_page() {
 fn dbcc_checkalloc() {
     check("dbcc_checkalloc");
 }
+
+#[test]
+fn dbcc_checkdb() {
+    check("dbcc_checkdb");
+}

@@ -87,6 +87,9 @@ pub trait DbFile: Send + Sync {
     fn set_len(&self, len: u64) -> Result<()>;
     /// Adds `[offset, offset+len)` with `mode`, extending the file.
     fn allocate(&self, offset: u64, len: u64, mode: AllocateMode) -> Result<()>;
+    /// Read-ahead: `[offset, offset+len)` will be read soon, so the OS may start reading it
+    /// now (posix_fadvise WILLNEED). Only a hint: the default does nothing.
+    fn will_need(&self, _offset: u64, _len: u64) {}
 }
 
 /// The directory operations the engine needs.

@@ -25,6 +25,18 @@ impl DbFile for OsFile {
             .read_exact_at(buf, offset)
             .map_err(|e| IoError::os("read", &self.path, e))
     }
+    fn will_need(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a hint on a descriptor this file owns; no memory is passed.
+        unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                offset as libc::off_t,
+                len as libc::off_t,
+                libc::POSIX_FADV_WILLNEED,
+            );
+        }
+    }
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.file
             .write_all_at(buf, offset)

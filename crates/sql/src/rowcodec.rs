@@ -434,6 +434,41 @@ pub fn decode(t: SqlType, bytes: Option<&[u8]>) -> Result<Value, String> {
     })
 }
 
+/// Checks that `bytes` are a legal stored value of type `t` (DBCC CHECKDB's data purity)
+/// without building the value: character and binary data are checked by length only (and
+/// Unicode for an even length and paired surrogates), everything else as `decode` does.
+pub fn check_value(t: SqlType, b: &[u8]) -> Result<(), String> {
+    match t {
+        SqlType::Char(n) | SqlType::VarChar(n) | SqlType::Binary(n) | SqlType::VarBinary(n) => {
+            check_length(
+                t,
+                b.len(),
+                n,
+                matches!(t, SqlType::Char(_) | SqlType::Binary(_)),
+            )
+        }
+        SqlType::NChar(n) | SqlType::NVarChar(n) => {
+            if !b.len().is_multiple_of(2) {
+                return Err(format!(
+                    "odd length {} for a {} value",
+                    b.len(),
+                    data_type_name(t)
+                ));
+            }
+            check_length(t, b.len(), n, matches!(t, SqlType::NChar(_)))?;
+            let units = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
+            match char::decode_utf16(units).find_map(Result::err) {
+                Some(e) => Err(format!(
+                    "unpaired UTF-16 surrogate 0x{:04X}",
+                    e.unpaired_surrogate()
+                )),
+                None => Ok(()),
+            }
+        }
+        _ => decode(t, Some(b)).map(|_| ()),
+    }
+}
+
 /// The bytes as an array of exactly `N`, or the reason they are not.
 fn exact<const N: usize>(t: SqlType, b: &[u8]) -> Result<[u8; N], String> {
     b.try_into().map_err(|_| {

@@ -53,6 +53,8 @@ use crate::StorageError;
 
 /// Extents per read (1 MB).
 const RUN_EXTENTS: u32 = 16;
+/// Runs hinted ahead of the one being read.
+const READ_AHEAD_RUNS: usize = 4;
 const SLOT_SIZE: usize = 2;
 const BODY_SIZE: usize = PAGE_SIZE - PAGE_HEADER_SIZE;
 
@@ -390,6 +392,13 @@ pub fn check_database(
         n => n,
     }
     .clamp(1, runs.len().max(1));
+    for r in runs.iter().take(READ_AHEAD_RUNS) {
+        src.will_need(
+            r.file,
+            r.first_extent * PAGES_PER_EXTENT,
+            r.extents * PAGES_PER_EXTENT,
+        );
+    }
     let next = AtomicUsize::new(0);
     let done = AtomicU64::new(0);
     let failure: Mutex<Option<StorageError>> = Mutex::new(None);
@@ -407,6 +416,15 @@ pub fn check_database(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(run) = runs.get(i) else { break };
+                    // Read-ahead: the kernel reads the run READ_AHEAD_RUNS ahead while
+                    // this one is checked (the first ones were hinted before the start).
+                    if let Some(ahead) = runs.get(i + READ_AHEAD_RUNS) {
+                        src.will_need(
+                            ahead.file,
+                            ahead.first_extent * PAGES_PER_EXTENT,
+                            ahead.extents * PAGES_PER_EXTENT,
+                        );
+                    }
                     if let Err(e) = scan_run(&ctx, run, &mut buf, &mut mine) {
                         failure.lock().unwrap().get_or_insert(e);
                         break;
@@ -685,8 +703,7 @@ fn scan_run(
             zeros.push(pid);
             continue;
         }
-        if run.unit != CATALOG_ALLOCATION_UNIT && page.raw_header().allocation_unit_id == run.unit
-        {
+        if run.unit != CATALOG_ALLOCATION_UNIT && page.raw_header().allocation_unit_id == run.unit {
             // A unit takes an extent's pages in order: a zero page before one in use was
             // in use too, and lost its contents (SQL Server reads such a page as naming
             // page (0:0)).

@@ -129,6 +129,9 @@ impl DbFile for CowFile {
         }
         self.inner.set_len(len)
     }
+    fn will_need(&self, offset: u64, len: u64) {
+        self.inner.will_need(offset, len)
+    }
     fn allocate(&self, offset: u64, len: u64, mode: AllocateMode) -> extentdb_io::Result<()> {
         // Adds space past the end only (see DbFile): nothing a view covers changes.
         self.inner.allocate(offset, len, mode)
@@ -372,6 +375,16 @@ impl CheckSource {
             store.check_failed()?;
         }
         Ok(())
+    }
+
+    /// Read-ahead hint for `count` pages of `file` from `first` (see `DbFile::will_need`).
+    pub fn will_need(&self, file: u16, first: u32, count: u32) {
+        if let Some(f) = self.files.get(&file) {
+            f.file.will_need(
+                first as u64 * PAGE_SIZE as u64,
+                count as u64 * PAGE_SIZE as u64,
+            );
+        }
     }
 
     /// One page as it was at the view's instant, unverified.

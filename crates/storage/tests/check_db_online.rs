@@ -33,7 +33,8 @@ fn checks_beside_a_writer_see_one_instant() {
     let stop = Arc::new(AtomicBool::new(false));
 
     let writer = {
-        let (db, inserted, stop, tables) = (db.clone(), inserted.clone(), stop.clone(), tables.clone());
+        let (db, inserted, stop, tables) =
+            (db.clone(), inserted.clone(), stop.clone(), tables.clone());
         std::thread::spawn(move || {
             let mut k = 0u32;
             let mut batches = 0u32;
@@ -53,7 +54,7 @@ fn checks_beside_a_writer_see_one_instant() {
                     inserted.store(k as u64, Ordering::SeqCst);
                 }
                 batches += 1;
-                if batches % 5 == 0 {
+                if batches.is_multiple_of(5) {
                     // Pages go to disk under the checks' feet.
                     checkpoint_online(&db).unwrap();
                 }
@@ -77,9 +78,17 @@ fn checks_beside_a_writer_see_one_instant() {
             ..Default::default()
         };
         let report = check_database(&src, &opts).unwrap();
-        assert!(report.findings.is_empty(), "check {checks}: {:#?}", report.findings);
+        assert!(
+            report.findings.is_empty(),
+            "check {checks}: {:#?}",
+            report.findings
+        );
         for o in &report.objects {
-            assert_eq!(o.rows, expected, "check {checks}: rows of {} at the view's instant", o.name);
+            assert_eq!(
+                o.rows, expected,
+                "check {checks}: rows of {} at the view's instant",
+                o.name
+            );
         }
         copied += report.copied_on_write;
         seen.push(expected);
@@ -91,7 +100,10 @@ fn checks_beside_a_writer_see_one_instant() {
     eprintln!("rows at each view: {seen:?}; pages copied on write: {copied}");
     assert!(copied > 50, "writes reached pages the views covered");
     seen.dedup();
-    assert!(seen.len() > 3, "the writer went on between checks: {seen:?}");
+    assert!(
+        seen.len() > 3,
+        "the writer went on between checks: {seen:?}"
+    );
     assert!(inserted.load(Ordering::SeqCst) > 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -57,13 +57,22 @@ pub fn value_check(c: &ColumnEntry, bytes: &[u8]) -> Option<String> {
         precision: c.precision,
         scale: c.scale,
     })?;
-    rowcodec::decode(t, Some(bytes))
+    rowcodec::check_value(t, bytes)
         .err()
         .map(|_| crate::convert::data_type_name(t))
 }
 
-/// Runs `kind` on a view and reports it: the messages (or TABLERESULTS rows) in SQL Server's
-/// order, and whether the check found nothing.
+/// What a check printed and measured.
+pub struct CheckRun {
+    /// The messages (or TABLERESULTS rows) in SQL Server's order.
+    pub outputs: Vec<Output>,
+    /// Nothing was found.
+    pub clean: bool,
+    /// Bytes of pages read.
+    pub bytes_read: u64,
+}
+
+/// Runs `kind` on a view and reports it.
 pub fn run_check(
     kind: CheckKind,
     src: &CheckSource,
@@ -72,7 +81,7 @@ pub fn run_check(
     settings: &CheckSettings,
     cancel: Option<&AtomicBool>,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
-) -> Result<(Vec<Output>, bool), StorageError> {
+) -> Result<CheckRun, StorageError> {
     let opts = CheckOptions {
         physical_only: settings.physical_only,
         maxdop: settings.maxdop,
@@ -88,8 +97,11 @@ pub fn run_check(
         progress,
     };
     let report = check_database(src, &opts)?;
-    let clean = report.findings.is_empty();
-    Ok((render_check(kind, src, db_id, &report, settings), clean))
+    Ok(CheckRun {
+        outputs: render_check(kind, src, db_id, &report, settings),
+        clean: report.findings.is_empty(),
+        bytes_read: report.bytes_read,
+    })
 }
 
 fn finding_error(f: &Finding) -> SqlError {
@@ -360,7 +372,11 @@ impl Session {
         );
         inst.requests.lock().unwrap().remove(&spid);
         drop(src);
-        let (lines, clean) = match result {
+        let CheckRun {
+            outputs: lines,
+            clean,
+            ..
+        } = match result {
             Ok(r) => r,
             Err(StorageError::Cancelled) => return Ok(()),
             Err(e) => return Err(super::errors::map(&e, super::errors::Context::Other)),

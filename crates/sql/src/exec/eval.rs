@@ -421,20 +421,26 @@ impl Session {
         }))
     }
 
-    /// DECLARE: each variable once per batch (134), converted to its declared type.
+    /// DECLARE: each variable once per batch (134), converted to its declared type. The same
+    /// DECLARE run again (inside a WHILE loop) is not a redeclaration: as in SQL Server, it
+    /// keeps the variable's value unless it has an initial value, which is assigned again.
     pub(super) fn declare(&mut self, decls: &[VariableDeclaration]) -> Result<(), Vec<SqlError>> {
         for d in decls {
             let key = d.name.to_lowercase();
-            if self.vars.contains_key(&key) {
+            let site = d as *const VariableDeclaration as usize;
+            let again = self.declared_by.get(&key) == Some(&site);
+            if self.vars.contains_key(&key) && !again {
                 return Err(vec![msg(134, &[&d.name])]);
             }
             let t = d.data_type.sql_type;
             let v = match &d.initial {
                 Some(e) => convert(&self.eval(e, None).map_err(|e| vec![e])?, t, None)
                     .map_err(|e| vec![e])?,
+                None if again => continue,
                 None => Value::Null,
             };
-            self.vars.insert(key, (t, v));
+            self.vars.insert(key.clone(), (t, v));
+            self.declared_by.insert(key, site);
         }
         Ok(())
     }

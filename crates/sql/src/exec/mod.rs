@@ -237,6 +237,7 @@ impl Engine {
             database_id: MASTER_ID,
             flags: BTreeSet::new(),
             vars: HashMap::new(),
+            declared_by: HashMap::new(),
             nocount: false,
             implicit_transactions: false,
             rowcount: 0,
@@ -276,6 +277,9 @@ pub struct Session {
     pub flags: BTreeSet<u32>,
     /// Variables of the running batch, by lower-cased name (with the `@`).
     vars: HashMap<String, (SqlType, Value)>,
+    /// Which DECLARE statement (its address in the batch's tree) declared each variable: run
+    /// again (a loop) it is no redeclaration, as in SQL Server.
+    declared_by: HashMap<String, usize>,
     pub nocount: bool,
     /// SET IMPLICIT_TRANSACTIONS ON: with @@TRANCOUNT 0, a statement that reads or writes
     /// a table begins a transaction first (mssql-jdbc's setAutoCommit(false)).
@@ -367,6 +371,7 @@ impl Session {
         parameters: Vec<(String, SqlType, Value)>,
     ) -> Vec<Output> {
         self.vars.clear();
+        self.declared_by.clear();
         for (name, t, v) in parameters {
             self.vars.insert(name.to_lowercase(), (t, v));
         }
@@ -406,6 +411,7 @@ impl Session {
         self.info.database_id.store(database_id, Ordering::Release);
         self.flags.clear();
         self.vars.clear();
+        self.declared_by.clear();
         self.nocount = false;
         self.implicit_transactions = false;
         self.rowcount = 0;

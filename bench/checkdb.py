@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""DBCC CHECKDB throughput benchmark (issue 6; seed 004's CHECKDB article).
+
+Builds a database of --size-gb GB (a clustered table of 8 KB rows, one row per page), stops
+the instance, then in one run measures:
+  - baseline: sequential read of the same data files with dd (bs=1M), cold (the files'
+    pages dropped from the page cache with posix_fadvise DONTNEED after a sync) and warm;
+  - extentdb: `extentdb checkdb` with PHYSICAL_ONLY and full checks at each MAXDOP in
+    --maxdop (default 1 and 2, and the core count where it is larger), cold and warm. The
+    throughput is the bytes of pages the check read over its wall time (process start and
+    catalog read included).
+Prints each figure with its ratio to the read baseline of the same cache state, and the
+full/PHYSICAL_ONLY ratio, and writes JSON to bench/results/<date>-<host>-checkdb.json.
+Goals (issue 6): PHYSICAL_ONLY >= 80% of the read speed; full >= 50% of PHYSICAL_ONLY.
+
+Usage: bench/checkdb.py [--size-gb N] [--dir PATH] [--binary PATH] [--keep]
+"""
+import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def drop_cache(paths):
+    os.sync()
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def dd_read(paths):
+    total = 0
+    t = time.perf_counter()
+    for p in paths:
+        subprocess.run(["dd", f"if={p}", "of=/dev/null", "bs=1M", "status=none"], check=True)
+        total += os.path.getsize(p)
+    return total, time.perf_counter() - t
+
+
+def checkdb(binary, inst, db, physical, maxdop):
+    args = [binary, "checkdb", "--data-dir", inst, "--database", db, "--no-infomsgs",
+            "--stats", "--maxdop", str(maxdop)]
+    if physical:
+        args.append("--physical-only")
+    t = time.perf_counter()
+    p = subprocess.run(args, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        sys.exit(f"checkdb failed:\n{p.stdout}\n{p.stderr}")
+    m = re.search(r"(\d+) bytes read in", p.stderr)
+    if not m:
+        sys.exit(f"no stats:\n{p.stderr}")
+    return int(m.group(1)), wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-gb", type=float, default=4.0)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
+    ap.add_argument("--maxdop", default=None, help="comma-separated list (default 1,2[,cores])")
+    ap.add_argument("--rounds", type=int, default=3, help="median of this many runs each")
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    cores = os.cpu_count() or 1
+    dops = [int(x) for x in a.maxdop.split(",")] if a.maxdop else sorted({1, 2, cores})
+    work = tempfile.mkdtemp(prefix="xdb-bench-checkdb-", dir=a.dir)
+    inst = os.path.join(work, "inst")
+    rows = int(a.size_gb * (1 << 30) / 8192)
+    try:
+        subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"],
+                       check=True, capture_output=True)
+        t = time.perf_counter()
+        sql = (
+            f"CREATE DATABASE CK ON (NAME=CK, FILENAME='CK.mdf', SIZE={int(a.size_gb * 1024) + 256}MB) "
+            "LOG ON (NAME=CK_log, FILENAME='CK_log.ldf', SIZE=2GB); "
+            "ALTER DATABASE CK SET RECOVERY SIMPLE; USE CK; "
+            "CREATE TABLE t (k int PRIMARY KEY, v varchar(4000), w varchar(3900)); "
+            "DECLARE @i int = 0; WHILE @i < 1000 BEGIN "
+            "INSERT INTO t VALUES (@i, REPLICATE(CAST(@i % 10 AS varchar(1)), 4000), REPLICATE('w', 3900)); SET @i += 1; END; "
+            f"DECLARE @n int = 1000; WHILE @n < {rows} BEGIN "
+            "DECLARE @c int = CASE WHEN @n < 16000 THEN @n ELSE 16000 END; "
+            "INSERT INTO t SELECT k + @n, v, w FROM t WHERE k < @c; SET @n += @c; END; "
+            "CHECKPOINT; SELECT COUNT(*) FROM t;"
+        )
+        p = subprocess.run([a.binary, "exec", "--data-dir", inst, "-b", "-Q", sql],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"building the database failed:\n{p.stdout[-3000:]}\n{p.stderr}")
+        built = time.perf_counter() - t
+        files = [os.path.join(inst, "data", "CK.mdf")]
+        size = sum(os.path.getsize(f) for f in files)
+        print(f"database: {rows} rows, data file {size / 1e9:.2f} GB, built in {built:.0f} s")
+
+        def median(xs):
+            xs = sorted(xs)
+            return xs[len(xs) // 2]
+
+        results = {}
+        for cache in ("cold", "warm"):
+            def prep():
+                if cache == "cold":
+                    drop_cache(files)
+                else:
+                    dd_read(files)
+            speeds = []
+            for _ in range(a.rounds):
+                prep()
+                n, s = dd_read(files)
+                speeds.append(n / s)
+            base = median(speeds)
+            results[cache] = {"read_MBps": base / 1e6, "checks": []}
+            print(f"\n{cache} cache: dd read {base / 1e6:.0f} MB/s")
+            for physical in (True, False):
+                for dop in dops:
+                    speeds = []
+                    for _ in range(a.rounds):
+                        prep()
+                        n, s = checkdb(a.binary, inst, "CK", physical, dop)
+                        speeds.append(n / s)
+                    v = median(speeds)
+                    mode = "PHYSICAL_ONLY" if physical else "full"
+                    results[cache]["checks"].append(
+                        {"mode": mode, "maxdop": dop, "MBps": v / 1e6, "ratio_to_read": v / base})
+                    print(f"  CHECKDB {mode:13} MAXDOP {dop}: {v / 1e6:7.0f} MB/s  "
+                          f"{v / base:5.2f}x read")
+            for dop in dops:
+                ph = next(c for c in results[cache]["checks"] if c["mode"] == "PHYSICAL_ONLY" and c["maxdop"] == dop)
+                fu = next(c for c in results[cache]["checks"] if c["mode"] == "full" and c["maxdop"] == dop)
+                r = fu["MBps"] / ph["MBps"]
+                results[cache].setdefault("full_over_physical", {})[str(dop)] = r
+                print(f"  full / PHYSICAL_ONLY at MAXDOP {dop}: {r:.2f}")
+        host = socket.gethostname().split(".")[0]
+        out = {
+            "benchmark": "checkdb",
+            "date": datetime.date.today().isoformat(),
+            "host": host,
+            "cores": cores,
+            "rows": rows,
+            "data_file_bytes": size,
+            "rounds": a.rounds,
+            "results": results,
+        }
+        os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+        path = os.path.join(ROOT, "bench", "results",
+                            f"{datetime.date.today().isoformat()}-{host}-checkdb.json")
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2)
+        print(f"\nwrote {path}")
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}")
+
+
+if __name__ == "__main__":
+    main()
