@@ -1,6 +1,6 @@
 //! DBCC CHECKDB against a corruption injector: a real database (a heap and a clustered
 //! index of a few thousand rows, made through `extentdb exec`) is damaged while the instance
-//! is stopped, one way at a time, and `extentdb checkdb` (and, for some, DBCC CHECKDB
+//! is stopped, one way at a time (thirteen ways), and `extentdb checkdb` (and, for some, DBCC CHECKDB
 //! through T-SQL on the running engine) must report each damage with SQL Server's message,
 //! the object and the page; the page is then restored and the database checks clean again.
 //! A seeded fuzz loop then mutates random pages in random ways and checks in-process that
@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use extentdb_format::catalog::TableEntry;
 use extentdb_format::codec::{get_u16, put_u16};
 use extentdb_format::layout::{self, BitmapKind};
-use extentdb_format::{bitmap, iam, Page, PageId, PageType, GAM_INTERVAL_EXTENTS, PAGE_SIZE};
+use extentdb_format::{
+    bitmap, iam, pfs, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS, PAGE_SIZE,
+};
 use extentdb_io::os::OsFileSystem;
 use extentdb_sql::exec::checkdb::value_check;
 use extentdb_storage::check_db::{check_database, CheckOptions};
@@ -512,6 +514,27 @@ fn every_injected_corruption_is_reported() {
             &[format!(
                 "is not >= the key value in the parent {} slot 1.",
                 pid(p.no)
+            )],
+        );
+    }
+
+    // 13. The PFS and an IAM page disagree: h's IAM page loses its IAM mark.
+    {
+        let h_iam = db
+            .pages
+            .iter()
+            .find(|p| p.page_type == PageType::Iam as u8 && p.unit == h.allocation_unit_id)
+            .unwrap()
+            .no;
+        let _r = db.damage(1, true, |pg| {
+            pfs::set(pg, PageNo(1), PageNo(h_iam), pfs::ALLOCATED)
+        });
+        expect(
+            &dir,
+            "PFS against IAM",
+            &[format!(
+                "Msg 8948, Level 16, State 6, Line 1\nDatabase error: Page {} is marked with the wrong type in PFS page (1:1). PFS status 0x40 expected 0x50.",
+                pid(h_iam)
             )],
         );
     }

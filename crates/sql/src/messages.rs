@@ -233,6 +233,7 @@ static CATALOGUE: &[Entry] = &[
     e(8941, 16, 1, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page %S_PGID. Test (%hs) failed. Slot %d, offset 0x%x is invalid."),
     e(8942, 16, 1, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page %S_PGID. Test (%hs) failed. Slot %d, offset 0x%x overlaps with the prior row."),
     e(8944, 16, 12, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page %S_PGID, row %d. Test (%hs) failed. Values are %ld and %ld."),
+    e(8948, 16, 6, "Database error: Page %S_PGID is marked with the wrong type in PFS page %S_PGID. PFS status 0x%x expected 0x%x."),
     e(8958, 10, 1, "%ls is the minimum repair level for the errors found by DBCC %ls (%ls%ls%ls)."),
     e(8976, 16, 1, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Page %S_PGID was not seen in the scan although its parent %S_PGID and previous %S_PGID refer to it. Check any previous errors."),
     e(8977, 16, 1, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Parent node for page %S_PGID was not encountered."),

@@ -33,7 +33,7 @@ use extentdb_format::layout::{self, BitmapKind, CATALOG_IAM_PAGE};
 use extentdb_format::{bitmap, iam, FileId, PageId, PageType, GAM_INTERVAL_EXTENTS};
 use extentdb_format::{GAM_INTERVAL_PAGES, PAGES_PER_EXTENT};
 
-use extentdb_format::Page;
+use extentdb_format::{pfs, Page};
 
 use crate::snapshot::CheckSource;
 use crate::{Database, StorageError};
@@ -83,6 +83,14 @@ pub enum AllocError {
     },
     /// An allocation page could not be read (Msg 823).
     Unreadable { page: PageId, reason: String },
+    /// Msg 8948: page `page` (an IAM or catalog page in use) is marked `actual` in the PFS
+    /// page `pfs`, where `expected` (0x50 for an IAM page, 0x40 for a catalog page) is due.
+    PfsWrongType {
+        page: PageId,
+        pfs: PageId,
+        actual: u8,
+        expected: u8,
+    },
     /// An IAM page of `allocation_unit_id` maps `extent`, which lies past the end of its
     /// file or in no file (Msg 8904 family: SQL Server's 2576 / 8906 would name it).
     BeyondFile {
@@ -130,6 +138,8 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
     // Claimants from the IAM chains, keyed by (file, extent).
     let mut claims: BTreeMap<(u16, u32), Vec<Claimant>> = BTreeMap::new();
     let mut owners = Ownership::new();
+    // Pages in use the PFS must mark: IAM pages (0x50) and the catalog chain (0x40).
+    let mut marked: Vec<(PageId, u8)> = Vec::new();
     let mut units: Vec<(u64, PageId)> = vec![(
         CATALOG_ALLOCATION_UNIT,
         PageId {
@@ -156,6 +166,7 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
             let Some(p) = read_iam(src, at, au, &mut report.errors)? else {
                 break;
             };
+            marked.push((at, pfs::ALLOCATED | pfs::IAM_PAGE));
             unit.iam_pages += 1;
             let start = iam::start_page(&p);
             let first_extent = start.page.0 / PAGES_PER_EXTENT;
@@ -171,6 +182,18 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
         }
         report.units.push(unit);
     }
+
+    // The catalog chain, from the boot page.
+    let mut seen = HashSet::new();
+    let mut at = src.boot.catalog_first_page;
+    while !at.is_null() && at.file == FileId::PRIMARY && seen.insert(at) {
+        let Some(p) = read_checked(src, at, &mut report.errors)? else {
+            break;
+        };
+        marked.push((at, pfs::ALLOCATED));
+        at = p.raw_header().next_page;
+    }
+    check_pfs(src, &marked, &mut report.errors)?;
 
     let mut extent_errors = Vec::new();
     for (&file_id, f) in &src.files {
@@ -237,6 +260,40 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
     }
     report.errors.extend(extent_errors);
     Ok((report, owners))
+}
+
+/// Each page of `marked` must carry its PFS value (8948); a PFS page failing its audit is
+/// reported once and its pages are not judged.
+fn check_pfs(
+    src: &CheckSource,
+    marked: &[(PageId, u8)],
+    errors: &mut Vec<AllocError>,
+) -> Result<(), StorageError> {
+    let mut pfs_pages: BTreeMap<PageId, Option<Page>> = BTreeMap::new();
+    for &(page, expected) in marked {
+        let pfs_no = layout::pfs_page_for(page.page);
+        let pfs_at = PageId::new(page.file.0, pfs_no.0);
+        if !pfs_pages.contains_key(&pfs_at) {
+            let p = read_checked(src, pfs_at, errors)?;
+            pfs_pages.insert(pfs_at, p);
+        }
+        let actual = match &pfs_pages[&pfs_at] {
+            Some(p) if p.is_unformatted() => 0,
+            Some(p) if p.raw_header().page_type == PageType::Pfs as u8 => {
+                pfs::get(p, pfs_no, page.page)
+            }
+            Some(_) | None => continue,
+        };
+        if actual & (pfs::ALLOCATED | pfs::IAM_PAGE) != expected {
+            errors.push(AllocError::PfsWrongType {
+                page,
+                pfs: pfs_at,
+                actual,
+                expected,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Reads a page and checks it as a page (checksum, its own id); a failure is recorded as

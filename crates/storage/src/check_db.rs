@@ -593,6 +593,21 @@ fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
                     *page,
                 ));
             }
+            AllocError::PfsWrongType {
+                page,
+                pfs,
+                actual,
+                expected,
+            } => out.push(plain(
+                8948,
+                vec![
+                    page.to_string(),
+                    pfs.to_string(),
+                    format!("{actual:x}"),
+                    format!("{expected:x}"),
+                ],
+                *page,
+            )),
             AllocError::Unreadable { page, reason: _ } => {
                 let mut f = Owner::unknown().finding(
                     8939,

@@ -271,7 +271,8 @@ impl TapSort for Vec<AllocError> {
             | AllocError::BeyondFile { extent, .. } => (extent.file.0, extent.page.0),
             AllocError::BadAllocationPage { page, .. }
             | AllocError::PageAudit { page, .. }
-            | AllocError::Unreadable { page, .. } => (page.file.0, page.page.0),
+            | AllocError::Unreadable { page, .. }
+            | AllocError::PfsWrongType { page, .. } => (page.file.0, page.page.0),
         };
         self.sort_by_key(key);
         self
