@@ -198,6 +198,40 @@ impl Owner {
     }
 }
 
+/// Hashes a page id by multiplying it out (page ids are dense and trusted here; SipHash
+/// cost a tenth of a full check).
+#[derive(Clone, Copy, Default)]
+struct PageHash;
+
+#[derive(Default)]
+struct PageHasher(u64);
+
+impl std::hash::Hasher for PageHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.0 = (self.0 ^ v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (self.0.rotate_left(16) ^ v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+impl std::hash::BuildHasher for PageHash {
+    type Hasher = PageHasher;
+    fn build_hasher(&self) -> PageHasher {
+        PageHasher::default()
+    }
+}
+
+type PageMap<V> = HashMap<PageId, V, PageHash>;
+
 /// A key with owned bytes.
 type OwnedKey = Vec<Option<Vec<u8>>>;
 
@@ -229,7 +263,7 @@ struct TreePage {
 #[derive(Default)]
 struct Gathered {
     findings: Vec<Finding>,
-    tree_pages: HashMap<u64, HashMap<PageId, TreePage>>,
+    tree_pages: HashMap<u64, PageMap<TreePage>>,
     /// Per unit: pages holding its records, and live rows.
     pages: HashMap<u64, u64>,
     rows: HashMap<u64, u64>,
@@ -954,21 +988,23 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         children: Vec::new(),
         damaged: false,
     };
-    let mut prev: Option<(u16, OwnedKey, bool)> = None;
+    // Keys are compared borrowed from the page; only the bounds and separators are kept.
+    let mut prev: Option<(u16, Vec<Option<&[u8]>>, bool)> = None;
+    let mut first: Option<Vec<Option<&[u8]>>> = None;
     for (i, (slot, rec)) in records.iter().enumerate() {
         let (k, child) = if header.page_type == PageType::Index {
             match keys.separator(rec) {
-                Ok((k, c)) => (owned(&k), Some(c)),
+                Ok((k, c)) => (k, Some(c)),
                 Err(_) => continue,
             }
         } else {
             match keys.key(rec) {
-                Ok(k) => (owned(&k), None),
+                Ok(k) => (k, None),
                 Err(_) => continue,
             }
         };
         if let Some(c) = child {
-            tree.children.push((k.clone(), c));
+            tree.children.push((owned(&k), c));
             if i == 0 {
                 // Minus infinity: not compared.
                 continue;
@@ -976,7 +1012,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         }
         let live = !record::is_ghost(rec);
         if let Some((pslot, pk, plive)) = &prev {
-            match key::compare_keys(&keys.types, &borrowed(pk), &borrowed(&k)) {
+            match key::compare_keys(&keys.types, pk, &k) {
                 std::cmp::Ordering::Greater => {
                     let mut f = owner.finding(
                         2511,
@@ -1003,12 +1039,13 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
                 _ => {}
             }
         }
-        if tree.low.is_none() {
-            tree.low = Some(k.clone());
+        if first.is_none() {
+            first = Some(k.clone());
         }
-        tree.high = Some(k.clone());
         prev = Some((*slot, k, live));
     }
+    tree.low = first.map(|k| owned(&k));
+    tree.high = prev.map(|(_, k, _)| owned(&k));
     out.tree_pages
         .entry(owner.unit)
         .or_default()
@@ -1180,7 +1217,7 @@ fn page_records<'p>(
 fn check_tree(
     t: &TableInfo<'_>,
     keys: &KeyInfo,
-    pages: &HashMap<PageId, TreePage>,
+    pages: &PageMap<TreePage>,
     findings: &mut Vec<Finding>,
 ) {
     let owner = &t.owner;
@@ -1199,16 +1236,24 @@ fn check_tree(
         ));
         return;
     };
-    // (page, parent, parent slot, low bound, high bound)
-    type Entry = (PageId, PageId, u16, Option<OwnedKey>, Option<OwnedKey>);
-    let mut level: Vec<Entry> = vec![(root, PageId::NULL, 0, None, None)];
+    // (page, parent, parent slot, low bound, high bound): bounds borrowed from the parents.
+    type Entry<'k> = (
+        PageId,
+        PageId,
+        u16,
+        Option<&'k OwnedKey>,
+        Option<&'k OwnedKey>,
+    );
+    let mut level: Vec<Entry<'_>> = vec![(root, PageId::NULL, 0, None, None)];
     let mut expected_level = root_page.level;
-    let mut parent_of: HashMap<PageId, (PageId, u16)> = HashMap::new();
-    let mut visited: HashSet<PageId> = HashSet::from([root]);
+    let mut parent_of: PageMap<(PageId, u16)> = PageMap::default();
+    let mut visited: std::collections::HashSet<PageId, PageHash> =
+        std::collections::HashSet::with_hasher(PageHash);
+    visited.insert(root);
     loop {
         // This level's pages in key order: sibling links must follow it.
-        for (i, (pid, parent, pslot, low, high)) in level.iter().enumerate() {
-            let p = &pages[pid];
+        for (i, &(pid, parent, pslot, low, high)) in level.iter().enumerate() {
+            let p = &pages[&pid];
             if p.level != expected_level {
                 findings.push(owner.finding(
                     8931,
@@ -1218,7 +1263,7 @@ fn check_tree(
                         expected_level.to_string(),
                         parent.to_string(),
                     ],
-                    Some(*pid),
+                    Some(pid),
                 ));
             }
             let expected_prev = if i == 0 { PageId::NULL } else { level[i - 1].0 };
@@ -1232,7 +1277,7 @@ fn check_tree(
                         parent.to_string(),
                         pslot.to_string(),
                     ],
-                    Some(*pid),
+                    Some(pid),
                 ));
             }
             match level.get(i + 1) {
@@ -1244,7 +1289,7 @@ fn check_tree(
                 None if !p.next.is_null() => findings.push(owner.finding(
                     8981,
                     vec![pid.to_string(), p.next.to_string(), p.next.to_string()],
-                    Some(*pid),
+                    Some(pid),
                 )),
                 _ => {}
             }
@@ -1258,7 +1303,7 @@ fn check_tree(
                             parent.to_string(),
                             pslot.to_string(),
                         ],
-                        Some(*pid),
+                        Some(pid),
                     ));
                 }
             }
@@ -1273,7 +1318,7 @@ fn check_tree(
                             (pslot + 1).to_string(),
                             level.get(i + 1).map_or(PageId::NULL, |e| e.0).to_string(),
                         ],
-                        Some(*pid),
+                        Some(pid),
                     ));
                 }
             }
@@ -1282,17 +1327,15 @@ fn check_tree(
             break;
         }
         // The next level down, from this level's separators.
-        let mut below: Vec<Entry> = Vec::new();
-        for (pid, _, _, low, high) in &level {
-            let p = &pages[pid];
-            let n = p.children.len();
+        let mut below: Vec<Entry<'_>> = Vec::new();
+        for &(pid, _, _, low, high) in &level {
+            let p = &pages[&pid];
             for (s, (k, child)) in p.children.iter().enumerate() {
-                let lo = if s == 0 { low.clone() } else { Some(k.clone()) };
+                let lo = if s == 0 { low } else { Some(k) };
                 let hi = match p.children.get(s + 1) {
-                    Some((nk, _)) => Some(nk.clone()),
-                    None => high.clone(),
+                    Some((nk, _)) => Some(nk),
+                    None => high,
                 };
-                let _ = n;
                 if !pages.contains_key(child) {
                     let prev_child = if s == 0 {
                         PageId::NULL
@@ -1307,7 +1350,7 @@ fn check_tree(
                             child.to_string(),
                             prev_child.to_string(),
                         ],
-                        Some(*pid),
+                        Some(pid),
                     ));
                     continue;
                 }
@@ -1326,8 +1369,8 @@ fn check_tree(
                     ));
                     continue;
                 }
-                parent_of.insert(*child, (*pid, s as u16));
-                below.push((*child, *pid, s as u16, lo, hi));
+                parent_of.insert(*child, (pid, s as u16));
+                below.push((*child, pid, s as u16, lo, hi));
             }
         }
         if below.is_empty() {
