@@ -232,15 +232,57 @@ impl std::hash::BuildHasher for PageHash {
 
 type PageMap<V> = HashMap<PageId, V, PageHash>;
 
-/// A key with owned bytes.
-type OwnedKey = Vec<Option<Vec<u8>>>;
-
-fn owned(k: &[Option<&[u8]>]) -> OwnedKey {
-    k.iter().map(|v| v.map(<[u8]>::to_vec)).collect()
+/// The child page id stored as a separator's last column (6 bytes: page, file).
+fn page_id_of(b: &[u8]) -> Option<PageId> {
+    let b: &[u8; 6] = b.try_into().ok()?;
+    Some(PageId::new(
+        u16::from_le_bytes([b[4], b[5]]),
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+    ))
 }
 
-fn borrowed(k: &OwnedKey) -> Vec<Option<&[u8]>> {
-    k.iter().map(|v| v.as_deref()).collect()
+/// A key with owned bytes.
+type OwnedKey = Box<[u8]>;
+
+/// A key in one allocation: per column a u16 length (0xFFFF for NULL) and the bytes.
+fn owned(k: &[Option<&[u8]>]) -> OwnedKey {
+    let mut out = Vec::with_capacity(k.iter().map(|v| 2 + v.map_or(0, <[u8]>::len)).sum());
+    for v in k {
+        match v {
+            None => out.extend_from_slice(&u16::MAX.to_le_bytes()),
+            Some(b) => {
+                out.extend_from_slice(&(b.len() as u16).to_le_bytes());
+                out.extend_from_slice(b);
+            }
+        }
+    }
+    out.into_boxed_slice()
+}
+
+/// The next column of an encoded key, and the rest.
+fn next_column(b: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
+    let len = u16::from_le_bytes([*b.first()?, *b.get(1)?]);
+    if len == u16::MAX {
+        return Some((None, &b[2..]));
+    }
+    let end = 2 + len as usize;
+    Some((Some(b.get(2..end)?), &b[end..]))
+}
+
+/// Compares two encoded keys column by column, as `key::compare_keys` does.
+fn compare_owned(types: &[u8], mut a: &[u8], mut b: &[u8]) -> std::cmp::Ordering {
+    for &t in types {
+        let (Some((x, ra)), Some((y, rb))) = (next_column(a), next_column(b)) else {
+            break;
+        };
+        match key::compare(t, x, y) {
+            std::cmp::Ordering::Equal => {}
+            o => return o,
+        }
+        a = ra;
+        b = rb;
+    }
+    std::cmp::Ordering::Equal
 }
 
 /// What the cross-page checks need of one B-tree page.
@@ -915,6 +957,8 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
     } else {
         &ti.layouts
     };
+    // Each record decoded once: its values serve the value checks and the keys.
+    let mut decoded: Vec<(u16, Vec<Option<&[u8]>>, bool)> = Vec::with_capacity(records.len());
     let mut decoded_ok = true;
     for (slot, rec) in &records {
         match record::decode(layouts, rec) {
@@ -943,6 +987,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
                         }
                     }
                 }
+                decoded.push((*slot, values, !record::is_ghost(rec)));
             }
             Err(e) => {
                 decoded_ok = false;
@@ -988,29 +1033,26 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         children: Vec::new(),
         damaged: false,
     };
+    let index_page = header.page_type == PageType::Index;
     // Keys are compared borrowed from the page; only the bounds and separators are kept.
     let mut prev: Option<(u16, Vec<Option<&[u8]>>, bool)> = None;
     let mut first: Option<Vec<Option<&[u8]>>> = None;
-    for (i, (slot, rec)) in records.iter().enumerate() {
-        let (k, child) = if header.page_type == PageType::Index {
-            match keys.separator(rec) {
-                Ok((k, c)) => (k, Some(c)),
-                Err(_) => continue,
-            }
+    for (i, (slot, values, live)) in decoded.into_iter().enumerate() {
+        let (k, child) = if index_page {
+            let mut k = values;
+            let child = k.pop().flatten().and_then(page_id_of);
+            (k, child)
         } else {
-            match keys.key(rec) {
-                Ok(k) => (k, None),
-                Err(_) => continue,
-            }
+            (keys.positions.iter().map(|&p| values[p]).collect(), None)
         };
-        if let Some(c) = child {
+        if index_page {
+            let Some(c) = child else { continue };
             tree.children.push((owned(&k), c));
             if i == 0 {
                 // Minus infinity: not compared.
                 continue;
             }
         }
-        let live = !record::is_ghost(rec);
         if let Some((pslot, pk, plive)) = &prev {
             match key::compare_keys(&keys.types, pk, &k) {
                 std::cmp::Ordering::Greater => {
@@ -1019,10 +1061,10 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
                         vec![pid.to_string(), pslot.to_string(), slot.to_string()],
                         Some(pid),
                     );
-                    f.slot = Some(*slot);
+                    f.slot = Some(slot);
                     out.findings.push(f);
                 }
-                std::cmp::Ordering::Equal if *plive && live && child.is_none() => {
+                std::cmp::Ordering::Equal if *plive && live && !index_page => {
                     let mut f = owner.finding(
                         2512,
                         vec![
@@ -1033,7 +1075,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
                         ],
                         Some(pid),
                     );
-                    f.slot = Some(*slot);
+                    f.slot = Some(slot);
                     out.findings.push(f);
                 }
                 _ => {}
@@ -1042,7 +1084,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         if first.is_none() {
             first = Some(k.clone());
         }
-        prev = Some((*slot, k, live));
+        prev = Some((slot, k, live));
     }
     tree.low = first.map(|k| owned(&k));
     tree.high = prev.map(|(_, k, _)| owned(&k));
@@ -1222,8 +1264,7 @@ fn check_tree(
 ) {
     let owner = &t.owner;
     let root = t.entry.root_page;
-    let cmp =
-        |a: &OwnedKey, b: &OwnedKey| key::compare_keys(&keys.types, &borrowed(a), &borrowed(b));
+    let cmp = |a: &OwnedKey, b: &OwnedKey| compare_owned(&keys.types, a, b);
     let Some(root_page) = pages.get(&root) else {
         findings.push(owner.finding(
             8976,

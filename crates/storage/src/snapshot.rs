@@ -249,11 +249,8 @@ fn side_error(e: std::io::Error) -> StorageError {
 /// Reads `buf` at `offset`; what lies past the end of the file reads as zeros.
 fn read_or_zeros(f: &dyn DbFile, buf: &mut [u8], offset: u64) -> Result<(), IoError> {
     let len = f.len()?;
-    buf.fill(0);
-    if offset >= len {
-        return Ok(());
-    }
-    let n = ((len - offset) as usize).min(buf.len());
+    let n = (len.saturating_sub(offset) as usize).min(buf.len());
+    buf[n..].fill(0);
     f.read_at(&mut buf[..n], offset)
 }
 

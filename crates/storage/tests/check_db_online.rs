@@ -1,7 +1,8 @@
 //! CHECKDB's online snapshot (`snapshot`): checks run outside the database's lock while a
 //! writer inserts into a heap and a clustered index and online checkpoints write pages to
 //! disk under them. Every check must be clean and count exactly the rows present at the
-//! instant its view was taken, and the copy-on-write path must have been exercised.
+//! instant its view was taken, and the copy-on-write path must have been exercised. A check
+//! also stops when cancelled.
 
 mod common;
 use common::{ctx, heap_and_tree, row, spec, Quiet};
@@ -105,5 +106,59 @@ fn checks_beside_a_writer_see_one_instant() {
         "the writer went on between checks: {seen:?}"
     );
     assert!(inserted.load(Ordering::SeqCst) > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Proves a check stops when its cancel flag is set (a TDS attention or KILL sets the
+/// session's flag): set after the first megabyte, the check ends with `Cancelled` without
+/// reading the rest.
+#[test]
+fn a_check_stops_when_cancelled() {
+    let dir = std::env::temp_dir().join(format!("xdb-check-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fs = OsFileSystem::new();
+    let mut s = spec("Cancel", &dir);
+    s.files[1].size_pages = 8192;
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
+    let tables = heap_and_tree(&mut db);
+    common::insert_scrambled(&mut db, &tables, 3000);
+    let src = db.check_source().unwrap();
+    let cancel = AtomicBool::new(false);
+    let calls = AtomicU64::new(0);
+    let progress = |done: u64, total: u64| {
+        calls.fetch_add(1, Ordering::SeqCst);
+        assert!(done <= total);
+        cancel.store(true, Ordering::SeqCst);
+    };
+    let opts = CheckOptions {
+        maxdop: 1,
+        cancel: Some(&cancel),
+        progress: Some(&progress),
+        ..Default::default()
+    };
+    match check_database(&src, &opts) {
+        Err(extentdb_storage::StorageError::Cancelled) => {}
+        other => panic!("expected Cancelled, got {other:?}"),
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "stopped after the first run"
+    );
+    // Uncancelled, the same view checks clean.
+    cancel.store(false, Ordering::SeqCst);
+    let opts = CheckOptions {
+        maxdop: 1,
+        ..Default::default()
+    };
+    let r = check_database(&src, &opts).unwrap();
+    assert!(
+        r.findings.is_empty() && r.pages_read > 128,
+        "{:?}",
+        r.findings
+    );
+    drop(src);
+    drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
