@@ -273,9 +273,8 @@ fn check_pfs(
     for &(page, expected) in marked {
         let pfs_no = layout::pfs_page_for(page.page);
         let pfs_at = PageId::new(page.file.0, pfs_no.0);
-        if !pfs_pages.contains_key(&pfs_at) {
-            let p = read_checked(src, pfs_at, errors)?;
-            pfs_pages.insert(pfs_at, p);
+        if let std::collections::btree_map::Entry::Vacant(e) = pfs_pages.entry(pfs_at) {
+            e.insert(read_checked(src, pfs_at, errors)?);
         }
         let actual = match &pfs_pages[&pfs_at] {
             Some(p) if p.is_unformatted() => 0,

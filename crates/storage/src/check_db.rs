@@ -232,6 +232,9 @@ impl std::hash::BuildHasher for PageHash {
 
 type PageMap<V> = HashMap<PageId, V, PageHash>;
 
+/// A record of a page being checked: slot, column values (or key), live (not a ghost).
+type DecodedRecord<'a> = (u16, Vec<Option<&'a [u8]>>, bool);
+
 /// The child page id stored as a separator's last column (6 bytes: page, file).
 fn page_id_of(b: &[u8]) -> Option<PageId> {
     let b: &[u8; 6] = b.try_into().ok()?;
@@ -958,7 +961,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         &ti.layouts
     };
     // Each record decoded once: its values serve the value checks and the keys.
-    let mut decoded: Vec<(u16, Vec<Option<&[u8]>>, bool)> = Vec::with_capacity(records.len());
+    let mut decoded: Vec<DecodedRecord<'_>> = Vec::with_capacity(records.len());
     let mut decoded_ok = true;
     for (slot, rec) in &records {
         match record::decode(layouts, rec) {
@@ -1035,7 +1038,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
     };
     let index_page = header.page_type == PageType::Index;
     // Keys are compared borrowed from the page; only the bounds and separators are kept.
-    let mut prev: Option<(u16, Vec<Option<&[u8]>>, bool)> = None;
+    let mut prev: Option<DecodedRecord<'_>> = None;
     let mut first: Option<Vec<Option<&[u8]>>> = None;
     for (i, (slot, values, live)) in decoded.into_iter().enumerate() {
         let (k, child) = if index_page {
