@@ -132,6 +132,15 @@ impl Db {
             .collect()
     }
 
+    /// The first IAM page of `unit` (all live in the primary file).
+    fn iam_page_of(&self, unit: u64) -> u32 {
+        self.pages
+            .iter()
+            .find(|p| p.page_type == PageType::Iam as u8 && p.unit == unit)
+            .unwrap()
+            .no
+    }
+
     fn read(&self, no: u32) -> Page {
         use std::os::unix::fs::FileExt;
         let f = std::fs::File::open(&self.path).unwrap();
@@ -354,12 +363,7 @@ fn every_injected_corruption_is_reported() {
 
     // 6. An extent owned twice: t's extent also set in h's IAM page.
     {
-        let h_iam = db
-            .pages
-            .iter()
-            .find(|p| p.page_type == PageType::Iam as u8 && p.unit == h.allocation_unit_id)
-            .unwrap()
-            .no;
+        let h_iam = db.iam_page_of(h.allocation_unit_id);
         assert_eq!(iam::start_page(&db.read(h_iam)).file.0, 1);
         let _r = db.damage(h_iam, true, |pg| {
             bitmap::set_bit(pg, t_extent % GAM_INTERVAL_EXTENTS, true)
@@ -520,12 +524,7 @@ fn every_injected_corruption_is_reported() {
 
     // 13. The PFS and an IAM page disagree: h's IAM page loses its IAM mark.
     {
-        let h_iam = db
-            .pages
-            .iter()
-            .find(|p| p.page_type == PageType::Iam as u8 && p.unit == h.allocation_unit_id)
-            .unwrap()
-            .no;
+        let h_iam = db.iam_page_of(h.allocation_unit_id);
         let _r = db.damage(1, true, |pg| {
             pfs::set(pg, PageNo(1), PageNo(h_iam), pfs::ALLOCATED)
         });

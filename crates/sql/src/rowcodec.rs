@@ -448,20 +448,10 @@ pub fn check_value(t: SqlType, b: &[u8]) -> Result<(), String> {
             )
         }
         SqlType::NChar(n) | SqlType::NVarChar(n) => {
-            if !b.len().is_multiple_of(2) {
-                return Err(format!(
-                    "odd length {} for a {} value",
-                    b.len(),
-                    data_type_name(t)
-                ));
-            }
-            check_length(t, b.len(), n, matches!(t, SqlType::NChar(_)))?;
+            check_utf16_length(t, n, b)?;
             let units = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
             match char::decode_utf16(units).find_map(Result::err) {
-                Some(e) => Err(format!(
-                    "unpaired UTF-16 surrogate 0x{:04X}",
-                    e.unpaired_surrogate()
-                )),
+                Some(e) => Err(surrogate_error(e)),
                 None => Ok(()),
             }
         }
@@ -540,7 +530,8 @@ fn decode_decimal(t: SqlType, precision: u8, scale: u8, b: &[u8]) -> Result<Valu
     }
 }
 
-fn decode_utf16(t: SqlType, n: u32, b: &[u8]) -> Result<Value, String> {
+/// An even length within the declared one (NCHAR exactly, NVARCHAR at most).
+fn check_utf16_length(t: SqlType, n: u32, b: &[u8]) -> Result<(), String> {
     if !b.len().is_multiple_of(2) {
         return Err(format!(
             "odd length {} for a {} value",
@@ -548,12 +539,20 @@ fn decode_utf16(t: SqlType, n: u32, b: &[u8]) -> Result<Value, String> {
             data_type_name(t)
         ));
     }
-    check_length(t, b.len(), n, matches!(t, SqlType::NChar(_)))?;
+    check_length(t, b.len(), n, matches!(t, SqlType::NChar(_)))
+}
+
+fn surrogate_error(e: std::char::DecodeUtf16Error) -> String {
+    format!("unpaired UTF-16 surrogate 0x{:04X}", e.unpaired_surrogate())
+}
+
+fn decode_utf16(t: SqlType, n: u32, b: &[u8]) -> Result<Value, String> {
+    check_utf16_length(t, n, b)?;
     let units = b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]));
     char::decode_utf16(units)
         .collect::<Result<String, _>>()
         .map(Value::Text)
-        .map_err(|e| format!("unpaired UTF-16 surrogate 0x{:04X}", e.unpaired_surrogate()))
+        .map_err(surrogate_error)
 }
 
 /// Days since 0001-01-01 from three stored bytes, checked against 9999-12-31.

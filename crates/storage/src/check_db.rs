@@ -304,6 +304,21 @@ struct TreePage {
     damaged: bool,
 }
 
+impl TreePage {
+    /// A page's links and level from its header; keys and children are filled in later.
+    fn of(h: &extentdb_format::PageHeader, damaged: bool) -> TreePage {
+        TreePage {
+            level: h.level,
+            prev: h.prev_page,
+            next: h.next_page,
+            low: None,
+            high: None,
+            children: Vec::new(),
+            damaged,
+        }
+    }
+}
+
 /// What the workers gather.
 #[derive(Default)]
 struct Gathered {
@@ -927,18 +942,10 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         Some(r) => r,
         None => {
             if clustered {
-                out.tree_pages.entry(owner.unit).or_default().insert(
-                    pid,
-                    TreePage {
-                        level: header.level,
-                        prev: header.prev_page,
-                        next: header.next_page,
-                        low: None,
-                        high: None,
-                        children: Vec::new(),
-                        damaged: true,
-                    },
-                );
+                out.tree_pages
+                    .entry(owner.unit)
+                    .or_default()
+                    .insert(pid, TreePage::of(&header, true));
             }
             return;
         }
@@ -1012,30 +1019,14 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
     }
     let Some(keys) = &ti.keys else { return };
     if !decoded_ok {
-        out.tree_pages.entry(owner.unit).or_default().insert(
-            pid,
-            TreePage {
-                level: header.level,
-                prev: header.prev_page,
-                next: header.next_page,
-                low: None,
-                high: None,
-                children: Vec::new(),
-                damaged: true,
-            },
-        );
+        out.tree_pages
+            .entry(owner.unit)
+            .or_default()
+            .insert(pid, TreePage::of(&header, true));
         return;
     }
     // Keys in slot order; on a leaf at most one live record per key.
-    let mut tree = TreePage {
-        level: header.level,
-        prev: header.prev_page,
-        next: header.next_page,
-        low: None,
-        high: None,
-        children: Vec::new(),
-        damaged: false,
-    };
+    let mut tree = TreePage::of(&header, false);
     let index_page = header.page_type == PageType::Index;
     // Keys are compared borrowed from the page; only the bounds and separators are kept.
     let mut prev: Option<DecodedRecord<'_>> = None;

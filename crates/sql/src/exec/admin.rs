@@ -208,6 +208,14 @@ impl Session {
             };
             dbcc_page::format_page(pid, &p, printopt.clamp(0, 255) as u8, &ctx)
         };
+        self.dbcc_print(lines, out);
+        Ok(())
+    }
+
+    /// DBCC's printed output (PAGE, DBINFO): to the client with trace flag 3604 (session or
+    /// global), else to the error log, as SQL Server does.
+    pub(super) fn dbcc_print(&mut self, lines: Vec<String>, out: &mut Vec<Output>) {
+        let inst = self.engine.instance.clone();
         let to_client =
             self.flags.contains(&3604) || inst.trace_flags.lock().unwrap().contains(&3604);
         if to_client {
@@ -218,7 +226,6 @@ impl Session {
                 inst.errorlog.write(&source, &l);
             }
         }
-        Ok(())
     }
 
     /// DBCC LOGINFO [(db)]: one row per VLF, as SQL Server lists them.

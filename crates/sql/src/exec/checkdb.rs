@@ -526,17 +526,7 @@ impl Session {
             String::new(),
         ];
         lines.extend(fields.iter().map(|(f, v)| format!("{f} = {v}")));
-        let inst = self.engine.instance.clone();
-        let to_client =
-            self.flags.contains(&3604) || inst.trace_flags.lock().unwrap().contains(&3604);
-        if to_client {
-            out.extend(lines.into_iter().map(|l| Output::Info(SqlError::print(l))));
-        } else {
-            let source = format!("spid{}", self.spid);
-            for l in lines {
-                inst.errorlog.write(&source, &l);
-            }
-        }
+        self.dbcc_print(lines, out);
         Ok(())
     }
 }
