@@ -718,6 +718,17 @@ fn fuzzed_pages_never_crash_the_check() {
         }
     }
     std::fs::write(&db.path, &original).unwrap();
+    // Memory stays bounded whatever the bytes say (a few MB of database here): the test
+    // process's peak resident set, checks included, stays far below what a runaway
+    // allocation driven by a corrupt length would reach.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let peak_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    eprintln!("fuzz: peak resident set {} MB", peak_kb / 1024);
+    assert!(peak_kb < 512 * 1024, "peak resident set {peak_kb} kB");
     assert_clean(&dir, "after the fuzz loop");
     eprintln!(
         "fuzz: {iterations} iterations (seed {seed}) in {:.1} s; {found_stale} with a stale checksum on a table page, all reported",
