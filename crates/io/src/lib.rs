@@ -87,6 +87,16 @@ pub trait DbFile: Send + Sync {
     fn set_len(&self, len: u64) -> Result<()>;
     /// Adds `[offset, offset+len)` with `mode`, extending the file.
     fn allocate(&self, offset: u64, len: u64, mode: AllocateMode) -> Result<()>;
+    /// Reads consecutive bytes from `offset` into each buffer in turn (one `preadv` on a real
+    /// file, so a run of pages lands in separate page buffers without a copy).
+    fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
+        let mut at = offset;
+        for b in bufs.iter_mut() {
+            self.read_at(b, at)?;
+            at += b.len() as u64;
+        }
+        Ok(())
+    }
     /// Read-ahead: `[offset, offset+len)` will be read soon, so the OS may start reading it
     /// now (posix_fadvise WILLNEED). Only a hint: the default does nothing.
     fn will_need(&self, _offset: u64, _len: u64) {}

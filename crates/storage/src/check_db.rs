@@ -501,7 +501,7 @@ pub fn check_database(
         for _ in 0..workers {
             s.spawn(|| {
                 let mut mine = Gathered::default();
-                let mut buf = Vec::new();
+                let mut pages = Vec::new();
                 loop {
                     if failure.lock().unwrap().is_some()
                         || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
@@ -519,7 +519,7 @@ pub fn check_database(
                             ahead.extents * PAGES_PER_EXTENT,
                         );
                     }
-                    if let Err(e) = scan_run(&ctx, run, &mut buf, &mut mine) {
+                    if let Err(e) = scan_run(&ctx, run, &mut pages, &mut mine) {
                         failure.lock().unwrap().get_or_insert(e);
                         break;
                     }
@@ -758,27 +758,26 @@ fn audit_test(checksum: bool) -> (&'static str, i64, i64) {
 fn scan_run(
     ctx: &Context<'_>,
     run: &Run,
-    buf: &mut Vec<u8>,
+    pages: &mut Vec<Page>,
     out: &mut Gathered,
 ) -> Result<(), StorageError> {
     let first = run.first_extent * PAGES_PER_EXTENT;
     let count = run.extents * PAGES_PER_EXTENT;
     let owner = ctx.owner(run.unit);
-    match ctx.src.read_pages(run.file, first, count, buf) {
+    pages.resize_with(count as usize, Page::zeroed);
+    match ctx.src.read_pages(run.file, first, pages) {
         Ok(()) => {}
         Err(StorageError::Io(_)) => {
-            // Find the failing pages one by one; each is an 823.
-            let mut one = Vec::new();
-            buf.resize(count as usize * PAGE_SIZE, 0);
+            // Find the failing pages one by one.
             for i in 0..count {
                 let pid = PageId::new(run.file, first + i);
-                let at = i as usize * PAGE_SIZE;
-                match ctx.src.read_pages(run.file, first + i, 1, &mut one) {
-                    Ok(()) => buf[at..at + PAGE_SIZE].copy_from_slice(&one),
+                let one = &mut pages[i as usize..i as usize + 1];
+                match ctx.src.read_pages(run.file, first + i, one) {
+                    Ok(()) => {}
                     Err(StorageError::Io(_)) => {
                         // Reported as SQL Server's CHECKDB does a failed read (-1: I/O
                         // error); the zeros left in the buffer are then skipped.
-                        buf[at..at + PAGE_SIZE].fill(0);
+                        one[0].bytes_mut().fill(0);
                         out.findings.push(owner.finding(
                             8939,
                             vec![
@@ -805,8 +804,7 @@ fn scan_run(
             zeros.clear();
         }
         let pid = PageId::new(run.file, first + i);
-        let at = i as usize * PAGE_SIZE;
-        let page = Page::from_bytes(&buf[at..at + PAGE_SIZE])?;
+        let page = &pages[i as usize];
         out.pages_read += 1;
         if page.is_unformatted() {
             zeros.push(pid);
@@ -826,7 +824,7 @@ fn scan_run(
                     .push(owner.finding(8928, vec![z.to_string()], Some(z)));
             }
         }
-        check_page(ctx, &owner, pid, &page, out);
+        check_page(ctx, &owner, pid, page, out);
     }
     Ok(())
 }

@@ -132,6 +132,9 @@ impl DbFile for CowFile {
     fn will_need(&self, offset: u64, len: u64) {
         self.inner.will_need(offset, len)
     }
+    fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> extentdb_io::Result<()> {
+        self.inner.read_vectored_at(bufs, offset)
+    }
     fn allocate(&self, offset: u64, len: u64, mode: AllocateMode) -> extentdb_io::Result<()> {
         // Adds space past the end only (see DbFile): nothing a view covers changes.
         self.inner.allocate(offset, len, mode)
@@ -348,26 +351,32 @@ impl CheckSource {
         Ok(base)
     }
 
-    /// Reads `count` pages of `file` from `first` into `buf` (resized to fit), as they were
-    /// at the view's instant. Pages past the end of the file read as zeros; an I/O error is
-    /// returned as is (the caller retries page by page to find which one failed).
+    /// Reads pages of `file` from `first` into `pages` (one per buffer, with one vectored
+    /// read), as they were at the view's instant. Pages past the end of the file read as
+    /// zeros; an I/O error is returned as is (the caller retries page by page to find which
+    /// one failed).
     pub fn read_pages(
         &self,
         file: u16,
         first: u32,
-        count: u32,
-        buf: &mut Vec<u8>,
+        pages: &mut [Page],
     ) -> Result<(), StorageError> {
         let f = self
             .files
             .get(&file)
             .ok_or_else(|| StorageError::FileNotFound(file.to_string()))?;
-        buf.resize(count as usize * PAGE_SIZE, 0);
-        read_or_zeros(f.file.as_ref(), buf, first as u64 * PAGE_SIZE as u64)?;
+        let offset = first as u64 * PAGE_SIZE as u64;
+        let in_file = (f.file.len()?.saturating_sub(offset) / PAGE_SIZE as u64)
+            .min(pages.len() as u64) as usize;
+        let (present, past) = pages.split_at_mut(in_file);
+        for p in past {
+            p.bytes_mut().fill(0);
+        }
+        let mut bufs: Vec<&mut [u8]> = present.iter_mut().map(|p| &mut p.bytes_mut()[..]).collect();
+        f.file.read_vectored_at(&mut bufs, offset)?;
         if let Some(store) = &self.store {
-            for i in 0..count {
-                let at = i as usize * PAGE_SIZE;
-                store.get(file, first + i, &mut buf[at..at + PAGE_SIZE])?;
+            for (i, p) in pages.iter_mut().enumerate() {
+                store.get(file, first + i as u32, p.bytes_mut())?;
             }
             store.check_failed()?;
         }
@@ -386,9 +395,10 @@ impl CheckSource {
 
     /// One page as it was at the view's instant, unverified.
     pub fn read_page(&self, pid: PageId) -> Result<Page, StorageError> {
-        let mut buf = Vec::new();
-        self.read_pages(pid.file.0, pid.page.0, 1, &mut buf)?;
-        Ok(Page::from_bytes(&buf)?)
+        let mut p = [Page::zeroed()];
+        self.read_pages(pid.file.0, pid.page.0, &mut p)?;
+        let [p] = p;
+        Ok(p)
     }
 
     /// Pages copied because writers came during the view's life.
