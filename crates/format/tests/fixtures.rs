@@ -93,6 +93,18 @@ fn boot_page_fixture() {
         b"Company",
         "name at 176 after its length"
     );
+    // The last clean CHECKDB (written by DBCC CHECKDB) at 154.
+    let checked = BootPage {
+        last_checkdb_us: 1_790_000_000_123_456,
+        ..b
+    };
+    let p = checked.encode(at).unwrap();
+    assert_eq!(
+        i64::from_le_bytes(p.bytes()[154..162].try_into().unwrap()),
+        1_790_000_000_123_456,
+        "last clean CHECKDB at 154"
+    );
+    assert_eq!(BootPage::decode(&p, at).unwrap(), checked);
 }
 
 /// Pins the allocation bitmap, PFS and IAM layouts.
