@@ -2,25 +2,17 @@
 //! stopped: a free extent marked allocated with no owner is Msg 8905 naming the extent, the
 //! summary counts it, and `-b` exits 1; before the damage the same check is clean.
 
+mod common;
+
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::Command;
 
 use extentdb_format::{bitmap, Page};
 
 const PAGE_SIZE: u64 = 8192;
 
 fn exec(dir: &Path, sql: &str) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["exec", "-b", "--data-dir"])
-        .arg(dir)
-        .args(["-Q", sql])
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    common::exec_sql(dir, &["-b"], sql)
 }
 
 /// Rewrites one page of a stopped database's file, resealing its checksum.

@@ -7,6 +7,8 @@
 //! CHECKDB always returns (no panic, no hang) and reports something whenever a page it reads
 //! changed.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -28,16 +30,7 @@ fn bin() -> &'static str {
 }
 
 fn exec(dir: &Path, sql: &str) -> (i32, String) {
-    let out = Command::new(bin())
-        .args(["exec", "--data-dir"])
-        .arg(dir)
-        .args(["-Q", sql])
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    common::exec_sql(dir, &[], sql)
 }
 
 fn checkdb(dir: &Path) -> (i32, String) {

@@ -182,6 +182,18 @@ impl Owner {
         ]
     }
 
+    /// A page-level error followed by SQL Server's 8928 ("could not be processed").
+    fn unprocessable(
+        &self,
+        findings: &mut Vec<Finding>,
+        number: u32,
+        extra: Vec<String>,
+        pid: PageId,
+    ) {
+        findings.push(self.finding(number, extra, Some(pid)));
+        findings.push(self.finding(8928, vec![pid.to_string()], Some(pid)));
+    }
+
     fn finding(&self, number: u32, extra: Vec<String>, page: Option<PageId>) -> Finding {
         let mut args = self.args();
         args.extend(extra);
@@ -442,15 +454,22 @@ pub fn check_database(
     if opts.catalog {
         report.findings.extend(check_catalog(src));
     }
-    let (alloc, owners) = check_allocation(src)?;
-    if opts.allocation {
-        report.findings.extend(alloc_findings(&ctx, &alloc));
+    // The allocation pass also says who owns each extent, which the page scan needs; a
+    // check that scans no table and skips allocation (CHECKCATALOG) needs neither.
+    let scans = opts.objects.as_ref().is_none_or(|o| !o.is_empty());
+    let mut owners = Default::default();
+    if opts.allocation || scans {
+        let (alloc, o) = check_allocation(src)?;
+        if opts.allocation {
+            report.findings.extend(alloc_findings(&ctx, &alloc));
+        }
+        report.alloc = Some(alloc);
+        owners = o;
     }
-    report.alloc = Some(alloc);
 
     // Runs over the owned extents of the checked units (and the catalog's, for CHECKDB).
     let mut runs: Vec<Run> = Vec::new();
-    for (&(file, extent), &unit) in &owners {
+    for (&(file, extent), &unit) in owners.iter() {
         let wanted = ctx.checked_units.contains(&unit)
             || (opts.objects.is_none() && unit == CATALOG_ALLOCATION_UNIT);
         let in_file = src
@@ -667,18 +686,12 @@ fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
                 reason: _,
                 checksum,
             } => {
-                let o = Owner::unknown();
-                let (test, a, b) = audit_test(*checksum);
-                let mut f = o.finding(
-                    8939,
-                    vec![
-                        page.to_string(),
-                        test.to_string(),
-                        a.to_string(),
-                        b.to_string(),
-                    ],
-                    Some(*page),
-                );
+                let code = if *checksum {
+                    AUDIT_CHECKSUM
+                } else {
+                    AUDIT_PAGE_ID
+                };
+                let mut f = Owner::unknown().finding(8939, audit_args(*page, code), Some(*page));
                 f.allocation = true;
                 out.push(f);
                 out.push(plain(
@@ -703,16 +716,8 @@ fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
                 *page,
             )),
             AllocError::Unreadable { page, reason: _ } => {
-                let mut f = Owner::unknown().finding(
-                    8939,
-                    vec![
-                        page.to_string(),
-                        "IS_OFF (BUF_IOERR, pBUF->bstat)".to_string(),
-                        "133129".to_string(),
-                        "-1".to_string(),
-                    ],
-                    Some(*page),
-                );
+                let mut f =
+                    Owner::unknown().finding(8939, audit_args(*page, AUDIT_IO), Some(*page));
                 f.allocation = true;
                 out.push(f);
             }
@@ -743,15 +748,21 @@ fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
     out
 }
 
-/// SQL Server's page-audit test for a page whose read failed its checksum or torn-page
-/// check, with the values it prints (the buffer's status bits and the error code).
-fn audit_test(checksum: bool) -> (&'static str, i64, i64) {
-    // -4: bad checksum; -6: the page names another page.
-    if checksum {
-        ("IS_OFF (BUF_IOERR, pBUF->bstat)", 133_129, -4)
-    } else {
-        ("IS_OFF (BUF_IOERR, pBUF->bstat)", 133_129, -6)
-    }
+/// Error codes SQL Server's failed page audit prints: -1 an I/O error, -4 a bad checksum,
+/// -6 a page naming another page.
+const AUDIT_IO: i64 = -1;
+const AUDIT_CHECKSUM: i64 = -4;
+const AUDIT_PAGE_ID: i64 = -6;
+
+/// The arguments after the owner of SQL Server's 8939 for a page whose read failed its
+/// audit: the page, the test, the buffer's status bits and the error `code`.
+fn audit_args(pid: PageId, code: i64) -> Vec<String> {
+    vec![
+        pid.to_string(),
+        "IS_OFF (BUF_IOERR, pBUF->bstat)".to_string(),
+        "133129".to_string(),
+        code.to_string(),
+    ]
 }
 
 /// Reads one run and checks its pages.
@@ -778,18 +789,12 @@ fn scan_run(
                         // Reported as SQL Server's CHECKDB does a failed read (-1: I/O
                         // error); the zeros left in the buffer are then skipped.
                         one[0].bytes_mut().fill(0);
-                        out.findings.push(owner.finding(
+                        owner.unprocessable(
+                            &mut out.findings,
                             8939,
-                            vec![
-                                pid.to_string(),
-                                "IS_OFF (BUF_IOERR, pBUF->bstat)".to_string(),
-                                "133129".to_string(),
-                                "-1".to_string(),
-                            ],
-                            Some(pid),
-                        ));
-                        out.findings
-                            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+                            audit_args(pid, AUDIT_IO),
+                            pid,
+                        );
                     }
                     Err(e) => return Err(e),
                 }
@@ -815,13 +820,8 @@ fn scan_run(
             // in use too, and lost its contents (SQL Server reads such a page as naming
             // page (0:0)).
             for z in zeros.drain(..) {
-                out.findings.push(owner.finding(
-                    8909,
-                    vec![z.to_string(), PageId::NULL.to_string()],
-                    Some(z),
-                ));
-                out.findings
-                    .push(owner.finding(8928, vec![z.to_string()], Some(z)));
+                let args = vec![z.to_string(), PageId::NULL.to_string()];
+                owner.unprocessable(&mut out.findings, 8909, args, z);
             }
         }
         check_page(ctx, &owner, pid, page, out);
@@ -836,54 +836,29 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
     }
     let raw = page.raw_header();
     if raw.checksum != page.compute_checksum() {
-        let (test, a, b) = audit_test(true);
-        out.findings.push(owner.finding(
+        owner.unprocessable(
+            &mut out.findings,
             8939,
-            vec![
-                pid.to_string(),
-                test.to_string(),
-                a.to_string(),
-                b.to_string(),
-            ],
-            Some(pid),
-        ));
-        out.findings
-            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+            audit_args(pid, AUDIT_CHECKSUM),
+            pid,
+        );
         return;
     }
     if raw.this_page != pid {
-        let mut f = owner.finding(
-            8909,
-            vec![pid.to_string(), raw.this_page.to_string()],
-            Some(pid),
-        );
-        // 8909 names the page before its owner in SQL Server's text.
-        f.args = {
-            let mut a = owner.args();
-            a.push(pid.to_string());
-            a.push(raw.this_page.to_string());
-            a
-        };
-        out.findings.push(f);
-        out.findings
-            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        let args = vec![pid.to_string(), raw.this_page.to_string()];
+        owner.unprocessable(&mut out.findings, 8909, args, pid);
         return;
     }
     let header = match page.header() {
         Ok(h) => h,
         Err(_) => {
-            out.findings.push(owner.finding(
-                8939,
-                vec![
-                    pid.to_string(),
-                    "m_headerVersion == HEADER_7_0 && m_type is valid".to_string(),
-                    raw.version.to_string(),
-                    raw.page_type.to_string(),
-                ],
-                Some(pid),
-            ));
-            out.findings
-                .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+            let args = vec![
+                pid.to_string(),
+                "m_headerVersion == HEADER_7_0 && m_type is valid".to_string(),
+                raw.version.to_string(),
+                raw.page_type.to_string(),
+            ];
+            owner.unprocessable(&mut out.findings, 8939, args, pid);
             return;
         }
     };
@@ -921,18 +896,13 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         _ => false,
     };
     if !type_ok || header.index_id as u8 != ti.entry.index_id {
-        out.findings.push(owner.finding(
-            8939,
-            vec![
-                pid.to_string(),
-                "m_type and m_level match the index".to_string(),
-                (header.page_type as u8).to_string(),
-                header.level.to_string(),
-            ],
-            Some(pid),
-        ));
-        out.findings
-            .push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        let args = vec![
+            pid.to_string(),
+            "m_type and m_level match the index".to_string(),
+            (header.page_type as u8).to_string(),
+            header.level.to_string(),
+        ];
+        owner.unprocessable(&mut out.findings, 8939, args, pid);
         return;
     }
     *out.pages.entry(owner.unit).or_default() += 1;
@@ -1097,33 +1067,27 @@ fn page_records<'p>(
     findings: &mut Vec<Finding>,
 ) -> Option<Vec<(u16, &'p [u8])>> {
     let b = page.bytes();
-    let test = |findings: &mut Vec<Finding>, t: &str, a: i64, v: i64| {
-        findings.push(owner.finding(
-            8939,
-            vec![pid.to_string(), t.to_string(), a.to_string(), v.to_string()],
-            Some(pid),
-        ));
+    let test_args = |t: &str, a: i64, v: i64| {
+        vec![pid.to_string(), t.to_string(), a.to_string(), v.to_string()]
     };
     let slots_bytes = SLOT_SIZE * h.slot_count as usize;
     if slots_bytes > BODY_SIZE {
-        test(
-            findings,
+        let args = test_args(
             "m_slotCnt <= (PAGESIZE - PAGEHEADSIZE) / sizeof (Slot)",
             h.slot_count as i64,
             (BODY_SIZE / SLOT_SIZE) as i64,
         );
-        findings.push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        owner.unprocessable(findings, 8939, args, pid);
         return None;
     }
     let free_data = h.free_data as usize;
     if free_data < PAGE_HEADER_SIZE || free_data > PAGE_SIZE - slots_bytes {
-        test(
-            findings,
+        let args = test_args(
             "m_freeData >= PAGEHEADSIZE && m_freeData <= (UINT)PAGESIZE - m_slotCnt * sizeof (Slot)",
             free_data as i64,
             h.slot_count as i64,
         );
-        findings.push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
+        owner.unprocessable(findings, 8939, args, pid);
         return None;
     }
     let mut placed: Vec<(u16, usize, usize)> = Vec::new();
@@ -1199,12 +1163,12 @@ fn page_records<'p>(
     let used: usize = placed.iter().map(|&(_, _, l)| l).sum();
     let expected_free = BODY_SIZE - slots_bytes - used;
     if h.free_count as usize != expected_free {
-        test(
-            findings,
+        let args = test_args(
             "m_freeCnt == freeCnt",
             h.free_count as i64,
             expected_free as i64,
         );
+        findings.push(owner.finding(8939, args, Some(pid)));
     }
     let mut ghosts = 0u32;
     let mut records = Vec::with_capacity(placed.len());
@@ -1237,12 +1201,12 @@ fn page_records<'p>(
         records.push((slot, rec));
     }
     if ghosts != h.ghost_rec_count as u32 {
-        let mut f = owner.finding(8927, vec![], Some(pid));
-        f.args = owner.args();
-        f.args.push(h.ghost_rec_count.to_string());
-        f.args.push(ghosts.to_string());
-        f.args.push(pid.to_string());
-        findings.push(f);
+        let args = vec![
+            h.ghost_rec_count.to_string(),
+            ghosts.to_string(),
+            pid.to_string(),
+        ];
+        findings.push(owner.finding(8927, args, Some(pid)));
     }
     Some(records)
 }

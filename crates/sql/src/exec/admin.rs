@@ -154,23 +154,10 @@ impl Session {
     /// its current content. The lines go to the client with trace flag 3604 (session or
     /// global), else to the error log.
     fn dbcc_page(&mut self, args: &[Value], out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
-        let inst = self.engine.instance.clone();
         if args.len() < 3 {
             return Err(vec![msg(2526, &[])]);
         }
-        let (db_id, db) = match &args[0] {
-            Value::Text(name) => inst
-                .database_by_name(name)
-                .ok_or_else(|| vec![msg(2520, &[name])])?,
-            v => {
-                let id = as_i64(v).map_err(|e| vec![e])?;
-                let id = if id == 0 { self.database_id as i64 } else { id };
-                u16::try_from(id)
-                    .ok()
-                    .and_then(|i| inst.database(i).map(|d| (i, d)))
-                    .ok_or_else(|| vec![msg(2520, &[&id])])?
-            }
-        };
+        let (db_id, db) = self.dbcc_database(args.first())?;
         let number = |v: &Value| as_i64(v).map_err(|e| vec![e]);
         let (file, page) = (number(&args[1])?, number(&args[2])?);
         let printopt = match args.get(3) {
