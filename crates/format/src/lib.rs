@@ -32,7 +32,7 @@ pub mod pfs;
 pub mod record;
 
 pub use ids::{ExtentNo, FileId, Lsn, PageId, PageNo};
-pub use page::{Page, PageHeader, PageType};
+pub use page::{Page, PageHeader, PageType, PageView};
 
 /// Bytes in a page.
 pub const PAGE_SIZE: usize = 8192;

@@ -100,6 +100,13 @@ pub trait DbFile: Send + Sync {
     /// Read-ahead: `[offset, offset+len)` will be read soon, so the OS may start reading it
     /// now (posix_fadvise WILLNEED). Only a hint: the default does nothing.
     fn will_need(&self, _offset: u64, _len: u64) {}
+    /// Reads from `offset` into the buffers only what the page cache holds, without waiting
+    /// for the device (preadv2 with RWF_NOWAIT): returns the bytes read, a prefix of the
+    /// range. 0 when the first bytes are not cached, on any error (the caller's ordinary
+    /// read reports it), and for files that cannot tell (the default).
+    fn read_cached_vectored_at(&self, _bufs: &mut [&mut [u8]], _offset: u64) -> usize {
+        0
+    }
 }
 
 /// The directory operations the engine needs.

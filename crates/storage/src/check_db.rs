@@ -43,7 +43,9 @@ use std::sync::Mutex;
 use extentdb_format::catalog::{ColumnEntry, TableEntry, CATALOG_ALLOCATION_UNIT};
 use extentdb_format::codec::get_u16;
 use extentdb_format::record::{self, ColumnLayout, RecordType};
-use extentdb_format::{key, Page, PageId, PageType, PAGES_PER_EXTENT, PAGE_HEADER_SIZE, PAGE_SIZE};
+use extentdb_format::{
+    key, Page, PageId, PageType, PageView, PAGES_PER_EXTENT, PAGE_HEADER_SIZE, PAGE_SIZE,
+};
 
 use crate::btree::KeyInfo;
 use crate::check_alloc::{check_allocation, AllocError, CheckAllocReport, Claimant};
@@ -210,40 +212,6 @@ impl Owner {
     }
 }
 
-/// Hashes a page id by multiplying it out (page ids are dense and trusted here; SipHash
-/// cost a tenth of a full check).
-#[derive(Clone, Copy, Default)]
-struct PageHash;
-
-#[derive(Default)]
-struct PageHasher(u64);
-
-impl std::hash::Hasher for PageHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u16(&mut self, v: u16) {
-        self.0 = (self.0 ^ v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.0 = (self.0.rotate_left(16) ^ v as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
-}
-
-impl std::hash::BuildHasher for PageHash {
-    type Hasher = PageHasher;
-    fn build_hasher(&self) -> PageHasher {
-        PageHasher::default()
-    }
-}
-
-type PageMap<V> = HashMap<PageId, V, PageHash>;
-
 /// A record of a page being checked: slot, column values (or key), live (not a ghost).
 type DecodedRecord<'a> = (u16, Vec<Option<&'a [u8]>>, bool);
 
@@ -256,22 +224,34 @@ fn page_id_of(b: &[u8]) -> Option<PageId> {
     ))
 }
 
-/// A key with owned bytes.
-type OwnedKey = Box<[u8]>;
+/// Column `i` of a record's key: the key columns are the record's first columns on an
+/// index page (`positions` None), and the clustered key's columns on a leaf.
+fn key_column<'v>(
+    values: &[Option<&'v [u8]>],
+    positions: Option<&[usize]>,
+    i: usize,
+) -> Option<&'v [u8]> {
+    let at = match positions {
+        Some(p) => *p.get(i)?,
+        None => i,
+    };
+    values.get(at).copied().flatten()
+}
 
-/// A key in one allocation: per column a u16 length (0xFFFF for NULL) and the bytes.
-fn owned(k: &[Option<&[u8]>]) -> OwnedKey {
-    let mut out = Vec::with_capacity(k.iter().map(|v| 2 + v.map_or(0, <[u8]>::len)).sum());
-    for v in k {
-        match v {
-            None => out.extend_from_slice(&u16::MAX.to_le_bytes()),
-            Some(b) => {
-                out.extend_from_slice(&(b.len() as u16).to_le_bytes());
-                out.extend_from_slice(b);
-            }
+/// Compares two records' keys column by column, as `key::compare_keys` does.
+fn compare_records(
+    types: &[u8],
+    positions: Option<&[usize]>,
+    a: &[Option<&[u8]>],
+    b: &[Option<&[u8]>],
+) -> std::cmp::Ordering {
+    for (i, &t) in types.iter().enumerate() {
+        match key::compare(t, key_column(a, positions, i), key_column(b, positions, i)) {
+            std::cmp::Ordering::Equal => {}
+            o => return o,
         }
     }
-    out.into_boxed_slice()
+    std::cmp::Ordering::Equal
 }
 
 /// The next column of an encoded key, and the rest.
@@ -285,7 +265,7 @@ fn next_column(b: &[u8]) -> Option<(Option<&[u8]>, &[u8])> {
 }
 
 /// Compares two encoded keys column by column, as `key::compare_keys` does.
-fn compare_owned(types: &[u8], mut a: &[u8], mut b: &[u8]) -> std::cmp::Ordering {
+fn compare_encoded(types: &[u8], mut a: &[u8], mut b: &[u8]) -> std::cmp::Ordering {
     for &t in types {
         let (Some((x, ra)), Some((y, rb))) = (next_column(a), next_column(b)) else {
             break;
@@ -300,34 +280,109 @@ fn compare_owned(types: &[u8], mut a: &[u8], mut b: &[u8]) -> std::cmp::Ordering
     std::cmp::Ordering::Equal
 }
 
+/// Where a key lies in its `TreeFacts::keys` arena.
+#[derive(Debug, Clone, Copy)]
+struct KeyRef {
+    start: usize,
+    len: u32,
+}
+
 /// What the cross-page checks need of one B-tree page.
 struct TreePage {
+    pid: PageId,
     level: u8,
     prev: PageId,
     next: PageId,
     /// Keys of the first and last record that bound the page's range: for a leaf its first
     /// and last records, for an index page its second (the first counts as minus infinity)
     /// and last.
-    low: Option<OwnedKey>,
-    high: Option<OwnedKey>,
-    /// Index pages: (separator key, child) in slot order; the first key is unused.
-    children: Vec<(OwnedKey, PageId)>,
+    low: Option<KeyRef>,
+    high: Option<KeyRef>,
+    /// Index pages: their (separator key, child) pairs in slot order, a range of
+    /// `TreeFacts::children`; the first key is unused.
+    children: std::ops::Range<usize>,
     /// The page could not be read as records: structure checks skip its contents.
     damaged: bool,
 }
 
-impl TreePage {
-    /// A page's links and level from its header; keys and children are filled in later.
-    fn of(h: &extentdb_format::PageHeader, damaged: bool) -> TreePage {
-        TreePage {
+/// The B-tree facts of one allocation unit, kept flat: pages in a vector (sorted by page
+/// id before the walk, then found by binary search), keys encoded in one byte arena (per
+/// column a u16 length, 0xFFFF for NULL, and the bytes). A few dozen bytes per page and no
+/// allocation per page.
+#[derive(Default)]
+struct TreeFacts {
+    pages: Vec<TreePage>,
+    children: Vec<(KeyRef, PageId)>,
+    keys: Vec<u8>,
+}
+
+impl TreeFacts {
+    /// A page with its links and level from its header; keys and children come after.
+    fn push_page(&mut self, pid: PageId, h: &extentdb_format::PageHeader, damaged: bool) {
+        let at = self.children.len();
+        self.pages.push(TreePage {
+            pid,
             level: h.level,
             prev: h.prev_page,
             next: h.next_page,
             low: None,
             high: None,
-            children: Vec::new(),
+            children: at..at,
             damaged,
+        });
+    }
+
+    /// Encodes a key's columns into the arena.
+    fn push_key<'v>(&mut self, columns: impl Iterator<Item = Option<&'v [u8]>>) -> KeyRef {
+        let start = self.keys.len();
+        for v in columns {
+            match v {
+                None => self.keys.extend_from_slice(&u16::MAX.to_le_bytes()),
+                Some(b) => {
+                    self.keys.extend_from_slice(&(b.len() as u16).to_le_bytes());
+                    self.keys.extend_from_slice(b);
+                }
+            }
         }
+        KeyRef {
+            start,
+            len: (self.keys.len() - start) as u32,
+        }
+    }
+
+    fn key(&self, k: KeyRef) -> &[u8] {
+        &self.keys[k.start..k.start + k.len as usize]
+    }
+
+    /// Takes another worker's facts of the same unit.
+    fn append(&mut self, o: TreeFacts) {
+        let (keys, children) = (self.keys.len(), self.children.len());
+        let shift = |k: KeyRef| KeyRef {
+            start: k.start + keys,
+            len: k.len,
+        };
+        self.keys.extend_from_slice(&o.keys);
+        self.children
+            .extend(o.children.into_iter().map(|(k, c)| (shift(k), c)));
+        self.pages.extend(o.pages.into_iter().map(|mut p| {
+            p.low = p.low.map(shift);
+            p.high = p.high.map(shift);
+            p.children = p.children.start + children..p.children.end + children;
+            p
+        }));
+    }
+
+    /// Sorts the pages by page id, for `find`.
+    fn sort(&mut self) {
+        self.pages
+            .sort_unstable_by_key(|p| (p.pid.file.0, p.pid.page.0));
+    }
+
+    /// The index of a page in `pages` (after `sort`).
+    fn find(&self, pid: PageId) -> Option<usize> {
+        self.pages
+            .binary_search_by_key(&(pid.file.0, pid.page.0), |p| (p.pid.file.0, p.pid.page.0))
+            .ok()
     }
 }
 
@@ -335,18 +390,25 @@ impl TreePage {
 #[derive(Default)]
 struct Gathered {
     findings: Vec<Finding>,
-    tree_pages: HashMap<u64, PageMap<TreePage>>,
+    tree_pages: HashMap<u64, TreeFacts>,
     /// Per unit: pages holding its records, and live rows.
     pages: HashMap<u64, u64>,
     rows: HashMap<u64, u64>,
     pages_read: u64,
+    /// The run being scanned: its unit's data pages and live rows so far.
+    run_pages: u64,
+    run_rows: u64,
 }
 
 impl Gathered {
+    fn tree_facts(&mut self, unit: u64) -> &mut TreeFacts {
+        self.tree_pages.entry(unit).or_default()
+    }
+
     fn merge(&mut self, o: Gathered) {
         self.findings.extend(o.findings);
         for (u, m) in o.tree_pages {
-            self.tree_pages.entry(u).or_default().extend(m);
+            self.tree_pages.entry(u).or_default().append(m);
         }
         for (u, n) in o.pages {
             *self.pages.entry(u).or_default() += n;
@@ -521,6 +583,10 @@ pub fn check_database(
             s.spawn(|| {
                 let mut mine = Gathered::default();
                 let mut pages = Vec::new();
+                // While runs come whole from the page cache, read-ahead hints only cost
+                // (the kernel walks the cached pages); they resume at the first run that
+                // had to wait for the device.
+                let mut warm = false;
                 loop {
                     if failure.lock().unwrap().is_some()
                         || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
@@ -531,16 +597,34 @@ pub fn check_database(
                     let Some(run) = runs.get(i) else { break };
                     // Read-ahead: the kernel reads the run READ_AHEAD_RUNS ahead while
                     // this one is checked (the first ones were hinted before the start).
-                    if let Some(ahead) = runs.get(i + READ_AHEAD_RUNS) {
-                        src.will_need(
-                            ahead.file,
-                            ahead.first_extent * PAGES_PER_EXTENT,
-                            ahead.extents * PAGES_PER_EXTENT,
+                    let hint = |ahead: &[Run]| {
+                        for a in ahead {
+                            src.will_need(
+                                a.file,
+                                a.first_extent * PAGES_PER_EXTENT,
+                                a.extents * PAGES_PER_EXTENT,
+                            );
+                        }
+                    };
+                    if !warm {
+                        hint(
+                            runs.get(i + READ_AHEAD_RUNS..=i + READ_AHEAD_RUNS)
+                                .unwrap_or(&[]),
                         );
                     }
-                    if let Err(e) = scan_run(&ctx, run, &mut pages, &mut mine) {
-                        failure.lock().unwrap().get_or_insert(e);
-                        break;
+                    match scan_run(&ctx, run, &mut pages, &mut mine) {
+                        Ok(cached) => {
+                            if warm && !cached {
+                                // The cache ran out: hint the whole window again.
+                                let end = (i + 1 + READ_AHEAD_RUNS).min(runs.len());
+                                hint(runs.get(i + 1..end).unwrap_or(&[]));
+                            }
+                            warm = cached;
+                        }
+                        Err(e) => {
+                            failure.lock().unwrap().get_or_insert(e);
+                            break;
+                        }
                     }
                     let pages = (run.extents * PAGES_PER_EXTENT) as u64;
                     let d = done.fetch_add(pages, Ordering::Relaxed) + pages;
@@ -568,11 +652,12 @@ pub fn check_database(
             continue;
         }
         if let (Some(k), false) = (&t.keys, opts.physical_only) {
-            let pages = g
+            let mut facts = g
                 .tree_pages
                 .remove(&t.entry.allocation_unit_id)
                 .unwrap_or_default();
-            check_tree(t, k, &pages, &mut g.findings);
+            facts.sort();
+            check_tree(t, k, &facts, &mut g.findings);
         }
     }
     report.findings.extend(g.findings);
@@ -765,26 +850,71 @@ fn audit_args(pid: PageId, code: i64) -> Vec<String> {
     ]
 }
 
-/// Reads one run and checks its pages.
+/// Reads one run and checks its pages; returns true when the run was all in the page cache.
 fn scan_run(
     ctx: &Context<'_>,
     run: &Run,
     pages: &mut Vec<Page>,
     out: &mut Gathered,
-) -> Result<(), StorageError> {
+) -> Result<bool, StorageError> {
     let first = run.first_extent * PAGES_PER_EXTENT;
     let count = run.extents * PAGES_PER_EXTENT;
     let owner = ctx.owner(run.unit);
+    let cached = read_run(ctx, &owner, run.file, first, count, pages, out)?;
+    out.run_pages = 0;
+    out.run_rows = 0;
+    // Zero pages of this extent not yet followed by a page of the unit.
+    let mut zeros: Vec<PageId> = Vec::new();
+    for i in 0..count {
+        if i % PAGES_PER_EXTENT == 0 {
+            zeros.clear();
+        }
+        let pid = PageId::new(run.file, first + i);
+        let page = pages[i as usize].view();
+        out.pages_read += 1;
+        if page.is_unformatted() {
+            zeros.push(pid);
+            continue;
+        }
+        if run.unit != CATALOG_ALLOCATION_UNIT && page.raw_header().allocation_unit_id == run.unit {
+            // A unit takes an extent's pages in order: a zero page before one in use was
+            // in use too, and lost its contents (SQL Server reads such a page as naming
+            // page (0:0)).
+            for z in zeros.drain(..) {
+                let args = vec![z.to_string(), PageId::NULL.to_string()];
+                owner.unprocessable(&mut out.findings, 8909, args, z);
+            }
+        }
+        check_page(ctx, &owner, pid, page, out);
+    }
+    if out.run_pages > 0 {
+        *out.pages.entry(run.unit).or_default() += out.run_pages;
+        *out.rows.entry(run.unit).or_default() += out.run_rows;
+    }
+    Ok(cached)
+}
+
+/// Reads a run into `pages`, reporting pages that cannot be read (8939 with -1, as SQL
+/// Server's CHECKDB reports a failed read) and leaving them zero.
+fn read_run(
+    ctx: &Context<'_>,
+    owner: &Owner,
+    file: u16,
+    first: u32,
+    count: u32,
+    pages: &mut Vec<Page>,
+    out: &mut Gathered,
+) -> Result<bool, StorageError> {
     pages.resize_with(count as usize, Page::zeroed);
-    match ctx.src.read_pages(run.file, first, pages) {
-        Ok(()) => {}
+    match ctx.src.read_pages(file, first, pages) {
+        Ok(cached) => return Ok(cached),
         Err(StorageError::Io(_)) => {
             // Find the failing pages one by one.
             for i in 0..count {
-                let pid = PageId::new(run.file, first + i);
+                let pid = PageId::new(file, first + i);
                 let one = &mut pages[i as usize..i as usize + 1];
-                match ctx.src.read_pages(run.file, first + i, one) {
-                    Ok(()) => {}
+                match ctx.src.read_pages(file, first + i, one) {
+                    Ok(_) => {}
                     Err(StorageError::Io(_)) => {
                         // Reported as SQL Server's CHECKDB does a failed read (-1: I/O
                         // error); the zeros left in the buffer are then skipped.
@@ -802,35 +932,17 @@ fn scan_run(
         }
         Err(e) => return Err(e),
     }
-    // Zero pages of this extent not yet followed by a page of the unit.
-    let mut zeros: Vec<PageId> = Vec::new();
-    for i in 0..count {
-        if i % PAGES_PER_EXTENT == 0 {
-            zeros.clear();
-        }
-        let pid = PageId::new(run.file, first + i);
-        let page = &pages[i as usize];
-        out.pages_read += 1;
-        if page.is_unformatted() {
-            zeros.push(pid);
-            continue;
-        }
-        if run.unit != CATALOG_ALLOCATION_UNIT && page.raw_header().allocation_unit_id == run.unit {
-            // A unit takes an extent's pages in order: a zero page before one in use was
-            // in use too, and lost its contents (SQL Server reads such a page as naming
-            // page (0:0)).
-            for z in zeros.drain(..) {
-                let args = vec![z.to_string(), PageId::NULL.to_string()];
-                owner.unprocessable(&mut out.findings, 8909, args, z);
-            }
-        }
-        check_page(ctx, &owner, pid, page, out);
-    }
-    Ok(())
+    Ok(false)
 }
 
 /// The audit and record checks of one page of an owned extent (module docs, step 3).
-fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &mut Gathered) {
+fn check_page(
+    ctx: &Context<'_>,
+    owner: &Owner,
+    pid: PageId,
+    page: PageView<'_>,
+    out: &mut Gathered,
+) {
     if page.is_unformatted() {
         return;
     }
@@ -905,15 +1017,12 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         owner.unprocessable(&mut out.findings, 8939, args, pid);
         return;
     }
-    *out.pages.entry(owner.unit).or_default() += 1;
+    out.run_pages += 1;
     let records = match page_records(owner, pid, page, &header, &mut out.findings) {
         Some(r) => r,
         None => {
             if clustered {
-                out.tree_pages
-                    .entry(owner.unit)
-                    .or_default()
-                    .insert(pid, TreePage::of(&header, true));
+                out.tree_facts(owner.unit).push_page(pid, &header, true);
             }
             return;
         }
@@ -922,12 +1031,13 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         .iter()
         .filter(|(_, r)| !record::is_ghost(r) && header.page_type == PageType::Data)
         .count() as u64;
-    *out.rows.entry(owner.unit).or_default() += live;
+    out.run_rows += live;
     if ctx.opts.physical_only {
         return;
     }
     // Records against the table's columns, values against their types.
-    let layouts = if header.page_type == PageType::Index {
+    let index_page = header.page_type == PageType::Index;
+    let layouts = if index_page {
         &ti.keys
             .as_ref()
             .expect("index pages only in clustered tables")
@@ -941,28 +1051,9 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
     for (slot, rec) in &records {
         match record::decode(layouts, rec) {
             Ok(values) => {
-                if header.page_type == PageType::Data {
+                if !index_page {
                     if let Some(check) = ctx.opts.values {
-                        for (c, v) in ti.entry.columns.iter().zip(&values) {
-                            if let Some(v) = v {
-                                if let Some(type_name) = check(c, v) {
-                                    let mut f = Finding {
-                                        number: 2570,
-                                        args: vec![pid.to_string(), slot.to_string()],
-                                        object_id: owner.object_id,
-                                        index_id: owner.index_id,
-                                        allocation_unit_id: owner.unit,
-                                        allocation: false,
-                                        page: Some(pid),
-                                        slot: Some(*slot),
-                                    };
-                                    f.args.extend(owner.args());
-                                    f.args.push(c.name.clone());
-                                    f.args.push(type_name);
-                                    out.findings.push(f);
-                                }
-                            }
-                        }
+                        check_values(owner, ti, pid, *slot, &values, check, out);
                     }
                 }
                 decoded.push((*slot, values, !record::is_ghost(rec)));
@@ -986,47 +1077,42 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
         }
     }
     let Some(keys) = &ti.keys else { return };
+    let facts = out.tree_pages.entry(owner.unit).or_default();
+    facts.push_page(pid, &header, !decoded_ok);
     if !decoded_ok {
-        out.tree_pages
-            .entry(owner.unit)
-            .or_default()
-            .insert(pid, TreePage::of(&header, true));
         return;
     }
-    // Keys in slot order; on a leaf at most one live record per key.
-    let mut tree = TreePage::of(&header, false);
-    let index_page = header.page_type == PageType::Index;
-    // Keys are compared borrowed from the page; only the bounds and separators are kept.
-    let mut prev: Option<DecodedRecord<'_>> = None;
-    let mut first: Option<Vec<Option<&[u8]>>> = None;
-    for (i, (slot, values, live)) in decoded.into_iter().enumerate() {
-        let (k, child) = if index_page {
-            let mut k = values;
-            let child = k.pop().flatten().and_then(page_id_of);
-            (k, child)
-        } else {
-            (keys.positions.iter().map(|&p| values[p]).collect(), None)
-        };
+    // Keys in slot order; on a leaf at most one live record per key. Keys are compared
+    // borrowed from the page; only the bounds and separators are copied to the facts.
+    let positions = (!index_page).then_some(keys.positions.as_slice());
+    let ncols = keys.types.len();
+    let mut prev: Option<usize> = None;
+    let mut first: Option<usize> = None;
+    for (i, (slot, values, live)) in decoded.iter().enumerate() {
         if index_page {
-            let Some(c) = child else { continue };
-            tree.children.push((owned(&k), c));
+            let Some(child) = values.last().copied().flatten().and_then(page_id_of) else {
+                continue;
+            };
+            let k = facts.push_key(values[..values.len() - 1].iter().copied());
+            facts.children.push((k, child));
             if i == 0 {
                 // Minus infinity: not compared.
                 continue;
             }
         }
-        if let Some((pslot, pk, plive)) = &prev {
-            match key::compare_keys(&keys.types, pk, &k) {
+        if let Some(p) = prev {
+            let (pslot, pvalues, plive) = &decoded[p];
+            match compare_records(&keys.types, positions, pvalues, values) {
                 std::cmp::Ordering::Greater => {
                     let mut f = owner.finding(
                         2511,
                         vec![pid.to_string(), pslot.to_string(), slot.to_string()],
                         Some(pid),
                     );
-                    f.slot = Some(slot);
+                    f.slot = Some(*slot);
                     out.findings.push(f);
                 }
-                std::cmp::Ordering::Equal if *plive && live && !index_page => {
+                std::cmp::Ordering::Equal if *plive && *live && !index_page => {
                     let mut f = owner.finding(
                         2512,
                         vec![
@@ -1037,23 +1123,62 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
                         ],
                         Some(pid),
                     );
-                    f.slot = Some(slot);
+                    f.slot = Some(*slot);
                     out.findings.push(f);
                 }
                 _ => {}
             }
         }
-        if first.is_none() {
-            first = Some(k.clone());
-        }
-        prev = Some((slot, k, live));
+        first.get_or_insert(i);
+        prev = Some(i);
     }
-    tree.low = first.map(|k| owned(&k));
-    tree.high = prev.map(|(_, k, _)| owned(&k));
-    out.tree_pages
-        .entry(owner.unit)
-        .or_default()
-        .insert(pid, tree);
+    let facts = out.tree_facts(owner.unit);
+    let bound = |facts: &mut TreeFacts, i: usize| {
+        let values = &decoded[i].1;
+        facts.push_key((0..ncols).map(|c| key_column(values, positions, c)))
+    };
+    let low = first.map(|i| bound(facts, i));
+    let high = match (first, prev) {
+        (Some(f), Some(l)) if f == l => low,
+        (_, Some(l)) => Some(bound(facts, l)),
+        _ => None,
+    };
+    let children_end = facts.children.len();
+    let page = facts.pages.last_mut().expect("pushed above");
+    page.low = low;
+    page.high = high;
+    page.children.end = children_end;
+}
+
+/// DATA_PURITY: each value of a decoded row against its column's type (2570).
+fn check_values(
+    owner: &Owner,
+    ti: &TableInfo<'_>,
+    pid: PageId,
+    slot: u16,
+    values: &[Option<&[u8]>],
+    check: &ValueCheck,
+    out: &mut Gathered,
+) {
+    for (c, v) in ti.entry.columns.iter().zip(values) {
+        let Some(v) = v else { continue };
+        if let Some(type_name) = check(c, v) {
+            let mut args = vec![pid.to_string(), slot.to_string()];
+            args.extend(owner.args());
+            args.push(c.name.clone());
+            args.push(type_name);
+            out.findings.push(Finding {
+                number: 2570,
+                args,
+                object_id: owner.object_id,
+                index_id: owner.index_id,
+                allocation_unit_id: owner.unit,
+                allocation: false,
+                page: Some(pid),
+                slot: Some(slot),
+            });
+        }
+    }
 }
 
 /// The physical checks of a data or index page's header, slot array and record framing.
@@ -1062,7 +1187,7 @@ fn check_page(ctx: &Context<'_>, owner: &Owner, pid: PageId, page: &Page, out: &
 fn page_records<'p>(
     owner: &Owner,
     pid: PageId,
-    page: &'p Page,
+    page: PageView<'p>,
     h: &extentdb_format::PageHeader,
     findings: &mut Vec<Finding>,
 ) -> Option<Vec<(u16, &'p [u8])>> {
@@ -1212,16 +1337,11 @@ fn page_records<'p>(
 }
 
 /// The cross-page checks of one clustered index (module docs, step 4).
-fn check_tree(
-    t: &TableInfo<'_>,
-    keys: &KeyInfo,
-    pages: &PageMap<TreePage>,
-    findings: &mut Vec<Finding>,
-) {
+fn check_tree(t: &TableInfo<'_>, keys: &KeyInfo, facts: &TreeFacts, findings: &mut Vec<Finding>) {
     let owner = &t.owner;
     let root = t.entry.root_page;
-    let cmp = |a: &OwnedKey, b: &OwnedKey| compare_owned(&keys.types, a, b);
-    let Some(root_page) = pages.get(&root) else {
+    let cmp = |a: &[u8], b: &[u8]| compare_encoded(&keys.types, a, b);
+    let Some(root_index) = facts.find(root) else {
         findings.push(owner.finding(
             8976,
             vec![
@@ -1233,24 +1353,20 @@ fn check_tree(
         ));
         return;
     };
-    // (page, parent, parent slot, low bound, high bound): bounds borrowed from the parents.
-    type Entry<'k> = (
-        PageId,
-        PageId,
-        u16,
-        Option<&'k OwnedKey>,
-        Option<&'k OwnedKey>,
-    );
-    let mut level: Vec<Entry<'_>> = vec![(root, PageId::NULL, 0, None, None)];
-    let mut expected_level = root_page.level;
-    let mut parent_of: PageMap<(PageId, u16)> = PageMap::default();
-    let mut visited: std::collections::HashSet<PageId, PageHash> =
-        std::collections::HashSet::with_hasher(PageHash);
-    visited.insert(root);
+    // (page index, parent, parent slot, low bound, high bound): bounds borrowed from the
+    // parents' keys in the arena.
+    type Entry<'k> = (usize, PageId, u16, Option<&'k [u8]>, Option<&'k [u8]>);
+    let pages = &facts.pages;
+    let mut level: Vec<Entry<'_>> = vec![(root_index, PageId::NULL, 0, None, None)];
+    let mut expected_level = pages[root_index].level;
+    // Per page (by index): reached yet, and from which parent and slot.
+    let mut parent_of: Vec<Option<(PageId, u16)>> = vec![None; pages.len()];
+    parent_of[root_index] = Some((PageId::NULL, 0));
     loop {
         // This level's pages in key order: sibling links must follow it.
-        for (i, &(pid, parent, pslot, low, high)) in level.iter().enumerate() {
-            let p = &pages[&pid];
+        for (i, &(at, parent, pslot, low, high)) in level.iter().enumerate() {
+            let p = &pages[at];
+            let pid = p.pid;
             if p.level != expected_level {
                 findings.push(owner.finding(
                     8931,
@@ -1263,7 +1379,11 @@ fn check_tree(
                     Some(pid),
                 ));
             }
-            let expected_prev = if i == 0 { PageId::NULL } else { level[i - 1].0 };
+            let expected_prev = if i == 0 {
+                PageId::NULL
+            } else {
+                pages[level[i - 1].0].pid
+            };
             if p.prev != expected_prev {
                 findings.push(owner.finding(
                     8935,
@@ -1277,11 +1397,12 @@ fn check_tree(
                     Some(pid),
                 ));
             }
-            match level.get(i + 1) {
-                Some((next, ..)) if p.next != *next => findings.push(owner.finding(
+            let next = level.get(i + 1).map(|e| pages[e.0].pid);
+            match next {
+                Some(next) if p.next != next => findings.push(owner.finding(
                     8978,
                     vec![next.to_string(), pid.to_string()],
-                    Some(*next),
+                    Some(next),
                 )),
                 None if !p.next.is_null() => findings.push(owner.finding(
                     8981,
@@ -1290,8 +1411,8 @@ fn check_tree(
                 )),
                 _ => {}
             }
-            if let (Some(lo), Some(k)) = (low, &p.low) {
-                if cmp(k, lo) == std::cmp::Ordering::Less {
+            if let (Some(lo), Some(k)) = (low, p.low) {
+                if cmp(facts.key(k), lo) == std::cmp::Ordering::Less {
                     findings.push(owner.finding(
                         8933,
                         vec![
@@ -1304,8 +1425,8 @@ fn check_tree(
                     ));
                 }
             }
-            if let (Some(hi), Some(k)) = (high, &p.high) {
-                if cmp(k, hi) != std::cmp::Ordering::Less {
+            if let (Some(hi), Some(k)) = (high, p.high) {
+                if cmp(facts.key(k), hi) != std::cmp::Ordering::Less {
                     findings.push(owner.finding(
                         8934,
                         vec![
@@ -1313,7 +1434,7 @@ fn check_tree(
                             p.level.to_string(),
                             parent.to_string(),
                             (pslot + 1).to_string(),
-                            level.get(i + 1).map_or(PageId::NULL, |e| e.0).to_string(),
+                            next.unwrap_or(PageId::NULL).to_string(),
                         ],
                         Some(pid),
                     ));
@@ -1325,49 +1446,49 @@ fn check_tree(
         }
         // The next level down, from this level's separators.
         let mut below: Vec<Entry<'_>> = Vec::new();
-        for &(pid, _, _, low, high) in &level {
-            let p = &pages[&pid];
-            for (s, (k, child)) in p.children.iter().enumerate() {
-                let lo = if s == 0 { low } else { Some(k) };
-                let hi = match p.children.get(s + 1) {
-                    Some((nk, _)) => Some(nk),
+        for &(at, _, _, low, high) in &level {
+            let p = &pages[at];
+            let children = &facts.children[p.children.clone()];
+            for (s, &(k, child)) in children.iter().enumerate() {
+                let lo = if s == 0 { low } else { Some(facts.key(k)) };
+                let hi = match children.get(s + 1) {
+                    Some(&(nk, _)) => Some(facts.key(nk)),
                     None => high,
                 };
-                if !pages.contains_key(child) {
+                let Some(c) = facts.find(child) else {
                     let prev_child = if s == 0 {
                         PageId::NULL
                     } else {
-                        p.children[s - 1].1
+                        children[s - 1].1
                     };
                     findings.push(owner.finding(
                         8980,
                         vec![
-                            pid.to_string(),
+                            p.pid.to_string(),
                             s.to_string(),
                             child.to_string(),
                             prev_child.to_string(),
                         ],
-                        Some(pid),
+                        Some(p.pid),
                     ));
                     continue;
-                }
-                if !visited.insert(*child) {
-                    let (op, os) = parent_of.get(child).copied().unwrap_or((PageId::NULL, 0));
+                };
+                if let Some((op, os)) = parent_of[c] {
                     findings.push(owner.finding(
                         8937,
                         vec![
                             child.to_string(),
                             op.to_string(),
                             os.to_string(),
-                            pid.to_string(),
+                            p.pid.to_string(),
                             s.to_string(),
                         ],
-                        Some(*child),
+                        Some(child),
                     ));
                     continue;
                 }
-                parent_of.insert(*child, (pid, s as u16));
-                below.push((*child, pid, s as u16, lo, hi));
+                parent_of[c] = Some((p.pid, s as u16));
+                below.push((c, p.pid, s as u16, lo, hi));
             }
         }
         if below.is_empty() {
@@ -1378,13 +1499,14 @@ fn check_tree(
     }
     // Below a page that could not be read as records, its children look unreached: those
     // are reported through the damaged page, not one by one.
-    if pages.values().any(|p| p.damaged) {
+    if pages.iter().any(|p| p.damaged) {
         return;
     }
-    let mut orphans: Vec<&PageId> = pages.keys().filter(|p| !visited.contains(p)).collect();
-    orphans.sort_by_key(|p| (p.file.0, p.page.0));
-    for p in orphans {
-        findings.push(owner.finding(8977, vec![p.to_string()], Some(*p)));
+    // Pages are sorted by page id, so the orphans come out in page order.
+    for (p, reached) in pages.iter().zip(&parent_of) {
+        if reached.is_none() {
+            findings.push(owner.finding(8977, vec![p.pid.to_string()], Some(p.pid)));
+        }
     }
 }
 

@@ -132,6 +132,9 @@ impl DbFile for CowFile {
     fn will_need(&self, offset: u64, len: u64) {
         self.inner.will_need(offset, len)
     }
+    fn read_cached_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> usize {
+        self.inner.read_cached_vectored_at(bufs, offset)
+    }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> extentdb_io::Result<()> {
         self.inner.read_vectored_at(bufs, offset)
     }
@@ -354,13 +357,14 @@ impl CheckSource {
     /// Reads pages of `file` from `first` into `pages` (one per buffer, with one vectored
     /// read), as they were at the view's instant. Pages past the end of the file read as
     /// zeros; an I/O error is returned as is (the caller retries page by page to find which
-    /// one failed).
+    /// one failed). Returns true when every page came from the page cache without waiting
+    /// for the device (the reader then needs no read-ahead hints).
     pub fn read_pages(
         &self,
         file: u16,
         first: u32,
         pages: &mut [Page],
-    ) -> Result<(), StorageError> {
+    ) -> Result<bool, StorageError> {
         let f = self
             .files
             .get(&file)
@@ -373,14 +377,21 @@ impl CheckSource {
             p.bytes_mut().fill(0);
         }
         let mut bufs: Vec<&mut [u8]> = present.iter_mut().map(|p| &mut p.bytes_mut()[..]).collect();
-        f.file.read_vectored_at(&mut bufs, offset)?;
+        // What the page cache holds first, without waiting; then the rest from the device
+        // (from the first page not read whole).
+        let cached = f.file.read_cached_vectored_at(&mut bufs, offset) / PAGE_SIZE;
+        let cached = cached.min(in_file);
+        if cached < in_file {
+            let at = offset + (cached * PAGE_SIZE) as u64;
+            f.file.read_vectored_at(&mut bufs[cached..], at)?;
+        }
         if let Some(store) = &self.store {
             for (i, p) in pages.iter_mut().enumerate() {
                 store.get(file, first + i as u32, p.bytes_mut())?;
             }
             store.check_failed()?;
         }
-        Ok(())
+        Ok(cached == in_file)
     }
 
     /// Read-ahead hint for `count` pages of `file` from `first` (see `DbFile::will_need`).
