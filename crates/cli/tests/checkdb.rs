@@ -1,6 +1,6 @@
 //! DBCC CHECKDB against a corruption injector: a real database (a heap and a clustered
 //! index of a few thousand rows, made through `extentdb exec`) is damaged while the instance
-//! is stopped, one way at a time (thirteen ways), and `extentdb checkdb` (and, for some, DBCC CHECKDB
+//! is stopped, one way at a time (thirteen ways, and four to an IAM chain), and `extentdb checkdb` (and, for some, DBCC CHECKDB
 //! through T-SQL on the running engine) must report each damage with SQL Server's message,
 //! the object and the page; the page is then restored and the database checks clean again.
 //! A seeded fuzz loop then mutates random pages in random ways and checks in-process that
@@ -15,10 +15,11 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use extentdb_format::catalog::TableEntry;
-use extentdb_format::codec::{get_u16, put_u16};
+use extentdb_format::codec::{get_u16, put_u16, put_u32};
 use extentdb_format::layout::{self, BitmapKind};
 use extentdb_format::{
-    bitmap, iam, pfs, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS, PAGE_SIZE,
+    bitmap, iam, pfs, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS, PAGE_HEADER_SIZE,
+    PAGE_SIZE,
 };
 use extentdb_io::os::OsFileSystem;
 use extentdb_sql::exec::checkdb::value_check;
@@ -531,6 +532,146 @@ fn every_injected_corruption_is_reported() {
         );
     }
 
+    assert_clean(&dir, "after every page was restored");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Proves damage to an IAM chain is found with SQL Server's messages, naming both pages and
+/// the object: a heap spread over two files has a chain of two IAM pages, and in turn the
+/// first page's previous pointer names the second (2576), the second's previous pointer is
+/// cleared (2576 naming (0:0)), the second's sequence number jumps (2577), and the first's
+/// next pointer names a data page (2575). The database checks clean once each is undone.
+#[test]
+fn iam_chain_damage_is_reported() {
+    let dir = std::env::temp_dir().join(format!("xdb-checkdb-iam-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, out) = exec(
+        &dir,
+        "CREATE DATABASE CK ON (NAME = CK, FILENAME = 'CK.mdf', SIZE = 8MB), \
+         (NAME = CK2, FILENAME = 'CK2.ndf', SIZE = 8MB) \
+         LOG ON (NAME = CK_log, FILENAME = 'CK_log.ldf', SIZE = 8MB); \
+         USE CK; CREATE TABLE h (a int, v varchar(600)); \
+         DECLARE @i int = 0; \
+         WHILE @i < 1500 BEGIN INSERT INTO h VALUES (@i, REPLICATE('h', 500)); SET @i += 1; END;",
+    );
+    assert_eq!(code, 0, "{out}");
+    let path = |file: u16| match file {
+        1 => dir.join("data/CK.mdf"),
+        3 => dir.join("data/CK2.ndf"),
+        f => panic!("no file {f}"),
+    };
+    let (h, first) = {
+        let off = open_offline(&OsFileSystem, &path(1)).unwrap();
+        let h = off
+            .catalog
+            .tables
+            .iter()
+            .find(|t| t.name == "h")
+            .unwrap()
+            .clone();
+        let au = off
+            .catalog
+            .allocation_units
+            .iter()
+            .find(|a| a.allocation_unit_id == h.allocation_unit_id)
+            .unwrap()
+            .first_iam_page;
+        (h, au)
+    };
+    let read = |pid: PageId| {
+        use std::os::unix::fs::FileExt;
+        let mut b = vec![0u8; PAGE_SIZE];
+        std::fs::File::open(path(pid.file.0))
+            .unwrap()
+            .read_exact_at(&mut b, pid.page.0 as u64 * PAGE_SIZE as u64)
+            .unwrap();
+        Page::from_bytes(&b).unwrap()
+    };
+    let write = |pid: PageId, p: &Page| {
+        use std::os::unix::fs::FileExt;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path(pid.file.0))
+            .unwrap();
+        f.write_all_at(p.bytes(), pid.page.0 as u64 * PAGE_SIZE as u64)
+            .unwrap();
+        f.sync_all().unwrap();
+    };
+    // Damages one page (resealed, so only the chain is wrong), checks, and restores it.
+    let damaged = |pid: PageId, what: &str, change: &dyn Fn(&mut Page), expected: &[String]| {
+        let original = read(pid);
+        let mut p = original.clone();
+        change(&mut p);
+        p.seal();
+        write(pid, &p);
+        expect(&dir, what, expected);
+        write(pid, &original);
+    };
+    let set_prev = |to: PageId| {
+        move |p: &mut Page| {
+            let mut hd = p.header().unwrap();
+            hd.prev_page = to;
+            p.set_header(&hd);
+        }
+    };
+    let second = read(first).raw_header().next_page;
+    assert!(!second.is_null(), "the heap's chain has two IAM pages");
+    assert_eq!(iam::sequence(&read(second)), 1);
+    let obj = format!("in object ID {}, index ID 0,", h.object_id);
+    assert_clean(&dir, "before any damage");
+
+    damaged(
+        first,
+        "previous pointer of the first IAM page",
+        &set_prev(second),
+        &[format!(
+            "Msg 2576, Level 16, State 1, Line 1\nThe Index Allocation Map (IAM) page {second} \
+             is pointed to by the previous pointer of IAM page {first} {obj}"
+        )],
+    );
+    damaged(
+        second,
+        "previous pointer of the second IAM page",
+        &set_prev(PageId::NULL),
+        &[format!(
+            "The Index Allocation Map (IAM) page (0:0) is pointed to by the previous pointer \
+             of IAM page {second} {obj}"
+        )],
+    );
+    damaged(
+        second,
+        "sequence number",
+        &|p: &mut Page| put_u32(p.bytes_mut(), PAGE_HEADER_SIZE, 7),
+        &[format!(
+            "Msg 2577, Level 16, State 1, Line 1\nChain sequence numbers are out of order in \
+             the Index Allocation Map (IAM) chain for object ID {}, index ID 0,",
+            h.object_id
+        ),
+        format!("Page {first} with sequence number 0 points to page {second} with sequence number 7.")],
+    );
+    let bytes = std::fs::read(path(1)).unwrap();
+    let data = bytes
+        .chunks(PAGE_SIZE)
+        .enumerate()
+        .find_map(|(n, b)| {
+            let r = Page::from_bytes(b).ok()?.raw_header();
+            (r.allocation_unit_id == h.allocation_unit_id && r.page_type == PageType::Data as u8)
+                .then(|| PageId::new(1, n as u32))
+        })
+        .expect("a data page of h in the primary file");
+    damaged(
+        first,
+        "next pointer to a data page",
+        &|p: &mut Page| {
+            let mut hd = p.header().unwrap();
+            hd.next_page = data;
+            p.set_header(&hd);
+        },
+        &[format!(
+            "Msg 2575, Level 16, State 1, Line 1\nThe Index Allocation Map (IAM) page {data} \
+             is pointed to by the next pointer of IAM page {first} {obj}"
+        )],
+    );
     assert_clean(&dir, "after every page was restored");
     let _ = std::fs::remove_dir_all(&dir);
 }

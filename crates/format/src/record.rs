@@ -327,6 +327,19 @@ pub fn decode<'a>(
     layouts: &[ColumnLayout],
     rec: &'a [u8],
 ) -> Result<Vec<Option<&'a [u8]>>, FormatError> {
+    let mut values = Vec::with_capacity(layouts.len());
+    decode_into(layouts, rec, &mut values)?;
+    Ok(values)
+}
+
+/// `decode`, appending the `layouts.len()` values to `values` (a buffer the caller reuses
+/// across records). After an error `values` may hold some of them: truncate it.
+pub fn decode_into<'a>(
+    layouts: &[ColumnLayout],
+    rec: &'a [u8],
+    values: &mut Vec<Option<&'a [u8]>>,
+) -> Result<(), FormatError> {
+    let start = values.len();
     let f = frame(rec)?;
     if f.len != rec.len() {
         return Err(bad(format!(
@@ -367,7 +380,6 @@ pub fn decode<'a>(
         )));
     }
     let bitmap = &rec[f.bitmap_at..f.bitmap_at + bitmap_len(f.columns)];
-    let mut values = Vec::with_capacity(layouts.len());
     let mut fixed_at = FIXED_DATA;
     let mut var_index = 0;
     let mut var_start = f.var_data_at;
@@ -401,8 +413,8 @@ pub fn decode<'a>(
         }
         values.push(if null { None } else { Some(bytes) });
     }
-    values.resize(layouts.len(), None);
-    Ok(values)
+    values.resize(start + layouts.len(), None);
+    Ok(())
 }
 
 #[cfg(test)]

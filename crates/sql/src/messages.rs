@@ -221,6 +221,9 @@ static CATALOGUE: &[Entry] = &[
     e(2511, 16, 2, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Keys out of order on page %S_PGID, slots %d and %d."),
     e(2512, 16, 2, "Table error: Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Duplicate keys on page %S_PGID slot %d and page %S_PGID slot %d."),
     e(2534, 16, 1, "Table error: page %S_PGID, whose header indicates that it is allocated to object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), is allocated by another object."),
+    e(2575, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the next pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
+    e(2576, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the previous pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
+    e(2577, 16, 1, "Chain sequence numbers are out of order in the Index Allocation Map (IAM) chain for object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Page %S_PGID with sequence number %d points to page %S_PGID with sequence number %d."),
     e(2593, 10, 1, "There are %I64d rows in %I64d pages for object \"%.*ls\"."),
     e(7919, 16, 3, "Repair statement not processed. Database needs to be in single user mode."), // unverified
     e(8927, 16, 1, "Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls): The ghosted record count in the header (%d) does not match the number of ghosted records (%d) found on page %S_PGID."),

@@ -19,9 +19,15 @@
 //! its bits are then not used. Page reads verify checksums and page ids: a page failing them
 //! is reported (8939) and its bits are not used, and the check goes on.
 //!
-//! Not checked yet: PFS bytes against IAM ownership (8948, 8914), IAM chain links
-//! (2575/2576: previous links, sequence numbers, loops are cut short silently), IAM bits
-//! for extents beyond the end of their file, IAM pages in the wrong filegroup, DCM/BCM.
+//! Each IAM chain is followed from the catalog's first page: a next pointer to a page that
+//! is not an IAM page of the unit, or back into the chain, is Msg 2575; a previous pointer
+//! that is not the page the chain came from ((0:0) for the first) is Msg 2576; a sequence
+//! number that is not one more than its predecessor's is Msg 2577. The PFS must mark each
+//! IAM page (0x50) and each catalog page (0x40), Msg 8948; IAM bits for extents past the
+//! end of their file are reported (8939).
+//!
+//! Not checked: PFS free-space bytes of data pages (8914; the engine does not keep them),
+//! IAM pages in the wrong filegroup, DCM/BCM (the engine has neither yet).
 //!
 //! Consistency: the check reads a `CheckSource`, a view of the files as they were at one
 //! instant that stays exact while other sessions write (`snapshot`).
@@ -97,6 +103,30 @@ pub enum AllocError {
         extent: PageId,
         allocation_unit_id: u64,
     },
+    /// Msg 2575: the next pointer of IAM page `from` names `page`, which is not the next
+    /// IAM page of the unit's chain (not an IAM page of the unit, or one already in the
+    /// chain: a loop).
+    IamNextNotDetected {
+        page: PageId,
+        from: PageId,
+        allocation_unit_id: u64,
+    },
+    /// Msg 2576: the previous pointer of IAM page `from` names `page`, where the chain
+    /// reached `from` from another page ((0:0) for the first page, from the catalog).
+    IamPrevNotDetected {
+        page: PageId,
+        from: PageId,
+        allocation_unit_id: u64,
+    },
+    /// Msg 2577: IAM page `from` with sequence number `from_sequence` points to `page`
+    /// with `sequence`, which is not one more.
+    IamSequence {
+        allocation_unit_id: u64,
+        from: PageId,
+        from_sequence: u32,
+        page: PageId,
+        sequence: u32,
+    },
 }
 
 /// What one allocation unit's IAM chain holds.
@@ -162,10 +192,46 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
         };
         let mut seen = HashSet::new();
         let mut at = first;
-        while !at.is_null() && seen.insert(at) {
+        // The page the chain came from, and its sequence number.
+        let mut from: Option<(PageId, u32)> = None;
+        while !at.is_null() {
+            let next_not_detected = |from: Option<(PageId, u32)>| {
+                from.map(|(f, _)| AllocError::IamNextNotDetected {
+                    page: at,
+                    from: f,
+                    allocation_unit_id: au,
+                })
+            };
+            if !seen.insert(at) {
+                report.errors.extend(next_not_detected(from));
+                break;
+            }
             let Some(p) = read_iam(src, at, au, &mut report.errors)? else {
+                report.errors.extend(next_not_detected(from));
                 break;
             };
+            let prev = p.raw_header().prev_page;
+            let expected_prev = from.map_or(PageId::NULL, |(f, _)| f);
+            if prev != expected_prev {
+                report.errors.push(AllocError::IamPrevNotDetected {
+                    page: prev,
+                    from: at,
+                    allocation_unit_id: au,
+                });
+            }
+            let sequence = iam::sequence(&p);
+            if let Some((f, fs)) = from {
+                if fs.checked_add(1) != Some(sequence) {
+                    report.errors.push(AllocError::IamSequence {
+                        allocation_unit_id: au,
+                        from: f,
+                        from_sequence: fs,
+                        page: at,
+                        sequence,
+                    });
+                }
+            }
+            from = Some((at, sequence));
             marked.push((at, pfs::ALLOCATED | pfs::IAM_PAGE));
             unit.iam_pages += 1;
             let start = iam::start_page(&p);

@@ -212,9 +212,6 @@ impl Owner {
     }
 }
 
-/// A record of a page being checked: slot, column values (or key), live (not a ghost).
-type DecodedRecord<'a> = (u16, Vec<Option<&'a [u8]>>, bool);
-
 /// The child page id stored as a separator's last column (6 bytes: page, file).
 fn page_id_of(b: &[u8]) -> Option<PageId> {
     let b: &[u8; 6] = b.try_into().ok()?;
@@ -398,6 +395,28 @@ struct Gathered {
     /// The run being scanned: its unit's data pages and live rows so far.
     run_pages: u64,
     run_rows: u64,
+    /// Buffers reused from page to page (no allocation per page or record).
+    scratch: Scratch,
+}
+
+/// A worker's per-page buffers. Those holding slices of a page are kept empty between
+/// pages, with a lifetime that is re-chosen for each page (`recycle`).
+#[derive(Default)]
+struct Scratch {
+    /// Page records: (slot, offset, length) as placed, then sorted by offset.
+    placed: Vec<(u16, usize, usize)>,
+    by_offset: Vec<(u16, usize, usize)>,
+    records: Vec<(u16, &'static [u8])>,
+    /// Every decoded record's values in a row, and per record (slot, its values, live).
+    values: Vec<Option<&'static [u8]>>,
+    decoded: Vec<(u16, std::ops::Range<usize>, bool)>,
+}
+
+/// Empties a buffer and gives it back for elements of another lifetime, keeping its
+/// allocation (an in-place collect: the element types have one layout).
+fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("emptied")).collect()
 }
 
 impl Gathered {
@@ -806,6 +825,56 @@ fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
                 f.allocation = true;
                 out.push(f);
             }
+            AllocError::IamNextNotDetected {
+                page,
+                from,
+                allocation_unit_id,
+            }
+            | AllocError::IamPrevNotDetected {
+                page,
+                from,
+                allocation_unit_id,
+            } => {
+                let number = if matches!(e, AllocError::IamNextNotDetected { .. }) {
+                    2575
+                } else {
+                    2576
+                };
+                let o = ctx.owner(*allocation_unit_id);
+                let mut args = vec![page.to_string(), from.to_string()];
+                args.extend(o.args());
+                out.push(Finding {
+                    number,
+                    args,
+                    object_id: o.object_id,
+                    index_id: o.index_id,
+                    allocation_unit_id: *allocation_unit_id,
+                    allocation: true,
+                    page: Some(*from),
+                    slot: None,
+                });
+            }
+            AllocError::IamSequence {
+                allocation_unit_id,
+                from,
+                from_sequence,
+                page,
+                sequence,
+            } => {
+                let o = ctx.owner(*allocation_unit_id);
+                let mut f = o.finding(
+                    2577,
+                    vec![
+                        from.to_string(),
+                        from_sequence.to_string(),
+                        page.to_string(),
+                        sequence.to_string(),
+                    ],
+                    Some(*page),
+                );
+                f.allocation = true;
+                out.push(f);
+            }
             AllocError::BeyondFile {
                 extent,
                 allocation_unit_id,
@@ -1018,15 +1087,28 @@ fn check_page(
         return;
     }
     out.run_pages += 1;
-    let records = match page_records(owner, pid, page, &header, &mut out.findings) {
-        Some(r) => r,
-        None => {
-            if clustered {
-                out.tree_facts(owner.unit).push_page(pid, &header, true);
-            }
-            return;
-        }
-    };
+    let mut records = recycle(std::mem::take(&mut out.scratch.records));
+    let framed = page_records(owner, pid, page, &header, &mut records, out);
+    if !framed && clustered {
+        out.tree_facts(owner.unit).push_page(pid, &header, true);
+    }
+    if framed {
+        check_records(ctx, owner, ti, pid, &header, &records, out);
+    }
+    out.scratch.records = recycle(records);
+}
+
+/// The record checks of a page whose records are framed (module docs, step 3): live rows,
+/// and without PHYSICAL_ONLY the values, keys and B-tree facts.
+fn check_records(
+    ctx: &Context<'_>,
+    owner: &Owner,
+    ti: &TableInfo<'_>,
+    pid: PageId,
+    header: &extentdb_format::PageHeader,
+    records: &[(u16, &[u8])],
+    out: &mut Gathered,
+) {
     let live = records
         .iter()
         .filter(|(_, r)| !record::is_ghost(r) && header.page_type == PageType::Data)
@@ -1046,19 +1128,23 @@ fn check_page(
         &ti.layouts
     };
     // Each record decoded once: its values serve the value checks and the keys.
-    let mut decoded: Vec<DecodedRecord<'_>> = Vec::with_capacity(records.len());
+    let mut values = recycle(std::mem::take(&mut out.scratch.values));
+    let mut decoded = std::mem::take(&mut out.scratch.decoded);
+    decoded.clear();
     let mut decoded_ok = true;
-    for (slot, rec) in &records {
-        match record::decode(layouts, rec) {
-            Ok(values) => {
+    for (slot, rec) in records {
+        let start = values.len();
+        match record::decode_into(layouts, rec, &mut values) {
+            Ok(()) => {
                 if !index_page {
                     if let Some(check) = ctx.opts.values {
-                        check_values(owner, ti, pid, *slot, &values, check, out);
+                        check_values(owner, ti, pid, *slot, &values[start..], check, out);
                     }
                 }
-                decoded.push((*slot, values, !record::is_ghost(rec)));
+                decoded.push((*slot, start..values.len(), !record::is_ghost(rec)));
             }
             Err(e) => {
+                values.truncate(start);
                 decoded_ok = false;
                 let mut f = owner.finding(
                     8944,
@@ -1076,9 +1162,28 @@ fn check_page(
             }
         }
     }
-    let Some(keys) = &ti.keys else { return };
+    if let Some(keys) = &ti.keys {
+        tree_facts(owner, keys, pid, header, decoded_ok, &values, &decoded, out);
+    }
+    out.scratch.values = recycle(values);
+    out.scratch.decoded = decoded;
+}
+
+/// Key order inside a B-tree page (2511, 2512), and the page's facts for the tree walk.
+#[allow(clippy::too_many_arguments)]
+fn tree_facts(
+    owner: &Owner,
+    keys: &KeyInfo,
+    pid: PageId,
+    header: &extentdb_format::PageHeader,
+    decoded_ok: bool,
+    values: &[Option<&[u8]>],
+    decoded: &[(u16, std::ops::Range<usize>, bool)],
+    out: &mut Gathered,
+) {
+    let index_page = header.page_type == PageType::Index;
     let facts = out.tree_pages.entry(owner.unit).or_default();
-    facts.push_page(pid, &header, !decoded_ok);
+    facts.push_page(pid, header, !decoded_ok);
     if !decoded_ok {
         return;
     }
@@ -1088,12 +1193,13 @@ fn check_page(
     let ncols = keys.types.len();
     let mut prev: Option<usize> = None;
     let mut first: Option<usize> = None;
-    for (i, (slot, values, live)) in decoded.iter().enumerate() {
+    for (i, (slot, range, live)) in decoded.iter().enumerate() {
+        let record = &values[range.clone()];
         if index_page {
-            let Some(child) = values.last().copied().flatten().and_then(page_id_of) else {
+            let Some(child) = record.last().copied().flatten().and_then(page_id_of) else {
                 continue;
             };
-            let k = facts.push_key(values[..values.len() - 1].iter().copied());
+            let k = facts.push_key(record[..record.len() - 1].iter().copied());
             facts.children.push((k, child));
             if i == 0 {
                 // Minus infinity: not compared.
@@ -1101,8 +1207,9 @@ fn check_page(
             }
         }
         if let Some(p) = prev {
-            let (pslot, pvalues, plive) = &decoded[p];
-            match compare_records(&keys.types, positions, pvalues, values) {
+            let (pslot, prange, plive) = &decoded[p];
+            let pvalues = &values[prange.clone()];
+            match compare_records(&keys.types, positions, pvalues, record) {
                 std::cmp::Ordering::Greater => {
                     let mut f = owner.finding(
                         2511,
@@ -1134,7 +1241,7 @@ fn check_page(
     }
     let facts = out.tree_facts(owner.unit);
     let bound = |facts: &mut TreeFacts, i: usize| {
-        let values = &decoded[i].1;
+        let values = &values[decoded[i].1.clone()];
         facts.push_key((0..ncols).map(|c| key_column(values, positions, c)))
     };
     let low = first.map(|i| bound(facts, i));
@@ -1182,15 +1289,22 @@ fn check_values(
 }
 
 /// The physical checks of a data or index page's header, slot array and record framing.
-/// Returns its records in slot order (empty slots skipped), or None when the page cannot
-/// be read as records (after recording why).
+/// Puts its records in `records` in slot order (empty slots skipped) and returns true, or
+/// returns false when the page cannot be read as records (after recording why).
 fn page_records<'p>(
     owner: &Owner,
     pid: PageId,
     page: PageView<'p>,
     h: &extentdb_format::PageHeader,
-    findings: &mut Vec<Finding>,
-) -> Option<Vec<(u16, &'p [u8])>> {
+    records: &mut Vec<(u16, &'p [u8])>,
+    out: &mut Gathered,
+) -> bool {
+    let findings = &mut out.findings;
+    let placed = &mut out.scratch.placed;
+    let by_offset = &mut out.scratch.by_offset;
+    placed.clear();
+    by_offset.clear();
+    records.clear();
     let b = page.bytes();
     let test_args = |t: &str, a: i64, v: i64| {
         vec![pid.to_string(), t.to_string(), a.to_string(), v.to_string()]
@@ -1203,7 +1317,7 @@ fn page_records<'p>(
             (BODY_SIZE / SLOT_SIZE) as i64,
         );
         owner.unprocessable(findings, 8939, args, pid);
-        return None;
+        return false;
     }
     let free_data = h.free_data as usize;
     if free_data < PAGE_HEADER_SIZE || free_data > PAGE_SIZE - slots_bytes {
@@ -1213,9 +1327,8 @@ fn page_records<'p>(
             h.slot_count as i64,
         );
         owner.unprocessable(findings, 8939, args, pid);
-        return None;
+        return false;
     }
-    let mut placed: Vec<(u16, usize, usize)> = Vec::new();
     let mut bad = false;
     for slot in 0..h.slot_count {
         let offset = get_u16(b, PAGE_SIZE - SLOT_SIZE * (slot as usize + 1)) as usize;
@@ -1261,7 +1374,7 @@ fn page_records<'p>(
             }
         }
     }
-    let mut by_offset = placed.clone();
+    by_offset.extend_from_slice(placed);
     by_offset.sort_unstable_by_key(|&(_, o, _)| o);
     for pair in by_offset.windows(2) {
         let ((_, o1, l1), (s2, o2, _)) = (pair[0], pair[1]);
@@ -1283,7 +1396,7 @@ fn page_records<'p>(
     }
     if bad {
         findings.push(owner.finding(8928, vec![pid.to_string()], Some(pid)));
-        return None;
+        return false;
     }
     let used: usize = placed.iter().map(|&(_, _, l)| l).sum();
     let expected_free = BODY_SIZE - slots_bytes - used;
@@ -1296,8 +1409,7 @@ fn page_records<'p>(
         findings.push(owner.finding(8939, args, Some(pid)));
     }
     let mut ghosts = 0u32;
-    let mut records = Vec::with_capacity(placed.len());
-    for &(slot, offset, len) in &placed {
+    for &(slot, offset, len) in placed.iter() {
         let rec = &b[offset..offset + len];
         let t = record::record_type(rec).ok();
         ghosts += t.is_some_and(RecordType::is_ghost) as u32;
@@ -1333,7 +1445,7 @@ fn page_records<'p>(
         ];
         findings.push(owner.finding(8927, args, Some(pid)));
     }
-    Some(records)
+    true
 }
 
 /// The cross-page checks of one clustered index (module docs, step 4).

@@ -272,7 +272,10 @@ impl TapSort for Vec<AllocError> {
             AllocError::BadAllocationPage { page, .. }
             | AllocError::PageAudit { page, .. }
             | AllocError::Unreadable { page, .. }
-            | AllocError::PfsWrongType { page, .. } => (page.file.0, page.page.0),
+            | AllocError::PfsWrongType { page, .. }
+            | AllocError::IamNextNotDetected { page, .. }
+            | AllocError::IamPrevNotDetected { page, .. }
+            | AllocError::IamSequence { page, .. } => (page.file.0, page.page.0),
         };
         self.sort_by_key(key);
         self
