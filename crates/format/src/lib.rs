@@ -15,6 +15,7 @@
 //! Deliberately absent: anything that reads or writes a file (see the `io` crate), and any
 //! policy about which page to allocate (see `storage`).
 
+pub mod backup;
 pub mod bitmap;
 pub mod boot;
 pub mod catalog;

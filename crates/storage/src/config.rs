@@ -18,6 +18,9 @@ pub struct InstanceConfig {
     pub sa_password_hash: String,
     /// The buffer pools' memory cap for all databases together ('max server memory (MB)').
     pub max_server_memory_mb: u32,
+    /// The only directories BACKUP may write and RESTORE may read; the first is the default
+    /// for backup files named without a directory (SQL Server's default backup directory).
+    pub backup_roots: Vec<PathBuf>,
 }
 
 impl InstanceConfig {
@@ -32,6 +35,7 @@ impl InstanceConfig {
             tempdb_file_size_pages: 1024,
             sa_password_hash: String::new(),
             max_server_memory_mb: 1024,
+            backup_roots: vec![dir.join("backup")],
         }
     }
 
@@ -55,6 +59,9 @@ impl InstanceConfig {
             "max_server_memory_mb = {}\n",
             self.max_server_memory_mb
         ));
+        for r in &self.backup_roots {
+            s.push_str(&format!("backup_root = {}\n", r.display()));
+        }
         s
     }
 
@@ -67,6 +74,7 @@ impl InstanceConfig {
         };
         let mut c = InstanceConfig::defaults(dir);
         c.data_roots.clear();
+        c.backup_roots.clear();
         for line in text
             .lines()
             .map(str::trim)
@@ -79,6 +87,7 @@ impl InstanceConfig {
                     c.instant_file_init = parse_on_off(v).ok_or_else(|| bad(line))?
                 }
                 "data_root" => c.data_roots.push(PathBuf::from(v)),
+                "backup_root" => c.backup_roots.push(PathBuf::from(v)),
                 "tempdb_files" => c.tempdb_files = v.parse().map_err(|_| bad(line))?,
                 "tempdb_file_size_pages" => {
                     c.tempdb_file_size_pages = v.parse().map_err(|_| bad(line))?
@@ -92,6 +101,9 @@ impl InstanceConfig {
         }
         if c.data_roots.is_empty() {
             c.data_roots.push(dir.join("data"));
+        }
+        if c.backup_roots.is_empty() {
+            c.backup_roots.push(dir.join("backup"));
         }
         Ok(c)
     }

@@ -578,6 +578,44 @@ impl Instance {
         Ok(parent.join(name))
     }
 
+    /// Where a backup file named in BACKUP or RESTORE is: a name without a directory goes to
+    /// the first backup root (created on first use). A path outside every backup root, or
+    /// with `..`, is refused as SQL Server refuses a path it may not open (Msg 3201 with
+    /// "Access is denied").
+    pub fn resolve_backup_path(&self, filename: &str) -> Result<PathBuf, StorageError> {
+        let denied = || StorageError::BackupDevice {
+            path: filename.to_string(),
+            reason: "5(Access is denied.)".into(),
+        };
+        let raw = Path::new(filename);
+        let default_root = &self.config.backup_roots[0];
+        let joined = if raw.is_absolute() {
+            raw.to_path_buf()
+        } else {
+            let _ = std::fs::create_dir_all(default_root);
+            default_root.join(raw)
+        };
+        let (parent, name) = match (joined.parent(), joined.file_name()) {
+            (Some(p), Some(n)) if !joined.components().any(|c| c == Component::ParentDir) => (p, n),
+            _ => return Err(denied()),
+        };
+        let parent = parent
+            .canonicalize()
+            .map_err(|_| StorageError::BackupDevice {
+                path: filename.to_string(),
+                reason: "3(The system cannot find the path specified.)".into(),
+            })?;
+        let inside = self
+            .config
+            .backup_roots
+            .iter()
+            .any(|r| r.canonicalize().is_ok_and(|r| parent.starts_with(&r)));
+        if !inside {
+            return Err(denied());
+        }
+        Ok(parent.join(name))
+    }
+
     /// Checks that `path` is used by no database and does not exist on disk.
     pub fn check_new_path(&self, path: &Path) -> Result<(), StorageError> {
         for (_, db) in self.databases() {

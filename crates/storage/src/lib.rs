@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 
 pub mod allocation;
+pub mod backup;
 pub mod btree;
 pub mod buffer_pool;
 pub mod check_alloc;
@@ -144,4 +145,20 @@ pub enum StorageError {
     LogFailed,
     #[error("instance at {0}: {1}")]
     Instance(PathBuf, String),
+    /// The backup file cannot be opened or written (SQL Server's Msg 3201).
+    #[error("cannot open backup device '{path}': {reason}")]
+    BackupDevice { path: String, reason: String },
+    /// The backup file is not a well-formed backup (Msg 3241), damaged or cut short.
+    #[error("the media family on device '{path}' is incorrectly formed: {reason}")]
+    BackupMedia { path: String, reason: String },
+    /// RESTORE ... WITH FILE = n names no backup set of the file (Msg 4038).
+    #[error("cannot find file ID {position} on device '{path}'")]
+    BackupSetNotFound { position: u32, path: String },
+    /// BACKUP WITH CHECKSUM read a page that fails its audit (Msg 3043).
+    #[error("BACKUP '{database}' detected an error on page {page} in file '{file}'")]
+    BackupPageError {
+        database: String,
+        page: extentdb_format::PageId,
+        file: String,
+    },
 }

@@ -50,6 +50,18 @@ pub struct LogRecord {
     pub bytes: Vec<u8>,
 }
 
+/// The log as a backup copies it (`LogWriter::backup_snapshot`).
+#[derive(Debug, Clone)]
+pub struct LogCopy {
+    /// Every VLF of every log file, in physical order.
+    pub vlfs: Vec<VlfHeader>,
+    /// (log file id, byte offset, length) in FSeqNo order: whole VLFs (header area
+    /// included), the current one up to where the next block goes.
+    pub ranges: Vec<(u16, u64, u64)>,
+    /// Above every record the ranges hold.
+    pub end: Lsn,
+}
+
 /// Where the log ends: the VLF (index into the physical list) and byte offset in it where
 /// the next block goes, and whether that VLF is closed (the next block opens a new VLF).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,6 +244,8 @@ struct State {
     pending_payload: usize,
     /// Lowest FSeqNo still needed (invariant 4).
     min_active: u32,
+    /// FSeqNos from which running backups are copying the log: those VLFs are needed too.
+    pins: Vec<u32>,
     /// Last LSN handed out, last LSN written to a file, last LSN durable.
     last: Option<Lsn>,
     written: Option<Lsn>,
@@ -293,6 +307,7 @@ impl LogWriter {
             pending: Vec::new(),
             pending_payload: 0,
             min_active,
+            pins: Vec::new(),
             last: None,
             written: None,
             durable: None,
@@ -504,6 +519,58 @@ impl LogWriter {
         self.state.lock().unwrap().vlfs.iter().map(|v| v.size).sum()
     }
 
+    /// Makes every record durable and says what a backup must copy to hold the log from
+    /// FSeqNo `from` to its end; the VLFs from `from` on are not reused until
+    /// `unpin(from)` (the backup reads them meanwhile).
+    pub fn backup_snapshot(&self, from: u32) -> Result<LogCopy, StorageError> {
+        let last = self.state.lock().unwrap().last;
+        if let Some(l) = last {
+            self.flush(l)?;
+        }
+        let mut st = self.state.lock().unwrap();
+        st.pins.push(from);
+        let current = st.vlfs[st.cur].sequence;
+        let mut order: Vec<usize> = (0..st.vlfs.len())
+            .filter(|&i| {
+                let s = st.vlfs[i].sequence;
+                s != 0 && s >= from && s <= current
+            })
+            .collect();
+        order.sort_by_key(|&i| st.vlfs[i].sequence);
+        let ranges = order
+            .into_iter()
+            .map(|i| {
+                let v = st.vlfs[i];
+                let len = if i == st.cur { st.pos } else { v.size };
+                (v.file_id, v.start_offset, len)
+            })
+            .collect();
+        let end = match st.last {
+            Some(l) => Lsn {
+                slot: l.slot.saturating_add(1),
+                ..l
+            },
+            None => Lsn {
+                vlf_sequence: current,
+                block: 0,
+                slot: 0,
+            },
+        };
+        Ok(LogCopy {
+            vlfs: st.vlfs.clone(),
+            ranges,
+            end,
+        })
+    }
+
+    /// Ends the pin one `backup_snapshot(from)` took.
+    pub fn unpin(&self, from: u32) {
+        let mut st = self.state.lock().unwrap();
+        if let Some(i) = st.pins.iter().position(|&p| p == from) {
+            st.pins.swap_remove(i);
+        }
+    }
+
     /// Lets VLFs below FSeqNo `seq` be reused (log truncation).
     pub fn truncate_before(&self, seq: u32) {
         let mut st = self.state.lock().unwrap();
@@ -534,7 +601,8 @@ impl State {
     /// crash, whose blocks were zeroed at open).
     fn is_free(&self, i: usize, current: u32) -> bool {
         let s = self.vlfs[i].sequence;
-        i != self.cur && (s == 0 || s < self.min_active || s > current)
+        let needed_from = self.pins.iter().fold(self.min_active, |m, &p| m.min(p));
+        i != self.cur && (s == 0 || s < needed_from || s > current)
     }
 
     /// True if a block with `payload` bytes fits at `pos` leaving room for the end flag.

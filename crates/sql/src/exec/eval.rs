@@ -536,7 +536,7 @@ fn identity_value(v: Option<i64>) -> Value {
     }
 }
 
-fn hostname() -> String {
+pub(super) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())

@@ -171,6 +171,8 @@ impl Session {
                 options,
             } => self.alter_login(name, *enable, options)?,
             StatementKind::DropLogin { name } => self.drop_login(name)?,
+            StatementKind::Backup(b) => self.backup(b, out)?,
+            StatementKind::Restore(r) => self.restore(r, out)?,
             other => return Err(vec![not_yet(statement_name(other))]),
         }
         Ok(Flow::Normal)

@@ -23,6 +23,7 @@ use crate::types::{SqlType, Value};
 
 mod admin;
 mod aggregate;
+mod backup;
 pub mod checkdb;
 pub mod ddl;
 mod dml;

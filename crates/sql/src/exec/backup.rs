@@ -1,0 +1,539 @@
+//! BACKUP DATABASE and RESTORE HEADERONLY / FILELISTONLY / VERIFYONLY: options and
+//! devices from the AST, SQL Server's messages and result sets around `storage::backup`.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use extentdb_format::backup::{BackupType, FLAG_CHECKSUM, FLAG_COPY_ONLY};
+use extentdb_format::catalog::RecoveryModel;
+use extentdb_format::file_header::FileType;
+use extentdb_format::{Lsn, PAGE_SIZE};
+use extentdb_storage::backup::{
+    backup_database, read_backup_sets, verify_backup_set, BackupRequest, SetInfo,
+};
+use extentdb_storage::instance::RequestProgress;
+use extentdb_storage::StorageError;
+
+use super::lower::not_yet;
+use super::views::ticks_from_unix_us;
+use super::{Output, Session};
+use crate::ast::{Backup, BackupKind, BackupOption, OptionValue, Restore, RestoreKind};
+use crate::messages::{msg, SqlError};
+use crate::types::{SqlType, Value};
+
+/// An LSN as SQL Server shows it in result sets: numeric(25,0), FSeqNo * 10^15 + block *
+/// 10^5 + slot.
+pub fn lsn_value(lsn: Lsn) -> Value {
+    Value::Decimal {
+        unscaled: lsn.vlf_sequence as i128 * 1_000_000_000_000_000
+            + lsn.block as i128 * 100_000
+            + lsn.slot as i128,
+        scale: 0,
+    }
+}
+
+/// The SQL type of `lsn_value`.
+pub const LSN_TYPE: SqlType = SqlType::Decimal {
+    precision: 25,
+    scale: 0,
+};
+
+/// BACKUP's and RESTORE's WITH options, as far as extentdb runs them.
+#[derive(Default)]
+struct Options {
+    init: bool,
+    format: bool,
+    checksum: bool,
+    copy_only: bool,
+    stats: Option<u32>,
+    name: String,
+    description: String,
+    file: Option<u32>,
+}
+
+fn col(name: &str, t: SqlType) -> (String, SqlType) {
+    (name.to_string(), t)
+}
+
+impl Session {
+    /// The text of an option's value (`NAME = 'x'`, `STATS = 5`).
+    fn option_text(&mut self, v: &Option<OptionValue>) -> Result<Option<String>, Vec<SqlError>> {
+        Ok(match v {
+            None => None,
+            Some(OptionValue::Word(w)) => Some(w.clone()),
+            Some(OptionValue::Expr(e)) => Some(super::eval::to_text(
+                &self.eval(e, None).map_err(|e| vec![e])?,
+            )),
+        })
+    }
+
+    fn backup_options(
+        &mut self,
+        options: &[BackupOption],
+        statement: &str,
+    ) -> Result<Options, Vec<SqlError>> {
+        let mut o = Options::default();
+        for opt in options {
+            let BackupOption::Named(w) = opt else {
+                return Err(vec![not_yet("RESTORE ... WITH MOVE")]);
+            };
+            let value = self.option_text(&w.value)?;
+            let number =
+                |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse::<u32>().ok());
+            match w.name.to_ascii_uppercase().as_str() {
+                "INIT" => o.init = true,
+                "FORMAT" => {
+                    o.format = true;
+                    o.init = true;
+                }
+                "CHECKSUM" => o.checksum = true,
+                "COPY_ONLY" => o.copy_only = true,
+                "STATS" => o.stats = Some(number(&value).unwrap_or(10).clamp(1, 100)),
+                "NAME" => o.name = value.unwrap_or_default(),
+                "DESCRIPTION" => o.description = value.unwrap_or_default(),
+                "FILE" => o.file = number(&value),
+                // Defaults, and tape options that mean nothing for a disk.
+                "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "SKIP" | "NOSKIP"
+                | "REWIND" | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
+                "COMPRESSION" => return Err(vec![not_yet("BACKUP ... WITH COMPRESSION")]),
+                "DIFFERENTIAL" => return Err(vec![not_yet("differential backups")]),
+                other => return Err(vec![msg(155, &[&other, &statement])]),
+            }
+        }
+        Ok(o)
+    }
+
+    /// The one DISK device of a BACKUP or RESTORE, resolved inside the backup roots.
+    fn backup_device(
+        &mut self,
+        devices: &[crate::ast::BackupDevice],
+    ) -> Result<PathBuf, Vec<SqlError>> {
+        let [d] = devices else {
+            return Err(vec![not_yet("backups striped over several devices")]);
+        };
+        if d.kind != "DISK" {
+            return Err(vec![not_yet("backup devices other than DISK")]);
+        }
+        let path = super::eval::to_text(&self.eval(&d.path, None).map_err(|e| vec![e])?);
+        self.engine
+            .instance
+            .resolve_backup_path(&path)
+            .map_err(|e| vec![storage_msg(&e)])
+    }
+
+    pub(super) fn backup(
+        &mut self,
+        b: &Backup,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        let statement = match b.kind {
+            BackupKind::Database => "BACKUP DATABASE",
+            BackupKind::Log => "BACKUP LOG",
+        };
+        let abnormal = |mut e: Vec<SqlError>| {
+            e.push(msg(3013, &[&statement]));
+            e
+        };
+        if b.kind == BackupKind::Log {
+            return Err(vec![not_yet("BACKUP LOG")]);
+        }
+        let opts = self.backup_options(&b.options, "BACKUP")?;
+        let inst = self.engine.instance.clone();
+        let (id, db) = inst
+            .database_by_name(&b.database)
+            .ok_or_else(|| abnormal(vec![msg(911, &[&b.database])]))?;
+        if id == extentdb_storage::instance::TEMPDB_ID {
+            return Err(abnormal(vec![msg(3147, &[])]));
+        }
+        let path = self.backup_device(&b.devices).map_err(abnormal)?;
+        let spid = self.spid;
+        inst.requests.lock().unwrap().insert(
+            spid,
+            RequestProgress {
+                session_id: spid,
+                database_id: id,
+                command: statement.into(),
+                start_unix_us: super::ddl::now_unix_us(),
+                percent_complete: 0.0,
+            },
+        );
+        let reported = Mutex::new(Vec::<u32>::new());
+        let requests = &inst.requests;
+        let stats = opts.stats;
+        let progress = |done: u64, total: u64| {
+            let percent = (done * 100 / total.max(1)).min(100) as u32;
+            if let Some(r) = requests.lock().unwrap().get_mut(&spid) {
+                r.percent_complete = percent as f32;
+            }
+            if let Some(step) = stats {
+                let mut rep = reported.lock().unwrap();
+                let mut next = rep.last().map_or(step, |l| l + step);
+                while next <= percent {
+                    rep.push(next);
+                    next += step;
+                }
+            }
+        };
+        let cancel = self.cancel_flag();
+        let req = BackupRequest {
+            path: &path,
+            init: opts.init,
+            format: opts.format,
+            checksum: opts.checksum,
+            copy_only: opts.copy_only,
+            name: opts.name.clone(),
+            description: opts.description.clone(),
+            server_name: super::eval::hostname(),
+            user_name: self.login_name().to_string(),
+            progress: Some(&progress),
+            cancel: Some(&cancel),
+        };
+        let result = backup_database(&db, &req);
+        inst.requests.lock().unwrap().remove(&spid);
+        let outcome = match result {
+            Ok(o) => o,
+            Err(StorageError::Cancelled) => return Ok(()),
+            Err(e) => return Err(abnormal(vec![storage_msg(&e)])),
+        };
+        for p in reported.into_inner().unwrap() {
+            out.push(Output::Info(msg(3211, &[&p])));
+        }
+        let mut pages = 0u64;
+        for (name, n) in &outcome.files {
+            pages += n;
+            out.push(Output::Info(msg(
+                4035,
+                &[n, &b.database, name, &outcome.position],
+            )));
+        }
+        let secs = outcome.elapsed.as_secs_f64().max(0.001);
+        let mb_s = outcome.bytes as f64 / 1_048_576.0 / secs;
+        let ms = (secs * 1000.0).round() as u64;
+        let mbs = (mb_s * 1000.0).round() as u64;
+        out.push(Output::Info(msg(
+            3014,
+            &[
+                &statement,
+                &pages,
+                &(ms / 1000),
+                &format!("{:03}", ms % 1000),
+                &(mbs / 1000),
+                &format!("{:03}", mbs % 1000),
+            ],
+        )));
+        Ok(())
+    }
+
+    pub(super) fn restore(
+        &mut self,
+        r: &Restore,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        let statement = match r.kind {
+            RestoreKind::Database => "RESTORE DATABASE",
+            RestoreKind::Log => "RESTORE LOG",
+            RestoreKind::VerifyOnly => "VERIFY DATABASE",
+            RestoreKind::FileListOnly => "RESTORE FILELIST",
+            RestoreKind::HeaderOnly => "RESTORE HEADERONLY",
+            RestoreKind::LabelOnly => "RESTORE LABELONLY",
+        };
+        let abnormal = |mut e: Vec<SqlError>| {
+            e.push(msg(3013, &[&statement]));
+            e
+        };
+        match r.kind {
+            RestoreKind::Database => return Err(vec![not_yet("RESTORE DATABASE")]),
+            RestoreKind::Log => return Err(vec![not_yet("RESTORE LOG")]),
+            RestoreKind::LabelOnly => return Err(vec![not_yet("RESTORE LABELONLY")]),
+            _ => {}
+        }
+        let opts = self.backup_options(&r.options, "RESTORE")?;
+        let path = self.backup_device(&r.devices).map_err(abnormal)?;
+        match r.kind {
+            RestoreKind::VerifyOnly => {
+                let position = opts.file.unwrap_or(1);
+                verify_backup_set(&path, position, opts.checksum)
+                    .map_err(|e| abnormal(vec![storage_msg(&e)]))?;
+                out.push(Output::Info(msg(3262, &[&position])));
+            }
+            RestoreKind::HeaderOnly => {
+                let (_, sets) =
+                    read_backup_sets(&path).map_err(|e| abnormal(vec![storage_msg(&e)]))?;
+                let rows: Vec<Vec<Value>> = sets.iter().map(header_row).collect();
+                let n = rows.len() as u64;
+                out.push(Output::Rows {
+                    columns: header_columns(),
+                    rows,
+                });
+                self.rows_affected(n, out);
+            }
+            RestoreKind::FileListOnly => {
+                let (_, sets) =
+                    read_backup_sets(&path).map_err(|e| abnormal(vec![storage_msg(&e)]))?;
+                let position = opts.file.unwrap_or(1);
+                let set = sets
+                    .iter()
+                    .find(|s| s.header.position == position)
+                    .ok_or_else(|| abnormal(vec![msg(4038, &[&position, &path.display()])]))?;
+                let rows = file_list_rows(set);
+                let n = rows.len() as u64;
+                out.push(Output::Rows {
+                    columns: file_list_columns(),
+                    rows,
+                });
+                self.rows_affected(n, out);
+            }
+            _ => unreachable!("handled above"),
+        }
+        Ok(())
+    }
+}
+
+/// A storage error of BACKUP or RESTORE as SQL Server's message.
+fn storage_msg(e: &StorageError) -> SqlError {
+    match e {
+        StorageError::BackupDevice { path, reason } => msg(3201, &[path, reason]),
+        StorageError::BackupMedia { path, .. } => msg(3241, &[path]),
+        StorageError::BackupSetNotFound { position, path } => msg(4038, &[position, path]),
+        StorageError::BackupPageError {
+            database,
+            page,
+            file,
+        } => msg(3043, &[database, &page.file.0, &page.page.0, file]),
+        other => super::errors::map(other, super::errors::Context::Other)
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| msg(3013, &[&"BACKUP"])),
+    }
+}
+
+fn header_columns() -> Vec<(String, SqlType)> {
+    use SqlType::*;
+    vec![
+        col("BackupName", NVarChar(128)),
+        col("BackupDescription", NVarChar(255)),
+        col("BackupType", SmallInt),
+        col("ExpirationDate", DateTime),
+        col("Compressed", Bit),
+        col("Position", SmallInt),
+        col("DeviceType", TinyInt),
+        col("UserName", NVarChar(128)),
+        col("ServerName", NVarChar(128)),
+        col("DatabaseName", NVarChar(128)),
+        col("DatabaseVersion", Int),
+        col("DatabaseCreationDate", DateTime),
+        col("BackupSize", BigInt),
+        col("FirstLSN", LSN_TYPE),
+        col("LastLSN", LSN_TYPE),
+        col("CheckpointLSN", LSN_TYPE),
+        col("DatabaseBackupLSN", LSN_TYPE),
+        col("BackupStartDate", DateTime),
+        col("BackupFinishDate", DateTime),
+        col("SortOrder", SmallInt),
+        col("CodePage", SmallInt),
+        col("UnicodeLocaleId", Int),
+        col("UnicodeComparisonStyle", Int),
+        col("CompatibilityLevel", TinyInt),
+        col("SoftwareVendorId", Int),
+        col("SoftwareVersionMajor", Int),
+        col("SoftwareVersionMinor", Int),
+        col("SoftwareVersionBuild", Int),
+        col("MachineName", NVarChar(128)),
+        col("Flags", Int),
+        col("BindingID", UniqueIdentifier),
+        col("RecoveryForkID", UniqueIdentifier),
+        col("Collation", NVarChar(128)),
+        col("FamilyGUID", UniqueIdentifier),
+        col("HasBulkLoggedData", Bit),
+        col("IsSnapshot", Bit),
+        col("IsReadOnly", Bit),
+        col("IsSingleUser", Bit),
+        col("HasBackupChecksums", Bit),
+        col("IsDamaged", Bit),
+        col("BeginsLogChain", Bit),
+        col("HasIncompleteMetaData", Bit),
+        col("IsForceOffline", Bit),
+        col("IsCopyOnly", Bit),
+        col("FirstRecoveryForkID", UniqueIdentifier),
+        col("ForkPointLSN", LSN_TYPE),
+        col("RecoveryModel", NVarChar(60)),
+        col("DifferentialBaseLSN", LSN_TYPE),
+        col("DifferentialBaseGUID", UniqueIdentifier),
+        col("BackupTypeDescription", NVarChar(60)),
+        col("BackupSetGUID", UniqueIdentifier),
+        col("CompressedBackupSize", BigInt),
+        col("Containment", TinyInt),
+    ]
+}
+
+fn header_row(s: &SetInfo) -> Vec<Value> {
+    let h = &s.header;
+    let t = |us: i64| Value::DateTime(ticks_from_unix_us(us));
+    let recovery = match RecoveryModel::from_u8(h.recovery_model) {
+        Some(RecoveryModel::Full) => "FULL",
+        Some(RecoveryModel::BulkLogged) => "BULK-LOGGED",
+        _ => "SIMPLE",
+    };
+    let description = match h.backup_type {
+        BackupType::Database => "Database",
+        BackupType::Log => "Transaction Log",
+        BackupType::Differential => "Database Differential",
+    };
+    let text = |s: &str| {
+        if s.is_empty() {
+            Value::Null
+        } else {
+            Value::Text(s.to_string())
+        }
+    };
+    let guid = Value::Guid(h.database_guid);
+    vec![
+        text(&h.name),
+        text(&h.description),
+        Value::SmallInt(h.backup_type as i16),
+        Value::Null,
+        Value::Bit(false),
+        Value::SmallInt(h.position as i16),
+        Value::TinyInt(2),
+        Value::Text(h.user_name.clone()),
+        Value::Text(h.server_name.clone()),
+        Value::Text(h.database_name.clone()),
+        Value::Int(h.database_version as i32),
+        t(h.database_created_us),
+        Value::BigInt(s.size as i64),
+        lsn_value(h.first_lsn),
+        lsn_value(h.last_lsn),
+        lsn_value(h.checkpoint_lsn),
+        lsn_value(h.database_backup_lsn),
+        t(h.started_us),
+        t(s.trailer.finished_us),
+        Value::SmallInt(0),
+        Value::SmallInt(0),
+        Value::Int(1033),
+        Value::Int(196_609),
+        Value::TinyInt(160),
+        Value::Int(4608),
+        Value::Int(16),
+        Value::Int(0),
+        Value::Int(4_175),
+        Value::Text(h.server_name.clone()),
+        Value::Int(if h.flags & FLAG_CHECKSUM != 0 { 16 } else { 0 }),
+        guid.clone(),
+        guid.clone(),
+        Value::Text("SQL_Latin1_General_CP1_CI_AS".into()),
+        guid.clone(),
+        Value::Bit(false),
+        Value::Bit(false),
+        Value::Bit(false),
+        Value::Bit(false),
+        Value::Bit(h.flags & FLAG_CHECKSUM != 0),
+        Value::Bit(false),
+        Value::Bit(false),
+        Value::Bit(false),
+        Value::Bit(false),
+        Value::Bit(h.flags & FLAG_COPY_ONLY != 0),
+        guid.clone(),
+        Value::Null,
+        Value::Text(recovery.into()),
+        Value::Null,
+        Value::Null,
+        Value::Text(description.into()),
+        guid,
+        Value::BigInt(s.size as i64),
+        Value::TinyInt(0),
+    ]
+}
+
+fn file_list_columns() -> Vec<(String, SqlType)> {
+    use SqlType::*;
+    vec![
+        col("LogicalName", NVarChar(128)),
+        col("PhysicalName", NVarChar(260)),
+        col("Type", Char(1)),
+        col("FileGroupName", NVarChar(128)),
+        col(
+            "Size",
+            Decimal {
+                precision: 20,
+                scale: 0,
+            },
+        ),
+        col(
+            "MaxSize",
+            Decimal {
+                precision: 20,
+                scale: 0,
+            },
+        ),
+        col("FileId", BigInt),
+        col("CreateLSN", LSN_TYPE),
+        col("DropLSN", LSN_TYPE),
+        col("UniqueId", UniqueIdentifier),
+        col("ReadOnlyLSN", LSN_TYPE),
+        col("ReadWriteLSN", LSN_TYPE),
+        col("BackupSizeInBytes", BigInt),
+        col("SourceBlockSize", Int),
+        col("FileGroupId", Int),
+        col("LogGroupGUID", UniqueIdentifier),
+        col("DifferentialBaseLSN", LSN_TYPE),
+        col("DifferentialBaseGUID", UniqueIdentifier),
+        col("IsReadOnly", Bit),
+        col("IsPresent", Bit),
+        col("TDEThumbprint", VarBinary(32)),
+        col("SnapshotUrl", NVarChar(360)),
+    ]
+}
+
+fn file_list_rows(s: &SetInfo) -> Vec<Vec<Value>> {
+    let dec = |v: u64| Value::Decimal {
+        unscaled: v as i128,
+        scale: 0,
+    };
+    let zero = lsn_value(Lsn::ZERO);
+    s.header
+        .files
+        .iter()
+        .map(|f| {
+            let log = f.file_type == FileType::Log;
+            let size = f.size_pages as u64 * PAGE_SIZE as u64;
+            let max = match f.max_size_pages {
+                -1 => 35_184_372_080_640u64,
+                m => m.max(0) as u64 * PAGE_SIZE as u64,
+            };
+            let mut uid = s.header.database_guid;
+            uid[15] ^= f.file_id as u8;
+            vec![
+                Value::Text(f.name.clone()),
+                Value::Text(f.physical_name.clone()),
+                Value::Text(if log { "L" } else { "D" }.into()),
+                if log {
+                    Value::Null
+                } else {
+                    s.header
+                        .filegroups
+                        .iter()
+                        .find(|g| g.0 == f.data_space_id)
+                        .map_or(Value::Null, |g| Value::Text(g.1.clone()))
+                },
+                dec(size),
+                dec(max),
+                Value::BigInt(f.file_id as i64),
+                zero.clone(),
+                zero.clone(),
+                Value::Guid(uid),
+                zero.clone(),
+                zero.clone(),
+                Value::BigInt(s.file_bytes.get(&f.file_id).copied().unwrap_or(0) as i64),
+                Value::Int(4096),
+                Value::Int(if log { 0 } else { f.data_space_id as i32 }),
+                Value::Null,
+                zero.clone(),
+                Value::Null,
+                Value::Bit(false),
+                Value::Bit(true),
+                Value::Null,
+                Value::Null,
+            ]
+        })
+        .collect()
+}
