@@ -291,7 +291,41 @@ impl Database {
         primary_path: &Path,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
     ) -> Result<Database, StorageError> {
-        let files = open_files(fs, primary_path, false)?;
+        Database::open_at(fs, primary_path, None, progress)
+    }
+
+    /// A database restored from a backup (`restore`), whose files may lie elsewhere than its
+    /// catalog says (RESTORE ... WITH MOVE) and which may take another name and id: opens
+    /// the files at `paths` (file id -> path), recovers, then records the paths, the name
+    /// and the id in the catalog and boot page.
+    pub fn open_restored(
+        fs: &dyn FileSystem,
+        paths: &BTreeMap<u16, PathBuf>,
+        name: &str,
+        database_id: u16,
+    ) -> Result<Database, StorageError> {
+        let primary = paths
+            .get(&FileId::PRIMARY.0)
+            .ok_or_else(|| StorageError::FileNotFound("1".into()))?;
+        let mut db = Database::open_at(fs, primary, Some(paths), None)?;
+        db.name = name.to_string();
+        db.catalog.database_id = database_id;
+        for f in &mut db.catalog.files {
+            if let Some(p) = paths.get(&f.file_id) {
+                f.physical_name = p.display().to_string();
+            }
+        }
+        db.save_catalog()?;
+        Ok(db)
+    }
+
+    fn open_at(
+        fs: &dyn FileSystem,
+        primary_path: &Path,
+        paths: Option<&BTreeMap<u16, PathBuf>>,
+        progress: Option<&crate::recovery::RecoveryProgress<'_>>,
+    ) -> Result<Database, StorageError> {
+        let files = open_files(fs, primary_path, false, paths)?;
         let (boot, catalog, chain) = (files.boot, files.catalog, files.chain);
         let (data_files, log_files) = (files.data_files, files.log_files);
         let mut db = Database {
@@ -487,8 +521,14 @@ impl Database {
             file: FileId::PRIMARY,
             page: CATALOG_IAM_PAGE,
         };
-        let mut in_use: std::collections::HashSet<PageId> =
-            self.catalog_chain.iter().copied().collect();
+        // The spare pages of a save made during this open (recovery's checkpoint) stay
+        // marked: the next save reuses them without marking them again.
+        let mut in_use: std::collections::HashSet<PageId> = self
+            .catalog_chain
+            .iter()
+            .chain(&self.spare_catalog_pages)
+            .copied()
+            .collect();
         for au in self.catalog.allocation_units.clone() {
             in_use.extend(self.iam_chain(au.allocation_unit_id)?);
         }
@@ -979,7 +1019,7 @@ pub fn open_offline(
     fs: &dyn FileSystem,
     primary_path: &Path,
 ) -> Result<OfflineDatabase, StorageError> {
-    let files = open_files(fs, primary_path, true)?;
+    let files = open_files(fs, primary_path, true, None)?;
     Ok(OfflineDatabase {
         boot: files.boot,
         catalog: files.catalog,
@@ -1003,6 +1043,7 @@ fn open_files(
     fs: &dyn FileSystem,
     primary_path: &Path,
     offline: bool,
+    paths: Option<&BTreeMap<u16, PathBuf>>,
 ) -> Result<OpenedFiles, StorageError> {
     let file = fs.open(primary_path)?;
     let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
@@ -1024,7 +1065,10 @@ fn open_files(
         let file = if entry.file_id == 1 {
             primary.file.clone()
         } else {
-            fs.open(Path::new(&entry.physical_name))?
+            match paths.and_then(|p| p.get(&entry.file_id)) {
+                Some(p) => fs.open(p)?,
+                None => fs.open(Path::new(&entry.physical_name))?,
+            }
         };
         if !offline {
             check_file_header(file.as_ref(), entry, &boot)?;

@@ -661,27 +661,38 @@ impl Instance {
             return Err(StorageError::DatabaseExists(spec.name.clone()));
         }
         let db = Database::create(ctx, spec)?;
-        master
-            .catalog
-            .databases
-            .push(entry_of(&db, spec.database_id));
+        self.register_locked(&mut master, db, spec.database_id)
+    }
+
+    /// Lists a database just opened (a restore) in master under `id` and serves it; on
+    /// failure its files are removed (unless master is poisoned: then they are kept).
+    pub fn register_database(&self, db: Database, id: u16) -> Result<(), StorageError> {
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        if self.database_by_name_locked(&master, &db.name) {
+            return Err(StorageError::DatabaseExists(db.name.clone()));
+        }
+        self.register_locked(&mut master, db, id)
+    }
+
+    fn register_locked(
+        &self,
+        master: &mut MutexGuard<'_, Database>,
+        db: Database,
+        id: u16,
+    ) -> Result<(), StorageError> {
+        master.catalog.databases.push(entry_of(&db, id));
         if let Err(e) = master.save_catalog() {
-            master
-                .catalog
-                .databases
-                .retain(|d| d.database_id != spec.database_id);
+            master.catalog.databases.retain(|d| d.database_id != id);
             // Once master is poisoned its durable catalog may list the database: keep the files.
             if !master.is_poisoned() {
                 for p in db.physical_names() {
-                    let _ = ctx.fs.remove(&p);
+                    let _ = self.fs.remove(&p);
                 }
             }
             return Err(e);
         }
-        self.databases
-            .lock()
-            .unwrap()
-            .insert(spec.database_id, self.handle(db));
+        self.databases.lock().unwrap().insert(id, self.handle(db));
         Ok(())
     }
 

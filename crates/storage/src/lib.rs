@@ -29,6 +29,7 @@ pub mod logins;
 pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;
+pub mod restore;
 pub mod snapshot;
 pub mod space;
 pub mod table;
@@ -154,6 +155,29 @@ pub enum StorageError {
     /// RESTORE ... WITH FILE = n names no backup set of the file (Msg 4038).
     #[error("cannot find file ID {position} on device '{path}'")]
     BackupSetNotFound { position: u32, path: String },
+    /// RESTORE DATABASE from a set that is not a full database backup (Msg 3136 family).
+    #[error("backup set {position} is not a full database backup")]
+    RestoreKind { position: u32 },
+    /// RESTORE over an existing database without REPLACE: Msg 3154 when the backup is of
+    /// another database, 3159 when it is of this one (its log tail would be lost).
+    #[error("database '{database}' exists; RESTORE needs WITH REPLACE")]
+    RestoreOverExisting { database: String, same: bool },
+    /// WITH MOVE names a logical file the backup does not hold (Msg 3234).
+    #[error("logical file '{logical}' is not part of database '{database}'")]
+    RestoreLogicalName { logical: String, database: String },
+    /// A target path belongs to another database (Msg 1834, then 3156).
+    #[error("the file '{path}' is used by database '{database}'")]
+    RestoreFileInUse {
+        path: String,
+        database: String,
+        logical: String,
+    },
+    /// RESTORE WITH CHECKSUM read a page that fails its audit (Msg 3183).
+    #[error("RESTORE detected an error on page {page} in database '{database}'")]
+    RestorePageError {
+        database: String,
+        page: extentdb_format::PageId,
+    },
     /// BACKUP WITH CHECKSUM read a page that fails its audit (Msg 3043).
     #[error("BACKUP '{database}' detected an error on page {page} in file '{file}'")]
     BackupPageError {

@@ -12,6 +12,7 @@ use extentdb_storage::backup::{
     backup_database, read_backup_sets, verify_backup_set, BackupRequest, SetInfo,
 };
 use extentdb_storage::instance::RequestProgress;
+use extentdb_storage::restore::RestoreRequest;
 use extentdb_storage::StorageError;
 
 use super::lower::not_yet;
@@ -49,6 +50,9 @@ struct Options {
     name: String,
     description: String,
     file: Option<u32>,
+    replace: bool,
+    /// WITH MOVE 'logical' TO 'physical'.
+    moves: Vec<(String, String)>,
 }
 
 fn col(name: &str, t: SqlType) -> (String, SqlType) {
@@ -74,8 +78,19 @@ impl Session {
     ) -> Result<Options, Vec<SqlError>> {
         let mut o = Options::default();
         for opt in options {
-            let BackupOption::Named(w) = opt else {
-                return Err(vec![not_yet("RESTORE ... WITH MOVE")]);
+            let w = match opt {
+                BackupOption::Named(w) => w,
+                BackupOption::Move { logical, physical } => {
+                    let text = |s: &mut Session, e| {
+                        s.eval(e, None)
+                            .map(|v| super::eval::to_text(&v))
+                            .map_err(|e| vec![e])
+                    };
+                    let l = text(self, logical)?;
+                    let p = text(self, physical)?;
+                    o.moves.push((l, p));
+                    continue;
+                }
             };
             let value = self.option_text(&w.value)?;
             let number =
@@ -92,6 +107,11 @@ impl Session {
                 "NAME" => o.name = value.unwrap_or_default(),
                 "DESCRIPTION" => o.description = value.unwrap_or_default(),
                 "FILE" => o.file = number(&value),
+                "REPLACE" => o.replace = true,
+                "RECOVERY" => {}
+                "NORECOVERY" | "STANDBY" => {
+                    return Err(vec![not_yet("RESTORE ... WITH NORECOVERY or STANDBY")])
+                }
                 // Defaults, and tape options that mean nothing for a disk.
                 "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "SKIP" | "NOSKIP"
                 | "REWIND" | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
@@ -206,21 +226,7 @@ impl Session {
                 &[n, &b.database, name, &outcome.position],
             )));
         }
-        let secs = outcome.elapsed.as_secs_f64().max(0.001);
-        let mb_s = outcome.bytes as f64 / 1_048_576.0 / secs;
-        let ms = (secs * 1000.0).round() as u64;
-        let mbs = (mb_s * 1000.0).round() as u64;
-        out.push(Output::Info(msg(
-            3014,
-            &[
-                &statement,
-                &pages,
-                &(ms / 1000),
-                &format!("{:03}", ms % 1000),
-                &(mbs / 1000),
-                &format!("{:03}", mbs % 1000),
-            ],
-        )));
+        push_summary(out, statement, pages, outcome.bytes, outcome.elapsed);
         Ok(())
     }
 
@@ -242,7 +248,6 @@ impl Session {
             e
         };
         match r.kind {
-            RestoreKind::Database => return Err(vec![not_yet("RESTORE DATABASE")]),
             RestoreKind::Log => return Err(vec![not_yet("RESTORE LOG")]),
             RestoreKind::LabelOnly => return Err(vec![not_yet("RESTORE LABELONLY")]),
             _ => {}
@@ -250,6 +255,11 @@ impl Session {
         let opts = self.backup_options(&r.options, "RESTORE")?;
         let path = self.backup_device(&r.devices).map_err(abnormal)?;
         match r.kind {
+            RestoreKind::Database => {
+                let name = r.database.clone().unwrap_or_default();
+                self.restore_database(&name, &path, &opts, out)
+                    .map_err(abnormal)?;
+            }
             RestoreKind::VerifyOnly => {
                 let position = opts.file.unwrap_or(1);
                 verify_backup_set(&path, position, opts.checksum)
@@ -289,12 +299,139 @@ impl Session {
     }
 }
 
+impl Session {
+    /// RESTORE DATABASE name FROM DISK = ... [WITH FILE, MOVE, REPLACE, STATS, CHECKSUM].
+    fn restore_database(
+        &mut self,
+        name: &str,
+        path: &std::path::Path,
+        opts: &Options,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
+        let spid = self.spid;
+        inst.requests.lock().unwrap().insert(
+            spid,
+            RequestProgress {
+                session_id: spid,
+                database_id: 0,
+                command: "RESTORE DATABASE".into(),
+                start_unix_us: super::ddl::now_unix_us(),
+                percent_complete: 0.0,
+            },
+        );
+        let reported = Mutex::new(Vec::<u32>::new());
+        let requests = &inst.requests;
+        let stats = opts.stats;
+        let progress = |done: u64, total: u64| {
+            let percent = (done * 100 / total.max(1)).min(100) as u32;
+            if let Some(r) = requests.lock().unwrap().get_mut(&spid) {
+                r.percent_complete = percent as f32;
+            }
+            if let Some(step) = stats {
+                let mut rep = reported.lock().unwrap();
+                let mut next = rep.last().map_or(step, |l| l + step);
+                while next <= percent {
+                    rep.push(next);
+                    next += step;
+                }
+            }
+        };
+        let cancel = self.cancel_flag();
+        let req = RestoreRequest {
+            path,
+            position: opts.file.unwrap_or(1),
+            database: name.to_string(),
+            moves: opts.moves.clone(),
+            replace: opts.replace,
+            checksum: opts.checksum,
+            progress: Some(&progress),
+            cancel: Some(&cancel),
+        };
+        let sink = self.sink();
+        let ctx = self.op_context(&sink);
+        let result = inst.restore_database(&ctx, &req);
+        inst.requests.lock().unwrap().remove(&spid);
+        let outcome = match result {
+            Ok(o) => o,
+            Err(StorageError::Cancelled) => return Ok(()),
+            Err(StorageError::RestoreFileInUse {
+                path: p,
+                database,
+                logical,
+            }) => {
+                return Err(vec![
+                    msg(1834, &[&p, &database]),
+                    msg(3156, &[&logical, &p]),
+                ])
+            }
+            Err(e) => return Err(vec![storage_msg(&e)]),
+        };
+        for p in reported.into_inner().unwrap() {
+            out.push(Output::Info(msg(3211, &[&p])));
+        }
+        let mut pages = 0u64;
+        for (file, n) in &outcome.files {
+            pages += n;
+            out.push(Output::Info(msg(
+                4035,
+                &[n, &name, file, &outcome.position],
+            )));
+        }
+        push_summary(
+            out,
+            "RESTORE DATABASE",
+            pages,
+            outcome.bytes,
+            outcome.elapsed,
+        );
+        Ok(())
+    }
+}
+
+/// SQL Server's closing line of a backup or restore (Msg 3014).
+fn push_summary(
+    out: &mut Vec<Output>,
+    statement: &str,
+    pages: u64,
+    bytes: u64,
+    elapsed: std::time::Duration,
+) {
+    let secs = elapsed.as_secs_f64().max(0.001);
+    let mb_s = bytes as f64 / 1_048_576.0 / secs;
+    let ms = (secs * 1000.0).round() as u64;
+    let mbs = (mb_s * 1000.0).round() as u64;
+    out.push(Output::Info(msg(
+        3014,
+        &[
+            &statement,
+            &pages,
+            &(ms / 1000),
+            &format!("{:03}", ms % 1000),
+            &(mbs / 1000),
+            &format!("{:03}", mbs % 1000),
+        ],
+    )));
+}
+
 /// A storage error of BACKUP or RESTORE as SQL Server's message.
 fn storage_msg(e: &StorageError) -> SqlError {
     match e {
         StorageError::BackupDevice { path, reason } => msg(3201, &[path, reason]),
         StorageError::BackupMedia { path, .. } => msg(3241, &[path]),
         StorageError::BackupSetNotFound { position, path } => msg(4038, &[position, path]),
+        StorageError::RestoreKind { .. } => msg(3135, &[&"BACKUP LOG", &"RESTORE DATABASE"]),
+        StorageError::RestoreOverExisting { database, same } => {
+            if *same {
+                msg(3159, &[database])
+            } else {
+                msg(3154, &[database])
+            }
+        }
+        StorageError::RestoreLogicalName { logical, database } => msg(3234, &[logical, database]),
+        StorageError::RestorePageError { database, page } => {
+            msg(3183, &[&page.file.0, &page.page.0, database])
+        }
         StorageError::BackupPageError {
             database,
             page,

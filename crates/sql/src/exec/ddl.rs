@@ -225,7 +225,7 @@ fn check_new_files(
 }
 
 impl Session {
-    fn op_context<'a>(&'a self, sink: &'a LogSink<'a>) -> OpContext<'a> {
+    pub(super) fn op_context<'a>(&'a self, sink: &'a LogSink<'a>) -> OpContext<'a> {
         OpContext {
             fs: self.engine.instance.fs.as_ref(),
             policy: self.engine.instance.init_policy(&self.flags),
@@ -233,7 +233,7 @@ impl Session {
         }
     }
 
-    fn sink(&self) -> LogSink<'_> {
+    pub(super) fn sink(&self) -> LogSink<'_> {
         LogSink {
             log: &self.engine.instance.errorlog,
             source: format!("spid{}", self.spid),
