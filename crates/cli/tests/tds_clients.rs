@@ -447,6 +447,88 @@ fn freetds_tsql() {
     }
 }
 
+/// BACKUP and RESTORE from FreeTDS `tsql` and from `extentdb sqlcmd` over TDS: the backup's
+/// messages arrive as informational messages, RESTORE VERIFYONLY and RESTORE DATABASE WITH
+/// MOVE work, and the restored copy answers with the same rows.
+#[test]
+fn backup_and_restore_over_tds() {
+    if !available(
+        "tsql",
+        runs("tsql", &["-C"]).map(|e| format!("{e} (apt-get install freetds-bin)")),
+    ) {
+        return;
+    }
+    let server = Server::start("backup");
+    let port = server.port.to_string();
+    let mut cmd = Command::new("tsql");
+    cmd.args([
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-U",
+        "sa",
+        "-P",
+        PASSWORD,
+        "-o",
+        "q",
+    ]);
+    cmd.env("TDSVER", "7.4");
+    let f = run_client(
+        cmd,
+        Some(
+            "CREATE DATABASE Bk\ngo\nUSE Bk\ngo\n\
+             CREATE TABLE t (id INT PRIMARY KEY, name NVARCHAR(20))\ngo\n\
+             INSERT INTO t VALUES (1, N'one'), (2, N'two'), (3, N'three')\ngo\n\
+             BACKUP DATABASE Bk TO DISK = 'bk.bak' WITH INIT, CHECKSUM\ngo\n\
+             RESTORE VERIFYONLY FROM DISK = 'bk.bak'\ngo\n\
+             RESTORE DATABASE BkCopy FROM DISK = 'bk.bak' WITH MOVE 'Bk' TO 'BkCopy.mdf', \
+             MOVE 'Bk_log' TO 'BkCopy_log.ldf'\ngo\n\
+             SELECT COUNT(*) AS n, SUM(id) AS s FROM BkCopy.dbo.t\ngo\nexit\n",
+        ),
+    );
+    eprintln!("--- stdout\n{}--- stderr\n{}", f.stdout, f.stderr);
+    assert!(f.success, "tsql failed");
+    assert_eq!(f.stdout.lines().collect::<Vec<_>>(), ["n\ts", "3\t6"]);
+    for expected in [
+        "Processed ",
+        "BACKUP DATABASE successfully processed ",
+        "The backup set on file 1 is valid.",
+        "RESTORE DATABASE successfully processed ",
+    ] {
+        assert!(
+            f.stderr.contains(expected),
+            "tsql lacks {expected:?}:\n{}",
+            f.stderr
+        );
+    }
+    assert!(!f.stderr.contains("(severity 16"), "no error: {}", f.stderr);
+
+    // extentdb sqlcmd: HEADERONLY's result set.
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args([
+            "sqlcmd",
+            "-S",
+            &format!("127.0.0.1,{port}"),
+            "-U",
+            "sa",
+            "-P",
+            PASSWORD,
+        ])
+        .args([
+            "-Q",
+            "SET NOCOUNT ON; RESTORE HEADERONLY FROM DISK = 'bk.bak'",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("BackupType") && text.contains("Bk "),
+        "{text}"
+    );
+}
+
 #[test]
 fn parses_the_listening_line() {
     assert_eq!(

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""BACKUP / RESTORE benchmark (issue 7; seed 003's restore experiments, scaled to the disk).
+
+In one run, on a fresh instance:
+  1. Empty database restore: a database of --empty-gb GB (data file; the log 1 GB) holding
+     almost nothing is backed up, then restored under a new name with instant file
+     initialization on, and again with it off (trace flag 1806: the data file is zeroed).
+     Seed 003: 30 GB, 21 min zeroed against 5 s with IFI. Goal: under 1 s with IFI at 30 GB.
+  2. A database holding --size-gb GB (8 KB rows) is backed up and restored; each is timed
+     against `cp` of the same bytes (the data file, and the backup file) in the same run,
+     page cache dropped before each. Goal: backup and restore at 80% or more of cp.
+Each step is timed around the whole `extentdb exec` statement (process start included);
+prints every figure with its ratio to its baseline and writes
+bench/results/<date>-<host>-backup.json.
+
+Usage: bench/backup.py [--size-gb N] [--empty-gb N] [--dir PATH] [--binary PATH] [--keep]
+"""
+import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def drop_cache(paths):
+    os.sync()
+    for p in paths:
+        if not os.path.exists(p):
+            continue
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def run_sql(binary, inst, sql, flags=()):
+    args = [binary, "exec", "--data-dir", inst, "-b"]
+    for f in flags:
+        args += ["-T", str(f)]
+    t = time.perf_counter()
+    p = subprocess.run(args + ["-Q", sql], capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        sys.exit(f"failed: {sql[:200]}\n{p.stdout[-3000:]}\n{p.stderr[-2000:]}")
+    return wall, p.stdout
+
+
+def cp_time(src, dst):
+    drop_cache([src])
+    t = time.perf_counter()
+    subprocess.run(["cp", src, dst], check=True)
+    os.sync()
+    wall = time.perf_counter() - t
+    os.remove(dst)
+    return wall
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--size-gb", type=float, default=2.0)
+    ap.add_argument("--empty-gb", type=float, default=10.0)
+    ap.add_argument("--dir", default=None)
+    ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="xdb-bench-backup-", dir=a.dir)
+    inst = os.path.join(work, "inst")
+    data = os.path.join(inst, "data")
+    bak = os.path.join(inst, "backup")
+    results = {}
+    try:
+        subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"],
+                       check=True, capture_output=True)
+
+        # 1. The empty database.
+        mb = int(a.empty_gb * 1024)
+        run_sql(a.binary, inst,
+                f"CREATE DATABASE E ON (NAME = E, FILENAME = 'E.mdf', SIZE = {mb}MB) "
+                "LOG ON (NAME = E_log, FILENAME = 'E_log.ldf', SIZE = 1GB); "
+                "USE E; CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1);")
+        run_sql(a.binary, inst, "BACKUP DATABASE E TO DISK = 'e.bak' WITH INIT;")
+        empty = {"data_gb": a.empty_gb, "log_gb": 1.0,
+                 "backup_bytes": os.path.getsize(os.path.join(bak, "e.bak"))}
+        for ifi, flags in (("on", ()), ("off", (1806,))):
+            name = f"E_{ifi}"
+            wall, _ = run_sql(a.binary, inst,
+                              f"RESTORE DATABASE {name} FROM DISK = 'e.bak' WITH "
+                              f"MOVE 'E' TO '{name}.mdf', MOVE 'E_log' TO '{name}_log.ldf';",
+                              flags)
+            empty[f"restore_ifi_{ifi}_s"] = wall
+            run_sql(a.binary, inst, f"DROP DATABASE {name};")
+        # The log (1 GB) is zeroed either way: its share, measured alone.
+        wall, _ = run_sql(a.binary, inst,
+                          "CREATE DATABASE L ON (NAME = L, FILENAME = 'L.mdf', SIZE = 8MB) "
+                          "LOG ON (NAME = L_log, FILENAME = 'L_log.ldf', SIZE = 1GB);")
+        empty["create_with_1gb_log_s"] = wall
+        run_sql(a.binary, inst, "DROP DATABASE L; DROP DATABASE E;")
+        empty["ifi_gain"] = empty["restore_ifi_off_s"] / empty["restore_ifi_on_s"]
+        results["empty_restore"] = empty
+        print(f"empty {a.empty_gb:g} GB database ({empty['backup_bytes'] / 1e6:.1f} MB backup): "
+              f"restore {empty['restore_ifi_on_s']:.2f} s with IFI, "
+              f"{empty['restore_ifi_off_s']:.2f} s without ({empty['ifi_gain']:.1f}x); "
+              f"creating a 1 GB log alone takes {wall:.2f} s")
+
+        # 2. A database holding data.
+        rows = int(a.size_gb * (1 << 30) / 8192)
+        t = time.perf_counter()
+        run_sql(a.binary, inst,
+                f"CREATE DATABASE D ON (NAME = D, FILENAME = 'D.mdf', SIZE = {int(a.size_gb * 1024) + 256}MB) "
+                "LOG ON (NAME = D_log, FILENAME = 'D_log.ldf', SIZE = 1GB); "
+                "ALTER DATABASE D SET RECOVERY SIMPLE; USE D; SET NOCOUNT ON; "
+                "CREATE TABLE t (k int PRIMARY KEY, v varchar(4000), w varchar(3900)); "
+                "DECLARE @i int = 0; WHILE @i < 1000 BEGIN "
+                "INSERT INTO t VALUES (@i, REPLICATE(CAST(@i % 10 AS varchar(1)), 4000), REPLICATE('w', 3900)); SET @i += 1; END; "
+                f"DECLARE @n int = 1000; WHILE @n < {rows} BEGIN "
+                "DECLARE @c int = CASE WHEN @n < 16000 THEN @n ELSE 16000 END; "
+                "INSERT INTO t SELECT k + @n, v, w FROM t WHERE k < @c; SET @n += @c; END; "
+                "CHECKPOINT;")
+        print(f"database D: {rows} rows, built in {time.perf_counter() - t:.0f} s")
+        mdf = os.path.join(data, "D.mdf")
+        drop_cache([mdf])
+        wall, out = run_sql(a.binary, inst, "BACKUP DATABASE D TO DISK = 'd.bak' WITH INIT;")
+        bfile = os.path.join(bak, "d.bak")
+        size = os.path.getsize(bfile)
+        m = re.search(r"processed (\d+) pages", out)
+        pages = int(m.group(1)) if m else 0
+        cp_src = cp_time(mdf, os.path.join(work, "cp.tmp"))
+        drop_cache([bfile])
+        rwall, _ = run_sql(a.binary, inst,
+                           "RESTORE DATABASE D2 FROM DISK = 'd.bak' WITH "
+                           "MOVE 'D' TO 'D2.mdf', MOVE 'D_log' TO 'D2_log.ldf';")
+        cp_bak = cp_time(bfile, os.path.join(work, "cp.tmp"))
+        mdf_size = os.path.getsize(mdf)
+        full = {
+            "data_file_bytes": mdf_size,
+            "backup_bytes": size,
+            "backup_pages": pages,
+            "backup_s": wall,
+            "backup_MBps": size / wall / 1e6,
+            "cp_data_file_s": cp_src,
+            "cp_data_file_MBps": mdf_size / cp_src / 1e6,
+            "backup_over_cp": (size / wall) / (mdf_size / cp_src),
+            "restore_s": rwall,
+            "restore_MBps": size / rwall / 1e6,
+            "cp_backup_file_s": cp_bak,
+            "cp_backup_file_MBps": size / cp_bak / 1e6,
+            "restore_over_cp": (size / rwall) / (size / cp_bak),
+        }
+        results["full"] = full
+        print(f"backup: {size / 1e9:.2f} GB in {wall:.2f} s = {full['backup_MBps']:.0f} MB/s; "
+              f"cp of the data file {full['cp_data_file_MBps']:.0f} MB/s: "
+              f"{full['backup_over_cp']:.2f}x")
+        print(f"restore: {full['restore_MBps']:.0f} MB/s; cp of the backup file "
+              f"{full['cp_backup_file_MBps']:.0f} MB/s: {full['restore_over_cp']:.2f}x")
+
+        host = socket.gethostname().split(".")[0]
+        out = {"benchmark": "backup", "date": datetime.date.today().isoformat(),
+               "host": host, "results": results}
+        os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
+        path = os.path.join(ROOT, "bench", "results",
+                            f"{datetime.date.today().isoformat()}-{host}-backup.json")
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2)
+        print(f"wrote {path}")
+    finally:
+        if a.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
