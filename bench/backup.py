@@ -2,7 +2,7 @@
 """BACKUP / RESTORE benchmark (issue 7; seed 003's restore experiments, scaled to the disk).
 
 In one run, on a fresh instance:
-  1. Empty database restore: a database of --empty-gb GB (data file; the log 1 GB) holding
+  1. Empty database restore: a database of --empty-gb GB (data file; the log --log-mb) holding
      almost nothing is backed up, then restored under a new name with instant file
      initialization on, and again with it off (trace flag 1806: the data file is zeroed).
      Seed 003: 30 GB, 21 min zeroed against 5 s with IFI. Goal: under 1 s with IFI at 30 GB.
@@ -57,7 +57,9 @@ def cp_time(src, dst):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-gb", type=float, default=2.0)
-    ap.add_argument("--empty-gb", type=float, default=10.0)
+    ap.add_argument("--empty-gb", type=float, default=20.0)
+    ap.add_argument("--log-mb", type=int, default=64,
+                    help="log file size of both databases (always zeroed, by restore too)")
     ap.add_argument("--dir", default=None)
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
     ap.add_argument("--keep", action="store_true")
@@ -75,10 +77,10 @@ def main():
         mb = int(a.empty_gb * 1024)
         run_sql(a.binary, inst,
                 f"CREATE DATABASE E ON (NAME = E, FILENAME = 'E.mdf', SIZE = {mb}MB) "
-                "LOG ON (NAME = E_log, FILENAME = 'E_log.ldf', SIZE = 1GB); "
+                f"LOG ON (NAME = E_log, FILENAME = 'E_log.ldf', SIZE = {a.log_mb}MB); "
                 "USE E; CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1);")
         run_sql(a.binary, inst, "BACKUP DATABASE E TO DISK = 'e.bak' WITH INIT;")
-        empty = {"data_gb": a.empty_gb, "log_gb": 1.0,
+        empty = {"data_gb": a.empty_gb, "log_mb": a.log_mb,
                  "backup_bytes": os.path.getsize(os.path.join(bak, "e.bak"))}
         for ifi, flags in (("on", ()), ("off", (1806,))):
             name = f"E_{ifi}"
@@ -106,7 +108,7 @@ def main():
         t = time.perf_counter()
         run_sql(a.binary, inst,
                 f"CREATE DATABASE D ON (NAME = D, FILENAME = 'D.mdf', SIZE = {int(a.size_gb * 1024) + 256}MB) "
-                "LOG ON (NAME = D_log, FILENAME = 'D_log.ldf', SIZE = 1GB); "
+                f"LOG ON (NAME = D_log, FILENAME = 'D_log.ldf', SIZE = {a.log_mb}MB); "
                 "ALTER DATABASE D SET RECOVERY SIMPLE; USE D; SET NOCOUNT ON; "
                 "CREATE TABLE t (k int PRIMARY KEY, v varchar(4000), w varchar(3900)); "
                 "DECLARE @i int = 0; WHILE @i < 1000 BEGIN "
