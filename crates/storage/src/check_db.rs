@@ -58,6 +58,8 @@ const RUN_EXTENTS: u32 = 16;
 /// Runs hinted ahead of the one being read.
 const READ_AHEAD_RUNS: usize = 4;
 const SLOT_SIZE: usize = 2;
+/// B-tree levels at least this wide are checked by all the workers (`check_tree`).
+const PARALLEL_LEVEL: usize = 128;
 const BODY_SIZE: usize = PAGE_SIZE - PAGE_HEADER_SIZE;
 
 /// Says whether a stored value is legal for its column; returns the type's name when not
@@ -369,10 +371,11 @@ impl TreeFacts {
         }));
     }
 
-    /// Sorts the pages by page id, for `find`.
+    /// Sorts the pages by page id, for `find`. Each worker's pages come in ascending
+    /// order (runs are taken in (file, extent) order), so the stable sort, which finds
+    /// ascending runs, only merges those few.
     fn sort(&mut self) {
-        self.pages
-            .sort_unstable_by_key(|p| (p.pid.file.0, p.pid.page.0));
+        self.pages.sort_by_key(|p| (p.pid.file.0, p.pid.page.0));
     }
 
     /// The index of a page in `pages` (after `sort`).
@@ -676,7 +679,7 @@ pub fn check_database(
                 .remove(&t.entry.allocation_unit_id)
                 .unwrap_or_default();
             facts.sort();
-            check_tree(t, k, &facts, &mut g.findings);
+            check_tree(t, k, &facts, workers, &mut g.findings);
         }
     }
     report.findings.extend(g.findings);
@@ -1449,7 +1452,13 @@ fn page_records<'p>(
 }
 
 /// The cross-page checks of one clustered index (module docs, step 4).
-fn check_tree(t: &TableInfo<'_>, keys: &KeyInfo, facts: &TreeFacts, findings: &mut Vec<Finding>) {
+fn check_tree(
+    t: &TableInfo<'_>,
+    keys: &KeyInfo,
+    facts: &TreeFacts,
+    workers: usize,
+    findings: &mut Vec<Finding>,
+) {
     let owner = &t.owner;
     let root = t.entry.root_page;
     let cmp = |a: &[u8], b: &[u8]| compare_encoded(&keys.types, a, b);
@@ -1475,83 +1484,102 @@ fn check_tree(t: &TableInfo<'_>, keys: &KeyInfo, facts: &TreeFacts, findings: &m
     let mut parent_of: Vec<Option<(PageId, u16)>> = vec![None; pages.len()];
     parent_of[root_index] = Some((PageId::NULL, 0));
     loop {
-        // This level's pages in key order: sibling links must follow it.
-        for (i, &(at, parent, pslot, low, high)) in level.iter().enumerate() {
-            let p = &pages[at];
-            let pid = p.pid;
-            if p.level != expected_level {
-                findings.push(owner.finding(
-                    8931,
-                    vec![
-                        pid.to_string(),
-                        p.level.to_string(),
-                        expected_level.to_string(),
-                        parent.to_string(),
-                    ],
-                    Some(pid),
-                ));
-            }
-            let expected_prev = if i == 0 {
-                PageId::NULL
-            } else {
-                pages[level[i - 1].0].pid
-            };
-            if p.prev != expected_prev {
-                findings.push(owner.finding(
-                    8935,
-                    vec![
-                        p.prev.to_string(),
-                        pid.to_string(),
-                        expected_prev.to_string(),
-                        parent.to_string(),
-                        pslot.to_string(),
-                    ],
-                    Some(pid),
-                ));
-            }
-            let next = level.get(i + 1).map(|e| pages[e.0].pid);
-            match next {
-                Some(next) if p.next != next => findings.push(owner.finding(
-                    8978,
-                    vec![next.to_string(), pid.to_string()],
-                    Some(next),
-                )),
-                None if !p.next.is_null() => findings.push(owner.finding(
-                    8981,
-                    vec![pid.to_string(), p.next.to_string(), p.next.to_string()],
-                    Some(pid),
-                )),
-                _ => {}
-            }
-            if let (Some(lo), Some(k)) = (low, p.low) {
-                if cmp(facts.key(k), lo) == std::cmp::Ordering::Less {
+        // This level's pages in key order: sibling links must follow it. Each page's checks
+        // read only the facts and its neighbours in the level, so a wide level is cut into
+        // one slice per worker, whose findings join in order.
+        let check_range = |range: std::ops::Range<usize>, findings: &mut Vec<Finding>| {
+            for i in range {
+                let (at, parent, pslot, low, high) = level[i];
+                let p = &pages[at];
+                let pid = p.pid;
+                if p.level != expected_level {
                     findings.push(owner.finding(
-                        8933,
+                        8931,
                         vec![
                             pid.to_string(),
                             p.level.to_string(),
+                            expected_level.to_string(),
+                            parent.to_string(),
+                        ],
+                        Some(pid),
+                    ));
+                }
+                let expected_prev = if i == 0 {
+                    PageId::NULL
+                } else {
+                    pages[level[i - 1].0].pid
+                };
+                if p.prev != expected_prev {
+                    findings.push(owner.finding(
+                        8935,
+                        vec![
+                            p.prev.to_string(),
+                            pid.to_string(),
+                            expected_prev.to_string(),
                             parent.to_string(),
                             pslot.to_string(),
                         ],
                         Some(pid),
                     ));
                 }
-            }
-            if let (Some(hi), Some(k)) = (high, p.high) {
-                if cmp(facts.key(k), hi) != std::cmp::Ordering::Less {
-                    findings.push(owner.finding(
-                        8934,
-                        vec![
-                            pid.to_string(),
-                            p.level.to_string(),
-                            parent.to_string(),
-                            (pslot + 1).to_string(),
-                            next.unwrap_or(PageId::NULL).to_string(),
-                        ],
+                let next = level.get(i + 1).map(|e| pages[e.0].pid);
+                match next {
+                    Some(next) if p.next != next => findings.push(owner.finding(
+                        8978,
+                        vec![next.to_string(), pid.to_string()],
+                        Some(next),
+                    )),
+                    None if !p.next.is_null() => findings.push(owner.finding(
+                        8981,
+                        vec![pid.to_string(), p.next.to_string(), p.next.to_string()],
                         Some(pid),
-                    ));
+                    )),
+                    _ => {}
+                }
+                if let (Some(lo), Some(k)) = (low, p.low) {
+                    if cmp(facts.key(k), lo) == std::cmp::Ordering::Less {
+                        findings.push(owner.finding(
+                            8933,
+                            vec![
+                                pid.to_string(),
+                                p.level.to_string(),
+                                parent.to_string(),
+                                pslot.to_string(),
+                            ],
+                            Some(pid),
+                        ));
+                    }
+                }
+                if let (Some(hi), Some(k)) = (high, p.high) {
+                    if cmp(facts.key(k), hi) != std::cmp::Ordering::Less {
+                        findings.push(owner.finding(
+                            8934,
+                            vec![
+                                pid.to_string(),
+                                p.level.to_string(),
+                                parent.to_string(),
+                                (pslot + 1).to_string(),
+                                next.unwrap_or(PageId::NULL).to_string(),
+                            ],
+                            Some(pid),
+                        ));
+                    }
                 }
             }
+        };
+        if workers > 1 && level.len() >= PARALLEL_LEVEL {
+            let chunk = level.len().div_ceil(workers);
+            let mut parts: Vec<Vec<Finding>> = (0..workers).map(|_| Vec::new()).collect();
+            std::thread::scope(|s| {
+                for (w, part) in parts.iter_mut().enumerate() {
+                    let range = (w * chunk).min(level.len())..((w + 1) * chunk).min(level.len());
+                    let check_range = &check_range;
+                    s.spawn(move || check_range(range, part));
+                }
+            });
+            findings.extend(parts.into_iter().flatten());
+        } else {
+            check_range(0..level.len(), findings);
         }
         if expected_level == 0 {
             break;
