@@ -57,6 +57,18 @@ use crate::StorageError;
 const RUN_EXTENTS: u32 = 16;
 /// Runs hinted ahead of the one being read.
 const READ_AHEAD_RUNS: usize = 4;
+/// Run buffers per worker: one being checked, the others being read ahead.
+const READ_BUFFERS: usize = 3;
+
+/// A run read by a worker's read-ahead thread, for the worker to check.
+struct ReadRun {
+    /// Index into the runs.
+    run: usize,
+    pages: Vec<Page>,
+    /// Pages that could not be read (8939 with -1).
+    findings: Vec<Finding>,
+    result: Result<(), StorageError>,
+}
 const SLOT_SIZE: usize = 2;
 /// B-tree levels at least this wide are checked by all the workers (`check_tree`).
 const PARALLEL_LEVEL: usize = 128;
@@ -600,15 +612,32 @@ pub fn check_database(
     let done = AtomicU64::new(0);
     let failure: Mutex<Option<StorageError>> = Mutex::new(None);
     let gathered = Mutex::new(Gathered::default());
+    // Each checking worker has a read-ahead thread that reads the runs it will check next
+    // into spare buffers (as SQL Server's read-ahead reads asynchronously beside its DOP
+    // workers): reading one run overlaps checking the previous one.
     std::thread::scope(|s| {
         for _ in 0..workers {
-            s.spawn(|| {
-                let mut mine = Gathered::default();
-                let mut pages = Vec::new();
+            let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<ReadRun>(READ_BUFFERS);
+            let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<Page>>();
+            for _ in 0..READ_BUFFERS {
+                free_tx.send(Vec::new()).expect("receiver alive");
+            }
+            let (next, failure, ctx, runs) = (&next, &failure, &ctx, &runs);
+            let (done, gathered) = (&done, &gathered);
+            s.spawn(move || {
                 // While runs come whole from the page cache, read-ahead hints only cost
                 // (the kernel walks the cached pages); they resume at the first run that
                 // had to wait for the device.
                 let mut warm = false;
+                let hint = |ahead: &[Run]| {
+                    for a in ahead {
+                        src.will_need(
+                            a.file,
+                            a.first_extent * PAGES_PER_EXTENT,
+                            a.extents * PAGES_PER_EXTENT,
+                        );
+                    }
+                };
                 loop {
                     if failure.lock().unwrap().is_some()
                         || opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed))
@@ -617,37 +646,57 @@ pub fn check_database(
                     }
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(run) = runs.get(i) else { break };
-                    // Read-ahead: the kernel reads the run READ_AHEAD_RUNS ahead while
-                    // this one is checked (the first ones were hinted before the start).
-                    let hint = |ahead: &[Run]| {
-                        for a in ahead {
-                            src.will_need(
-                                a.file,
-                                a.first_extent * PAGES_PER_EXTENT,
-                                a.extents * PAGES_PER_EXTENT,
-                            );
-                        }
-                    };
+                    let Ok(mut pages) = free_rx.recv() else { break };
                     if !warm {
                         hint(
                             runs.get(i + READ_AHEAD_RUNS..=i + READ_AHEAD_RUNS)
                                 .unwrap_or(&[]),
                         );
                     }
-                    match scan_run(&ctx, run, &mut pages, &mut mine) {
-                        Ok(cached) => {
-                            if warm && !cached {
-                                // The cache ran out: hint the whole window again.
-                                let end = (i + 1 + READ_AHEAD_RUNS).min(runs.len());
-                                hint(runs.get(i + 1..end).unwrap_or(&[]));
-                            }
-                            warm = cached;
+                    let mut findings = Vec::new();
+                    let owner = ctx.owner(run.unit);
+                    let result = read_run(
+                        ctx,
+                        &owner,
+                        run.file,
+                        run.first_extent * PAGES_PER_EXTENT,
+                        run.extents * PAGES_PER_EXTENT,
+                        &mut pages,
+                        &mut findings,
+                    );
+                    if let Ok(cached) = result {
+                        if warm && !cached {
+                            // The cache ran out: hint the whole window again.
+                            let end = (i + 1 + READ_AHEAD_RUNS).min(runs.len());
+                            hint(runs.get(i + 1..end).unwrap_or(&[]));
                         }
-                        Err(e) => {
-                            failure.lock().unwrap().get_or_insert(e);
-                            break;
-                        }
+                        warm = cached;
                     }
+                    let read = ReadRun {
+                        run: i,
+                        pages,
+                        findings,
+                        result: result.map(|_| ()),
+                    };
+                    if full_tx.send(read).is_err() {
+                        break;
+                    }
+                }
+            });
+            s.spawn(move || {
+                let mut mine = Gathered::default();
+                for read in full_rx {
+                    if opts.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                        break;
+                    }
+                    if let Err(e) = read.result {
+                        failure.lock().unwrap().get_or_insert(e);
+                        break;
+                    }
+                    let run = &runs[read.run];
+                    mine.findings.extend(read.findings);
+                    check_run(ctx, run, &read.pages, &mut mine);
+                    let _ = free_tx.send(read.pages);
                     let pages = (run.extents * PAGES_PER_EXTENT) as u64;
                     let d = done.fetch_add(pages, Ordering::Relaxed) + pages;
                     if let Some(p) = opts.progress {
@@ -922,17 +971,11 @@ fn audit_args(pid: PageId, code: i64) -> Vec<String> {
     ]
 }
 
-/// Reads one run and checks its pages; returns true when the run was all in the page cache.
-fn scan_run(
-    ctx: &Context<'_>,
-    run: &Run,
-    pages: &mut Vec<Page>,
-    out: &mut Gathered,
-) -> Result<bool, StorageError> {
+/// Checks the pages of one run, read by `read_run`.
+fn check_run(ctx: &Context<'_>, run: &Run, pages: &[Page], out: &mut Gathered) {
     let first = run.first_extent * PAGES_PER_EXTENT;
     let count = run.extents * PAGES_PER_EXTENT;
     let owner = ctx.owner(run.unit);
-    let cached = read_run(ctx, &owner, run.file, first, count, pages, out)?;
     out.run_pages = 0;
     out.run_rows = 0;
     // Zero pages of this extent not yet followed by a page of the unit.
@@ -963,7 +1006,6 @@ fn scan_run(
         *out.pages.entry(run.unit).or_default() += out.run_pages;
         *out.rows.entry(run.unit).or_default() += out.run_rows;
     }
-    Ok(cached)
 }
 
 /// Reads a run into `pages`, reporting pages that cannot be read (8939 with -1, as SQL
@@ -975,7 +1017,7 @@ fn read_run(
     first: u32,
     count: u32,
     pages: &mut Vec<Page>,
-    out: &mut Gathered,
+    findings: &mut Vec<Finding>,
 ) -> Result<bool, StorageError> {
     pages.resize_with(count as usize, Page::zeroed);
     match ctx.src.read_pages(file, first, pages) {
@@ -991,12 +1033,7 @@ fn read_run(
                         // Reported as SQL Server's CHECKDB does a failed read (-1: I/O
                         // error); the zeros left in the buffer are then skipped.
                         one[0].bytes_mut().fill(0);
-                        owner.unprocessable(
-                            &mut out.findings,
-                            8939,
-                            audit_args(pid, AUDIT_IO),
-                            pid,
-                        );
+                        owner.unprocessable(findings, 8939, audit_args(pid, AUDIT_IO), pid);
                     }
                     Err(e) => return Err(e),
                 }
