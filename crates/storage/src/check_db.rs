@@ -8,9 +8,10 @@
 //! 1. Catalog checks (8992), then the allocation checks (8904, 8905, 8946 ...), which also
 //!    say which unit owns each extent.
 //! 2. The owned extents, sorted by (file, extent), are cut into runs of up to 16 contiguous
-//!    extents (1 MB) of one owner. Workers take runs from one atomic counter (one increment
-//!    per MB read: no hot spot) and read each with one large read, the kernel's read-ahead
-//!    following the sequential order.
+//!    extents (1 MB) of one owner. Each of the `maxdop` checking workers has a read-ahead
+//!    thread that takes runs from one atomic counter (one increment per MB read: no hot
+//!    spot), reads each with one large read into a spare buffer and hands it over, so
+//!    reading overlaps checking.
 //! 3. Each page is audited: checksum and page id (8939 + 8928, 8909); for a data or index
 //!    page of its unit, the header fields, the slot array and every record's framing (8939,
 //!    8941, 8942, 8944, 8927). Without PHYSICAL_ONLY also each record against the table's
