@@ -14,7 +14,6 @@
 
 use crate::catalog::FileEntry;
 use crate::codec::{get_u16, get_u32, get_u64, put_u16, put_u32, put_u64, Reader, Writer};
-use crate::file_header::FileType;
 use crate::log::VlfHeader;
 use crate::{corrupt, FormatError, Lsn, PageId};
 
@@ -185,15 +184,7 @@ impl SetHeader {
         w.i64(self.started_us);
         w.u16(self.files.len() as u16);
         for f in &self.files {
-            w.u16(f.file_id);
-            w.u8(f.file_type as u8);
-            w.u16(f.data_space_id);
-            w.string(&f.name);
-            w.string(&f.physical_name);
-            w.u32(f.size_pages);
-            w.u32(f.max_size_pages as u32);
-            w.u32(f.growth);
-            w.u8(f.is_percent_growth as u8);
+            f.encode(&mut w);
         }
         w.u16(self.filegroups.len() as u16);
         for (id, name) in &self.filegroups {
@@ -263,19 +254,7 @@ impl SetHeader {
         let nfiles = r.u16()?;
         let mut files = Vec::new();
         for _ in 0..nfiles {
-            let file_id = r.u16()?;
-            let file_type = FileType::from_u8(r.u8()?).ok_or_else(|| bad("file type"))?;
-            files.push(FileEntry {
-                file_id,
-                file_type,
-                data_space_id: r.u16()?,
-                name: r.string()?,
-                physical_name: r.string()?,
-                size_pages: r.u32()?,
-                max_size_pages: r.u32()? as i32,
-                growth: r.u32()?,
-                is_percent_growth: r.u8()? != 0,
-            });
+            files.push(FileEntry::decode(&mut r, PageId::NULL)?);
         }
         let nfg = r.u16()?;
         let mut filegroups = Vec::new();
@@ -428,6 +407,7 @@ impl SetTrailer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::file_header::FileType;
 
     fn set() -> SetHeader {
         SetHeader {

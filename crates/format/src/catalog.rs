@@ -80,6 +80,35 @@ pub struct FileEntry {
     pub is_percent_growth: bool,
 }
 
+impl FileEntry {
+    /// The entry as the catalog (and a backup set's header) stores it.
+    pub fn encode(&self, w: &mut Writer) {
+        w.u16(self.file_id);
+        w.u8(self.file_type as u8);
+        w.u16(self.data_space_id);
+        w.string(&self.name);
+        w.string(&self.physical_name);
+        w.u32(self.size_pages);
+        w.u32(self.max_size_pages as u32);
+        w.u32(self.growth);
+        w.u8(self.is_percent_growth as u8);
+    }
+
+    pub fn decode(r: &mut Reader<'_>, at: PageId) -> Result<FileEntry, FormatError> {
+        Ok(FileEntry {
+            file_id: r.u16()?,
+            file_type: FileType::from_u8(r.u8()?).ok_or_else(|| corrupt(at, "bad file type"))?,
+            data_space_id: r.u16()?,
+            name: r.string()?,
+            physical_name: r.string()?,
+            size_pages: r.u32()?,
+            max_size_pages: r.u32()? as i32,
+            growth: r.u32()?,
+            is_percent_growth: r.u8()? != 0,
+        })
+    }
+}
+
 /// An allocation unit's first IAM page (sys.allocation_units, simplified).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AllocationUnitEntry {
@@ -166,15 +195,7 @@ impl Catalog {
         }
         w.u32(self.files.len() as u32);
         for f in &self.files {
-            w.u16(f.file_id);
-            w.u8(f.file_type as u8);
-            w.u16(f.data_space_id);
-            w.string(&f.name);
-            w.string(&f.physical_name);
-            w.u32(f.size_pages);
-            w.u32(f.max_size_pages as u32);
-            w.u32(f.growth);
-            w.u8(f.is_percent_growth as u8);
+            f.encode(&mut w);
         }
         w.u32(self.allocation_units.len() as u32);
         for a in &self.allocation_units {
@@ -226,18 +247,7 @@ impl Catalog {
         }
         let mut files = Vec::new();
         for _ in 0..count(&mut r, bytes.len())? {
-            files.push(FileEntry {
-                file_id: r.u16()?,
-                file_type: FileType::from_u8(r.u8()?)
-                    .ok_or_else(|| corrupt(at, "bad file type"))?,
-                data_space_id: r.u16()?,
-                name: r.string()?,
-                physical_name: r.string()?,
-                size_pages: r.u32()?,
-                max_size_pages: r.u32()? as i32,
-                growth: r.u32()?,
-                is_percent_growth: r.u8()? != 0,
-            });
+            files.push(FileEntry::decode(&mut r, at)?);
         }
         let mut allocation_units = Vec::new();
         for _ in 0..count(&mut r, bytes.len())? {

@@ -16,6 +16,16 @@ pub struct OsFile {
     path: PathBuf,
 }
 
+/// One iovec per buffer, for preadv and preadv2.
+fn iovecs(bufs: &mut [&mut [u8]]) -> Vec<libc::iovec> {
+    bufs.iter_mut()
+        .map(|b| libc::iovec {
+            iov_base: b.as_mut_ptr().cast(),
+            iov_len: b.len(),
+        })
+        .collect()
+}
+
 impl DbFile for OsFile {
     fn path(&self) -> &Path {
         &self.path
@@ -27,13 +37,7 @@ impl DbFile for OsFile {
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
-        let iov: Vec<libc::iovec> = bufs
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr().cast(),
-                iov_len: b.len(),
-            })
-            .collect();
+        let iov = iovecs(bufs);
         // SAFETY: every iovec points into a buffer borrowed mutably for this call, with its
         // own length; the kernel writes at most that much into each.
         let n = unsafe {
@@ -71,13 +75,7 @@ impl DbFile for OsFile {
         Ok(())
     }
     fn read_cached_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> usize {
-        let iov: Vec<libc::iovec> = bufs
-            .iter_mut()
-            .map(|b| libc::iovec {
-                iov_base: b.as_mut_ptr().cast(),
-                iov_len: b.len(),
-            })
-            .collect();
+        let iov = iovecs(bufs);
         // SAFETY: as in read_vectored_at: every iovec points into a buffer borrowed mutably
         // for this call, with its own length.
         let n = unsafe {

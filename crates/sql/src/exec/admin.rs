@@ -237,10 +237,6 @@ impl Session {
         let rows: Vec<Vec<Value>> = vlfs
             .iter()
             .map(|v| {
-                let lsn = v.create_lsn;
-                let create = lsn.vlf_sequence as i128 * 1_000_000_000_000_000
-                    + lsn.block as i128 * 100_000
-                    + lsn.slot as i128;
                 vec![
                     Value::Int(0),
                     Value::Int(v.file_id as i32),
@@ -250,10 +246,7 @@ impl Session {
                     // 2 = active (needed from the checkpoint on), 0 = reusable.
                     Value::Int(if v.sequence >= checkpoint_seq { 2 } else { 0 }),
                     Value::TinyInt(v.parity),
-                    Value::Decimal {
-                        unscaled: create,
-                        scale: 0,
-                    },
+                    super::backup::lsn_value(v.create_lsn),
                 ]
             })
             .collect();
@@ -265,13 +258,7 @@ impl Session {
             ("FSeqNo".to_string(), SqlType::Int),
             ("Status".to_string(), SqlType::Int),
             ("Parity".to_string(), SqlType::TinyInt),
-            (
-                "CreateLSN".to_string(),
-                SqlType::Decimal {
-                    precision: 25,
-                    scale: 0,
-                },
-            ),
+            ("CreateLSN".to_string(), super::backup::LSN_TYPE),
         ];
         let n = rows.len() as u64;
         out.push(Output::Rows { columns, rows });

@@ -11,7 +11,7 @@ use extentdb_format::{Lsn, PAGE_SIZE};
 use extentdb_storage::backup::{
     backup_database, read_backup_sets, verify_backup_set, BackupRequest, SetInfo,
 };
-use extentdb_storage::instance::RequestProgress;
+use extentdb_storage::instance::{Instance, RequestProgress};
 use extentdb_storage::restore::RestoreRequest;
 use extentdb_storage::StorageError;
 
@@ -166,34 +166,8 @@ impl Session {
             return Err(abnormal(vec![msg(3147, &[])]));
         }
         let path = self.backup_device(&b.devices).map_err(abnormal)?;
-        let spid = self.spid;
-        inst.requests.lock().unwrap().insert(
-            spid,
-            RequestProgress {
-                session_id: spid,
-                database_id: id,
-                command: statement.into(),
-                start_unix_us: super::ddl::now_unix_us(),
-                percent_complete: 0.0,
-            },
-        );
-        let reported = Mutex::new(Vec::<u32>::new());
-        let requests = &inst.requests;
-        let stats = opts.stats;
-        let progress = |done: u64, total: u64| {
-            let percent = (done * 100 / total.max(1)).min(100) as u32;
-            if let Some(r) = requests.lock().unwrap().get_mut(&spid) {
-                r.percent_complete = percent as f32;
-            }
-            if let Some(step) = stats {
-                let mut rep = reported.lock().unwrap();
-                let mut next = rep.last().map_or(step, |l| l + step);
-                while next <= percent {
-                    rep.push(next);
-                    next += step;
-                }
-            }
-        };
+        let tracked = Tracked::start(&inst, self.spid, id, statement, opts.stats);
+        let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
         let req = BackupRequest {
             path: &path,
@@ -209,15 +183,12 @@ impl Session {
             cancel: Some(&cancel),
         };
         let result = backup_database(&db, &req);
-        inst.requests.lock().unwrap().remove(&spid);
         let outcome = match result {
             Ok(o) => o,
             Err(StorageError::Cancelled) => return Ok(()),
             Err(e) => return Err(abnormal(vec![storage_msg(&e)])),
         };
-        for p in reported.into_inner().unwrap() {
-            out.push(Output::Info(msg(3211, &[&p])));
-        }
+        tracked.stats_lines(out);
         let mut pages = 0u64;
         for (name, n) in &outcome.files {
             pages += n;
@@ -309,34 +280,8 @@ impl Session {
         out: &mut Vec<Output>,
     ) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
-        let spid = self.spid;
-        inst.requests.lock().unwrap().insert(
-            spid,
-            RequestProgress {
-                session_id: spid,
-                database_id: 0,
-                command: "RESTORE DATABASE".into(),
-                start_unix_us: super::ddl::now_unix_us(),
-                percent_complete: 0.0,
-            },
-        );
-        let reported = Mutex::new(Vec::<u32>::new());
-        let requests = &inst.requests;
-        let stats = opts.stats;
-        let progress = |done: u64, total: u64| {
-            let percent = (done * 100 / total.max(1)).min(100) as u32;
-            if let Some(r) = requests.lock().unwrap().get_mut(&spid) {
-                r.percent_complete = percent as f32;
-            }
-            if let Some(step) = stats {
-                let mut rep = reported.lock().unwrap();
-                let mut next = rep.last().map_or(step, |l| l + step);
-                while next <= percent {
-                    rep.push(next);
-                    next += step;
-                }
-            }
-        };
+        let tracked = Tracked::start(&inst, self.spid, 0, "RESTORE DATABASE", opts.stats);
+        let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
         let req = RestoreRequest {
             path,
@@ -351,7 +296,6 @@ impl Session {
         let sink = self.sink();
         let ctx = self.op_context(&sink);
         let result = inst.restore_database(&ctx, &req);
-        inst.requests.lock().unwrap().remove(&spid);
         let outcome = match result {
             Ok(o) => o,
             Err(StorageError::Cancelled) => return Ok(()),
@@ -367,9 +311,7 @@ impl Session {
             }
             Err(e) => return Err(vec![storage_msg(&e)]),
         };
-        for p in reported.into_inner().unwrap() {
-            out.push(Output::Info(msg(3211, &[&p])));
-        }
+        tracked.stats_lines(out);
         let mut pages = 0u64;
         for (file, n) in &outcome.files {
             pages += n;
@@ -386,6 +328,70 @@ impl Session {
             outcome.elapsed,
         );
         Ok(())
+    }
+}
+
+/// A running BACKUP or RESTORE: its row in sys.dm_exec_requests (removed when dropped) and
+/// the STATS = n percentages it passed.
+struct Tracked<'a> {
+    inst: &'a Instance,
+    spid: u16,
+    stats: Option<u32>,
+    reported: Mutex<Vec<u32>>,
+}
+
+impl<'a> Tracked<'a> {
+    fn start(
+        inst: &'a Instance,
+        spid: u16,
+        database_id: u16,
+        command: &str,
+        stats: Option<u32>,
+    ) -> Tracked<'a> {
+        inst.requests.lock().unwrap().insert(
+            spid,
+            RequestProgress {
+                session_id: spid,
+                database_id,
+                command: command.into(),
+                start_unix_us: super::ddl::now_unix_us(),
+                percent_complete: 0.0,
+            },
+        );
+        Tracked {
+            inst,
+            spid,
+            stats,
+            reported: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn progress(&self, done: u64, total: u64) {
+        let percent = (done * 100 / total.max(1)).min(100) as u32;
+        if let Some(r) = self.inst.requests.lock().unwrap().get_mut(&self.spid) {
+            r.percent_complete = percent as f32;
+        }
+        if let Some(step) = self.stats {
+            let mut rep = self.reported.lock().unwrap();
+            let mut next = rep.last().map_or(step, |l| l + step);
+            while next <= percent {
+                rep.push(next);
+                next += step;
+            }
+        }
+    }
+
+    /// `n percent processed.` for each step passed (Msg 3211).
+    fn stats_lines(&self, out: &mut Vec<Output>) {
+        for p in self.reported.lock().unwrap().iter() {
+            out.push(Output::Info(msg(3211, &[p])));
+        }
+    }
+}
+
+impl Drop for Tracked<'_> {
+    fn drop(&mut self) {
+        self.inst.requests.lock().unwrap().remove(&self.spid);
     }
 }
 
