@@ -260,6 +260,13 @@ fn restore_round_trip_and_refusals() {
     assert!(leftovers.is_empty(), "files left behind: {leftovers:?}");
     std::fs::write(&bak, &good).unwrap();
 
+    // Replacing the database the session is using is refused (3102), and changes nothing.
+    let (_, out) = exec(
+        &dir,
+        "USE S; RESTORE DATABASE S FROM DISK = 'r.bak' WITH REPLACE;",
+    );
+    assert!(out.contains("Msg 3102"), "{out}");
+
     // REPLACE: the original comes back after a change.
     let (code, out) = exec(
         &dir,

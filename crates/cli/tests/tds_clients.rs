@@ -527,6 +527,89 @@ fn backup_and_restore_over_tds() {
         text.contains("BackupType") && text.contains("Bk "),
         "{text}"
     );
+
+    // A session using Bk (tsql connected, its input still open) keeps RESTORE ... REPLACE
+    // out: Msg 3101.
+    let mut holder = Command::new("tsql")
+        .args([
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-U",
+            "sa",
+            "-P",
+            PASSWORD,
+            "-o",
+            "q",
+        ])
+        .env("TDSVER", "7.4")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    holder
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(b"USE Bk\ngo\n")
+        .unwrap();
+    holder.stdin.as_mut().unwrap().flush().unwrap();
+    // Wait until the server lists a session in Bk (tsql's output is buffered, so it cannot
+    // tell us itself).
+    let sqlcmd = |q: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+            .args([
+                "sqlcmd",
+                "-S",
+                &format!("127.0.0.1,{port}"),
+                "-U",
+                "sa",
+                "-P",
+                PASSWORD,
+            ])
+            .args(["-Q", q])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let started = std::time::Instant::now();
+    while !sqlcmd(
+        "SET NOCOUNT ON; SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE database_id = DB_ID('Bk')",
+    )
+    .lines()
+    .any(|l| l.trim() == "1")
+    {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the holding session never used Bk"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args([
+            "sqlcmd",
+            "-S",
+            &format!("127.0.0.1,{port}"),
+            "-U",
+            "sa",
+            "-P",
+            PASSWORD,
+        ])
+        .args([
+            "-Q",
+            "RESTORE DATABASE Bk FROM DISK = 'bk.bak' WITH REPLACE",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Msg 3101") && text.contains("Exclusive access could not be obtained"),
+        "{text}"
+    );
+    drop(holder.stdin.take());
+    assert!(holder.wait().unwrap().success());
 }
 
 #[test]

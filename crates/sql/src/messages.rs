@@ -140,6 +140,8 @@ static CATALOGUE: &[Entry] = &[
     e(824, 24, 2, "SQL Server detected a logical consistency-based I/O error: %ls. It occurred during a %S_MSG of page %S_PGID in database ID %d at offset %#016I64x in file '%ls'. Additional messages in the SQL Server error log or system event log may provide more detail. This is a severe error condition that threatens database integrity and must be corrected immediately. Complete a full database consistency check (DBCC CHECKDB). This error can be caused by many factors; for more information, see SQL Server Books Online."),
     e(3014, 10, 1, "%hs successfully processed %d pages in %d.%03d seconds (%d.%03d MB/sec)."),
     e(3043, 16, 1, "BACKUP '%ls' detected an error on page (%d:%d) in file '%ls'."),
+    e(3101, 16, 1, "Exclusive access could not be obtained because the database is in use."),
+    e(3102, 16, 1, "RESTORE cannot process database '%.*ls' because it is in use by this session. It is recommended that the master database be used when performing this operation."),
     e(3135, 16, 2, "The backup set in file '%ls' was created by %hs and cannot be used for this restore operation."),
     e(3147, 16, 1, "Backup and restore operations are not allowed on database tempdb."),
     e(3154, 16, 4, "The backup set holds a backup of a database other than the existing '%ls' database."),

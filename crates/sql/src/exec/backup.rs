@@ -2,6 +2,7 @@
 //! devices from the AST, SQL Server's messages and result sets around `storage::backup`.
 
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
 use extentdb_format::backup::{BackupType, FLAG_CHECKSUM, FLAG_COPY_ONLY};
@@ -280,6 +281,19 @@ impl Session {
         out: &mut Vec<Output>,
     ) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
+        // Replacing a database needs it to oneself, as SQL Server's RESTORE does.
+        if let Some((id, _)) = inst.database_by_name(name) {
+            if id == self.database_id {
+                return Err(vec![msg(3102, &[&name])]);
+            }
+            let in_use =
+                inst.sessions.lock().unwrap().values().any(|s| {
+                    s.session_id != self.spid && s.database_id.load(Ordering::Relaxed) == id
+                });
+            if in_use {
+                return Err(vec![msg(3101, &[])]);
+            }
+        }
         let tracked = Tracked::start(&inst, self.spid, 0, "RESTORE DATABASE", opts.stats);
         let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
