@@ -21,6 +21,7 @@
 //!    without one as damaged, and a later NOINIT backup overwrites it.
 //! 2. A backup changes nothing in the database (the pin aside, which it always releases).
 
+use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -248,13 +249,47 @@ pub fn backup_database(
     // Where the set goes.
     let (mut out, set_offset, position) = open_for_backup(req)?;
     header.position = position;
-    let dev = |e| device_error(req.path, e);
 
+    // Steps 2 and 3. A backup that fails or is cancelled takes its partial set back off the
+    // file, so the sets before it stay readable (invariant 1).
+    let (files_out, total) = match write_set(
+        req, &src, &header, &copy, &log_files, log_names, &mut out, set_offset,
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            let _ = out.set_len(set_offset);
+            let _ = out.sync_all();
+            return Err(e);
+        }
+    };
+    drop(pin);
+    Ok(BackupOutcome {
+        position,
+        files: files_out,
+        bytes: total,
+        elapsed: started.elapsed(),
+    })
+}
+
+/// Steps 2 and 3 of the module docs: the set header, the allocated extents, the log, the
+/// end block, synced. Returns the pages per file and the bytes copied.
+#[allow(clippy::too_many_arguments)]
+fn write_set(
+    req: &BackupRequest<'_>,
+    src: &CheckSource,
+    header: &SetHeader,
+    copy: &crate::log_writer::LogCopy,
+    log_files: &BTreeMap<u16, Arc<dyn extentdb_io::DbFile>>,
+    log_names: Vec<(u16, String)>,
+    out: &mut File,
+    set_offset: u64,
+) -> Result<(Vec<(String, u64)>, u64), StorageError> {
+    let dev = |e| device_error(req.path, e);
     // Step 2: the allocated extents, then the log.
     let plan: Vec<(u16, Vec<(u32, u32)>)> = src
         .files
         .iter()
-        .map(|(&id, f)| (id, allocated_runs(&src, id, f.size_pages)))
+        .map(|(&id, f)| (id, allocated_runs(src, id, f.size_pages)))
         .collect();
     let data_bytes: u64 = plan
         .iter()
@@ -296,15 +331,8 @@ pub fn backup_database(
                 }
                 payload.extend_from_slice(p.bytes());
             }
-            write_block(
-                &mut out,
-                BlockKind::Pages,
-                *file,
-                first as u64,
-                count,
-                &payload,
-            )
-            .map_err(dev)?;
+            write_block(out, BlockKind::Pages, *file, first as u64, count, &payload)
+                .map_err(dev)?;
             trailer.blocks += 1;
             trailer.data_pages += count as u64;
             copied += count as u64;
@@ -328,7 +356,7 @@ pub fn backup_database(
             let n = (len - at).min(MAX_BLOCK_PAYLOAD as u64) as usize;
             payload.resize(n, 0);
             f.read_at(&mut payload, offset + at)?;
-            write_block(&mut out, BlockKind::Log, file, offset + at, 0, &payload).map_err(dev)?;
+            write_block(out, BlockKind::Log, file, offset + at, 0, &payload).map_err(dev)?;
             trailer.blocks += 1;
             trailer.log_bytes += n as u64;
             done += n as u64;
@@ -346,24 +374,18 @@ pub fn backup_database(
         let bytes = log_pages.iter().find(|(f, _)| *f == id).map_or(0, |p| p.1);
         files_out.push((name, bytes.div_ceil(PAGE_SIZE as u64)));
     }
-    drop(pin);
 
     // Step 3: the end block, then durability (invariant 1).
     trailer.blocks += 1;
     trailer.finished_us = now_us();
-    write_block(&mut out, BlockKind::End, 0, 0, 0, &trailer.encode()).map_err(dev)?;
+    write_block(out, BlockKind::End, 0, 0, 0, &trailer.encode()).map_err(dev)?;
     out.sync_all().map_err(dev)?;
     if let Some(dir) = req.path.parent() {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
     }
-    Ok(BackupOutcome {
-        position,
-        files: files_out,
-        bytes: total,
-        elapsed: started.elapsed(),
-    })
+    Ok((files_out, total))
 }
 
 /// Opens the backup file for a new set: (file, offset of the new set, its position). INIT

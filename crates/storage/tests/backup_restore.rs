@@ -180,3 +180,68 @@ fn online_backup_restores_one_consistent_instant() {
     inst.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Proves a backup that stops part-way (cancelled after its first block) takes its partial
+/// set back off the file: the file is as before, its earlier set still reads and verifies.
+#[test]
+fn a_failed_backup_leaves_the_file_as_it_was() {
+    let dir = std::env::temp_dir().join(format!("xdb-backup-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let fs = OsFileSystem::new();
+    Instance::setup(
+        fs.clone(),
+        &dir,
+        SetupOptions {
+            config: InstanceConfig::defaults(&dir),
+            sa_password: None,
+        },
+    )
+    .unwrap();
+    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+    let mut s = spec("Cut", &dir.join("data"));
+    s.database_id = inst.next_database_id();
+    inst.create_database(&ctx(fs.as_ref(), true, &Quiet), &s)
+        .unwrap();
+    let (_, db) = inst.database_by_name("Cut").unwrap();
+    let tables = heap_and_tree(&mut db.lock().unwrap());
+    common::insert_scrambled(&mut db.lock().unwrap(), &tables, 2000);
+    let bak = dir.join("backup/cut.bak");
+    std::fs::create_dir_all(bak.parent().unwrap()).unwrap();
+    let cancel = AtomicBool::new(false);
+    let stop = |_: u64, _: u64| cancel.store(true, Ordering::SeqCst);
+    fn request<'a>(
+        bak: &'a std::path::Path,
+        init: bool,
+        progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+        cancel: &'a AtomicBool,
+    ) -> BackupRequest<'a> {
+        BackupRequest {
+            path: bak,
+            init,
+            format: false,
+            checksum: false,
+            copy_only: false,
+            name: String::new(),
+            description: String::new(),
+            server_name: "test".into(),
+            user_name: "sa".into(),
+            progress,
+            cancel: Some(cancel),
+        }
+    }
+    backup_database(&db, &request(&bak, true, None, &cancel)).unwrap();
+    let before = std::fs::read(&bak).unwrap();
+    match backup_database(&db, &request(&bak, false, Some(&stop), &cancel)) {
+        Err(extentdb_storage::StorageError::Cancelled) => {}
+        other => panic!("expected Cancelled, got {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(&bak).unwrap(),
+        before,
+        "the file is as it was"
+    );
+    verify_backup_set(&bak, 1, true).unwrap();
+    drop(db);
+    inst.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
