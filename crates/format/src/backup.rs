@@ -36,6 +36,14 @@ fn bad(what: impl Into<String>) -> FormatError {
     corrupt(PageId::NULL, what.into())
 }
 
+/// The CRC-32C a block header carries for its payload (carry-less multiply, as the page
+/// checksum).
+pub fn payload_crc(payload: &[u8]) -> u32 {
+    let mut d = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+    d.update(payload);
+    d.finalize() as u32
+}
+
 /// Rounds `n` up to a multiple of `ALIGN`.
 pub fn aligned(n: u64) -> u64 {
     n.div_ceil(ALIGN) * ALIGN

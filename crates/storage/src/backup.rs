@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use extentdb_format::backup::{
-    aligned, BackupType, BlockHeader, BlockKind, MediaHeader, SetHeader, SetTrailer,
+    aligned, payload_crc, BackupType, BlockHeader, BlockKind, MediaHeader, SetHeader, SetTrailer,
     BLOCK_HEADER_SIZE, FLAG_CHECKSUM, FLAG_COPY_ONLY, MAX_BLOCK_PAYLOAD, MEDIA_HEADER_SIZE,
 };
 use extentdb_format::file_header::FileType;
@@ -167,15 +167,13 @@ fn write_block(
     count: u32,
     payload: &[u8],
 ) -> std::io::Result<u64> {
-    let mut d = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-    d.update(payload);
     let h = BlockHeader {
         kind,
         file_id,
         start,
         count,
         length: payload.len() as u32,
-        payload_crc: d.finalize() as u32,
+        payload_crc: payload_crc(payload),
     };
     out.write_all(&h.encode())?;
     out.write_all(payload)?;
@@ -425,14 +423,11 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32), StorageE
         }
     };
     let (offset, position) = match existing {
-        Some(m) if !req.format && !req.init => {
+        Some(_) if !req.format && !req.init => {
             let sets = scan_sets(&mut f, req.path, len, false)?;
             match sets.last() {
                 Some(s) => (s.offset + s.size, s.header.position + 1),
-                None => {
-                    let _ = m;
-                    (MEDIA_HEADER_SIZE as u64, 1)
-                }
+                None => (MEDIA_HEADER_SIZE as u64, 1),
             }
         }
         Some(m) if !req.format => fresh(&mut f, m)?,
@@ -500,7 +495,7 @@ fn scan_sets(
                 let mut tb = vec![0u8; h.length as usize];
                 f.read_exact(&mut tb).map_err(dev)?;
                 let trailer = match SetTrailer::decode(&tb) {
-                    Ok(t) if crc32c::crc32c(&tb) == h.payload_crc => t,
+                    Ok(t) if payload_crc(&tb) == h.payload_crc => t,
                     _ if !strict => break 'sets,
                     _ => return fail("end block checksum".into()),
                 };
@@ -567,9 +562,7 @@ pub fn verify_backup_set(
             pos + BLOCK_HEADER_SIZE as u64,
             h.length as usize,
         )?;
-        let mut d = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-        d.update(&payload);
-        if d.finalize() as u32 != h.payload_crc {
+        if payload_crc(&payload) != h.payload_crc {
             return Err(media_error(
                 path,
                 format!("block at byte {pos} fails its checksum"),

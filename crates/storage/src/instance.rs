@@ -102,6 +102,37 @@ impl UnopenedState {
     }
 }
 
+/// Why a file name is refused by `in_roots`.
+enum RootError {
+    /// Outside every root, or with `..`.
+    Outside,
+    /// Its directory does not exist.
+    NoDirectory,
+}
+
+/// `filename` as a path inside one of `roots`: a name without a directory goes to the
+/// first root; the directory must exist and lie inside a root once links are resolved.
+fn in_roots(filename: &str, roots: &[PathBuf]) -> Result<PathBuf, RootError> {
+    let raw = Path::new(filename);
+    let joined = if raw.is_absolute() {
+        raw.to_path_buf()
+    } else {
+        roots[0].join(raw)
+    };
+    let (parent, name) = match (joined.parent(), joined.file_name()) {
+        (Some(p), Some(n)) if !joined.components().any(|c| c == Component::ParentDir) => (p, n),
+        _ => return Err(RootError::Outside),
+    };
+    let parent = parent.canonicalize().map_err(|_| RootError::NoDirectory)?;
+    let inside = roots
+        .iter()
+        .any(|r| r.canonicalize().is_ok_and(|r| parent.starts_with(&r)) || parent.starts_with(r));
+    if !inside {
+        return Err(RootError::Outside);
+    }
+    Ok(parent.join(name))
+}
+
 /// How often a long recovery writes its progress to the error log.
 const RECOVERY_PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -559,23 +590,10 @@ impl Instance {
     /// Resolves a FILENAME to a path under a data root (invariant 2). Relative names are
     /// taken relative to the first data root.
     pub fn resolve_path(&self, filename: &str) -> Result<PathBuf, StorageError> {
-        let raw = Path::new(filename);
-        let joined = if raw.is_absolute() {
-            raw.to_path_buf()
-        } else {
-            self.config.data_roots[0].join(raw)
-        };
-        let (parent, name) = match (joined.parent(), joined.file_name()) {
-            (Some(p), Some(n)) if !joined.components().any(|c| c == Component::ParentDir) => (p, n),
-            _ => return Err(StorageError::OutsideDataRoots(filename.to_string())),
-        };
-        let parent = parent
-            .canonicalize()
-            .map_err(|_| StorageError::DirectoryNotFound(filename.to_string()))?;
-        if !self.config.data_roots.iter().any(|r| parent.starts_with(r)) {
-            return Err(StorageError::OutsideDataRoots(filename.to_string()));
-        }
-        Ok(parent.join(name))
+        in_roots(filename, &self.config.data_roots).map_err(|e| match e {
+            RootError::Outside => StorageError::OutsideDataRoots(filename.to_string()),
+            RootError::NoDirectory => StorageError::DirectoryNotFound(filename.to_string()),
+        })
     }
 
     /// Where a backup file named in BACKUP or RESTORE is: a name without a directory goes to
@@ -583,37 +601,18 @@ impl Instance {
     /// with `..`, is refused as SQL Server refuses a path it may not open (Msg 3201 with
     /// "Access is denied").
     pub fn resolve_backup_path(&self, filename: &str) -> Result<PathBuf, StorageError> {
-        let denied = || StorageError::BackupDevice {
-            path: filename.to_string(),
-            reason: "5(Access is denied.)".into(),
-        };
-        let raw = Path::new(filename);
-        let default_root = &self.config.backup_roots[0];
-        let joined = if raw.is_absolute() {
-            raw.to_path_buf()
-        } else {
-            let _ = std::fs::create_dir_all(default_root);
-            default_root.join(raw)
-        };
-        let (parent, name) = match (joined.parent(), joined.file_name()) {
-            (Some(p), Some(n)) if !joined.components().any(|c| c == Component::ParentDir) => (p, n),
-            _ => return Err(denied()),
-        };
-        let parent = parent
-            .canonicalize()
-            .map_err(|_| StorageError::BackupDevice {
-                path: filename.to_string(),
-                reason: "3(The system cannot find the path specified.)".into(),
-            })?;
-        let inside = self
-            .config
-            .backup_roots
-            .iter()
-            .any(|r| r.canonicalize().is_ok_and(|r| parent.starts_with(&r)));
-        if !inside {
-            return Err(denied());
+        let roots = &self.config.backup_roots;
+        if !Path::new(filename).is_absolute() {
+            let _ = std::fs::create_dir_all(&roots[0]);
         }
-        Ok(parent.join(name))
+        in_roots(filename, roots).map_err(|e| StorageError::BackupDevice {
+            path: filename.to_string(),
+            reason: match e {
+                RootError::Outside => "5(Access is denied.)",
+                RootError::NoDirectory => "3(The system cannot find the path specified.)",
+            }
+            .into(),
+        })
     }
 
     /// Checks that `path` is used by no database and does not exist on disk.

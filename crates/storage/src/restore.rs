@@ -31,7 +31,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use extentdb_format::backup::{BackupType, BlockHeader, BlockKind, SetHeader, BLOCK_HEADER_SIZE};
+use extentdb_format::backup::{
+    payload_crc, BackupType, BlockHeader, BlockKind, SetHeader, BLOCK_HEADER_SIZE,
+};
 use extentdb_format::boot::BootPage;
 use extentdb_format::file_header::FileType;
 use extentdb_format::layout::{BOOT_MIRROR_PAGE, BOOT_PAGE};
@@ -315,9 +317,7 @@ fn copy_blocks(
         payload.resize(h.length as usize, 0);
         f.read_exact(&mut payload)
             .map_err(|_| media(format!("cut short at byte {pos}")))?;
-        let mut d = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
-        d.update(&payload);
-        if d.finalize() as u32 != h.payload_crc {
+        if payload_crc(&payload) != h.payload_crc {
             return Err(media(format!("block at byte {pos} fails its checksum")));
         }
         match h.kind {

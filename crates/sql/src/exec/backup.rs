@@ -151,10 +151,7 @@ impl Session {
             BackupKind::Database => "BACKUP DATABASE",
             BackupKind::Log => "BACKUP LOG",
         };
-        let abnormal = |mut e: Vec<SqlError>| {
-            e.push(msg(3013, &[&statement]));
-            e
-        };
+        let abnormal = |e| abnormal(statement, e);
         if b.kind == BackupKind::Log {
             return Err(vec![not_yet("BACKUP LOG")]);
         }
@@ -215,10 +212,7 @@ impl Session {
             RestoreKind::HeaderOnly => "RESTORE HEADERONLY",
             RestoreKind::LabelOnly => "RESTORE LABELONLY",
         };
-        let abnormal = |mut e: Vec<SqlError>| {
-            e.push(msg(3013, &[&statement]));
-            e
-        };
+        let abnormal = |e| abnormal(statement, e);
         match r.kind {
             RestoreKind::Log => return Err(vec![not_yet("RESTORE LOG")]),
             RestoreKind::LabelOnly => return Err(vec![not_yet("RESTORE LABELONLY")]),
@@ -432,6 +426,13 @@ fn push_summary(
             &format!("{:03}", mbs % 1000),
         ],
     )));
+}
+
+/// Errors of a BACKUP or RESTORE, closed by SQL Server's 3013 ("... is terminating
+/// abnormally.").
+fn abnormal(statement: &str, mut errors: Vec<SqlError>) -> Vec<SqlError> {
+    errors.push(msg(3013, &[&statement]));
+    errors
 }
 
 /// A storage error of BACKUP or RESTORE as SQL Server's message.
