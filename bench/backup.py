@@ -17,19 +17,9 @@ Usage: bench/backup.py [--size-gb N] [--empty-gb N] [--dir PATH] [--binary PATH]
 """
 import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def drop_cache(paths):
-    os.sync()
-    for p in paths:
-        if not os.path.exists(p):
-            continue
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import BINARY, drop_cache, filled_database_sql, host, results_path  # noqa: E402
+import lib  # noqa: E402
 
 
 def run_sql(binary, inst, sql, flags=()):
@@ -45,11 +35,9 @@ def run_sql(binary, inst, sql, flags=()):
 
 
 def cp_time(src, dst):
+    """cp of src (not in the page cache) to dst, then dst removed."""
     drop_cache([src])
-    t = time.perf_counter()
-    subprocess.run(["cp", src, dst], check=True)
-    os.sync()
-    wall = time.perf_counter() - t
+    wall = lib.cp_time(src, dst)
     os.remove(dst)
     return wall
 
@@ -61,7 +49,7 @@ def main():
     ap.add_argument("--log-mb", type=int, default=64,
                     help="log file size of both databases (always zeroed, by restore too)")
     ap.add_argument("--dir", default=None)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
+    ap.add_argument("--binary", default=BINARY)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="xdb-bench-backup-", dir=a.dir)
@@ -73,50 +61,41 @@ def main():
         subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"],
                        check=True, capture_output=True)
 
-        # 1. The empty database.
+        # 1. The empty database (skipped with --empty-gb 0).
         mb = int(a.empty_gb * 1024)
-        run_sql(a.binary, inst,
-                f"CREATE DATABASE E ON (NAME = E, FILENAME = 'E.mdf', SIZE = {mb}MB) "
-                f"LOG ON (NAME = E_log, FILENAME = 'E_log.ldf', SIZE = {a.log_mb}MB); "
-                "USE E; CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1);")
-        run_sql(a.binary, inst, "BACKUP DATABASE E TO DISK = 'e.bak' WITH INIT;")
-        empty = {"data_gb": a.empty_gb, "log_mb": a.log_mb,
-                 "backup_bytes": os.path.getsize(os.path.join(bak, "e.bak"))}
-        for ifi, flags in (("on", ()), ("off", (1806,))):
-            name = f"E_{ifi}"
+        if mb > 0:
+            run_sql(a.binary, inst,
+                    f"CREATE DATABASE E ON (NAME = E, FILENAME = 'E.mdf', SIZE = {mb}MB) "
+                    f"LOG ON (NAME = E_log, FILENAME = 'E_log.ldf', SIZE = {a.log_mb}MB); "
+                    "USE E; CREATE TABLE t (k int PRIMARY KEY); INSERT INTO t VALUES (1);")
+            run_sql(a.binary, inst, "BACKUP DATABASE E TO DISK = 'e.bak' WITH INIT;")
+            empty = {"data_gb": a.empty_gb, "log_mb": a.log_mb,
+                     "backup_bytes": os.path.getsize(os.path.join(bak, "e.bak"))}
+            for ifi, flags in (("on", ()), ("off", (1806,))):
+                name = f"E_{ifi}"
+                wall, _ = run_sql(a.binary, inst,
+                                  f"RESTORE DATABASE {name} FROM DISK = 'e.bak' WITH "
+                                  f"MOVE 'E' TO '{name}.mdf', MOVE 'E_log' TO '{name}_log.ldf';",
+                                  flags)
+                empty[f"restore_ifi_{ifi}_s"] = wall
+                run_sql(a.binary, inst, f"DROP DATABASE {name};")
+            # The log (1 GB) is zeroed either way: its share, measured alone.
             wall, _ = run_sql(a.binary, inst,
-                              f"RESTORE DATABASE {name} FROM DISK = 'e.bak' WITH "
-                              f"MOVE 'E' TO '{name}.mdf', MOVE 'E_log' TO '{name}_log.ldf';",
-                              flags)
-            empty[f"restore_ifi_{ifi}_s"] = wall
-            run_sql(a.binary, inst, f"DROP DATABASE {name};")
-        # The log (1 GB) is zeroed either way: its share, measured alone.
-        wall, _ = run_sql(a.binary, inst,
-                          "CREATE DATABASE L ON (NAME = L, FILENAME = 'L.mdf', SIZE = 8MB) "
-                          "LOG ON (NAME = L_log, FILENAME = 'L_log.ldf', SIZE = 1GB);")
-        empty["create_with_1gb_log_s"] = wall
-        run_sql(a.binary, inst, "DROP DATABASE L; DROP DATABASE E;")
-        empty["ifi_gain"] = empty["restore_ifi_off_s"] / empty["restore_ifi_on_s"]
-        results["empty_restore"] = empty
-        print(f"empty {a.empty_gb:g} GB database ({empty['backup_bytes'] / 1e6:.1f} MB backup): "
-              f"restore {empty['restore_ifi_on_s']:.2f} s with IFI, "
-              f"{empty['restore_ifi_off_s']:.2f} s without ({empty['ifi_gain']:.1f}x); "
-              f"creating a 1 GB log alone takes {wall:.2f} s")
+                              "CREATE DATABASE L ON (NAME = L, FILENAME = 'L.mdf', SIZE = 8MB) "
+                              "LOG ON (NAME = L_log, FILENAME = 'L_log.ldf', SIZE = 1GB);")
+            empty["create_with_1gb_log_s"] = wall
+            run_sql(a.binary, inst, "DROP DATABASE L; DROP DATABASE E;")
+            empty["ifi_gain"] = empty["restore_ifi_off_s"] / empty["restore_ifi_on_s"]
+            results["empty_restore"] = empty
+            print(f"empty {a.empty_gb:g} GB database ({empty['backup_bytes'] / 1e6:.1f} MB backup): "
+                  f"restore {empty['restore_ifi_on_s']:.2f} s with IFI, "
+                  f"{empty['restore_ifi_off_s']:.2f} s without ({empty['ifi_gain']:.1f}x); "
+                  f"creating a 1 GB log alone takes {wall:.2f} s")
 
         # 2. A database holding data.
-        rows = int(a.size_gb * (1 << 30) / 8192)
+        sql, rows = filled_database_sql("D", a.size_gb, int(a.size_gb * 1024) + 256, a.log_mb)
         t = time.perf_counter()
-        run_sql(a.binary, inst,
-                f"CREATE DATABASE D ON (NAME = D, FILENAME = 'D.mdf', SIZE = {int(a.size_gb * 1024) + 256}MB) "
-                f"LOG ON (NAME = D_log, FILENAME = 'D_log.ldf', SIZE = {a.log_mb}MB); "
-                "ALTER DATABASE D SET RECOVERY SIMPLE; USE D; SET NOCOUNT ON; "
-                "CREATE TABLE t (k int PRIMARY KEY, v varchar(4000), w varchar(3900)); "
-                "DECLARE @i int = 0; WHILE @i < 1000 BEGIN "
-                "INSERT INTO t VALUES (@i, REPLICATE(CAST(@i % 10 AS varchar(1)), 4000), REPLICATE('w', 3900)); SET @i += 1; END; "
-                f"DECLARE @n int = 1000; WHILE @n < {rows} BEGIN "
-                "DECLARE @c int = CASE WHEN @n < 16000 THEN @n ELSE 16000 END; "
-                "INSERT INTO t SELECT k + @n, v, w FROM t WHERE k < @c; SET @n += @c; END; "
-                "CHECKPOINT;")
+        run_sql(a.binary, inst, sql)
         print(f"database D: {rows} rows, built in {time.perf_counter() - t:.0f} s")
         mdf = os.path.join(data, "D.mdf")
         drop_cache([mdf])
@@ -154,12 +133,9 @@ def main():
         print(f"restore: {full['restore_MBps']:.0f} MB/s; cp of the backup file "
               f"{full['cp_backup_file_MBps']:.0f} MB/s: {full['restore_over_cp']:.2f}x")
 
-        host = socket.gethostname().split(".")[0]
         out = {"benchmark": "backup", "date": datetime.date.today().isoformat(),
-               "host": host, "results": results}
-        os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-        path = os.path.join(ROOT, "bench", "results",
-                            f"{datetime.date.today().isoformat()}-{host}-backup.json")
+               "host": host(), "results": results}
+        path = results_path("backup")
         with open(path, "w") as f:
             json.dump(out, f, indent=2)
         print(f"wrote {path}")

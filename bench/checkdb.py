@@ -18,26 +18,8 @@ Usage: bench/checkdb.py [--size-gb N] [--dir PATH] [--binary PATH] [--keep]
 """
 import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def drop_cache(paths):
-    os.sync()
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-
-
-def dd_read(paths):
-    total = 0
-    t = time.perf_counter()
-    for p in paths:
-        subprocess.run(["dd", f"if={p}", "of=/dev/null", "bs=1M", "status=none"], check=True)
-        total += os.path.getsize(p)
-    return total, time.perf_counter() - t
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import BINARY, dd_read, drop_cache, filled_database_sql, host, median, results_path  # noqa: E402
 
 
 def checkdb(binary, inst, db, physical, maxdop):
@@ -60,7 +42,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-gb", type=float, default=4.0)
     ap.add_argument("--dir", default=None)
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
+    ap.add_argument("--binary", default=BINARY)
     ap.add_argument("--maxdop", default=None, help="comma-separated list (default 1,2[,cores])")
     ap.add_argument("--rounds", type=int, default=3, help="median of this many runs each")
     ap.add_argument("--keep", action="store_true")
@@ -69,23 +51,12 @@ def main():
     dops = [int(x) for x in a.maxdop.split(",")] if a.maxdop else sorted({1, 2, cores})
     work = tempfile.mkdtemp(prefix="xdb-bench-checkdb-", dir=a.dir)
     inst = os.path.join(work, "inst")
-    rows = int(a.size_gb * (1 << 30) / 8192)
     try:
         subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"],
                        check=True, capture_output=True)
         t = time.perf_counter()
-        sql = (
-            f"CREATE DATABASE CK ON (NAME=CK, FILENAME='CK.mdf', SIZE={int(a.size_gb * 1024) + 256}MB) "
-            "LOG ON (NAME=CK_log, FILENAME='CK_log.ldf', SIZE=2GB); "
-            "ALTER DATABASE CK SET RECOVERY SIMPLE; USE CK; "
-            "CREATE TABLE t (k int PRIMARY KEY, v varchar(4000), w varchar(3900)); "
-            "DECLARE @i int = 0; WHILE @i < 1000 BEGIN "
-            "INSERT INTO t VALUES (@i, REPLICATE(CAST(@i % 10 AS varchar(1)), 4000), REPLICATE('w', 3900)); SET @i += 1; END; "
-            f"DECLARE @n int = 1000; WHILE @n < {rows} BEGIN "
-            "DECLARE @c int = CASE WHEN @n < 16000 THEN @n ELSE 16000 END; "
-            "INSERT INTO t SELECT k + @n, v, w FROM t WHERE k < @c; SET @n += @c; END; "
-            "CHECKPOINT; SELECT COUNT(*) FROM t;"
-        )
+        sql, rows = filled_database_sql("CK", a.size_gb, int(a.size_gb * 1024) + 256, 2048)
+        sql += " SELECT COUNT(*) FROM t;"
         p = subprocess.run([a.binary, "exec", "--data-dir", inst, "-b", "-Q", sql],
                            capture_output=True, text=True)
         if p.returncode != 0:
@@ -94,10 +65,6 @@ def main():
         files = [os.path.join(inst, "data", "CK.mdf")]
         size = sum(os.path.getsize(f) for f in files)
         print(f"database: {rows} rows, data file {size / 1e9:.2f} GB, built in {built:.0f} s")
-
-        def median(xs):
-            xs = sorted(xs)
-            return xs[len(xs) // 2]
 
         results = {}
         for cache in ("cold", "warm"):
@@ -139,20 +106,17 @@ def main():
                 r = fu["MBps"] / ph["MBps"]
                 results[cache].setdefault("full_over_physical", {})[str(dop)] = r
                 print(f"  full / PHYSICAL_ONLY at MAXDOP {dop}: {r:.2f}")
-        host = socket.gethostname().split(".")[0]
         out = {
             "benchmark": "checkdb",
             "date": datetime.date.today().isoformat(),
-            "host": host,
+            "host": host(),
             "cores": cores,
             "rows": rows,
             "data_file_bytes": size,
             "rounds": a.rounds,
             "results": results,
         }
-        os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-        path = os.path.join(ROOT, "bench", "results",
-                            f"{datetime.date.today().isoformat()}-{host}-checkdb.json")
+        path = results_path("checkdb")
         with open(path, "w") as f:
             json.dump(out, f, indent=2)
         print(f"\nwrote {path}")

@@ -33,6 +33,8 @@ import argparse, datetime, glob, json, os, platform, re, select, shutil, signal,
 import sqlite3, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import machine_info as machine, results_path  # noqa: E402
 ROW = "a".ljust(8000)
 MB = 1 << 20
 
@@ -342,16 +344,6 @@ def dd(work, mb):
 
 # ---------------------------------------------------------------- main
 
-def machine(work):
-    sh = lambda c: subprocess.run(c, capture_output=True, text=True).stdout.strip()
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "")
-    return {"uname": sh(["uname", "-a"]), "nproc": os.cpu_count(), "cpu": cpu,
-            "df": sh(["df", "-T", work]), "python": platform.python_version(),
-            "sqlite": sqlite3.sqlite_version,
-            "extentdb_commit": sh(["git", "-C", ROOT, "rev-parse", "HEAD"]),
-            "extentdb_tree_dirty": bool(sh(["git", "-C", ROOT, "status", "--porcelain"]))}
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=70000)
@@ -360,6 +352,8 @@ def main():
     ap.add_argument("--dir", default=os.path.join(ROOT, "bench", "tmp"),
                     help="parent of the scratch directory (on the file system to measure)")
     ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
+    ap.add_argument("--no-postgres", action="store_true",
+                    help="extentdb and SQLite only (no PostgreSQL to install)")
     a = ap.parse_args()
     n = 5000 if a.quick else a.rows
     rec_committed = max(1000, n * 2 // 7)
@@ -374,7 +368,7 @@ def main():
     started = time.time()
     try:
         info = machine(work)
-        pg = Postgres(work)
+        pg = None if a.no_postgres else Postgres(work)
         x = Extentdb(a.binary, os.path.join(work, "inst"))
         w1 = {"extentdb": [], "postgres": [], "sqlite": []}
         w2 = {"extentdb": [], "postgres": [], "sqlite": []}
@@ -385,9 +379,10 @@ def main():
         runs2 = {"extentdb": lambda r: xdb_bulk(x, n, r),
                  "postgres": lambda r: pg.bulk(n, work),
                  "sqlite": lambda r: sqlite_bulk(n, work)}
-        engines = ["extentdb", "postgres", "sqlite"]
+        engines = ["extentdb", "sqlite"] if pg is None else ["extentdb", "postgres", "sqlite"]
         for r in range(a.rounds):
-            order = engines[r % 3:] + engines[:r % 3]
+            k = r % len(engines)
+            order = engines[k:] + engines[:k]
             for e in order:
                 w1[e].append(runs1[e](r))
                 print(f"round {r + 1} autocommit {e:9s} {w1[e][-1]['s']:9.3f} s "
@@ -412,15 +407,17 @@ def main():
         for w, runs in (("autocommit", w1), ("bulk", w2)):
             for e in engines:
                 res[f"{w}_{e}_rows_per_s"] = rps(runs[e])
-            res[f"{w}_extentdb_vs_postgres"] = res[f"{w}_extentdb_rows_per_s"] / res[f"{w}_postgres_rows_per_s"]
+            if pg:
+                res[f"{w}_extentdb_vs_postgres"] = res[f"{w}_extentdb_rows_per_s"] / res[f"{w}_postgres_rows_per_s"]
             res[f"{w}_extentdb_vs_sqlite"] = res[f"{w}_extentdb_rows_per_s"] / res[f"{w}_sqlite_rows_per_s"]
         res["bulk_extentdb_log_bytes"] = median([x["log_bytes"] for x in w2["extentdb"]])
         res["bulk_extentdb_log_bytes_per_row"] = res["bulk_extentdb_log_bytes"] / n
         res["bulk_extentdb_log_mb_per_s"] = median([x["log_bytes"] / 1e6 / x["s"] for x in w2["extentdb"]])
         res["dd_mb_per_s"] = median([d["mb_per_s"] for d in dds])
         res["log_vs_dd"] = res["bulk_extentdb_log_mb_per_s"] / res["dd_mb_per_s"]
-        res["postgres_autocommit_wal_bytes_per_row"] = median([x["wal_bytes"] / n for x in w1["postgres"]])
-        res["postgres_bulk_wal_bytes_per_row"] = median([x["wal_bytes"] / n for x in w2["postgres"]])
+        if pg:
+            res["postgres_autocommit_wal_bytes_per_row"] = median([x["wal_bytes"] / n for x in w1["postgres"]])
+            res["postgres_bulk_wal_bytes_per_row"] = median([x["wal_bytes"] / n for x in w2["postgres"]])
         res["recovery_log_bytes_read"] = median([r.get("log_bytes_read") for r in recs])
         res["recovery_startup_s"] = median([r["startup_recover_s"] for r in recs])
         res["recovery_clean_startup_s"] = median([r["startup_clean_s"] for r in recs])
@@ -442,8 +439,10 @@ def main():
         for w, label in (("autocommit", "1. autocommit inserts (rows/s)"),
                          ("bulk", "2. one-transaction bulk (rows/s)")):
             print(f"{label:34s} {res[f'{w}_extentdb_rows_per_s']:12.0f} "
-                  f"{res[f'{w}_postgres_rows_per_s']:12.0f} {res[f'{w}_sqlite_rows_per_s']:12.0f} "
-                  f"{res[f'{w}_extentdb_vs_postgres']:8.3f} {res[f'{w}_extentdb_vs_sqlite']:10.3f}")
+                  f"{res.get(f'{w}_postgres_rows_per_s', float('nan')):12.0f} "
+                  f"{res[f'{w}_sqlite_rows_per_s']:12.0f} "
+                  f"{res.get(f'{w}_extentdb_vs_postgres', float('nan')):8.3f} "
+                  f"{res[f'{w}_extentdb_vs_sqlite']:10.3f}")
         print(f"3. log write: {res['bulk_extentdb_log_bytes'] / 1e6:.1f} MB of log "
               f"({res['bulk_extentdb_log_bytes_per_row']:.0f} B/row), "
               f"{res['bulk_extentdb_log_mb_per_s']:.1f} MB/s vs dd ({dds[0]['flags']}) "
@@ -456,16 +455,17 @@ def main():
         else:
             print("4. recovery: ERRORLOG recovery lines not found:\n  " +
                   "\n  ".join(recs[-1]["errorlog"]))
-        print(f"context: PostgreSQL WAL per row {res['postgres_autocommit_wal_bytes_per_row']:.0f} B "
-              f"(autocommit), {res['postgres_bulk_wal_bytes_per_row']:.0f} B (bulk); "
-              f"PG table {w2['postgres'][-1]['table_bytes'] / 1e6:.1f} MB (pglz-compressed rows)")
+        if pg:
+            print(f"context: PostgreSQL WAL per row {res['postgres_autocommit_wal_bytes_per_row']:.0f} B "
+                  f"(autocommit), {res['postgres_bulk_wal_bytes_per_row']:.0f} B (bulk); "
+                  f"PG table {w2['postgres'][-1]['table_bytes'] / 1e6:.1f} MB (pglz-compressed rows)")
         print("row counts: " + ("all correct" if counts_ok else "MISMATCH"))
         for name, got, want in checks:
             print(f"  {name:32s} {got:8d} {'ok' if got == want else f'EXPECTED {want}'}")
 
         result = {"benchmark": "data-path", "date": datetime.datetime.now().isoformat(timespec="seconds"),
                   "host": socket.gethostname(), "rows": n, "rounds": a.rounds, "quick": a.quick,
-                  "dir": work, "machine": info, "postgres_version": pg.version,
+                  "dir": work, "machine": info, "postgres_version": pg.version if pg else None,
                   "elapsed_s": time.time() - started, **res, "row_counts_ok": counts_ok,
                   "runs": {"autocommit": w1, "bulk": w2, "dd": dds, "recovery": recs},
                   "recovery_load": {"committed_rows": rec_committed, "open_rows": rec_open},
@@ -473,9 +473,7 @@ def main():
                             "PostgreSQL compresses the padded char(8000) value (pglz)",
                             "SQLite binds the 8000-char padded value (SQLite does not pad CHAR)",
                             "GB = 10^9 bytes, MB/s = 10^6 bytes/s"]}
-        os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
-        out = os.path.join(ROOT, "bench/results",
-                           f"{datetime.date.today()}-{socket.gethostname()}-data-path.json")
+        out = results_path("data-path")
         with open(out, "w") as f:
             json.dump(result, f, indent=2)
         print(f"wrote {out} ({time.time() - started:.0f} s)")

@@ -13,50 +13,16 @@ Usage: bench/ifi.py [--size-gb N] [--dir PATH] [--binary PATH]
 """
 import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def timed(fn):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
-
-
-def fallocate_fsync(path, size):
-    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_EXCL, 0o600)
-    try:
-        os.posix_fallocate(fd, 0, size)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def dd_zero(path, size_gb):
-    subprocess.run(["dd", "if=/dev/zero", f"of={path}", "bs=8M", f"count={size_gb * 128}",
-                    "conv=fdatasync", "status=none"], check=True)
-
-
-def exec_sql(binary, data_dir, sql):
-    p = subprocess.run([binary, "exec", "--data-dir", data_dir, "-b", "-Q", sql],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        sys.exit(f"extentdb failed:\n{p.stdout}\n{p.stderr}")
-    nums = [int(x) for x in re.findall(r"^\s*(\d+)\s*$", p.stdout, re.M)]
-    if not nums:
-        sys.exit(f"no timing in output:\n{p.stdout}")
-    return nums[-1] / 1e6
-
-
-def timed_sql(binary, data_dir, body, flags=""):
-    return exec_sql(binary, data_dir, f"{flags} DECLARE @t DATETIME2 = SYSDATETIME(); {body}; "
-                    "SELECT DATEDIFF(MICROSECOND, @t, SYSDATETIME())")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import BINARY, dd_zero, fallocate_fsync, results_path, timed, timed_sql  # noqa: E402
+import lib  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-gb", type=int, default=20)
     ap.add_argument("--dir", default=None, help="directory on the file system to measure")
-    ap.add_argument("--binary", default=os.path.join(ROOT, "target/release/extentdb"))
+    ap.add_argument("--binary", default=BINARY)
     a = ap.parse_args()
     n = a.size_gb
     size = n << 30
@@ -64,7 +30,7 @@ def main():
     try:
         base = os.path.join(work, "baseline")
         t_falloc = timed(lambda: fallocate_fsync(base, size)); os.unlink(base)
-        t_dd = timed(lambda: dd_zero(base, n)); os.unlink(base)
+        t_dd = timed(lambda: dd_zero(base, size)); os.unlink(base)
         inst = os.path.join(work, "inst")
         subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"], check=True,
                        capture_output=True)
@@ -80,12 +46,12 @@ def main():
                              f"ALTER DATABASE {name} MODIFY FILE (NAME={name}, SIZE={2 * n}GB)", flags)
 
         r = {}
-        r["create_ifi_s"] = create("ifi_on", "")
-        r["grow_ifi_s"] = grow("ifi_on", "")
-        exec_sql(a.binary, inst, "DROP DATABASE ifi_on; SELECT 0")
-        r["create_zeroed_s"] = create("ifi_off", "DBCC TRACEON (1806, -1);")
-        r["grow_zeroed_s"] = grow("ifi_off", "DBCC TRACEON (1806, -1);")
-        exec_sql(a.binary, inst, "DROP DATABASE ifi_off; SELECT 0")
+        r["create_ifi_s"] = create("ifi_on", ())
+        r["grow_ifi_s"] = grow("ifi_on", ())
+        lib.exec_sql(a.binary, inst, "DROP DATABASE ifi_on")
+        r["create_zeroed_s"] = create("ifi_off", (1806,))
+        r["grow_zeroed_s"] = grow("ifi_off", (1806,))
+        lib.exec_sql(a.binary, inst, "DROP DATABASE ifi_off")
         result = {
             "benchmark": "ifi", "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "host": socket.gethostname(), "size_gb": n, "dir": work,
@@ -99,9 +65,7 @@ def main():
         for k, v in result.items():
             if isinstance(v, float):
                 print(f"{k:40s} {v:12.4f}")
-        os.makedirs(os.path.join(ROOT, "bench/results"), exist_ok=True)
-        out = os.path.join(ROOT, "bench/results",
-                           f"{datetime.date.today()}-{socket.gethostname()}-ifi.json")
+        out = results_path("ifi")
         with open(out, "w") as f:
             json.dump(result, f, indent=2)
         print(f"wrote {out}")

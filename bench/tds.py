@@ -20,6 +20,7 @@ import argparse, datetime, json, os, platform, re, shutil, socket, subprocess, s
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from data_path import Postgres, median, run, ROOT  # noqa: E402
+from lib import results_path  # noqa: E402
 
 PASSWORD = "B3nch!Mark"
 
@@ -131,9 +132,7 @@ def main():
         out = {"benchmark": "tds", "date": datetime.date.today().isoformat(), "host": host,
                "seconds_per_run": a.seconds, "rounds": a.rounds, "postgres": pg.version,
                "extentdb_rows": rows, "results": summary}
-        os.makedirs(os.path.join(ROOT, "bench", "results"), exist_ok=True)
-        path = os.path.join(ROOT, "bench", "results",
-                            f"{datetime.date.today().isoformat()}-{host}-tds.json")
+        path = results_path("tds")
         with open(path, "w") as f:
             json.dump(out, f, indent=2)
         print(f"wrote {path}")

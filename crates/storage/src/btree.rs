@@ -143,29 +143,43 @@ impl Database {
     }
 
     /// The child of internal page `p` whose range holds `k`, with the child's slot.
-    fn child_for(
-        &self,
-        ki: &KeyInfo,
-        p: &Page,
-        k: &[Option<&[u8]>],
-    ) -> Result<(u16, PageId), StorageError> {
-        let recs = page_records(p)?;
-        let mut chosen = None;
-        for (i, r) in recs.iter().enumerate() {
-            let (sep, child) = ki.separator(r)?;
-            if i == 0 || ki.cmp(&sep, k) != Ordering::Greater {
-                chosen = Some((i as u16, child));
-            } else {
-                break;
+    fn child_for(ki: &KeyInfo, p: &Page, k: &[Option<&[u8]>]) -> Result<PageId, StorageError> {
+        // The child of the last separator <= k (the first separator stands for minus
+        // infinity). Separators ascend in slot order (invariant 1), so a binary search over
+        // the slot array finds it without copying or decoding the page's other records.
+        let n = data_page::slot_count(p);
+        let sep = |slot: u16| -> Result<Option<(Key<'_>, PageId)>, StorageError> {
+            match data_page::record(p, slot)? {
+                Some(r) => Ok(Some(ki.separator(r)?)),
+                None => Ok(None),
             }
-        }
-        chosen.ok_or_else(|| {
+        };
+        let empty = || -> StorageError {
             extentdb_format::corrupt(
                 p.header().map(|h| h.this_page).unwrap_or(PageId::NULL),
                 "empty index page",
             )
             .into()
-        })
+        };
+        if n == 0 {
+            return Err(empty());
+        }
+        // lo always qualifies (slot 0 by definition); no slot at or after hi does.
+        let (mut lo, mut hi) = (0u16, n);
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            let Some((s, _)) = sep(mid)? else {
+                // Index pages keep their slot arrays dense; an empty slot means the page
+                // is not what this search assumes.
+                return Err(empty());
+            };
+            if ki.cmp(&s, k) == Ordering::Greater {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        sep(lo)?.map(|(_, child)| child).ok_or_else(empty)
     }
 
     /// Descends to the leaf for key `k`, splitting full nodes on the way when `for_insert`
@@ -181,22 +195,20 @@ impl Database {
             let mut parent: Option<PageId> = None;
             let mut at = t.root_page;
             loop {
-                let p = self.cached(at)?.clone();
-                let h = p.header()?;
-                if let Some(len) = for_insert {
-                    let leaf = h.level == 0;
+                let p = self.cached(at)?;
+                let leaf = p.header()?.level == 0;
+                let split = for_insert.is_some_and(|len| {
                     let need = if leaf { len } else { ki.max_separator };
-                    if !data_page::can_insert(&p, need, true)
-                        && (leaf || data_page::slot_count(&p) > 1)
-                    {
-                        self.split(t, ki, at, parent, leaf.then_some(k))?;
-                        continue 'restart;
-                    }
+                    !data_page::can_insert(p, need, true) && (leaf || data_page::slot_count(p) > 1)
+                });
+                if split {
+                    self.split(t, ki, at, parent, leaf.then_some(k))?;
+                    continue 'restart;
                 }
-                if h.level == 0 {
+                if leaf {
                     return Ok(at);
                 }
-                let (_, child) = self.child_for(ki, &p, k)?;
+                let child = Self::child_for(ki, p, k)?;
                 parent = Some(at);
                 at = child;
             }

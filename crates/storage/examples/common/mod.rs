@@ -74,14 +74,18 @@ pub fn date_and_host() -> (String, String) {
     (date, host)
 }
 
-/// Writes `json` to bench/results/<date>-<host>-<name>.json; returns the path written.
+/// Writes `json` to bench/results/<date>-<host>-<name>.json, or to the directory named by
+/// XDB_RESULTS_DIR (as bench/lib.py does); returns the path written.
 pub fn write_results(name: &str, json: &str) -> String {
     let (date, host) = date_and_host();
-    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/results");
+    let out = match std::env::var_os("XDB_RESULTS_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/results"),
+    };
     std::fs::create_dir_all(&out).unwrap();
-    let file = format!("{date}-{host}-{name}.json");
-    std::fs::write(out.join(&file), json).unwrap();
-    format!("bench/results/{file}")
+    let path = out.join(format!("{date}-{host}-{name}.json"));
+    std::fs::write(&path, json).unwrap();
+    path.display().to_string()
 }
 
 /// The median of `v` (the upper one of an even count); 0 when empty.
