@@ -32,7 +32,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Set up a new instance: configuration, error log, master and model (tempdb is created at every start).
+    /// Set up a new instance: configuration, error log, master, model and msdb (tempdb is created at every start).
     Setup(SetupArgs),
     /// Run T-SQL scripts in-process (sqlcmd's rules: GO [n] separates batches; -b stops on errors).
     Exec(exec::ExecArgs),

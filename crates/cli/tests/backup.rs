@@ -278,3 +278,127 @@ fn restore_round_trip_and_refusals() {
     assert_eq!(again, original);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The words of each output line whose first word is an upper-case tag the query selected.
+fn tagged_rows(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter(|w| {
+            w.first()
+                .is_some_and(|t| t.len() > 2 && t.chars().all(|c| c.is_ascii_uppercase()))
+        })
+        .collect()
+}
+
+/// Proves the history lands in msdb in SQL Server's tables: one media set per file (kept
+/// across NOINIT appends, replaced by FORMAT), one backupset row per set with its position,
+/// type, database, LSNs and COPY_ONLY flag, the file's path in backupmediafamily, and one
+/// restorehistory row per RESTORE and VERIFYONLY pointing at the set it read. A restore
+/// from a file made by another instance adds that set's rows first.
+#[test]
+fn backup_and_restore_history_in_msdb() {
+    let dir = prepare("history");
+    let (code, out) = exec(
+        &dir,
+        "BACKUP DATABASE S TO DISK = 'h.bak' WITH INIT, NAME = 'one'; \
+         BACKUP DATABASE S TO DISK = 'h.bak' WITH COPY_ONLY, NAME = 'two'; \
+         BACKUP DATABASE S TO DISK = 'h2.bak' WITH FORMAT, NAME = 'three'; \
+         RESTORE VERIFYONLY FROM DISK = 'h.bak' WITH FILE = 2; \
+         RESTORE DATABASE S2 FROM DISK = 'h.bak' WITH FILE = 2, \
+             MOVE 'S' TO 'S2.mdf', MOVE 'S_log' TO 'S2_log.ldf';",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("Msg 3009"), "{out}");
+    let (code, out) = exec(
+        &dir,
+        "SET NOCOUNT ON; \
+         SELECT 'SET', backup_set_id, position, type, database_name, name, is_copy_only, \
+                media_set_id FROM msdb.dbo.backupset ORDER BY backup_set_id; \
+         SELECT 'FAMILY', media_set_id, physical_device_name, device_type \
+         FROM msdb.dbo.backupmediafamily ORDER BY media_set_id; \
+         SELECT 'MEDIA', COUNT(*) FROM msdb.dbo.backupmediaset; \
+         SELECT 'LSN', COUNT(*) FROM msdb.dbo.backupset WHERE first_lsn <= last_lsn AND last_lsn > 0; \
+         SELECT 'RESTORE', restore_type, backup_set_id, recovery, destination_database_name \
+         FROM msdb.dbo.restorehistory ORDER BY restore_history_id;",
+    );
+    assert_eq!(code, 0, "{out}");
+    let rows = tagged_rows(&out);
+    let of = |tag: &str| -> Vec<&Vec<String>> { rows.iter().filter(|w| w[0] == tag).collect() };
+    let sets = of("SET");
+    assert_eq!(sets.len(), 3, "{out}");
+    assert_eq!(&sets[0][2..7], &["1", "D", "S", "one", "0"], "{out}");
+    assert_eq!(&sets[1][2..7], &["2", "D", "S", "two", "1"], "{out}");
+    assert_eq!(&sets[2][2..7], &["1", "D", "S", "three", "0"], "{out}");
+    assert_eq!(
+        sets[0][7], sets[1][7],
+        "appended sets share the media set: {out}"
+    );
+    assert_ne!(
+        sets[0][7], sets[2][7],
+        "FORMAT makes a new media set: {out}"
+    );
+    let family = of("FAMILY");
+    assert_eq!(family.len(), 2, "{out}");
+    assert!(
+        family[0][1] == sets[0][7] && family[0][2].ends_with("/h.bak"),
+        "{out}"
+    );
+    assert!(
+        family[1][1] == sets[2][7] && family[1][2].ends_with("/h2.bak"),
+        "{out}"
+    );
+    assert_eq!(family[0][3], "2", "device_type 2 is disk: {out}");
+    assert!(
+        rows.contains(&vec!["MEDIA".to_string(), "2".into()]),
+        "{out}"
+    );
+    assert!(rows.contains(&vec!["LSN".to_string(), "3".into()]), "{out}");
+    let restores = of("RESTORE");
+    assert_eq!(restores.len(), 2, "{out}");
+    // VERIFYONLY of set 2, then RESTORE of set 2 into S2: both point at the second set.
+    assert_eq!(
+        &restores[0][1..4],
+        &["V", sets[1][1].as_str(), "0"],
+        "{out}"
+    );
+    assert_eq!(
+        &restores[1][1..],
+        &["D", sets[1][1].as_str(), "1", "S2"],
+        "{out}"
+    );
+
+    // A file from another instance: its set is added to this instance's history first.
+    let other = prepare("history-other");
+    let (code, out) = exec(
+        &other,
+        "BACKUP DATABASE S TO DISK = 'o.bak' WITH NAME = 'elsewhere';",
+    );
+    assert_eq!(code, 0, "{out}");
+    std::fs::copy(other.join("backup/o.bak"), dir.join("backup/o.bak")).unwrap();
+    let (code, out) = exec(
+        &dir,
+        "RESTORE DATABASE S3 FROM DISK = 'o.bak' WITH MOVE 'S' TO 'S3.mdf', MOVE 'S_log' TO 'S3_log.ldf'; \
+         SET NOCOUNT ON; \
+         SELECT 'FOREIGN', backup_set_id FROM msdb.dbo.restorehistory \
+         WHERE destination_database_name = 'S3'; \
+         SELECT 'SET', backup_set_id, name FROM msdb.dbo.backupset WHERE name = 'elsewhere'; \
+         SELECT 'COUNT', COUNT(*) FROM msdb.dbo.backupset;",
+    );
+    assert_eq!(code, 0, "{out}");
+    let rows = tagged_rows(&out);
+    let foreign = rows
+        .iter()
+        .find(|w| w[0] == "FOREIGN")
+        .expect("restorehistory row");
+    let set = rows
+        .iter()
+        .find(|w| w[0] == "SET")
+        .expect("the other instance's set");
+    assert_eq!(foreign[1], set[1], "{out}");
+    assert!(
+        rows.contains(&vec!["COUNT".to_string(), "4".into()]),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&other);
+}

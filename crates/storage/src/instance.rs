@@ -28,6 +28,9 @@ use crate::StorageError;
 pub const MASTER_ID: u16 = 1;
 pub const TEMPDB_ID: u16 = 2;
 pub const MODEL_ID: u16 = 3;
+/// msdb: the backup and restore history (backupset, backupmediaset, backupmediafamily,
+/// restorehistory), written by the sql crate after each BACKUP and RESTORE.
+pub const MSDB_ID: u16 = 4;
 /// The first id given to a user database.
 pub const FIRST_USER_ID: u16 = 5;
 /// The version string logged at start-up and returned by @@VERSION.
@@ -232,11 +235,13 @@ impl Instance {
         let mut master = Database::create(&ctx, &system_db("master", MASTER_ID, &root))?;
         let model = Database::create(&ctx, &system_db("model", MODEL_ID, &root))?;
         master.catalog.databases.push(entry_of(&model, MODEL_ID));
+        let msdb = Database::create(&ctx, &system_db("msdb", MSDB_ID, &root))?;
+        master.catalog.databases.push(entry_of(&msdb, MSDB_ID));
         master.save_catalog()?;
         write_durably(&Self::config_path(dir), config.render().as_bytes()).map_err(err)?;
         errorlog.write(
             "Setup",
-            "Setup completed: master and model created; tempdb is created at every start.",
+            "Setup completed: master, model and msdb created; tempdb is created at every start.",
         );
         Ok(())
     }
@@ -337,6 +342,9 @@ impl Instance {
                 .insert(e.database_id, inst.handle(db));
         }
         inst.recreate_tempdb()?;
+        if !entries.iter().any(|e| e.database_id == MSDB_ID) {
+            inst.create_msdb()?;
+        }
         inst.errorlog.write("spid7s", "Recovery is complete. This is an informational message only. No user action is required.");
         Ok(inst)
     }
@@ -453,6 +461,26 @@ impl Instance {
     }
 
     /// Deletes tempdb's files and creates them anew from the configuration.
+    /// Creates msdb in an instance set up before msdb existed (setup creates it with master
+    /// and model).
+    fn create_msdb(&self) -> Result<(), StorageError> {
+        self.errorlog.write(
+            "spid7s",
+            "Creating database 'msdb' (the backup and restore history).",
+        );
+        let sink = LogSink {
+            log: &self.errorlog,
+            source: "spid7s".into(),
+        };
+        let ctx = OpContext {
+            fs: self.fs.as_ref(),
+            policy: self.init_policy(&BTreeSet::new()),
+            log: &sink,
+        };
+        let spec = system_db("msdb", MSDB_ID, &self.config.data_roots[0]);
+        self.create_database(&ctx, &spec)
+    }
+
     fn recreate_tempdb(&self) -> Result<(), StorageError> {
         self.errorlog.write("spid7s", "Clearing tempdb database.");
         let root = &self.config.data_roots[0];
@@ -838,14 +866,26 @@ fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
 /// 8 MB data and log growing 64 MB: model's defaults (and master's), with SQL Server's
 /// file names (master.mdf and mastlog.ldf, model.mdf and modellog.ldf) in `root`.
 fn system_db(name: &str, id: u16, root: &Path) -> NewDatabase {
-    let (data_name, log_name) = match name {
-        "master" => ("master".to_string(), "mastlog".to_string()),
-        _ => (format!("{name}dev"), format!("{name}log")),
-    };
-    let log_file = if name == "master" {
-        "mastlog.ldf".to_string()
-    } else {
-        format!("{name}log.ldf")
+    // SQL Server's logical and physical names.
+    let (data_name, log_name, data_file_name, log_file) = match name {
+        "master" => (
+            "master".into(),
+            "mastlog".into(),
+            "master.mdf".into(),
+            "mastlog.ldf".into(),
+        ),
+        "msdb" => (
+            "MSDBData".into(),
+            "MSDBLog".into(),
+            "MSDBData.mdf".into(),
+            "MSDBLog.ldf".into(),
+        ),
+        _ => (
+            format!("{name}dev"),
+            format!("{name}log"),
+            format!("{name}.mdf"),
+            format!("{name}log.ldf"),
+        ),
     };
     NewDatabase {
         name: name.into(),
@@ -856,7 +896,7 @@ fn system_db(name: &str, id: u16, root: &Path) -> NewDatabase {
             RecoveryModel::Simple
         },
         files: vec![
-            data_file(&data_name, &root.join(format!("{name}.mdf")), 1024),
+            data_file(&data_name, &root.join(data_file_name), 1024),
             log_file_spec(&log_name, &root.join(log_file), 1024),
         ],
         filegroups: vec![],

@@ -299,3 +299,44 @@ fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
     drop(inst);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Proves setup creates msdb (id 4, SQL Server's file names), and that an instance set up
+/// before msdb existed (master lists no msdb, no msdb files) gets it at its next start.
+#[test]
+fn msdb_is_created_by_setup_and_for_older_instances() {
+    use extentdb_storage::instance::MSDB_ID;
+    let dir = temp_dir("msdb");
+    let fs = set_up(&dir);
+    let root = InstanceConfig::defaults(&dir).data_roots[0].clone();
+    assert!(root.join("MSDBData.mdf").exists() && root.join("MSDBLog.ldf").exists());
+    {
+        let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+        let (id, _) = inst.database_by_name("msdb").unwrap();
+        assert_eq!(id, MSDB_ID);
+        assert!(matches!(
+            inst.drop_database("msdb"),
+            Err(StorageError::SystemDatabase(_))
+        ));
+    }
+    // An instance of an earlier version: master without msdb.
+    {
+        let mut master = Database::open(fs.as_ref(), &root.join("master.mdf")).unwrap();
+        master
+            .catalog
+            .databases
+            .retain(|d| d.database_id != MSDB_ID);
+        master.save_catalog().unwrap();
+    }
+    std::fs::remove_file(root.join("MSDBData.mdf")).unwrap();
+    std::fs::remove_file(root.join("MSDBLog.ldf")).unwrap();
+    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+    let (id, _) = inst.database_by_name("msdb").unwrap();
+    assert_eq!(id, MSDB_ID);
+    assert!(root.join("MSDBData.mdf").exists());
+    drop(inst);
+    // And it stays: the next start opens it like any other database.
+    let inst = Instance::start(fs, &dir, &[]).unwrap();
+    assert_eq!(inst.database_by_name("msdb").unwrap().0, MSDB_ID);
+    drop(inst);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -16,6 +16,7 @@ use extentdb_storage::instance::{Instance, RequestProgress};
 use extentdb_storage::restore::RestoreRequest;
 use extentdb_storage::StorageError;
 
+use super::history::RestoreEvent;
 use super::lower::not_yet;
 use super::views::ticks_from_unix_us;
 use super::{Output, Session};
@@ -196,6 +197,7 @@ impl Session {
             )));
         }
         push_summary(out, statement, pages, outcome.bytes, outcome.elapsed);
+        self.record_backup(&path, outcome.position, out);
         Ok(())
     }
 
@@ -231,11 +233,21 @@ impl Session {
                 verify_backup_set(&path, position, opts.checksum)
                     .map_err(|e| abnormal(vec![storage_msg(&e)]))?;
                 out.push(Output::Info(msg(3262, &[&position])));
+                let event = RestoreEvent {
+                    restore_type: 'V',
+                    destination: r.database.as_deref().unwrap_or(""),
+                    replace: false,
+                    recovery: false,
+                };
+                self.record_restore(&path, position, event, out);
             }
             RestoreKind::HeaderOnly => {
-                let (_, sets) =
+                let (media, sets) =
                     read_backup_sets(&path).map_err(|e| abnormal(vec![storage_msg(&e)]))?;
-                let rows: Vec<Vec<Value>> = sets.iter().map(header_row).collect();
+                let rows: Vec<Vec<Value>> = sets
+                    .iter()
+                    .map(|s| header_row(s, &media.media_guid))
+                    .collect();
                 let n = rows.len() as u64;
                 out.push(Output::Rows {
                     columns: header_columns(),
@@ -335,6 +347,13 @@ impl Session {
             outcome.bytes,
             outcome.elapsed,
         );
+        let event = RestoreEvent {
+            restore_type: 'D',
+            destination: name,
+            replace: opts.replace,
+            recovery: true,
+        };
+        self.record_restore(path, outcome.position, event, out);
         Ok(())
     }
 }
@@ -465,7 +484,7 @@ fn storage_msg(e: &StorageError) -> SqlError {
     }
 }
 
-fn header_columns() -> Vec<(String, SqlType)> {
+pub(super) fn header_columns() -> Vec<(String, SqlType)> {
     use SqlType::*;
     vec![
         col("BackupName", NVarChar(128)),
@@ -524,7 +543,22 @@ fn header_columns() -> Vec<(String, SqlType)> {
     ]
 }
 
-fn header_row(s: &SetInfo) -> Vec<Value> {
+/// A set's BackupSetGUID (msdb's backup_set_uuid). The file does not store one: it is derived
+/// from what identifies the set, the media GUID, its position and its start time (INIT starts
+/// a file's positions again; the start time tells such sets apart), so HEADERONLY and the
+/// history agree on it.
+pub(super) fn backup_set_guid(s: &SetInfo, media_guid: &[u8; 16]) -> [u8; 16] {
+    let mut g = *media_guid;
+    for (i, b) in s.header.position.to_le_bytes().iter().enumerate() {
+        g[i] ^= b;
+    }
+    for (i, b) in s.header.started_us.to_le_bytes().iter().enumerate() {
+        g[8 + i] ^= b;
+    }
+    g
+}
+
+pub(super) fn header_row(s: &SetInfo, media_guid: &[u8; 16]) -> Vec<Value> {
     let h = &s.header;
     let t = |us: i64| Value::DateTime(ticks_from_unix_us(us));
     let recovery = match RecoveryModel::from_u8(h.recovery_model) {
@@ -596,7 +630,7 @@ fn header_row(s: &SetInfo) -> Vec<Value> {
         Value::Null,
         Value::Null,
         Value::Text(description.into()),
-        guid,
+        Value::Guid(backup_set_guid(s, media_guid)),
         Value::BigInt(s.size as i64),
         Value::TinyInt(0),
     ]

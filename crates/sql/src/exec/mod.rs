@@ -31,6 +31,7 @@ mod errors;
 mod eval;
 mod expr_text;
 mod helpdb;
+mod history;
 mod logins;
 mod lower;
 mod select;
