@@ -34,7 +34,7 @@ import sqlite3, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import machine_info as machine, results_path  # noqa: E402
+from lib import machine_info as machine, write_results  # noqa: E402
 ROW = "a".ljust(8000)
 MB = 1 << 20
 
@@ -473,10 +473,8 @@ def main():
                             "PostgreSQL compresses the padded char(8000) value (pglz)",
                             "SQLite binds the 8000-char padded value (SQLite does not pad CHAR)",
                             "GB = 10^9 bytes, MB/s = 10^6 bytes/s"]}
-        out = results_path("data-path")
-        with open(out, "w") as f:
-            json.dump(result, f, indent=2)
-        print(f"wrote {out} ({time.time() - started:.0f} s)")
+        write_results("data-path", result)
+        print(f"({time.time() - started:.0f} s)")
     finally:
         if pg:
             pg.stop()

@@ -46,6 +46,16 @@ def results_path(name):
     return os.path.join(out, f"{datetime.date.today().isoformat()}-{host()}-{name}.json")
 
 
+def write_results(name, result):
+    """Writes a benchmark's JSON where `results_path` says, prints the path, returns it."""
+    import json
+    path = results_path(name)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"wrote {path}", flush=True)
+    return path
+
+
 def median(xs):
     """The median (the upper one of an even count)."""
     xs = sorted(xs)

@@ -10,8 +10,8 @@ own limits and peer engines measured in the same run, and writes:
 Parts (sizes are the seeds' own at --size-factor 1; the factor scales them for small disks):
   machine  fallocate + fsync, dd zero-write, cold sequential read and cp of one file
   seed001  CREATE DATABASE at 0.5 ... 10 GB with IFI on and off: the gain against size
-  seed002  instance setup (and its first start, which creates tempdb) with 4 x 8 MB and
-           8 x 1 GB tempdb files, IFI on and off
+  seed002  instance setup (and its first start, which creates tempdb) with 4 and 8 tempdb
+           files of 8 MB and of 1 GB, IFI on and off
   seed003  CREATE DATABASE with a 20 GB file, grow by 10 GB, RESTORE a 30 GB database from
            an empty backup and from one holding 11 GB, each with IFI on and off
   seed004  the BigRows run (TF1165 skip targets, per-file space over the run); extent
@@ -20,7 +20,9 @@ Parts (sizes are the seeds' own at --size-factor 1; the factor scales them for s
   checkdb  DBCC CHECKDB GB/s by MAXDOP, PHYSICAL_ONLY and full, cold and warm (bench/checkdb.py)
   backup   BACKUP / RESTORE throughput against cp of the same bytes (bench/backup.py)
   peers    inserts against PostgreSQL and SQLite (bench/data_path.py); TDS round trips and
-           inserts against PostgreSQL (bench/tds.py)
+           inserts against PostgreSQL (bench/tds.py); backup and consistency checks of the same
+           1 GB table against pg_basebackup, pg_amcheck, SQLite's backup API and
+           integrity_check (bench/peers.py)
 
 --quick runs every part at small sizes (PostgreSQL left out, SQLite kept) in a few minutes,
 renders the same report into bench/tmp, and exits 1 when a gross regression shows in a
@@ -348,6 +350,9 @@ def part_peers(a, work, env):
         j, _ = run_part_script("tds.py", ["--seconds", "5", "--rounds", str(a.rounds), "--dir", work],
                                env)
         r["tds"] = j
+        j, _ = run_part_script("peers.py", ["--size-gb", str(a.peers_gb), "--dir", work,
+                                            "--binary", a.binary], env)
+        r["backup_and_check"] = j
     return r
 
 
@@ -419,6 +424,9 @@ def main():
     ap.add_argument("--binary", default=lib.BINARY)
     ap.add_argument("--rounds", type=int, default=None)
     ap.add_argument("--build-examples", action="store_true")
+    ap.add_argument("--merge", default=None, metavar="RESULTS.json",
+                    help="run only the --only parts and replace them in an earlier results file "
+                         "(the report notes which parts were run again, and when)")
     a = ap.parse_args()
     parts = [x for x in a.only.split(",") if x]
     for x in parts:
@@ -439,9 +447,11 @@ def main():
     else:
         a.machine_gb = max(1, round(20 * f))
         a.seed001_gb = [round(x * f, 3) for x in (0.5, 1, 2, 5, 10)]
-        a.seed002_layouts = [(4, 8), (8, max(8, int(1024 * f)))]
+        big = max(8, int(1024 * f))
+        a.seed002_layouts = [(4, 8), (8, 8), (4, big), (8, big)]
         a.bigrows = 70000
         a.checkdb_gb, a.backup_gb = round(4 * f, 2), round(2 * f, 2)
+        a.peers_gb = round(max(0.1, 1 * f), 2)
         a.alloc_args = ["--rounds", "3"]
         a.rounds = a.rounds or 1
         # CHECKDB's figures swing most with the page cache: medians of at least 3.
@@ -456,53 +466,75 @@ def main():
     env = {**os.environ, "XDB_RESULTS_DIR": figdir}
     os.makedirs(a.dir, exist_ok=True)
     work = tempfile.mkdtemp(prefix="report-", dir=a.dir)
+    # PostgreSQL's parts run its server as the postgres user, which must reach its directory.
+    os.chmod(work, 0o755)
     started = time.time()
     res = {"benchmark": "report", "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "host": lib.host(), "quick": a.quick, "size_factor": f, "cores": os.cpu_count(),
            "machine_info": lib.machine_info(work), "parts": {}, "part_seconds": {}}
+    if a.merge:
+        with open(a.merge) as fh:
+            earlier = json.load(fh)
+        earlier.setdefault("rerun", []).append(
+            {"parts": parts, "date": res["date"], "machine_info": res["machine_info"]})
+        res = earlier
+        stamp = os.path.basename(a.merge)[:-5]
+        out = os.path.dirname(os.path.abspath(a.merge))
+        figdir = os.path.join(out, stamp)
+        env["XDB_RESULTS_DIR"] = figdir
+    jpath = os.path.join(out, f"{stamp}.json")
+
+    def save():
+        with open(jpath, "w") as fh:
+            json.dump(res, fh, indent=2)
+
+    runners = {
+        "machine": lambda: part_machine(a, work),
+        "seed001": lambda: part_seed001(a, work, res["parts"].get("machine")),
+        "seed002": lambda: part_seed002(a, work),
+        "seed003": lambda: part_seed003(a, work, res["parts"].get("machine")),
+        "seed004": lambda: part_seed004(a, work, env),
+        "checkdb": lambda: part_checkdb(a, work, env),
+        "backup": lambda: part_backup(a, work, env),
+        "peers": lambda: part_peers(a, work, env),
+    }
+    failed = {}
     try:
         for part in PARTS:
             if part not in parts:
                 continue
             log(f"{part}:")
             t = time.time()
-            machine = res["parts"].get("machine")
-            if part == "machine":
-                v = part_machine(a, work)
-            elif part == "seed001":
-                v = part_seed001(a, work, machine)
-            elif part == "seed002":
-                v = part_seed002(a, work)
-            elif part == "seed003":
-                v = part_seed003(a, work, machine)
-            elif part == "seed004":
-                v = part_seed004(a, work, env)
-            elif part == "checkdb":
-                v = part_checkdb(a, work, env)
-            elif part == "backup":
-                v = part_backup(a, work, env)
-            else:
-                v = part_peers(a, work, env)
-            res["parts"][part] = v
+            try:
+                res["parts"][part] = runners[part]()
+            except (Exception, SystemExit) as e:  # noqa: BLE001 (a part's failure is reported)
+                # One part failing must not lose the others: it is reported, the run goes on,
+                # and the command fails at the end.
+                failed[part] = str(e)[-3000:]
+                res["parts"].pop(part, None)
+                log(f"  {part} FAILED: {str(e)[-1500:]}")
             res["part_seconds"][part] = round(time.time() - t, 1)
+            save()  # what is measured so far survives a later failure or interruption
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    res["elapsed_s"] = round(time.time() - started, 1)
+    res["failed_parts"] = failed
+    if not a.merge:
+        res["elapsed_s"] = round(time.time() - started, 1)
     res["gates"] = gates(res)
-    jpath = os.path.join(out, f"{stamp}.json")
-    with open(jpath, "w") as fh:
-        json.dump(res, fh, indent=2)
+    save()
     import report_render  # noqa: E402 (matplotlib is needed only here)
     md = report_render.render(res, out, stamp)
     log(f"wrote {jpath}, {md} and the charts in {figdir} ({res['elapsed_s']:.0f} s)")
-    failed = [x for x in res["gates"] if not x["held"]]
     for x in res["gates"]:
         log(f"  gate {'held' if x['held'] else 'FAILED'}: {x['gate']}: {x['value']} "
             f"(limit {x['kind']} {x['limit']})")
+    broken = [x for x in res["gates"] if not x["held"]]
     if a.quick:
-        log(f"quick benchmark: {len(res['gates']) - len(failed)} of {len(res['gates'])} gates held")
-        if failed:
-            sys.exit(1)
+        log(f"quick benchmark: {len(res['gates']) - len(broken)} of {len(res['gates'])} gates held")
+    if failed:
+        log(f"parts that failed: {', '.join(failed)}")
+    if failed or (a.quick and broken):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

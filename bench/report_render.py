@@ -24,6 +24,18 @@ def _save(fig, figdir, name):
     return name
 
 
+def label(ax, xlabel, ylabel, title, log=False, legend=True):
+    """Axis labels, title, log scale on y, legend and grid, as every chart here has them."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if log:
+        ax.set_yscale("log")
+    if legend:
+        ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+
+
 def fmt_s(s):
     if s < 1:
         return f"{s * 1e3:.1f} ms"
@@ -60,20 +72,12 @@ def sec_seed001(s, figdir, machine):
     if machine:
         ax1.loglog(xs, [x * 2**30 / (machine["dd_zero_MBps"] * 1e6) for x in xs], "--", color=BASE,
                    label=f"dd zero-write at {machine['dd_zero_MBps']:.0f} MB/s")
-    ax1.set_xlabel("data file size (GB)")
-    ax1.set_ylabel("CREATE DATABASE time (s)")
-    ax1.set_title("Seed 001: create time against size")
-    ax1.legend(fontsize=8)
-    ax1.grid(True, which="both", alpha=0.3)
+    label(ax1, "data file size (GB)", "CREATE DATABASE time (s)", "Seed 001: create time against size")
     ax2.semilogx(xs, [r["gain"] for r in rows], "o-", color=ON, label="extentdb: IFI off / on")
     ax2.semilogx([0.5, 10], [10, 100], "x", color=BASE, markersize=10,
                  label="seed 001 (SQL Server 2016, a laptop)")
-    ax2.set_xlabel("data file size (GB)")
-    ax2.set_ylabel("time without IFI / time with IFI")
-    ax2.set_title("The IFI gain against size")
-    ax2.set_yscale("log")
-    ax2.legend(fontsize=8)
-    ax2.grid(True, which="both", alpha=0.3)
+    label(ax2, "data file size (GB)", "time without IFI / time with IFI", "The IFI gain against size",
+          log=True)
     name = _save(fig, figdir, "seed001-create-by-size.png")
     head = ["size", "IFI on", "IFI off", "gain (off / on)"]
     if machine:
@@ -170,11 +174,7 @@ def sec_seed004(s, figdir):
     for fid in fids:
         ax1.plot(xs, [smp["files"].get(fid, {}).get("used_pages", 0) * 8 / 1024 for smp in s["samples"]],
                  "o-", markersize=3, label=f"file {fid}")
-    ax1.set_xlabel("BigRows rows inserted")
-    ax1.set_ylabel("space used (MB)")
-    ax1.set_title("Seed 004: space used per file over the run")
-    ax1.legend(fontsize=8)
-    ax1.grid(True, alpha=0.3)
+    label(ax1, "BigRows rows inserted", "space used (MB)", "Seed 004: space used per file over the run")
     rc = s["recalculations"]
     ids = sorted({x["file_id"] for r in rc for x in r["files"]})
     for fid in ids:
@@ -182,12 +182,8 @@ def sec_seed004(s, figdir):
         ax2.step(range(1, len(rc) + 1), [y if y is not None else float("nan") for y in ys],
                  where="mid", marker="o", label=f"file {fid}")
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax2.set_xlabel("recalculation (trace flag 1165)")
-    ax2.set_ylabel("skip target")
-    ax2.set_yscale("log")
-    ax2.set_title("Skip targets at each recalculation")
-    ax2.legend(fontsize=8)
-    ax2.grid(True, which="both", alpha=0.3)
+    label(ax2, "recalculation (trace flag 1165)", "skip target", "Skip targets at each recalculation",
+          log=True)
     names.append(_save(fig, figdir, "seed004-bigrows.png"))
     al = s["allocation"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
@@ -256,13 +252,9 @@ def sec_checkdb(c, figdir):
                     label=f"{mode}, {cache}")
         ax.axhline(res[cache]["read_MBps"] / 1e3, linestyle=style, color=BASE, linewidth=1,
                    label=f"dd read, {cache}")
-    ax.set_xlabel("MAXDOP")
-    ax.set_ylabel("GB/s")
-    ax.set_yscale("log")
     ax.set_xticks(sorted({x["maxdop"] for x in res["warm"]["checks"]}))
-    ax.set_title(f"DBCC CHECKDB on {c['data_file_bytes'] / 1e9:.1f} GB by MAXDOP ({c['cores']} cores)")
-    ax.legend(fontsize=7)
-    ax.grid(True, which="both", alpha=0.3)
+    label(ax, "MAXDOP", "GB/s", f"DBCC CHECKDB on {c['data_file_bytes'] / 1e9:.1f} GB by MAXDOP "
+          f"({c['cores']} cores)", log=True)
     name = _save(fig, figdir, "checkdb-maxdop.png")
     trs = []
     for cache in ("cold", "warm"):
@@ -340,7 +332,42 @@ def sec_peers(p, figdir, backup):
                         [[k, f"{v['extentdb_per_s']:,.0f}", f"{v['postgres_per_s']:,.0f}",
                           f"{v['ratio_extentdb_to_postgres']:.2f}"] for k, v in t.items()]))
     md.append(f"![peers]({os.path.basename(figdir)}/{name})")
-    return "\n\n".join(md), [name]
+    names = [name]
+    if "backup_and_check" in p:
+        bc = p["backup_and_check"]
+        b, c = bc["backup"], bc["check"]
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+        eng = [("extentdb", ON), ("postgres", PEER), ("sqlite", BASE)]
+        ax1.bar([e for e, _ in eng], [b[e]["logical_GBps"] for e, _ in eng], color=[col for _, col in eng])
+        ax1.set_ylabel("GB of rows per second")
+        ax1.set_title("Backup, files not cached", fontsize=10)
+        ax1.grid(True, axis="y", alpha=0.3)
+        checks = [("extentdb_physical_only", "extentdb\nPHYSICAL_ONLY", ON),
+                  ("extentdb_full", "extentdb\nfull", ON),
+                  ("postgres_amcheck_heapallindexed", "pg_amcheck\nheapallindexed", PEER),
+                  ("sqlite_integrity_check", "SQLite\nintegrity_check", BASE)]
+        ax2.bar([lbl for _, lbl, _ in checks], [c[k]["logical_GBps"] for k, _, _ in checks],
+                color=[col for _, _, col in checks])
+        ax2.set_ylabel("GB of rows per second")
+        ax2.set_title("Consistency check, warm cache, one thread", fontsize=10)
+        ax2.tick_params(axis="x", labelsize=8)
+        ax2.grid(True, axis="y", alpha=0.3)
+        names.append(_save(fig, figdir, "peers-backup-check.png"))
+        md.append(
+            f"Backup and consistency check of the same table in each engine, {bc['rows']:,} rows "
+            f"({bc['logical_bytes'] / 1e9:.2f} GB of rows; files: "
+            + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in bc["files_bytes"].items())
+            + ") (`bench/peers.py`). Backups: extentdb `BACKUP DATABASE`, PostgreSQL `pg_basebackup`, "
+            "SQLite's online backup API, each synced; checks: `extentdb checkdb` at MAXDOP 1, "
+            "`pg_amcheck --heapallindexed -j 1`, `PRAGMA integrity_check`.")
+        md.append(table(["backup", "seconds", "GB of rows / s", "bytes written / s over cp of its own files"],
+                        [[e, f"{v['s']:.2f}", f"{v['logical_GBps']:.2f}", f"{v['speed_over_own_cp']:.2f}"]
+                         for e, v in b.items()]))
+        md.append(table(["check", "seconds", "GB of rows / s", "over extentdb full"],
+                        [[k, f"{v['s']:.2f}", f"{v['logical_GBps']:.2f}",
+                          f"{v['logical_GBps'] / c['extentdb_full']['logical_GBps']:.2f}"] for k, v in c.items()]))
+        md.append(f"![backup and check against peers]({os.path.basename(figdir)}/{names[-1]})")
+    return "\n\n".join(md), names
 
 
 def render(res, out, stamp):
@@ -375,7 +402,12 @@ def render(res, out, stamp):
             f"[`{stamp}.json`]({stamp}.json).",
             f"Machine: {mi['cpu']}, {mi['nproc']} cores, {mi['mem_gib']} GiB; "
             f"`{mi['uname'].split()[2]}`; scratch file system: `{mi['df'].splitlines()[-1].split()[1]}`; "
-            f"extentdb commit `{mi['extentdb_commit'][:10]}`{' (with local changes)' if mi['extentdb_tree_dirty'] else ''}.",
+            f"extentdb commit `{mi['extentdb_commit'][:10]}`{' (with local changes)' if mi['extentdb_tree_dirty'] else ''}."
+            + "".join(f" Run again later with `--merge` ({r['date']}, commit "
+                      f"`{r['machine_info']['extentdb_commit'][:10]}`): {', '.join(r['parts'])}."
+                      for r in res.get("rerun", [])),
+            *([f"**Parts that failed in this run** (see the JSON): {', '.join(res['failed_parts'])}."]
+              if res.get("failed_parts") else []),
             "Gates (the quick mode's regression checks, ratios from this run):",
             table(["gate", "value", "limit", "held"],
                   [[g["gate"], g["value"], f"{g['kind']} {g['limit']}", "yes" if g["held"] else "**NO**"]

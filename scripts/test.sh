@@ -67,6 +67,21 @@ PY
 fi
 
 cargo build --release --bin extentdb
+
+# The benchmark report's quick mode (bench/report.py, docs/BENCHMARKS.md): every seed
+# experiment at small sizes, failing only on a gross regression measured as a ratio against
+# a baseline from the same run. It runs before the tests so that cargo's summary stays last.
+# Its charts need matplotlib (PyPI). XDB_SKIP_BENCH=1 skips it.
+MATPLOTLIB_VERSION=3.11.2
+if [ "${XDB_SKIP_BENCH:-}" != 1 ]; then
+  if ! python3 -c 'import matplotlib' >/dev/null 2>&1; then
+    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
+      "matplotlib==$MATPLOTLIB_VERSION" || warn "pip install matplotlib failed"
+  fi
+  python3 bench/report.py --quick
+fi
+
 cargo test --workspace --release -- --test-threads=2
 
 # Coverage-guided fuzzing of every TDS decoder (fuzz/), briefly, where a nightly toolchain
