@@ -1630,6 +1630,9 @@ fn check_tree(
         }
         // The next level down, from this level's separators.
         let mut below: Vec<Entry<'_>> = Vec::new();
+        // Children usually follow each other in page order (pages are allocated as the
+        // index grows): the page after the last child found is tried before a search.
+        let mut last_found: Option<usize> = None;
         for &(at, _, _, low, high) in &level {
             let p = &pages[at];
             let children = &facts.children[p.children.clone()];
@@ -1639,7 +1642,14 @@ fn check_tree(
                     Some(&(nk, _)) => Some(facts.key(nk)),
                     None => high,
                 };
-                let Some(c) = facts.find(child) else {
+                let next_in_order = last_found
+                    .map(|i| i + 1)
+                    .filter(|&i| pages.get(i).is_some_and(|p| p.pid == child));
+                let found = next_in_order.or_else(|| facts.find(child));
+                if found.is_some() {
+                    last_found = found;
+                }
+                let Some(c) = found else {
                     let prev_child = if s == 0 {
                         PageId::NULL
                     } else {
