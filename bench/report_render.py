@@ -36,6 +36,11 @@ def label(ax, xlabel, ylabel, title, log=False, legend=True):
     ax.grid(True, which="both", alpha=0.3)
 
 
+def fmt_x(r):
+    """A ratio: whole below 10 only when it is at least 10."""
+    return f"{r:.0f}x" if r >= 10 else f"{r:.2f}x"
+
+
 def fmt_s(s):
     if s < 1:
         return f"{s * 1e3:.1f} ms"
@@ -84,7 +89,7 @@ def sec_seed001(s, figdir, machine):
         head.append("IFI off speed / dd zero-write")
     trs = []
     for r in rows:
-        t = [f"{r['size_gb']:g} GB", fmt_s(r["ifi_on_s"]), fmt_s(r["ifi_off_s"]), f"{r['gain']:.0f}x"]
+        t = [f"{r['size_gb']:g} GB", fmt_s(r["ifi_on_s"]), fmt_s(r["ifi_off_s"]), fmt_x(r["gain"])]
         if machine:
             t.append(f"{r['off_speed_vs_dd_zero']:.2f}")
         trs.append(t)
@@ -119,7 +124,7 @@ def sec_seed002(s, figdir):
     trs = [[f"{r['tempdb_files']} x {r['file_mb']} MB", r["ifi"], fmt_s(r["setup_s"]),
             fmt_s(r["first_start_s"]), fmt_s(r["total_s"]), f"{r['vs_ifi_on']:.2f}"] for r in runs]
     md = ["## Seed 002: instance setup with tempdb files of 8 MB and of 1 GB",
-          "`extentdb setup` creates master and model; tempdb is created at every start, so the "
+          "`extentdb setup` creates master, model and msdb; tempdb is created at every start, so the "
           "first start is counted with it (together, what SQL Server's setup does). extentdb has "
           "no 1,024 MB cap on tempdb files.",
           table(["tempdb", "IFI", "setup", "first start", "total", "total / IFI on"], trs),
@@ -155,7 +160,7 @@ def sec_seed003(s, figdir, machine):
     trs = []
     for (op, _), lbl in zip(SEED003_OPS, labels):
         trs.append([lbl, fmt_s(s[f"{op}_ifi_on_s"]), fmt_s(s[f"{op}_ifi_off_s"]),
-                    f"{s[f'{op}_gain']:.0f}x", fmt_s(seed[f"{op}_ifi_on"]), fmt_s(seed[f"{op}_ifi_off"])])
+                    fmt_x(s[f"{op}_gain"]), fmt_s(seed[f"{op}_ifi_on"]), fmt_s(seed[f"{op}_ifi_off"])])
     md = ["## Seed 003: create, grow and restore, with and without IFI",
           f"Each timed inside the engine (DATEDIFF over SYSDATETIME around the statement); the log "
           f"is {s['log_mb']} MB ({s['data_log_mb']} MB for the database holding data), and is zeroed either way. The restored database's rows are counted after each restore "
@@ -349,7 +354,7 @@ def sec_peers(p, figdir, backup):
         ax2.bar([lbl for _, lbl, _ in checks], [c[k]["logical_GBps"] for k, _, _ in checks],
                 color=[col for _, _, col in checks])
         ax2.set_ylabel("GB of rows per second")
-        ax2.set_title("Consistency check, warm cache, one thread", fontsize=10)
+        ax2.set_title("Consistency check, warm cache, MAXDOP 1 / one job", fontsize=10)
         ax2.tick_params(axis="x", labelsize=8)
         ax2.grid(True, axis="y", alpha=0.3)
         names.append(_save(fig, figdir, "peers-backup-check.png"))
@@ -397,8 +402,9 @@ def render(res, out, stamp):
     head = [f"# extentdb benchmark report: {res['host']}, {res['date'][:10]} ({mode})",
             f"Produced by `python3 bench/report.py{' --quick' if res['quick'] else ''}"
             f"{'' if res['quick'] or res['size_factor'] == 1 else ' --size-factor ' + format(res['size_factor'], 'g')}` "
-            f"in {res['elapsed_s'] / 60:.1f} minutes; every figure was measured in that one run, and every "
-            "ratio is against a baseline from the same run. Raw figures: "
+            f"in {res['elapsed_s'] / 60:.1f} minutes; every figure was measured in that one run"
+            f"{' (or in the --merge run named below, which replaced those parts)' if res.get('rerun') else ''}"
+            ", and every ratio is against a baseline from the same run. Raw figures: "
             f"[`{stamp}.json`]({stamp}.json).",
             f"Machine: {mi['cpu']}, {mi['nproc']} cores, {mi['mem_gib']} GiB; "
             f"`{mi['uname'].split()[2]}`; scratch file system: `{mi['df'].splitlines()[-1].split()[1]}`; "
@@ -408,6 +414,7 @@ def render(res, out, stamp):
                       for r in res.get("rerun", [])),
             *([f"**Parts that failed in this run** (see the JSON): {', '.join(res['failed_parts'])}."]
               if res.get("failed_parts") else []),
+            *[f"Note: {n}" for n in res.get("notes", [])],
             "Gates (the quick mode's regression checks, ratios from this run):",
             table(["gate", "value", "limit", "held"],
                   [[g["gate"], g["value"], f"{g['kind']} {g['limit']}", "yes" if g["held"] else "**NO**"]

@@ -73,7 +73,7 @@ def pg_load(pg, script, conns, seconds, work):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=10)
+    ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--dir", default=os.path.join(ROOT, "bench", "tmp"))
     ap.add_argument("--quick", action="store_true")
