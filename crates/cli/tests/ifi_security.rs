@@ -212,7 +212,7 @@ fn ifi_exposes_no_stale_bytes() {
 /// no file behind and keeps the catalog as it was.
 #[test]
 fn out_of_space_changes_nothing() {
-    let Some(fs) = loop_fs_or_skip("enospc", 64) else {
+    let Some(fs) = loop_fs_or_skip("enospc", 96) else {
         return;
     };
     let dir = setup_instance(&fs.mount);
