@@ -465,7 +465,7 @@ def main():
 
         result = {"benchmark": "data-path", "date": datetime.datetime.now().isoformat(timespec="seconds"),
                   "host": socket.gethostname(), "rows": n, "rounds": a.rounds, "quick": a.quick,
-                  "dir": work, "machine": info, "postgres_version": pg.version if pg else None,
+                  "dir": os.path.relpath(work, ROOT), "machine": info, "postgres_version": pg.version if pg else None,
                   "elapsed_s": time.time() - started, **res, "row_counts_ok": counts_ok,
                   "runs": {"autocommit": w1, "bulk": w2, "dd": dds, "recovery": recs},
                   "recovery_load": {"committed_rows": rec_committed, "open_rows": rec_open},

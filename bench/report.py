@@ -313,9 +313,10 @@ def part_seed004(a, work, env):
                         "--example", "allocation_throughput"], cwd=ROOT, check=True)
     scratch = os.path.join(work, "alloc")
     os.makedirs(scratch)
-    cmd = [ex, scratch, *a.alloc_args]
+    # Relative to the repository, so the results name no path of this machine.
+    cmd = [ex, os.path.relpath(scratch, ROOT), *a.alloc_args]
     log("  " + " ".join(cmd))
-    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"allocation_throughput failed:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
     out = re.findall(r"(\S+allocation\.json)", p.stdout + p.stderr)

@@ -4,17 +4,15 @@
 //! rows (recovery rolled them back), checks clean, and survives an instance restart.
 
 mod common;
-use common::{ctx, heap_and_tree, row, spec, Quiet};
+use common::{ctx, heap_and_tree, row, set_up_instance, spec, Quiet};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use extentdb_io::os::OsFileSystem;
 use extentdb_storage::backup::{backup_database, verify_backup_set, BackupRequest};
 use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::checkpoint::checkpoint_online;
-use extentdb_storage::config::InstanceConfig;
-use extentdb_storage::instance::{Instance, SetupOptions};
+use extentdb_storage::instance::Instance;
 use extentdb_storage::restore::RestoreRequest;
 use extentdb_storage::Database;
 
@@ -36,17 +34,7 @@ fn check(db: &Database) -> (Vec<u64>, usize) {
 #[test]
 fn online_backup_restores_one_consistent_instant() {
     let dir = std::env::temp_dir().join(format!("xdb-backup-restore-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let fs = OsFileSystem::new();
-    Instance::setup(
-        fs.clone(),
-        &dir,
-        SetupOptions {
-            config: InstanceConfig::defaults(&dir),
-            sa_password: None,
-        },
-    )
-    .unwrap();
+    let fs = set_up_instance(&dir);
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let mut s = spec("Src", &dir.join("data"));
     s.database_id = inst.next_database_id();
@@ -186,17 +174,7 @@ fn online_backup_restores_one_consistent_instant() {
 #[test]
 fn a_failed_backup_leaves_the_file_as_it_was() {
     let dir = std::env::temp_dir().join(format!("xdb-backup-cancel-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let fs = OsFileSystem::new();
-    Instance::setup(
-        fs.clone(),
-        &dir,
-        SetupOptions {
-            config: InstanceConfig::defaults(&dir),
-            sa_password: None,
-        },
-    )
-    .unwrap();
+    let fs = set_up_instance(&dir);
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let mut s = spec("Cut", &dir.join("data"));
     s.database_id = inst.next_database_id();

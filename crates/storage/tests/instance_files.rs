@@ -2,18 +2,14 @@
 //! failure atomicity with injected faults on the simulated one.
 
 mod common;
-use common::{ctx, file, spec, Quiet};
+use common::{ctx, file, set_up_instance, spec, Quiet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use extentdb_format::file_header::FileType;
-use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
-use extentdb_io::FileSystem;
 use extentdb_storage::config::InstanceConfig;
 use extentdb_storage::database::OpContext;
 use extentdb_storage::file_init::{InitLog, InitPolicy};
-use extentdb_storage::instance::SetupOptions;
 use extentdb_storage::{Database, Instance, StorageError};
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -22,27 +18,12 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-/// A new instance in `dir` on the real file system.
-fn set_up(dir: &Path) -> Arc<dyn FileSystem> {
-    let fs: Arc<dyn FileSystem> = OsFileSystem::new();
-    Instance::setup(
-        fs.clone(),
-        dir,
-        SetupOptions {
-            config: InstanceConfig::defaults(dir),
-            sa_password: Some("x".into()),
-        },
-    )
-    .unwrap();
-    fs
-}
-
 /// Proves setup, start, create, grow, add and remove file, reopen and drop work end to end,
 /// and that free-extent figures follow the pinned arithmetic.
 #[test]
 fn instance_lifecycle() {
     let dir = temp_dir("life");
-    let fs = set_up(&dir);
+    let fs = set_up_instance(&dir);
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let root = inst.config.data_roots[0].clone();
     let ctx = ctx(fs.as_ref(), true, &Quiet);
@@ -214,7 +195,7 @@ fn fallocate_refused_falls_back_to_zeros_once_per_file() {
 fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
     use extentdb_storage::instance::UnopenedState;
     let dir = temp_dir("logdamage");
-    let fs = set_up(&dir);
+    let fs = set_up_instance(&dir);
     let (victim, ldf) = {
         let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
         let root = inst.config.data_roots[0].clone();
@@ -306,7 +287,7 @@ fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
 fn msdb_is_created_by_setup_and_for_older_instances() {
     use extentdb_storage::instance::MSDB_ID;
     let dir = temp_dir("msdb");
-    let fs = set_up(&dir);
+    let fs = set_up_instance(&dir);
     let root = InstanceConfig::defaults(&dir).data_roots[0].clone();
     assert!(root.join("MSDBData.mdf").exists() && root.join("MSDBLog.ldf").exists());
     {

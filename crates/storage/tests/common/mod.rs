@@ -11,6 +11,22 @@ use extentdb_storage::database::OpContext;
 use extentdb_storage::file_init::{InitLog, InitPolicy};
 use extentdb_storage::{NewDatabase, NewFile};
 
+/// A new instance in `dir` (removed first) on the real file system, with default settings.
+pub fn set_up_instance(dir: &Path) -> std::sync::Arc<dyn FileSystem> {
+    let _ = std::fs::remove_dir_all(dir);
+    let fs: std::sync::Arc<dyn FileSystem> = extentdb_io::os::OsFileSystem::new();
+    extentdb_storage::Instance::setup(
+        fs.clone(),
+        dir,
+        extentdb_storage::instance::SetupOptions {
+            config: extentdb_storage::config::InstanceConfig::defaults(dir),
+            sa_password: Some("x".into()),
+        },
+    )
+    .unwrap();
+    fs
+}
+
 /// An initialization log that drops every message.
 pub struct Quiet;
 impl InitLog for Quiet {
