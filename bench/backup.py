@@ -9,6 +9,11 @@ In one run, on a fresh instance:
   2. A database holding --size-gb GB (8 KB rows) is backed up and restored; each is timed
      against `cp` of the same bytes (the data file, and the backup file) in the same run,
      page cache dropped before each. Goal: backup and restore at 80% or more of cp.
+  3. The restore sequence on that database under FULL recovery: a full backup, an update of
+     one row in 100, a differential backup and a log backup (each against its size and the
+     full one's, the log backup against cp of its own file), a compressed full backup (size
+     against the plain one), then full WITH NORECOVERY + differential + log WITH RECOVERY,
+     timed, and the restored rows compared with the source's.
 Each step is timed around the whole `extentdb exec` statement (process start included);
 prints every figure with its ratio to its baseline and writes
 bench/results/<date>-<host>-backup.json.
@@ -40,6 +45,55 @@ def cp_time(src, dst):
     wall = lib.cp_time(src, dst)
     os.remove(dst)
     return wall
+
+
+def restore_sequence(a, inst, bak, work, plain_bytes):
+    """Step 3 of the module docs, on database D."""
+    fingerprint = ("SET NOCOUNT ON; SELECT 'FP:' + CAST(COUNT(*) AS varchar(20)) + '/' + "
+                   "CAST(SUM(CAST(k AS bigint) + LEN(w)) AS varchar(30)) FROM {}.dbo.t;")
+
+    def fp(db):
+        _, out = run_sql(a.binary, inst, fingerprint.format(db))
+        return next(l.strip()[3:] for l in out.splitlines() if l.strip().startswith("FP:"))
+
+    def timed(sql, name=None):
+        wall, _ = run_sql(a.binary, inst, sql)
+        return wall, (os.path.getsize(os.path.join(bak, name)) if name else 0)
+
+    r = {}
+    run_sql(a.binary, inst, "ALTER DATABASE D SET RECOVERY FULL;")
+    r["full_s"], r["full_bytes"] = timed("BACKUP DATABASE D TO DISK = 'base.bak' WITH INIT;",
+                                         "base.bak")
+    t = time.perf_counter()
+    run_sql(a.binary, inst, "USE D; UPDATE t SET w = REPLICATE('u', 3900) WHERE k % 100 = 0;")
+    r["update_s"] = time.perf_counter() - t
+    r["diff_s"], r["diff_bytes"] = timed(
+        "BACKUP DATABASE D TO DISK = 'diff.bak' WITH INIT, DIFFERENTIAL;", "diff.bak")
+    r["log_s"], r["log_bytes"] = timed("BACKUP LOG D TO DISK = 'log.trn' WITH INIT;", "log.trn")
+    r["cp_log_s"] = cp_time(os.path.join(bak, "log.trn"), os.path.join(work, "cp.tmp"))
+    r["log_over_cp"] = r["cp_log_s"] / r["log_s"]
+    r["compressed_s"], r["compressed_bytes"] = timed(
+        "BACKUP DATABASE D TO DISK = 'comp.bak' WITH INIT, COMPRESSION, COPY_ONLY;", "comp.bak")
+    r["diff_over_full_bytes"] = r["diff_bytes"] / r["full_bytes"]
+    r["compressed_over_plain_bytes"] = r["compressed_bytes"] / plain_bytes
+    source = fp("D")
+    t = time.perf_counter()
+    run_sql(a.binary, inst,
+            "RESTORE DATABASE D3 FROM DISK = 'base.bak' WITH NORECOVERY, "
+            "MOVE 'D' TO 'D3.mdf', MOVE 'D_log' TO 'D3_log.ldf';")
+    run_sql(a.binary, inst, "RESTORE DATABASE D3 FROM DISK = 'diff.bak' WITH NORECOVERY;")
+    run_sql(a.binary, inst, "RESTORE LOG D3 FROM DISK = 'log.trn' WITH RECOVERY;")
+    r["sequence_restore_s"] = time.perf_counter() - t
+    r["rows_equal"] = 1.0 if fp("D3") == source else 0.0
+    run_sql(a.binary, inst, "DROP DATABASE D3;")
+    print(f"sequence: differential {r['diff_bytes'] / 1e6:.0f} MB "
+          f"({r['diff_over_full_bytes']:.2f} of the full {r['full_bytes'] / 1e6:.0f} MB) in "
+          f"{r['diff_s']:.2f} s; log backup {r['log_bytes'] / 1e6:.0f} MB in {r['log_s']:.2f} s "
+          f"({r['log_over_cp']:.2f}x cp of it); compressed full {r['compressed_bytes'] / 1e6:.0f} MB "
+          f"({r['compressed_over_plain_bytes']:.2f} of plain) in {r['compressed_s']:.2f} s; "
+          f"full + differential + log restored in {r['sequence_restore_s']:.2f} s, "
+          f"rows {'equal' if r['rows_equal'] else 'DIFFER'}")
+    return r
 
 
 def main():
@@ -132,6 +186,8 @@ def main():
               f"{full['backup_over_cp']:.2f}x")
         print(f"restore: {full['restore_MBps']:.0f} MB/s; cp of the backup file "
               f"{full['cp_backup_file_MBps']:.0f} MB/s: {full['restore_over_cp']:.2f}x")
+        run_sql(a.binary, inst, "DROP DATABASE D2;")
+        results["sequence"] = restore_sequence(a, inst, bak, work, size)
 
         out = {"benchmark": "backup", "date": datetime.date.today().isoformat(),
                "host": host(), "results": results}

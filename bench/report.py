@@ -338,7 +338,10 @@ def part_checkdb(a, work, env):
 def part_backup(a, work, env):
     args = ["--size-gb", str(a.backup_gb), "--empty-gb", "0", "--dir", work, "--binary", a.binary]
     j, _ = run_part_script("backup.py", args, env)
-    return j["results"]["full"]
+    r = dict(j["results"]["full"])
+    if "sequence" in j["results"]:
+        r["sequence"] = j["results"]["sequence"]
+    return r
 
 
 def part_peers(a, work, env):
@@ -404,6 +407,10 @@ def gates(res):
     if "backup" in p:
         gate("BACKUP speed / cp of the data file", p["backup"]["backup_over_cp"], 0.25)
         gate("RESTORE speed / cp of the backup file", p["backup"]["restore_over_cp"], 0.25)
+        seq = p["backup"].get("sequence", {})
+        gate("full + differential + log restore: rows equal (1 = yes)", seq.get("rows_equal", 0), 1.0)
+        gate("differential bytes / full bytes after 1% of rows changed",
+             seq.get("diff_over_full_bytes", 1), 0.5, at_least=False)
     if "peers" in p:
         i = p["peers"]["inserts"]
         gate("autocommit inserts: extentdb / SQLite", i["autocommit_extentdb_vs_sqlite"], 0.25)

@@ -448,8 +448,8 @@ fn freetds_tsql() {
 }
 
 /// BACKUP and RESTORE from FreeTDS `tsql` and from `extentdb sqlcmd` over TDS: the backup's
-/// messages arrive as informational messages, RESTORE VERIFYONLY and RESTORE DATABASE WITH
-/// MOVE work, and the restored copy answers with the same rows.
+/// messages arrive as informational messages, RESTORE VERIFYONLY, RESTORE DATABASE WITH
+/// MOVE, NORECOVERY and RESTORE LOG work, and the restored copy answers with the same rows.
 #[test]
 fn backup_and_restore_over_tds() {
     if !available(
@@ -477,24 +477,29 @@ fn backup_and_restore_over_tds() {
     let f = run_client(
         cmd,
         Some(
-            "CREATE DATABASE Bk\ngo\nUSE Bk\ngo\n\
+            "CREATE DATABASE Bk\ngo\nALTER DATABASE Bk SET RECOVERY FULL\ngo\nUSE Bk\ngo\n\
              CREATE TABLE t (id INT PRIMARY KEY, name NVARCHAR(20))\ngo\n\
              INSERT INTO t VALUES (1, N'one'), (2, N'two'), (3, N'three')\ngo\n\
              BACKUP DATABASE Bk TO DISK = 'bk.bak' WITH INIT, CHECKSUM\ngo\n\
+             INSERT INTO t VALUES (4, N'four')\ngo\n\
+             BACKUP LOG Bk TO DISK = 'bk.trn' WITH INIT, COMPRESSION\ngo\n\
              RESTORE VERIFYONLY FROM DISK = 'bk.bak'\ngo\n\
              RESTORE DATABASE BkCopy FROM DISK = 'bk.bak' WITH MOVE 'Bk' TO 'BkCopy.mdf', \
-             MOVE 'Bk_log' TO 'BkCopy_log.ldf'\ngo\n\
+             MOVE 'Bk_log' TO 'BkCopy_log.ldf', NORECOVERY\ngo\n\
+             RESTORE LOG BkCopy FROM DISK = 'bk.trn' WITH RECOVERY\ngo\n\
              SELECT COUNT(*) AS n, SUM(id) AS s FROM BkCopy.dbo.t\ngo\nexit\n",
         ),
     );
     eprintln!("--- stdout\n{}--- stderr\n{}", f.stdout, f.stderr);
     assert!(f.success, "tsql failed");
-    assert_eq!(f.stdout.lines().collect::<Vec<_>>(), ["n\ts", "3\t6"]);
+    assert_eq!(f.stdout.lines().collect::<Vec<_>>(), ["n\ts", "4\t10"]);
     for expected in [
         "Processed ",
         "BACKUP DATABASE successfully processed ",
+        "BACKUP LOG successfully processed ",
         "The backup set on file 1 is valid.",
         "RESTORE DATABASE successfully processed ",
+        "RESTORE LOG successfully processed ",
     ] {
         assert!(
             f.stderr.contains(expected),

@@ -32,11 +32,38 @@ pub struct BootPage {
     /// BEGIN of the oldest transaction active at the checkpoint (where analysis and undo
     /// start), or zero when none was: see FORMAT.md, "Boot page".
     pub oldest_active_lsn: Lsn,
+    /// Where the next BACKUP LOG starts (the end of the last one, or the start of the full
+    /// backup that began the log chain); zero when there is no log chain (SIMPLE recovery,
+    /// or no full backup since FULL was set): under FULL the log is kept from here.
+    pub log_backup_lsn: Lsn,
+    /// The differential base: the first LSN of the last full, not COPY_ONLY, backup (pages
+    /// with an older LSN are in it unchanged), and that backup's BackupSetGUID; zero when
+    /// there is none.
+    pub differential_base_lsn: Lsn,
+    pub differential_base_guid: [u8; 16],
 }
 
 /// Offset of `oldest_active_lsn`, after the name's largest extent.
 const OFF_OLDEST_ACTIVE: usize = 690;
 const _: () = assert!(OFF_OLDEST_ACTIVE >= crate::PAGE_HEADER_SIZE + 80 + 2 + 512);
+/// Offsets of the backup fields (FORMAT.md, "Boot page").
+const OFF_LOG_BACKUP: usize = 700;
+const OFF_DIFF_BASE: usize = 710;
+const OFF_DIFF_GUID: usize = 720;
+
+fn put_lsn_at(b: &mut [u8], o: usize, l: Lsn) {
+    b[o..o + 4].copy_from_slice(&l.vlf_sequence.to_le_bytes());
+    b[o + 4..o + 8].copy_from_slice(&l.block.to_le_bytes());
+    b[o + 8..o + 10].copy_from_slice(&l.slot.to_le_bytes());
+}
+
+fn lsn_at(b: &[u8], o: usize) -> Lsn {
+    Lsn {
+        vlf_sequence: u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes")),
+        block: u32::from_le_bytes(b[o + 4..o + 8].try_into().expect("4 bytes")),
+        slot: u16::from_le_bytes(b[o + 8..o + 10].try_into().expect("2 bytes")),
+    }
+}
 
 impl BootPage {
     pub fn encode(&self, at: PageId) -> Result<Page, FormatError> {
@@ -64,10 +91,10 @@ impl BootPage {
         w.string(&self.name);
         page.body_mut()[..w.bytes.len()].copy_from_slice(&w.bytes);
         let b = page.bytes_mut();
-        let o = OFF_OLDEST_ACTIVE;
-        b[o..o + 4].copy_from_slice(&self.oldest_active_lsn.vlf_sequence.to_le_bytes());
-        b[o + 4..o + 8].copy_from_slice(&self.oldest_active_lsn.block.to_le_bytes());
-        b[o + 8..o + 10].copy_from_slice(&self.oldest_active_lsn.slot.to_le_bytes());
+        put_lsn_at(b, OFF_OLDEST_ACTIVE, self.oldest_active_lsn);
+        put_lsn_at(b, OFF_LOG_BACKUP, self.log_backup_lsn);
+        put_lsn_at(b, OFF_DIFF_BASE, self.differential_base_lsn);
+        b[OFF_DIFF_GUID..OFF_DIFF_GUID + 16].copy_from_slice(&self.differential_base_guid);
         page.seal();
         Ok(page)
     }
@@ -93,14 +120,13 @@ impl BootPage {
             ));
         }
         let b = page.bytes();
-        let o = OFF_OLDEST_ACTIVE;
-        let oldest_active_lsn = Lsn {
-            vlf_sequence: u32::from_le_bytes(b[o..o + 4].try_into().expect("4 bytes")),
-            block: u32::from_le_bytes(b[o + 4..o + 8].try_into().expect("4 bytes")),
-            slot: u16::from_le_bytes(b[o + 8..o + 10].try_into().expect("2 bytes")),
-        };
         Ok(BootPage {
-            oldest_active_lsn,
+            oldest_active_lsn: lsn_at(b, OFF_OLDEST_ACTIVE),
+            log_backup_lsn: lsn_at(b, OFF_LOG_BACKUP),
+            differential_base_lsn: lsn_at(b, OFF_DIFF_BASE),
+            differential_base_guid: b[OFF_DIFF_GUID..OFF_DIFF_GUID + 16]
+                .try_into()
+                .expect("16 bytes"),
             generation: r.u64()?,
             database_guid: r.array::<16>()?,
             database_version: r.u32()?,

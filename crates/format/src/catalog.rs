@@ -20,7 +20,7 @@ use crate::{
 
 /// Version 2 added tables (`next object id` and the table list at the end of the blob);
 /// version 1 blobs decode with no tables.
-pub const CATALOG_VERSION: u16 = 2;
+pub const CATALOG_VERSION: u16 = 3;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -159,6 +159,13 @@ pub struct DatabaseEntry {
     pub name: String,
     pub primary_file: String,
     pub created_us: i64,
+    /// Some while the database is RESTORING (RESTORE ... WITH NORECOVERY): the path of
+    /// each of its files by file id, since its own catalog still names the source's paths
+    /// until recovery brings it online. None for a database that is online.
+    pub restoring: Option<Vec<(u16, String)>>,
+    /// A restore of this RESTORING database failed part-way (its files may hold part of
+    /// a log): only a new full restore or DROP DATABASE may follow (it starts SUSPECT).
+    pub restore_failed: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,6 +216,17 @@ impl Catalog {
             w.string(&d.name);
             w.string(&d.primary_file);
             w.i64(d.created_us);
+            match &d.restoring {
+                None => w.u8(0),
+                Some(paths) => {
+                    w.u8(if d.restore_failed { 2 } else { 1 });
+                    w.u16(paths.len() as u16);
+                    for (id, path) in paths {
+                        w.u16(*id);
+                        w.string(path);
+                    }
+                }
+            }
         }
         w.u32(self.next_object_id);
         w.u32(self.tables.len() as u32);
@@ -222,7 +240,7 @@ impl Catalog {
     pub fn decode(bytes: &[u8], at: PageId) -> Result<Catalog, FormatError> {
         let mut r = Reader::new(bytes, 0, at);
         let version = r.u16()?;
-        if version != CATALOG_VERSION && version != 1 {
+        if !(1..=CATALOG_VERSION).contains(&version) {
             return Err(corrupt(
                 at,
                 format!("catalog version {version} is not supported"),
@@ -259,11 +277,28 @@ impl Catalog {
         }
         let mut databases = Vec::new();
         for _ in 0..count(&mut r, bytes.len())? {
+            let database_id = r.u16()?;
+            let name = r.string()?;
+            let primary_file = r.string()?;
+            let created_us = r.i64()?;
+            let state = if version >= 3 { r.u8()? } else { 0 };
+            let restoring = if state == 1 || state == 2 {
+                let n = r.u16()?;
+                let mut paths = Vec::new();
+                for _ in 0..n {
+                    paths.push((r.u16()?, r.string()?));
+                }
+                Some(paths)
+            } else {
+                None
+            };
             databases.push(DatabaseEntry {
-                database_id: r.u16()?,
-                name: r.string()?,
-                primary_file: r.string()?,
-                created_us: r.i64()?,
+                database_id,
+                name,
+                primary_file,
+                created_us,
+                restoring,
+                restore_failed: state == 2,
             });
         }
         let mut next_object_id = FIRST_USER_OBJECT_ID;

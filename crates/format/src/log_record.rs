@@ -28,6 +28,8 @@ pub const REC_PAGE_IMAGES: u8 = 8;
 pub const REC_INDEX_CHANGE: u8 = 9;
 /// Any other record, LZ4-compressed: type, u32 length of the record, the compressed bytes.
 pub const REC_COMPRESSED: u8 = 10;
+/// A piece of the catalog as `save_catalog` wrote it (for RESTORE LOG's redo).
+pub const REC_CATALOG: u8 = 11;
 
 /// Records shorter than this are logged as they are.
 const COMPRESS_FROM_BYTES: usize = 256;
@@ -133,6 +135,9 @@ pub enum LogRecordBody {
     CommitXact {
         xact: XactId,
         prev: Lsn,
+        /// When it committed, µs since the Unix epoch (RESTORE LOG ... WITH STOPAT); 0 in
+        /// records written before the field existed.
+        time_us: i64,
     },
     /// The end of a rollback: every change of the transaction has been compensated.
     AbortXact {
@@ -169,6 +174,17 @@ pub enum LogRecordBody {
         redo: SlotAction,
         undo: KeyedUndo,
     },
+    /// A piece of a catalog the database saved (catalog pages are written outside the log,
+    /// durable by their own protocol, so crash recovery skips this record): the whole
+    /// blob is `total` bytes, this piece starts at `offset`; `pages` is the chain it went
+    /// to. RESTORE LOG puts the catalog back from the pieces, so files added, grown or
+    /// removed and tables created after a full backup come back with the log.
+    CatalogImage {
+        pages: Vec<PageId>,
+        total: u32,
+        offset: u32,
+        bytes: Vec<u8>,
+    },
     /// The undo of a row change (a CLR): redo only; `undo_next` is the next record of the
     /// transaction still to undo.
     Compensation {
@@ -190,7 +206,9 @@ impl LogRecordBody {
             | LogRecordBody::RowChange { xact, .. }
             | LogRecordBody::IndexChange { xact, .. }
             | LogRecordBody::Compensation { xact, .. } => Some(*xact),
-            LogRecordBody::FormatPage { .. } | LogRecordBody::PageImages { .. } => None,
+            LogRecordBody::FormatPage { .. }
+            | LogRecordBody::PageImages { .. }
+            | LogRecordBody::CatalogImage { .. } => None,
         }
     }
 
@@ -212,10 +230,31 @@ impl LogRecordBody {
                 w.u8(REC_BEGIN_XACT);
                 w.u64(*xact);
             }
-            LogRecordBody::CommitXact { xact, prev } => {
+            LogRecordBody::CommitXact {
+                xact,
+                prev,
+                time_us,
+            } => {
                 w.u8(REC_COMMIT_XACT);
                 w.u64(*xact);
                 put_lsn(&mut w, *prev);
+                w.u64(*time_us as u64);
+            }
+            LogRecordBody::CatalogImage {
+                pages,
+                total,
+                offset,
+                bytes,
+            } => {
+                w.u8(REC_CATALOG);
+                w.u32(*total);
+                w.u32(*offset);
+                w.u16(pages.len() as u16);
+                for p in pages {
+                    w.page_id(*p);
+                }
+                w.u32(bytes.len() as u32);
+                w.raw(bytes);
             }
             LogRecordBody::AbortXact { xact, prev } => {
                 w.u8(REC_ABORT_XACT);
@@ -309,7 +348,32 @@ impl LogRecordBody {
             REC_COMMIT_XACT => LogRecordBody::CommitXact {
                 xact: r.u64()?,
                 prev: get_lsn(&mut r)?,
+                // Absent from commit records logged before it existed.
+                time_us: if r.position() + 8 <= bytes.len() {
+                    r.u64()? as i64
+                } else {
+                    0
+                },
             },
+            REC_CATALOG => {
+                let total = r.u32()?;
+                let offset = r.u32()?;
+                let n = r.u16()? as usize;
+                let mut pages = Vec::with_capacity(n.min(bytes.len() / 6));
+                for _ in 0..n {
+                    pages.push(r.page_id()?);
+                }
+                let len = r.u32()? as usize;
+                if offset as u64 + len as u64 > total as u64 {
+                    return Err(corrupt(PageId::NULL, "catalog piece beyond its blob"));
+                }
+                LogRecordBody::CatalogImage {
+                    pages,
+                    total,
+                    offset,
+                    bytes: r.take(len)?.to_vec(),
+                }
+            }
             REC_ABORT_XACT => LogRecordBody::AbortXact {
                 xact: r.u64()?,
                 prev: get_lsn(&mut r)?,
@@ -465,7 +529,17 @@ mod tests {
         };
         vec![
             LogRecordBody::BeginXact { xact: 9 },
-            LogRecordBody::CommitXact { xact: 9, prev: lsn },
+            LogRecordBody::CommitXact {
+                xact: 9,
+                prev: lsn,
+                time_us: 1_795_000_000_123_456,
+            },
+            LogRecordBody::CatalogImage {
+                pages: vec![PageId::new(1, 16), PageId::new(1, 17)],
+                total: 9000,
+                offset: 4096,
+                bytes: vec![0x5a; 4904],
+            },
             LogRecordBody::AbortXact { xact: 9, prev: lsn },
             LogRecordBody::FormatPage {
                 page: PageId::new(3, 800),
@@ -578,6 +652,37 @@ mod tests {
         }
     }
 
+    /// Pins the commit record (its time for STOPAT at byte 19) and proves one logged before
+    /// the time existed decodes with time 0; a catalog piece past its blob is an error.
+    #[test]
+    fn commit_time_and_catalog_pieces() {
+        let c = LogRecordBody::CommitXact {
+            xact: 5,
+            prev: Lsn::ZERO,
+            time_us: 42,
+        }
+        .encode();
+        assert_eq!(c.len(), 27);
+        assert_eq!(c[0], REC_COMMIT_XACT);
+        assert_eq!(i64::from_le_bytes(c[19..27].try_into().unwrap()), 42);
+        assert_eq!(
+            LogRecordBody::decode(&c[..19]).unwrap(),
+            Some(LogRecordBody::CommitXact {
+                xact: 5,
+                prev: Lsn::ZERO,
+                time_us: 0
+            })
+        );
+        let bad = LogRecordBody::CatalogImage {
+            pages: vec![PageId::new(1, 16)],
+            total: 10,
+            offset: 8,
+            bytes: vec![1; 4],
+        }
+        .encode();
+        assert!(LogRecordBody::decode(&bad).is_err());
+    }
+
     /// Proves truncated and mutated records decode to errors or other records, never panic.
     #[test]
     fn garbage_never_panics() {
@@ -585,7 +690,14 @@ mod tests {
         for r in samples() {
             let bytes = r.encode();
             for n in 0..bytes.len() {
-                assert!(LogRecordBody::decode(&bytes[..n]).is_err());
+                // A commit without its time is one logged before the field existed.
+                let old_commit =
+                    matches!(r, LogRecordBody::CommitXact { .. }) && n == bytes.len() - 8;
+                assert_eq!(
+                    LogRecordBody::decode(&bytes[..n]).is_err(),
+                    !old_commit,
+                    "{n}"
+                );
             }
             for _ in 0..2000 {
                 let mut b = bytes.clone();

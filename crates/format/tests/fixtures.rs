@@ -73,6 +73,9 @@ fn boot_page_fixture() {
             block: 7,
             slot: 2,
         },
+        log_backup_lsn: Lsn::ZERO,
+        differential_base_lsn: Lsn::ZERO,
+        differential_base_guid: [0; 16],
     };
     let at = PageId::new(1, 9);
     let p = b.encode(at).unwrap();
@@ -105,6 +108,31 @@ fn boot_page_fixture() {
         "last clean CHECKDB at 154"
     );
     assert_eq!(BootPage::decode(&p, at).unwrap(), checked);
+    // The backup fields: the log chain's next LSN at 700, the differential base at 710 and
+    // its BackupSetGUID at 720 (zero in pages written before them: no chain, no base).
+    let chained = BootPage {
+        log_backup_lsn: Lsn {
+            vlf_sequence: 40,
+            block: 16,
+            slot: 3,
+        },
+        differential_base_lsn: Lsn {
+            vlf_sequence: 38,
+            block: 80,
+            slot: 0,
+        },
+        differential_base_guid: [0x5a; 16],
+        ..checked
+    };
+    let p = chained.encode(at).unwrap();
+    let b = p.bytes();
+    assert_eq!(u32::from_le_bytes(b[700..704].try_into().unwrap()), 40);
+    assert_eq!(u32::from_le_bytes(b[704..708].try_into().unwrap()), 16);
+    assert_eq!(u16::from_le_bytes(b[708..710].try_into().unwrap()), 3);
+    assert_eq!(u32::from_le_bytes(b[710..714].try_into().unwrap()), 38);
+    assert_eq!(u32::from_le_bytes(b[714..718].try_into().unwrap()), 80);
+    assert_eq!(&b[720..736], &[0x5a; 16]);
+    assert_eq!(BootPage::decode(&p, at).unwrap(), chained);
 }
 
 /// Pins the allocation bitmap, PFS and IAM layouts.
@@ -181,6 +209,8 @@ fn catalog_fixture() {
             name: "Company".into(),
             primary_file: "/d/Company_data.mdf".into(),
             created_us: 1,
+            restoring: Some(vec![(1, "/d/Copy.mdf".into()), (2, "/d/Copy.ldf".into())]),
+            restore_failed: false,
         }],
         next_object_id: 581_577_111,
         tables: vec![TableEntry {

@@ -111,6 +111,7 @@ static CATALOGUE: &[Entry] = &[
     e(113, 15, 1, "Missing end comment mark '*/'."),
     e(134, 15, 1, "The variable name '%.*ls' has already been declared. Variable names must be unique within a query batch or stored procedure."),
     e(137, 15, 2, "Must declare the scalar variable \"%.*ls\"."),
+    e(148, 15, 1, "Incorrect time syntax in time string '%.*ls' used with WAITFOR."), // unverified
     e(155, 15, 1, "'%.*ls' is not a recognized %ls option."),
     e(156, 15, 1, "Incorrect syntax near the keyword '%.*ls'."),
     e(174, 15, 1, "The %.*ls function requires %d argument(s)."),
@@ -148,6 +149,16 @@ static CATALOGUE: &[Entry] = &[
     e(3154, 16, 4, "The backup set holds a backup of a database other than the existing '%ls' database."),
     e(3156, 16, 4, "File '%ls' cannot be restored to '%ls'. Use WITH MOVE to identify a valid location for the file."),
     e(3159, 16, 1, "The tail of the log for the database \"%ls\" has not been backed up. Use BACKUP LOG WITH NORECOVERY to backup the log if it contains work you do not want to lose. Use the WITH REPLACE or WITH STOPAT clause of the RESTORE statement to just overwrite the contents of the log."),
+    e(3035, 16, 1, "Cannot perform a differential backup for database \"%ls\", because a current database backup does not exist. Perform a full database backup by reissuing BACKUP DATABASE, omitting the WITH DIFFERENTIAL option."), // unverified
+    e(3108, 16, 1, "To restore the master database, the server must be running in single-user mode. For information about starting in single-user mode, see \"How to: Start an Instance of SQL Server (sqlservr.exe)\" in Books Online."), // unverified
+    e(3117, 16, 1, "The log or differential backup cannot be restored because no files are ready to rollforward."), // unverified
+    e(3136, 16, 1, "This differential backup cannot be restored because the database has not been restored to the correct earlier state."), // unverified
+    e(4208, 16, 1, "The statement BACKUP LOG is not allowed while the recovery model is SIMPLE. Use BACKUP DATABASE or change the recovery model using ALTER DATABASE."), // unverified
+    e(4214, 16, 1, "BACKUP LOG cannot be performed because there is no current database backup."), // unverified
+    e(4305, 16, 1, "The log in this backup set begins at LSN %.*ls, which is too recent to apply to the database. An earlier log backup that includes LSN %.*ls can be restored."),
+    e(4322, 10, 1, "This backup set contains records that were logged before the designated point in time. The database is being left in the restoring state so that more roll forward can be performed."), // unverified
+    e(4326, 16, 1, "The log in this backup set terminates at LSN %.*ls, which is too early to apply to the database. A more recent log backup that includes LSN %.*ls can be restored."),
+    e(927, 14, 1, "Database '%.*ls' cannot be opened. It is in the middle of a restore."), // unverified
     e(3201, 16, 2, "Cannot open backup device '%ls'. Operating system error %ls."),
     e(3211, 10, 1, "%d percent processed."),
     e(3262, 10, 1, "The backup set on file %d is valid."),

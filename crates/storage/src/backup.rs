@@ -30,9 +30,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use extentdb_format::backup::{
-    aligned, payload_crc, BackupType, BlockHeader, BlockKind, MediaHeader, SetHeader, SetTrailer,
-    BLOCK_HEADER_SIZE, FLAG_CHECKSUM, FLAG_COPY_ONLY, MAX_BLOCK_PAYLOAD, MEDIA_HEADER_SIZE,
+    aligned, pack_payload, payload_crc, BackupType, BlockHeader, BlockKind, MediaHeader, SetHeader,
+    SetTrailer, BLOCK_HEADER_SIZE, FLAG_CHECKSUM, FLAG_COMPRESSED, FLAG_COPY_ONLY,
+    MAX_BLOCK_PAYLOAD, MEDIA_HEADER_SIZE,
 };
+use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_format::layout::{self, BitmapKind};
 use extentdb_format::{
@@ -40,6 +42,7 @@ use extentdb_format::{
 };
 
 use crate::log_writer::LogWriter;
+use crate::now_us;
 use crate::snapshot::CheckSource;
 use crate::{Database, StorageError};
 
@@ -48,6 +51,9 @@ const BLOCK_EXTENTS: u32 = (MAX_BLOCK_PAYLOAD / PAGE_SIZE) as u32 / PAGES_PER_EX
 
 /// What BACKUP DATABASE was asked to do.
 pub struct BackupRequest<'a> {
+    /// Database (full), Differential (the extents changed since the last full backup) or
+    /// Log (the log since the last log backup).
+    pub kind: BackupType,
     pub path: &'a Path,
     /// INIT: the file's earlier sets are overwritten. FORMAT: also a new media header.
     pub init: bool,
@@ -55,6 +61,8 @@ pub struct BackupRequest<'a> {
     /// CHECKSUM: every page's checksum is verified as it is read (Msg 3043 on failure).
     pub checksum: bool,
     pub copy_only: bool,
+    /// WITH COMPRESSION: blocks LZ4-compressed where that saves space.
+    pub compression: bool,
     pub name: String,
     pub description: String,
     pub server_name: String,
@@ -124,13 +132,6 @@ fn media_error(path: &Path, reason: impl Into<String>) -> StorageError {
     }
 }
 
-fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
-}
-
 /// The extents of a data file the GAM marks allocated, as runs of (first extent, extents)
 /// of at most one block each. An interval whose GAM page cannot be read is copied whole.
 fn allocated_runs(src: &CheckSource, file: u16, size_pages: u32) -> Vec<(u32, u32)> {
@@ -158,31 +159,89 @@ fn allocated_runs(src: &CheckSource, file: u16, size_pages: u32) -> Vec<(u32, u3
     runs
 }
 
-/// Writes one block (header, payload, padding) at the file's current position.
+/// Writes one block (header, payload compressed when `compress` and worth it, padding)
+/// at the file's current position; returns the bytes written.
 fn write_block(
     out: &mut File,
     kind: BlockKind,
-    file_id: u16,
-    start: u64,
-    count: u32,
+    (file_id, start, count): (u16, u64, u32),
     payload: &[u8],
+    compress: bool,
 ) -> std::io::Result<u64> {
+    let (stored, raw_length) = pack_payload(payload, compress);
     let h = BlockHeader {
         kind,
         file_id,
         start,
         count,
-        length: payload.len() as u32,
-        payload_crc: payload_crc(payload),
+        length: stored.len() as u32,
+        payload_crc: payload_crc(&stored),
+        raw_length,
     };
     out.write_all(&h.encode())?;
-    out.write_all(payload)?;
-    let pad = h.stored_len() as usize - BLOCK_HEADER_SIZE - payload.len();
+    out.write_all(&stored)?;
+    let pad = h.stored_len() as usize - BLOCK_HEADER_SIZE - stored.len();
     out.write_all(&vec![0u8; pad])?;
     Ok(h.stored_len())
 }
 
-/// BACKUP DATABASE (full): see the module docs.
+/// The extents of one run a differential backup copies (indexes into the run): those
+/// holding a page changed at or after the base LSN, and those holding pages written
+/// outside the log (file header, allocation maps, boot and catalog pages), whose LSN says
+/// nothing about when they changed.
+fn changed_extents(pages: &[Page], base: Lsn) -> Vec<usize> {
+    pages
+        .chunks(PAGES_PER_EXTENT as usize)
+        .enumerate()
+        .filter(|(_, ext)| {
+            ext.iter().any(|p| match p.header() {
+                Ok(h) => {
+                    h.lsn >= base
+                        || !matches!(
+                            h.page_type,
+                            PageType::Data
+                                | PageType::Index
+                                | PageType::TextMix
+                                | PageType::TextTree
+                                | PageType::Unformatted
+                        )
+                }
+                Err(_) => true,
+            })
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+impl Database {
+    /// Where the log chain starts: under FULL or BULK_LOGGED recovery, once a full backup
+    /// began the chain, the log is kept from here for the next BACKUP LOG; None otherwise
+    /// (the log truncates at checkpoints, as under SIMPLE).
+    pub fn log_chain_start(&self) -> Option<Lsn> {
+        let chained = self.catalog.recovery_model != RecoveryModel::Simple
+            && self.boot.log_backup_lsn != Lsn::ZERO;
+        chained.then_some(self.boot.log_backup_lsn)
+    }
+
+    /// ALTER DATABASE ... SET RECOVERY: SIMPLE breaks the log chain (a BACKUP LOG then
+    /// needs a new full backup first, Msg 4214).
+    pub fn set_recovery_model(&mut self, model: RecoveryModel) -> Result<(), StorageError> {
+        let before = self.boot.log_backup_lsn;
+        if model == RecoveryModel::Simple {
+            self.boot.log_backup_lsn = Lsn::ZERO;
+        }
+        let result = self.change_catalog(|c| {
+            c.recovery_model = model;
+            Ok(())
+        });
+        if result.is_err() {
+            self.boot.log_backup_lsn = before;
+        }
+        result
+    }
+}
+
+/// BACKUP DATABASE (full or differential) and BACKUP LOG: see the module docs.
 pub fn backup_database(
     db: &Mutex<Database>,
     req: &BackupRequest<'_>,
@@ -194,23 +253,52 @@ pub fn backup_database(
         let wal = g
             .wal()
             .ok_or_else(|| StorageError::Snapshot("the database has no log writer".into()))?;
-        let src = g.check_source()?;
         let boot = &g.boot;
-        let from = match boot.oldest_active_lsn {
-            o if o != Lsn::ZERO => o.min(boot.checkpoint_lsn),
-            _ => boot.checkpoint_lsn,
+        let (src, from) = match req.kind {
+            BackupType::Log => {
+                if g.catalog.recovery_model == RecoveryModel::Simple {
+                    return Err(StorageError::LogBackupSimple(g.name.clone()));
+                }
+                let from = g
+                    .log_chain_start()
+                    .ok_or_else(|| StorageError::NoCurrentBackup(g.name.clone()))?;
+                (None, from)
+            }
+            kind => {
+                if kind == BackupType::Differential && boot.differential_base_lsn == Lsn::ZERO {
+                    return Err(StorageError::NoDifferentialBase(g.name.clone()));
+                }
+                let from = match boot.oldest_active_lsn {
+                    o if o != Lsn::ZERO => o.min(boot.checkpoint_lsn),
+                    _ => boot.checkpoint_lsn,
+                };
+                (Some(g.check_source()?), from)
+            }
         };
         let from_seq = from.vlf_sequence.max(1);
+        // A database never checkpointed has a zero checkpoint LSN: its log starts at the
+        // first VLF's first block (a zero LSN would read as "no log chain").
+        let from = if from == Lsn::ZERO {
+            Lsn {
+                vlf_sequence: from_seq,
+                block: 0,
+                slot: 0,
+            }
+        } else {
+            from
+        };
         let copy = wal.backup_snapshot(from_seq)?;
         let pin = Pin {
             wal: wal.clone(),
             from: from_seq,
         };
+        let based = req.kind != BackupType::Database;
         let header = SetHeader {
             position: 1,
-            backup_type: BackupType::Database,
+            backup_type: req.kind,
             flags: if req.checksum { FLAG_CHECKSUM } else { 0 }
-                | if req.copy_only { FLAG_COPY_ONLY } else { 0 },
+                | if req.copy_only { FLAG_COPY_ONLY } else { 0 }
+                | if req.compression { FLAG_COMPRESSED } else { 0 },
             name: req.name.clone(),
             description: req.description.clone(),
             server_name: req.server_name.clone(),
@@ -223,7 +311,11 @@ pub fn backup_database(
             first_lsn: from,
             last_lsn: copy.end,
             checkpoint_lsn: boot.checkpoint_lsn,
-            database_backup_lsn: Lsn::ZERO,
+            database_backup_lsn: if based {
+                boot.differential_base_lsn
+            } else {
+                Lsn::ZERO
+            },
             started_us: now_us(),
             files: g.catalog.files.clone(),
             filegroups: g
@@ -233,6 +325,11 @@ pub fn backup_database(
                 .map(|f| (f.data_space_id, f.name.clone()))
                 .collect(),
             vlfs: copy.vlfs.clone(),
+            differential_base_guid: if based {
+                boot.differential_base_guid
+            } else {
+                [0; 16]
+            },
         };
         let log_names = g
             .catalog
@@ -245,14 +342,24 @@ pub fn backup_database(
     };
 
     // Where the set goes.
-    let (mut out, set_offset, position) = open_for_backup(req)?;
+    let (mut out, set_offset, position, media_guid) = open_for_backup(req)?;
     header.position = position;
 
     // Steps 2 and 3. A backup that fails or is cancelled takes its partial set back off the
     // file, so the sets before it stay readable (invariant 1).
-    let (files_out, total) = match write_set(
-        req, &src, &header, &copy, &log_files, log_names, &mut out, set_offset,
-    ) {
+    let diff_base = (req.kind == BackupType::Differential).then_some(header.database_backup_lsn);
+    let written = write_set(
+        req,
+        src.as_ref(),
+        diff_base,
+        &header,
+        &copy,
+        &log_files,
+        log_names,
+        &mut out,
+        set_offset,
+    );
+    let (files_out, total) = match written {
         Ok(w) => w,
         Err(e) => {
             let _ = out.set_len(set_offset);
@@ -260,6 +367,10 @@ pub fn backup_database(
             return Err(e);
         }
     };
+    // Step 4, while the pin still holds the log from `first_lsn`: the chain moves on.
+    db.lock()
+        .unwrap()
+        .backup_completed(&header, &media_guid, req.copy_only, &pin)?;
     drop(pin);
     Ok(BackupOutcome {
         position,
@@ -269,12 +380,50 @@ pub fn backup_database(
     })
 }
 
+impl Database {
+    /// Step 4: a full backup (not COPY_ONLY) becomes the differential base and, under FULL
+    /// recovery without a log chain, starts one at its first LSN (the pin keeps the log
+    /// from there until the chain holds it); a log backup moves the chain to its last LSN.
+    fn backup_completed(
+        &mut self,
+        h: &SetHeader,
+        media_guid: &[u8; 16],
+        copy_only: bool,
+        pin: &Pin,
+    ) -> Result<(), StorageError> {
+        if copy_only {
+            return Ok(());
+        }
+        let before = self.boot.clone();
+        match h.backup_type {
+            BackupType::Database => {
+                self.boot.differential_base_lsn = h.last_lsn;
+                self.boot.differential_base_guid = h.set_guid(media_guid);
+                if self.catalog.recovery_model != RecoveryModel::Simple
+                    && self.boot.log_backup_lsn == Lsn::ZERO
+                {
+                    pin.wal.retain_from(pin.from);
+                    self.boot.log_backup_lsn = h.first_lsn;
+                }
+            }
+            BackupType::Log => self.boot.log_backup_lsn = h.last_lsn,
+            BackupType::Differential => return Ok(()),
+        }
+        let result = self.save_catalog();
+        if result.is_err() {
+            self.boot = before;
+        }
+        result
+    }
+}
+
 /// Steps 2 and 3 of the module docs: the set header, the allocated extents, the log, the
 /// end block, synced. Returns the pages per file and the bytes copied.
 #[allow(clippy::too_many_arguments)]
 fn write_set(
     req: &BackupRequest<'_>,
-    src: &CheckSource,
+    src: Option<&CheckSource>,
+    diff_base: Option<Lsn>,
     header: &SetHeader,
     copy: &crate::log_writer::LogCopy,
     log_files: &BTreeMap<u16, Arc<dyn extentdb_io::DbFile>>,
@@ -285,10 +434,13 @@ fn write_set(
     let dev = |e| device_error(req.path, e);
     // Step 2: the allocated extents, then the log.
     let plan: Vec<(u16, Vec<(u32, u32)>)> = src
-        .files
-        .iter()
-        .map(|(&id, f)| (id, allocated_runs(src, id, f.size_pages)))
-        .collect();
+        .map(|src| {
+            src.files
+                .iter()
+                .map(|(&id, f)| (id, allocated_runs(src, id, f.size_pages)))
+                .collect()
+        })
+        .unwrap_or_default();
     let data_bytes: u64 = plan
         .iter()
         .flat_map(|(_, r)| r.iter())
@@ -307,6 +459,7 @@ fn write_set(
     let mut payload = Vec::with_capacity(MAX_BLOCK_PAYLOAD);
     let cancelled = || req.cancel.is_some_and(|c| c.load(Ordering::Relaxed));
     for (file, runs) in &plan {
+        let Some(src) = src else { break };
         let sf = &src.files[file];
         let mut copied = 0u64;
         for &(first_extent, extents) in runs {
@@ -317,7 +470,6 @@ fn write_set(
             let count = extents * PAGES_PER_EXTENT;
             pages.resize_with(count as usize, Page::zeroed);
             src.read_pages(*file, first, &mut pages)?;
-            payload.clear();
             for (i, p) in pages.iter().enumerate() {
                 let pid = PageId::new(*file, first + i as u32);
                 if req.checksum && !p.is_unformatted() && p.verify(pid).is_err() {
@@ -327,14 +479,33 @@ fn write_set(
                         file: sf.physical_name.clone(),
                     });
                 }
-                payload.extend_from_slice(p.bytes());
             }
-            write_block(out, BlockKind::Pages, *file, first as u64, count, &payload)
-                .map_err(dev)?;
-            trailer.blocks += 1;
-            trailer.data_pages += count as u64;
-            copied += count as u64;
-            done += payload.len() as u64;
+            let keep: Vec<usize> = match diff_base {
+                Some(base) => changed_extents(&pages, base),
+                None => (0..extents as usize).collect(),
+            };
+            // Runs of consecutive extents kept, a block each.
+            let mut k = 0;
+            while k < keep.len() {
+                let mut n = 1;
+                while k + n < keep.len() && keep[k + n] == keep[k] + n {
+                    n += 1;
+                }
+                let at = keep[k] * PAGES_PER_EXTENT as usize;
+                let pcount = n * PAGES_PER_EXTENT as usize;
+                payload.clear();
+                for p in &pages[at..at + pcount] {
+                    payload.extend_from_slice(p.bytes());
+                }
+                let place = (*file, (first as usize + at) as u64, pcount as u32);
+                write_block(out, BlockKind::Pages, place, &payload, req.compression)
+                    .map_err(dev)?;
+                trailer.blocks += 1;
+                trailer.data_pages += pcount as u64;
+                copied += pcount as u64;
+                k += n;
+            }
+            done += count as u64 * PAGE_SIZE as u64;
             if let Some(p) = req.progress {
                 p(done, total);
             }
@@ -354,7 +525,14 @@ fn write_set(
             let n = (len - at).min(MAX_BLOCK_PAYLOAD as u64) as usize;
             payload.resize(n, 0);
             f.read_at(&mut payload, offset + at)?;
-            write_block(out, BlockKind::Log, file, offset + at, 0, &payload).map_err(dev)?;
+            write_block(
+                out,
+                BlockKind::Log,
+                (file, offset + at, 0),
+                &payload,
+                req.compression,
+            )
+            .map_err(dev)?;
             trailer.blocks += 1;
             trailer.log_bytes += n as u64;
             done += n as u64;
@@ -376,7 +554,7 @@ fn write_set(
     // Step 3: the end block, then durability (invariant 1).
     trailer.blocks += 1;
     trailer.finished_us = now_us();
-    write_block(out, BlockKind::End, 0, 0, 0, &trailer.encode()).map_err(dev)?;
+    write_block(out, BlockKind::End, (0, 0, 0), &trailer.encode(), false).map_err(dev)?;
     out.sync_all().map_err(dev)?;
     if let Some(dir) = req.path.parent() {
         if let Ok(d) = File::open(dir) {
@@ -389,7 +567,7 @@ fn write_set(
 /// Opens the backup file for a new set: (file, offset of the new set, its position). INIT
 /// and FORMAT start after the media header (FORMAT with a new one); otherwise the set goes
 /// after the last complete one (an incomplete tail is overwritten, invariant 1).
-fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32), StorageError> {
+fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32, [u8; 16]), StorageError> {
     let dev = |e| device_error(req.path, e);
     let mut f = OpenOptions::new()
         .read(true)
@@ -406,11 +584,11 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32), StorageE
     } else {
         None
     };
-    let fresh = |f: &mut File, media: MediaHeader| -> Result<(u64, u32), StorageError> {
+    let fresh = |f: &mut File, media: MediaHeader| -> Result<(u64, u32, [u8; 16]), StorageError> {
         f.set_len(0).map_err(dev)?;
         f.seek(SeekFrom::Start(0)).map_err(dev)?;
         f.write_all(&media.encode()).map_err(dev)?;
-        Ok((MEDIA_HEADER_SIZE as u64, 1))
+        Ok((MEDIA_HEADER_SIZE as u64, 1, media.media_guid))
     };
     let new_media = || {
         let mut guid = [0u8; 16];
@@ -422,12 +600,12 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32), StorageE
             created_us: now_us(),
         }
     };
-    let (offset, position) = match existing {
-        Some(_) if !req.format && !req.init => {
+    let (offset, position, guid) = match existing {
+        Some(m) if !req.format && !req.init => {
             let sets = scan_sets(&mut f, req.path, len, false)?;
             match sets.last() {
-                Some(s) => (s.offset + s.size, s.header.position + 1),
-                None => (MEDIA_HEADER_SIZE as u64, 1),
+                Some(s) => (s.offset + s.size, s.header.position + 1, m.media_guid),
+                None => (MEDIA_HEADER_SIZE as u64, 1, m.media_guid),
             }
         }
         Some(m) if !req.format => fresh(&mut f, m)?,
@@ -437,7 +615,7 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32), StorageE
         }
         _ => fresh(&mut f, new_media())?,
     };
-    Ok((f, offset, position))
+    Ok((f, offset, position, guid))
 }
 
 /// Reads the backup sets of an open file by their headers and block headers (payloads are
@@ -568,6 +746,9 @@ pub fn verify_backup_set(
                 format!("block at byte {pos} fails its checksum"),
             ));
         }
+        let payload = h
+            .expand(&payload)
+            .map_err(|e| media_error(path, e.to_string()))?;
         blocks += 1;
         match h.kind {
             BlockKind::Pages => {
@@ -591,7 +772,7 @@ pub fn verify_backup_set(
                     }
                 }
             }
-            BlockKind::Log => log_bytes += h.length as u64,
+            BlockKind::Log => log_bytes += payload.len() as u64,
             BlockKind::End => {}
         }
         pos += aligned((BLOCK_HEADER_SIZE + h.length as usize) as u64);

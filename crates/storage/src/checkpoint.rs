@@ -104,7 +104,11 @@ impl Database {
     /// BEGIN (analysis and undo read from there) or cp, and publishes cp in the boot page.
     fn checkpoint_record(&mut self, wal: &LogWriter, cp: Lsn) -> Result<(), StorageError> {
         let oldest = self.data.xacts.oldest_first_lsn();
-        let keep = oldest.map_or(cp, |o| o.min(cp));
+        let mut keep = oldest.map_or(cp, |o| o.min(cp));
+        // Under FULL recovery the log chain keeps what the next BACKUP LOG copies.
+        if let Some(chain) = self.log_chain_start() {
+            keep = keep.min(chain);
+        }
         // Every page is durable up to cp, so older VLFs may be reused even before the boot
         // page says so (the reader starts at the lowest FSeqNo left): the save below may
         // need them.

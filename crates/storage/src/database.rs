@@ -27,6 +27,7 @@ use extentdb_io::{DbFile, FileSystem};
 use crate::data_file::DataFile;
 use crate::file_init::{self, InitLog, InitPolicy, SpaceKind};
 use crate::log_writer::LogWriter;
+use crate::now_us;
 use crate::{log_file, StorageError};
 
 /// Smallest file extentdb creates: 512 KB, SQL Server's minimum log size.
@@ -83,13 +84,9 @@ pub struct Database {
     /// Copy-on-write views of the data files for the checkers (see `snapshot`); every data
     /// file is wrapped by them (`Database::wrap_files`).
     pub(crate) snapshots: Arc<crate::snapshot::SnapshotHooks>,
-}
-
-fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
+    /// CRC and first page of the last catalog logged (`log_catalog`): a save that changes
+    /// neither the catalog nor where it lies logs nothing.
+    logged_catalog: (u32, PageId),
 }
 
 fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
@@ -200,6 +197,9 @@ impl Database {
             catalog_bytes: 0,
             catalog_crc: 0,
             oldest_active_lsn: Lsn::ZERO,
+            log_backup_lsn: Lsn::ZERO,
+            differential_base_lsn: Lsn::ZERO,
+            differential_base_guid: [0; 16],
         };
         let mut db = Database {
             name: spec.name.clone(),
@@ -213,6 +213,7 @@ impl Database {
             poisoned: false,
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            logged_catalog: (0, PageId::NULL),
         };
         db.wrap_files();
         db.format_catalog_unit()?;
@@ -319,6 +320,34 @@ impl Database {
         Ok(db)
     }
 
+    /// A RESTORING database's files opened for RESTORE LOG's roll forward: no log writer,
+    /// no recovery (`restore::roll_forward_files` redoes, and the log stays the backups').
+    pub(crate) fn open_restoring(
+        fs: &dyn FileSystem,
+        paths: &BTreeMap<u16, PathBuf>,
+    ) -> Result<Database, StorageError> {
+        let primary = paths
+            .get(&FileId::PRIMARY.0)
+            .ok_or_else(|| StorageError::FileNotFound("1".into()))?;
+        let files = open_files(fs, primary, false, Some(paths))?;
+        let mut db = Database {
+            name: files.boot.name.clone(),
+            boot: files.boot,
+            catalog: files.catalog,
+            data_files: files.data_files,
+            log_files: files.log_files,
+            catalog_chain: files.chain,
+            spare_catalog_pages: Vec::new(),
+            wal: None,
+            poisoned: false,
+            data: crate::table::DataPath::default(),
+            snapshots: Default::default(),
+            logged_catalog: (0, PageId::NULL),
+        };
+        db.wrap_files();
+        Ok(db)
+    }
+
     fn open_at(
         fs: &dyn FileSystem,
         primary_path: &Path,
@@ -340,7 +369,9 @@ impl Database {
             poisoned: false,
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            logged_catalog: (0, PageId::NULL),
         };
+        db.logged_catalog = (db.boot.catalog_crc, db.boot.catalog_first_page);
         db.wrap_files();
         db.attach_wal(false, progress)?;
         // The log may have been nearly full at the crash; the sweep writes logged pages.
@@ -461,7 +492,58 @@ impl Database {
             self.primary().set_pfs(page.page, 0)?;
         }
         self.spare_catalog_pages = spare;
+        // A save moves the catalog to other pages even when it is unchanged (a checkpoint's):
+        // RESTORE LOG must follow it there, since the pages it left may be reused.
+        let now = (self.boot.catalog_crc, self.boot.catalog_first_page);
+        if now == self.logged_catalog {
+            return Ok(());
+        }
+        self.log_catalog(&blob)?;
+        self.logged_catalog = now;
         Ok(())
+    }
+
+    /// Writes the boot page (both copies, one after the other, each synced) as it is in
+    /// memory, with the next generation: for RESTORE LOG's roll forward, which has no log
+    /// writer and must not allocate catalog pages of its own.
+    pub(crate) fn write_boot_unlogged(&mut self) -> Result<(), StorageError> {
+        self.boot.generation += 1;
+        let primary = self.primary();
+        for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
+            let mut p = self.boot.encode(PageId {
+                file: FileId::PRIMARY,
+                page: at,
+            })?;
+            primary.write_page_unlogged(at, &mut p)?;
+            primary.sync()?;
+        }
+        Ok(())
+    }
+
+    /// Logs the catalog just saved, in pieces (`LogRecordBody::CatalogImage`), and makes
+    /// them durable: a log backup then holds every catalog change in its place among the
+    /// changes to pages, however the database stops afterwards.
+    fn log_catalog(&self, blob: &[u8]) -> Result<(), StorageError> {
+        /// Bytes of the blob per record, well inside a log block.
+        const PIECE: usize = 40 * 1024;
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        let mut offset = 0usize;
+        loop {
+            let end = (offset + PIECE).min(blob.len());
+            let record = extentdb_format::log_record::LogRecordBody::CatalogImage {
+                pages: self.catalog_chain.clone(),
+                total: blob.len() as u32,
+                offset: offset as u32,
+                bytes: blob[offset..end].to_vec(),
+            };
+            let lsn = wal.append(&extentdb_format::log_record::compact(record.encode()))?;
+            offset = end;
+            if offset >= blob.len() {
+                return wal.flush(lsn);
+            }
+        }
     }
 
     /// Finds `n` pages not in use inside the catalog's extents, adding extents as needed,
@@ -659,7 +741,12 @@ impl Database {
             .collect();
         groups.dedup();
         for ds in groups {
-            self.recalculate_fill(ds)?;
+            // The files are added durably by now: a failure here must not read as "not
+            // added", so the database waits for a reopen (which recalculates).
+            if let Err(e) = self.recalculate_fill(ds) {
+                self.poisoned = true;
+                return Err(e);
+            }
         }
         Ok(())
     }

@@ -94,6 +94,9 @@ pub enum UnopenedState {
     RecoveryPending,
     /// Recovery found damage: a page, the catalog or the log (state 4, Msg 926).
     Suspect,
+    /// Restored WITH NORECOVERY: waiting for RESTORE LOG or a differential, or for RESTORE
+    /// ... WITH RECOVERY (state 1, Msg 927).
+    Restoring,
 }
 
 impl UnopenedState {
@@ -101,6 +104,7 @@ impl UnopenedState {
         match self {
             UnopenedState::RecoveryPending => (3, "RECOVERY_PENDING"),
             UnopenedState::Suspect => (4, "SUSPECT"),
+            UnopenedState::Restoring => (1, "RESTORING"),
         }
     }
 }
@@ -306,6 +310,20 @@ impl Instance {
             .unwrap()
             .insert(MASTER_ID, inst.handle(master));
         for e in entries.iter().filter(|e| e.database_id != TEMPDB_ID) {
+            if e.restoring.is_some() {
+                // Its log still waits for RESTORE LOG: recovery would end the sequence.
+                inst.errorlog.write("spid7s", &format!("The database '{}' is marked RESTORING and is in a state that does not allow recovery to be run.", e.name));
+                let state = if e.restore_failed {
+                    UnopenedState::Suspect
+                } else {
+                    UnopenedState::Restoring
+                };
+                inst.suspect
+                    .lock()
+                    .unwrap()
+                    .insert(e.database_id, (e.clone(), "RESTORING".into(), state));
+                continue;
+            }
             inst.errorlog
                 .write("spid7s", &format!("Starting up database '{}'.", e.name));
             let log = inst.errorlog.clone();
@@ -743,6 +761,12 @@ impl Instance {
                 db.lock().unwrap().name.clone(),
             ));
         }
+        self.drop_database_files(id, &db)
+    }
+
+    /// Unregisters database `id` and removes its files: DROP DATABASE, and RESTORE ... WITH
+    /// REPLACE (which may replace model and msdb too).
+    pub(crate) fn drop_database_files(&self, id: u16, db: &DbHandle) -> Result<(), StorageError> {
         self.unregister(id)?;
         self.databases.lock().unwrap().remove(&id);
         let paths = db.lock().unwrap().physical_names();
@@ -765,7 +789,6 @@ impl Instance {
         })
     }
 
-    /// The id of a SUSPECT database called `name`.
     /// The state of a database listed in master that could not be opened, by name.
     pub fn unopened_state(&self, name: &str) -> Option<UnopenedState> {
         let id = self.suspect_by_name(name)?;
@@ -782,12 +805,67 @@ impl Instance {
     }
 
     /// Drops a database that could not be opened: master forgets it and its primary file,
-    /// the only file it can name without the database's own catalog, is removed.
+    /// the only file it can name without the database's own catalog, is removed (every
+    /// file of a RESTORING one, whose paths master lists).
     fn drop_suspect(&self, id: u16) -> Result<(), StorageError> {
         self.unregister(id)?;
         if let Some((entry, _, _)) = self.suspect.lock().unwrap().remove(&id) {
             let _ = self.fs.remove(Path::new(&entry.primary_file));
+            for (_, p) in entry.restoring.iter().flatten() {
+                let _ = self.fs.remove(Path::new(p));
+            }
         }
+        Ok(())
+    }
+
+    /// The master entry of a RESTORING database called `name` (SUSPECT when a restore of
+    /// it failed part-way: `restore_failed`).
+    pub fn restoring_entry(&self, name: &str) -> Option<DatabaseEntry> {
+        self.suspect
+            .lock()
+            .unwrap()
+            .values()
+            .find(|(e, _, _)| e.restoring.is_some() && e.name.eq_ignore_ascii_case(name))
+            .map(|(e, _, _)| e.clone())
+    }
+
+    /// Lists database `entry` (its `restoring` paths set) in master as RESTORING, or
+    /// records its new paths when it is already listed so.
+    pub(crate) fn register_restoring(&self, entry: DatabaseEntry) -> Result<(), StorageError> {
+        debug_assert!(entry.restoring.is_some());
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        let id = entry.database_id;
+        master.change_catalog(|c| {
+            c.databases.retain(|d| d.database_id != id);
+            c.databases.push(entry.clone());
+            Ok(())
+        })?;
+        let state = if entry.restore_failed {
+            UnopenedState::Suspect
+        } else {
+            UnopenedState::Restoring
+        };
+        self.suspect
+            .lock()
+            .unwrap()
+            .insert(id, (entry, "RESTORING".into(), state));
+        Ok(())
+    }
+
+    /// Brings a RESTORING database online: it was opened (recovered) by the caller; master
+    /// lists it as online, and it is served.
+    pub(crate) fn register_recovered(&self, db: Database, id: u16) -> Result<(), StorageError> {
+        let master = self.master();
+        let mut master = master.lock().unwrap();
+        let entry = entry_of(&db, id);
+        master.change_catalog(|c| {
+            c.databases.retain(|d| d.database_id != id);
+            c.databases.push(entry);
+            Ok(())
+        })?;
+        self.suspect.lock().unwrap().remove(&id);
+        self.databases.lock().unwrap().insert(id, self.handle(db));
         Ok(())
     }
 
@@ -860,6 +938,8 @@ fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
         name: db.name.clone(),
         primary_file: db.catalog.files[0].physical_name.clone(),
         created_us: db.boot.created_us,
+        restoring: None,
+        restore_failed: false,
     }
 }
 

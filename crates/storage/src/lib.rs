@@ -36,6 +36,15 @@ pub mod table;
 pub mod xact;
 
 pub use database::{Database, NewDatabase, NewFile};
+
+/// Now, in µs since the Unix epoch (the time stamps of boot pages, log headers, commit
+/// records and backup sets).
+pub fn now_us() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
 pub use instance::Instance;
 
 /// Every failure of the storage engine, with the context the SQL layer needs.
@@ -155,9 +164,14 @@ pub enum StorageError {
     /// RESTORE ... WITH FILE = n names no backup set of the file (Msg 4038).
     #[error("cannot find file ID {position} on device '{path}'")]
     BackupSetNotFound { position: u32, path: String },
-    /// RESTORE DATABASE from a set that is not a full database backup (Msg 3136 family).
-    #[error("backup set {position} is not a full database backup")]
-    RestoreKind { position: u32 },
+    /// RESTORE DATABASE from a log backup set, or RESTORE LOG from a database backup set
+    /// (Msg 3135); `created_by` names the statement that wrote the set.
+    #[error("backup set {position} in '{path}' was created by {created_by}")]
+    RestoreKind {
+        position: u32,
+        path: String,
+        created_by: &'static str,
+    },
     /// RESTORE over an existing database without REPLACE: Msg 3154 when the backup is of
     /// another database, 3159 when it is of this one (its log tail would be lost).
     #[error("database '{database}' exists; RESTORE needs WITH REPLACE")]
@@ -178,6 +192,40 @@ pub enum StorageError {
         database: String,
         page: extentdb_format::PageId,
     },
+    /// RESTORE over master (Msg 3108: it needs a single-user instance) or tempdb, or a
+    /// system database WITH NORECOVERY.
+    #[error("database '{0}' cannot be restored on a running instance")]
+    RestoreSystemDatabase(String),
+    /// BACKUP LOG of a database under SIMPLE recovery (Msg 4208).
+    #[error("BACKUP LOG is not allowed while the recovery model of '{0}' is SIMPLE")]
+    LogBackupSimple(String),
+    /// BACKUP LOG with no full backup starting the log chain (Msg 4214).
+    #[error("BACKUP LOG of '{0}' needs a full database backup first")]
+    NoCurrentBackup(String),
+    /// A differential backup with no full backup to build on (Msg 3035).
+    #[error("database '{0}' has no full backup a differential backup could build on")]
+    NoDifferentialBase(String),
+    /// RESTORE LOG, a differential restore or RESTORE ... WITH RECOVERY of a database
+    /// that is not RESTORING (Msg 3117).
+    #[error("database '{0}' is not in the RESTORING state")]
+    NotRestoring(String),
+    /// The log backup starts after the point the database was restored to (Msg 4305).
+    #[error("the log backup begins at LSN {first}, after LSN {needed} the database needs next")]
+    LogTooRecent {
+        first: extentdb_format::Lsn,
+        needed: extentdb_format::Lsn,
+    },
+    /// The log backup ends before the point the database was restored to (Msg 4326).
+    #[error("the log backup ends at LSN {last}, before LSN {needed} the database is at")]
+    LogTooEarly {
+        last: extentdb_format::Lsn,
+        needed: extentdb_format::Lsn,
+    },
+    /// A differential backup whose base is not the full backup restored (Msg 3136).
+    #[error(
+        "the differential backup's base is not the full backup the database was restored from"
+    )]
+    DifferentialBaseMismatch,
     /// BACKUP WITH CHECKSUM read a page that fails its audit (Msg 3043).
     #[error("BACKUP '{database}' detected an error on page {page} in file '{file}'")]
     BackupPageError {

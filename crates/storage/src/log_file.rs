@@ -18,7 +18,7 @@ use extentdb_format::log::{VlfHeader, PARITY_FIRST, VLF_HEADER_AREA};
 use extentdb_format::{Lsn, PageId, PAGE_SIZE, SECTOR_SIZE};
 use extentdb_io::DbFile;
 
-use crate::StorageError;
+use crate::{now_us, StorageError};
 
 const MB: u64 = 1 << 20;
 
@@ -63,13 +63,6 @@ pub fn format_new(
         activate_first,
     )?;
     Ok(file.sync_data()?)
-}
-
-fn now_us() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
 }
 
 /// VLFs for a new log file of `size` bytes.
@@ -164,6 +157,62 @@ pub fn read_vlfs_upto(
         out.push(h);
     }
     Ok(out)
+}
+
+/// Cuts the log at `stop` (RESTORE LOG ... WITH STOPAT): the records from `stop` on are
+/// removed, so the end of the log is there. The block holding `stop` is written again with
+/// only the records before it, the rest of its VLF is zeroed, and every VLF of a later
+/// FSeqNo is zeroed and marked never used, so no block after the cut can be read as log
+/// (nor taken for damage by the reader's look past the end) and the writer reuses them.
+pub fn cut_log(
+    files: &std::collections::BTreeMap<u16, std::sync::Arc<dyn DbFile>>,
+    vlfs: &[VlfHeader],
+    stop: Lsn,
+) -> Result<(), StorageError> {
+    use extentdb_format::log::{decode_block, encode_block, MAX_BLOCK_SECTORS};
+    let file_of = |id: u16| {
+        files
+            .get(&id)
+            .ok_or_else(|| StorageError::FileNotFound(id.to_string()))
+    };
+    let v = vlfs
+        .iter()
+        .find(|v| v.sequence == stop.vlf_sequence)
+        .ok_or_else(|| {
+            extentdb_format::corrupt(PageId::NULL, format!("no VLF holds LSN {stop}"))
+        })?;
+    let file = file_of(v.file_id)?;
+    let at = stop.block as u64 * SECTOR_SIZE as u64;
+    let mut bytes = vec![0u8; ((v.size - at) as usize).min(MAX_BLOCK_SECTORS * SECTOR_SIZE)];
+    file.read_at(&mut bytes, v.start_offset + at)?;
+    let block = decode_block(&bytes, v.sequence, stop.block, v.parity).ok_or_else(|| {
+        extentdb_format::corrupt(PageId::NULL, format!("no log block at LSN {stop}"))
+    })?;
+    let mut end = at;
+    if stop.slot > 0 {
+        let kept: Vec<&[u8]> = block.records[..stop.slot as usize]
+            .iter()
+            .map(|r| r.as_slice())
+            .collect();
+        let b = encode_block(&kept, v.sequence, stop.block, v.parity);
+        file.write_at(&b, v.start_offset + at)?;
+        end += b.len() as u64;
+    }
+    extentdb_io::write_zeros(file.as_ref(), v.start_offset + end, v.size - end)?;
+    for later in vlfs.iter().filter(|l| l.sequence > stop.vlf_sequence) {
+        let f = file_of(later.file_id)?;
+        extentdb_io::write_zeros(f.as_ref(), later.start_offset, later.size)?;
+        let unused = VlfHeader {
+            sequence: 0,
+            parity: 0,
+            ..*later
+        };
+        f.write_at(&unused.encode(), later.start_offset)?;
+    }
+    for f in files.values() {
+        f.sync_data()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

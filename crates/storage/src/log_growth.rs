@@ -217,13 +217,20 @@ impl Database {
 
     /// sys.databases.log_reuse_wait and _desc: what keeps the oldest needed VLF from being
     /// reused. A FULL-recovery database behaves as SIMPLE until its first full backup (as
-    /// in SQL Server), and BACKUP is not built yet, so LOG_BACKUP never shows.
+    /// in SQL Server); after it, the log waits for BACKUP LOG (LOG_BACKUP).
     pub fn log_reuse_wait(&self) -> (u8, &'static str) {
         let Some(wal) = &self.wal else {
             return (0, "NOTHING");
         };
         let current = wal.current_sequence();
-        match self.data.xacts.oldest_first_lsn() {
+        let oldest = self.data.xacts.oldest_first_lsn();
+        if let Some(chain) = self.log_chain_start() {
+            let before_oldest = oldest.is_none_or(|o| chain < o);
+            if chain.vlf_sequence < current && before_oldest {
+                return (2, "LOG_BACKUP");
+            }
+        }
+        match oldest {
             Some(oldest) if oldest.vlf_sequence < current => (4, "ACTIVE_TRANSACTION"),
             _ if wal.free_vlfs() < 2 && self.checkpoint_would_truncate() => (1, "CHECKPOINT"),
             _ => (0, "NOTHING"),
@@ -238,6 +245,9 @@ impl Database {
         let mut keep = wal.end_lsn();
         if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
             keep = keep.min(oldest);
+        }
+        if let Some(chain) = self.log_chain_start() {
+            keep = keep.min(chain);
         }
         let kept = match self.boot.oldest_active_lsn {
             Lsn::ZERO => self.boot.checkpoint_lsn,

@@ -571,6 +571,15 @@ impl LogWriter {
         }
     }
 
+    /// Keeps the VLFs from FSeqNo `seq` on from reuse again, as a log chain starting there
+    /// needs: only while a backup's pin from `seq` (or older) holds them, so none was
+    /// reused meanwhile.
+    pub fn retain_from(&self, seq: u32) {
+        let mut st = self.state.lock().unwrap();
+        debug_assert!(st.pins.iter().any(|&p| p <= seq), "retain_from needs a pin");
+        st.min_active = st.min_active.min(seq);
+    }
+
     /// Lets VLFs below FSeqNo `seq` be reused (log truncation).
     pub fn truncate_before(&self, seq: u32) {
         let mut st = self.state.lock().unwrap();

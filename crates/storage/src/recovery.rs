@@ -96,8 +96,10 @@ impl<'a> Meter<'a> {
 
 /// A loser's records by LSN, and where its chain ends.
 #[derive(Default)]
-struct Analysis {
+pub(crate) struct Analysis {
     open: BTreeMap<XactId, Lsn>,
+    /// The BEGIN of each transaction still open.
+    pub(crate) begins: BTreeMap<XactId, Lsn>,
     by_lsn: HashMap<Lsn, LogRecordBody>,
     committed: usize,
     max_xact: XactId,
@@ -121,7 +123,7 @@ impl Database {
             ..RecoveryStats::default()
         };
         let mut meter = Meter::new(progress, records.len() as u64);
-        let analysis = self.redo(&records, &mut stats, &mut meter)?;
+        let analysis = self.redo(&records, &mut stats, &mut meter, None)?;
         stats.analysis_redo_ms = started.elapsed().as_millis() as u64;
         let writer = if fresh {
             LogWriter::open_fresh(self.log_files.clone(), vlfs, end)?
@@ -149,12 +151,37 @@ impl Database {
         Ok(())
     }
 
-    /// Analysis and redo (phase 1).
+    /// RESTORE LOG's roll forward: analysis and redo of the log from the restored
+    /// checkpoint over the VLFs `vlfs` (the backup's layout), applying the catalog as it
+    /// was logged and stopping before the first commit after `rf.stop_at_us`; the pages
+    /// are then written and synced. Returns the BEGIN of the oldest transaction left open.
+    pub(crate) fn roll_forward(
+        &mut self,
+        vlfs: &[extentdb_format::log::VlfHeader],
+        rf: &mut crate::restore::RollForward<'_>,
+    ) -> Result<Option<Lsn>, StorageError> {
+        let from = self.analysis_start().vlf_sequence.max(1);
+        let (records, _) = read_log(&self.log_files, vlfs, from)?;
+        let mut stats = RecoveryStats::default();
+        let mut meter = Meter::new(None, records.len() as u64);
+        let a = self.redo(&records, &mut stats, &mut meter, Some(rf))?;
+        rf.redone = stats.redone;
+        rf.committed = a.committed;
+        // The pages to disk: the log they follow is the backup's, durable already.
+        self.data.pool.flush_all(&self.data_files, None)?;
+        for df in self.data_files.values() {
+            df.sync()?;
+        }
+        Ok(a.begins.values().min().copied())
+    }
+
+    /// Analysis and redo (phase 1); with `rf`, RESTORE LOG's roll forward.
     fn redo(
         &mut self,
         records: &[LogRecord],
         stats: &mut RecoveryStats,
         meter: &mut Meter<'_>,
+        mut rf: Option<&mut crate::restore::RollForward<'_>>,
     ) -> Result<Analysis, StorageError> {
         let mut a = Analysis::default();
         let mut touched = BTreeSet::new();
@@ -184,6 +211,27 @@ impl Database {
             let Some(body) = LogRecordBody::decode(&bytes)? else {
                 continue;
             };
+            if let Some(rf) = rf.as_deref_mut() {
+                match &body {
+                    LogRecordBody::CommitXact { time_us, .. } => {
+                        if rf.stop_at_us.is_some_and(|t| *time_us > t) {
+                            rf.stopped = Some(r.lsn);
+                            break;
+                        }
+                        rf.last_commit_us = rf.last_commit_us.max(*time_us);
+                    }
+                    LogRecordBody::CatalogImage {
+                        pages,
+                        total,
+                        offset,
+                        bytes,
+                    } => {
+                        self.roll_catalog(rf, pages, *total, *offset, bytes)?;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
             if self.redo_record(r.lsn, &body)? {
                 stats.redone += 1;
             }
@@ -366,12 +414,17 @@ fn track(a: &mut Analysis, lsn: Lsn, body: LogRecordBody) {
     match body {
         LogRecordBody::CommitXact { .. } => {
             a.open.remove(&x);
+            a.begins.remove(&x);
             a.committed += 1;
         }
         LogRecordBody::AbortXact { .. } => {
             a.open.remove(&x);
+            a.begins.remove(&x);
         }
         other => {
+            if matches!(other, LogRecordBody::BeginXact { .. }) {
+                a.begins.insert(x, lsn);
+            }
             a.open.insert(x, lsn);
             a.by_lsn.insert(lsn, other);
         }

@@ -403,6 +403,7 @@ impl Database {
         let lsn = self.log(&LogRecordBody::CommitXact {
             xact,
             prev: x.last_lsn,
+            time_us: crate::now_us(),
         });
         match lsn {
             Ok(l) => Ok(Some(l)),

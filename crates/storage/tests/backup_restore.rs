@@ -9,6 +9,8 @@ use common::{ctx, heap_and_tree, row, set_up_instance, spec, Quiet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use extentdb_format::backup::BackupType;
+use extentdb_format::catalog::RecoveryModel;
 use extentdb_storage::backup::{backup_database, verify_backup_set, BackupRequest};
 use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::checkpoint::checkpoint_online;
@@ -60,34 +62,8 @@ fn online_backup_restores_one_consistent_instant() {
 
     let committed = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (db, committed, stop, tables) =
-            (db.clone(), committed.clone(), stop.clone(), tables.clone());
-        std::thread::spawn(move || {
-            let mut k = 0u64;
-            while !stop.load(Ordering::Relaxed) && k < 30_000 {
-                {
-                    let mut g = db.lock().unwrap();
-                    let x = g.begin_xact();
-                    for _ in 0..BATCH {
-                        let v = vec![(k % 251) as u8; 200 + (k as usize * 13) % 400];
-                        for &t in &tables {
-                            g.insert_row(x, t, &row(k as u32, &v)).unwrap();
-                        }
-                        k += 1;
-                    }
-                    g.commit_xact(x).unwrap();
-                    committed.store(k, Ordering::SeqCst);
-                }
-                if (k / BATCH).is_multiple_of(10) {
-                    checkpoint_online(&db).unwrap();
-                }
-            }
-        })
-    };
-    while committed.load(Ordering::SeqCst) < 2_000 {
-        std::thread::yield_now();
-    }
+    let writer = spawn_writer(&db, &tables, &committed, &stop);
+    waits_for(&committed, 2_000);
     let before = committed.load(Ordering::SeqCst);
     // Slowed (a pause per block) so that the writer changes pages while the backup copies.
     let pause = |_: u64, _: u64| std::thread::sleep(std::time::Duration::from_millis(2));
@@ -96,6 +72,8 @@ fn online_backup_restores_one_consistent_instant() {
     let outcome = backup_database(
         &db,
         &BackupRequest {
+            kind: BackupType::Database,
+            compression: false,
             path: &bak,
             init: true,
             format: false,
@@ -134,6 +112,8 @@ fn online_backup_restores_one_consistent_instant() {
                 ],
                 replace: false,
                 checksum: true,
+                recovery: true,
+                stop_at_us: None,
                 progress: None,
                 cancel: None,
             },
@@ -169,6 +149,171 @@ fn online_backup_restores_one_consistent_instant() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A writer committing batches of BATCH rows into `tables` until `stop`; `committed`
+/// counts the rows committed.
+fn spawn_writer(
+    db: &Arc<std::sync::Mutex<Database>>,
+    tables: &[u32],
+    committed: &Arc<AtomicU64>,
+    stop: &Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    let (db, committed, stop, tables) =
+        (db.clone(), committed.clone(), stop.clone(), tables.to_vec());
+    std::thread::spawn(move || {
+        let mut k = committed.load(Ordering::SeqCst);
+        while !stop.load(Ordering::Relaxed) && k < 60_000 {
+            {
+                let mut g = db.lock().unwrap();
+                let x = g.begin_xact();
+                for _ in 0..BATCH {
+                    let v = vec![(k % 251) as u8; 200 + (k as usize * 13) % 400];
+                    for &t in &tables {
+                        g.insert_row(x, t, &row(k as u32, &v)).unwrap();
+                    }
+                    k += 1;
+                }
+                g.commit_xact(x).unwrap();
+                committed.store(k, Ordering::SeqCst);
+            }
+            if (k / BATCH).is_multiple_of(10) {
+                checkpoint_online(&db).unwrap();
+            }
+        }
+    })
+}
+
+fn waits_for(committed: &AtomicU64, rows: u64) {
+    while committed.load(Ordering::SeqCst) < rows {
+        std::thread::yield_now();
+    }
+}
+
+/// Proves log backups taken while a writer commits (and online checkpoints run) chain
+/// without a gap: a full backup and two log backups, all taken under load, restore in
+/// sequence to one instant between the counts before and after the last log backup,
+/// whole batches only, the transaction open across it rolled back, checking clean.
+#[test]
+fn log_backups_under_load_restore_in_sequence() {
+    let dir = std::env::temp_dir().join(format!("xdb-log-backup-{}", std::process::id()));
+    let fs = set_up_instance(&dir);
+    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+    let mut s = spec("Src", &dir.join("data"));
+    s.database_id = inst.next_database_id();
+    s.files[0].size_pages = 4096;
+    s.files[1].size_pages = 2048;
+    inst.create_database(&ctx(fs.as_ref(), true, &Quiet), &s)
+        .unwrap();
+    let (_, db) = inst.database_by_name("Src").unwrap();
+    db.lock()
+        .unwrap()
+        .set_recovery_model(RecoveryModel::Full)
+        .unwrap();
+    let tables = heap_and_tree(&mut db.lock().unwrap());
+    let committed = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = spawn_writer(&db, &tables, &committed, &stop);
+    std::fs::create_dir_all(dir.join("backup")).unwrap();
+    let pause = |_: u64, _: u64| std::thread::sleep(std::time::Duration::from_millis(1));
+    let backup = |kind: BackupType, name: &str| {
+        let path = dir.join("backup").join(name);
+        backup_database(
+            &db,
+            &BackupRequest {
+                kind,
+                compression: kind == BackupType::Log,
+                path: &path,
+                init: true,
+                format: false,
+                checksum: true,
+                copy_only: false,
+                name: name.into(),
+                description: String::new(),
+                server_name: "test".into(),
+                user_name: "sa".into(),
+                progress: Some(&pause),
+                cancel: None,
+            },
+        )
+        .unwrap();
+        verify_backup_set(&path, 1, true).unwrap();
+        path
+    };
+    waits_for(&committed, 1_000);
+    let full = backup(BackupType::Database, "full.bak");
+    waits_for(&committed, committed.load(Ordering::SeqCst) + 2_000);
+    let log1 = backup(BackupType::Log, "l1.trn");
+    waits_for(&committed, committed.load(Ordering::SeqCst) + 2_000);
+    // A transaction open across the last log backup.
+    let open = {
+        let mut g = db.lock().unwrap();
+        let x = g.begin_xact();
+        for k in 0..30u32 {
+            g.insert_row(x, tables[0], &row(3_000_000 + k, &[9u8; 80]))
+                .unwrap();
+        }
+        x
+    };
+    let before = committed.load(Ordering::SeqCst);
+    let log2 = backup(BackupType::Log, "l2.trn");
+    let after = committed.load(Ordering::SeqCst);
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    db.lock().unwrap().commit_xact(open).unwrap();
+
+    let c = ctx(fs.as_ref(), true, &Quiet);
+    let steps = [(full, false), (log1, false), (log2, true)];
+    for (i, (bak, recovery)) in steps.iter().enumerate() {
+        let req = RestoreRequest {
+            path: bak,
+            position: 1,
+            database: "Copy".into(),
+            moves: vec![
+                ("Src_data".into(), "Copy.mdf".into()),
+                ("Src_log".into(), "Copy_log.ldf".into()),
+            ],
+            replace: false,
+            checksum: true,
+            recovery: *recovery,
+            stop_at_us: None,
+            progress: None,
+            cancel: None,
+        };
+        let outcome = if i == 0 {
+            inst.restore_database(&c, &req)
+        } else {
+            inst.restore_log(
+                &c,
+                &RestoreRequest {
+                    moves: vec![],
+                    ..req
+                },
+            )
+        }
+        .unwrap();
+        assert_eq!(outcome.restoring, !recovery);
+    }
+    let (_, copy) = inst
+        .database_by_name("Copy")
+        .expect("online after the last log");
+    let (rows, findings) = check(&copy.lock().unwrap());
+    assert_eq!(findings, 0, "the restored database checks clean");
+    assert_eq!(rows[0], rows[1], "heap and tree hold the same rows");
+    let n = rows[0];
+    assert!(
+        n >= before && n <= after,
+        "{n} rows: the last log backup's instant lies between {before} and {after}"
+    );
+    assert_eq!(
+        n % BATCH,
+        0,
+        "whole batches, not the open transaction's rows"
+    );
+    drop(copy);
+    drop(db);
+    inst.shutdown();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Proves a backup that stops part-way (cancelled after its first block) takes its partial
 /// set back off the file: the file is as before, its earlier set still reads and verifies.
 #[test]
@@ -194,6 +339,8 @@ fn a_failed_backup_leaves_the_file_as_it_was() {
         cancel: &'a AtomicBool,
     ) -> BackupRequest<'a> {
         BackupRequest {
+            kind: BackupType::Database,
+            compression: false,
             path: bak,
             init,
             format: false,

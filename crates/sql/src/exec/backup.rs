@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 
-use extentdb_format::backup::{BackupType, FLAG_CHECKSUM, FLAG_COPY_ONLY};
+use extentdb_format::backup::{BackupType, FLAG_CHECKSUM, FLAG_COMPRESSED, FLAG_COPY_ONLY};
 use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_format::{Lsn, PAGE_SIZE};
@@ -35,6 +35,14 @@ pub fn lsn_value(lsn: Lsn) -> Value {
     }
 }
 
+/// An LSN as SQL Server writes it in messages: the decimal of `lsn_value`.
+pub fn lsn_text(lsn: Lsn) -> String {
+    (lsn.vlf_sequence as u128 * 1_000_000_000_000_000
+        + lsn.block as u128 * 100_000
+        + lsn.slot as u128)
+        .to_string()
+}
+
 /// The SQL type of `lsn_value`.
 pub const LSN_TYPE: SqlType = SqlType::Decimal {
     precision: 25,
@@ -55,6 +63,11 @@ struct Options {
     replace: bool,
     /// WITH MOVE 'logical' TO 'physical'.
     moves: Vec<(String, String)>,
+    norecovery: bool,
+    /// STOPAT, in µs since the Unix epoch.
+    stop_at_us: Option<i64>,
+    differential: bool,
+    compression: bool,
 }
 
 fn col(name: &str, t: SqlType) -> (String, SqlType) {
@@ -110,15 +123,20 @@ impl Session {
                 "DESCRIPTION" => o.description = value.unwrap_or_default(),
                 "FILE" => o.file = number(&value),
                 "REPLACE" => o.replace = true,
-                "RECOVERY" => {}
-                "NORECOVERY" | "STANDBY" => {
-                    return Err(vec![not_yet("RESTORE ... WITH NORECOVERY or STANDBY")])
+                "RECOVERY" => o.norecovery = false,
+                "NORECOVERY" => o.norecovery = true,
+                "STANDBY" => return Err(vec![not_yet("RESTORE ... WITH STANDBY")]),
+                "STOPAT" => {
+                    let text = value.unwrap_or_default();
+                    let parsed = crate::convert::parse_datetime_text(&text)
+                        .ok_or_else(|| vec![msg(241, &[])])?;
+                    o.stop_at_us = Some(super::views::unix_us_from_ticks(parsed.ticks));
                 }
+                "DIFFERENTIAL" => o.differential = true,
+                "COMPRESSION" => o.compression = true,
                 // Defaults, and tape options that mean nothing for a disk.
                 "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "SKIP" | "NOSKIP"
                 | "REWIND" | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
-                "COMPRESSION" => return Err(vec![not_yet("BACKUP ... WITH COMPRESSION")]),
-                "DIFFERENTIAL" => return Err(vec![not_yet("differential backups")]),
                 other => return Err(vec![msg(155, &[&other, &statement])]),
             }
         }
@@ -153,10 +171,12 @@ impl Session {
             BackupKind::Log => "BACKUP LOG",
         };
         let abnormal = |e| abnormal(statement, e);
-        if b.kind == BackupKind::Log {
-            return Err(vec![not_yet("BACKUP LOG")]);
-        }
         let opts = self.backup_options(&b.options, "BACKUP")?;
+        let kind = match b.kind {
+            BackupKind::Log => BackupType::Log,
+            BackupKind::Database if opts.differential => BackupType::Differential,
+            BackupKind::Database => BackupType::Database,
+        };
         let inst = self.engine.instance.clone();
         let (id, db) = inst
             .database_by_name(&b.database)
@@ -169,6 +189,8 @@ impl Session {
         let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
         let req = BackupRequest {
+            kind,
+            compression: opts.compression,
             path: &path,
             init: opts.init,
             format: opts.format,
@@ -196,7 +218,11 @@ impl Session {
                 &[n, &b.database, name, &outcome.position],
             )));
         }
-        push_summary(out, statement, pages, outcome.bytes, outcome.elapsed);
+        let summary = match kind {
+            BackupType::Differential => "BACKUP DATABASE WITH DIFFERENTIAL",
+            _ => statement,
+        };
+        push_summary(out, summary, pages, outcome.bytes, outcome.elapsed);
         self.record_backup(&path, outcome.position, out);
         Ok(())
     }
@@ -215,17 +241,20 @@ impl Session {
             RestoreKind::LabelOnly => "RESTORE LABELONLY",
         };
         let abnormal = |e| abnormal(statement, e);
-        match r.kind {
-            RestoreKind::Log => return Err(vec![not_yet("RESTORE LOG")]),
-            RestoreKind::LabelOnly => return Err(vec![not_yet("RESTORE LABELONLY")]),
-            _ => {}
+        if r.kind == RestoreKind::LabelOnly {
+            return Err(vec![not_yet("RESTORE LABELONLY")]);
         }
         let opts = self.backup_options(&r.options, "RESTORE")?;
+        if r.kind == RestoreKind::Database && r.devices.is_empty() {
+            // RESTORE DATABASE db WITH RECOVERY: the end of a restore sequence.
+            let name = r.database.clone().unwrap_or_default();
+            return self.recover_database(&name, &opts, out).map_err(abnormal);
+        }
         let path = self.backup_device(&r.devices).map_err(abnormal)?;
         match r.kind {
-            RestoreKind::Database => {
+            RestoreKind::Database | RestoreKind::Log => {
                 let name = r.database.clone().unwrap_or_default();
-                self.restore_database(&name, &path, &opts, out)
+                self.restore_database(r.kind, &name, &path, &opts, out)
                     .map_err(abnormal)?;
             }
             RestoreKind::VerifyOnly => {
@@ -238,6 +267,7 @@ impl Session {
                     destination: r.database.as_deref().unwrap_or(""),
                     replace: false,
                     recovery: false,
+                    stop_at_us: None,
                 };
                 self.record_restore(&path, position, event, out);
             }
@@ -278,15 +308,50 @@ impl Session {
 }
 
 impl Session {
-    /// RESTORE DATABASE name FROM DISK = ... [WITH FILE, MOVE, REPLACE, STATS, CHECKSUM].
+    /// RESTORE DATABASE db WITH RECOVERY, no backup named: a RESTORING database recovered
+    /// and brought online.
+    fn recover_database(
+        &mut self,
+        name: &str,
+        opts: &Options,
+        out: &mut Vec<Output>,
+    ) -> Result<(), Vec<SqlError>> {
+        if opts.norecovery {
+            return Err(vec![msg(3117, &[])]);
+        }
+        let started = std::time::Instant::now();
+        let inst = self.engine.instance.clone();
+        let sink = self.sink();
+        let ctx = self.op_context(&sink);
+        inst.recover_restoring(&ctx, name)
+            .map_err(|e| vec![storage_msg(&e)])?;
+        push_summary(out, "RESTORE DATABASE", 0, 0, started.elapsed());
+        Ok(())
+    }
+
+    /// RESTORE DATABASE | LOG name FROM DISK = ... [WITH FILE, MOVE, REPLACE, STATS,
+    /// CHECKSUM, RECOVERY | NORECOVERY, STOPAT].
     fn restore_database(
         &mut self,
+        kind: RestoreKind,
         name: &str,
         path: &std::path::Path,
         opts: &Options,
         out: &mut Vec<Output>,
     ) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
+        if name.eq_ignore_ascii_case("tempdb") {
+            return Err(vec![msg(3147, &[])]);
+        }
+        if name.eq_ignore_ascii_case("master") {
+            return Err(vec![msg(3108, &[])]);
+        }
+        let system = ["model", "msdb"]
+            .iter()
+            .any(|s| name.eq_ignore_ascii_case(s));
+        if system && opts.norecovery {
+            return Err(vec![not_yet("RESTORE of model or msdb WITH NORECOVERY")]);
+        }
         // Replacing a database needs it to oneself, as SQL Server's RESTORE does.
         if let Some((id, _)) = inst.database_by_name(name) {
             if id == self.database_id {
@@ -300,7 +365,12 @@ impl Session {
                 return Err(vec![msg(3101, &[])]);
             }
         }
-        let tracked = Tracked::start(&inst, self.spid, 0, "RESTORE DATABASE", opts.stats);
+        let statement = if kind == RestoreKind::Log {
+            "RESTORE LOG"
+        } else {
+            "RESTORE DATABASE"
+        };
+        let tracked = Tracked::start(&inst, self.spid, 0, statement, opts.stats);
         let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
         let req = RestoreRequest {
@@ -310,12 +380,18 @@ impl Session {
             moves: opts.moves.clone(),
             replace: opts.replace,
             checksum: opts.checksum,
+            recovery: !opts.norecovery,
+            stop_at_us: opts.stop_at_us,
             progress: Some(&progress),
             cancel: Some(&cancel),
         };
         let sink = self.sink();
         let ctx = self.op_context(&sink);
-        let result = inst.restore_database(&ctx, &req);
+        let result = if kind == RestoreKind::Log {
+            inst.restore_log(&ctx, &req)
+        } else {
+            inst.restore_database(&ctx, &req)
+        };
         let outcome = match result {
             Ok(o) => o,
             Err(StorageError::Cancelled) => return Ok(()),
@@ -340,18 +416,16 @@ impl Session {
                 &[n, &name, file, &outcome.position],
             )));
         }
-        push_summary(
-            out,
-            "RESTORE DATABASE",
-            pages,
-            outcome.bytes,
-            outcome.elapsed,
-        );
+        if outcome.stop_at_beyond {
+            out.push(Output::Info(msg(4322, &[])));
+        }
+        push_summary(out, statement, pages, outcome.bytes, outcome.elapsed);
         let event = RestoreEvent {
-            restore_type: 'D',
+            restore_type: outcome.restore_type,
             destination: name,
             replace: opts.replace,
-            recovery: true,
+            recovery: !outcome.restoring,
+            stop_at_us: opts.stop_at_us,
         };
         self.record_restore(path, outcome.position, event, out);
         Ok(())
@@ -460,7 +534,21 @@ fn storage_msg(e: &StorageError) -> SqlError {
         StorageError::BackupDevice { path, reason } => msg(3201, &[path, reason]),
         StorageError::BackupMedia { path, .. } => msg(3241, &[path]),
         StorageError::BackupSetNotFound { position, path } => msg(4038, &[position, path]),
-        StorageError::RestoreKind { .. } => msg(3135, &[&"BACKUP LOG", &"RESTORE DATABASE"]),
+        StorageError::RestoreKind {
+            path, created_by, ..
+        } => msg(3135, &[path, created_by]),
+        StorageError::LogBackupSimple(_) => msg(4208, &[]),
+        StorageError::RestoreSystemDatabase(_) => msg(3108, &[]),
+        StorageError::NoCurrentBackup(_) => msg(4214, &[]),
+        StorageError::NoDifferentialBase(database) => msg(3035, &[database]),
+        StorageError::NotRestoring(_) => msg(3117, &[]),
+        StorageError::LogTooRecent { first, needed } => {
+            msg(4305, &[&lsn_text(*first), &lsn_text(*needed)])
+        }
+        StorageError::LogTooEarly { last, needed } => {
+            msg(4326, &[&lsn_text(*last), &lsn_text(*needed)])
+        }
+        StorageError::DifferentialBaseMismatch => msg(3136, &[]),
         StorageError::RestoreOverExisting { database, same } => {
             if *same {
                 msg(3159, &[database])
@@ -543,19 +631,9 @@ pub(super) fn header_columns() -> Vec<(String, SqlType)> {
     ]
 }
 
-/// A set's BackupSetGUID (msdb's backup_set_uuid). The file does not store one: it is derived
-/// from what identifies the set, the media GUID, its position and its start time (INIT starts
-/// a file's positions again; the start time tells such sets apart), so HEADERONLY and the
-/// history agree on it.
+/// The set's BackupSetGUID (`SetHeader::set_guid`).
 pub(super) fn backup_set_guid(s: &SetInfo, media_guid: &[u8; 16]) -> [u8; 16] {
-    let mut g = *media_guid;
-    for (i, b) in s.header.position.to_le_bytes().iter().enumerate() {
-        g[i] ^= b;
-    }
-    for (i, b) in s.header.started_us.to_le_bytes().iter().enumerate() {
-        g[8 + i] ^= b;
-    }
-    g
+    s.header.set_guid(media_guid)
 }
 
 pub(super) fn header_row(s: &SetInfo, media_guid: &[u8; 16]) -> Vec<Value> {
@@ -579,12 +657,22 @@ pub(super) fn header_row(s: &SetInfo, media_guid: &[u8; 16]) -> Vec<Value> {
         }
     };
     let guid = Value::Guid(h.database_guid);
+    let compressed = h.flags & FLAG_COMPRESSED != 0;
+    // BackupSize counts the bytes before compression; CompressedBackupSize those stored.
+    let stored = s.size as i64;
+    let raw = if compressed {
+        stored + (s.trailer.data_pages * PAGE_SIZE as u64 + s.trailer.log_bytes) as i64
+            - s.file_bytes.values().sum::<u64>() as i64
+    } else {
+        stored
+    };
+    let based = h.backup_type == BackupType::Differential;
     vec![
         text(&h.name),
         text(&h.description),
         Value::SmallInt(h.backup_type as i16),
         Value::Null,
-        Value::Bit(false),
+        Value::Bit(compressed),
         Value::SmallInt(h.position as i16),
         Value::TinyInt(2),
         Value::Text(h.user_name.clone()),
@@ -592,7 +680,7 @@ pub(super) fn header_row(s: &SetInfo, media_guid: &[u8; 16]) -> Vec<Value> {
         Value::Text(h.database_name.clone()),
         Value::Int(h.database_version as i32),
         t(h.database_created_us),
-        Value::BigInt(s.size as i64),
+        Value::BigInt(raw),
         lsn_value(h.first_lsn),
         lsn_value(h.last_lsn),
         lsn_value(h.checkpoint_lsn),
@@ -627,11 +715,19 @@ pub(super) fn header_row(s: &SetInfo, media_guid: &[u8; 16]) -> Vec<Value> {
         guid.clone(),
         Value::Null,
         Value::Text(recovery.into()),
-        Value::Null,
-        Value::Null,
+        if based {
+            lsn_value(h.database_backup_lsn)
+        } else {
+            Value::Null
+        },
+        if based {
+            Value::Guid(h.differential_base_guid)
+        } else {
+            Value::Null
+        },
         Value::Text(description.into()),
         Value::Guid(backup_set_guid(s, media_guid)),
-        Value::BigInt(s.size as i64),
+        Value::BigInt(stored),
         Value::TinyInt(0),
     ]
 }

@@ -463,13 +463,7 @@ impl Session {
             }
             AlterAction::SetRecovery(rm) => {
                 let rm = *rm;
-                db.lock()
-                    .unwrap()
-                    .change_catalog(|c| {
-                        c.recovery_model = rm;
-                        Ok(())
-                    })
-                    .map_err(to_err)?;
+                db.lock().unwrap().set_recovery_model(rm).map_err(to_err)?;
             }
             AlterAction::SetOption => {}
             AlterAction::Rebalance(fg) => {

@@ -120,11 +120,13 @@ END
 
 /// What a RESTORE adds to restorehistory.
 pub(super) struct RestoreEvent<'a> {
-    /// 'D' database, 'L' log, 'V' VERIFYONLY.
+    /// 'D' database, 'I' differential, 'L' log, 'V' VERIFYONLY.
     pub restore_type: char,
     pub destination: &'a str,
     pub replace: bool,
     pub recovery: bool,
+    /// RESTORE LOG ... WITH STOPAT, µs since the Unix epoch.
+    pub stop_at_us: Option<i64>,
 }
 
 impl Session {
@@ -167,7 +169,7 @@ impl Session {
                     user_name, backup_set_id, restore_type, replace, recovery, restart, stop_at,
                     device_count, stop_at_mark_name, stop_before)
                  VALUES (GETDATE(), @Destination, @RestoringUser, @set_id, @RestoreType,
-                    @Replace, @Recovery, 0, NULL, 1, NULL, 0);",
+                    @Replace, @Recovery, 0, @StopAt, 1, NULL, 0);",
             );
             let text = |s: &str| Value::Text(s.to_string());
             params.push((
@@ -187,6 +189,13 @@ impl Session {
             ));
             params.push(("@Replace".into(), SqlType::Bit, Value::Bit(r.replace)));
             params.push(("@Recovery".into(), SqlType::Bit, Value::Bit(r.recovery)));
+            params.push((
+                "@StopAt".into(),
+                SqlType::DateTime,
+                r.stop_at_us.map_or(Value::Null, |us| {
+                    Value::DateTime(super::views::ticks_from_unix_us(us))
+                }),
+            ));
         }
         let mut s = self.engine.session_for(super::ClientInfo {
             login_name: "sa".into(),

@@ -200,7 +200,6 @@ fn statement_name(k: &StatementKind) -> &'static str {
         K::Kill { .. } => "KILL",
         K::TryCatch { .. } => "TRY/CATCH",
         K::Raiserror { .. } | K::Throw(_) => "RAISERROR/THROW",
-        K::WaitFor { .. } => "WAITFOR",
         K::SetIdentityInsert { .. } => "SET IDENTITY_INSERT",
         _ => "this statement",
     }

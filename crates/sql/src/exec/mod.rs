@@ -432,6 +432,38 @@ impl Session {
     }
 
     /// The flag another thread sets to cancel this session's running batch.
+    /// WAITFOR DELAY 'hh:mm[:ss[.fff]]' (that long) or WAITFOR TIME 'hh:mm[:ss]' (until
+    /// that local time of day, tomorrow's if it has passed), holding no lock; an attention
+    /// or KILL ends it. A bad time string is Msg 148.
+    fn waitfor(&mut self, delay: bool, value: &crate::ast::Expr) -> Result<(), Vec<SqlError>> {
+        use crate::types::TICKS_PER_DAY;
+        let text = eval::to_text(&self.eval(value, None).map_err(|e| vec![e])?);
+        let day_start = crate::convert::DAYS_TO_1900 as i64 * TICKS_PER_DAY;
+        let ticks = crate::convert::parse_datetime_text(&text)
+            .map(|p| p.ticks - day_start)
+            .filter(|t| (0..TICKS_PER_DAY).contains(t) && text.contains(':'))
+            .ok_or_else(|| vec![msg(148, &[&text])])?;
+        let wait_ticks = if delay {
+            ticks
+        } else {
+            use crate::functions::Clock;
+            let now = crate::functions::SystemClock
+                .now_ticks_local()
+                .rem_euclid(TICKS_PER_DAY);
+            (ticks - now).rem_euclid(TICKS_PER_DAY)
+        };
+        let until =
+            std::time::Instant::now() + std::time::Duration::from_nanos(wait_ticks as u64 * 100);
+        while !self.cancelled() {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+        }
+        Ok(())
+    }
+
     pub fn cancel_flag(&self) -> Arc<AtomicBool> {
         self.cancel.clone()
     }
@@ -545,6 +577,7 @@ impl Session {
                 let v = self.eval(e, None).map_err(|e| vec![e])?;
                 out.push(Output::Info(SqlError::print(eval::to_text(&v))));
             }
+            K::WaitFor { delay, value } => self.waitfor(*delay, value)?,
             K::Declare(decls) => self.declare(decls)?,
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
             K::SetOption { options, value } => self.set_option(options, value),
@@ -553,6 +586,7 @@ impl Session {
                     let number = match state {
                         extentdb_storage::instance::UnopenedState::RecoveryPending => 945,
                         extentdb_storage::instance::UnopenedState::Suspect => 926,
+                        extentdb_storage::instance::UnopenedState::Restoring => 927,
                     };
                     return Err(vec![msg(number, &[database])]);
                 }

@@ -57,6 +57,15 @@ pub fn ticks_from_unix_us(us: i64) -> i64 {
     UNIX_EPOCH_TICKS + us * 10 + offset_s * 10_000_000
 }
 
+/// The Unix-epoch microsecond timestamp of local-time ticks (STOPAT = '...').
+pub fn unix_us_from_ticks(ticks: i64) -> i64 {
+    const UNIX_EPOCH_TICKS: i64 = 621_355_968_000_000_000;
+    let naive_us = (ticks - UNIX_EPOCH_TICKS) / 10;
+    // The offset in force at that local time (near enough across a DST change).
+    let offset_s = local_offset_seconds(naive_us / 1_000_000);
+    naive_us - offset_s * 1_000_000
+}
+
 fn local_offset_seconds(unix_s: i64) -> i64 {
     let t = unix_s as libc::time_t;
     // SAFETY: localtime_r writes only into the tm we own.
