@@ -424,8 +424,8 @@ fn differential_and_compressed_backups() {
 }
 
 /// Proves a log backup damaged mid-file is refused part-way through RESTORE LOG and leaves
-/// the database SUSPECT (never online, never recoverable from half a log), that RESTORE
-/// LOG and WITH RECOVERY are then refused, and that a full restore replaces it.
+/// the database SUSPECT (never online, never recoverable from half a log): WITH RECOVERY
+/// is refused (3117), the same step may be tried again, and a full restore replaces it.
 #[test]
 fn a_restore_failing_part_way_leaves_the_database_suspect() {
     let dir = prepare("failed");
@@ -450,7 +450,12 @@ fn a_restore_failing_part_way_leaves_the_database_suspect() {
     );
     refused(&dir, "USE F;", 926);
     refused(&dir, "RESTORE DATABASE F WITH RECOVERY;", 3117);
-    refused(&dir, "RESTORE LOG F FROM DISK = 'l.trn';", 3117);
+    // The same step may be taken again (the damage is still there).
+    refused(&dir, "RESTORE LOG F FROM DISK = 'l.trn';", 3241);
+    assert_eq!(
+        value(&dir, "state_desc", "FROM sys.databases WHERE name = 'F'"),
+        "SUSPECT"
+    );
     ok(
         &dir,
         "RESTORE DATABASE F FROM DISK = 'full.bak' WITH \
@@ -515,5 +520,99 @@ fn msdb_restores_over_itself_and_master_is_refused() {
         "1"
     );
     checks_clean(&dir, "msdb");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Proves a RESTORE LOG killed with SIGKILL at any point loses nothing: whatever the kill
+/// left (the step not begun, part-way with the database SUSPECT and RECOVERY refused, or
+/// done), taking the step again (or not, when it was done) and recovering gives exactly the
+/// source's rows, and the copy checks clean.
+#[test]
+fn a_killed_restore_log_is_taken_again() {
+    let dir = prepare("kill");
+    ok(&dir, "BACKUP DATABASE S TO DISK = 'full.bak' WITH INIT;");
+    // About 40 MB of log, of rows that do not compress, so the restore takes a while.
+    ok(
+        &dir,
+        "SET NOCOUNT ON; USE S; CREATE TABLE big (k int PRIMARY KEY, v varchar(7900)); \
+         DECLARE @i int = 0; \
+         WHILE @i < 5000 BEGIN \
+         INSERT INTO big VALUES (@i, REPLICATE(CONVERT(varchar(36), NEWID()), 200)); \
+         SET @i += 1; END;",
+    );
+    insert_rows(&dir, "t", 1000, 1200);
+    ok(&dir, "BACKUP LOG S TO DISK = 'l.trn' WITH INIT;");
+    let source = fingerprint(&dir, "S");
+    let big = value(
+        &dir,
+        "CAST(COUNT(*) AS varchar(10)) + '/' + CAST(SUM(LEN(v)) AS varchar(20))",
+        "FROM S.dbo.big",
+    );
+    for (round, delay_ms) in [5u64, 40, 120, 400, 900].into_iter().enumerate() {
+        let db = format!("K{round}");
+        ok(
+            &dir,
+            &format!(
+                "RESTORE DATABASE {db} FROM DISK = 'full.bak' WITH NORECOVERY, \
+                 MOVE 'S' TO '{db}.mdf', MOVE 'S_log' TO '{db}_log.ldf';"
+            ),
+        );
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_extentdb"))
+            .args(["exec", "-b", "--data-dir"])
+            .arg(&dir)
+            .args([
+                "-Q",
+                &format!("RESTORE LOG {db} FROM DISK = 'l.trn' WITH NORECOVERY;"),
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        let state = value(
+            &dir,
+            "state_desc",
+            &format!("FROM sys.databases WHERE name = '{db}'"),
+        );
+        eprintln!("round {round}: killed after {delay_ms} ms: {state}");
+        match state.as_str() {
+            "SUSPECT" => {
+                refused(&dir, &format!("RESTORE DATABASE {db} WITH RECOVERY;"), 3117);
+                ok(
+                    &dir,
+                    &format!("RESTORE LOG {db} FROM DISK = 'l.trn' WITH NORECOVERY;"),
+                );
+            }
+            "RESTORING" => {
+                // Not begun, or done: taking it again applies it, or is refused as applied.
+                let (code, out) = exec(
+                    &dir,
+                    &format!("RESTORE LOG {db} FROM DISK = 'l.trn' WITH NORECOVERY;"),
+                );
+                assert!(
+                    code == 0 || out.contains("Msg 4326,"),
+                    "round {round}: {out}"
+                );
+            }
+            other => panic!("round {round}: state {other} after the kill"),
+        }
+        ok(&dir, &format!("RESTORE DATABASE {db} WITH RECOVERY;"));
+        assert_eq!(
+            fingerprint(&dir, &db),
+            source,
+            "round {round} (kill after {delay_ms} ms, {state})"
+        );
+        assert_eq!(
+            value(
+                &dir,
+                "CAST(COUNT(*) AS varchar(10)) + '/' + CAST(SUM(LEN(v)) AS varchar(20))",
+                &format!("FROM {db}.dbo.big")
+            ),
+            big
+        );
+        checks_clean(&dir, &db);
+        ok(&dir, &format!("DROP DATABASE {db};"));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -442,8 +442,23 @@ impl Gathered {
 
     fn merge(&mut self, o: Gathered) {
         self.findings.extend(o.findings);
+        // A unit one worker saw whole is moved, not copied; else the smaller joins the
+        // larger (copying megabytes of facts costs the serial tail a page clear per 4 KB).
         for (u, m) in o.tree_pages {
-            self.tree_pages.entry(u).or_default().append(m);
+            match self.tree_pages.entry(u) {
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(m);
+                }
+                std::collections::hash_map::Entry::Occupied(mut e) => {
+                    let mine = e.get_mut();
+                    if mine.pages.len() < m.pages.len() {
+                        let smaller = std::mem::replace(mine, m);
+                        mine.append(smaller);
+                    } else {
+                        mine.append(m);
+                    }
+                }
+            }
         }
         for (u, n) in o.pages {
             *self.pages.entry(u).or_default() += n;

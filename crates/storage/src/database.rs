@@ -322,14 +322,17 @@ impl Database {
 
     /// A RESTORING database's files opened for RESTORE LOG's roll forward: no log writer,
     /// no recovery (`restore::roll_forward_files` redoes, and the log stays the backups').
+    /// `catalog`, when given, is the catalog as of the boot page's checkpoint, kept aside
+    /// by the restore (its pages may have been overwritten by a roll forward cut short).
     pub(crate) fn open_restoring(
         fs: &dyn FileSystem,
         paths: &BTreeMap<u16, PathBuf>,
+        catalog: Option<Catalog>,
     ) -> Result<Database, StorageError> {
         let primary = paths
             .get(&FileId::PRIMARY.0)
             .ok_or_else(|| StorageError::FileNotFound("1".into()))?;
-        let files = open_files(fs, primary, false, Some(paths))?;
+        let files = open_files(fs, primary, false, Some(paths), catalog)?;
         let mut db = Database {
             name: files.boot.name.clone(),
             boot: files.boot,
@@ -354,7 +357,7 @@ impl Database {
         paths: Option<&BTreeMap<u16, PathBuf>>,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
     ) -> Result<Database, StorageError> {
-        let files = open_files(fs, primary_path, false, paths)?;
+        let files = open_files(fs, primary_path, false, paths, None)?;
         let (boot, catalog, chain) = (files.boot, files.catalog, files.chain);
         let (data_files, log_files) = (files.data_files, files.log_files);
         let mut db = Database {
@@ -1106,7 +1109,7 @@ pub fn open_offline(
     fs: &dyn FileSystem,
     primary_path: &Path,
 ) -> Result<OfflineDatabase, StorageError> {
-    let files = open_files(fs, primary_path, true, None)?;
+    let files = open_files(fs, primary_path, true, None, None)?;
     Ok(OfflineDatabase {
         boot: files.boot,
         catalog: files.catalog,
@@ -1131,6 +1134,7 @@ fn open_files(
     primary_path: &Path,
     offline: bool,
     paths: Option<&BTreeMap<u16, PathBuf>>,
+    catalog: Option<Catalog>,
 ) -> Result<OpenedFiles, StorageError> {
     let file = fs.open(primary_path)?;
     let size_pages = (file.len()? / PAGE_SIZE as u64) as u32;
@@ -1142,7 +1146,10 @@ fn open_files(
         cache: Default::default(),
     };
     let boot = read_boot(&primary)?;
-    let (catalog, chain) = read_catalog(&primary, &boot)?;
+    let (catalog, chain) = match catalog {
+        Some(c) => (c, Vec::new()),
+        None => read_catalog(&primary, &boot)?,
+    };
     let mut data_files = BTreeMap::new();
     let mut log_files = BTreeMap::new();
     for entry in &catalog.files {

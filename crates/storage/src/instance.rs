@@ -814,6 +814,8 @@ impl Instance {
             for (_, p) in entry.restoring.iter().flatten() {
                 let _ = self.fs.remove(Path::new(p));
             }
+            let kept = crate::restore::kept_catalog_path(Path::new(&entry.primary_file));
+            let _ = self.fs.remove(&kept);
         }
         Ok(())
     }

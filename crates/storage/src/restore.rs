@@ -26,7 +26,7 @@
 //! 2. A restored database is online only after recovery succeeded; if it fails, its files
 //!    are removed and the error returned.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -343,9 +343,10 @@ impl Instance {
     ) -> Result<RestoreOutcome, StorageError> {
         let started = Instant::now();
         let h = &set.header;
+        // A database whose last restore step failed part-way may take that step again
+        // (the boot page still says where it was, and redo is idempotent).
         let entry = self
             .restoring_entry(&req.database)
-            .filter(|e| !e.restore_failed)
             .ok_or_else(|| StorageError::NotRestoring(req.database.clone()))?;
         let mut paths: BTreeMap<u16, PathBuf> = entry
             .restoring
@@ -416,10 +417,32 @@ impl Instance {
             }
             added.insert(f.file_id, path);
         }
-        // Steps 2 to 4. Once writing began, a failure leaves files that may hold part of
-        // this backup: the database is marked so (SUSPECT) and only a new full restore
-        // or DROP DATABASE may follow.
-        let applied = apply_onto(ctx, req, set, &mut paths, added, dir);
+        // Steps 2 to 4. From the first write until the step completes the files may hold
+        // part of this backup, so master marks the database first (durably, with the paths
+        // of the files it will create): a failure or a crash meanwhile leaves it SUSPECT,
+        // where RECOVERY is refused (recovery would replay half a log without its catalog)
+        // but the same step may be taken again, or a full restore or DROP DATABASE follow.
+        let kept = kept_catalog_path(&paths[&FileId::PRIMARY.0]);
+        // After a step cut short only that kind of step may follow (the kept catalog marks
+        // a log step): a log rolled forward over half a differential would lose changes.
+        if entry.restore_failed && (h.backup_type == BackupType::Log) != kept.exists() {
+            return Err(StorageError::NotRestoring(req.database.clone()));
+        }
+        if h.backup_type == BackupType::Log && !entry.restore_failed {
+            // The catalog as of the restored point, kept aside: a roll forward cut short
+            // may overwrite its pages (the source reused them later), and taking the step
+            // again starts from it.
+            let db = Database::open_restoring(ctx.fs, &paths, None)?;
+            write_synced(ctx.fs, &kept, &db.catalog.encode())?;
+        }
+        let mut marked = paths.clone();
+        marked.extend(added.iter().map(|(id, p)| (*id, p.clone())));
+        let mut in_progress =
+            restoring_entry(entry.database_id, &req.database, entry.created_us, &marked);
+        in_progress.restore_failed = true;
+        self.register_restoring(in_progress)?;
+        let owned = marked.values().cloned().collect();
+        let applied = apply_onto(ctx, req, set, &mut paths, added, owned, dir);
         let (written, stop_at_beyond) = match applied {
             Ok(a) => a,
             Err(e) => {
@@ -427,10 +450,11 @@ impl Instance {
                     restoring_entry(entry.database_id, &req.database, entry.created_us, &paths);
                 failed.restore_failed = true;
                 let _ = self.register_restoring(failed);
-                self.errorlog.write("spid7s", &format!("The restore of database '{}' failed part-way ({e}). The database is marked SUSPECT: restore it again from a full backup, or drop it.", req.database));
+                self.errorlog.write("spid7s", &format!("The restore of database '{}' failed part-way ({e}). The database is marked SUSPECT: take the same restore step again, restore it from a full backup, or drop it.", req.database));
                 return Err(e);
             }
         };
+        let _ = ctx.fs.remove(&kept);
         // Step 5.
         let recover = req.recovery && !stop_at_beyond;
         let id = entry.database_id;
@@ -493,6 +517,7 @@ fn apply_onto(
     set: &SetInfo,
     paths: &mut BTreeMap<u16, PathBuf>,
     mut added: BTreeMap<u16, PathBuf>,
+    owned: BTreeSet<PathBuf>,
     dir: PathBuf,
 ) -> Result<(BTreeMap<u16, u64>, bool), StorageError> {
     let h = &set.header;
@@ -547,7 +572,12 @@ fn apply_onto(
         primary.sync_data()?;
         return Ok((written, false));
     }
-    let mut db = Database::open_restoring(ctx.fs, paths)?;
+    let kept = kept_catalog_path(&paths[&FileId::PRIMARY.0]);
+    let catalog = match read_all(ctx.fs, &kept) {
+        Some(blob) => Some(Catalog::decode(&blob, PageId::NULL)?),
+        None => None,
+    };
+    let mut db = Database::open_restoring(ctx.fs, paths, catalog)?;
     let mut rf = RollForward {
         stop_at_us: req.stop_at_us,
         stopped: None,
@@ -556,6 +586,7 @@ fn apply_onto(
         ctx,
         dir,
         added,
+        owned,
         paths,
         redone: 0,
         committed: 0,
@@ -589,6 +620,9 @@ pub(crate) struct RollForward<'a> {
     /// anything), else beside the primary file.
     dir: PathBuf,
     added: BTreeMap<u16, PathBuf>,
+    /// Paths this restore step creates (master lists them while it runs): a file left at
+    /// one by an attempt cut short is replaced.
+    owned: BTreeSet<PathBuf>,
     paths: &'a mut BTreeMap<u16, PathBuf>,
     pub redone: usize,
     pub committed: usize,
@@ -645,10 +679,17 @@ impl Database {
             let old = self.catalog.files.iter().find(|o| o.file_id == f.file_id);
             match old.map(|o| o.size_pages) {
                 None => {
-                    let path = match rf.added.remove(&f.file_id) {
+                    let known = rf
+                        .added
+                        .remove(&f.file_id)
+                        .or_else(|| rf.paths.get(&f.file_id).cloned());
+                    let path = match known {
                         Some(p) => p,
                         None => new_file_path(&rf.dir, &f.physical_name)?,
                     };
+                    if rf.owned.contains(&path) {
+                        let _ = ctx.fs.remove(&path);
+                    }
                     let file = create_new(ctx, &path)?;
                     rf.paths.insert(f.file_id, path);
                     file_init::initialize(
@@ -713,6 +754,46 @@ impl Database {
         }
         Ok(())
     }
+}
+
+/// Where a log restore keeps the catalog of the point it starts from, beside the primary
+/// file, until the step completes.
+pub(crate) fn kept_catalog_path(primary: &Path) -> PathBuf {
+    let mut s = primary.as_os_str().to_owned();
+    s.push(".xdbcatalog");
+    PathBuf::from(s)
+}
+
+fn write_synced(
+    fs: &dyn extentdb_io::FileSystem,
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(), StorageError> {
+    let _ = fs.remove(path);
+    let f = fs
+        .create_new(path)
+        .map_err(|source| StorageError::FileCreate {
+            path: path.display().to_string(),
+            source,
+        })?;
+    f.write_at(&(bytes.len() as u64).to_le_bytes(), 0)?;
+    f.write_at(bytes, 8)?;
+    f.sync_data()?;
+    sync_parent(fs, path)
+}
+
+/// The bytes `write_synced` wrote, if the file is there whole.
+fn read_all(fs: &dyn extentdb_io::FileSystem, path: &Path) -> Option<Vec<u8>> {
+    let f = fs.open(path).ok()?;
+    let mut n = [0u8; 8];
+    f.read_at(&mut n, 0).ok()?;
+    let n = u64::from_le_bytes(n);
+    if n + 8 > f.len().ok()? {
+        return None;
+    }
+    let mut b = vec![0u8; n as usize];
+    f.read_at(&mut b, 8).ok()?;
+    Some(b)
 }
 
 /// The set `req` names, and its file's media GUID.
