@@ -54,6 +54,18 @@ fn prepare(tag: &str) -> PathBuf {
     dir
 }
 
+/// RESTORE DATABASE `db` FROM `bak` WITH NORECOVERY, S's files moved to `db`.mdf and
+/// `db`_log.ldf.
+fn restore_full(dir: &Path, db: &str, bak: &str) {
+    ok(
+        dir,
+        &format!(
+            "RESTORE DATABASE {db} FROM DISK = '{bak}' WITH NORECOVERY, \
+             MOVE 'S' TO '{db}.mdf', MOVE 'S_log' TO '{db}_log.ldf';"
+        ),
+    );
+}
+
 fn insert_rows(dir: &Path, table: &str, from: u32, to: u32) {
     ok(
         dir,
@@ -118,11 +130,7 @@ fn log_backups_restore_in_order_with_what_the_log_added() {
     ok(&dir, "BACKUP LOG S TO DISK = 'l2.trn' WITH INIT;");
     let source = fingerprint(&dir, "S");
 
-    ok(
-        &dir,
-        "RESTORE DATABASE R FROM DISK = 'full.bak' WITH NORECOVERY, \
-         MOVE 'S' TO 'R.mdf', MOVE 'S_log' TO 'R_log.ldf';",
-    );
+    restore_full(&dir, "R", "full.bak");
     assert_eq!(
         value(&dir, "state_desc", "FROM sys.databases WHERE name = 'R'"),
         "RESTORING"
@@ -255,11 +263,7 @@ fn point_in_time_restore_stops_at_the_chosen_time() {
     let after = fingerprint(&dir, "S");
     ok(&dir, "BACKUP LOG S TO DISK = 'l.trn' WITH INIT;");
 
-    ok(
-        &dir,
-        "RESTORE DATABASE P FROM DISK = 'full.bak' WITH NORECOVERY, \
-         MOVE 'S' TO 'P.mdf', MOVE 'S_log' TO 'P_log.ldf';",
-    );
+    restore_full(&dir, "P", "full.bak");
     ok(
         &dir,
         &format!("RESTORE LOG P FROM DISK = 'l.trn' WITH RECOVERY, STOPAT = '{stop}';"),
@@ -281,11 +285,7 @@ fn point_in_time_restore_stops_at_the_chosen_time() {
     assert_eq!(value(&dir, "COUNT(*)", "FROM P.dbo.t WHERE k >= 9000"), "3");
     checks_clean(&dir, "P");
 
-    ok(
-        &dir,
-        "RESTORE DATABASE Q FROM DISK = 'full.bak' WITH NORECOVERY, \
-         MOVE 'S' TO 'Q.mdf', MOVE 'S_log' TO 'Q_log.ldf';",
-    );
+    restore_full(&dir, "Q", "full.bak");
     let out = ok(
         &dir,
         "RESTORE LOG Q FROM DISK = 'l.trn' WITH RECOVERY, STOPAT = '2099-01-01T00:00:00';",
@@ -393,11 +393,7 @@ fn differential_and_compressed_backups() {
         "2"
     );
 
-    ok(
-        &dir,
-        "RESTORE DATABASE D FROM DISK = 'full.bak' WITH NORECOVERY, \
-         MOVE 'S' TO 'D.mdf', MOVE 'S_log' TO 'D_log.ldf';",
-    );
+    restore_full(&dir, "D", "full.bak");
     ok(
         &dir,
         "RESTORE DATABASE D FROM DISK = 'diff.bak' WITH RECOVERY;",
@@ -408,11 +404,7 @@ fn differential_and_compressed_backups() {
 
     // A new full backup is a new base: the first differential no longer fits it.
     ok(&dir, "BACKUP DATABASE S TO DISK = 'full2.bak' WITH INIT;");
-    ok(
-        &dir,
-        "RESTORE DATABASE E FROM DISK = 'full2.bak' WITH NORECOVERY, \
-         MOVE 'S' TO 'E.mdf', MOVE 'S_log' TO 'E_log.ldf';",
-    );
+    restore_full(&dir, "E", "full2.bak");
     refused(
         &dir,
         "RESTORE DATABASE E FROM DISK = 'diff.bak' WITH RECOVERY;",
@@ -438,11 +430,7 @@ fn a_restore_failing_part_way_leaves_the_database_suspect() {
     let at = bytes.len() - 3 * 4096 - 100;
     bytes[at] ^= 0x5a;
     std::fs::write(&path, &bytes).unwrap();
-    ok(
-        &dir,
-        "RESTORE DATABASE F FROM DISK = 'full.bak' WITH NORECOVERY, \
-         MOVE 'S' TO 'F.mdf', MOVE 'S_log' TO 'F_log.ldf';",
-    );
+    restore_full(&dir, "F", "full.bak");
     refused(&dir, "RESTORE LOG F FROM DISK = 'l.trn';", 3241);
     assert_eq!(
         value(&dir, "state_desc", "FROM sys.databases WHERE name = 'F'"),
@@ -550,13 +538,7 @@ fn a_killed_restore_log_is_taken_again() {
     );
     for (round, delay_ms) in [5u64, 40, 120, 400, 900].into_iter().enumerate() {
         let db = format!("K{round}");
-        ok(
-            &dir,
-            &format!(
-                "RESTORE DATABASE {db} FROM DISK = 'full.bak' WITH NORECOVERY, \
-                 MOVE 'S' TO '{db}.mdf', MOVE 'S_log' TO '{db}_log.ldf';"
-            ),
-        );
+        restore_full(&dir, &db, "full.bak");
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_extentdb"))
             .args(["exec", "-b", "--data-dir"])
             .arg(&dir)
@@ -614,5 +596,48 @@ fn a_killed_restore_log_is_taken_again() {
         checks_clean(&dir, &db);
         ok(&dir, &format!("DROP DATABASE {db};"));
     }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Proves the tail-log backup workflow SQL Server's 3159 points to: BACKUP LOG ... WITH
+/// NORECOVERY needs the database to itself (3101), backs the log up to its very end and
+/// leaves the database RESTORING (927 on USE, across restarts); the full backup then
+/// restores over it without REPLACE, and the log backups, the tail last, bring back every
+/// committed row.
+#[test]
+fn a_tail_log_backup_leaves_the_database_restoring() {
+    let dir = prepare("tail");
+    ok(&dir, "BACKUP DATABASE S TO DISK = 'full.bak' WITH INIT;");
+    insert_rows(&dir, "t", 1000, 1100);
+    ok(&dir, "BACKUP LOG S TO DISK = 'l1.trn' WITH INIT;");
+    insert_rows(&dir, "t", 2000, 2100);
+    let source = fingerprint(&dir, "S");
+    refused(
+        &dir,
+        "USE S; BACKUP LOG S TO DISK = 'tail.trn' WITH NORECOVERY;",
+        3101,
+    );
+    refused(
+        &dir,
+        "BACKUP DATABASE S TO DISK = 'x.bak' WITH NORECOVERY;",
+        155,
+    );
+    ok(
+        &dir,
+        "BACKUP LOG S TO DISK = 'tail.trn' WITH INIT, NORECOVERY;",
+    );
+    assert_eq!(
+        value(&dir, "state_desc", "FROM sys.databases WHERE name = 'S'"),
+        "RESTORING"
+    );
+    refused(&dir, "USE S;", 927);
+    ok(
+        &dir,
+        "RESTORE DATABASE S FROM DISK = 'full.bak' WITH NORECOVERY;",
+    );
+    ok(&dir, "RESTORE LOG S FROM DISK = 'l1.trn' WITH NORECOVERY;");
+    ok(&dir, "RESTORE LOG S FROM DISK = 'tail.trn' WITH RECOVERY;");
+    assert_eq!(fingerprint(&dir, "S"), source);
+    checks_clean(&dir, "S");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -321,7 +321,7 @@ impl Database {
     }
 
     /// A RESTORING database's files opened for RESTORE LOG's roll forward: no log writer,
-    /// no recovery (`restore::roll_forward_files` redoes, and the log stays the backups').
+    /// no recovery (`Database::roll_forward` redoes; the log stays the backups').
     /// `catalog`, when given, is the catalog as of the boot page's checkpoint, kept aside
     /// by the restore (its pages may have been overwritten by a roll forward cut short).
     pub(crate) fn open_restoring(
@@ -333,8 +333,15 @@ impl Database {
             .get(&FileId::PRIMARY.0)
             .ok_or_else(|| StorageError::FileNotFound("1".into()))?;
         let files = open_files(fs, primary, false, Some(paths), catalog)?;
+        Ok(Database::from_files(files))
+    }
+
+    /// A database of opened files, without its log writer yet; every data file wrapped for
+    /// the checkers' views.
+    fn from_files(files: OpenedFiles) -> Database {
         let mut db = Database {
             name: files.boot.name.clone(),
+            logged_catalog: (files.boot.catalog_crc, files.boot.catalog_first_page),
             boot: files.boot,
             catalog: files.catalog,
             data_files: files.data_files,
@@ -345,10 +352,9 @@ impl Database {
             poisoned: false,
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
-            logged_catalog: (0, PageId::NULL),
         };
         db.wrap_files();
-        Ok(db)
+        db
     }
 
     fn open_at(
@@ -357,25 +363,7 @@ impl Database {
         paths: Option<&BTreeMap<u16, PathBuf>>,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
     ) -> Result<Database, StorageError> {
-        let files = open_files(fs, primary_path, false, paths, None)?;
-        let (boot, catalog, chain) = (files.boot, files.catalog, files.chain);
-        let (data_files, log_files) = (files.data_files, files.log_files);
-        let mut db = Database {
-            name: boot.name.clone(),
-            boot,
-            catalog,
-            data_files,
-            log_files,
-            catalog_chain: chain,
-            spare_catalog_pages: Vec::new(),
-            wal: None,
-            poisoned: false,
-            data: crate::table::DataPath::default(),
-            snapshots: Default::default(),
-            logged_catalog: (0, PageId::NULL),
-        };
-        db.logged_catalog = (db.boot.catalog_crc, db.boot.catalog_first_page);
-        db.wrap_files();
+        let mut db = Database::from_files(open_files(fs, primary_path, false, paths, None)?);
         db.attach_wal(false, progress)?;
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;

@@ -855,6 +855,31 @@ impl Instance {
         Ok(())
     }
 
+    /// After BACKUP LOG ... WITH NORECOVERY (a tail-log backup): the database, its log
+    /// backed up to the end, is checkpointed, closed to changes and listed as RESTORING,
+    /// ready for a restore sequence that ends with that backup.
+    pub fn set_restoring(&self, id: u16) -> Result<(), StorageError> {
+        let db = self
+            .database(id)
+            .ok_or_else(|| StorageError::DatabaseNotFound(id.to_string()))?;
+        let entry = {
+            let mut g = db.lock().unwrap();
+            g.checkpoint()?;
+            // A session that looked the database up before it left the list can change
+            // nothing any more.
+            g.poison();
+            let paths: BTreeMap<u16, PathBuf> = g
+                .catalog
+                .files
+                .iter()
+                .map(|f| (f.file_id, PathBuf::from(&f.physical_name)))
+                .collect();
+            crate::restore::restoring_entry(id, &g.name, g.boot.created_us, &paths)
+        };
+        self.databases.lock().unwrap().remove(&id);
+        self.register_restoring(entry)
+    }
+
     /// Brings a RESTORING database online: it was opened (recovered) by the caller; master
     /// lists it as online, and it is served.
     pub(crate) fn register_recovered(&self, db: Database, id: u16) -> Result<(), StorageError> {

@@ -281,14 +281,7 @@ impl Instance {
             ))?;
         }
         cleanup.paths.clear();
-        let names = h
-            .files
-            .iter()
-            .map(|f| {
-                let pages = written.get(&f.file_id).copied().unwrap_or(0);
-                (f.name.clone(), pages.div_ceil(PAGE_SIZE as u64))
-            })
-            .collect();
+        let names = pages_per_file(h, &written);
         Ok(RestoreOutcome {
             database_id,
             position: req.position,
@@ -464,14 +457,7 @@ impl Instance {
         } else {
             self.register_restoring(restoring_entry(id, &req.database, entry.created_us, &paths))?;
         }
-        let names = h
-            .files
-            .iter()
-            .map(|f| {
-                let pages = written.get(&f.file_id).copied().unwrap_or(0);
-                (f.name.clone(), pages.div_ceil(PAGE_SIZE as u64))
-            })
-            .collect();
+        let names = pages_per_file(h, &written);
         Ok(RestoreOutcome {
             database_id: id,
             position: req.position,
@@ -796,6 +782,17 @@ fn read_all(fs: &dyn extentdb_io::FileSystem, path: &Path) -> Option<Vec<u8>> {
     Some(b)
 }
 
+/// RESTORE's 4035 lines: (logical name, 8 KB pages written) for each file of the set.
+fn pages_per_file(h: &SetHeader, written: &BTreeMap<u16, u64>) -> Vec<(String, u64)> {
+    h.files
+        .iter()
+        .map(|f| {
+            let bytes = written.get(&f.file_id).copied().unwrap_or(0);
+            (f.name.clone(), bytes.div_ceil(PAGE_SIZE as u64))
+        })
+        .collect()
+}
+
 /// The set `req` names, and its file's media GUID.
 fn find_set(req: &RestoreRequest<'_>) -> Result<(SetInfo, [u8; 16]), StorageError> {
     let (media, sets) = read_backup_sets(req.path)?;
@@ -810,7 +807,7 @@ fn find_set(req: &RestoreRequest<'_>) -> Result<(SetInfo, [u8; 16]), StorageErro
 }
 
 /// Master's entry of a RESTORING database with files at `paths`.
-fn restoring_entry(
+pub(crate) fn restoring_entry(
     id: u16,
     name: &str,
     created_us: i64,
@@ -856,17 +853,25 @@ fn create_new(ctx: &OpContext<'_>, path: &Path) -> Result<Arc<dyn DbFile>, Stora
     Ok(file)
 }
 
+/// One copy of the boot page (page 9, or its mirror at 10) of a primary file.
+fn boot_copy(
+    primary: &dyn DbFile,
+    at: extentdb_format::PageNo,
+) -> Result<(PageId, BootPage), StorageError> {
+    let pid = PageId {
+        file: FileId::PRIMARY,
+        page: at,
+    };
+    let mut b = vec![0u8; PAGE_SIZE];
+    primary.read_at(&mut b, at.offset())?;
+    Ok((pid, BootPage::decode(&Page::from_bytes(&b)?, pid)?))
+}
+
 /// The valid boot page of a primary file (the copy with the higher generation).
 fn read_boot_of(primary: &dyn DbFile) -> Result<BootPage, StorageError> {
     let mut best: Option<BootPage> = None;
     for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
-        let pid = PageId {
-            file: FileId::PRIMARY,
-            page: at,
-        };
-        let mut b = vec![0u8; PAGE_SIZE];
-        primary.read_at(&mut b, at.offset())?;
-        if let Ok(boot) = BootPage::decode(&Page::from_bytes(&b)?, pid) {
+        if let Ok((_, boot)) = boot_copy(primary, at) {
             if best.as_ref().is_none_or(|x| boot.generation > x.generation) {
                 best = Some(boot);
             }
@@ -892,13 +897,7 @@ fn settle_boot(
     media_guid: Option<&[u8; 16]>,
 ) -> Result<(), StorageError> {
     for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
-        let pid = PageId {
-            file: FileId::PRIMARY,
-            page: at,
-        };
-        let mut b = vec![0u8; PAGE_SIZE];
-        primary.read_at(&mut b, at.offset())?;
-        let mut boot = BootPage::decode(&Page::from_bytes(&b)?, pid)?;
+        let (pid, mut boot) = boot_copy(primary, at)?;
         boot.checkpoint_lsn = h.last_lsn;
         boot.oldest_active_lsn = h.first_lsn;
         boot.log_backup_lsn = Lsn::ZERO;

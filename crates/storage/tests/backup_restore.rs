@@ -20,6 +20,71 @@ use extentdb_storage::Database;
 
 const BATCH: u64 = 20;
 
+/// A new instance in a scratch directory named after `tag`, holding database Src (32 MB
+/// data, 16 MB log).
+fn source(
+    tag: &str,
+) -> (
+    std::path::PathBuf,
+    Arc<dyn extentdb_io::FileSystem>,
+    Instance,
+    Arc<std::sync::Mutex<Database>>,
+) {
+    let dir = std::env::temp_dir().join(format!("xdb-{tag}-{}", std::process::id()));
+    let fs = set_up_instance(&dir);
+    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
+    let mut s = spec("Src", &dir.join("data"));
+    s.database_id = inst.next_database_id();
+    s.files[0].size_pages = 4096;
+    s.files[1].size_pages = 2048;
+    inst.create_database(&ctx(fs.as_ref(), true, &Quiet), &s)
+        .unwrap();
+    let (_, db) = inst.database_by_name("Src").unwrap();
+    (dir, fs, inst, db)
+}
+
+/// A backup of `kind` to `path` (INIT) with page checksums, reporting to `progress`.
+fn request<'a>(
+    kind: BackupType,
+    path: &'a std::path::Path,
+    progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+) -> BackupRequest<'a> {
+    BackupRequest {
+        kind,
+        compression: kind == BackupType::Log,
+        path,
+        init: true,
+        format: false,
+        checksum: true,
+        copy_only: false,
+        name: String::new(),
+        description: String::new(),
+        server_name: "test".into(),
+        user_name: "sa".into(),
+        progress,
+        cancel: None,
+    }
+}
+
+/// RESTORE of the set in `bak` as database Copy (files Copy.mdf and Copy_log.ldf).
+fn restore_as_copy(bak: &std::path::Path, recovery: bool) -> RestoreRequest<'_> {
+    RestoreRequest {
+        path: bak,
+        position: 1,
+        database: "Copy".into(),
+        moves: vec![
+            ("Src_data".into(), "Copy.mdf".into()),
+            ("Src_log".into(), "Copy_log.ldf".into()),
+        ],
+        replace: false,
+        checksum: true,
+        recovery,
+        stop_at_us: None,
+        progress: None,
+        cancel: None,
+    }
+}
+
 /// Rows per table and findings of a full check of `db`.
 fn check(db: &Database) -> (Vec<u64>, usize) {
     let src = db.check_source().unwrap();
@@ -35,16 +100,7 @@ fn check(db: &Database) -> (Vec<u64>, usize) {
 /// a clean CHECKDB, and the restored database reopening after a restart.
 #[test]
 fn online_backup_restores_one_consistent_instant() {
-    let dir = std::env::temp_dir().join(format!("xdb-backup-restore-{}", std::process::id()));
-    let fs = set_up_instance(&dir);
-    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
-    let mut s = spec("Src", &dir.join("data"));
-    s.database_id = inst.next_database_id();
-    s.files[0].size_pages = 4096;
-    s.files[1].size_pages = 2048;
-    inst.create_database(&ctx(fs.as_ref(), true, &Quiet), &s)
-        .unwrap();
-    let (_, db) = inst.database_by_name("Src").unwrap();
+    let (dir, fs, inst, db) = source("backup-restore");
     let tables = heap_and_tree(&mut db.lock().unwrap());
 
     // A transaction that stays open across the backup: its rows must not survive a restore.
@@ -69,25 +125,7 @@ fn online_backup_restores_one_consistent_instant() {
     let pause = |_: u64, _: u64| std::thread::sleep(std::time::Duration::from_millis(2));
     let bak = dir.join("backup/src.bak");
     std::fs::create_dir_all(bak.parent().unwrap()).unwrap();
-    let outcome = backup_database(
-        &db,
-        &BackupRequest {
-            kind: BackupType::Database,
-            compression: false,
-            path: &bak,
-            init: true,
-            format: false,
-            checksum: true,
-            copy_only: false,
-            name: "online".into(),
-            description: String::new(),
-            server_name: "test".into(),
-            user_name: "sa".into(),
-            progress: Some(&pause),
-            cancel: None,
-        },
-    )
-    .unwrap();
+    let outcome = backup_database(&db, &request(BackupType::Database, &bak, Some(&pause))).unwrap();
     let after = committed.load(Ordering::SeqCst);
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
@@ -100,24 +138,7 @@ fn online_backup_restores_one_consistent_instant() {
     // Restore as a new database beside the source.
     let c = ctx(fs.as_ref(), true, &Quiet);
     let restored = inst
-        .restore_database(
-            &c,
-            &RestoreRequest {
-                path: &bak,
-                position: 1,
-                database: "Copy".into(),
-                moves: vec![
-                    ("Src_data".into(), "Copy.mdf".into()),
-                    ("Src_log".into(), "Copy_log.ldf".into()),
-                ],
-                replace: false,
-                checksum: true,
-                recovery: true,
-                stop_at_us: None,
-                progress: None,
-                cancel: None,
-            },
-        )
+        .restore_database(&c, &restore_as_copy(&bak, true))
         .unwrap();
     let (_, copy) = inst.database_by_name("Copy").unwrap();
     let (rows, findings) = check(&copy.lock().unwrap());
@@ -194,16 +215,7 @@ fn waits_for(committed: &AtomicU64, rows: u64) {
 /// whole batches only, the transaction open across it rolled back, checking clean.
 #[test]
 fn log_backups_under_load_restore_in_sequence() {
-    let dir = std::env::temp_dir().join(format!("xdb-log-backup-{}", std::process::id()));
-    let fs = set_up_instance(&dir);
-    let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
-    let mut s = spec("Src", &dir.join("data"));
-    s.database_id = inst.next_database_id();
-    s.files[0].size_pages = 4096;
-    s.files[1].size_pages = 2048;
-    inst.create_database(&ctx(fs.as_ref(), true, &Quiet), &s)
-        .unwrap();
-    let (_, db) = inst.database_by_name("Src").unwrap();
+    let (dir, fs, inst, db) = source("log-backup");
     db.lock()
         .unwrap()
         .set_recovery_model(RecoveryModel::Full)
@@ -216,25 +228,7 @@ fn log_backups_under_load_restore_in_sequence() {
     let pause = |_: u64, _: u64| std::thread::sleep(std::time::Duration::from_millis(1));
     let backup = |kind: BackupType, name: &str| {
         let path = dir.join("backup").join(name);
-        backup_database(
-            &db,
-            &BackupRequest {
-                kind,
-                compression: kind == BackupType::Log,
-                path: &path,
-                init: true,
-                format: false,
-                checksum: true,
-                copy_only: false,
-                name: name.into(),
-                description: String::new(),
-                server_name: "test".into(),
-                user_name: "sa".into(),
-                progress: Some(&pause),
-                cancel: None,
-            },
-        )
-        .unwrap();
+        backup_database(&db, &request(kind, &path, Some(&pause))).unwrap();
         verify_backup_set(&path, 1, true).unwrap();
         path
     };
@@ -263,21 +257,7 @@ fn log_backups_under_load_restore_in_sequence() {
     let c = ctx(fs.as_ref(), true, &Quiet);
     let steps = [(full, false), (log1, false), (log2, true)];
     for (i, (bak, recovery)) in steps.iter().enumerate() {
-        let req = RestoreRequest {
-            path: bak,
-            position: 1,
-            database: "Copy".into(),
-            moves: vec![
-                ("Src_data".into(), "Copy.mdf".into()),
-                ("Src_log".into(), "Copy_log.ldf".into()),
-            ],
-            replace: false,
-            checksum: true,
-            recovery: *recovery,
-            stop_at_us: None,
-            progress: None,
-            cancel: None,
-        };
+        let req = restore_as_copy(bak, *recovery);
         let outcome = if i == 0 {
             inst.restore_database(&c, &req)
         } else {
@@ -332,31 +312,21 @@ fn a_failed_backup_leaves_the_file_as_it_was() {
     std::fs::create_dir_all(bak.parent().unwrap()).unwrap();
     let cancel = AtomicBool::new(false);
     let stop = |_: u64, _: u64| cancel.store(true, Ordering::SeqCst);
-    fn request<'a>(
-        bak: &'a std::path::Path,
-        init: bool,
-        progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
-        cancel: &'a AtomicBool,
-    ) -> BackupRequest<'a> {
-        BackupRequest {
-            kind: BackupType::Database,
-            compression: false,
-            path: bak,
-            init,
-            format: false,
-            checksum: false,
-            copy_only: false,
-            name: String::new(),
-            description: String::new(),
-            server_name: "test".into(),
-            user_name: "sa".into(),
-            progress,
-            cancel: Some(cancel),
-        }
-    }
-    backup_database(&db, &request(&bak, true, None, &cancel)).unwrap();
+    backup_database(
+        &db,
+        &BackupRequest {
+            cancel: Some(&cancel),
+            ..request(BackupType::Database, &bak, None)
+        },
+    )
+    .unwrap();
     let before = std::fs::read(&bak).unwrap();
-    match backup_database(&db, &request(&bak, false, Some(&stop), &cancel)) {
+    let appended = BackupRequest {
+        init: false,
+        cancel: Some(&cancel),
+        ..request(BackupType::Database, &bak, Some(&stop))
+    };
+    match backup_database(&db, &appended) {
         Err(extentdb_storage::StorageError::Cancelled) => {}
         other => panic!("expected Cancelled, got {other:?}"),
     }

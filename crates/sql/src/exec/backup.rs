@@ -184,6 +184,26 @@ impl Session {
         if id == extentdb_storage::instance::TEMPDB_ID {
             return Err(abnormal(vec![msg(3147, &[])]));
         }
+        // BACKUP LOG ... WITH NORECOVERY, the tail-log backup: the database goes to
+        // RESTORING after it, so it needs the database to itself (3101) and a user one.
+        let tail = opts.norecovery;
+        if tail {
+            if b.kind != BackupKind::Log {
+                return Err(vec![msg(155, &[&"NORECOVERY", &"BACKUP DATABASE"])]);
+            }
+            if id < extentdb_storage::instance::FIRST_USER_ID {
+                return Err(abnormal(vec![not_yet(
+                    "a tail-log backup of a system database",
+                )]));
+            }
+            let in_use = id == self.database_id
+                || inst.sessions.lock().unwrap().values().any(|s| {
+                    s.session_id != self.spid && s.database_id.load(Ordering::Relaxed) == id
+                });
+            if in_use {
+                return Err(abnormal(vec![msg(3101, &[])]));
+            }
+        }
         let path = self.backup_device(&b.devices).map_err(abnormal)?;
         let tracked = Tracked::start(&inst, self.spid, id, statement, opts.stats);
         let progress = |done: u64, total: u64| tracked.progress(done, total);
@@ -224,6 +244,11 @@ impl Session {
         };
         push_summary(out, summary, pages, outcome.bytes, outcome.elapsed);
         self.record_backup(&path, outcome.position, out);
+        if tail {
+            drop(db);
+            inst.set_restoring(id)
+                .map_err(|e| abnormal(vec![storage_msg(&e)]))?;
+        }
         Ok(())
     }
 
