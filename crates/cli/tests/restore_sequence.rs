@@ -641,3 +641,50 @@ fn a_tail_log_backup_leaves_the_database_restoring() {
     checks_clean(&dir, "S");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Proves a log that cannot grow fills under FULL recovery with SQL Server's 9002 naming
+/// LOG_BACKUP as what holds it; the database still restarts (a checkpoint needs no log
+/// space), and after BACKUP LOG and a checkpoint it takes writes again.
+#[test]
+fn a_full_log_waits_for_its_backup() {
+    let dir = prepare("logfull");
+    ok(
+        &dir,
+        "CREATE DATABASE W ON (NAME = W, FILENAME = 'W.mdf', SIZE = 8MB) \
+         LOG ON (NAME = W_log, FILENAME = 'W_log.ldf', SIZE = 1MB, FILEGROWTH = 0); \
+         ALTER DATABASE W SET RECOVERY FULL; USE W; \
+         CREATE TABLE t (k int PRIMARY KEY, v varchar(400)); \
+         BACKUP DATABASE W TO DISK = 'w.bak' WITH INIT;",
+    );
+    let out = refused(
+        &dir,
+        "SET NOCOUNT ON; USE W; DECLARE @i int = 0; \
+         WHILE @i < 20000 BEGIN INSERT INTO t VALUES (@i, CONVERT(varchar(36), NEWID()) \
+         + CONVERT(varchar(36), NEWID()) + CONVERT(varchar(36), NEWID())); SET @i += 1; END;",
+        9002,
+    );
+    assert!(out.contains("is full due to 'LOG_BACKUP'."), "{out}");
+    assert_eq!(
+        value(
+            &dir,
+            "log_reuse_wait_desc",
+            "FROM sys.databases WHERE name = 'W'"
+        ),
+        "LOG_BACKUP"
+    );
+    let rows: u32 = value(&dir, "COUNT(*)", "FROM W.dbo.t").parse().unwrap();
+    assert!(rows > 100, "{rows} rows before the log filled");
+    ok(
+        &dir,
+        "BACKUP LOG W TO DISK = 'w.trn' WITH INIT; USE W; CHECKPOINT; \
+         INSERT INTO t VALUES (99999, 'after the log backup');",
+    );
+    assert_eq!(
+        value(&dir, "COUNT(*)", "FROM W.dbo.t")
+            .parse::<u32>()
+            .unwrap(),
+        rows + 1
+    );
+    checks_clean(&dir, "W");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -434,6 +434,20 @@ impl Database {
             .check_invariants()
             .map_err(|e| StorageError::Instance(PathBuf::new(), e))?;
         let blob = self.catalog.encode();
+        // An unchanged catalog (a checkpoint's save, a rename aside) stays where it is: only
+        // the boot page is written. Nothing is logged then, so a checkpoint needs no log
+        // space, and RESTORE LOG has no move to follow.
+        let unchanged = !self.catalog_chain.is_empty()
+            && self.boot.catalog_bytes as usize == blob.len()
+            && self.boot.catalog_crc == crc32c::crc32c(&blob);
+        if unchanged {
+            let mut boot = self.boot.clone();
+            boot.generation += 1;
+            boot.name = self.name.clone();
+            write_boot_pages(self.primary(), &boot)?;
+            self.boot = boot;
+            return Ok(());
+        }
         // Reuse the previous chain's pages (still marked allocated): saves ping-pong between
         // two page sets and change no PFS byte in the steady state.
         let needed = catalog::pages_needed(blob.len());
@@ -457,14 +471,7 @@ impl Database {
         boot.catalog_first_page = pages[0];
         boot.catalog_bytes = blob.len() as u32;
         boot.catalog_crc = crc32c::crc32c(&blob);
-        for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
-            let mut p = boot.encode(PageId {
-                file: FileId::PRIMARY,
-                page: at,
-            })?;
-            primary.write_page_unlogged(at, &mut p)?;
-            primary.sync()?;
-        }
+        write_boot_pages(primary, &boot)?;
         self.boot = boot;
         let reused = self
             .spare_catalog_pages
@@ -489,9 +496,25 @@ impl Database {
         if now == self.logged_catalog {
             return Ok(());
         }
-        self.log_catalog(&blob)?;
-        self.logged_catalog = now;
-        Ok(())
+        match self.log_catalog(&blob) {
+            Ok(()) => {
+                self.logged_catalog = now;
+                Ok(())
+            }
+            // The change is durable but the log had no room to say so: a log backup would
+            // miss it, so the log chain ends here (BACKUP LOG needs a full backup again,
+            // Msg 4214), and the change stands.
+            Err(StorageError::LogFull(_)) => {
+                self.boot.log_backup_lsn = Lsn::ZERO;
+                let mut boot = self.boot.clone();
+                boot.generation += 1;
+                write_boot_pages(self.primary(), &boot)?;
+                self.boot = boot;
+                self.logged_catalog = now;
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Writes the boot page (both copies, one after the other, each synced) as it is in
@@ -499,16 +522,7 @@ impl Database {
     /// writer and must not allocate catalog pages of its own.
     pub(crate) fn write_boot_unlogged(&mut self) -> Result<(), StorageError> {
         self.boot.generation += 1;
-        let primary = self.primary();
-        for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
-            let mut p = self.boot.encode(PageId {
-                file: FileId::PRIMARY,
-                page: at,
-            })?;
-            primary.write_page_unlogged(at, &mut p)?;
-            primary.sync()?;
-        }
-        Ok(())
+        write_boot_pages(self.primary(), &self.boot)
     }
 
     /// Logs the catalog just saved, in pieces (`LogRecordBody::CatalogImage`), and makes
@@ -993,6 +1007,19 @@ impl DataFile {
         self.write_page(gam_no, &mut gam)?;
         self.sync()
     }
+}
+
+/// Writes both boot page copies, one after the other, each synced (boot.rs invariant 1).
+fn write_boot_pages(primary: &DataFile, boot: &BootPage) -> Result<(), StorageError> {
+    for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
+        let mut p = boot.encode(PageId {
+            file: FileId::PRIMARY,
+            page: at,
+        })?;
+        primary.write_page_unlogged(at, &mut p)?;
+        primary.sync()?;
+    }
+    Ok(())
 }
 
 /// Makes the directory entry of `path` (created or removed) durable.

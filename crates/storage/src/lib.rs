@@ -149,8 +149,10 @@ pub enum StorageError {
     IdentityOverflow,
     #[error("the operation was cancelled")]
     Cancelled,
-    #[error("the transaction log is full: no inactive VLF can be reused")]
-    LogFull,
+    /// The log cannot take the change (Msg 9002); the reason is log_reuse_wait_desc's
+    /// word for what holds it (ACTIVE_TRANSACTION, LOG_BACKUP ...).
+    #[error("the transaction log is full due to '{0}': no inactive VLF can be reused")]
+    LogFull(&'static str),
     #[error("an earlier log write or sync failed; the database must be reopened")]
     LogFailed,
     #[error("instance at {0}: {1}")]

@@ -424,18 +424,7 @@ impl LogWriter {
     /// An LSN above every record appended so far and at or below the next one's: where a
     /// checkpoint taken now lets redo start.
     pub fn end_lsn(&self) -> Lsn {
-        let st = self.state.lock().unwrap();
-        match st.last {
-            Some(l) => Lsn {
-                slot: l.slot.saturating_add(1),
-                ..l
-            },
-            None => Lsn {
-                vlf_sequence: st.vlfs[st.cur].sequence,
-                block: 0,
-                slot: 0,
-            },
-        }
+        self.state.lock().unwrap().end()
     }
 
     /// FSeqNo of the VLF being written (0 before the first record of a fresh log).
@@ -545,17 +534,7 @@ impl LogWriter {
                 (v.file_id, v.start_offset, len)
             })
             .collect();
-        let end = match st.last {
-            Some(l) => Lsn {
-                slot: l.slot.saturating_add(1),
-                ..l
-            },
-            None => Lsn {
-                vlf_sequence: current,
-                block: 0,
-                slot: 0,
-            },
-        };
+        let end = st.end();
         Ok(LogCopy {
             vlfs: st.vlfs.clone(),
             ranges,
@@ -608,6 +587,23 @@ impl State {
     /// True if VLF `i` may be activated after the VLF with FSeqNo `current`: never used,
     /// truncated, or a header beyond the end of the log (a leftover of writes lost in a
     /// crash, whose blocks were zeroed at open).
+    /// Above every record appended: after the last one, or, when none was appended since
+    /// the writer opened, where the next block goes (the records read back at open lie
+    /// before it).
+    fn end(&self) -> Lsn {
+        match self.last {
+            Some(l) => Lsn {
+                slot: l.slot.saturating_add(1),
+                ..l
+            },
+            None => Lsn {
+                vlf_sequence: self.vlfs[self.cur].sequence,
+                block: (self.pos / SECTOR_SIZE as u64) as u32,
+                slot: 0,
+            },
+        }
+    }
+
     fn is_free(&self, i: usize, current: u32) -> bool {
         let s = self.vlfs[i].sequence;
         let needed_from = self.pins.iter().fold(self.min_active, |m, &p| m.min(p));
@@ -692,7 +688,7 @@ impl State {
                 .find(|&i| self.is_free(i, v.sequence))
         };
         let Some(next) = next else {
-            return Err(StorageError::LogFull);
+            return Err(StorageError::LogFull("ACTIVE_TRANSACTION"));
         };
         let old = self.vlfs[next];
         if self.fixup_remaining > 0 {

@@ -152,6 +152,19 @@ impl Database {
     fn log(&self, body: &LogRecordBody) -> Result<Lsn, StorageError> {
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
         wal.append(&log_record::compact(body.encode()))
+            .map_err(|e| match e {
+                StorageError::LogFull(_) => StorageError::LogFull(self.log_full_reason()),
+                other => other,
+            })
+    }
+
+    /// Msg 9002's reason: what log_reuse_wait_desc says holds the log, or the active
+    /// transactions' reservations when nothing else does.
+    pub(crate) fn log_full_reason(&self) -> &'static str {
+        match self.log_reuse_wait().1 {
+            "NOTHING" => "ACTIVE_TRANSACTION",
+            other => other,
+        }
     }
 
     /// Logs BEGIN for `xact` if this is its first change.
@@ -268,7 +281,7 @@ impl Database {
                 return Ok(());
             }
             if !self.grow_log_now()? {
-                return Err(StorageError::LogFull);
+                return Err(StorageError::LogFull(self.log_full_reason()));
             }
         }
     }

@@ -70,7 +70,7 @@ fn fill(db: &mut Database, t: u32, x: u64, limit: u32) -> Result<u32, StorageErr
     for i in 0..limit {
         match db.insert_row(x, t, &row(i)) {
             Ok(_) => {}
-            Err(StorageError::LogFull) => return Ok(i),
+            Err(StorageError::LogFull(_)) => return Ok(i),
             Err(e) => return Err(e),
         }
     }

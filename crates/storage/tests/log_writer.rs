@@ -103,7 +103,7 @@ fn crash_loop_keeps_every_flushed_record() {
                 let r = record(&mut x);
                 let lsn = match w.append(&r) {
                     Ok(l) => l,
-                    Err(StorageError::LogFull) => break,
+                    Err(StorageError::LogFull(_)) => break,
                     Err(e) => panic!("seed {seed}: {e}"),
                 };
                 model.push((lsn, r));
@@ -140,7 +140,7 @@ fn log_full_then_reuse_after_truncation() {
             Err(e) => break e,
         }
     };
-    assert!(matches!(err, StorageError::LogFull), "{err}");
+    assert!(matches!(err, StorageError::LogFull(_)), "{err}");
     w.flush(last.unwrap()).unwrap();
     w.truncate_before(3);
     let lsn = w.append(b"after wrap").unwrap();

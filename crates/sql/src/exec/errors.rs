@@ -94,7 +94,7 @@ pub fn map_data(err: &StorageError, database: &str) -> Vec<SqlError> {
             1105,
             &[&format!("dbo.{object}"), &"", &database, filegroup],
         )],
-        StorageError::LogFull => vec![msg(9002, &[&database, &"ACTIVE_TRANSACTION"])],
+        StorageError::LogFull(why) => vec![msg(9002, &[&database, why])],
         other => return map(other, Context::Other),
     };
     out.push(msg(3621, &[]));
