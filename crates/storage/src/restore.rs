@@ -371,9 +371,9 @@ impl Instance {
                         needed: at,
                     });
                 }
-                // One already applied ends where the database is (an empty one, whose first
-                // and last LSN are both there, may be applied again: it changes nothing).
-                if h.last_lsn < at || (h.last_lsn == at && h.first_lsn < at) {
+                // One ending where the database is adds nothing and is applied as a no-op
+                // (a log backup taken right after a differential one ends where it does).
+                if h.last_lsn < at {
                     return Err(StorageError::LogTooEarly {
                         last: h.last_lsn,
                         needed: at,
