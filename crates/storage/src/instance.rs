@@ -313,15 +313,7 @@ impl Instance {
             if e.restoring.is_some() {
                 // Its log still waits for RESTORE LOG: recovery would end the sequence.
                 inst.errorlog.write("spid7s", &format!("The database '{}' is marked RESTORING and is in a state that does not allow recovery to be run.", e.name));
-                let state = if e.restore_failed {
-                    UnopenedState::Suspect
-                } else {
-                    UnopenedState::Restoring
-                };
-                inst.suspect
-                    .lock()
-                    .unwrap()
-                    .insert(e.database_id, (e.clone(), "RESTORING".into(), state));
+                inst.list_restoring(e.clone());
                 continue;
             }
             inst.errorlog
@@ -843,6 +835,13 @@ impl Instance {
             c.databases.push(entry.clone());
             Ok(())
         })?;
+        self.list_restoring(entry);
+        Ok(())
+    }
+
+    /// Lists a database master marks RESTORING among those not online: SUSPECT when a
+    /// restore step of it was cut short (`restore_failed`), else RESTORING.
+    fn list_restoring(&self, entry: DatabaseEntry) {
         let state = if entry.restore_failed {
             UnopenedState::Suspect
         } else {
@@ -851,8 +850,7 @@ impl Instance {
         self.suspect
             .lock()
             .unwrap()
-            .insert(id, (entry, "RESTORING".into(), state));
-        Ok(())
+            .insert(entry.database_id, (entry, "RESTORING".into(), state));
     }
 
     /// After BACKUP LOG ... WITH NORECOVERY (a tail-log backup): the database, its log
