@@ -19,6 +19,15 @@ use extentdb_format::{
 
 use crate::{Database, StorageError};
 
+/// What a claim of an extent in one file found.
+pub(crate) enum Claim {
+    Extent(ExtentNo),
+    /// The file has no free extent.
+    Full,
+    /// The unit has no IAM page for the free extent's interval of the file yet.
+    NeedsIam,
+}
+
 impl Database {
     /// Creates an empty allocation unit in filegroup `data_space_id`; returns its id.
     pub fn create_allocation_unit(&mut self, data_space_id: u16) -> Result<u64, StorageError> {
@@ -127,6 +136,36 @@ impl Database {
             })?,
         }
         Ok(at)
+    }
+
+    /// Claims a free extent of file `file_id` for `au` under the file's allocation lock,
+    /// for sessions sharing the database (`&self`); the unit's IAM page for the extent's
+    /// interval must exist already (creating one changes the chain or the catalog, which
+    /// needs the database to itself: `allocate_extent_lazy`).
+    pub(crate) fn claim_extent_shared(&self, au: u64, file_id: u16) -> Result<Claim, StorageError> {
+        self.check_writable()?;
+        let entry = self.allocation_unit(au)?;
+        let file = self
+            .data_files
+            .get(&file_id)
+            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
+        assert!(
+            self.catalog
+                .files
+                .iter()
+                .any(|f| f.file_id == file_id && f.data_space_id == entry.data_space_id),
+            "file {file_id} is not in allocation unit {au}'s filegroup"
+        );
+        let _allocation = file.cache.allocation_lock();
+        let Some(extent) = file.find_free_extent()? else {
+            return Ok(Claim::Full);
+        };
+        let Some(iam_at) = self.find_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)? else {
+            return Ok(Claim::NeedsIam);
+        };
+        file.claim_extent(extent)?;
+        self.set_iam_bit(iam_at, extent, true)?;
+        Ok(Claim::Extent(extent))
     }
 
     /// Allocates one extent of file `file_id` to `au` and makes it durable; None when the

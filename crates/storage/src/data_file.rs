@@ -42,10 +42,26 @@ pub struct DataFile {
     pub cache: AllocCache,
 }
 
-/// Allocation-map pages of one file kept in memory: (page, dirty).
+/// Allocation-map pages of one file kept in memory: (page, dirty); and the locks of the
+/// file's allocation state.
 #[derive(Default)]
 pub struct AllocCache {
     pages: Mutex<BTreeMap<u32, (Page, bool)>>,
+    /// Held while the cached dirty pages are written back: two write-backs at once could
+    /// otherwise write an older copy of a page after a newer one and mark it clean.
+    write_back: Mutex<()>,
+    /// The file's allocation lock: sessions sharing the database (`&self`) claim and
+    /// release the file's extents under it (GAM bits, PFS bytes, and the IAM bits of this
+    /// file's extents, which no other file's allocations touch). Paths holding the whole
+    /// database (`&mut`) need it not and take it not.
+    allocation: Mutex<()>,
+}
+
+impl AllocCache {
+    /// Takes the file's allocation lock (see `allocation`).
+    pub(crate) fn allocation_lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.allocation.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// Dirty allocation pages a file keeps before writing them back unasked.
@@ -109,7 +125,8 @@ impl DataFile {
             if c.len() >= ALLOC_CACHE_LIMIT {
                 c.retain(|_, (_, dirty)| *dirty);
             }
-            c.insert(page.0, (p.clone(), false));
+            // A session may have cached a newer copy since this one was read from the file.
+            return Ok(c.entry(page.0).or_insert((p, false)).0.clone());
         }
         Ok(p)
     }
@@ -149,6 +166,11 @@ impl DataFile {
 
     /// Writes the cached dirty allocation pages, the log first (write-ahead).
     pub(crate) fn write_back(&self) -> Result<(), StorageError> {
+        let _one_at_a_time = self
+            .cache
+            .write_back
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let dirty: Vec<(u32, Page)> = self
             .cache
             .pages

@@ -150,6 +150,17 @@ impl Database {
         (self.data.growth.growths, self.data.growth.longest_wait_us)
     }
 
+    /// True when `ensure_log_space` has something to do: a checkpoint to bound recovery,
+    /// or fewer than half the VLFs (at least two) free. A session sharing the database
+    /// leaves that to one holding it exclusively.
+    pub(crate) fn log_needs_attention(&self) -> bool {
+        let Some(wal) = &self.wal else {
+            return false;
+        };
+        (wal.used_bytes() > RECOVERY_INTERVAL_BYTES && self.checkpoint_would_truncate())
+            || wal.free_vlfs() < 2usize.max(wal.vlf_count() / 2)
+    }
+
     /// Makes room in the log before a change: checkpoints when a checkpoint can free a VLF,
     /// prepares a growth in the background when the log stays half held, and commits a
     /// growth when fewer than two VLFs are free. With no growth possible the change goes on
@@ -158,6 +169,9 @@ impl Database {
         let Some(wal) = self.wal.clone() else {
             return Ok(());
         };
+        if !self.log_needs_attention() {
+            return Ok(());
+        }
         // Indirect checkpoint: bound the log redo must read after a crash, whatever the
         // log's size (SQL Server bounds it by a target recovery time).
         if wal.used_bytes() > RECOVERY_INTERVAL_BYTES && self.checkpoint_would_truncate() {

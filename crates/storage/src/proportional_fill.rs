@@ -181,6 +181,275 @@ impl FilegroupFill {
     }
 }
 
+// ---- Sharing the round robin between sessions allocating at once ----
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
+use std::sync::{Mutex, MutexGuard};
+
+/// Spins on FGCB_PRP_FILL before a waiter backs off and sleeps on the lock.
+const PRP_FILL_SPINS: u64 = 64;
+
+/// How sessions have taken one filegroup's FGCB_PRP_FILL lock, in the terms of SQL
+/// Server's sys.dm_os_spinlock_stats: acquisitions, collisions (the lock was held when
+/// asked for), spins before it was free, backoffs (spinning gave up and the session slept
+/// on the lock) and the time slept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PrpFillStats {
+    /// Acquisitions by allocations: two per allocation (choosing the file, recording the
+    /// extent) unless every skip target is 1, when there are none but recalculations.
+    pub acquisitions: u64,
+    /// Acquisitions to recalculate the skip targets.
+    pub recalculations: u64,
+    pub collisions: u64,
+    pub spins: u64,
+    pub backoffs: u64,
+    pub sleep_time_us: u64,
+    /// Allocations that chose their file by the lock-free round robin.
+    pub lock_free_picks: u64,
+}
+
+#[derive(Default)]
+struct PrpFillCounters {
+    acquisitions: AtomicU64,
+    recalculations: AtomicU64,
+    collisions: AtomicU64,
+    spins: AtomicU64,
+    backoffs: AtomicU64,
+    sleep_time_us: AtomicU64,
+    lock_free_picks: AtomicU64,
+}
+
+/// What the round robin offers the next allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    File(u16),
+    /// The skip targets are due for recalculation first.
+    Due,
+    /// No file is believed to have a free extent.
+    AllFull,
+}
+
+/// One file of the lock-free round robin: its id and believed free extents.
+#[derive(Debug)]
+struct RingFile {
+    file_id: u16,
+    free: AtomicU32,
+}
+
+/// The round robin of one filegroup as sessions share it (seed 004's FGCB).
+///
+/// The skip targets, countdowns and -E run (`FilegroupFill`) sit behind the FGCB_PRP_FILL
+/// lock, taken for every allocation while some skip target is above 1. When a
+/// recalculation finds every skip target 1 (and -E is off) there is nothing to count down,
+/// and allocations choose their file without that lock: a ticket from an atomic counter
+/// picks the file (ticket modulo the number of files), skipping files believed full, and
+/// the believed free counts and the allocation count are atomics.
+///
+/// Invariants:
+/// 1. While `lock_free` is set, `ring` lists exactly the files of `FilegroupFill::files`
+///    in the same order; the set of files changes only through `&mut` (file added or
+///    removed), never while sessions allocate.
+/// 2. Single-threaded, the lock-free round robin hands out the same files in the same
+///    order as `FilegroupFill::next_file` with every skip target 1 (tests/proportional_fill.rs
+///    checks the engine against the reference model in both modes).
+#[derive(Default)]
+pub struct SharedFill {
+    locked: Mutex<FilegroupFill>,
+    lock_free: AtomicBool,
+    ring: Vec<RingFile>,
+    /// The lock-free round robin's next ticket.
+    ticket: AtomicUsize,
+    /// Allocations since the last recalculation while lock-free.
+    allocations: AtomicU32,
+    /// The allocation count that triggers the next recalculation while lock-free.
+    threshold: AtomicU32,
+    counters: PrpFillCounters,
+}
+
+impl SharedFill {
+    /// Takes FGCB_PRP_FILL: a few spins on `try_lock`, then a blocking wait, counted.
+    fn prp_fill(&self) -> MutexGuard<'_, FilegroupFill> {
+        let c = &self.counters;
+        c.acquisitions.fetch_add(1, Ordering::Relaxed);
+        if let Ok(g) = self.locked.try_lock() {
+            return g;
+        }
+        c.collisions.fetch_add(1, Ordering::Relaxed);
+        for _ in 0..PRP_FILL_SPINS {
+            std::hint::spin_loop();
+            c.spins.fetch_add(1, Ordering::Relaxed);
+            if let Ok(g) = self.locked.try_lock() {
+                return g;
+            }
+        }
+        c.backoffs.fetch_add(1, Ordering::Relaxed);
+        let slept = std::time::Instant::now();
+        let g = self.locked.lock().unwrap_or_else(|e| e.into_inner());
+        c.sleep_time_us
+            .fetch_add(slept.elapsed().as_micros() as u64, Ordering::Relaxed);
+        g
+    }
+
+    /// Recalculates the skip targets from `free` (file id order) under FGCB_PRP_FILL and
+    /// chooses the mode: lock-free when every target is 1 and `e_extents` is 1. The set of
+    /// files must be the ring's while lock-free (invariant 1); `&mut` callers use
+    /// `recalculate_files`.
+    /// With `only_if_due`, nothing happens (None) unless a recalculation is still due once
+    /// the lock is held (another session may have done it meanwhile).
+    fn recalculate(
+        &self,
+        free: &[(u16, u32)],
+        e_extents: u32,
+        only_if_due: bool,
+    ) -> Option<Recalculation> {
+        let mut g = self.prp_fill();
+        let was_lock_free = self.lock_free.load(Ordering::Acquire);
+        if only_if_due {
+            let due = if was_lock_free {
+                self.allocations.load(Ordering::Relaxed) >= self.threshold.load(Ordering::Relaxed)
+            } else {
+                g.due()
+            };
+            if !due {
+                return None;
+            }
+        }
+        self.counters.recalculations.fetch_add(1, Ordering::Relaxed);
+        if was_lock_free {
+            // The round robin continues where the lock-free tickets left it.
+            let n = g.files.len().max(1);
+            g.next = self.ticket.load(Ordering::Relaxed) % n;
+            g.threshold = self.threshold.load(Ordering::Relaxed);
+            g.allocations = self.allocations.load(Ordering::Relaxed);
+        }
+        let r = g.recalculate(free);
+        let lock_free = e_extents <= 1 && !g.files.is_empty() && g.all_targets_one();
+        if lock_free {
+            assert!(
+                self.ring.len() == g.files.len()
+                    && self
+                        .ring
+                        .iter()
+                        .zip(&g.files)
+                        .all(|(a, b)| a.file_id == b.file_id),
+                "the lock-free ring must list the filegroup's files (invariant 1)"
+            );
+            for (slot, f) in self.ring.iter().zip(&g.files) {
+                slot.free.store(f.free, Ordering::Relaxed);
+            }
+            self.ticket.store(g.next, Ordering::Relaxed);
+            self.allocations.store(0, Ordering::Relaxed);
+            self.threshold.store(g.threshold, Ordering::Relaxed);
+        }
+        self.lock_free.store(lock_free, Ordering::Release);
+        Some(r)
+    }
+
+    /// `recalculate` after the filegroup's files changed (`&mut`: nobody allocates).
+    fn recalculate_files(&mut self, free: &[(u16, u32)], e_extents: u32) -> Recalculation {
+        self.lock_free.store(false, Ordering::Release);
+        self.ring = free
+            .iter()
+            .map(|&(file_id, _)| RingFile {
+                file_id,
+                free: AtomicU32::new(0),
+            })
+            .collect();
+        self.recalculate(free, e_extents, false)
+            .expect("an unconditional recalculation")
+    }
+
+    /// The file the next extent comes from: lock-free when every skip target is 1, else
+    /// through `FilegroupFill::next_file` under FGCB_PRP_FILL (which also tells whether a
+    /// recalculation is due, under the same acquisition).
+    fn next_file(&self, e_extents: u32) -> Pick {
+        if self.lock_free.load(Ordering::Acquire) {
+            if self.allocations.load(Ordering::Relaxed) >= self.threshold.load(Ordering::Relaxed) {
+                return Pick::Due;
+            }
+            let n = self.ring.len();
+            for _ in 0..n {
+                let t = self.ticket.fetch_add(1, Ordering::Relaxed);
+                let f = &self.ring[t % n];
+                if f.free.load(Ordering::Relaxed) > 0 {
+                    self.counters
+                        .lock_free_picks
+                        .fetch_add(1, Ordering::Relaxed);
+                    return Pick::File(f.file_id);
+                }
+            }
+            return Pick::AllFull;
+        }
+        let mut g = self.prp_fill();
+        if g.due() {
+            return Pick::Due;
+        }
+        match g.next_file(e_extents) {
+            Some(id) => Pick::File(id),
+            None => Pick::AllFull,
+        }
+    }
+
+    /// Records an extent handed out from `file_id`.
+    fn allocated(&self, file_id: u16) {
+        if self.lock_free.load(Ordering::Acquire) {
+            if let Some(f) = self.ring.iter().find(|f| f.file_id == file_id) {
+                let _ = f
+                    .free
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| v.checked_sub(1));
+            }
+            self.allocations.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        self.prp_fill().allocated(file_id);
+    }
+
+    /// Sets a file's believed free extents (found full, counted again, or grown).
+    fn set_free(&self, file_id: u16, free: u32) {
+        if let Some(f) = self.ring.iter().find(|f| f.file_id == file_id) {
+            f.free.store(free, Ordering::Relaxed);
+        }
+        self.prp_fill().set_free(file_id, free);
+    }
+
+    /// The round robin as it stands, the lock-free state folded in.
+    pub fn snapshot(&self) -> FilegroupFill {
+        // Not counted: an observer's acquisition, not an allocation's.
+        let mut g = self
+            .locked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if self.lock_free.load(Ordering::Acquire) {
+            for (f, slot) in g.files.iter_mut().zip(&self.ring) {
+                f.free = slot.free.load(Ordering::Relaxed);
+            }
+            g.next = self.ticket.load(Ordering::Relaxed) % g.files.len().max(1);
+            g.allocations = self.allocations.load(Ordering::Relaxed);
+        }
+        g
+    }
+
+    /// True while allocations choose their file without FGCB_PRP_FILL.
+    pub fn is_lock_free(&self) -> bool {
+        self.lock_free.load(Ordering::Acquire)
+    }
+
+    pub fn stats(&self) -> PrpFillStats {
+        let c = &self.counters;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        PrpFillStats {
+            acquisitions: l(&c.acquisitions),
+            recalculations: l(&c.recalculations),
+            collisions: l(&c.collisions),
+            spins: l(&c.spins),
+            backoffs: l(&c.backoffs),
+            sleep_time_us: l(&c.sleep_time_us),
+            lock_free_picks: l(&c.lock_free_picks),
+        }
+    }
+}
+
 // ---- The database's side: counts, growth, trace flag 1165 ----
 
 use std::collections::BTreeMap;
@@ -190,7 +459,17 @@ use std::thread::JoinHandle;
 
 use extentdb_format::{ExtentNo, PAGES_PER_EXTENT};
 
+use crate::allocation::Claim;
 use crate::{Database, StorageError};
+
+/// Where the shared part of an allocation by fill ended.
+enum FillStep {
+    Extent(u16, ExtentNo),
+    /// The round robin chose this file, and the unit has no IAM page for it yet.
+    NeedsIam(u16),
+    /// No file is believed to have a free extent.
+    AllFull,
+}
 
 impl Database {
     /// Recalculates the skip targets of every filegroup (after the database is created or
@@ -209,49 +488,80 @@ impl Database {
     }
 
     /// The round robin of filegroup `ds` as it stands (for tests, DMVs and tools).
-    pub fn proportional_fill(&self, ds: u16) -> Option<&FilegroupFill> {
-        self.data.fill.get(&ds)
+    pub fn proportional_fill(&self, ds: u16) -> Option<FilegroupFill> {
+        self.data.fill.get(&ds).map(SharedFill::snapshot)
     }
 
-    /// Counts the free extents of each file of filegroup `ds`, recalculates its skip
-    /// targets, and writes them to the error log under trace flags 1165 and 3605 in seed
-    /// 004's three line shapes.
+    /// How sessions took filegroup `ds`'s FGCB_PRP_FILL lock, and whether its allocations
+    /// now choose their file without it.
+    pub fn prp_fill_stats(&self, ds: u16) -> Option<(PrpFillStats, bool)> {
+        self.data
+            .fill
+            .get(&ds)
+            .map(|f| (f.stats(), f.is_lock_free()))
+    }
+
+    /// Counts the free extents of each file of filegroup `ds` and recalculates its skip
+    /// targets, after its files changed (or at open; nobody allocates meanwhile).
     pub(crate) fn recalculate_fill(&mut self, ds: u16) -> Result<(), StorageError> {
         let free = self.free_extents_by_file(ds)?;
-        let r = self.data.fill.entry(ds).or_default().recalculate(&free);
-        let env = &self.data.growth.env;
-        if let (true, Some(log)) = (env.trace_fill, &env.errorlog) {
-            log.write(
-                &env.source,
-                &format!(
-                    "Proportional Fill Recalculation Starting for DB {} with m_cAllocs {}.",
-                    self.name, r.threshold_before
-                ),
-            );
-            log.write(
-                &env.source,
-                &format!(
-                    "Proportional Fill Recalculation Completed for DB {} new m_cAllocs {}, most free file is file {}.",
-                    self.name, r.threshold_after, r.most_free_file
-                ),
-            );
-            for (file_id, n, target) in &r.files {
-                let name = self
-                    .catalog
-                    .files
-                    .iter()
-                    .find(|f| f.file_id == *file_id)
-                    .map(|f| f.name.as_str())
-                    .unwrap_or("");
-                log.write(
-                    &env.source,
-                    &format!(
-                        "\tFile [{name}] ({file_id}) has {n} free extents and skip target of {target}. "
-                    ),
-                );
-            }
+        let e_extents = self.data.growth.env.e_extents;
+        let r = self
+            .data
+            .fill
+            .entry(ds)
+            .or_default()
+            .recalculate_files(&free, e_extents);
+        self.trace_recalculation(&r);
+        Ok(())
+    }
+
+    /// The recalculation due after `RECALCULATE_EVERY` allocations, while sessions may be
+    /// allocating; when several find it due at once, one recalculates.
+    fn recalculate_due(&self, fill: &SharedFill, ds: u16) -> Result<(), StorageError> {
+        let free = self.free_extents_by_file(ds)?;
+        if let Some(r) = fill.recalculate(&free, self.data.growth.env.e_extents, true) {
+            self.trace_recalculation(&r);
         }
         Ok(())
+    }
+
+    /// Writes a recalculation to the error log under trace flags 1165 and 3605, in seed
+    /// 004's three line shapes.
+    fn trace_recalculation(&self, r: &Recalculation) {
+        let env = &self.data.growth.env;
+        let (true, Some(log)) = (env.trace_fill, &env.errorlog) else {
+            return;
+        };
+        log.write(
+            &env.source,
+            &format!(
+                "Proportional Fill Recalculation Starting for DB {} with m_cAllocs {}.",
+                self.name, r.threshold_before
+            ),
+        );
+        log.write(
+            &env.source,
+            &format!(
+                "Proportional Fill Recalculation Completed for DB {} new m_cAllocs {}, most free file is file {}.",
+                self.name, r.threshold_after, r.most_free_file
+            ),
+        );
+        for (file_id, n, target) in &r.files {
+            let name = self
+                .catalog
+                .files
+                .iter()
+                .find(|f| f.file_id == *file_id)
+                .map(|f| f.name.as_str())
+                .unwrap_or("");
+            log.write(
+                &env.source,
+                &format!(
+                    "\tFile [{name}] ({file_id}) has {n} free extents and skip target of {target}. "
+                ),
+            );
+        }
     }
 
     /// (file id, free extents) of each data file of filegroup `ds`, in file id order.
@@ -272,6 +582,56 @@ impl Database {
         Ok(out)
     }
 
+    /// The part of an allocation by fill that sessions may run at once (`&self`): the
+    /// round robin's choice (lock-free when every skip target is 1) and the claim of an
+    /// extent in the chosen file under that file's allocation lock.
+    fn fill_step(&self, fill: &SharedFill, au: u64, ds: u16) -> Result<FillStep, StorageError> {
+        let e_extents = self.data.growth.env.e_extents.max(1);
+        loop {
+            match fill.next_file(e_extents) {
+                Pick::Due => self.recalculate_due(fill, ds)?,
+                Pick::AllFull => return Ok(FillStep::AllFull),
+                Pick::File(file_id) => match self.claim_extent_shared(au, file_id)? {
+                    Claim::Extent(e) => {
+                        fill.allocated(file_id);
+                        return Ok(FillStep::Extent(file_id, e));
+                    }
+                    // Counted free, found full (extents taken outside the round robin).
+                    Claim::Full => fill.set_free(file_id, 0),
+                    Claim::NeedsIam => return Ok(FillStep::NeedsIam(file_id)),
+                },
+            }
+        }
+    }
+
+    /// An extent for allocation unit `au` of filegroup `ds` by proportional fill, for a
+    /// session that shares the database with others allocating at once (`&self`). The
+    /// file is chosen without any filegroup-wide lock when every skip target is 1 (seed
+    /// 004's FGCB_PRP_FILL exception), under FGCB_PRP_FILL otherwise; the extent is claimed
+    /// under the chosen file's allocation lock, so sessions never receive the same extent.
+    ///
+    /// None when the allocation needs the database to itself: the filegroup is full (it
+    /// must grow), the unit needs a new IAM page (a catalog change), or the log needs a
+    /// checkpoint or growth first. The caller then calls `allocate_extent_by_fill` with
+    /// the database held exclusively.
+    pub fn allocate_extent_shared(
+        &self,
+        au: u64,
+        ds: u16,
+    ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
+        self.check_writable()?;
+        if self.log_needs_attention() {
+            return Ok(None);
+        }
+        let Some(fill) = self.data.fill.get(&ds) else {
+            return Ok(None);
+        };
+        Ok(match self.fill_step(fill, au, ds)? {
+            FillStep::Extent(file_id, e) => Some((file_id, e)),
+            FillStep::NeedsIam(_) | FillStep::AllFull => None,
+        })
+    }
+
     /// An extent for allocation unit `au` of filegroup `ds`, by proportional fill; when no
     /// file has a free extent, the filegroup grows (one file, or all of them with
     /// AUTOGROW_ALL_FILES). None when it cannot grow (the caller raises 1105).
@@ -280,55 +640,54 @@ impl Database {
         au: u64,
         ds: u16,
     ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
-        let e_extents = self.data.growth.env.e_extents.max(1);
+        self.check_writable()?;
+        if !self.data.fill.contains_key(&ds) {
+            self.recalculate_fill(ds)?;
+        }
         loop {
-            if self.data.fill.get(&ds).is_none_or(|g| g.due()) {
-                self.recalculate_fill(ds)?;
-            }
-            let pick = self
-                .data
-                .fill
-                .get_mut(&ds)
-                .expect("recalculated")
-                .next_file(e_extents);
-            if let Some(file_id) = pick {
-                match self.allocate_extent_lazy(au, file_id)? {
-                    Some(e) => {
-                        self.data
-                            .fill
-                            .get_mut(&ds)
-                            .expect("exists")
-                            .allocated(file_id);
-                        self.prepare_filegroup_growth(ds)?;
-                        return Ok(Some((file_id, e)));
+            self.ensure_log_space()?;
+            let fill = &self.data.fill[&ds];
+            let got = match self.fill_step(fill, au, ds)? {
+                FillStep::Extent(file_id, e) => Some((file_id, e)),
+                FillStep::NeedsIam(file_id) => {
+                    let got = self.allocate_extent_lazy(au, file_id)?;
+                    let fill = &self.data.fill[&ds];
+                    match got {
+                        Some(e) => {
+                            fill.allocated(file_id);
+                            Some((file_id, e))
+                        }
+                        None => {
+                            fill.set_free(file_id, 0);
+                            None
+                        }
                     }
-                    // Counted free, found full (extents taken outside the round robin).
-                    None => self
-                        .data
-                        .fill
-                        .get_mut(&ds)
-                        .expect("exists")
-                        .set_free(file_id, 0),
                 }
-                continue;
-            }
-            // Every file believed full: count again (deallocations are not tracked), then
-            // grow.
-            let free = self.free_extents_by_file(ds)?;
-            if free.iter().any(|f| f.1 > 0) {
-                let g = self.data.fill.get_mut(&ds).expect("exists");
-                for (id, n) in free {
-                    g.set_free(id, n);
+                FillStep::AllFull => {
+                    // Every file believed full: count again (deallocations are not
+                    // tracked), then grow.
+                    let free = self.free_extents_by_file(ds)?;
+                    let fill = &self.data.fill[&ds];
+                    if free.iter().any(|f| f.1 > 0) {
+                        for (id, n) in free {
+                            fill.set_free(id, n);
+                        }
+                        continue;
+                    }
+                    let grown = self.autogrow_filegroup(ds)?;
+                    if grown.is_empty() {
+                        return Ok(None);
+                    }
+                    for id in grown {
+                        let n = self.data_files[&id].free_extents()?;
+                        self.data.fill[&ds].set_free(id, n);
+                    }
+                    None
                 }
-                continue;
-            }
-            let grown = self.autogrow_filegroup(ds)?;
-            if grown.is_empty() {
-                return Ok(None);
-            }
-            for id in grown {
-                let n = self.data_files[&id].free_extents()?;
-                self.data.fill.get_mut(&ds).expect("exists").set_free(id, n);
+            };
+            if let Some(got) = got {
+                self.prepare_filegroup_growth(ds)?;
+                return Ok(Some(got));
             }
         }
     }
@@ -414,7 +773,7 @@ impl Database {
         if env.policy.instant || !env.prepare_ahead {
             return Ok(());
         }
-        let Some(g) = self.data.fill.get(&ds) else {
+        let Some(g) = self.proportional_fill(ds) else {
             return Ok(());
         };
         let free: u64 = g.files.iter().map(|f| f.free as u64).sum();
@@ -513,7 +872,7 @@ impl Database {
             .data
             .fill
             .get(&ds)
-            .map(|g| g.round_robin_order())
+            .map(|g| g.snapshot().round_robin_order())
             .unwrap_or_default();
         let mut targets: Vec<(u16, String, u32)> = order
             .iter()

@@ -61,7 +61,7 @@ pub struct DataPath {
     pub(crate) growth: crate::log_growth::LogGrowth,
     pub(crate) checkpoint: crate::checkpoint::CheckpointState,
     /// Proportional fill's round robin per filegroup (data space id).
-    pub(crate) fill: std::collections::BTreeMap<u16, crate::proportional_fill::FilegroupFill>,
+    pub(crate) fill: std::collections::BTreeMap<u16, crate::proportional_fill::SharedFill>,
     /// Files being emptied (DBCC SHRINKFILE EMPTYFILE): they take no new extent.
     pub(crate) emptying: std::collections::BTreeSet<u16>,
     /// Data-file growths being initialized in the background (IFI off).

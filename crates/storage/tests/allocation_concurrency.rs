@@ -39,7 +39,7 @@ use extentdb_format::{bitmap, iam, ExtentNo, PageId, GAM_INTERVAL_EXTENTS};
 use extentdb_io::os::OsFileSystem;
 use extentdb_storage::check_alloc::{AllocError, Claimant};
 use extentdb_storage::checkpoint::Checkpointer;
-use extentdb_storage::{Database, NewDatabase};
+use extentdb_storage::{proportional_fill, Database, NewDatabase};
 
 const THREADS: usize = 4;
 /// Extent allocations per thread in each concurrent round (fewer in a debug build, which
@@ -473,4 +473,227 @@ fn the_check_catches_broken_maps() {
     let (db, mut units) = make();
     units[0].held.pop();
     expect(&db, &units, "(c)");
+}
+
+// ---- Sessions sharing the database: allocation without the database lock ----
+
+/// What a round of shared allocation did.
+#[derive(Default, Debug)]
+struct SharedRoundStats {
+    allocations: usize,
+    /// Allocations served by `allocate_extent_shared` (no exclusive access).
+    shared: usize,
+    /// Allocations that needed the database to itself (growth, a new IAM page, the log).
+    exclusive: usize,
+    deallocations: usize,
+    /// Most threads inside `allocate_extent_shared` at one moment.
+    most_at_once: usize,
+    /// FGCB_PRP_FILL during the round (differences of the counters).
+    prp_fill: extentdb_storage::proportional_fill::PrpFillStats,
+}
+
+/// Runs one round in which each unit's thread allocates `ALLOCATIONS_PER_ROUND` extents of
+/// filegroup `ds` as a session sharing the database would: under a read lock of
+/// `RwLock<Database>` through `allocate_extent_shared`, so threads allocate at once, and
+/// only when that returns None under the write lock through `allocate_extent_by_fill`.
+/// About every `DEALLOCATE_EVERY` iterations a thread frees one of its extents (under the
+/// write lock).
+fn shared_round(
+    db: &Arc<std::sync::RwLock<Database>>,
+    units: Vec<Unit>,
+    ds: u16,
+    seed: u64,
+) -> (Vec<Unit>, SharedRoundStats) {
+    let before = db.read().unwrap().prp_fill_stats(ds).unwrap().0;
+    let start = Arc::new(Barrier::new(units.len()));
+    let in_flight = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = units
+        .into_iter()
+        .enumerate()
+        .map(|(me, mut unit)| {
+            let (db, start, in_flight, most) =
+                (db.clone(), start.clone(), in_flight.clone(), most.clone());
+            std::thread::spawn(move || {
+                let mut rng = seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(me as u64 + 1));
+                let (mut shared, mut exclusive, mut freed) = (0, 0, 0);
+                start.wait();
+                for i in 0..ALLOCATIONS_PER_ROUND {
+                    let got = {
+                        let g = db.read().unwrap();
+                        let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        let got = g.allocate_extent_shared(unit.au, ds);
+                        in_flight.fetch_sub(1, Ordering::SeqCst);
+                        got.unwrap_or_else(|e| panic!("unit {}: allocation {i}: {e}", unit.au))
+                    };
+                    let x = match got {
+                        Some(x) => {
+                            shared += 1;
+                            x
+                        }
+                        None => {
+                            exclusive += 1;
+                            let mut g = db.write().unwrap();
+                            match g.allocate_extent_by_fill(unit.au, ds) {
+                                Ok(Some(x)) => x,
+                                Ok(None) => panic!("unit {}: no growth possible (1105)", unit.au),
+                                Err(e) => panic!("unit {}: allocation {i}: {e}", unit.au),
+                            }
+                        }
+                    };
+                    unit.held.push(x);
+                    if xorshift(&mut rng).is_multiple_of(DEALLOCATE_EVERY) {
+                        let k = (xorshift(&mut rng) % unit.held.len() as u64) as usize;
+                        let (f, e) = unit.held.swap_remove(k);
+                        db.write()
+                            .unwrap()
+                            .deallocate_extent(unit.au, f, e)
+                            .unwrap_or_else(|err| {
+                                panic!("unit {}: deallocate {f}:{}: {err}", unit.au, e.0)
+                            });
+                        freed += 1;
+                    }
+                }
+                (unit, shared, exclusive, freed)
+            })
+        })
+        .collect();
+    let mut stats = SharedRoundStats::default();
+    let mut units = Vec::new();
+    for t in threads {
+        let (unit, shared, exclusive, freed) = t.join().expect("an allocating thread panicked");
+        stats.allocations += ALLOCATIONS_PER_ROUND;
+        stats.shared += shared;
+        stats.exclusive += exclusive;
+        stats.deallocations += freed;
+        units.push(unit);
+    }
+    stats.most_at_once = most.load(Ordering::SeqCst);
+    let after = db.read().unwrap().prp_fill_stats(ds).unwrap().0;
+    stats.prp_fill = extentdb_storage::proportional_fill::PrpFillStats {
+        acquisitions: after.acquisitions - before.acquisitions,
+        recalculations: after.recalculations - before.recalculations,
+        collisions: after.collisions - before.collisions,
+        spins: after.spins - before.spins,
+        backoffs: after.backoffs - before.backoffs,
+        sleep_time_us: after.sleep_time_us - before.sleep_time_us,
+        lock_free_picks: after.lock_free_picks - before.lock_free_picks,
+    };
+    (units, stats)
+}
+
+/// A database of three data files in PRIMARY of `sizes_pages` (FILEGROWTH 1 MB), with a
+/// 4 MB log, and one allocation unit per thread.
+fn shared_database(root: &Path, sizes_pages: [u32; 3]) -> (Database, Vec<Unit>) {
+    let mut s = spec(root);
+    for (f, pages) in s
+        .files
+        .iter_mut()
+        .filter(|f| f.file_type == FileType::Rows)
+        .zip(sizes_pages)
+    {
+        f.size_pages = pages;
+    }
+    let fs = OsFileSystem::new();
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
+    let units = (0..THREADS)
+        .map(|_| Unit {
+            au: db.create_allocation_unit(1).unwrap(),
+            held: Vec::new(),
+        })
+        .collect();
+    db.recalculate_proportional_fill().unwrap();
+    (db, units)
+}
+
+fn into_owned(db: Arc<std::sync::RwLock<Database>>) -> Database {
+    Arc::into_inner(db)
+        .expect("threads joined")
+        .into_inner()
+        .unwrap()
+}
+
+/// Proves seed 004's FGCB_PRP_FILL point with sessions allocating at once (issue 4, item 6):
+/// with equal files (every skip target 1) the threads allocate under a shared lock and
+/// choose their files without taking the filegroup's FGCB_PRP_FILL lock at all (only the
+/// recalculation at 8,192 allocations takes it); with unequal files every allocation takes
+/// it. In both, no two units receive the same extent and the maps stay consistent ((a)-(c)
+/// of the module docs), also after a reopen; the unequal files grow many times meanwhile,
+/// through the exclusive path.
+#[test]
+fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
+    let fs = OsFileSystem::new();
+    // Equal: three files of 5,000 extents (40,000 pages), large enough that nothing grows.
+    let dir = TempDir::new("alloc-shared-equal");
+    let (db, units) = shared_database(&dir.0, [40_000; 3]);
+    let (stats, lock_free) = db.prp_fill_stats(1).unwrap();
+    assert!(
+        lock_free,
+        "equal files choose without FGCB_PRP_FILL: {stats:?}"
+    );
+    let sizes = size_pages(&db);
+    let shared = Arc::new(std::sync::RwLock::new(db));
+    let (units, stats) = shared_round(&shared, units, 1, 0x5eed_0011);
+    let db = into_owned(shared);
+    eprintln!("equal files: {stats:?}");
+    check_maps(&db, &units).unwrap_or_else(|e| panic!("equal files: {e}"));
+    assert_eq!(size_pages(&db), sizes, "nothing grew");
+    assert!(
+        stats.shared * 10 >= stats.allocations * 9,
+        "most allocations shared the database: {stats:?}"
+    );
+    assert!(
+        stats.most_at_once >= 2,
+        "threads allocated at the same moment: {stats:?}"
+    );
+    // Every allocation chose its file lock-free (a shared attempt that then needed the
+    // exclusive path, for a new IAM page, chose twice).
+    assert!(
+        stats.prp_fill.lock_free_picks as usize >= stats.allocations,
+        "every choice of file was lock-free: {stats:?}"
+    );
+    // FGCB_PRP_FILL is taken only to recalculate (and, rarely, to note a file found full).
+    assert!(
+        stats.prp_fill.acquisitions <= stats.prp_fill.recalculations + 8,
+        "no FGCB_PRP_FILL per allocation: {stats:?}"
+    );
+    let mdf = dir.0.join("Fill.mdf");
+    let wal = db.wal().expect("a log writer");
+    wal.flush(wal.end_lsn()).unwrap();
+    drop((wal, db));
+    let db = Database::open(fs.as_ref(), &mdf).unwrap();
+    check_maps(&db, &units).unwrap_or_else(|e| panic!("equal files, after recovery: {e}"));
+    drop(db);
+
+    // Unequal (5, 1 and 3 MB growing 1 MB): FGCB_PRP_FILL on every allocation, and the
+    // filegroup grows under the exclusive path while the others allocate shared.
+    let dir = TempDir::new("alloc-shared-unequal");
+    let (db, units) = shared_database(&dir.0, DATA_FILE_PAGES);
+    let (stats, lock_free) = db.prp_fill_stats(1).unwrap();
+    assert!(!lock_free, "unequal files take FGCB_PRP_FILL: {stats:?}");
+    let sizes = size_pages(&db);
+    let shared = Arc::new(std::sync::RwLock::new(db));
+    let (units, stats) = shared_round(&shared, units, 1, 0x5eed_0012);
+    let mut db = into_owned(shared);
+    eprintln!("unequal files: {stats:?}");
+    check_maps(&db, &units).unwrap_or_else(|e| panic!("unequal files: {e}"));
+    assert!(size_pages(&db) != sizes, "PRIMARY grew");
+    assert!(
+        stats.exclusive > 0 && stats.shared > stats.allocations / 2,
+        "{stats:?}"
+    );
+    // Until the first recalculation (after 8,192 allocations) every allocation takes
+    // FGCB_PRP_FILL twice: to choose its file and to record the extent.
+    let locked = stats
+        .allocations
+        .min(proportional_fill::RECALCULATE_EVERY as usize);
+    assert!(
+        stats.prp_fill.acquisitions as usize >= 2 * locked,
+        "FGCB_PRP_FILL on every allocation: {stats:?}"
+    );
+    db.checkpoint().unwrap();
+    drop(db);
+    let db = Database::open(fs.as_ref(), &dir.0.join("Fill.mdf")).unwrap();
+    check_maps(&db, &units).unwrap_or_else(|e| panic!("unequal files, after reopen: {e}"));
 }
