@@ -705,13 +705,18 @@ impl Database {
         for (file_id, name, to) in targets {
             let started = std::time::Instant::now();
             let prepared = self.commit_prepared_data_growth(file_id, to)?;
-            if !prepared {
+            if prepared.is_none() {
                 self.grow_file_with(env.policy, &sink, file_id, to)?;
             }
-            let how = if prepared {
-                " (initialized in the background before it was needed)"
-            } else {
-                ""
+            let how = match prepared {
+                Some(Prepared::Background) => {
+                    " (initialized in the background before it was needed)".to_string()
+                }
+                Some(Prepared::Session(took)) => format!(
+                    " (initialized in {} milliseconds outside the database lock)",
+                    took.as_millis()
+                ),
+                None => String::new(),
             };
             crate::file_init::InitLog::log(
                 &sink,
@@ -736,10 +741,34 @@ impl Database {
 pub(crate) struct DataGrowthPrep {
     /// file id -> (from pages, to pages, the initializing thread).
     preparing: BTreeMap<u16, (u32, u32, Preparation)>,
+    /// Growths a session sharing the database initialized itself
+    /// (`prepare_filegroup_growth_shared`): file id -> (from pages, to pages, time taken).
+    ready: Mutex<BTreeMap<u16, (u32, u32, std::time::Duration)>>,
+    /// Each filegroup's growth lock: held while a session initializes the filegroup's next
+    /// growth, so its other sessions wait for that growth instead of starting another.
+    growth_locks: Mutex<BTreeMap<u16, Arc<Mutex<()>>>>,
     cancel: Arc<AtomicBool>,
     /// Growths committed from a preparation, and the longest wait for one (µs).
     committed: u64,
     longest_wait_us: u64,
+    /// Growths committed from a session's preparation.
+    shared_committed: u64,
+}
+
+/// How a committed growth's space was initialized ahead of its commit.
+enum Prepared {
+    /// By a background thread (IFI off, `prepare_filegroup_growth`).
+    Background,
+    /// By a session sharing the database, taking this long.
+    Session(std::time::Duration),
+}
+
+impl DataGrowthPrep {
+    fn ready_growths(
+        &self,
+    ) -> std::sync::MutexGuard<'_, BTreeMap<u16, (u32, u32, std::time::Duration)>> {
+        self.ready.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 impl Drop for DataGrowthPrep {
@@ -763,6 +792,12 @@ impl Database {
     pub fn data_growth_stats(&self) -> (u64, u64) {
         let p = &self.data.data_growth;
         (p.committed, p.longest_wait_us)
+    }
+
+    /// Data-file growths committed from a preparation by a session sharing the database
+    /// (`prepare_filegroup_growth_shared`).
+    pub fn shared_growths_committed(&self) -> u64 {
+        self.data.data_growth.shared_committed
     }
 
     /// After an allocation in filegroup `ds`: with IFI off and the filegroup's free extents
@@ -829,6 +864,70 @@ impl Database {
         if let Some((_, _, h)) = self.data.data_growth.preparing.remove(&file_id) {
             let _ = h.join();
         }
+        self.data.data_growth.ready_growths().remove(&file_id);
+    }
+
+    fn growth_lock(&self, ds: u16) -> Arc<Mutex<()>> {
+        let mut locks = self
+            .data
+            .data_growth
+            .growth_locks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        locks.entry(ds).or_default().clone()
+    }
+
+    /// True while a session initializes a growth of filegroup `ds`
+    /// (`prepare_filegroup_growth_shared`).
+    pub fn filegroup_growth_in_progress(&self, ds: u16) -> bool {
+        self.growth_lock(ds).try_lock().is_err()
+    }
+
+    /// The slow half of a growth of filegroup `ds`, for a session sharing the database
+    /// (`&self`) whose allocation found every file full: initializes the space the growth
+    /// will add to each file `autogrow_filegroup` would grow (zeros at device speed with
+    /// IFI off, an fallocate with it) under the filegroup's growth lock only. Sessions
+    /// allocating in other filegroups go on meanwhile; sessions of this one wait on the
+    /// lock and find the growth prepared. The space lies past the catalog's size, so a
+    /// crash meanwhile changes nothing. The growth is committed by `allocate_extent_by_fill`
+    /// with the database held exclusively, which then only formats the new space's maps
+    /// and saves the catalog. Returns the files prepared (or already prepared).
+    pub fn prepare_filegroup_growth_shared(&self, ds: u16) -> Result<Vec<u16>, StorageError> {
+        self.check_writable()?;
+        let lock = self.growth_lock(ds);
+        let _growing = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let env = &self.data.growth.env;
+        let sink = crate::log_growth::EnvSink::new(env);
+        let mut prepared = Vec::new();
+        for (file_id, _, to) in self.growth_targets(ds) {
+            let from = self.file_pages(file_id);
+            let done = self
+                .data
+                .data_growth
+                .ready_growths()
+                .get(&file_id)
+                .is_some_and(|r| (r.0, r.1) == (from, to));
+            // A background preparation of the same space is committed by its own path.
+            if !done && !self.data.data_growth.preparing.contains_key(&file_id) {
+                let started = std::time::Instant::now();
+                let file = &self.data_files[&file_id].file;
+                crate::file_init::initialize(
+                    file.as_ref(),
+                    crate::file_init::SpaceKind::Data,
+                    from,
+                    to,
+                    env.policy,
+                    &sink,
+                )?;
+                file.sync_data()?;
+                self.data
+                    .data_growth
+                    .ready_growths()
+                    .insert(file_id, (from, to, started.elapsed()));
+            }
+            prepared.push(file_id);
+        }
+        Ok(prepared)
     }
 
     fn file_pages(&self, file_id: u16) -> u32 {
@@ -841,10 +940,22 @@ impl Database {
 
     /// Commits file `file_id`'s prepared growth if it is the growth wanted (from the
     /// current size to `to`), waiting for it to finish; false when there is none to use.
-    fn commit_prepared_data_growth(&mut self, file_id: u16, to: u32) -> Result<bool, StorageError> {
+    fn commit_prepared_data_growth(
+        &mut self,
+        file_id: u16,
+        to: u32,
+    ) -> Result<Option<Prepared>, StorageError> {
+        let ready = self.data.data_growth.ready_growths().remove(&file_id);
+        if let Some((from, prepared_to, took)) = ready {
+            if (from, prepared_to) == (self.file_pages(file_id), to) {
+                self.grow_file_initialized(file_id, to)?;
+                self.data.data_growth.shared_committed += 1;
+                return Ok(Some(Prepared::Session(took)));
+            }
+        }
         let Some((from, prepared_to, handle)) = self.data.data_growth.preparing.remove(&file_id)
         else {
-            return Ok(false);
+            return Ok(None);
         };
         let waited = std::time::Instant::now();
         let done = handle.join().unwrap_or(Err(StorageError::LogFailed));
@@ -853,11 +964,11 @@ impl Database {
         p.longest_wait_us = p.longest_wait_us.max(wait_us);
         if done.is_err() || from != self.file_pages(file_id) || prepared_to != to {
             // Failed, or stale (the file changed meanwhile): grow the usual way.
-            return Ok(false);
+            return Ok(None);
         }
         self.grow_file_initialized(file_id, to)?;
         self.data.data_growth.committed += 1;
-        Ok(true)
+        Ok(Some(Prepared::Background))
     }
 
     /// The files a growth of filegroup `ds` would grow, with their new sizes: every file

@@ -697,3 +697,166 @@ fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
     let db = Database::open(fs.as_ref(), &dir.0.join("Fill.mdf")).unwrap();
     check_maps(&db, &units).unwrap_or_else(|e| panic!("unequal files, after reopen: {e}"));
 }
+
+/// Proves a growth in one filegroup does not block allocation in another (issue 4, item
+/// 6). Filegroup A has one 1 MB file growing 64 MB with IFI off (the growth writes 64 MB
+/// of zeros); filegroup B two equal 320 MB files that never grow. One thread fills A: when its
+/// shared allocation finds A full, it initializes A's growth under A's growth lock while
+/// sharing the database (`prepare_filegroup_growth_shared`), then commits it exclusively.
+/// Two threads allocate in B throughout, under the shared lock. Counted from the engine's
+/// own state: B allocations that began and ended while A's growth was being initialized.
+#[test]
+fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
+    const GROWTHS: u32 = 3;
+    let dir = TempDir::new("alloc-shared-growth");
+    let fs = OsFileSystem::new();
+    let mb = 128;
+    let mut a_file = file("A_1", dir.0.join("A_1.ndf"), FileType::Rows, mb);
+    a_file.filegroup = "A".into();
+    a_file.growth = 64 * mb;
+    let b_files: Vec<_> = (1..=2)
+        .map(|i| {
+            let mut f = file(
+                &format!("B_{i}"),
+                dir.0.join(format!("B_{i}.ndf")),
+                FileType::Rows,
+                320 * mb,
+            );
+            f.filegroup = "B".into();
+            f.growth = 0;
+            f
+        })
+        .collect();
+    let mut s = spec(&dir.0);
+    s.files.truncate(2);
+    s.files.push(a_file);
+    s.files.extend(b_files);
+    s.filegroups = vec![("A".into(), false), ("B".into(), false)];
+    // Created with IFI (B's 640 MB need no zeros); A's growths run with IFI off.
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
+    db.set_growth_env(extentdb_storage::log_growth::GrowthEnv {
+        policy: extentdb_storage::file_init::InitPolicy {
+            instant: false,
+            trace_zeroing: false,
+        },
+        prepare_ahead: false,
+        ..Default::default()
+    });
+    let ds = |db: &Database, n: &str| db.filegroup_by_name(n).unwrap().data_space_id;
+    let (ds_a, ds_b) = (ds(&db, "A"), ds(&db, "B"));
+    let au_a = db.create_allocation_unit(ds_a).unwrap();
+    let units_b: Vec<Unit> = (0..2)
+        .map(|_| Unit {
+            au: db.create_allocation_unit(ds_b).unwrap(),
+            held: Vec::new(),
+        })
+        .collect();
+    db.recalculate_proportional_fill().unwrap();
+    let a_pages = |db: &Database| db.data_files[&3].size_pages;
+    let a_before = a_pages(&db);
+
+    let db = Arc::new(std::sync::RwLock::new(db));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let grower = {
+        let (db, done) = (db.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            let mut prepared = 0;
+            while a_pages(&db.read().unwrap()) < a_before + GROWTHS * 64 * mb {
+                let got = db
+                    .read()
+                    .unwrap()
+                    .allocate_extent_shared(au_a, ds_a)
+                    .unwrap();
+                let x = match got {
+                    Some(x) => x,
+                    None => {
+                        // Full (or a first IAM page): initialize A's growth sharing the
+                        // database, then commit whatever is needed exclusively.
+                        let full = db
+                            .read()
+                            .unwrap()
+                            .proportional_fill(ds_a)
+                            .unwrap()
+                            .files
+                            .iter()
+                            .all(|f| f.free == 0);
+                        if full {
+                            let g = db.read().unwrap();
+                            prepared += g.prepare_filegroup_growth_shared(ds_a).unwrap().len();
+                        }
+                        let mut g = db.write().unwrap();
+                        g.allocate_extent_by_fill(au_a, ds_a)
+                            .unwrap()
+                            .expect("A grows")
+                    }
+                };
+                held.push(x);
+            }
+            done.store(true, Ordering::SeqCst);
+            (held, prepared)
+        })
+    };
+    let b_threads: Vec<_> = units_b
+        .into_iter()
+        .map(|mut unit| {
+            let (db, done) = (db.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut during = 0usize;
+                // Paced (about 5,000 a second each), so B's files last beyond A's growths.
+                while !done.load(Ordering::SeqCst) && unit.held.len() < 4_000 {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                    let g = db.read().unwrap();
+                    let before = g.filegroup_growth_in_progress(ds_a);
+                    let got = g.allocate_extent_shared(unit.au, ds_b).unwrap();
+                    let after = g.filegroup_growth_in_progress(ds_a);
+                    drop(g);
+                    let x = match got {
+                        Some(x) => {
+                            during += usize::from(before && after);
+                            x
+                        }
+                        None => db
+                            .write()
+                            .unwrap()
+                            .allocate_extent_by_fill(unit.au, ds_b)
+                            .unwrap()
+                            .expect("B has room"),
+                    };
+                    unit.held.push(x);
+                }
+                (unit, during)
+            })
+        })
+        .collect();
+    let (a_held, prepared) = grower.join().expect("the grower panicked");
+    let mut units = Vec::new();
+    let mut during = Vec::new();
+    for t in b_threads {
+        let (u, d) = t.join().expect("a B thread panicked");
+        units.push(u);
+        during.push(d);
+    }
+    let db = into_owned(db);
+    eprintln!(
+        "A grew {} -> {} pages ({} extents held, {prepared} preparations, {} committed); B allocations during A's growths {during:?} of {:?}",
+        a_before,
+        a_pages(&db),
+        a_held.len(),
+        db.shared_growths_committed(),
+        units.iter().map(|u| u.held.len()).collect::<Vec<_>>()
+    );
+    assert!(
+        db.shared_growths_committed() >= GROWTHS as u64,
+        "A's growths were initialized outside the exclusive lock"
+    );
+    assert!(
+        during.iter().sum::<usize>() > 0,
+        "B allocated while A's growth was being initialized: {during:?}"
+    );
+    units.push(Unit {
+        au: au_a,
+        held: a_held,
+    });
+    check_maps(&db, &units).unwrap_or_else(|e| panic!("after the growths: {e}"));
+}
