@@ -401,6 +401,14 @@ def gates(res):
         share = lambda x: max(x["per_file"].values()) / sum(x["per_file"].values())  # noqa: E731
         gate("new file's share of allocations, full filegroup, no REBALANCE", share(plain), 0.95)
         gate("new file's share of allocations after REBALANCE", share(reb), 0.95, at_least=False)
+        # Seed 004's FGCB_PRP_FILL point on the shared path (counts, not timings): equal
+        # files choose their file without the lock, unequal ones take it per allocation.
+        summ = s["allocation"]["summary"]
+        acq = lambda layout: max(x["shared_prp_fill_acquisitions_per_extent"]  # noqa: E731
+                                 for x in summ if x["layout"] == layout)
+        gate("FGCB_PRP_FILL acquisitions per extent, equal files, shared", acq("equal"), 0.01,
+             at_least=False)
+        gate("FGCB_PRP_FILL acquisitions per extent, unequal files, shared", acq("unequal"), 1)
     if "checkdb" in p:
         # Warm only: a cold check and the dd read before it each meet the virtual disk at
         # its own moment, and its rate swings tenfold between reads (0.18 of dd once in CI).

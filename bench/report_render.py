@@ -194,7 +194,12 @@ def sec_seed004(s, figdir):
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     summ = al["summary"]
     labels = [f"{x['layout']}\n{x['threads']} thread{'s' if x['threads'] > 1 else ''}" for x in summ]
-    ax1.bar(range(len(summ)), [x["fill_per_s"] for x in summ], color=ON)
+    w = 0.4
+    ax1.bar([i - w / 2 for i in range(len(summ))], [x["fill_per_s"] for x in summ], w,
+            color=OFF, label="under the database lock")
+    ax1.bar([i + w / 2 for i in range(len(summ))], [x.get("shared_per_s", 0) for x in summ], w,
+            color=ON, label="shared (no database lock)")
+    ax1.legend(fontsize=8)
     ax1.set_xticks(range(len(summ)))
     ax1.set_xticklabels(labels, fontsize=8)
     ax1.set_ylabel("extent allocations / s (proportional fill)")
@@ -234,9 +239,13 @@ def sec_seed004(s, figdir):
           f"equal files {al['equal_file_extents']} extents, unequal {al['unequal_file_extents']}), "
           "against a plain in-memory round robin doing nothing else "
           f"({al['in_memory_plain_round_robin_per_s']:,.0f}/s):",
-          table(["layout", "threads", "fill / s", "fill + log flush / s", "direct (no fill) / s",
-                 "fill+flush / direct"],
-                [[x["layout"], x["threads"], f"{x['fill_per_s']:,.0f}", f"{x['fill_flush_per_s']:,.0f}",
+          table(["layout", "threads", "fill / s", "shared / s", "shared / fill",
+                 "FGCB_PRP_FILL per extent (shared)", "collisions", "fill + log flush / s",
+                 "direct (no fill) / s", "fill+flush / direct"],
+                [[x["layout"], x["threads"], f"{x['fill_per_s']:,.0f}", f"{x['shared_per_s']:,.0f}",
+                  f"{x['ratio_shared_vs_fill_rate']:.2f}",
+                  f"{x['shared_prp_fill_acquisitions_per_extent']:.2f}",
+                  f"{x['shared_prp_fill_collisions']:.0f}", f"{x['fill_flush_per_s']:,.0f}",
                   f"{x['direct_per_s']:,.0f}", f"{x['ratio_fill_flush_vs_direct_rate']:.2f}"] for x in summ]),
           table(["old files free", "REBALANCE moved", "extents per file after"],
                 [[f"{x['old_files_free_percent']}%",

@@ -7,14 +7,20 @@
 //! - `unequal`: files sized 1:2:4:8 (skip targets 8, 4, 2, 1).
 //!
 //! With 1 and 2 threads (each with its own allocation unit, the database shared as
-//! `Arc<Mutex<Database>>` as the instance shares it, the lock taken per allocation) it
-//! measures three paths:
+//! `Arc<RwLock<Database>>`, the write lock taken per allocation as the instance's mutex is,
+//! except on the shared path) it measures four paths:
 //! - `fill`: `allocate_extent_by_fill`, the path a transaction takes (the allocation pages'
 //!   log records become durable with the transaction's commit, not here);
 //! - `fill+flush`: the same followed by a log flush under the lock, which is the durability
 //!   `allocate_extent` gives each extent;
 //! - `direct`: `allocate_extent(au, file_id)` with the thread choosing files round robin
 //!   itself, no proportional fill (it flushes the log per extent).
+//! - `shared`: `allocate_extent_shared` under a read lock of `RwLock<Database>`, as
+//!   sessions sharing the database allocate: two threads allocate at once, choosing their
+//!   file without any filegroup-wide lock when every skip target is 1 (`equal`) and under
+//!   FGCB_PRP_FILL otherwise (`unequal`), whose acquisitions and collisions are reported.
+//!   Its rate against `fill` (the same work under the database lock) is the gain of
+//!   allocating without that lock.
 //!
 //! `fill+flush` against `direct` (same durability, same log flush per extent) is the cost
 //! of proportional fill in an allocation, compared by rate and by the median time one
@@ -41,7 +47,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier, RwLock};
 use std::time::Instant;
 
 use extentdb_format::catalog::RecoveryModel;
@@ -161,6 +167,11 @@ enum AllocPath {
     FillFlush,
     /// `allocate_extent` on files chosen round robin by the thread (flushes per extent).
     Direct,
+    /// `allocate_extent_shared` under a read lock of `RwLock<Database>`, as sessions
+    /// sharing the database allocate (threads at once; FGCB_PRP_FILL only while some skip
+    /// target is above 1), `allocate_extent_by_fill` under the write lock when it needs
+    /// the database to itself.
+    Shared,
 }
 
 fn path_name(p: AllocPath) -> &'static str {
@@ -168,6 +179,7 @@ fn path_name(p: AllocPath) -> &'static str {
         AllocPath::Fill => "fill",
         AllocPath::FillFlush => "fill+flush",
         AllocPath::Direct => "direct",
+        AllocPath::Shared => "shared",
     }
 }
 
@@ -188,6 +200,9 @@ struct Measured {
     /// lock), µs: median and 99th percentile.
     p50_us: f64,
     p99_us: f64,
+    /// FGCB_PRP_FILL during the measurement: acquisitions and collisions.
+    prp_acquisitions: u64,
+    prp_collisions: u64,
 }
 
 impl Measured {
@@ -221,7 +236,8 @@ fn measure(
     db.recalculate_proportional_fill().unwrap();
     let checkpoints_before = db.checkpoints_completed();
     let wal = db.wal().expect("a log writer");
-    let db = Arc::new(Mutex::new(db));
+    let prp_before = db.prp_fill_stats(1).unwrap().0;
+    let db = Arc::new(RwLock::new(db));
     let start = Arc::new(Barrier::new(threads + 1));
     let handles: Vec<_> = units
         .iter()
@@ -235,7 +251,31 @@ fn measure(
                 let mut next = t % files.len();
                 start.wait();
                 for _ in 0..n {
-                    let mut g = db.lock().unwrap();
+                    if path == AllocPath::Shared {
+                        let g = db.read().unwrap();
+                        let t0 = Instant::now();
+                        let got = g.allocate_extent_shared(au, 1).unwrap();
+                        let file_id = match got {
+                            Some((f, _)) => {
+                                lat_ns.push(t0.elapsed().as_nanos() as u64);
+                                f
+                            }
+                            None => {
+                                drop(g);
+                                let mut g = db.write().unwrap();
+                                let t0 = Instant::now();
+                                let (f, _) = g
+                                    .allocate_extent_by_fill(au, 1)
+                                    .unwrap()
+                                    .expect("no growth needed");
+                                lat_ns.push(t0.elapsed().as_nanos() as u64);
+                                f
+                            }
+                        };
+                        *per_file.entry(file_id).or_insert(0) += 1;
+                        continue;
+                    }
+                    let mut g = db.write().unwrap();
                     let t0 = Instant::now();
                     let file_id = match path {
                         AllocPath::Fill | AllocPath::FillFlush => {
@@ -248,6 +288,7 @@ fn measure(
                             }
                             f
                         }
+                        AllocPath::Shared => unreachable!("allocated above"),
                         AllocPath::Direct => {
                             let f = files[next];
                             next = (next + 1) % files.len();
@@ -278,6 +319,7 @@ fn measure(
     lat_ns.sort_unstable();
     let db = Arc::into_inner(db).unwrap().into_inner().unwrap();
     let checkpoints = db.checkpoints_completed() - checkpoints_before;
+    let prp = db.prp_fill_stats(1).unwrap().0;
     drop(wal);
     drop(db);
     std::fs::remove_dir_all(dir).unwrap();
@@ -292,6 +334,8 @@ fn measure(
         checkpoints,
         p50_us: percentile(&lat_ns, 0.50),
         p99_us: percentile(&lat_ns, 0.99),
+        prp_acquisitions: prp.acquisitions - prp_before.acquisitions,
+        prp_collisions: prp.collisions - prp_before.collisions,
     }
 }
 
@@ -479,25 +523,33 @@ fn main() {
     for round in 1..=a.rounds {
         for &(layout, sizes) in &layouts {
             for threads in [1, 2] {
-                let mut paths = [AllocPath::Fill, AllocPath::FillFlush, AllocPath::Direct];
+                let mut paths = [
+                    AllocPath::Fill,
+                    AllocPath::Shared,
+                    AllocPath::FillFlush,
+                    AllocPath::Direct,
+                ];
                 if round % 2 == 0 {
-                    paths.swap(1, 2);
+                    paths.swap(0, 1);
+                    paths.swap(2, 3);
                 }
                 for path in paths {
-                    let n = if path == AllocPath::Fill {
+                    let n = if matches!(path, AllocPath::Fill | AllocPath::Shared) {
                         a.extents
                     } else {
                         a.flushed_extents
                     };
                     let m = measure(&fs, &work, (layout, sizes), threads, path, n, round);
                     eprintln!(
-                        "round {round} {layout} {threads} thread(s) {}: {} extents in {:.3} s, {:.0}/s, p50 {:.1} us, p99 {:.1} us; per file {}",
+                        "round {round} {layout} {threads} thread(s) {}: {} extents in {:.3} s, {:.0}/s, p50 {:.1} us, p99 {:.1} us; FGCB_PRP_FILL {} acquisitions, {} collisions; per file {}",
                         path_name(path),
                         m.extents,
                         m.seconds,
                         m.rate(),
                         m.p50_us,
                         m.p99_us,
+                        m.prp_acquisitions,
+                        m.prp_collisions,
                         map_text(&m.per_file)
                     );
                     runs.push(m);
@@ -548,6 +600,7 @@ fn main() {
         "", "", "", "", "", "", "", "", "p50 held", "rate", "rate"
     );
     let mut summary = Vec::new();
+    let mut shared_lines = Vec::new();
     for &(layout, _) in &layouts {
         for threads in [1, 2] {
             use AllocPath::{Direct, Fill, FillFlush};
@@ -571,8 +624,20 @@ fn main() {
                 rate_ratio,
                 fill / plain_rr
             );
+            let shared = rate(AllocPath::Shared);
+            let shared_acq = med(layout, threads, AllocPath::Shared, |m| {
+                m.prp_acquisitions as f64 / m.extents as f64
+            });
+            let shared_coll = med(layout, threads, AllocPath::Shared, |m| {
+                m.prp_collisions as f64
+            });
+            shared_lines.push(format!(
+                "{layout} {threads} thread(s): shared {shared:.0}/s, {:.2}x the rate under the database lock (fill); FGCB_PRP_FILL {shared_acq:.3} acquisitions per extent, {shared_coll:.0} collisions",
+                shared / fill.max(1e-9)
+            ));
             summary.push(format!(
-                "    {{\"layout\": \"{layout}\", \"threads\": {threads}, \"fill_per_s\": {fill:.0}, \"fill_p50_held_us\": {fill_p50:.2}, \"fill_flush_per_s\": {flush:.0}, \"fill_flush_p50_held_us\": {flush_p50:.1}, \"direct_per_s\": {direct:.0}, \"direct_p50_held_us\": {direct_p50:.1}, \"ratio_fill_flush_vs_direct_p50_held\": {p50_ratio:.4}, \"ratio_fill_flush_vs_direct_rate\": {rate_ratio:.4}, \"ratio_fill_vs_in_memory_round_robin_rate\": {:.3e}, \"fill_decision_share_of_fill_time\": {:.5}}}",
+                "    {{\"layout\": \"{layout}\", \"threads\": {threads}, \"shared_per_s\": {shared:.0}, \"ratio_shared_vs_fill_rate\": {:.3}, \"shared_prp_fill_acquisitions_per_extent\": {shared_acq:.4}, \"shared_prp_fill_collisions\": {shared_coll:.0}, \"fill_per_s\": {fill:.0}, \"fill_p50_held_us\": {fill_p50:.2}, \"fill_flush_per_s\": {flush:.0}, \"fill_flush_p50_held_us\": {flush_p50:.1}, \"direct_per_s\": {direct:.0}, \"direct_p50_held_us\": {direct_p50:.1}, \"ratio_fill_flush_vs_direct_p50_held\": {p50_ratio:.4}, \"ratio_fill_flush_vs_direct_rate\": {rate_ratio:.4}, \"ratio_fill_vs_in_memory_round_robin_rate\": {:.3e}, \"fill_decision_share_of_fill_time\": {:.5}}}",
+                shared / fill.max(1e-9),
                 fill / plain_rr,
                 fill / decision[layout],
             ));
@@ -599,6 +664,9 @@ fn main() {
             100.0 * fill1 / decision[layout],
             fill2 / fill1.max(1e-9)
         );
+    }
+    for l in &shared_lines {
+        println!("{l}");
     }
     let fill_share = |layout: &str| -> String {
         let m = runs
@@ -638,7 +706,7 @@ fn main() {
         .iter()
         .map(|m| {
             format!(
-                "    {{\"round\": {}, \"layout\": \"{}\", \"threads\": {}, \"path\": \"{}\", \"extents\": {}, \"seconds\": {:.4}, \"per_s\": {:.0}, \"p50_held_us\": {:.2}, \"p99_held_us\": {:.2}, \"checkpoints\": {}, \"per_file\": {}}}",
+                "    {{\"round\": {}, \"layout\": \"{}\", \"threads\": {}, \"path\": \"{}\", \"extents\": {}, \"seconds\": {:.4}, \"per_s\": {:.0}, \"p50_held_us\": {:.2}, \"p99_held_us\": {:.2}, \"checkpoints\": {}, \"prp_fill_acquisitions\": {}, \"prp_fill_collisions\": {}, \"per_file\": {}}}",
                 m.round,
                 m.layout,
                 m.threads,
@@ -649,6 +717,8 @@ fn main() {
                 m.p50_us,
                 m.p99_us,
                 m.checkpoints,
+                m.prp_acquisitions,
+                m.prp_collisions,
                 map_json(&m.per_file)
             )
         })

@@ -85,7 +85,9 @@ impl Database {
         Ok(chain)
     }
 
-    /// The IAM page mapping (file, interval) for `au`, if the chain has one.
+    /// The IAM page mapping (file, interval) for `au`, if the chain has one. Walks the
+    /// chain as `iam_chain` does, reading each page's header in place (this is on every
+    /// allocation's path, and sessions allocating at once share file 1's cache).
     fn find_iam(
         &self,
         au: u64,
@@ -93,10 +95,26 @@ impl Database {
         interval: u32,
     ) -> Result<Option<PageId>, StorageError> {
         let start = PageId::new(file_id, interval * GAM_INTERVAL_PAGES);
-        for at in self.iam_chain(au)? {
-            if iam::start_page(&self.primary().read_page(at.page)?) == start {
+        let mut seen: Vec<PageId> = Vec::new();
+        let mut at = self.allocation_unit(au)?.first_iam_page;
+        while !at.is_null() {
+            let (owner, next, maps) = self.primary().with_page(at.page, |p| {
+                iam::validate(p, at)?;
+                let h = p.header()?;
+                Ok((h.allocation_unit_id, h.next_page, iam::start_page(p)))
+            })?;
+            if owner != au || seen.contains(&at) {
+                return Err(extentdb_format::corrupt(
+                    at,
+                    format!("IAM chain of allocation unit {au} is broken"),
+                )
+                .into());
+            }
+            if maps == start {
                 return Ok(Some(at));
             }
+            seen.push(at);
+            at = next;
         }
         Ok(None)
     }

@@ -131,6 +131,22 @@ impl DataFile {
         Ok(p)
     }
 
+    /// Runs `f` on one verified page without copying it when the allocation cache holds it
+    /// (under the cache's lock, so `f` must be short: a header or a few bits).
+    pub(crate) fn with_page<R>(
+        &self,
+        page: PageNo,
+        f: impl FnOnce(&Page) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
+        {
+            let c = self.cache.pages.lock().unwrap();
+            if let Some((p, _)) = c.get(&page.0) {
+                return f(p);
+            }
+        }
+        f(&self.read_page(page)?)
+    }
+
     /// Reads one page as it is, without verifying it (DBCC PAGE, `extentdb inspect`): a
     /// changed allocation page comes from the cache, anything else from the file, whatever
     /// it holds (zeros, a stale page, a torn one). Out-of-range pages are refused.
