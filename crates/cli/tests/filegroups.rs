@@ -49,6 +49,24 @@ fn e_option_allocates_64_consecutive_extents() {
         exec(&dir, extra, TWO_EQUAL_FILES);
         let got = rows(&exec(&dir, extra, FILL_200_EXTENTS));
         assert_eq!(got, vec![vec![1, want[0]], vec![3, want[1]]], "-E {e}");
+        // The lock the fill takes is listed as SQL Server lists it. Statements of one
+        // database still run one at a time, so nobody has collided on it.
+        let spin = exec(
+            &dir,
+            extra,
+            "SELECT name, collisions, spins, backoffs, sleep_time FROM sys.dm_os_spinlock_stats \
+             WHERE name = 'FGCB_PRP_FILL';",
+        );
+        let line = spin
+            .lines()
+            .find(|l| l.starts_with("FGCB_PRP_FILL"))
+            .unwrap();
+        let numbers: Vec<i64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.parse().unwrap())
+            .collect();
+        assert_eq!(numbers, vec![0, 0, 0, 0], "{spin}");
         if e {
             let log = std::fs::read_to_string(dir.join("log/ERRORLOG")).unwrap();
             assert!(log.contains("Command Line Startup Parameters:") && log.contains("\t -E"));

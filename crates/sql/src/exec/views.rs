@@ -93,6 +93,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.master_files" => master_files(inst),
         "sys.dm_exec_requests" => exec_requests(inst),
         "sys.dm_exec_sessions" => exec_sessions(inst),
+        "sys.dm_os_spinlock_stats" => spinlock_stats(inst),
         "sys.server_principals" | "sys.sql_logins" => server_principals(inst),
         "sys.dm_db_log_space_usage" => {
             let db = inst.database(current_db)?;
@@ -575,6 +576,41 @@ fn server_principals(inst: &Instance) -> Rowset {
             ]
         })
         .collect();
+    Rowset { columns, rows }
+}
+
+/// sys.dm_os_spinlock_stats: extentdb's one spinlock-like lock, FGCB_PRP_FILL (each
+/// filegroup's skip targets, seed 004), summed over every filegroup of every open
+/// database. Taken per allocation unless every skip target of the filegroup is 1.
+fn spinlock_stats(inst: &Instance) -> Rowset {
+    let columns = cols(&[
+        ("name", SqlType::NVarChar(256)),
+        ("collisions", SqlType::BigInt),
+        ("spins", SqlType::BigInt),
+        ("spins_per_collision", SqlType::Real),
+        ("sleep_time", SqlType::BigInt),
+        ("backoffs", SqlType::Int),
+    ]);
+    let (mut collisions, mut spins, mut sleep_us, mut backoffs) = (0u64, 0u64, 0u64, 0u64);
+    for (_, db) in inst.databases() {
+        let db = db.lock().unwrap();
+        for g in &db.catalog.filegroups {
+            if let Some((s, _)) = db.prp_fill_stats(g.data_space_id) {
+                collisions += s.collisions;
+                spins += s.spins;
+                sleep_us += s.sleep_time_us;
+                backoffs += s.backoffs;
+            }
+        }
+    }
+    let rows = vec![vec![
+        text("FGCB_PRP_FILL"),
+        Value::BigInt(collisions as i64),
+        Value::BigInt(spins as i64),
+        Value::Real(spins as f32 / collisions.max(1) as f32),
+        Value::BigInt((sleep_us / 1000) as i64),
+        Value::Int(backoffs.min(i32::MAX as u64) as i32),
+    ]];
     Rowset { columns, rows }
 }
 
