@@ -87,6 +87,9 @@ pub struct Database {
     /// CRC and first page of the last catalog logged (`log_catalog`): a save that changes
     /// neither the catalog nor where it lies logs nothing.
     logged_catalog: (u32, PageId),
+    /// Set while file 1 grows to make room for system pages (`grow_primary_for_system_pages`),
+    /// whose catalog save must not start another such growth.
+    growing_for_system_pages: bool,
 }
 
 fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
@@ -214,6 +217,7 @@ impl Database {
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
             logged_catalog: (0, PageId::NULL),
+            growing_for_system_pages: false,
         };
         db.wrap_files();
         db.format_catalog_unit()?;
@@ -342,6 +346,7 @@ impl Database {
         let mut db = Database {
             name: files.boot.name.clone(),
             logged_catalog: (files.boot.catalog_crc, files.boot.catalog_first_page),
+            growing_for_system_pages: false,
             boot: files.boot,
             catalog: files.catalog,
             data_files: files.data_files,
@@ -588,17 +593,56 @@ impl Database {
                 primary.claim_extent(e)?;
                 self.set_iam_bit(iam_at, e, true)?;
             } else {
-                return Err(StorageError::TooSmall {
-                    name: self.catalog.files[0].name.clone(),
-                    size_kb: primary.size_pages as u64 * 8,
-                    min_kb: (primary.size_pages as u64 + 64) * 8,
-                });
+                let size_pages = primary.size_pages as u64;
+                if !self.grow_primary_for_system_pages()? {
+                    return Err(StorageError::TooSmall {
+                        name: self.catalog.files[0].name.clone(),
+                        size_kb: size_pages * 8,
+                        min_kb: (size_pages + 64) * 8,
+                    });
+                }
             }
         }
         for p in &found {
             self.primary().set_pfs(p.page, pfs_value)?;
         }
         Ok(found)
+    }
+
+    /// Grows file 1 by its FILEGROWTH when system pages (catalog and IAM pages, which live in
+    /// its first GAM interval) find no room in it: a filegroup grows only once every file is
+    /// full, so file 1 can fill while others still have room, and then a unit's first
+    /// extent in another file would find no place for its IAM page. False when file 1 may
+    /// not grow (FILEGROWTH 0, MAXSIZE, or already past its first interval), or when this
+    /// is the growth's own catalog save (it finds room in the new space).
+    fn grow_primary_for_system_pages(&mut self) -> Result<bool, StorageError> {
+        let entry = self.catalog.files[0].clone();
+        debug_assert_eq!(entry.file_id, 1);
+        let to = crate::log_growth::growth_target(&entry, PAGES_PER_EXTENT)
+            .filter(|&to| to >= entry.size_pages + PAGES_PER_EXTENT);
+        let (Some(to), false) = (to, self.growing_for_system_pages) else {
+            return Ok(false);
+        };
+        if entry.size_pages / PAGES_PER_EXTENT >= extentdb_format::GAM_INTERVAL_EXTENTS {
+            return Ok(false);
+        }
+        let env = self.data.growth.env.clone();
+        let sink = crate::log_growth::EnvSink::new(&env);
+        let started = std::time::Instant::now();
+        self.growing_for_system_pages = true;
+        let grown = self.grow_file_with(env.policy, &sink, 1, to);
+        self.growing_for_system_pages = false;
+        grown?;
+        InitLog::log(
+            &sink,
+            &format!(
+                "Autogrow of file '{}' in database '{}' took {} milliseconds. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
+                entry.name,
+                self.name,
+                started.elapsed().as_millis()
+            ),
+        );
+        Ok(true)
     }
 
     /// Frees system pages that a crash left allocated but that nothing uses: pages of no

@@ -125,3 +125,46 @@ fn iam_chain_spans_gam_intervals() {
         .is_ok());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Proves a unit's first extent in another file finds room for its IAM page when file 1 is
+/// full but others are not (the filegroup does not grow then): file 1 grows by its
+/// FILEGROWTH for the system page. Before, this failed with TooSmall (seen once in
+/// allocation_concurrency.rs under CI, when the fill gave file 1's last extents away
+/// before a thread's first extent in file 3).
+#[test]
+fn a_full_file_1_grows_for_a_new_iam_page() {
+    let fs = SimFileSystem::new(12, Faults::default());
+    let root = Path::new("/sim");
+    let mut db = Database::create(&ctx(&fs, true, &Quiet), &three_file_db(root, 640)).unwrap();
+    let filler = db.create_allocation_unit(1).unwrap();
+    while db.allocate_extent(filler, 1).unwrap().is_some() {}
+    let size_before = db.data_files[&1].size_pages;
+    // Units whose first extents lie in files 3 and 4 need IAM pages until the spare pages
+    // of the system extents run out.
+    let units: Vec<u64> = (0..24)
+        .map(|_| {
+            let au = db.create_allocation_unit(1).unwrap();
+            for f in [3u16, 4] {
+                db.allocate_extent(au, f).unwrap().expect("file has room");
+            }
+            au
+        })
+        .collect();
+    assert!(
+        db.data_files[&1].size_pages > size_before,
+        "file 1 grew for system pages"
+    );
+    for au in units {
+        assert_eq!(
+            db.iam_chain(au).unwrap().len(),
+            2,
+            "an IAM page for each file"
+        );
+    }
+    let report = db.check_alloc().unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    eprintln!(
+        "file 1: {size_before} -> {} pages",
+        db.data_files[&1].size_pages
+    );
+}
