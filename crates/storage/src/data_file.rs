@@ -7,6 +7,11 @@
 //! 2. A usable extent is GAM-free (bit 1) or owned by exactly one IAM page; never both.
 //! 3. Allocation order without the log: GAM is written before IAM, so a crash in between
 //!    leaks an extent (CHECKDB 8905) but can never hand one extent out twice.
+//! 4. With the database shared (`&self`), a file's GAM bits, PFS bytes and the IAM bits of
+//!    its extents change only under the file's allocation lock (`AllocCache::allocation_lock`);
+//!    with it held exclusively (`&mut`) no lock is needed. A cached allocation page is never
+//!    replaced by an older copy (a read racing a change keeps the change; write-backs of one
+//!    file run one at a time).
 //!
 //! Allocation-map pages (GAM, SGAM, PFS, IAM, DCM, BCM) changed through `write_page` are
 //! logged (a page image) and kept in a small write-back cache (`AllocCache`) instead of

@@ -20,6 +20,13 @@
 //! at each recalculation and tells it which allocations happened. tests/proportional_fill.rs
 //! checks it against an independent reference model.
 //!
+//! Sessions allocating at once share a filegroup's round robin through `SharedFill`: the
+//! algorithm behind the FGCB_PRP_FILL lock while some skip target is above 1, a lock-free
+//! round robin when all are 1 (seed 004's exception). `Database::allocate_extent_shared`
+//! allocates with the database shared (`&self`), each extent claimed under its file's
+//! allocation lock; what needs the database to itself (growth, a new IAM page, the log)
+//! falls back to `allocate_extent_by_fill`. docs/ARCHITECTURE.md lists the lock order.
+//!
 //! Invariants:
 //! 1. After a recalculation at least one file has skip target 1 (the most-free one), so
 //!    each round of the round robin allocates at least once while any file has free space.
