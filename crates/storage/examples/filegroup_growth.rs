@@ -22,7 +22,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{median, new_file, Quiet};
@@ -147,7 +147,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool) -> Run {
     );
     let start_pages = 8 * PAGES_PER_MB;
     let target_pages = start_pages + a.growths * a.growth_mb * PAGES_PER_MB;
-    let db = Arc::new(Mutex::new(db));
+    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let pause = Duration::from_secs_f64(1.0 / a.a_rate as f64);
@@ -184,7 +184,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool) -> Run {
     }
     a_thread.join().unwrap();
     let seconds = started.elapsed().as_secs_f64();
-    let db = Arc::into_inner(db).unwrap().into_inner().unwrap();
+    let db = Arc::into_inner(db).unwrap().into_inner();
     let size = db.file_by_name("A1").unwrap().size_pages;
     let (_, wait_us) = db.data_growth_stats();
     drop(db);

@@ -26,7 +26,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use extentdb_format::backup::{
@@ -243,7 +243,7 @@ impl Database {
 
 /// BACKUP DATABASE (full or differential) and BACKUP LOG: see the module docs.
 pub fn backup_database(
-    db: &Mutex<Database>,
+    db: &crate::db_lock::DbLock,
     req: &BackupRequest<'_>,
 ) -> Result<BackupOutcome, StorageError> {
     let started = Instant::now();

@@ -34,6 +34,7 @@
 //! 1. At most one online checkpoint runs per database (`CheckpointState::running`).
 //! 2. The boot page's checkpoint LSN never moves backwards.
 
+use crate::db_lock::DbLock;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -284,7 +285,7 @@ impl CheckpointBatch {
 /// An online checkpoint of a shared database (steps 1-4), the lock taken per step.
 /// Returns false when the database has no log.
 /// Waits for one already running to finish first.
-pub fn checkpoint_online(db: &Mutex<Database>) -> Result<bool, StorageError> {
+pub fn checkpoint_online(db: &DbLock) -> Result<bool, StorageError> {
     let mut run = loop {
         let mut g = db.lock().unwrap();
         if g.wal.is_none() {
@@ -362,12 +363,12 @@ impl Checkpointer {
     /// Starts the thread and tells the database to ask it for checkpoints. `on_error`
     /// reports a failed checkpoint (the database is then poisoned and needs a reopen).
     pub fn spawn(
-        db: &Arc<Mutex<Database>>,
+        db: &Arc<DbLock>,
         on_error: impl Fn(&str, &StorageError) + Send + 'static,
     ) -> Checkpointer {
         let request = Arc::new(CheckpointRequest::default());
         db.lock().unwrap().data.checkpoint.request = Some(request.clone());
-        let weak: Weak<Mutex<Database>> = Arc::downgrade(db);
+        let weak: Weak<DbLock> = Arc::downgrade(db);
         let req = request.clone();
         let thread = std::thread::Builder::new()
             .name("checkpoint".into())

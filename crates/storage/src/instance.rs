@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use extentdb_format::catalog::{DatabaseEntry, RecoveryModel};
 use extentdb_format::file_header::FileType;
@@ -51,7 +51,7 @@ pub struct SetupOptions {
     pub sa_password: Option<String>,
 }
 
-pub type DbHandle = Arc<Mutex<Database>>;
+pub type DbHandle = Arc<crate::db_lock::DbLock>;
 
 /// A long-running request as sys.dm_exec_requests shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -377,7 +377,7 @@ impl Instance {
     /// background checkpoint thread.
     fn handle(&self, mut db: Database) -> DbHandle {
         db.set_pool_budget(self.pool_budget.clone());
-        let h = Arc::new(Mutex::new(db));
+        let h = Arc::new(crate::db_lock::DbLock::new(db));
         let log = self.errorlog.clone();
         let cp = crate::checkpoint::Checkpointer::spawn(&h, move |name, e| {
             log.write(
@@ -714,7 +714,7 @@ impl Instance {
 
     fn register_locked(
         &self,
-        master: &mut MutexGuard<'_, Database>,
+        master: &mut crate::db_lock::DbGuard<'_>,
         db: Database,
         id: u16,
     ) -> Result<(), StorageError> {
@@ -733,7 +733,7 @@ impl Instance {
         Ok(())
     }
 
-    fn database_by_name_locked(&self, master: &MutexGuard<'_, Database>, name: &str) -> bool {
+    fn database_by_name_locked(&self, master: &crate::db_lock::DbGuard<'_>, name: &str) -> bool {
         master.name.eq_ignore_ascii_case(name)
             || self.databases.lock().unwrap().iter().any(|(id, d)| {
                 *id != MASTER_ID && d.lock().unwrap().name.eq_ignore_ascii_case(name)

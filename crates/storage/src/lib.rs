@@ -19,6 +19,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data_file;
 pub mod database;
+pub mod db_lock;
 pub mod errorlog;
 pub mod file_init;
 pub mod instance;

@@ -1,6 +1,6 @@
 //! Concurrent extent allocation through proportional fill, on the real file system.
 //!
-//! Four threads share one database as the instance shares it (`Arc<Mutex<Database>>`), each
+//! Four threads share one database as the instance shares it (`Arc<extentdb_storage::db_lock::DbLock>`), each
 //! with its own allocation unit in PRIMARY, and allocate extents at once through
 //! `allocate_extent_by_fill`, now and then deallocating one of their own extents so that
 //! freed extents are reused. PRIMARY has three data files of unequal sizes (skip targets
@@ -118,7 +118,7 @@ fn xorshift(s: &mut u64) -> u64 {
 /// by proportional fill from PRIMARY, deallocating one of its own extents about every
 /// `DEALLOCATE_EVERY` iterations. Takes the lock per operation, as sessions do.
 fn concurrent_round(
-    db: &Arc<Mutex<Database>>,
+    db: &Arc<extentdb_storage::db_lock::DbLock>,
     units: Vec<Unit>,
     seed: u64,
 ) -> (Vec<Unit>, RoundStats) {
@@ -307,11 +307,8 @@ fn size_pages(db: &Database) -> Vec<(u16, u32)> {
         .collect()
 }
 
-fn into_database(db: Arc<Mutex<Database>>) -> Database {
-    Arc::into_inner(db)
-        .expect("threads joined")
-        .into_inner()
-        .unwrap()
+fn into_database(db: Arc<extentdb_storage::db_lock::DbLock>) -> Database {
+    Arc::into_inner(db).expect("threads joined").into_inner()
 }
 
 /// Proves (a)-(d) of the module docs with four threads allocating from one autogrowing
@@ -341,7 +338,7 @@ fn concurrent_allocation_keeps_the_maps_consistent() {
     );
 
     // Round 1 on the new database.
-    let shared = Arc::new(Mutex::new(db));
+    let shared = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
     let (units, stats) = concurrent_round(&shared, units, 0x5eed_0001);
     let mut db = into_database(shared);
     let summary = check_maps(&db, &units).unwrap_or_else(|e| panic!("after round 1: {e}"));
@@ -380,7 +377,7 @@ fn concurrent_allocation_keeps_the_maps_consistent() {
     assert_eq!(size_pages(&db), sizes_after, "the grown sizes are durable");
 
     // Round 2 on the reopened database: freed extents are reused, the filegroup grows on.
-    let shared = Arc::new(Mutex::new(db));
+    let shared = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
     let (units, stats) = concurrent_round(&shared, units, 0x5eed_0002);
     let db = into_database(shared);
     let summary = check_maps(&db, &units).unwrap_or_else(|e| panic!("after round 2: {e}"));

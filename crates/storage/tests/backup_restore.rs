@@ -28,7 +28,7 @@ fn source(
     std::path::PathBuf,
     Arc<dyn extentdb_io::FileSystem>,
     Instance,
-    Arc<std::sync::Mutex<Database>>,
+    Arc<extentdb_storage::db_lock::DbLock>,
 ) {
     let dir = std::env::temp_dir().join(format!("xdb-{tag}-{}", std::process::id()));
     let fs = set_up_instance(&dir);
@@ -173,7 +173,7 @@ fn online_backup_restores_one_consistent_instant() {
 /// A writer committing batches of BATCH rows into `tables` until `stop`; `committed`
 /// counts the rows committed.
 fn spawn_writer(
-    db: &Arc<std::sync::Mutex<Database>>,
+    db: &Arc<extentdb_storage::db_lock::DbLock>,
     tables: &[u32],
     committed: &Arc<AtomicU64>,
     stop: &Arc<AtomicBool>,

@@ -8,7 +8,7 @@ mod common;
 use common::{ctx, heap_and_tree, row, spec, Quiet};
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use extentdb_io::os::OsFileSystem;
 use extentdb_storage::check_db::{check_database, CheckOptions};
@@ -29,7 +29,7 @@ fn checks_beside_a_writer_see_one_instant() {
     // A small pool: evictions write pages to disk all the time, under the checks' feet.
     db.set_pool_budget(extentdb_storage::buffer_pool::PoolBudget::new(256));
     let tables = heap_and_tree(&mut db);
-    let db = Arc::new(Mutex::new(db));
+    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
     let inserted = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
 

@@ -342,7 +342,7 @@ impl Session {
     fn rebalance(
         &mut self,
         database_id: u16,
-        db: &std::sync::Arc<std::sync::Mutex<extentdb_storage::Database>>,
+        db: &extentdb_storage::instance::DbHandle,
         fg: &str,
     ) -> Result<u64, Vec<SqlError>> {
         let ds = {

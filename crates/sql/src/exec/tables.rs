@@ -3,7 +3,9 @@
 //!
 //! Only the `dbo` schema exists; a name in any other schema is not found (Msg 208).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use extentdb_storage::db_lock::DbLock;
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record;
@@ -20,7 +22,7 @@ use crate::types::{SqlType, Value};
 /// type of each column.
 pub(super) struct TableRef {
     pub db_id: u16,
-    pub db: Arc<Mutex<Database>>,
+    pub db: Arc<DbLock>,
     pub db_name: String,
     pub entry: TableEntry,
     pub types: Vec<SqlType>,
@@ -125,7 +127,7 @@ impl Session {
     pub(super) fn object_database(
         &self,
         name: &ObjectName,
-    ) -> Result<(u16, Arc<Mutex<Database>>), Vec<SqlError>> {
+    ) -> Result<(u16, Arc<DbLock>), Vec<SqlError>> {
         match name.database().filter(|d| !d.is_empty()) {
             Some(d) => self
                 .engine
@@ -137,7 +139,7 @@ impl Session {
     }
 
     /// The current database (Msg 911 if it was dropped meanwhile).
-    pub(super) fn current_database(&self) -> Result<(u16, Arc<Mutex<Database>>), Vec<SqlError>> {
+    pub(super) fn current_database(&self) -> Result<(u16, Arc<DbLock>), Vec<SqlError>> {
         self.engine
             .instance
             .database(self.database_id)

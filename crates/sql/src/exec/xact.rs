@@ -22,7 +22,9 @@
 //! a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE TABLE are
 //! immediate), and locks (the database mutex serializes statements, nothing more).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use extentdb_storage::db_lock::DbLock;
 
 use extentdb_storage::Database;
 
@@ -130,7 +132,7 @@ impl Session {
     pub(super) fn write_in_xact<T>(
         &mut self,
         db_id: u16,
-        db: &Arc<Mutex<Database>>,
+        db: &Arc<DbLock>,
         f: impl FnOnce(&mut Database, u64) -> Result<T, Vec<SqlError>>,
     ) -> Result<T, Vec<SqlError>> {
         let mut guard = db.lock().unwrap();
@@ -175,7 +177,7 @@ impl Session {
 
 /// Commits `x` and waits for its commit record to be durable, flushing outside the lock
 /// (invariant 3).
-fn commit(db: &Arc<Mutex<Database>>, x: u64) -> Result<(), Vec<SqlError>> {
+fn commit(db: &Arc<DbLock>, x: u64) -> Result<(), Vec<SqlError>> {
     let map = |e: &extentdb_storage::StorageError| errors::map(e, errors::Context::Other);
     let (lsn, wal) = {
         let mut guard = db.lock().unwrap();
