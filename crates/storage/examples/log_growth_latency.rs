@@ -430,9 +430,7 @@ fn logged_init_ms(log: &ErrorLog) -> Vec<u64> {
 /// no call that waits for it on close: wait until the log file has stopped growing, so its
 /// zeros do not share the disk with the next run.
 fn close(db: Arc<extentdb_storage::db_lock::DbLock>, a: &Args) {
-    let db = Arc::into_inner(db)
-        .expect("threads joined")
-        .into_inner();
+    let db = Arc::into_inner(db).expect("threads joined").into_inner();
     drop(db);
     let (mdf, ldf) = paths(&a.dir);
     let len = || std::fs::metadata(&ldf).map(|m| m.len()).unwrap_or(0);
