@@ -17,6 +17,7 @@ use extentdb_format::{
     bitmap, iam, pfs, ExtentNo, PageId, GAM_INTERVAL_EXTENTS, GAM_INTERVAL_PAGES, PAGES_PER_EXTENT,
 };
 
+use crate::data_file::DataFile;
 use crate::{Database, StorageError};
 
 /// What a claim of an extent in one file found.
@@ -156,12 +157,9 @@ impl Database {
         Ok(at)
     }
 
-    /// Claims a free extent of file `file_id` for `au` under the file's allocation lock,
-    /// for sessions sharing the database (`&self`); the unit's IAM page for the extent's
-    /// interval must exist already (creating one changes the chain or the catalog, which
-    /// needs the database to itself: `allocate_extent_lazy`).
-    pub(crate) fn claim_extent_shared(&self, au: u64, file_id: u16) -> Result<Claim, StorageError> {
-        self.check_writable()?;
+    /// Data file `file_id`, which must belong to allocation unit `au`'s filegroup
+    /// (invariant 1).
+    fn unit_file(&self, au: u64, file_id: u16) -> Result<&DataFile, StorageError> {
         let entry = self.allocation_unit(au)?;
         let file = self
             .data_files
@@ -174,6 +172,16 @@ impl Database {
                 .any(|f| f.file_id == file_id && f.data_space_id == entry.data_space_id),
             "file {file_id} is not in allocation unit {au}'s filegroup"
         );
+        Ok(file)
+    }
+
+    /// Claims a free extent of file `file_id` for `au` under the file's allocation lock,
+    /// for sessions sharing the database (`&self`); the unit's IAM page for the extent's
+    /// interval must exist already (creating one changes the chain or the catalog, which
+    /// needs the database to itself: `allocate_extent_lazy`).
+    pub(crate) fn claim_extent_shared(&self, au: u64, file_id: u16) -> Result<Claim, StorageError> {
+        self.check_writable()?;
+        let file = self.unit_file(au, file_id)?;
         let _allocation = file.cache.allocation_lock();
         let Some(extent) = file.find_free_extent()? else {
             return Ok(Claim::Full);
@@ -216,20 +224,7 @@ impl Database {
     ) -> Result<Option<ExtentNo>, StorageError> {
         self.check_writable()?;
         self.ensure_log_space()?;
-        let entry = self.allocation_unit(au)?;
-        let file = self
-            .data_files
-            .get(&file_id)
-            .ok_or_else(|| StorageError::FileNotFound(file_id.to_string()))?;
-        let in_filegroup = self
-            .catalog
-            .files
-            .iter()
-            .any(|f| f.file_id == file_id && f.data_space_id == entry.data_space_id);
-        assert!(
-            in_filegroup,
-            "file {file_id} is not in allocation unit {au}'s filegroup"
-        );
+        let file = self.unit_file(au, file_id)?;
         let Some(mut extent) = file.find_free_extent()? else {
             return Ok(None);
         };

@@ -633,15 +633,7 @@ impl Database {
         let grown = self.grow_file_with(env.policy, &sink, 1, to);
         self.growing_for_system_pages = false;
         grown?;
-        InitLog::log(
-            &sink,
-            &format!(
-                "Autogrow of file '{}' in database '{}' took {} milliseconds. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
-                entry.name,
-                self.name,
-                started.elapsed().as_millis()
-            ),
-        );
+        self.log_data_autogrow(&sink, &entry.name, started.elapsed(), "");
         Ok(true)
     }
 

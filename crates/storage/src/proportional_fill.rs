@@ -699,6 +699,25 @@ impl Database {
         }
     }
 
+    /// Reports a data file's autogrowth with its duration (SQL Server's message 5145);
+    /// `how` says where the initialization's time went, if not into this wait.
+    pub(crate) fn log_data_autogrow(
+        &self,
+        sink: &crate::log_growth::EnvSink,
+        file_name: &str,
+        took: std::time::Duration,
+        how: &str,
+    ) {
+        crate::file_init::InitLog::log(
+            sink,
+            &format!(
+                "Autogrow of file '{file_name}' in database '{}' took {} milliseconds{how}. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
+                self.name,
+                took.as_millis()
+            ),
+        );
+    }
+
     /// Grows filegroup `ds` when all its files are full: every file that may grow when the
     /// filegroup is AUTOGROW_ALL_FILES, else the first that may, in round-robin order from
     /// the position the round robin has reached. Each by its FILEGROWTH (pages or percent),
@@ -725,14 +744,7 @@ impl Database {
                 ),
                 None => String::new(),
             };
-            crate::file_init::InitLog::log(
-                &sink,
-                &format!(
-                    "Autogrow of file '{name}' in database '{}' took {} milliseconds{how}. Consider using ALTER DATABASE to set a smaller FILEGROWTH for this file.",
-                    self.name,
-                    started.elapsed().as_millis()
-                ),
-            );
+            self.log_data_autogrow(&sink, &name, started.elapsed(), &how);
             grown.push(file_id);
         }
         Ok(grown)
