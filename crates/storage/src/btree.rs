@@ -127,6 +127,7 @@ impl Database {
     fn cached(&mut self, pid: PageId) -> Result<&mut Page, StorageError> {
         self.data
             .pool
+            .get_mut()
             .page(&self.data_files, self.wal.as_deref(), pid)
     }
 
@@ -396,6 +397,7 @@ impl Database {
             set_lsn(&mut pg, lsn)?;
             self.data
                 .pool
+                .get_mut()
                 .install(&self.data_files, Some(&wal), pid, pg)?;
         }
         Ok(())
@@ -547,7 +549,7 @@ impl Database {
     ) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         let mut at = t.root_page;
         loop {
-            let p = self.data.pool.peek(&self.data_files, at)?;
+            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
             let h = p.header()?;
             if h.level == 0 {
                 break;
@@ -561,7 +563,7 @@ impl Database {
         let mut out = Vec::new();
         let mut seen = 0usize;
         while !at.is_null() {
-            let p = self.data.pool.peek(&self.data_files, at)?;
+            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
             for (slot, r) in data_page::records(&p) {
                 let r = r?;
                 if !record::is_ghost(r) {

@@ -89,7 +89,12 @@ impl Database {
         let Some(wal) = self.wal.clone() else {
             return Ok(());
         };
-        if let Err(e) = self.data.pool.flush_all(&self.data_files, Some(&wal)) {
+        if let Err(e) = self
+            .data
+            .pool
+            .get_mut()
+            .flush_all(&self.data_files, Some(&wal))
+        {
             self.poison();
             return Err(e);
         }
@@ -104,7 +109,7 @@ impl Database {
     /// Step 4's bookkeeping, shared by both ways: keeps the log from the oldest active
     /// BEGIN (analysis and undo read from there) or cp, and publishes cp in the boot page.
     fn checkpoint_record(&mut self, wal: &LogWriter, cp: Lsn) -> Result<(), StorageError> {
-        let oldest = self.data.xacts.oldest_first_lsn();
+        let oldest = self.data.xacts.get_mut().oldest_first_lsn();
         let mut keep = oldest.map_or(cp, |o| o.min(cp));
         // Under FULL recovery the log chain keeps what the next BACKUP LOG copies.
         if let Some(chain) = self.log_chain_start() {
@@ -149,11 +154,11 @@ impl Database {
         let cp = wal.end_lsn();
         self.data.checkpoint.running = true;
         self.data.checkpoint.pending_lsn = self.data.checkpoint.pending_lsn.max(cp);
-        let gate = self.data.pool.gate();
+        let gate = self.data.pool.get_mut().gate();
         gate.start();
         Ok(Some(CheckpointRun {
             cp,
-            pending: self.data.pool.dirty_pids(),
+            pending: self.data.pool.get_mut().dirty_pids(),
             next: 0,
             gate,
             wal,
@@ -170,7 +175,7 @@ impl Database {
         while pages.len() < BATCH_PAGES && run.next < run.pending.len() {
             let pid = run.pending[run.next];
             run.next += 1;
-            if let Some((p, lsn)) = self.data.pool.dirty_copy(pid) {
+            if let Some((p, lsn)) = self.data.pool.get_mut().dirty_copy(pid) {
                 pages.push((pid, p, lsn));
             }
         }
@@ -186,7 +191,7 @@ impl Database {
     /// Step 2, second locked half: pages unchanged since their copy are clean.
     pub fn checkpoint_batch_written(&mut self, batch: &CheckpointBatch) {
         for (pid, _, lsn) in &batch.pages {
-            self.data.pool.mark_clean_if(*pid, *lsn);
+            self.data.pool.get_mut().mark_clean_if(*pid, *lsn);
         }
     }
 

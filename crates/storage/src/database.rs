@@ -78,7 +78,7 @@ pub struct Database {
     pub(crate) wal: Option<Arc<LogWriter>>,
     /// Set after a write or sync failed part-way through a change: memory may no longer match
     /// disk, so every further change is refused until the database is reopened.
-    poisoned: bool,
+    poisoned: std::sync::atomic::AtomicBool,
     /// Buffer pool, active transactions and heap cursors (see `table` and `xact`).
     pub(crate) data: crate::table::DataPath,
     /// Copy-on-write views of the data files for the checkers (see `snapshot`); every data
@@ -213,7 +213,7 @@ impl Database {
             catalog_chain: Vec::new(),
             spare_catalog_pages: Vec::new(),
             wal: None,
-            poisoned: false,
+            poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
             logged_catalog: (0, PageId::NULL),
@@ -354,7 +354,7 @@ impl Database {
             catalog_chain: files.chain,
             spare_catalog_pages: Vec::new(),
             wal: None,
-            poisoned: false,
+            poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
         };
@@ -383,7 +383,7 @@ impl Database {
         &self,
         pid: PageId,
     ) -> Result<(extentdb_format::Page, bool), StorageError> {
-        if let Some(c) = self.data.pool.cached(pid) {
+        if let Some(c) = self.data.pool.lock().cached(pid) {
             return Ok(c);
         }
         let file = self
@@ -394,8 +394,9 @@ impl Database {
     }
 
     /// Marks the database as needing a reopen (recovery) before further changes.
-    pub(crate) fn poison(&mut self) {
-        self.poisoned = true;
+    pub(crate) fn poison(&self) {
+        self.poisoned
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The log writer, for flushing a commit outside the database's lock.
@@ -411,12 +412,12 @@ impl Database {
 
     /// True once a failed write left memory and disk possibly apart (see `check_writable`).
     pub fn is_poisoned(&self) -> bool {
-        self.poisoned
+        self.poisoned.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Refuses changes once a failed write left memory and disk possibly apart.
     pub(crate) fn check_writable(&self) -> Result<(), StorageError> {
-        if self.poisoned {
+        if self.is_poisoned() {
             return Err(StorageError::NeedsReopen(self.name.clone()));
         }
         Ok(())
@@ -429,7 +430,7 @@ impl Database {
         self.check_writable()?;
         let result = self.save_catalog_inner();
         if result.is_err() {
-            self.poisoned = true;
+            self.poison();
         }
         result
     }
@@ -748,7 +749,7 @@ impl Database {
             let ids: Vec<u16> = added.iter().map(|a| a.0).collect();
             self.catalog.files.retain(|f| !ids.contains(&f.file_id));
             // Once poisoned, the durable catalog may list these files: keep them for reopening.
-            if !self.poisoned {
+            if !self.is_poisoned() {
                 for (_, f, _) in &added {
                     let _ = ctx.fs.remove(&f.physical_name);
                 }
@@ -785,7 +786,7 @@ impl Database {
             // The files are added durably by now: a failure here must not read as "not
             // added", so the database waits for a reopen (which recalculates).
             if let Err(e) = self.recalculate_fill(ds) {
-                self.poisoned = true;
+                self.poison();
                 return Err(e);
             }
         }
@@ -892,11 +893,11 @@ impl Database {
         if let Err(e) = &result {
             // A failure after the space was initialized may have reached the disk in part.
             if !matches!(e, StorageError::FileExpand { .. }) {
-                self.poisoned = true;
+                self.poison();
             }
             self.catalog.files[idx].size_pages = old_pages;
             // Once poisoned, the durable catalog may record the larger size: cut nothing.
-            if !self.poisoned {
+            if !self.is_poisoned() {
                 if let Some(df) = self.data_files.get_mut(&file_id) {
                     df.size_pages = old_pages;
                     // Undo the GAM bits the growth set; pages beyond the old size are cut away.
@@ -966,7 +967,7 @@ impl Database {
         // them: a checkpoint writes them, and redo then starts past every such record.
         self.drop_prepared_data_growth(entry.file_id);
         self.checkpoint()?;
-        self.data.pool.forget_file(entry.file_id);
+        self.data.pool.get_mut().forget_file(entry.file_id);
         self.data.emptying.remove(&entry.file_id);
         let before = self.catalog.clone();
         self.catalog.files.retain(|f| f.file_id != entry.file_id);

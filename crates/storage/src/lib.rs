@@ -23,6 +23,7 @@ pub mod db_lock;
 pub mod errorlog;
 pub mod file_init;
 pub mod instance;
+pub mod latch;
 pub mod log_file;
 pub mod log_growth;
 pub mod log_writer;

@@ -237,7 +237,7 @@ impl Database {
             return (0, "NOTHING");
         };
         let current = wal.current_sequence();
-        let oldest = self.data.xacts.oldest_first_lsn();
+        let oldest = self.data.xacts.lock().oldest_first_lsn();
         if let Some(chain) = self.log_chain_start() {
             let before_oldest = oldest.is_none_or(|o| chain < o);
             if chain.vlf_sequence < current && before_oldest {
@@ -257,7 +257,7 @@ impl Database {
             return false;
         };
         let mut keep = wal.end_lsn();
-        if let Some(oldest) = self.data.xacts.oldest_first_lsn() {
+        if let Some(oldest) = self.data.xacts.lock().oldest_first_lsn() {
             keep = keep.min(oldest);
         }
         if let Some(chain) = self.log_chain_start() {

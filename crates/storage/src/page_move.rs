@@ -53,12 +53,12 @@ impl Database {
         if entry.file_type != extentdb_format::file_header::FileType::Rows || file_id == 1 {
             return Err(StorageError::CannotEmptyFile(entry.name));
         }
-        if !self.data.xacts.active.is_empty() {
+        if !self.data.xacts.get_mut().active.is_empty() {
             return Err(StorageError::ActiveTransactions(self.name.clone()));
         }
         self.data.emptying.insert(file_id);
         // Heap cursors may point into the file: rebuilt on next use from the unit's extents.
-        self.data.cursors.clear();
+        self.data.cursors.get_mut().clear();
         self.recalculate_fill(entry.data_space_id)?;
         let tables: Vec<TableEntry> = self
             .catalog
@@ -80,7 +80,7 @@ impl Database {
                 stats.extents_moved += 1;
             }
         }
-        self.data.cursors.clear();
+        self.data.cursors.get_mut().clear();
         self.flush_log()?;
         Ok(stats)
     }
@@ -109,7 +109,10 @@ impl Database {
         }
         self.drop_prepared_data_growth(file_id);
         self.checkpoint()?;
-        self.data.pool.forget_file_from(file_id, new_pages);
+        self.data
+            .pool
+            .get_mut()
+            .forget_file_from(file_id, new_pages);
         self.update_file_entry(file_id, |f| f.size_pages = new_pages)?;
         let df = self.data_files.get_mut(&file_id).expect("data file");
         df.size_pages = new_pages;
@@ -153,7 +156,7 @@ impl Database {
         let mut moved = 0;
         for i in 0..PAGES_PER_EXTENT {
             let old = PageId::new(file_id, e.first_page().0 + i);
-            let p = self.data.pool.peek(&self.data_files, old)?;
+            let p = self.data.pool.get_mut().peek(&self.data_files, old)?;
             if !crate::table::is_unit_page(&p, t.allocation_unit_id) {
                 continue;
             }
@@ -200,7 +203,7 @@ impl Database {
     /// while a transaction is active (invariant 2), and the caller retries.
     pub fn rebalance_step(&mut self, ds: u16) -> Result<Option<u64>, StorageError> {
         self.check_writable()?;
-        if !self.data.xacts.active.is_empty() {
+        if !self.data.xacts.get_mut().active.is_empty() {
             return Ok(None);
         }
         let usage = self.filegroup_usage(ds)?;
@@ -226,7 +229,7 @@ impl Database {
         let Some((object_id, e)) = candidate else {
             return Ok(Some(0));
         };
-        self.data.cursors.clear();
+        self.data.cursors.get_mut().clear();
         self.move_extent_to(object_id, plan.from, e, Some(plan.to))?;
         self.flush_log()?;
         Ok(Some(plan.remaining.saturating_sub(1)))
@@ -243,7 +246,7 @@ impl Database {
 
     /// Moves page `old` of table `t` to `new` (see the module docs).
     fn move_page(&mut self, t: &TableEntry, old: PageId, new: PageId) -> Result<(), StorageError> {
-        let page = self.data.pool.peek(&self.data_files, old)?;
+        let page = self.data.pool.get_mut().peek(&self.data_files, old)?;
         let h = page.header()?;
         let mut copy = page.clone();
         let mut ch = copy.header()?;
@@ -255,7 +258,7 @@ impl Database {
                 if sibling.is_null() {
                     continue;
                 }
-                let mut s = self.data.pool.peek(&self.data_files, sibling)?;
+                let mut s = self.data.pool.get_mut().peek(&self.data_files, sibling)?;
                 let mut sh = s.header()?;
                 if is_prev {
                     sh.next_page = new;
@@ -282,7 +285,7 @@ impl Database {
                 return self.log_images(vec![(old, emptied(old)?)]);
             }
             let (parent, slot) = self.find_parent(t, old, h.level)?;
-            let mut pp = self.data.pool.peek(&self.data_files, parent)?;
+            let mut pp = self.data.pool.get_mut().peek(&self.data_files, parent)?;
             let ki = KeyInfo::of(t);
             let rec = data_page::record(&pp, slot)?
                 .ok_or_else(|| extentdb_format::corrupt(parent, "separator slot is empty"))?
@@ -308,7 +311,7 @@ impl Database {
         let ki = KeyInfo::of(t);
         let mut at = t.root_page;
         loop {
-            let p = self.data.pool.peek(&self.data_files, at)?;
+            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
             let h = p.header()?;
             if h.level == level + 1 {
                 break;
@@ -323,7 +326,7 @@ impl Database {
             at = ki.separator(first)?.1;
         }
         while !at.is_null() {
-            let p = self.data.pool.peek(&self.data_files, at)?;
+            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
             for (slot, r) in data_page::records(&p) {
                 if ki.separator(r?)?.1 == child {
                     return Ok((at, slot));

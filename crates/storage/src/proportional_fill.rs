@@ -271,6 +271,11 @@ pub struct SharedFill {
     /// The allocation count that triggers the next recalculation while lock-free.
     threshold: AtomicU32,
     counters: PrpFillCounters,
+    /// Turns a session sharing the database was given but could not use (the unit needs
+    /// an IAM page in that file, which only the exclusive path creates): the next exclusive
+    /// allocations take them first, so the round robin hands out the same files as if the
+    /// session had allocated there itself.
+    deferred: Mutex<std::collections::VecDeque<u16>>,
 }
 
 impl SharedFill {
@@ -355,6 +360,11 @@ impl SharedFill {
     /// `recalculate` after the filegroup's files changed (`&mut`: nobody allocates).
     fn recalculate_files(&mut self, free: &[(u16, u32)], e_extents: u32) -> Recalculation {
         self.lock_free.store(false, Ordering::Release);
+        // A turn given back may name a file no longer in the filegroup.
+        self.deferred
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         self.ring = free
             .iter()
             .map(|&(file_id, _)| RingFile {
@@ -395,6 +405,22 @@ impl SharedFill {
             Some(id) => Pick::File(id),
             None => Pick::AllFull,
         }
+    }
+
+    /// Gives back a turn of `file_id` that a session sharing the database could not use.
+    fn defer(&self, file_id: u16) {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back(file_id);
+    }
+
+    /// A turn given back (`defer`), for an allocation holding the database exclusively.
+    fn take_deferred(&self) -> Option<u16> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
     }
 
     /// Records an extent handed out from `file_id`.
@@ -467,7 +493,17 @@ use std::thread::JoinHandle;
 use extentdb_format::{ExtentNo, PAGES_PER_EXTENT};
 
 use crate::allocation::Claim;
+use crate::log_growth::GrowthEnv;
 use crate::{Database, StorageError};
+
+/// What an allocation by a session sharing the database found (`allocate_shared`).
+pub(crate) enum SharedAllocation {
+    Extent(u16, ExtentNo),
+    /// Every file of the filegroup is full.
+    NeedsGrowth,
+    /// A new IAM page, or a log needing a checkpoint or growth.
+    NeedsExclusive,
+}
 
 /// Where the shared part of an allocation by fill ended.
 enum FillStep {
@@ -519,24 +555,28 @@ impl Database {
             .entry(ds)
             .or_default()
             .recalculate_files(&free, e_extents);
-        self.trace_recalculation(&r);
+        self.trace_recalculation(&r, &self.data.growth.env);
         Ok(())
     }
 
     /// The recalculation due after `RECALCULATE_EVERY` allocations, while sessions may be
     /// allocating; when several find it due at once, one recalculates.
-    fn recalculate_due(&self, fill: &SharedFill, ds: u16) -> Result<(), StorageError> {
+    fn recalculate_due(
+        &self,
+        fill: &SharedFill,
+        ds: u16,
+        env: &GrowthEnv,
+    ) -> Result<(), StorageError> {
         let free = self.free_extents_by_file(ds)?;
-        if let Some(r) = fill.recalculate(&free, self.data.growth.env.e_extents, true) {
-            self.trace_recalculation(&r);
+        if let Some(r) = fill.recalculate(&free, env.e_extents, true) {
+            self.trace_recalculation(&r, env);
         }
         Ok(())
     }
 
     /// Writes a recalculation to the error log under trace flags 1165 and 3605, in seed
-    /// 004's three line shapes.
-    fn trace_recalculation(&self, r: &Recalculation) {
-        let env = &self.data.growth.env;
+    /// 004's three line shapes, as the session `env` describes (its trace flags and spid).
+    fn trace_recalculation(&self, r: &Recalculation, env: &GrowthEnv) {
         let (true, Some(log)) = (env.trace_fill, &env.errorlog) else {
             return;
         };
@@ -592,11 +632,24 @@ impl Database {
     /// The part of an allocation by fill that sessions may run at once (`&self`): the
     /// round robin's choice (lock-free when every skip target is 1) and the claim of an
     /// extent in the chosen file under that file's allocation lock.
-    fn fill_step(&self, fill: &SharedFill, au: u64, ds: u16) -> Result<FillStep, StorageError> {
-        let e_extents = self.data.growth.env.e_extents.max(1);
+    fn fill_step(
+        &self,
+        fill: &SharedFill,
+        au: u64,
+        ds: u16,
+        env: &GrowthEnv,
+        exclusive: bool,
+    ) -> Result<FillStep, StorageError> {
+        let e_extents = env.e_extents.max(1);
         loop {
-            match fill.next_file(e_extents) {
-                Pick::Due => self.recalculate_due(fill, ds)?,
+            let deferred = if exclusive {
+                fill.take_deferred()
+            } else {
+                None
+            };
+            let pick = deferred.map_or_else(|| fill.next_file(e_extents), Pick::File);
+            match pick {
+                Pick::Due => self.recalculate_due(fill, ds, env)?,
                 Pick::AllFull => return Ok(FillStep::AllFull),
                 Pick::File(file_id) => match self.claim_extent_shared(au, file_id)? {
                     Claim::Extent(e) => {
@@ -626,16 +679,39 @@ impl Database {
         au: u64,
         ds: u16,
     ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
+        Ok(match self.allocate_shared(au, ds, &self.data.growth.env)? {
+            SharedAllocation::Extent(file_id, e) => Some((file_id, e)),
+            SharedAllocation::NeedsExclusive | SharedAllocation::NeedsGrowth => None,
+        })
+    }
+
+    /// `allocate_extent_shared`, saying why it found no extent: a filegroup whose files
+    /// are all full (counted again from the maps, as the believed counts miss extents
+    /// freed since) must grow; anything else needs the database held exclusively. `env` is
+    /// the allocating session's (-E, trace flags, its spid in the error log).
+    pub(crate) fn allocate_shared(
+        &self,
+        au: u64,
+        ds: u16,
+        env: &GrowthEnv,
+    ) -> Result<SharedAllocation, StorageError> {
         self.check_writable()?;
         if self.log_needs_attention() {
-            return Ok(None);
+            return Ok(SharedAllocation::NeedsExclusive);
         }
         let Some(fill) = self.data.fill.get(&ds) else {
-            return Ok(None);
+            return Ok(SharedAllocation::NeedsExclusive);
         };
-        Ok(match self.fill_step(fill, au, ds)? {
-            FillStep::Extent(file_id, e) => Some((file_id, e)),
-            FillStep::NeedsIam(_) | FillStep::AllFull => None,
+        Ok(match self.fill_step(fill, au, ds, env, false)? {
+            FillStep::Extent(file_id, e) => SharedAllocation::Extent(file_id, e),
+            FillStep::NeedsIam(file_id) => {
+                fill.defer(file_id);
+                SharedAllocation::NeedsExclusive
+            }
+            FillStep::AllFull if self.free_extents_by_file(ds)?.iter().all(|f| f.1 == 0) => {
+                SharedAllocation::NeedsGrowth
+            }
+            FillStep::AllFull => SharedAllocation::NeedsExclusive,
         })
     }
 
@@ -654,7 +730,7 @@ impl Database {
         loop {
             self.ensure_log_space()?;
             let fill = &self.data.fill[&ds];
-            let got = match self.fill_step(fill, au, ds)? {
+            let got = match self.fill_step(fill, au, ds, &self.data.growth.env, true)? {
                 FillStep::Extent(file_id, e) => Some((file_id, e)),
                 FillStep::NeedsIam(file_id) => {
                     let got = self.allocate_extent_lazy(au, file_id)?;
@@ -912,10 +988,19 @@ impl Database {
     /// with the database held exclusively, which then only formats the new space's maps
     /// and saves the catalog. Returns the files prepared (or already prepared).
     pub fn prepare_filegroup_growth_shared(&self, ds: u16) -> Result<Vec<u16>, StorageError> {
+        self.prepare_growth_shared(ds, &self.data.growth.env)
+    }
+
+    /// `prepare_filegroup_growth_shared` as session `env` would run it (its IFI policy and
+    /// trace flags, its spid in the error log).
+    pub(crate) fn prepare_growth_shared(
+        &self,
+        ds: u16,
+        env: &GrowthEnv,
+    ) -> Result<Vec<u16>, StorageError> {
         self.check_writable()?;
         let lock = self.growth_lock(ds);
         let _growing = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let env = &self.data.growth.env;
         let sink = crate::log_growth::EnvSink::new(env);
         let mut prepared = Vec::new();
         for (file_id, _, to) in self.growth_targets(ds) {

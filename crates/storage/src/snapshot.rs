@@ -440,11 +440,13 @@ impl crate::Database {
     }
 
     /// A view of the database as it is now that stays exact while other sessions write
-    /// (module docs). Call under the database's lock; the lock may be released at once.
+    /// (module docs). Call with the database held exclusively (no shared insert may be
+    /// half done); the lock may be released at once.
     pub fn check_source(&self) -> Result<CheckSource, StorageError> {
         let mut pages: Vec<(PageId, Page)> = Vec::new();
-        for pid in self.data.pool.dirty_pids() {
-            if let Some((mut p, _)) = self.data.pool.dirty_copy(pid) {
+        let pool = self.data.pool.lock();
+        for pid in pool.dirty_pids() {
+            if let Some((mut p, _)) = pool.dirty_copy(pid) {
                 p.seal();
                 pages.push((pid, p));
             }

@@ -27,6 +27,7 @@
 //!    rest of that extent is free.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::log_record::{LogRecordBody, SlotAction, XactId};
@@ -34,7 +35,9 @@ use extentdb_format::record::{self, ColumnLayout};
 use extentdb_format::{data_page, ExtentNo, Page, PageId, PageType, PAGES_PER_EXTENT};
 
 use crate::buffer_pool::{BufferPool, DEFAULT_CAPACITY_PAGES};
-use crate::xact::{set_lsn, XactTable};
+use crate::latch::Latch;
+use crate::proportional_fill::SharedAllocation;
+use crate::xact::set_lsn;
 use crate::{Database, StorageError};
 
 /// A row's address: page and slot.
@@ -51,12 +54,16 @@ pub(crate) struct HeapCursor {
 }
 
 /// The data path's state inside a database: buffer pool, transactions, heap cursors and
-/// identity values handed out.
+/// identity values handed out. The first four are latched (`Latch`): sessions sharing the
+/// database insert into heaps at once (`insert_row_shared`).
 pub struct DataPath {
-    pub(crate) pool: BufferPool,
-    pub(crate) xacts: XactTable,
-    pub(crate) cursors: HashMap<u64, HeapCursor>,
-    pub(crate) identity: HashMap<u32, i64>,
+    pub(crate) pool: Latch<BufferPool>,
+    pub(crate) xacts: Latch<crate::xact::XactTable>,
+    pub(crate) cursors: Latch<HashMap<u64, HeapCursor>>,
+    pub(crate) identity: Latch<HashMap<u32, i64>>,
+    /// Each heap's insert lock (by allocation unit): sessions sharing the database insert
+    /// into one heap one at a time, into different heaps at once.
+    pub(crate) insert_locks: Latch<HashMap<u64, Arc<Mutex<()>>>>,
     pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
     pub(crate) growth: crate::log_growth::LogGrowth,
     pub(crate) checkpoint: crate::checkpoint::CheckpointState,
@@ -77,10 +84,11 @@ impl Default for DataPath {
 impl DataPath {
     pub fn with_capacity(pages: usize) -> DataPath {
         DataPath {
-            pool: BufferPool::new(pages),
-            xacts: XactTable::default(),
-            cursors: HashMap::new(),
-            identity: HashMap::new(),
+            pool: Latch::new(BufferPool::new(pages)),
+            xacts: Default::default(),
+            cursors: Default::default(),
+            identity: Default::default(),
+            insert_locks: Default::default(),
             recovery: None,
             growth: Default::default(),
             checkpoint: Default::default(),
@@ -162,7 +170,7 @@ impl Database {
             c.tables.retain(|x| x.object_id != object_id);
             Ok(())
         })?;
-        self.data.identity.remove(&object_id);
+        self.data.identity.get_mut().remove(&object_id);
         self.free_allocation_unit(t.allocation_unit_id)
     }
 
@@ -186,12 +194,12 @@ impl Database {
             e.root_page = fresh.root_page;
             Ok(())
         })?;
-        self.data.identity.remove(&object_id);
+        self.data.identity.get_mut().remove(&object_id);
         self.free_allocation_unit(t.allocation_unit_id)
     }
 
     fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
-        self.data.cursors.remove(&au);
+        self.data.cursors.get_mut().remove(&au);
         for (file, extent) in self.extents_of(au)? {
             self.deallocate_extent_lazy(au, file, extent)?;
         }
@@ -211,7 +219,7 @@ impl Database {
             return Err(StorageError::TableNotFound(object_id));
         };
         let (seed, inc) = col.identity.expect("found");
-        let last = match self.data.identity.get(&object_id) {
+        let last = match self.data.identity.get_mut().get(&object_id) {
             Some(v) => Some(*v),
             None => self.max_stored_identity(&t, pos, inc)?,
         };
@@ -219,13 +227,33 @@ impl Database {
             None => seed,
             Some(v) => v.checked_add(inc).ok_or(StorageError::IdentityOverflow)?,
         };
-        self.data.identity.insert(object_id, next);
+        self.data.identity.get_mut().insert(object_id, next);
         Ok(next)
+    }
+
+    /// `next_identity` for a session sharing the database: None when the table's identity
+    /// value is not known yet (after open it is found by a scan, which `next_identity`
+    /// does with the database held exclusively).
+    pub fn next_identity_shared(&self, object_id: u32) -> Result<Option<i64>, StorageError> {
+        let t = self
+            .table_by_id(object_id)
+            .ok_or(StorageError::TableNotFound(object_id))?;
+        let Some((_, inc)) = t.columns.iter().find_map(|c| c.identity) else {
+            return Err(StorageError::TableNotFound(object_id));
+        };
+        let mut known = self.data.identity.lock();
+        let Some(last) = known.get_mut(&object_id) else {
+            return Ok(None);
+        };
+        *last = last
+            .checked_add(inc)
+            .ok_or(StorageError::IdentityOverflow)?;
+        Ok(Some(*last))
     }
 
     /// Sets the identity value last handed out (SET IDENTITY_INSERT, DBCC CHECKIDENT).
     pub fn note_identity(&mut self, object_id: u32, value: i64) {
-        self.data.identity.insert(object_id, value);
+        self.data.identity.get_mut().insert(object_id, value);
     }
 
     fn max_stored_identity(
@@ -272,7 +300,7 @@ impl Database {
             return self.btree_insert(xact, &t, rec);
         }
         let page = self.insert_target(&t, rec.len())?;
-        let slot = data_page::slot_count(self.data.pool.page(
+        let slot = data_page::slot_count(self.data.pool.get_mut().page(
             &self.data_files,
             self.wal.as_deref(),
             page,
@@ -289,6 +317,87 @@ impl Database {
         Ok((page, slot))
     }
 
+    /// `insert_row` for a session sharing the database (`DbLock::read`) with others
+    /// inserting at once: sessions insert into different heaps at once and into one heap
+    /// one at a time (its insert lock), and allocate extents without the database's lock
+    /// (`allocate_extent_shared`). None, with nothing of the row logged, when the row
+    /// needs the database held exclusively: a clustered index, a heap whose cursor is not
+    /// known yet, a new IAM page, a filegroup that must grow (with IFI off its growth is
+    /// initialized first, here, under the filegroup's growth lock only), or a log needing a checkpoint
+    /// or growth. The caller then inserts the row with `insert_row`. `env` is the inserting
+    /// session's (what `set_growth_env` would set for an exclusive statement).
+    pub fn insert_row_shared(
+        &self,
+        xact: XactId,
+        object_id: u32,
+        rec: &[u8],
+        env: &crate::log_growth::GrowthEnv,
+    ) -> Result<Option<Rid>, StorageError> {
+        self.check_writable()?;
+        let t = self
+            .table_by_id(object_id)
+            .ok_or(StorageError::TableNotFound(object_id))?;
+        if t.index_id != 0 || self.log_needs_attention() {
+            return Ok(None);
+        }
+        let au = t.allocation_unit_id;
+        let lock = self.data.insert_locks.lock().entry(au).or_default().clone();
+        let _inserting = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = self.data.cursors.lock().get(&au).copied() else {
+            return Ok(None);
+        };
+        let room = |pid: PageId| -> Result<Option<u16>, StorageError> {
+            let mut pool = self.data.pool.lock();
+            let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
+            Ok(data_page::can_insert(p, rec.len(), true).then(|| data_page::slot_count(p)))
+        };
+        let (page, slot) = match c.current.map(|cur| (cur, room(cur))) {
+            Some((cur, Ok(Some(slot)))) => (cur, slot),
+            Some((_, Err(e))) => return Err(e),
+            _ => {
+                let (file, extent, index) = match c.extent {
+                    Some((f, e)) if c.next_index < PAGES_PER_EXTENT => (f, e, c.next_index),
+                    _ => match self.allocate_shared(au, t.data_space_id, env)? {
+                        SharedAllocation::Extent(f, e) => (f, e, 0),
+                        SharedAllocation::NeedsGrowth => {
+                            // Zeros take long enough to keep out of the database's lock;
+                            // an instant growth is not worth a second step.
+                            if !env.policy.instant {
+                                self.prepare_growth_shared(t.data_space_id, env)?;
+                            }
+                            return Ok(None);
+                        }
+                        SharedAllocation::NeedsExclusive => return Ok(None),
+                    },
+                };
+                let pid = PageId::new(file, extent.first_page().0 + index);
+                self.data.cursors.lock().insert(
+                    au,
+                    HeapCursor {
+                        current: c.current,
+                        extent: Some((file, extent)),
+                        next_index: index + 1,
+                    },
+                );
+                self.format_unit_page(pid, au, PageType::Data, 0, 0)?;
+                if let Some(c) = self.data.cursors.lock().get_mut(&au) {
+                    c.current = Some(pid);
+                }
+                (pid, 0)
+            }
+        };
+        let inserted = self.change_page_shared(
+            xact,
+            page,
+            SlotAction::Insert {
+                slot,
+                record: rec.to_vec(),
+            },
+            SlotAction::Remove { slot },
+        )?;
+        Ok(inserted.then_some((page, slot)))
+    }
+
     /// Every live (non-ghost) record of the table with its RID, in allocation order.
     pub fn scan_rows(&mut self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         let t = self.table_or_err(object_id)?;
@@ -299,7 +408,7 @@ impl Database {
         for (file, extent) in self.extents_of(t.allocation_unit_id)? {
             for i in 0..PAGES_PER_EXTENT {
                 let pid = PageId::new(file, extent.first_page().0 + i);
-                let p = self.data.pool.peek(&self.data_files, pid)?;
+                let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
                 if !is_heap_page(&p, t.allocation_unit_id) {
                     continue;
                 }
@@ -401,6 +510,7 @@ impl Database {
         let p = self
             .data
             .pool
+            .get_mut()
             .page(&self.data_files, self.wal.as_deref(), rid.0)?;
         let stale = || StorageError::RowNotFound {
             page: rid.0,
@@ -419,15 +529,16 @@ impl Database {
     /// (and allocating an extent) when the current one is full.
     fn insert_target(&mut self, t: &TableEntry, len: usize) -> Result<PageId, StorageError> {
         let au = t.allocation_unit_id;
-        if !self.data.cursors.contains_key(&au) {
+        if !self.data.cursors.get_mut().contains_key(&au) {
             let c = self.recover_cursor(au)?;
-            self.data.cursors.insert(au, c);
+            self.data.cursors.get_mut().insert(au, c);
         }
-        let c = self.data.cursors[&au];
+        let c = self.data.cursors.get_mut()[&au];
         if let Some(cur) = c.current {
             let p = self
                 .data
                 .pool
+                .get_mut()
                 .page(&self.data_files, self.wal.as_deref(), cur)?;
             if data_page::can_insert(p, len, true) {
                 return Ok(cur);
@@ -435,7 +546,12 @@ impl Database {
         }
         let pid = self.take_page(t)?;
         self.format_unit_page(pid, au, PageType::Data, 0, 0)?;
-        self.data.cursors.get_mut(&au).expect("taken").current = Some(pid);
+        self.data
+            .cursors
+            .get_mut()
+            .get_mut(&au)
+            .expect("taken")
+            .current = Some(pid);
         Ok(pid)
     }
 
@@ -443,11 +559,11 @@ impl Database {
     /// or the first of a newly allocated one.
     pub(crate) fn take_page(&mut self, t: &TableEntry) -> Result<PageId, StorageError> {
         let au = t.allocation_unit_id;
-        if !self.data.cursors.contains_key(&au) {
+        if !self.data.cursors.get_mut().contains_key(&au) {
             let c = self.recover_cursor(au)?;
-            self.data.cursors.insert(au, c);
+            self.data.cursors.get_mut().insert(au, c);
         }
-        let c = self.data.cursors[&au];
+        let c = self.data.cursors.get_mut()[&au];
         let (file, extent, index) = match c.extent {
             Some((f, e)) if c.next_index < PAGES_PER_EXTENT => (f, e, c.next_index),
             _ => {
@@ -455,7 +571,7 @@ impl Database {
                 (f, e, 0)
             }
         };
-        self.data.cursors.insert(
+        self.data.cursors.get_mut().insert(
             au,
             HeapCursor {
                 current: c.current,
@@ -478,7 +594,7 @@ impl Database {
         };
         for i in 0..PAGES_PER_EXTENT {
             let pid = PageId::new(file, extent.first_page().0 + i);
-            let p = self.data.pool.peek(&self.data_files, pid)?;
+            let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
             if !is_unit_page(&p, au) {
                 break;
             }
@@ -517,7 +633,7 @@ impl Database {
     /// Formats `pid` as an empty page of `au`, logged (a redo-only system change); returns
     /// the format's LSN.
     pub(crate) fn format_unit_page(
-        &mut self,
+        &self,
         pid: PageId,
         au: u64,
         page_type: PageType,
@@ -536,28 +652,29 @@ impl Database {
         let p = formatted_page(&body, lsn)?;
         self.data
             .pool
+            .lock()
             .install(&self.data_files, Some(&wal), pid, p)?;
         Ok(lsn)
     }
 
     /// Pages cached and dirty in the buffer pool: (cached, dirty, capacity).
     pub fn buffer_pool_usage(&self) -> (usize, usize, usize) {
-        let p = &self.data.pool;
+        let p = self.data.pool.lock();
         (p.len(), p.dirty_pages(), p.capacity_pages())
     }
 
     /// Sets the buffer pool's cap (pages); takes effect on an empty pool only.
     pub fn set_buffer_pool_pages(&mut self, pages: usize) {
-        if self.data.pool.is_empty() {
-            self.data.pool = BufferPool::new(pages);
+        if self.data.pool.get_mut().is_empty() {
+            *self.data.pool.get_mut() = BufferPool::new(pages);
         }
     }
 
     /// Makes the pool draw on the instance's budget (before the pool caches anything).
     pub fn set_pool_budget(&mut self, budget: std::sync::Arc<crate::buffer_pool::PoolBudget>) {
-        if self.data.pool.is_empty() {
+        if self.data.pool.get_mut().is_empty() {
             let cap = budget.cap_pages.max(crate::buffer_pool::MIN_FRAMES);
-            self.data.pool = BufferPool::with_budget(cap, budget);
+            *self.data.pool.get_mut() = BufferPool::with_budget(cap, budget);
         }
     }
 }

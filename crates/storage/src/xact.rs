@@ -125,8 +125,8 @@ pub(crate) fn set_lsn(page: &mut Page, lsn: Lsn) -> Result<(), StorageError> {
 
 impl Database {
     /// A new transaction id; nothing is logged until its first change.
-    pub fn begin_xact(&mut self) -> XactId {
-        let t = &mut self.data.xacts;
+    pub fn begin_xact(&self) -> XactId {
+        let mut t = self.data.xacts.lock();
         t.next_id = t.next_id.max(1);
         let id = t.next_id;
         t.next_id += 1;
@@ -136,26 +136,34 @@ impl Database {
 
     /// True while `xact` is active in this database.
     pub fn is_active(&self, xact: XactId) -> bool {
-        self.data.xacts.active.contains_key(&xact)
+        self.data.xacts.lock().active.contains_key(&xact)
     }
 
     /// Number of active transactions (sys.dm_tran_active_transactions, log_reuse_wait).
     pub fn active_xacts(&self) -> usize {
         self.data
             .xacts
+            .lock()
             .active
             .values()
             .filter(|x| x.first_lsn.is_some())
             .count()
     }
 
+    /// Appends one record. Never called holding the transaction table's latch: a full log's
+    /// reason (`log_full_reason`) reads that table.
     fn log(&self, body: &LogRecordBody) -> Result<Lsn, StorageError> {
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
         wal.append(&log_record::compact(body.encode()))
-            .map_err(|e| match e {
-                StorageError::LogFull(_) => StorageError::LogFull(self.log_full_reason()),
-                other => other,
-            })
+            .map_err(|e| self.log_error(e))
+    }
+
+    /// A failed append's error, a full log carrying what holds it (error 9002's reason).
+    fn log_error(&self, e: StorageError) -> StorageError {
+        match e {
+            StorageError::LogFull(_) => StorageError::LogFull(self.log_full_reason()),
+            other => other,
+        }
     }
 
     /// Msg 9002's reason: what log_reuse_wait_desc says holds the log, or the active
@@ -168,22 +176,26 @@ impl Database {
     }
 
     /// Logs BEGIN for `xact` if this is its first change.
-    fn ensure_begun(&mut self, xact: XactId) -> Result<(), StorageError> {
-        let begun = self
-            .data
-            .xacts
-            .active
-            .get(&xact)
-            .expect("an active transaction")
-            .first_lsn
-            .is_some();
-        if !begun {
-            let lsn = self.log(&LogRecordBody::BeginXact { xact })?;
-            let x = self.data.xacts.active.get_mut(&xact).expect("active");
-            x.first_lsn = Some(lsn);
-            x.last_lsn = lsn;
+    fn ensure_begun(&self, xact: XactId) -> Result<(), StorageError> {
+        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+        let mut t = self.data.xacts.lock();
+        let x = t.active.get_mut(&xact).expect("an active transaction");
+        if x.first_lsn.is_some() {
+            return Ok(());
         }
-        Ok(())
+        match wal.append(&log_record::compact(
+            LogRecordBody::BeginXact { xact }.encode(),
+        )) {
+            Ok(lsn) => {
+                x.first_lsn = Some(lsn);
+                x.last_lsn = lsn;
+                Ok(())
+            }
+            Err(e) => {
+                drop(t);
+                Err(self.log_error(e))
+            }
+        }
     }
 
     /// Logs and applies one change of `xact` to a heap page (invariant 1), undone by slot.
@@ -196,6 +208,20 @@ impl Database {
     ) -> Result<(), StorageError> {
         let reserve = clr_reservation(&undo);
         self.log_change(xact, page, redo, Undo::Slot(page, undo), reserve)
+    }
+
+    /// `change_page` for a session sharing the database (`insert_row_shared`): false, with
+    /// nothing of the change logged, when the log must grow first (which needs the database
+    /// held exclusively).
+    pub(crate) fn change_page_shared(
+        &self,
+        xact: XactId,
+        page: PageId,
+        redo: SlotAction,
+        undo: SlotAction,
+    ) -> Result<bool, StorageError> {
+        let reserve = clr_reservation(&undo);
+        self.try_log_change(xact, page, &redo, &Undo::Slot(page, undo), reserve)
     }
 
     /// Logs and applies one change of `xact` to a page of clustered index `t`, undone by key.
@@ -217,9 +243,8 @@ impl Database {
         )
     }
 
-    /// The write-ahead path of every change: BEGIN with the first change, the page imaged
-    /// first when it was last changed before the checkpoint, the record logged (if the log
-    /// also holds every rollback, invariant 4), then the page changed and stamped.
+    /// One change with the database held exclusively: the write-ahead path, growing the log
+    /// (FILEGROWTH up to MAXSIZE) while its free space is what stands in the way.
     fn log_change(
         &mut self,
         xact: XactId,
@@ -228,89 +253,103 @@ impl Database {
         undo: Undo,
         reserve: u64,
     ) -> Result<(), StorageError> {
-        self.check_writable()?;
-        self.ensure_begun(xact)?;
-        self.image_if_needed(page)?;
-        let prev = self.data.xacts.active[&xact].last_lsn;
-        let body = match &undo {
-            Undo::Slot(_, u) => LogRecordBody::RowChange {
-                xact,
-                prev,
-                page,
-                redo: redo.clone(),
-                undo: u.clone(),
-            },
-            Undo::Keyed(au, u) => LogRecordBody::IndexChange {
-                xact,
-                prev,
-                page,
-                allocation_unit_id: *au,
-                redo: redo.clone(),
-                undo: u.clone(),
-            },
-        };
-        let bytes = log_record::compact(body.encode());
-        self.check_log_reservation(bytes.len() as u64 + reserve)?;
-        let lsn = self
-            .wal
-            .as_ref()
-            .ok_or(StorageError::LogFailed)?
-            .append(&bytes)?;
-        self.apply_logged(page, &redo, lsn)?;
-        let x = self.data.xacts.active.get_mut(&xact).expect("active");
-        x.last_lsn = lsn;
-        x.reserved_bytes += reserve;
-        x.changes.push(Change { prev, undo });
-        Ok(())
-    }
-
-    /// Refuses a change needing `bytes` of log when the log could not also hold every
-    /// active transaction's rollback (invariant 4).
-    /// Grows the log (FILEGROWTH up to MAXSIZE) while that is what stands in the way.
-    fn check_log_reservation(&mut self, bytes: u64) -> Result<(), StorageError> {
-        let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
-        loop {
-            let reserved: u64 = self
-                .data
-                .xacts
-                .active
-                .values()
-                .map(|x| x.reserved_bytes)
-                .sum();
-            if wal.free_bytes() >= bytes + reserved + LOG_MARGIN_BYTES {
-                return Ok(());
-            }
+        while !self.try_log_change(xact, page, &redo, &undo, reserve)? {
             if !self.grow_log_now()? {
                 return Err(StorageError::LogFull(self.log_full_reason()));
             }
         }
+        Ok(())
+    }
+
+    /// The write-ahead path of every change, whether the database is held exclusively or
+    /// shared: BEGIN with the first change, the page imaged first when it was last changed
+    /// before the checkpoint, the record logged (if the log also holds every rollback,
+    /// invariant 4; else false, the change not logged), then the page changed and stamped.
+    ///
+    /// The reservation check, the append and the transaction's bookkeeping happen under
+    /// the transaction table's latch, so concurrent sessions never both pass the check on
+    /// the same free space. The page is changed after the latch is released: only the
+    /// change's own session changes a page between its logging and its application (a
+    /// heap page under its heap's insert lock; every other change holds the database).
+    fn try_log_change(
+        &self,
+        xact: XactId,
+        page: PageId,
+        redo: &SlotAction,
+        undo: &Undo,
+        reserve: u64,
+    ) -> Result<bool, StorageError> {
+        self.check_writable()?;
+        self.ensure_begun(xact)?;
+        self.image_if_needed(page)?;
+        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+        let appended = {
+            let mut t = self.data.xacts.lock();
+            let reserved: u64 = t.active.values().map(|x| x.reserved_bytes).sum();
+            let x = t.active.get_mut(&xact).expect("an active transaction");
+            let prev = x.last_lsn;
+            let body = match undo {
+                Undo::Slot(_, u) => LogRecordBody::RowChange {
+                    xact,
+                    prev,
+                    page,
+                    redo: redo.clone(),
+                    undo: u.clone(),
+                },
+                Undo::Keyed(au, u) => LogRecordBody::IndexChange {
+                    xact,
+                    prev,
+                    page,
+                    allocation_unit_id: *au,
+                    redo: redo.clone(),
+                    undo: u.clone(),
+                },
+            };
+            let bytes = log_record::compact(body.encode());
+            if wal.free_bytes() < bytes.len() as u64 + reserve + reserved + LOG_MARGIN_BYTES {
+                return Ok(false);
+            }
+            let appended = wal.append(&bytes);
+            if let Ok(lsn) = appended {
+                x.last_lsn = lsn;
+                x.reserved_bytes += reserve;
+                x.changes.push(Change {
+                    prev,
+                    undo: undo.clone(),
+                });
+            }
+            appended
+        };
+        let lsn = appended.map_err(|e| self.log_error(e))?;
+        if let Err(e) = self.apply_logged(page, redo, lsn) {
+            // Logged but not applied: memory and the log disagree until recovery.
+            self.poison();
+            return Err(e);
+        }
+        Ok(true)
     }
 
     /// Applies an already-logged action to the cached page and stamps its LSN.
     pub(crate) fn apply_logged(
-        &mut self,
+        &self,
         page: PageId,
         action: &SlotAction,
         lsn: Lsn,
     ) -> Result<(), StorageError> {
-        let p = self
-            .data
-            .pool
-            .page(&self.data_files, self.wal.as_deref(), page)?;
+        let mut pool = self.data.pool.lock();
+        let p = pool.page(&self.data_files, self.wal.as_deref(), page)?;
         apply_action(p, action)?;
         set_lsn(p, lsn)?;
-        self.data.pool.mark_dirty(page);
+        pool.mark_dirty(page);
         Ok(())
     }
 
     /// Logs the page's whole image when its LSN is older than the redo start (or the redo
     /// start of a checkpoint being taken).
-    pub(crate) fn image_if_needed(&mut self, page: PageId) -> Result<(), StorageError> {
+    pub(crate) fn image_if_needed(&self, page: PageId) -> Result<(), StorageError> {
         let redo_start = self.image_floor();
-        let p = self
-            .data
-            .pool
-            .page(&self.data_files, self.wal.as_deref(), page)?;
+        let mut pool = self.data.pool.lock();
+        let p = pool.page(&self.data_files, self.wal.as_deref(), page)?;
         if p.header()?.lsn >= redo_start {
             return Ok(());
         }
@@ -319,7 +358,7 @@ impl Database {
             extentdb_format::log::encode_page_image(page.file.0, page.page.0, p.bytes()),
         ))?;
         set_lsn(p, lsn)?;
-        self.data.pool.mark_dirty(page);
+        pool.mark_dirty(page);
         Ok(())
     }
 
@@ -327,6 +366,7 @@ impl Database {
     pub fn savepoint(&self, xact: XactId) -> usize {
         self.data
             .xacts
+            .lock()
             .active
             .get(&xact)
             .map(|x| x.changes.len())
@@ -337,7 +377,7 @@ impl Database {
     /// each; the transaction stays active.
     pub fn rollback_to(&mut self, xact: XactId, savepoint: usize) -> Result<(), StorageError> {
         loop {
-            let Some(x) = self.data.xacts.active.get_mut(&xact) else {
+            let Some(x) = self.data.xacts.get_mut().active.get_mut(&xact) else {
                 return Ok(());
             };
             if x.changes.len() <= savepoint {
@@ -350,6 +390,7 @@ impl Database {
                 Ok(lsn) => {
                     self.data
                         .xacts
+                        .get_mut()
                         .active
                         .get_mut(&xact)
                         .expect("active")
@@ -392,7 +433,7 @@ impl Database {
     /// Rolls `xact` back completely and ends it.
     pub fn rollback_xact(&mut self, xact: XactId) -> Result<(), StorageError> {
         self.rollback_to(xact, 0)?;
-        if let Some(x) = self.data.xacts.active.remove(&xact) {
+        if let Some(x) = self.data.xacts.get_mut().active.remove(&xact) {
             if x.first_lsn.is_some() {
                 self.log(&LogRecordBody::AbortXact {
                     xact,
@@ -405,9 +446,10 @@ impl Database {
 
     /// Ends `xact` with a COMMIT record and returns its LSN, which the caller must flush
     /// (`LogWriter::flush`) before acknowledging the commit; None for a transaction that
-    /// changed nothing.
-    pub fn commit_xact(&mut self, xact: XactId) -> Result<Option<Lsn>, StorageError> {
-        let Some(x) = self.data.xacts.active.remove(&xact) else {
+    /// changed nothing. Runs with the database shared (`&self`): the record is one append.
+    pub fn commit_xact(&self, xact: XactId) -> Result<Option<Lsn>, StorageError> {
+        let removed = self.data.xacts.lock().active.remove(&xact);
+        let Some(x) = removed else {
             return Ok(None);
         };
         if x.first_lsn.is_none() {

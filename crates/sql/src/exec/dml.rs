@@ -253,9 +253,23 @@ impl Session {
         }
         let count = rows.len() as u64;
         let db = t.db.clone();
-        let last = self.write_in_xact(t.db_id, &db, |db, x| write_inserts(db, x, &t, rows))?;
-        if last.is_some() {
-            self.last_identity = last;
+        let env = self.growth_env();
+        let mut p = InsertProgress {
+            rows,
+            numbered: 0,
+            inserted: 0,
+            last: None,
+        };
+        // Each closure runs at most once, one after the other.
+        let progress = std::cell::RefCell::new(&mut p);
+        self.write_in_xact_sharing(
+            t.db_id,
+            &db,
+            |db, x| write_inserts_shared(db, x, &t, &env, &mut progress.borrow_mut()),
+            |db, x| write_inserts(db, x, &t, &mut progress.borrow_mut()),
+        )?;
+        if p.last.is_some() {
+            self.last_identity = p.last;
         }
         self.rows_affected(count, out);
         Ok(())
@@ -471,32 +485,87 @@ impl Session {
     }
 }
 
-/// The write phase of INSERT, under the lock: identity values, key check, records.
-/// Returns the last identity value inserted.
+/// An INSERT's rows and how far its write phase took them: the first `numbered` have
+/// their identity values, the first `inserted` are in the table.
+struct InsertProgress {
+    rows: Vec<NewRow>,
+    numbered: usize,
+    inserted: usize,
+    /// The last identity value handed out (@@IDENTITY, SCOPE_IDENTITY()).
+    last: Option<i64>,
+}
+
+/// The write phase of INSERT with the database shared: identity values and records of a
+/// heap with no key to check, while the storage layer can place them beside other
+/// sessions' (`Database::insert_row_shared`). True when every row is in; otherwise
+/// `write_inserts` goes on from where this stopped.
+fn write_inserts_shared(
+    db: &Database,
+    x: u64,
+    t: &TableRef,
+    env: &extentdb_storage::log_growth::GrowthEnv,
+    p: &mut InsertProgress,
+) -> Result<bool, Vec<SqlError>> {
+    if t.entry.index_id != 0 || key_columns(t).is_some() {
+        return Ok(false);
+    }
+    let oid = t.entry.object_id;
+    let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
+    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+    while p.numbered < p.rows.len() {
+        let r = &mut p.rows[p.numbered];
+        match (r.generate_identity, identity) {
+            (Some(pos), _) => {
+                let Some(v) = db.next_identity_shared(oid).map_err(map)? else {
+                    return Ok(false);
+                };
+                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
+                p.last = Some(v);
+            }
+            // IDENTITY_INSERT moves the identity on: `write_inserts` does it.
+            (None, Some(_)) => return Ok(false),
+            (None, None) => {}
+        }
+        p.numbered += 1;
+    }
+    while p.inserted < p.rows.len() {
+        let rec = t.encode(&p.rows[p.inserted].values)?;
+        if db
+            .insert_row_shared(x, oid, &rec, env)
+            .map_err(map)?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        p.inserted += 1;
+    }
+    Ok(true)
+}
+
+/// The write phase of INSERT with the database held exclusively, from where
+/// `write_inserts_shared` stopped: identity values, key check, records.
 fn write_inserts(
     db: &mut Database,
     x: u64,
     t: &TableRef,
-    rows: Vec<NewRow>,
-) -> Result<Option<i64>, Vec<SqlError>> {
+    p: &mut InsertProgress,
+) -> Result<(), Vec<SqlError>> {
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
     let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-    let mut last = None;
-    let mut rows = rows;
-    for r in &mut rows {
+    for r in &mut p.rows[p.numbered..] {
         match (r.generate_identity, identity) {
-            (Some(p), _) => {
+            (Some(pos), _) => {
                 let v = db.next_identity(oid).map_err(map)?;
-                r.values[p] = identity_value(t.types[p], v).map_err(terminated)?;
-                last = Some(v);
+                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
+                p.last = Some(v);
             }
-            (None, Some(p)) => {
+            (None, Some(pos)) => {
                 // IDENTITY_INSERT: a value beyond the current one moves the identity on.
-                let Ok(v) = as_i64(&r.values[p]) else {
+                let Ok(v) = as_i64(&r.values[pos]) else {
                     continue;
                 };
-                let inc = t.entry.columns[p].identity.map_or(1, |(_, i)| i);
+                let inc = t.entry.columns[pos].identity.map_or(1, |(_, i)| i);
                 let current = db.next_identity(oid).map_err(map)? - inc;
                 let moved = if inc >= 0 {
                     current.max(v)
@@ -504,19 +573,21 @@ fn write_inserts(
                     current.min(v)
                 };
                 db.note_identity(oid, moved);
-                last = Some(v);
+                p.last = Some(v);
             }
             (None, None) => {}
         }
     }
+    p.numbered = p.rows.len();
     // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
-    // over a heap is checked against every row.
+    // over a heap is checked against every row (the shared path inserts none of those).
     if key_columns(t).is_some() && t.entry.index_id == 0 {
         let existing = t.rows(db)?;
-        let news = rows.iter().map(|r| &r.values);
+        let news = p.rows[p.inserted..].iter().map(|r| &r.values);
         check_unique(t, existing.iter().map(|(_, v)| v).chain(news))?;
     }
-    for r in &rows {
+    while p.inserted < p.rows.len() {
+        let r = &p.rows[p.inserted];
         let rec = t.encode(&r.values)?;
         match db.insert_row(x, oid, &rec) {
             Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
@@ -531,6 +602,7 @@ fn write_inserts(
                 other.map_err(map)?;
             }
         }
+        p.inserted += 1;
     }
-    Ok(last)
+    Ok(())
 }

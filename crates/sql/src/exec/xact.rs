@@ -16,11 +16,15 @@
 //!    rolls back to the savepoint taken when it started writing, and the transaction stays
 //!    open (SQL Server with XACT_ABORT OFF).
 //! 3. A commit is acknowledged only after the log is flushed to its LSN; the flush happens
-//!    after the database mutex is released, so committers in other sessions share it.
+//!    after the database's lock is released, so committers in other sessions share it.
+//! 4. A statement's writes run with the database shared (`DbLock::read`) as far as the
+//!    storage layer can place them beside other sessions' (heap INSERT), and the rest with
+//!    it held exclusively; either way they are one statement in one transaction.
 //!
 //! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, DDL inside
 //! a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE TABLE are
-//! immediate), and locks (the database mutex serializes statements, nothing more).
+//! immediate), and row locks (sessions see each other's uncommitted rows: statements other
+//! than INSERT into a heap hold the database exclusively, nothing more).
 
 use std::sync::Arc;
 
@@ -135,38 +139,68 @@ impl Session {
         db: &Arc<DbLock>,
         f: impl FnOnce(&mut Database, u64) -> Result<T, Vec<SqlError>>,
     ) -> Result<T, Vec<SqlError>> {
-        let mut guard = db.lock().unwrap();
-        // Autogrowth during this statement initializes and reports as this session would.
-        guard.set_growth_env(self.growth_env());
-        if self.trancount > 0 {
+        let mut out = None;
+        let mut f = Some(f);
+        self.write_in_xact_sharing(
+            db_id,
+            db,
+            |_, _| Ok(false),
+            |db, x| {
+                out = Some(f.take().expect("called once")(db, x)?);
+                Ok(())
+            },
+        )?;
+        Ok(out.expect("the exclusive part ran"))
+    }
+
+    /// `write_in_xact` for a statement whose writes can run beside other sessions': `shared`
+    /// gets the database shared (`DbLock::read`) and goes as far as it can, returning true
+    /// when it finished; `rest` then finishes with the database held exclusively (and only
+    /// if needed). The transaction begins, and commits, with the database shared too (its
+    /// commit record is one append); a failure's rollback holds it exclusively.
+    pub(super) fn write_in_xact_sharing(
+        &mut self,
+        db_id: u16,
+        db: &Arc<DbLock>,
+        shared: impl FnOnce(&Database, u64) -> Result<bool, Vec<SqlError>>,
+        rest: impl FnOnce(&mut Database, u64) -> Result<(), Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        let (x, savepoint) = {
+            let guard = db.read().unwrap();
             let x = match self.xacts.get(&db_id) {
-                Some(x) if guard.is_active(*x) => *x,
-                _ => {
-                    let x = guard.begin_xact();
-                    self.xacts.insert(db_id, x);
-                    x
-                }
+                Some(x) if self.trancount > 0 && guard.is_active(*x) => *x,
+                _ => guard.begin_xact(),
             };
-            let savepoint = guard.savepoint(x);
-            return match f(&mut guard, x) {
-                Ok(v) => Ok(v),
-                Err(mut e) => {
-                    if let Err(re) = guard.rollback_to(x, savepoint) {
-                        e.extend(errors::map(&re, errors::Context::Other));
-                    }
-                    Err(e)
-                }
-            };
+            (x, guard.savepoint(x))
+        };
+        let autocommit = self.trancount == 0;
+        if !autocommit {
+            self.xacts.insert(db_id, x);
         }
-        let x = guard.begin_xact();
-        match f(&mut guard, x) {
-            Ok(v) => {
-                drop(guard);
-                commit(db, x)?;
-                Ok(v)
+        // The shared guard ends with this statement, before any exclusive lock below.
+        let done = shared(&db.read().unwrap(), x);
+        let result = match done {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                let mut guard = db.lock().unwrap();
+                // Autogrowth during this statement initializes and reports as this
+                // session would.
+                guard.set_growth_env(self.growth_env());
+                rest(&mut guard, x)
             }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(()) if autocommit => commit(db, x),
+            Ok(()) => Ok(()),
             Err(mut e) => {
-                if let Err(re) = guard.rollback_xact(x) {
+                let mut guard = db.lock().unwrap();
+                let undone = if autocommit {
+                    guard.rollback_xact(x)
+                } else {
+                    guard.rollback_to(x, savepoint)
+                };
+                if let Err(re) = undone {
                     e.extend(errors::map(&re, errors::Context::Other));
                 }
                 Err(e)
@@ -180,7 +214,7 @@ impl Session {
 fn commit(db: &Arc<DbLock>, x: u64) -> Result<(), Vec<SqlError>> {
     let map = |e: &extentdb_storage::StorageError| errors::map(e, errors::Context::Other);
     let (lsn, wal) = {
-        let mut guard = db.lock().unwrap();
+        let guard = db.read().unwrap();
         let lsn = guard.commit_xact(x).map_err(|e| map(&e))?;
         (lsn, guard.wal())
     };
