@@ -11,6 +11,12 @@
 //! 2. At most one IAM page of a chain maps a given (file, interval).
 //! 3. Order of writes without the log: the new IAM page is durable before anything links
 //!    to it; an unlinked IAM page is freed by the sweep at open.
+//! 4. An extent changes owner in two logged steps: allocation marks the GAM, then the IAM
+//!    page; deallocation clears the IAM bit, then frees the GAM's. A crash between the two
+//!    (another session's commit may flush the first alone) leaves an extent allocated that
+//!    no IAM page owns; the sweep at open (`sweep_unowned_extents`) frees it. Nothing can
+//!    refer to such an extent: pages are reached through IAM pages, and any record naming
+//!    one of its pages follows the IAM page's change in the log.
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{
@@ -282,6 +288,43 @@ impl Database {
         }
         self.set_iam_bit(iam_at, extent, false)?;
         self.data_files[&file_id].release_extent(extent)
+    }
+
+    /// Frees the extents a crash left allocated in a GAM but owned by no IAM page
+    /// (invariant 4); returns how many.
+    pub(crate) fn sweep_unowned_extents(&mut self) -> Result<usize, StorageError> {
+        let catalog_iam = PageId {
+            file: extentdb_format::FileId::PRIMARY,
+            page: extentdb_format::layout::CATALOG_IAM_PAGE,
+        };
+        let mut owned: std::collections::HashSet<(u16, u32)> = self
+            .iam_page_extents(catalog_iam)?
+            .into_iter()
+            .map(|e| (extentdb_format::FileId::PRIMARY.0, e.0))
+            .collect();
+        for au in &self.catalog.allocation_units {
+            if au.allocation_unit_id == extentdb_format::catalog::CATALOG_ALLOCATION_UNIT {
+                continue;
+            }
+            owned.extend(
+                self.extents_of(au.allocation_unit_id)?
+                    .into_iter()
+                    .map(|(f, e)| (f, e.0)),
+            );
+        }
+        let mut freed = 0;
+        for (&file_id, df) in &self.data_files {
+            for e in df.allocated_extents()? {
+                if !owned.contains(&(file_id, e.0)) {
+                    df.release_extent(e)?;
+                    freed += 1;
+                }
+            }
+        }
+        if freed > 0 {
+            self.flush_log()?;
+        }
+        Ok(freed)
     }
 
     /// Every extent `au` owns, as (file id, extent), in chain order.

@@ -393,6 +393,23 @@ impl DataFile {
         Ok(last)
     }
 
+    /// The extents the GAM marks allocated, besides the extents of fixed pages.
+    pub fn allocated_extents(&self) -> Result<Vec<ExtentNo>, StorageError> {
+        let usable = self.usable_extents();
+        let mut out = Vec::new();
+        for interval in 0..usable.div_ceil(GAM_INTERVAL_EXTENTS) {
+            let gam = self.read_page(layout::bitmap_page(BitmapKind::Gam, interval))?;
+            let limit = (usable - interval * GAM_INTERVAL_EXTENTS).min(GAM_INTERVAL_EXTENTS);
+            out.extend(
+                (0..limit)
+                    .filter(|&bit| !bitmap::get_bit(&gam, bit))
+                    .map(|bit| ExtentNo(interval * GAM_INTERVAL_EXTENTS + bit))
+                    .filter(|&e| !layout::is_reserved_extent(e, self.is_primary())),
+            );
+        }
+        Ok(out)
+    }
+
     /// The first GAM-free extent of the file, lowest first; None when the file is full.
     pub fn find_free_extent(&self) -> Result<Option<ExtentNo>, StorageError> {
         let usable = self.usable_extents();

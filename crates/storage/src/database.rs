@@ -373,6 +373,7 @@ impl Database {
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
         db.sweep_catalog_pages()?;
+        db.sweep_unowned_extents()?;
         Ok(db)
     }
 

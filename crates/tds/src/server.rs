@@ -816,7 +816,7 @@ fn session_db_name(s: &Session) -> String {
     s.engine
         .instance
         .database(s.database_id)
-        .map(|d| d.lock().unwrap().name.clone())
+        .map(|d| d.read().unwrap().name.clone())
         .unwrap_or_else(|| "master".into())
 }
 

@@ -359,7 +359,7 @@ impl Session {
                 u16::try_from(id)
                     .ok()
                     .and_then(|id| inst.database(id))
-                    .map(|d| Value::Text(d.lock().unwrap().name.clone()))
+                    .map(|d| Value::Text(d.read().unwrap().name.clone()))
                     .unwrap_or(Value::Null)
             }
             "FILE_ID" | "FILE_IDEX" => {
@@ -505,7 +505,7 @@ pub(super) fn database_property(inst: &extentdb_storage::Instance, db: &str, pro
     let Some((_, handle)) = inst.database_by_name(db) else {
         return Value::Null;
     };
-    let d = handle.lock().unwrap();
+    let d = handle.read().unwrap();
     match prop.to_ascii_lowercase().as_str() {
         "version" => Value::Int(d.boot.database_version as i32),
         "status" => Value::Text("ONLINE".into()),

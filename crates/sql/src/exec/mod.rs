@@ -598,7 +598,7 @@ impl Session {
                 let old = self.current_db_name();
                 self.database_id = id;
                 self.info.database_id.store(id, Ordering::Release);
-                let name = db.lock().unwrap().name.clone();
+                let name = db.read().unwrap().name.clone();
                 out.push(Output::EnvChange(EnvChange::Database {
                     old,
                     new: name.clone(),
@@ -653,7 +653,7 @@ impl Session {
         self.engine
             .instance
             .database(self.database_id)
-            .map(|d| d.lock().unwrap().name.clone())
+            .map(|d| d.read().unwrap().name.clone())
             .unwrap_or_default()
     }
 }

@@ -152,7 +152,7 @@ impl Session {
         let (db_id, db) = self.object_database(name)?;
         let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
         let (entry, db_name) = {
-            let g = db.lock().unwrap();
+            let g = db.read().unwrap();
             match g.table(schema, name.name()) {
                 Some(t) => (t.clone(), g.name.clone()),
                 None => return Ok(None),

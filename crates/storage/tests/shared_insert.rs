@@ -1,0 +1,448 @@
+//! Heap INSERT by sessions sharing a database: each session holds the database shared
+//! (`DbLock::read`) while `insert_row_shared` places its row, as the SQL layer's
+//! `write_in_xact_sharing` does, and inserts the row with the database held exclusively
+//! (`insert_row`) when the shared path declines it (a new IAM page, a growth, the log).
+//! Transactions begin and commit with the database shared; one in eight rolls back
+//! (exclusively). Five sessions: two share heap A, three have their own (B; C and D), in
+//! two filegroups: PRIMARY (A, B) of three equal files (every skip target 1: lock-free
+//! allocation) and FG2 (C, D) of two unequal files (FGCB_PRP_FILL taken), all autogrowing.
+//!
+//! `sessions_insert_at_once_and_lose_nothing` (real file system, background checkpoints):
+//! afterwards, and again after a close without a checkpoint and a reopen (redo), every
+//! table holds exactly the rows of its committed transactions with the values written,
+//! CHECKALLOC and CHECKDB find nothing, both paths were taken, and sessions were inside
+//! `insert_row_shared` at once.
+//!
+//! `shared_inserts_survive_crashes` (simulated file system, a buffer pool of a few pages so
+//! pages are evicted under the pool's latch while others insert): the power is cut at a
+//! seeded I/O while the sessions run; after recovery every acknowledged commit is present,
+//! nothing rolled back or never committed is, and a transaction whose commit was in flight
+//! is there entirely or not at all. The threads interleave differently on each run, so a
+//! seed fixes the cut and the workload, not the schedule; `XDB_SHARED_CRASH_SEEDS=N` runs
+//! a longer loop.
+
+mod common;
+use common::{ctx, file, row, table_entry, Quiet, LAYOUT};
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+
+use extentdb_format::catalog::RecoveryModel;
+use extentdb_format::file_header::FileType;
+use extentdb_format::record;
+use extentdb_io::os::OsFileSystem;
+use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::check_db::{check_database, CheckOptions};
+use extentdb_storage::checkpoint::Checkpointer;
+use extentdb_storage::db_lock::DbLock;
+use extentdb_storage::log_growth::GrowthEnv;
+use extentdb_storage::{Database, NewDatabase, NewFile, StorageError};
+
+/// Database `Ins` in `root`: PRIMARY with three equal 2 MB files, FG2 with a 1 MB and a
+/// 3 MB file, every data file growing 1 MB; a log of `log_pages` growing 1 MB; SIMPLE, so
+/// checkpoints truncate the log.
+fn spec(root: &Path, log_pages: u32) -> NewDatabase {
+    let in_fg2 = |mut f: NewFile| {
+        f.filegroup = "FG2".into();
+        f
+    };
+    NewDatabase {
+        name: "Ins".into(),
+        database_id: 5,
+        recovery_model: RecoveryModel::Simple,
+        files: vec![
+            file("Ins", root.join("Ins.mdf"), FileType::Rows, 256),
+            file(
+                "Ins_log",
+                root.join("Ins_log.ldf"),
+                FileType::Log,
+                log_pages,
+            ),
+            file("Ins_2", root.join("Ins_2.ndf"), FileType::Rows, 256),
+            file("Ins_3", root.join("Ins_3.ndf"), FileType::Rows, 256),
+            in_fg2(file("Ins_4", root.join("Ins_4.ndf"), FileType::Rows, 128)),
+            in_fg2(file("Ins_5", root.join("Ins_5.ndf"), FileType::Rows, 384)),
+        ],
+        filegroups: vec![("FG2".into(), false)],
+    }
+}
+
+/// Heaps `A` and `B` in PRIMARY, `C` and `D` in FG2; returns their object ids.
+fn create_tables(db: &mut Database) -> [u32; 4] {
+    let fg2 = db
+        .catalog
+        .filegroups
+        .iter()
+        .find(|g| g.name == "FG2")
+        .expect("FG2")
+        .data_space_id;
+    let mut make = |name: &str, ds: u16| {
+        let mut t = table_entry(false);
+        t.name = name.into();
+        t.data_space_id = ds;
+        db.create_table(t).unwrap()
+    };
+    [make("A", 1), make("B", 1), make("C", fg2), make("D", fg2)]
+}
+
+/// The value stored with key `k`: 40 to 700 bytes, derived from `k` alone.
+fn payload(k: u32) -> Vec<u8> {
+    let len = 40 + (k.wrapping_mul(2_654_435_761) % 661) as usize;
+    (0..len).map(|i| (k as usize + i) as u8).collect()
+}
+
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// How the sessions' rows went in.
+#[derive(Default)]
+struct Counters {
+    shared: AtomicU64,
+    exclusive: AtomicU64,
+    /// Sessions inside `insert_row_shared` now, and the most at once.
+    inside: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+/// What one session did: keys of committed transactions, and of the transaction whose
+/// commit was in flight when an error stopped it (present entirely or not at all).
+#[derive(Default, Debug)]
+struct Outcome {
+    committed: Vec<u32>,
+    in_doubt: Vec<u32>,
+}
+
+/// One session: `transactions` transactions of 1 to 16 rows into `table`, keys
+/// `me * 1_000_000 + n`; stops at the first error (a cut power), returning it.
+fn session(
+    db: &DbLock,
+    table: u32,
+    me: u32,
+    transactions: u32,
+    seed: u64,
+    c: &Counters,
+) -> (Outcome, Option<StorageError>) {
+    let env = GrowthEnv::default();
+    let mut rng = Rng(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(me as u64 + 1)) | 1);
+    let mut out = Outcome::default();
+    let mut next = me * 1_000_000;
+    for _ in 0..transactions {
+        let x = db.read().unwrap().begin_xact();
+        let mut keys = Vec::new();
+        for _ in 0..1 + rng.below(16) {
+            let k = next;
+            next += 1;
+            let rec = row(k, &payload(k));
+            let placed = {
+                let g = db.read().unwrap();
+                let now = c.inside.fetch_add(1, Ordering::SeqCst) + 1;
+                c.peak.fetch_max(now, Ordering::SeqCst);
+                let r = g.insert_row_shared(x, table, &rec, &env);
+                c.inside.fetch_sub(1, Ordering::SeqCst);
+                r
+            };
+            match placed {
+                Ok(Some(_)) => {
+                    c.shared.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(None) => {
+                    if let Err(e) = db.lock().unwrap().insert_row(x, table, &rec) {
+                        return (out, Some(e));
+                    }
+                    c.exclusive.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => return (out, Some(e)),
+            }
+            keys.push(k);
+        }
+        if rng.below(8) == 0 {
+            if let Err(e) = db.lock().unwrap().rollback_xact(x) {
+                return (out, Some(e));
+            }
+            continue;
+        }
+        let (committed, wal) = {
+            let g = db.read().unwrap();
+            (g.commit_xact(x), g.wal())
+        };
+        let flushed = match committed {
+            Ok(Some(lsn)) => wal.expect("a log").flush(lsn),
+            Ok(None) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = flushed {
+            out.in_doubt = keys;
+            return (out, Some(e));
+        }
+        out.committed.extend(keys);
+    }
+    (out, None)
+}
+
+/// Runs `tables.len()` sessions at once, session i into `tables[i]`.
+fn run_sessions(
+    db: &Arc<DbLock>,
+    tables: &[u32],
+    transactions: u32,
+    seed: u64,
+    c: &Arc<Counters>,
+) -> Vec<(Outcome, Option<StorageError>)> {
+    let start = Arc::new(Barrier::new(tables.len()));
+    let threads: Vec<_> = tables
+        .iter()
+        .enumerate()
+        .map(|(me, &table)| {
+            let (db, c, start) = (db.clone(), c.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                session(&db, table, me as u32, transactions, seed, &c)
+            })
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|t| t.join().expect("a session panicked"))
+        .collect()
+}
+
+/// Each table's rows as key -> value.
+fn contents(db: &mut Database, t: u32) -> BTreeMap<u32, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for (_, rec) in db.scan_rows(t).unwrap() {
+        let cols = record::decode(&LAYOUT, &rec).unwrap();
+        let k = u32::from_le_bytes(cols[0].unwrap().try_into().unwrap());
+        assert!(
+            out.insert(k, cols[1].unwrap().to_vec()).is_none(),
+            "key {k} twice in table {t}"
+        );
+    }
+    out
+}
+
+/// CHECKALLOC and CHECKDB (full, not PHYSICAL_ONLY) find nothing.
+fn assert_checks_clean(db: &Database, when: &str) {
+    let alloc = db.check_alloc().unwrap();
+    assert!(
+        alloc.errors.is_empty(),
+        "{when}: CHECKALLOC: {:?}",
+        alloc.errors
+    );
+    let src = db.check_source().unwrap();
+    let r = check_database(
+        &src,
+        &CheckOptions {
+            maxdop: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(r.findings.is_empty(), "{when}: CHECKDB: {:?}", r.findings);
+}
+
+/// The sessions' tables: sessions 0 and 1 share A, sessions 2, 3 and 4 have B, C and D.
+fn session_tables(t: [u32; 4]) -> [u32; 5] {
+    [t[0], t[0], t[1], t[2], t[3]]
+}
+
+/// Every table holds exactly its sessions' committed rows, with their values.
+fn assert_exactly_committed(db: &mut Database, tables: &[u32], outcomes: &[Outcome], when: &str) {
+    let mut want: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
+    for (t, o) in tables.iter().zip(outcomes) {
+        want.entry(*t).or_default().extend(&o.committed);
+    }
+    for (t, keys) in want {
+        let got = contents(db, t);
+        let got_keys: BTreeSet<u32> = got.keys().copied().collect();
+        assert_eq!(
+            got_keys.len(),
+            keys.len(),
+            "{when}: table {t} holds {} rows, its committed transactions {}",
+            got_keys.len(),
+            keys.len()
+        );
+        assert_eq!(got_keys, keys, "{when}: table {t}'s keys");
+        for (k, v) in got {
+            assert_eq!(v, payload(k), "{when}: table {t} key {k}'s value");
+        }
+    }
+}
+
+#[test]
+fn sessions_insert_at_once_and_lose_nothing() {
+    let dir = std::env::temp_dir().join(format!("xdb-shared-insert-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fs = OsFileSystem::new();
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 1024)).unwrap();
+    let tables = session_tables(create_tables(&mut db));
+    let db = Arc::new(DbLock::new(db));
+    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
+    let errs = errors.clone();
+    let checkpointer = Checkpointer::spawn(&db, move |name, e| {
+        errs.lock()
+            .unwrap()
+            .push(format!("checkpoint of {name}: {e}"))
+    });
+    let c = Arc::new(Counters::default());
+    let transactions = if cfg!(debug_assertions) { 100 } else { 1000 };
+    let results = run_sessions(&db, &tables, transactions, 0x5eed_1234, &c);
+    drop(checkpointer);
+    assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock());
+    let outcomes: Vec<Outcome> = results
+        .into_iter()
+        .map(|(o, e)| {
+            assert!(e.is_none(), "a session failed: {e:?}");
+            o
+        })
+        .collect();
+    let (shared, exclusive) = (
+        c.shared.load(Ordering::Relaxed),
+        c.exclusive.load(Ordering::Relaxed),
+    );
+    let peak = c.peak.load(Ordering::Relaxed);
+    let mut db = Arc::into_inner(db).expect("sessions joined").into_inner();
+    let fills: Vec<_> = [1u16, 2]
+        .iter()
+        .map(|&ds| db.prp_fill_stats(ds).expect("a filegroup"))
+        .collect();
+    eprintln!(
+        "rows shared {shared}, exclusive {exclusive}; peak {peak} sessions inside at once; \
+         PRIMARY {:?}; FG2 {:?}; sizes {:?}",
+        fills[0],
+        fills[1],
+        db.catalog
+            .files
+            .iter()
+            .map(|f| (f.file_id, f.size_pages))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        shared > 4 * exclusive && exclusive > 0,
+        "most rows go in shared, some exclusively (new IAM pages, growths): {shared} / {exclusive}"
+    );
+    assert!(
+        peak >= 2,
+        "sessions were never inside insert_row_shared at once"
+    );
+    assert!(
+        fills[0].0.lock_free_picks > 0 && fills[0].1,
+        "PRIMARY's equal files allocate lock-free: {:?}",
+        fills[0]
+    );
+    assert!(
+        fills[1].0.acquisitions > 0 && !fills[1].1,
+        "FG2's unequal files take FGCB_PRP_FILL: {:?}",
+        fills[1]
+    );
+    assert!(
+        db.catalog.files.iter().any(|f| f.size_pages > 384),
+        "the filegroups grew while sessions inserted"
+    );
+    assert_exactly_committed(&mut db, &tables, &outcomes, "after the sessions");
+    assert_checks_clean(&db, "after the sessions");
+
+    // A close without a checkpoint once the log is flushed: the rows come back by redo.
+    let wal = db.wal().expect("a log writer");
+    wal.flush(wal.end_lsn()).unwrap();
+    drop(wal);
+    drop(db);
+    let mut db = Database::open(fs.as_ref(), &dir.join("Ins.mdf")).unwrap();
+    assert_exactly_committed(&mut db, &tables, &outcomes, "after recovery");
+    assert_checks_clean(&db, "after recovery");
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shared_inserts_survive_crashes() {
+    let seeds: u64 = std::env::var("XDB_SHARED_CRASH_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 8 } else { 100 });
+    let root = Path::new("/sim");
+    let (mut cut_while_running, mut committed_rows, mut shared_rows) = (0, 0, 0);
+    for seed in 0..seeds {
+        let fs = SimFileSystem::new(seed + 1, Faults::default());
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec(root, 512)).unwrap();
+        db.set_buffer_pool_pages(8 + rng.below(24) as usize);
+        let tables = session_tables(create_tables(&mut db));
+        let db = Arc::new(DbLock::new(db));
+        let checkpointer = Checkpointer::spawn(&db, |_, _| {});
+        let cut = fs.io_count() + 10 + rng.below(260);
+        fs.set_faults(Faults {
+            fail_io_at: Some((cut, libc::EIO)),
+            ..Default::default()
+        });
+        let c = Arc::new(Counters::default());
+        let results = run_sessions(&db, &tables, 40, seed, &c);
+        drop(checkpointer);
+        cut_while_running += usize::from(results.iter().any(|r| r.1.is_some()));
+        committed_rows += results.iter().map(|r| r.0.committed.len()).sum::<usize>();
+        shared_rows += c.shared.load(Ordering::Relaxed);
+        drop(Arc::into_inner(db).expect("sessions joined").into_inner());
+        fs.set_faults(Faults::default());
+        fs.crash();
+        let mut db = Database::open(&fs, &root.join("Ins.mdf"))
+            .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        let mut by_table: BTreeMap<u32, Vec<&Outcome>> = BTreeMap::new();
+        for (t, (o, _)) in tables.iter().zip(&results) {
+            by_table.entry(*t).or_default().push(o);
+        }
+        for (t, outcomes) in by_table {
+            let got = contents(&mut db, t);
+            for (k, v) in &got {
+                assert_eq!(v, &payload(*k), "seed {seed}: table {t} key {k}'s value");
+            }
+            for o in &outcomes {
+                for k in &o.committed {
+                    assert!(
+                        got.contains_key(k),
+                        "seed {seed}: table {t} lost committed key {k} ({} rows, shared {})",
+                        got.len(),
+                        c.shared.load(Ordering::Relaxed)
+                    );
+                }
+                let present = o.in_doubt.iter().filter(|k| got.contains_key(k)).count();
+                assert!(
+                    present == 0 || present == o.in_doubt.len(),
+                    "seed {seed}: table {t} holds {present} of the {} rows of the transaction \
+                     whose commit was in flight",
+                    o.in_doubt.len()
+                );
+            }
+            // Nothing rolled back or never committed is present.
+            let allowed: BTreeSet<u32> = outcomes
+                .iter()
+                .flat_map(|o| o.committed.iter().chain(&o.in_doubt))
+                .copied()
+                .collect();
+            if let Some(extra) = got.keys().find(|k| !allowed.contains(k)) {
+                panic!("seed {seed}: table {t} holds key {extra}, never committed");
+            }
+        }
+        let alloc = db.check_alloc().unwrap();
+        assert!(alloc.errors.is_empty(), "seed {seed}: {:?}", alloc.errors);
+    }
+    eprintln!(
+        "{seeds} seeds: cut while sessions ran in {cut_while_running}; {committed_rows} rows \
+         committed before the cuts, {shared_rows} rows placed shared"
+    );
+    assert!(
+        committed_rows > 0 && shared_rows > 0,
+        "nothing was committed before a cut"
+    );
+    assert!(
+        cut_while_running * 2 >= seeds as usize,
+        "the power was cut while sessions ran in only {cut_while_running} of {seeds} seeds"
+    );
+}
