@@ -1011,8 +1011,17 @@ impl Database {
                 .ready_growths()
                 .get(&file_id)
                 .is_some_and(|r| (r.0, r.1) == (from, to));
-            // A background preparation of the same space is committed by its own path.
-            if !done && !self.data.data_growth.preparing.contains_key(&file_id) {
+            // A background preparation of the same space is committed by its own path; it
+            // is waited for here, sharing the database, so that the commit (holding it
+            // exclusively) finds it finished and does not hold up other filegroups.
+            if let Some((_, _, h)) = self.data.data_growth.preparing.get(&file_id) {
+                while !h.is_finished() {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                prepared.push(file_id);
+                continue;
+            }
+            if !done {
                 let started = std::time::Instant::now();
                 let file = &self.data_files[&file_id].file;
                 crate::file_init::initialize(
