@@ -17,14 +17,22 @@
 //!
 //! Deliberately not here yet: PFS free-space bytes of data pages (not maintained, so space
 //! freed by deletes is not reused by later inserts), ghost cleanup, forwarding records,
-//! B-trees (PRIMARY KEY is recorded and enforced by the SQL layer over a heap), locks (the
-//! database mutex serializes statements; isolation between sessions comes with the server).
+//! B-trees (PRIMARY KEY is recorded and enforced by the SQL layer over a heap), row locks
+//! (isolation between sessions' transactions).
+//!
+//! Sessions sharing the database insert rows at once (`insert_row_shared`): one at a time
+//! into one heap (its insert lock), at once into different heaps; the buffer pool, heap
+//! cursors and identity values are latched (docs/ARCHITECTURE.md, "Locks inside a
+//! database").
 //!
 //! Invariants:
 //! 1. Every page of a table's extents is unformatted, another unit's, or a data page of the
 //!    table's unit whose records are valid (`data_page::check_invariants`).
 //! 2. `HeapCursor.next_index` pages of the cursor's extent are in use by the heap; the
 //!    rest of that extent is free.
+//! 3. A heap's cursor and pages change only under its insert lock or with the database
+//!    held exclusively, so a shared insert's page is changed by no one between the logging
+//!    of its row and its application (xact.rs `try_log_change`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

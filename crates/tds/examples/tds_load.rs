@@ -1,9 +1,11 @@
 //! Load for `bench/tds.py`: N connections over TDS run one statement in a loop for a fixed
 //! time; prints one JSON line with the operations done and the rate.
 //!
-//! Usage: tds_load ADDR PASSWORD DATABASE select|insert CONNECTIONS SECONDS [KEY_BASE]
+//! Usage: tds_load ADDR PASSWORD DATABASE select|insert|heap CONNECTIONS SECONDS [KEY_BASE]
 //! `select` sends `SELECT 1`; `insert` sends `INSERT INTO t VALUES (k, '<8,000 hex chars>')`,
-//! an autocommit insert of one 8 KB row, with keys from KEY_BASE + connection * 10^9.
+//! an autocommit insert of one 8 KB row, with keys from KEY_BASE + connection * 10^9;
+//! `heap` sends autocommit inserts of eight such rows (a page each: one extent per
+//! statement) into heap `h<connection>`, and counts rows.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -15,7 +17,7 @@ fn main() {
     let a: Vec<String> = std::env::args().collect();
     if a.len() < 7 {
         eprintln!(
-            "usage: tds_load ADDR PASSWORD DATABASE select|insert CONNECTIONS SECONDS [KEY_BASE]"
+            "usage: tds_load ADDR PASSWORD DATABASE select|insert|heap CONNECTIONS SECONDS [KEY_BASE]"
         );
         std::process::exit(2);
     }
@@ -57,17 +59,24 @@ fn main() {
                     .collect();
                 let mut k = key_base + i as u64 * 1_000_000_000;
                 while !stop.load(Ordering::Relaxed) {
-                    let sql = if mode == "select" {
-                        "SELECT 1".to_string()
-                    } else {
-                        k += 1;
-                        format!("INSERT INTO t VALUES ({k}, '{pad}')")
+                    let (sql, n) = match mode.as_str() {
+                        "select" => ("SELECT 1".to_string(), 1),
+                        "heap" => {
+                            let rows: Vec<String> =
+                                (0..8).map(|j| format!("({}, '{pad}')", k + j)).collect();
+                            k += 8;
+                            (format!("INSERT INTO h{i} VALUES {}", rows.join(", ")), 8)
+                        }
+                        _ => {
+                            k += 1;
+                            (format!("INSERT INTO t VALUES ({k}, '{pad}')"), 1)
+                        }
                     };
                     let r = c.batch(&sql).expect("request");
                     if let Some(e) = r.errors().next() {
                         panic!("Msg {}: {}", e.number, e.text);
                     }
-                    ops.fetch_add(1, Ordering::Relaxed);
+                    ops.fetch_add(n, Ordering::Relaxed);
                 }
             })
         })
