@@ -14,9 +14,12 @@
 //! 4. An extent changes owner in two logged steps: allocation marks the GAM, then the IAM
 //!    page; deallocation clears the IAM bit, then frees the GAM's. A crash between the two
 //!    (another session's commit may flush the first alone) leaves an extent allocated that
-//!    no IAM page owns; the sweep at open (`sweep_unowned_extents`) frees it. Nothing can
+//!    no IAM page owns; after such a crash (the log held page images past the redo start;
+//!    both steps lie past it, as a checkpoint begins only between allocations) the sweep at
+//!    open (`sweep_unowned_extents`) frees it and the error log says how many. Nothing can
 //!    refer to such an extent: pages are reached through IAM pages, and any record naming
-//!    one of its pages follows the IAM page's change in the log.
+//!    one of its pages follows the IAM page's change in the log. A database shut down
+//!    cleanly is not swept: an unowned extent there is damage for CHECKALLOC to report.
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{

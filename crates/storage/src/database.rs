@@ -373,7 +373,14 @@ impl Database {
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
         db.sweep_catalog_pages()?;
-        db.sweep_unowned_extents()?;
+        // Only after a crash whose log held page images: damage found in a database that
+        // was shut down cleanly is CHECKALLOC's to report (Msg 8905), not ours to hide.
+        if db.data.recovery.as_ref().is_some_and(|r| r.page_images > 0) {
+            let freed = db.sweep_unowned_extents()?;
+            if let Some(r) = db.data.recovery.as_mut() {
+                r.unowned_extents_freed = freed;
+            }
+        }
         Ok(db)
     }
 

@@ -415,7 +415,7 @@ impl Instance {
         let Some(st) = db.recovery_stats() else {
             return;
         };
-        if st.redone == 0 && st.rolled_back == 0 {
+        if st.redone == 0 && st.rolled_back == 0 && st.unowned_extents_freed == 0 {
             return;
         }
         let log = |t: &str| self.errorlog.write("spid7s", t);
@@ -431,6 +431,12 @@ impl Instance {
             "{} transactions rolled back in database '{}' ({id}). This is an informational message only. No user action is required.",
             st.rolled_back, db.name
         ));
+        if st.unowned_extents_freed > 0 {
+            log(&format!(
+                "Recovery of database '{}' ({id}) freed {} extent(s) that were allocated in a GAM page but owned by no IAM page: allocations the interruption cut between their two logged steps. This is an informational message only. No user action is required.",
+                db.name, st.unowned_extents_freed
+            ));
+        }
         log(&format!(
             "Recovery completed for database {} (database ID {id}) in {} second(s) (analysis and redo {} ms, undo {} ms.) This is an informational message only. No user action is required.",
             db.name,

@@ -38,6 +38,12 @@ use crate::{Database, StorageError};
 pub struct RecoveryStats {
     pub records: usize,
     pub redone: usize,
+    /// Page images at or after the redo start (allocation pages among them): the log held
+    /// changes the crash may have left half done.
+    pub page_images: usize,
+    /// Extents the sweep after redo freed: marked in a GAM, owned by no IAM page (an
+    /// allocation or deallocation the crash cut between its two steps).
+    pub unowned_extents_freed: usize,
     pub committed: usize,
     pub rolled_back: usize,
     pub log_bytes: u64,
@@ -203,6 +209,7 @@ impl Database {
                 continue;
             }
             if let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&bytes) {
+                stats.page_images += 1;
                 if self.redo_image(r.lsn, file_id, page, image, &mut touched)? {
                     stats.redone += 1;
                 }

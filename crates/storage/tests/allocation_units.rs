@@ -172,7 +172,8 @@ fn a_full_file_1_grows_for_a_new_iam_page() {
 /// Proves the sweep at open (allocation.rs invariant 4): an extent a crash left marked in
 /// the GAM with no IAM page owning it (the first of an allocation's two logged steps
 /// durable, the second lost) is free again after the reopen, and CHECKALLOC finds nothing;
-/// an owned extent stays owned.
+/// an owned extent stays owned. The same damage in a database with nothing to redo is not
+/// swept: CHECKALLOC reports it.
 #[test]
 fn an_extent_no_iam_page_owns_is_freed_at_open() {
     let fs = SimFileSystem::new(12, Faults::default());
@@ -202,4 +203,23 @@ fn an_extent_no_iam_page_owns_is_freed_at_open() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     assert_eq!(db.data_files[&3].free_extents().unwrap(), free_before);
     assert_eq!(db.extents_of(au).unwrap(), vec![(3, owned)]);
+    assert_eq!(db.recovery_stats().unwrap().unowned_extents_freed, 1);
+    // The same damage in a database checkpointed before it stopped (nothing to redo) is
+    // left for CHECKALLOC to report: written straight into the GAM, no log record.
+    let mut db = db;
+    db.checkpoint().unwrap();
+    let damaged = db.data_files[&3].find_free_extent().unwrap().unwrap();
+    let mut gam = db.data_files[&3].read_page(PageNo(2)).unwrap();
+    extentdb_format::bitmap::set_bit(&mut gam, damaged.0, false);
+    db.data_files[&3]
+        .write_page_unlogged(PageNo(2), &mut gam)
+        .unwrap();
+    drop(db);
+    let db = Database::open(&fs, &root.join("a1.mdf")).unwrap();
+    assert_eq!(
+        db.recovery_stats().map_or(0, |r| r.unowned_extents_freed),
+        0
+    );
+    let report = db.check_alloc().unwrap();
+    assert_eq!(report.errors.len(), 1, "{:?}", report.errors);
 }

@@ -370,6 +370,8 @@ fn shared_inserts_survive_crashes() {
         .unwrap_or(if cfg!(debug_assertions) { 8 } else { 100 });
     let root = Path::new("/sim");
     let (mut cut_while_running, mut committed_rows, mut shared_rows) = (0, 0, 0);
+    // Extents the sweep at open freed (allocations cut between their two steps).
+    let mut swept = 0;
     for seed in 0..seeds {
         let fs = SimFileSystem::new(seed + 1, Faults::default());
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -394,6 +396,7 @@ fn shared_inserts_survive_crashes() {
         fs.crash();
         let mut db = Database::open(&fs, &root.join("Ins.mdf"))
             .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        swept += db.recovery_stats().map_or(0, |r| r.unowned_extents_freed);
         let mut by_table: BTreeMap<u32, Vec<&Outcome>> = BTreeMap::new();
         for (t, (o, _)) in tables.iter().zip(&results) {
             by_table.entry(*t).or_default().push(o);
@@ -435,7 +438,8 @@ fn shared_inserts_survive_crashes() {
     }
     eprintln!(
         "{seeds} seeds: cut while sessions ran in {cut_while_running}; {committed_rows} rows \
-         committed before the cuts, {shared_rows} rows placed shared"
+         committed before the cuts, {shared_rows} rows placed shared; {swept} half-allocated \
+         extents freed at open"
     );
     assert!(
         committed_rows > 0 && shared_rows > 0,
