@@ -12,7 +12,7 @@ use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, ConnectOptions, Response};
 
 mod common;
-use common::tds::{Server, PASSWORD};
+use common::tds::{connect_at, Server, PASSWORD};
 
 fn ok(r: Response) -> Response {
     if let Some(e) = r.errors().next() {
@@ -508,16 +508,7 @@ fn sigkill_under_tds_load_loses_no_acknowledged_commit() {
                 let start = next + w * 100_000;
                 let table = TABLES[w as usize / 2];
                 std::thread::spawn(move || {
-                    let mut c = Client::connect(
-                        &addr,
-                        &ConnectOptions {
-                            password: PASSWORD.into(),
-                            database: Some("k9".into()),
-                            timeout: Some(Duration::from_secs(20)),
-                            ..ConnectOptions::default()
-                        },
-                    )
-                    .ok();
+                    let mut c = connect_at(&addr, Some("k9"), 20).ok();
                     let mut acked = Vec::new();
                     let mut k = start;
                     while let Some(conn) = c.as_mut() {
@@ -965,16 +956,7 @@ fn sessions_insert_at_once_into_one_filegroup() {
         .map(|w| {
             let addr = s.addr.clone();
             std::thread::spawn(move || {
-                let mut c = Client::connect(
-                    &addr,
-                    &ConnectOptions {
-                        password: PASSWORD.into(),
-                        database: Some("fgc".into()),
-                        timeout: Some(Duration::from_secs(60)),
-                        ..ConnectOptions::default()
-                    },
-                )
-                .unwrap();
+                let mut c = connect_at(&addr, Some("fgc"), 60).unwrap();
                 // Acknowledged keys: (own table, shared table).
                 let (mut own, mut shared) = (Vec::new(), Vec::new());
                 for i in 0..STATEMENTS {
@@ -1124,16 +1106,7 @@ fn a_growth_in_one_filegroup_does_not_hold_up_inserts_in_another() {
     let b = {
         let (addr, stop) = (s.addr.clone(), stop.clone());
         std::thread::spawn(move || {
-            let mut c = Client::connect(
-                &addr,
-                &ConnectOptions {
-                    password: PASSWORD.into(),
-                    database: Some("fgg".into()),
-                    timeout: Some(Duration::from_secs(120)),
-                    ..ConnectOptions::default()
-                },
-            )
-            .unwrap();
+            let mut c = connect_at(&addr, Some("fgg"), 120).unwrap();
             ok(c.batch("BEGIN TRAN").unwrap());
             let mut done = Vec::new();
             let mut k = 1;

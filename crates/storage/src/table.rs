@@ -313,15 +313,8 @@ impl Database {
             self.wal.as_deref(),
             page,
         )?);
-        self.change_page(
-            xact,
-            page,
-            SlotAction::Insert {
-                slot,
-                record: rec.to_vec(),
-            },
-            SlotAction::Remove { slot },
-        )?;
+        let (redo, undo) = insert_actions(slot, rec);
+        self.change_page(xact, page, redo, undo)?;
         Ok((page, slot))
     }
 
@@ -394,15 +387,8 @@ impl Database {
                 (pid, 0)
             }
         };
-        let inserted = self.change_page_shared(
-            xact,
-            page,
-            SlotAction::Insert {
-                slot,
-                record: rec.to_vec(),
-            },
-            SlotAction::Remove { slot },
-        )?;
+        let (redo, undo) = insert_actions(slot, rec);
+        let inserted = self.change_page_shared(xact, page, redo, undo)?;
         Ok(inserted.then_some((page, slot)))
     }
 
@@ -685,6 +671,17 @@ impl Database {
             *self.data.pool.get_mut() = BufferPool::with_budget(cap, budget);
         }
     }
+}
+
+/// A heap row's insertion at `slot` and its undo.
+fn insert_actions(slot: u16, rec: &[u8]) -> (SlotAction, SlotAction) {
+    (
+        SlotAction::Insert {
+            slot,
+            record: rec.to_vec(),
+        },
+        SlotAction::Remove { slot },
+    )
 }
 
 /// True for a formatted data or index page of allocation unit `au`.

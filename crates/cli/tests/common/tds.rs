@@ -51,16 +51,7 @@ impl Server {
     }
 
     pub fn connect_to(&self, database: Option<&str>) -> Client {
-        Client::connect(
-            &self.addr,
-            &ConnectOptions {
-                password: PASSWORD.into(),
-                database: database.map(str::to_string),
-                timeout: Some(Duration::from_secs(60)),
-                ..ConnectOptions::default()
-            },
-        )
-        .unwrap_or_else(|e| panic!("login failed: {e:?}"))
+        connect_at(&self.addr, database, 60).unwrap_or_else(|e| panic!("login failed: {e:?}"))
     }
 
     pub fn errorlog(&self) -> String {
@@ -74,4 +65,22 @@ impl Drop for Server {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A login as sa to the server at `addr` (from a thread that has no `Server`), into
+/// `database`, with a request timeout of `timeout_secs`.
+pub fn connect_at(
+    addr: &str,
+    database: Option<&str>,
+    timeout_secs: u64,
+) -> Result<Client, Result<extentdb_tds::client::Response, extentdb_tds::TdsError>> {
+    Client::connect(
+        addr,
+        &ConnectOptions {
+            password: PASSWORD.into(),
+            database: database.map(str::to_string),
+            timeout: Some(Duration::from_secs(timeout_secs)),
+            ..ConnectOptions::default()
+        },
+    )
 }
