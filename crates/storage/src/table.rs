@@ -28,8 +28,8 @@
 //! Invariants:
 //! 1. Every page of a table's extents is unformatted, another unit's, or a data page of the
 //!    table's unit whose records are valid (`data_page::check_invariants`).
-//! 2. `HeapCursor.next_index` pages of the cursor's extent are in use by the heap; the
-//!    rest of that extent is free.
+//! 2. `HeapCursor.next_index` pages of the cursor's extent are taken (in use by the heap,
+//!    or left unformatted when their format failed); the rest of that extent is free.
 //! 3. A heap's cursor and pages change only under its insert lock or with the database
 //!    held exclusively, so a shared insert's page is changed by no one between the logging
 //!    of its row and its application (xact.rs `try_log_change`).
@@ -586,11 +586,14 @@ impl Database {
             extent: Some((file, extent)),
             next_index: 0,
         };
+        // Every page, not up to the first unformatted one: a page taken whose format was
+        // never logged (the log full at that moment) leaves a gap, and the pages after it
+        // are in use.
         for i in 0..PAGES_PER_EXTENT {
             let pid = PageId::new(file, extent.first_page().0 + i);
             let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
             if !is_unit_page(&p, au) {
-                break;
+                continue;
             }
             if is_heap_page(&p, au) {
                 c.current = Some(pid);
