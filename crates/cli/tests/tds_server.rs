@@ -1174,3 +1174,80 @@ fn a_growth_in_one_filegroup_does_not_hold_up_inserts_in_another() {
         window.as_millis()
     );
 }
+
+/// DROP and TRUNCATE TABLE wait for other sessions' transactions that changed the table
+/// (SQL Server's Sch-M lock): a rollback must not compensate into pages the table no longer
+/// owns. Session A inserts into h in an open transaction; session B's TRUNCATE waits until A
+/// rolls back, then B's DROP waits until A's next transaction commits. Another table's rows,
+/// inserted meanwhile, are all there.
+#[test]
+fn ddl_waits_for_transactions_that_changed_the_table() {
+    let s = Server::start("ddl-wait", &[]);
+    let mut a = s.connect();
+    ok(a.batch(
+        "CREATE DATABASE dw; USE dw; CREATE TABLE h (k int NOT NULL, pad varchar(100)); \
+         CREATE TABLE other (k int NOT NULL); INSERT INTO h VALUES (1, 'committed')",
+    )
+    .unwrap());
+    let run_b = |sql: &'static str| {
+        let addr = s.addr.clone();
+        std::thread::spawn(move || {
+            let mut b = connect_at(&addr, Some("dw"), 60).unwrap();
+            ok(b.batch(sql).unwrap());
+            ok(b.batch("INSERT INTO other VALUES (1), (2), (3)").unwrap());
+            Instant::now()
+        })
+    };
+    ok(
+        a.batch("BEGIN TRAN; INSERT INTO h VALUES (2, 'open'), (3, 'open')")
+            .unwrap(),
+    );
+    let b = run_b("TRUNCATE TABLE h");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !b.is_finished(),
+        "TRUNCATE went ahead of the open transaction"
+    );
+    let ended = Instant::now();
+    ok(a.batch("ROLLBACK").unwrap());
+    assert!(
+        b.join().unwrap() >= ended,
+        "TRUNCATE finished before the rollback"
+    );
+    assert_eq!(
+        count(&mut a, "SELECT COUNT(*) FROM h"),
+        0,
+        "truncated after the rollback"
+    );
+    ok(a.batch("BEGIN TRAN; INSERT INTO h VALUES (4, 'open')")
+        .unwrap());
+    let b = run_b("DROP TABLE h");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!b.is_finished(), "DROP went ahead of the open transaction");
+    let ended = Instant::now();
+    ok(a.batch("COMMIT").unwrap());
+    assert!(
+        b.join().unwrap() >= ended,
+        "DROP finished before the commit"
+    );
+    assert_eq!(count(&mut a, "SELECT COUNT(*) FROM other"), 6);
+    let r = a.batch("SELECT COUNT(*) FROM h").unwrap();
+    assert_eq!(
+        r.errors().next().map(|e| e.number),
+        Some(208),
+        "h is dropped"
+    );
+    // A session's own open transaction does not make it wait on itself.
+    ok(a.batch(
+        "CREATE TABLE mine (k int); BEGIN TRAN; INSERT INTO mine VALUES (1); \
+         TRUNCATE TABLE mine; COMMIT",
+    )
+    .unwrap());
+    let r = ok(a.batch("DBCC CHECKDB (dw)").unwrap());
+    assert!(
+        r.outputs.iter().any(|o| matches!(o, Output::Info(m)
+            if m.text == "CHECKDB found 0 allocation errors and 0 consistency errors in database 'dw'.")),
+        "{:?}",
+        r.outputs
+    );
+}

@@ -53,7 +53,7 @@ impl Database {
         if entry.file_type != extentdb_format::file_header::FileType::Rows || file_id == 1 {
             return Err(StorageError::CannotEmptyFile(entry.name));
         }
-        if !self.data.xacts.get_mut().active.is_empty() {
+        if self.active_xacts() > 0 {
             return Err(StorageError::ActiveTransactions(self.name.clone()));
         }
         self.data.emptying.insert(file_id);
@@ -203,7 +203,7 @@ impl Database {
     /// while a transaction is active (invariant 2), and the caller retries.
     pub fn rebalance_step(&mut self, ds: u16) -> Result<Option<u64>, StorageError> {
         self.check_writable()?;
-        if !self.data.xacts.get_mut().active.is_empty() {
+        if self.active_xacts() > 0 {
             return Ok(None);
         }
         let usage = self.filegroup_usage(ds)?;

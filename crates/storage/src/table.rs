@@ -314,7 +314,7 @@ impl Database {
             page,
         )?);
         let (redo, undo) = insert_actions(slot, rec);
-        self.change_page(xact, page, redo, undo)?;
+        self.change_page(xact, t.allocation_unit_id, page, redo, undo)?;
         Ok((page, slot))
     }
 
@@ -388,7 +388,7 @@ impl Database {
             }
         };
         let (redo, undo) = insert_actions(slot, rec);
-        let inserted = self.change_page_shared(xact, page, redo, undo)?;
+        let inserted = self.change_page_shared(xact, au, page, redo, undo)?;
         Ok(inserted.then_some((page, slot)))
     }
 
@@ -463,6 +463,7 @@ impl Database {
         self.live_record(&t, rid)?;
         self.change_page(
             xact,
+            t.allocation_unit_id,
             rid.0,
             SlotAction::Ghost { slot: rid.1 },
             SlotAction::Unghost { slot: rid.1 },
@@ -483,6 +484,7 @@ impl Database {
         if old.len() == rec.len() {
             self.change_page(
                 xact,
+                t.allocation_unit_id,
                 rid.0,
                 SlotAction::Replace {
                     slot: rid.1,

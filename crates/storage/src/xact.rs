@@ -25,6 +25,9 @@
 //! 4. A change is refused (log full, error 9002) unless the log's free space also covers
 //!    the compensation records that rolling back every active transaction would write, so
 //!    a rollback, or the undo phase of recovery, never finds the log full.
+//! 5. A table another transaction has changed is not dropped or truncated before that
+//!    transaction ends (`table_in_use`; SQL Server's Sch-M lock waits the same way), so a
+//!    rollback never compensates into pages that have changed owner.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +61,9 @@ pub(crate) struct XactState {
     /// Log bytes kept free for the compensation records a rollback of this transaction
     /// would write (invariant 4).
     pub reserved_bytes: u64,
+    /// The allocation units this transaction changed: DDL on their tables waits for it to
+    /// end (invariant 5).
+    pub units: std::collections::BTreeSet<u64>,
 }
 
 /// The active transactions of one database.
@@ -77,6 +83,10 @@ impl XactTable {
 /// Log space kept free besides reservations: block headers, sector padding, VLF end
 /// markers and ABORT records.
 const LOG_MARGIN_BYTES: u64 = 128 << 10;
+/// Log a session sharing the database may append between two reservation checks without a
+/// check of its own: a page's image (torn-page protection), a page format and the two
+/// allocation-page images of a new extent, each at most a page.
+const UNCHECKED_BYTES_PER_XACT: u64 = 4 * (8 << 10);
 
 /// Log bytes a compensation record for `undo` may take, padding to a sector included.
 fn clr_reservation(undo: &SlotAction) -> u64 {
@@ -202,12 +212,13 @@ impl Database {
     pub(crate) fn change_page(
         &mut self,
         xact: XactId,
+        au: u64,
         page: PageId,
         redo: SlotAction,
         undo: SlotAction,
     ) -> Result<(), StorageError> {
         let reserve = clr_reservation(&undo);
-        self.log_change(xact, page, redo, Undo::Slot(page, undo), reserve)
+        self.log_change(xact, au, page, redo, Undo::Slot(page, undo), reserve)
     }
 
     /// `change_page` for a session sharing the database (`insert_row_shared`): false, with
@@ -216,12 +227,13 @@ impl Database {
     pub(crate) fn change_page_shared(
         &self,
         xact: XactId,
+        au: u64,
         page: PageId,
         redo: SlotAction,
         undo: SlotAction,
     ) -> Result<bool, StorageError> {
         let reserve = clr_reservation(&undo);
-        self.try_log_change(xact, page, &redo, &Undo::Slot(page, undo), reserve)
+        self.try_log_change(xact, au, page, &redo, &Undo::Slot(page, undo), reserve)
     }
 
     /// Logs and applies one change of `xact` to a page of clustered index `t`, undone by key.
@@ -234,13 +246,8 @@ impl Database {
         undo: KeyedUndo,
     ) -> Result<(), StorageError> {
         let reserve = (undo.record().len() + 64 + 512) as u64;
-        self.log_change(
-            xact,
-            page,
-            redo,
-            Undo::Keyed(t.allocation_unit_id, undo),
-            reserve,
-        )
+        let au = t.allocation_unit_id;
+        self.log_change(xact, au, page, redo, Undo::Keyed(au, undo), reserve)
     }
 
     /// One change with the database held exclusively: the write-ahead path, growing the log
@@ -248,12 +255,13 @@ impl Database {
     fn log_change(
         &mut self,
         xact: XactId,
+        au: u64,
         page: PageId,
         redo: SlotAction,
         undo: Undo,
         reserve: u64,
     ) -> Result<(), StorageError> {
-        while !self.try_log_change(xact, page, &redo, &undo, reserve)? {
+        while !self.try_log_change(xact, au, page, &redo, &undo, reserve)? {
             if !self.grow_log_now()? {
                 return Err(StorageError::LogFull(self.log_full_reason()));
             }
@@ -274,6 +282,7 @@ impl Database {
     fn try_log_change(
         &self,
         xact: XactId,
+        au: u64,
         page: PageId,
         redo: &SlotAction,
         undo: &Undo,
@@ -286,6 +295,7 @@ impl Database {
         let appended = {
             let mut t = self.data.xacts.lock();
             let reserved: u64 = t.active.values().map(|x| x.reserved_bytes).sum();
+            let sessions = t.active.len() as u64;
             let x = t.active.get_mut(&xact).expect("an active transaction");
             let prev = x.last_lsn;
             let body = match undo {
@@ -306,13 +316,18 @@ impl Database {
                 },
             };
             let bytes = log_record::compact(body.encode());
-            if wal.free_bytes() < bytes.len() as u64 + reserve + reserved + LOG_MARGIN_BYTES {
+            // Besides the reservations: the margin, and for each transaction what its
+            // session may append unchecked before its next change (a page image, a page
+            // format, an allocation's two map images) while sharing the database.
+            let margin = LOG_MARGIN_BYTES + UNCHECKED_BYTES_PER_XACT * sessions;
+            if wal.free_bytes() < bytes.len() as u64 + reserve + reserved + margin {
                 return Ok(false);
             }
             let appended = wal.append(&bytes);
             if let Ok(lsn) = appended {
                 x.last_lsn = lsn;
                 x.reserved_bytes += reserve;
+                x.units.insert(au);
                 x.changes.push(Change {
                     prev,
                     undo: undo.clone(),
@@ -360,6 +375,21 @@ impl Database {
         set_lsn(p, lsn)?;
         pool.mark_dirty(page);
         Ok(())
+    }
+
+    /// True while a transaction other than `except` has changed table `object_id` and not
+    /// ended (invariant 5): DROP and TRUNCATE TABLE wait for it.
+    pub fn table_in_use(&self, object_id: u32, except: Option<XactId>) -> bool {
+        let Some(t) = self.table_by_id(object_id) else {
+            return false;
+        };
+        let au = t.allocation_unit_id;
+        self.data
+            .xacts
+            .lock()
+            .active
+            .iter()
+            .any(|(id, x)| Some(*id) != except && x.units.contains(&au))
     }
 
     /// A savepoint: the position to which `rollback_to` returns.

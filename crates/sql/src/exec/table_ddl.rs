@@ -232,8 +232,7 @@ impl Session {
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;
             }
-            t.db.lock()
-                .unwrap()
+            self.lock_for_table_ddl(&t)?
                 .drop_table(t.entry.object_id)
                 .map_err(|e| errors::map(&e, errors::Context::Other))?;
         }
@@ -244,8 +243,32 @@ impl Session {
         let t = self
             .find_table(name)?
             .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
-        let result = t.db.lock().unwrap().truncate_table(t.entry.object_id);
+        let result = self
+            .lock_for_table_ddl(&t)?
+            .truncate_table(t.entry.object_id);
         result.map_err(|e| errors::map(&e, errors::Context::Other))
+    }
+
+    /// Table `t`'s database held exclusively once no other session's transaction has
+    /// changed the table (storage's xact.rs invariant 5; SQL Server's Sch-M lock waits the
+    /// same way): the wait happens outside the lock, so those transactions can end, and an
+    /// attention ends it.
+    fn lock_for_table_ddl<'a>(
+        &self,
+        t: &'a super::tables::TableRef,
+    ) -> Result<extentdb_storage::db_lock::DbGuard<'a>, Vec<SqlError>> {
+        let own = self.xacts.get(&t.db_id).copied();
+        loop {
+            let g = t.db.lock().unwrap();
+            if !g.table_in_use(t.entry.object_id, own) {
+                return Ok(g);
+            }
+            drop(g);
+            if self.cancelled() {
+                return Err(Vec::new());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 
     /// SET IDENTITY_INSERT: on for at most one table per session (Msg 8107).
