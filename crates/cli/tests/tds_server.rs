@@ -1083,8 +1083,10 @@ fn sessions_insert_at_once_into_one_filegroup() {
 /// while session B inserts into FGB in one open transaction (no commit waits on the disk
 /// the zeros keep busy). B's statements keep completing while A's growth is initialized:
 /// the longest pause between two of them during A's batch is well under the batch's
-/// duration, which the zeroing dominates. Were the zeros written under the database's
-/// exclusive lock (as they are in SQL Server, one database-wide), B would stop for all of it.
+/// duration, which the zeroing dominates, though a third session's UPDATEs hold the
+/// database exclusively every 20 ms meanwhile. Were the zeros written under the database's
+/// exclusive lock (as they are in SQL Server, one database-wide), or holding it shared
+/// (a queued exclusive request stops new readers), B would stop for all of it.
 #[test]
 fn a_growth_in_one_filegroup_does_not_hold_up_inserts_in_another() {
     let s = Server::start("fg-growth", &[]);
@@ -1099,6 +1101,7 @@ fn a_growth_in_one_filegroup_does_not_hold_up_inserts_in_another() {
     ok(c.batch(
         "USE fgg; CREATE TABLE ta (k int NOT NULL, pad varchar(4000)) ON FGA; \
          CREATE TABLE tb (k int NOT NULL, pad varchar(100)) ON FGB; \
+         CREATE TABLE tc (k int NOT NULL, v int) ON FGB; INSERT INTO tc VALUES (1, 0); \
          INSERT INTO tb VALUES (0, 'first'); DBCC TRACEON (1806, -1);",
     )
     .unwrap());
@@ -1122,6 +1125,21 @@ fn a_growth_in_one_filegroup_does_not_hold_up_inserts_in_another() {
             (done, count(&mut c, "SELECT COUNT(*) FROM tb"))
         })
     };
+    // Session C's UPDATEs hold the database exclusively, one every 20 ms: had A's zeros
+    // been written holding the database shared, C's queued request would stop B too.
+    let c_thread = {
+        let (addr, stop) = (s.addr.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut c = connect_at(&addr, Some("fgg"), 120).unwrap();
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                ok(c.batch("UPDATE tc SET v = v + 1").unwrap());
+                n += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            n
+        })
+    };
     std::thread::sleep(Duration::from_millis(200));
     let start = Instant::now();
     ok(c.batch(
@@ -1132,6 +1150,8 @@ fn a_growth_in_one_filegroup_does_not_hold_up_inserts_in_another() {
     let end = Instant::now();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let (done, b_rows) = b.join().expect("session B panicked");
+    let updates = c_thread.join().expect("session C panicked");
+    assert!(updates > 0);
     let size = count(
         &mut c,
         "SELECT size FROM sys.database_files WHERE name = 'fga'",

@@ -402,6 +402,13 @@ impl Database {
     }
 
     /// Marks the database as needing a reopen (recovery) before further changes.
+    /// A session panicked while it shared the database (`DbLock::read`), perhaps half way
+    /// through a change: the database refuses further changes until it is reopened, as it
+    /// does after a failed write, and recovery settles what was done.
+    pub fn poison_after_panic(&self) {
+        self.poison();
+    }
+
     pub(crate) fn poison(&self) {
         self.poisoned
             .store(true, std::sync::atomic::Ordering::Relaxed);

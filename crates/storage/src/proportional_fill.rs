@@ -834,11 +834,11 @@ impl Database {
 /// the catalog's size until the growth is committed, so a crash meanwhile changes nothing.
 #[derive(Default)]
 pub(crate) struct DataGrowthPrep {
-    /// file id -> (from pages, to pages, the initializing thread).
-    preparing: BTreeMap<u16, (u32, u32, Preparation)>,
-    /// Growths a session sharing the database initialized itself
-    /// (`prepare_filegroup_growth_shared`): file id -> (from pages, to pages, time taken).
-    ready: Mutex<BTreeMap<u16, (u32, u32, std::time::Duration)>>,
+    /// file id -> (from pages, to pages, the initializing thread, set when it has ended).
+    preparing: BTreeMap<u16, (u32, u32, Preparation, Arc<AtomicBool>)>,
+    /// Growths a session initialized itself (`GrowthPreparation`, holding no database
+    /// lock): file id -> (from pages, to pages, time taken).
+    ready: Arc<Mutex<ReadyGrowths>>,
     /// Each filegroup's growth lock: held while a session initializes the filegroup's next
     /// growth, so its other sessions wait for that growth instead of starting another.
     growth_locks: Mutex<BTreeMap<u16, Arc<Mutex<()>>>>,
@@ -858,11 +858,71 @@ enum Prepared {
     Session(std::time::Duration),
 }
 
+/// Growths initialized by sessions: file id -> (from pages, to pages, time taken).
+type ReadyGrowths = BTreeMap<u16, (u32, u32, std::time::Duration)>;
+
 impl DataGrowthPrep {
-    fn ready_growths(
-        &self,
-    ) -> std::sync::MutexGuard<'_, BTreeMap<u16, (u32, u32, std::time::Duration)>> {
+    fn ready_growths(&self) -> std::sync::MutexGuard<'_, ReadyGrowths> {
         self.ready.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The slow half of a filegroup's growth (`Database::growth_preparation`), run by a session
+/// holding no lock on the database at all: a session waiting to hold it exclusively (a
+/// checkpoint, another statement) would otherwise stop every session behind it, of every
+/// filegroup, for as long as the zeros take. Holds what it needs: the files' handles and
+/// sizes, the filegroup's growth lock and the table of ready growths.
+pub struct GrowthPreparation {
+    lock: Arc<Mutex<()>>,
+    /// (file id, handle, from pages, to pages) of each file to initialize.
+    files: Vec<(u16, Arc<dyn extentdb_io::DbFile>, u32, u32)>,
+    /// Background preparations of the same growth still running: waited for.
+    background: Vec<Arc<AtomicBool>>,
+    ready: Arc<Mutex<ReadyGrowths>>,
+    env: GrowthEnv,
+}
+
+impl GrowthPreparation {
+    /// Initializes the growth's space (zeros at device speed with IFI off, fallocate with
+    /// it) under the filegroup's growth lock, so the filegroup's other sessions wait for this
+    /// growth instead of starting another; the exclusive commit (`allocate_extent_by_fill`)
+    /// then only formats the new space's maps and saves the catalog. The space lies past the
+    /// catalog's size, so a crash meanwhile changes nothing. Returns the files prepared.
+    pub fn run(self) -> Result<Vec<u16>, StorageError> {
+        let _growing = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        for done in &self.background {
+            while !done.load(Ordering::Acquire) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        let sink = crate::log_growth::EnvSink::new(&self.env);
+        let mut prepared = Vec::new();
+        for (file_id, file, from, to) in &self.files {
+            let done = self
+                .ready
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(file_id)
+                .is_some_and(|r| (r.0, r.1) == (*from, *to));
+            if !done {
+                let started = std::time::Instant::now();
+                crate::file_init::initialize(
+                    file.as_ref(),
+                    crate::file_init::SpaceKind::Data,
+                    *from,
+                    *to,
+                    self.env.policy,
+                    &sink,
+                )?;
+                file.sync_data()?;
+                self.ready
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(*file_id, (*from, *to, started.elapsed()));
+            }
+            prepared.push(*file_id);
+        }
+        Ok(prepared)
     }
 }
 
@@ -870,7 +930,7 @@ impl Drop for DataGrowthPrep {
     /// A closing database stops its preparations within one step and waits for them.
     fn drop(&mut self) {
         self.cancel.store(true, Ordering::Relaxed);
-        for (_, (_, _, h)) in std::mem::take(&mut self.preparing) {
+        for (_, (_, _, h, _)) in std::mem::take(&mut self.preparing) {
             let _ = h.join();
         }
     }
@@ -923,7 +983,17 @@ impl Database {
             let file = self.data_files[&file_id].file.clone();
             let cancel = self.data.data_growth.cancel.clone();
             let policy = self.data.growth.env.policy;
+            let finished = Arc::new(AtomicBool::new(false));
+            let ended = finished.clone();
             let handle = std::thread::spawn(move || {
+                // Set however the thread ends (sessions wait on it, `GrowthPreparation`).
+                struct Ended(Arc<AtomicBool>);
+                impl Drop for Ended {
+                    fn drop(&mut self) {
+                        self.0.store(true, Ordering::Release);
+                    }
+                }
+                let _ended = Ended(ended);
                 let no_rest = |_: u64, _: std::time::Duration| false;
                 crate::file_init::initialize_paced(
                     file.as_ref(),
@@ -947,7 +1017,7 @@ impl Database {
             self.data
                 .data_growth
                 .preparing
-                .insert(file_id, (from, to, handle));
+                .insert(file_id, (from, to, handle, finished));
         }
         Ok(())
     }
@@ -956,9 +1026,21 @@ impl Database {
     /// size another way (ALTER DATABASE ... MODIFY FILE, SHRINKFILE, REMOVE FILE), and the
     /// thread must not write zeros into space that becomes live.
     pub(crate) fn drop_prepared_data_growth(&mut self, file_id: u16) {
-        if let Some((_, _, h)) = self.data.data_growth.preparing.remove(&file_id) {
+        if let Some((_, _, h, _)) = self.data.data_growth.preparing.remove(&file_id) {
             let _ = h.join();
         }
+        // A session initializing this file's growth holding no database lock finishes
+        // first (it holds the filegroup's growth lock), so its entry is not left behind.
+        let ds = self
+            .catalog
+            .files
+            .iter()
+            .find(|f| f.file_id == file_id)
+            .map(|f| f.data_space_id);
+        let lock = ds.map(|ds| self.growth_lock(ds));
+        let _growing = lock
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|e| e.into_inner()));
         self.data.data_growth.ready_growths().remove(&file_id);
     }
 
@@ -979,68 +1061,57 @@ impl Database {
     }
 
     /// The slow half of a growth of filegroup `ds`, for a session sharing the database
-    /// (`&self`) whose allocation found every file full: initializes the space the growth
-    /// will add to each file `autogrow_filegroup` would grow (zeros at device speed with
-    /// IFI off, an fallocate with it) under the filegroup's growth lock only. Sessions
-    /// allocating in other filegroups go on meanwhile; sessions of this one wait on the
-    /// lock and find the growth prepared. The space lies past the catalog's size, so a
-    /// crash meanwhile changes nothing. The growth is committed by `allocate_extent_by_fill`
-    /// with the database held exclusively, which then only formats the new space's maps
-    /// and saves the catalog. Returns the files prepared (or already prepared).
+    /// (`&self`) whose allocation found every file full (`GrowthPreparation::run`, here
+    /// while holding the database shared: the storage tests' way; sessions of the server
+    /// run it holding no lock, `growth_preparation`). Sessions allocating in other
+    /// filegroups go on meanwhile; sessions of this one wait on the filegroup's growth lock
+    /// and find the growth prepared. Returns the files prepared (or already prepared).
     pub fn prepare_filegroup_growth_shared(&self, ds: u16) -> Result<Vec<u16>, StorageError> {
-        self.prepare_growth_shared(ds, &self.data.growth.env)
+        self.check_writable()?;
+        match self.growth_preparation(ds, &self.data.growth.env) {
+            Some(p) => p.run(),
+            None => Ok(Vec::new()),
+        }
     }
 
-    /// `prepare_filegroup_growth_shared` as session `env` would run it (its IFI policy and
-    /// trace flags, its spid in the error log).
-    pub(crate) fn prepare_growth_shared(
-        &self,
-        ds: u16,
-        env: &GrowthEnv,
-    ) -> Result<Vec<u16>, StorageError> {
-        self.check_writable()?;
-        let lock = self.growth_lock(ds);
-        let _growing = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let sink = crate::log_growth::EnvSink::new(env);
-        let mut prepared = Vec::new();
+    /// What initializing filegroup `ds`'s next growth takes, as session `env` would grow it
+    /// (its IFI policy and trace flags, its spid in the error log), to run holding no lock
+    /// on the database; None when there is nothing to initialize (no file may grow, or the
+    /// growth is initialized already).
+    pub fn growth_preparation(&self, ds: u16, env: &GrowthEnv) -> Option<GrowthPreparation> {
+        let mut files = Vec::new();
+        let mut background = Vec::new();
         for (file_id, _, to) in self.growth_targets(ds) {
             let from = self.file_pages(file_id);
+            // A background preparation of the same space is committed by its own path; it
+            // is waited for outside the database's lock, so that the commit (holding it
+            // exclusively) finds it finished and does not hold up other filegroups.
+            if let Some((_, _, _, ended)) = self.data.data_growth.preparing.get(&file_id) {
+                if !ended.load(Ordering::Acquire) {
+                    background.push(ended.clone());
+                }
+                continue;
+            }
             let done = self
                 .data
                 .data_growth
                 .ready_growths()
                 .get(&file_id)
                 .is_some_and(|r| (r.0, r.1) == (from, to));
-            // A background preparation of the same space is committed by its own path; it
-            // is waited for here, sharing the database, so that the commit (holding it
-            // exclusively) finds it finished and does not hold up other filegroups.
-            if let Some((_, _, h)) = self.data.data_growth.preparing.get(&file_id) {
-                while !h.is_finished() {
-                    std::thread::sleep(std::time::Duration::from_millis(1));
-                }
-                prepared.push(file_id);
-                continue;
-            }
             if !done {
-                let started = std::time::Instant::now();
-                let file = &self.data_files[&file_id].file;
-                crate::file_init::initialize(
-                    file.as_ref(),
-                    crate::file_init::SpaceKind::Data,
-                    from,
-                    to,
-                    env.policy,
-                    &sink,
-                )?;
-                file.sync_data()?;
-                self.data
-                    .data_growth
-                    .ready_growths()
-                    .insert(file_id, (from, to, started.elapsed()));
+                files.push((file_id, self.data_files[&file_id].file.clone(), from, to));
             }
-            prepared.push(file_id);
         }
-        Ok(prepared)
+        if files.is_empty() && background.is_empty() {
+            return None;
+        }
+        Some(GrowthPreparation {
+            lock: self.growth_lock(ds),
+            files,
+            background,
+            ready: self.data.data_growth.ready.clone(),
+            env: env.clone(),
+        })
     }
 
     fn file_pages(&self, file_id: u16) -> u32 {
@@ -1066,7 +1137,7 @@ impl Database {
                 return Ok(Some(Prepared::Session(took)));
             }
         }
-        let Some((from, prepared_to, handle)) = self.data.data_growth.preparing.remove(&file_id)
+        let Some((from, prepared_to, handle, _)) = self.data.data_growth.preparing.remove(&file_id)
         else {
             return Ok(None);
         };

@@ -51,6 +51,16 @@ use crate::{Database, StorageError};
 /// A row's address: page and slot.
 pub type Rid = (PageId, u16);
 
+/// What `Database::insert_row_shared` did with a row.
+pub enum SharedInsert {
+    Inserted(Rid),
+    /// Nothing logged: insert the row holding the database exclusively.
+    Declined,
+    /// Nothing logged: run this growth's preparation holding no database lock, then try
+    /// the row again.
+    Grow(crate::proportional_fill::GrowthPreparation),
+}
+
 /// Where a heap inserts next.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct HeapCursor {
@@ -321,31 +331,32 @@ impl Database {
     /// `insert_row` for a session sharing the database (`DbLock::read`) with others
     /// inserting at once: sessions insert into different heaps at once and into one heap
     /// one at a time (its insert lock), and allocate extents without the database's lock
-    /// (`allocate_extent_shared`). None, with nothing of the row logged, when the row
+    /// (`allocate_extent_shared`). Declined, with nothing of the row logged, when the row
     /// needs the database held exclusively: a clustered index, a heap whose cursor is not
-    /// known yet, a new IAM page, a filegroup that must grow (with IFI off its growth is
-    /// initialized first, here, under the filegroup's growth lock only), or a log needing a checkpoint
-    /// or growth. The caller then inserts the row with `insert_row`. `env` is the inserting
-    /// session's (what `set_growth_env` would set for an exclusive statement).
+    /// known yet, a new IAM page, a filegroup that must grow, or a log needing a checkpoint
+    /// or growth; the caller then inserts the row with `insert_row`. With IFI off, a
+    /// filegroup that must grow gives first its growth's preparation (`Grow`), for the
+    /// caller to run holding no database lock before it tries the row again. `env` is the
+    /// inserting session's (what `set_growth_env` would set for an exclusive statement).
     pub fn insert_row_shared(
         &self,
         xact: XactId,
         object_id: u32,
         rec: &[u8],
         env: &crate::log_growth::GrowthEnv,
-    ) -> Result<Option<Rid>, StorageError> {
+    ) -> Result<SharedInsert, StorageError> {
         self.check_writable()?;
         let t = self
             .table_by_id(object_id)
             .ok_or(StorageError::TableNotFound(object_id))?;
         if t.index_id != 0 || self.log_needs_attention() {
-            return Ok(None);
+            return Ok(SharedInsert::Declined);
         }
         let au = t.allocation_unit_id;
         let lock = self.data.insert_locks.lock().entry(au).or_default().clone();
         let _inserting = lock.lock().unwrap_or_else(|e| e.into_inner());
         let Some(c) = self.data.cursors.lock().get(&au).copied() else {
-            return Ok(None);
+            return Ok(SharedInsert::Declined);
         };
         let room = |pid: PageId| -> Result<Option<u16>, StorageError> {
             let mut pool = self.data.pool.lock();
@@ -361,14 +372,16 @@ impl Database {
                     _ => match self.allocate_shared(au, t.data_space_id, env)? {
                         SharedAllocation::Extent(f, e) => (f, e, 0),
                         SharedAllocation::NeedsGrowth => {
-                            // Zeros take long enough to keep out of the database's lock;
+                            // Zeros take long enough to keep out of every database lock;
                             // an instant growth is not worth a second step.
                             if !env.policy.instant {
-                                self.prepare_growth_shared(t.data_space_id, env)?;
+                                if let Some(p) = self.growth_preparation(t.data_space_id, env) {
+                                    return Ok(SharedInsert::Grow(p));
+                                }
                             }
-                            return Ok(None);
+                            return Ok(SharedInsert::Declined);
                         }
-                        SharedAllocation::NeedsExclusive => return Ok(None),
+                        SharedAllocation::NeedsExclusive => return Ok(SharedInsert::Declined),
                     },
                 };
                 let pid = PageId::new(file, extent.first_page().0 + index);
@@ -388,8 +401,10 @@ impl Database {
             }
         };
         let (redo, undo) = insert_actions(slot, rec);
-        let inserted = self.change_page_shared(xact, au, page, redo, undo)?;
-        Ok(inserted.then_some((page, slot)))
+        Ok(match self.change_page_shared(xact, au, page, redo, undo)? {
+            true => SharedInsert::Inserted((page, slot)),
+            false => SharedInsert::Declined,
+        })
     }
 
     /// Every live (non-ghost) record of the table with its RID, in allocation order.

@@ -38,6 +38,7 @@ use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
+use extentdb_storage::table::SharedInsert;
 use extentdb_storage::{Database, NewDatabase, NewFile, StorageError};
 
 /// Database `Ins` in `root`: PRIMARY with three equal 2 MB files, FG2 with a 1 MB and a
@@ -108,6 +109,8 @@ impl Rng {
 struct Counters {
     shared: AtomicU64,
     exclusive: AtomicU64,
+    /// Growths the sessions initialized holding no database lock (IFI off).
+    grown: AtomicU64,
     /// Sessions inside `insert_row_shared` now, and the most at once.
     inside: AtomicUsize,
     peak: AtomicUsize,
@@ -125,13 +128,13 @@ struct Outcome {
 /// `me * 1_000_000 + n`; stops at the first error (a cut power), returning it.
 fn session(
     db: &DbLock,
+    env: &GrowthEnv,
     table: u32,
     me: u32,
     transactions: u32,
     seed: u64,
     c: &Counters,
 ) -> (Outcome, Option<StorageError>) {
-    let env = GrowthEnv::default();
     let mut rng = Rng(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(me as u64 + 1)) | 1);
     let mut out = Outcome::default();
     let mut next = me * 1_000_000;
@@ -142,25 +145,37 @@ fn session(
             let k = next;
             next += 1;
             let rec = row(k, &payload(k));
-            let placed = {
-                let g = db.read().unwrap();
-                let now = c.inside.fetch_add(1, Ordering::SeqCst) + 1;
-                c.peak.fetch_max(now, Ordering::SeqCst);
-                let r = g.insert_row_shared(x, table, &rec, &env);
-                c.inside.fetch_sub(1, Ordering::SeqCst);
-                r
-            };
-            match placed {
-                Ok(Some(_)) => {
-                    c.shared.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(None) => {
-                    if let Err(e) = db.lock().unwrap().insert_row(x, table, &rec) {
-                        return (out, Some(e));
+            // The row shared; a growth's preparation (IFI off) holding no lock, then the
+            // row again; declined, the row exclusively.
+            loop {
+                let placed = {
+                    let g = db.read().unwrap();
+                    let now = c.inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    c.peak.fetch_max(now, Ordering::SeqCst);
+                    let r = g.insert_row_shared(x, table, &rec, env);
+                    c.inside.fetch_sub(1, Ordering::SeqCst);
+                    r
+                };
+                match placed {
+                    Ok(SharedInsert::Inserted(_)) => {
+                        c.shared.fetch_add(1, Ordering::Relaxed);
                     }
-                    c.exclusive.fetch_add(1, Ordering::Relaxed);
+                    Ok(SharedInsert::Grow(p)) => {
+                        if let Err(e) = p.run() {
+                            return (out, Some(e));
+                        }
+                        c.grown.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    Ok(SharedInsert::Declined) => {
+                        if let Err(e) = db.lock().unwrap().insert_row(x, table, &rec) {
+                            return (out, Some(e));
+                        }
+                        c.exclusive.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => return (out, Some(e)),
                 }
-                Err(e) => return (out, Some(e)),
+                break;
             }
             keys.push(k);
         }
@@ -191,6 +206,7 @@ fn session(
 /// Runs `tables.len()` sessions at once, session i into `tables[i]`.
 fn run_sessions(
     db: &Arc<DbLock>,
+    instant: bool,
     tables: &[u32],
     transactions: u32,
     seed: u64,
@@ -203,8 +219,10 @@ fn run_sessions(
         .map(|(me, &table)| {
             let (db, c, start) = (db.clone(), c.clone(), start.clone());
             std::thread::spawn(move || {
+                let mut env = GrowthEnv::default();
+                env.policy.instant = instant;
                 start.wait();
-                session(&db, table, me as u32, transactions, seed, &c)
+                session(&db, &env, table, me as u32, transactions, seed, &c)
             })
         })
         .collect();
@@ -294,7 +312,8 @@ fn sessions_insert_at_once_and_lose_nothing() {
     });
     let c = Arc::new(Counters::default());
     let transactions = if cfg!(debug_assertions) { 100 } else { 1000 };
-    let results = run_sessions(&db, &tables, transactions, 0x5eed_1234, &c);
+    // IFI off: growths are zeroed, by the sessions holding no database lock.
+    let results = run_sessions(&db, false, &tables, transactions, 0x5eed_1234, &c);
     drop(checkpointer);
     assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock());
     let outcomes: Vec<Outcome> = results
@@ -309,13 +328,15 @@ fn sessions_insert_at_once_and_lose_nothing() {
         c.exclusive.load(Ordering::Relaxed),
     );
     let peak = c.peak.load(Ordering::Relaxed);
+    let grown = c.grown.load(Ordering::Relaxed);
     let mut db = Arc::into_inner(db).expect("sessions joined").into_inner();
     let fills: Vec<_> = [1u16, 2]
         .iter()
         .map(|&ds| db.prp_fill_stats(ds).expect("a filegroup"))
         .collect();
     eprintln!(
-        "rows shared {shared}, exclusive {exclusive}; peak {peak} sessions inside at once; \
+        "rows shared {shared}, exclusive {exclusive}; {grown} growths initialized by sessions \
+         holding no lock; peak {peak} sessions inside at once; \
          PRIMARY {:?}; FG2 {:?}; sizes {:?}",
         fills[0],
         fills[1],
@@ -332,6 +353,10 @@ fn sessions_insert_at_once_and_lose_nothing() {
     assert!(
         peak >= 2,
         "sessions were never inside insert_row_shared at once"
+    );
+    assert!(
+        grown > 0,
+        "no growth was initialized outside the database's lock"
     );
     assert!(
         fills[0].0.lock_free_picks > 0 && fills[0].1,
@@ -386,7 +411,7 @@ fn shared_inserts_survive_crashes() {
             ..Default::default()
         });
         let c = Arc::new(Counters::default());
-        let results = run_sessions(&db, &tables, 40, seed, &c);
+        let results = run_sessions(&db, seed % 2 == 0, &tables, 40, seed, &c);
         drop(checkpointer);
         cut_while_running += usize::from(results.iter().any(|r| r.1.is_some()));
         committed_rows += results.iter().map(|r| r.0.committed.len()).sum::<usize>();

@@ -13,13 +13,14 @@
 
 use std::collections::HashSet;
 
-use extentdb_storage::table::Rid;
+use extentdb_storage::table::{Rid, SharedInsert};
 use extentdb_storage::Database;
 
 use super::errors;
 use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
 use super::tables::TableRef;
+use super::xact::Shared;
 use super::{Output, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
 use crate::convert::{convert, data_type_name};
@@ -497,17 +498,17 @@ struct InsertProgress {
 
 /// The write phase of INSERT with the database shared: identity values and records of a
 /// heap with no key to check, while the storage layer can place them beside other
-/// sessions' (`Database::insert_row_shared`). True when every row is in; otherwise
-/// `write_inserts` goes on from where this stopped.
+/// sessions' (`Database::insert_row_shared`), as far as it can: `write_inserts` goes on
+/// from where this stopped.
 fn write_inserts_shared(
     db: &Database,
     x: u64,
     t: &TableRef,
     env: &extentdb_storage::log_growth::GrowthEnv,
     p: &mut InsertProgress,
-) -> Result<bool, Vec<SqlError>> {
+) -> Result<Shared, Vec<SqlError>> {
     if t.entry.index_id != 0 || key_columns(t).is_some() {
-        return Ok(false);
+        return Ok(Shared::Exclusive);
     }
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
@@ -517,29 +518,26 @@ fn write_inserts_shared(
         match (r.generate_identity, identity) {
             (Some(pos), _) => {
                 let Some(v) = db.next_identity_shared(oid).map_err(map)? else {
-                    return Ok(false);
+                    return Ok(Shared::Exclusive);
                 };
                 r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
                 p.last = Some(v);
             }
             // IDENTITY_INSERT moves the identity on: `write_inserts` does it.
-            (None, Some(_)) => return Ok(false),
+            (None, Some(_)) => return Ok(Shared::Exclusive),
             (None, None) => {}
         }
         p.numbered += 1;
     }
     while p.inserted < p.rows.len() {
         let rec = t.encode(&p.rows[p.inserted].values)?;
-        if db
-            .insert_row_shared(x, oid, &rec, env)
-            .map_err(map)?
-            .is_none()
-        {
-            return Ok(false);
+        match db.insert_row_shared(x, oid, &rec, env).map_err(map)? {
+            SharedInsert::Inserted(_) => p.inserted += 1,
+            SharedInsert::Declined => return Ok(Shared::Exclusive),
+            SharedInsert::Grow(g) => return Ok(Shared::Grow(g)),
         }
-        p.inserted += 1;
     }
-    Ok(true)
+    Ok(Shared::Done)
 }
 
 /// The write phase of INSERT with the database held exclusively, from where

@@ -36,6 +36,31 @@ use super::errors;
 use super::{EnvChange, Output, Session};
 use crate::messages::{msg, SqlError};
 
+/// Poisons its database when dropped by a panic's unwinding (`write_in_xact_sharing`).
+struct PoisonOnPanic<'a>(&'a Arc<DbLock>);
+
+impl Drop for PoisonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            if let Ok(db) = self.0.read() {
+                db.poison_after_panic();
+            }
+        }
+    }
+}
+
+/// Where the shared half of a statement's writes stopped (`write_in_xact_sharing`).
+pub(super) enum Shared {
+    /// Every write is done.
+    Done,
+    /// The rest needs the database held exclusively.
+    Exclusive,
+    /// A filegroup's growth to initialize holding no lock on the database (a session
+    /// waiting to hold it exclusively would stop every other session meanwhile); then the
+    /// shared half goes on.
+    Grow(extentdb_storage::proportional_fill::GrowthPreparation),
+}
+
 impl Session {
     pub(super) fn begin_transaction(&mut self, out: &mut Vec<Output>) {
         self.trancount += 1;
@@ -144,7 +169,7 @@ impl Session {
         self.write_in_xact_sharing(
             db_id,
             db,
-            |_, _| Ok(false),
+            |_, _| Ok(Shared::Exclusive),
             |db, x| {
                 out = Some(f.take().expect("called once")(db, x)?);
                 Ok(())
@@ -154,15 +179,16 @@ impl Session {
     }
 
     /// `write_in_xact` for a statement whose writes can run beside other sessions': `shared`
-    /// gets the database shared (`DbLock::read`) and goes as far as it can, returning true
-    /// when it finished; `rest` then finishes with the database held exclusively (and only
-    /// if needed). The transaction begins, and commits, with the database shared too (its
-    /// commit record is one append); a failure's rollback holds it exclusively.
+    /// gets the database shared (`DbLock::read`) and goes as far as it can (`Shared`);
+    /// a growth it needs is initialized holding no lock on the database, and `shared` runs
+    /// again; `rest` finishes with the database held exclusively (and only if needed). The
+    /// transaction begins, and commits, with the database shared too (its commit record is
+    /// one append); a failure's rollback holds it exclusively.
     pub(super) fn write_in_xact_sharing(
         &mut self,
         db_id: u16,
         db: &Arc<DbLock>,
-        shared: impl FnOnce(&Database, u64) -> Result<bool, Vec<SqlError>>,
+        mut shared: impl FnMut(&Database, u64) -> Result<Shared, Vec<SqlError>>,
         rest: impl FnOnce(&mut Database, u64) -> Result<(), Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
         let (x, savepoint) = {
@@ -177,9 +203,21 @@ impl Session {
         if !autocommit {
             self.xacts.insert(db_id, x);
         }
-        // The shared guard ends with this statement, before any exclusive lock below.
-        let done = shared(&db.read().unwrap(), x);
-        let result = match done {
+        // A panic from here on may leave a change half made, or the autocommit transaction
+        // active with no session to end it: the database then needs reopening.
+        let _panic_guard = PoisonOnPanic(db);
+        let result = loop {
+            // The shared guard ends with this statement, before any lock below.
+            let step = shared(&db.read().unwrap(), x);
+            match step {
+                Ok(Shared::Grow(p)) => match p.run() {
+                    Ok(_) => continue,
+                    Err(e) => break Err(errors::map(&e, errors::Context::Other)),
+                },
+                other => break other.map(|s| matches!(s, Shared::Done)),
+            }
+        };
+        let result = match result {
             Ok(true) => Ok(()),
             Ok(false) => {
                 let mut guard = db.lock().unwrap();
