@@ -52,6 +52,20 @@ fn spid(c: &mut Client) -> i16 {
     }
 }
 
+/// DBCC CHECKDB of `db` reports no allocation and no consistency error.
+fn assert_checkdb_clean(c: &mut Client, db: &str, when: &str) {
+    let r = ok(c.batch(&format!("DBCC CHECKDB ({db})")).unwrap());
+    let want =
+        format!("CHECKDB found 0 allocation errors and 0 consistency errors in database '{db}'.");
+    assert!(
+        r.outputs
+            .iter()
+            .any(|o| matches!(o, Output::Info(m) if m.text == want)),
+        "{when}: {:?}",
+        r.outputs
+    );
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {
@@ -554,13 +568,7 @@ fn sigkill_under_tds_load_loses_no_acknowledged_commit() {
         );
         assert!(n as usize >= acked.len());
     }
-    let r = ok(c.batch("DBCC CHECKDB (k9)").unwrap());
-    assert!(
-        r.outputs.iter().any(|o| matches!(o, Output::Info(m)
-            if m.text == "CHECKDB found 0 allocation errors and 0 consistency errors in database 'k9'.")),
-        "{:?}",
-        r.outputs
-    );
+    assert_checkdb_clean(&mut c, "k9", "after the last kill");
     eprintln!("{total} commits acknowledged in all");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
@@ -1031,20 +1039,7 @@ fn sessions_insert_at_once_into_one_filegroup() {
             );
             assert_eq!(&got, expected, "{when}: {t}'s keys");
         }
-        let r = ok(c.batch("DBCC CHECKDB (fgc)").unwrap());
-        let text: Vec<String> = r
-            .outputs
-            .iter()
-            .filter_map(|o| match o {
-                Output::Info(m) => Some(m.text.clone()),
-                _ => None,
-            })
-            .collect();
-        assert!(
-            text.iter().any(|t| t
-                == "CHECKDB found 0 allocation errors and 0 consistency errors in database 'fgc'."),
-            "{when}: {text:?}"
-        );
+        assert_checkdb_clean(c, "fgc", when);
     };
     verify(&mut c, "after the writers");
     let grown = count(
@@ -1263,11 +1258,5 @@ fn ddl_waits_for_transactions_that_changed_the_table() {
          TRUNCATE TABLE mine; COMMIT",
     )
     .unwrap());
-    let r = ok(a.batch("DBCC CHECKDB (dw)").unwrap());
-    assert!(
-        r.outputs.iter().any(|o| matches!(o, Output::Info(m)
-            if m.text == "CHECKDB found 0 allocation errors and 0 consistency errors in database 'dw'.")),
-        "{:?}",
-        r.outputs
-    );
+    assert_checkdb_clean(&mut a, "dw", "after the waits");
 }
