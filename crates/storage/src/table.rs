@@ -218,6 +218,8 @@ impl Database {
 
     fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
         self.data.cursors.get_mut().remove(&au);
+        // Held by no one: the database is held exclusively.
+        self.data.insert_locks.get_mut().remove(&au);
         for (file, extent) in self.extents_of(au)? {
             self.deallocate_extent_lazy(au, file, extent)?;
         }
