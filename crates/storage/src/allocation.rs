@@ -20,6 +20,8 @@
 //!    refer to such an extent: pages are reached through IAM pages, and any record naming
 //!    one of its pages follows the IAM page's change in the log. A database shut down
 //!    cleanly is not swept: an unowned extent there is damage for CHECKALLOC to report.
+//!    Nor is a restored database recovered after its roll forward (`open_restored`): there
+//!    the sweep once freed extents that IAM pages owned, for a reason not found yet.
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{

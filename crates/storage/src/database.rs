@@ -296,7 +296,7 @@ impl Database {
         primary_path: &Path,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
     ) -> Result<Database, StorageError> {
-        Database::open_at(fs, primary_path, None, progress)
+        Database::open_at(fs, primary_path, None, progress, true)
     }
 
     /// A database restored from a backup (`restore`), whose files may lie elsewhere than its
@@ -312,7 +312,10 @@ impl Database {
         let primary = paths
             .get(&FileId::PRIMARY.0)
             .ok_or_else(|| StorageError::FileNotFound("1".into()))?;
-        let mut db = Database::open_at(fs, primary, Some(paths), None)?;
+        // No sweep of unowned extents after a restore's roll forward: in a restore killed
+        // part-way and taken again it freed extents IAM pages owned (seen once in six runs
+        // of restore_sequence.rs's kill test; the cause is not found yet).
+        let mut db = Database::open_at(fs, primary, Some(paths), None, false)?;
         db.name = name.to_string();
         db.catalog.database_id = database_id;
         for f in &mut db.catalog.files {
@@ -367,6 +370,7 @@ impl Database {
         primary_path: &Path,
         paths: Option<&BTreeMap<u16, PathBuf>>,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
+        sweep_unowned: bool,
     ) -> Result<Database, StorageError> {
         let mut db = Database::from_files(open_files(fs, primary_path, false, paths, None)?);
         db.attach_wal(false, progress)?;
@@ -375,7 +379,7 @@ impl Database {
         db.sweep_catalog_pages()?;
         // Only after a crash whose log held page images: damage found in a database that
         // was shut down cleanly is CHECKALLOC's to report (Msg 8905), not ours to hide.
-        if db.data.recovery.as_ref().is_some_and(|r| r.page_images > 0) {
+        if sweep_unowned && db.data.recovery.as_ref().is_some_and(|r| r.page_images > 0) {
             let freed = db.sweep_unowned_extents()?;
             if let Some(r) = db.data.recovery.as_mut() {
                 r.unowned_extents_freed = freed;
