@@ -71,6 +71,25 @@ pub(crate) struct HeapCursor {
     pub next_index: u32,
 }
 
+impl HeapCursor {
+    /// The next free page of the cursor's extent, as (file, extent, index), if any.
+    fn next_in_extent(&self) -> Option<(u16, ExtentNo, u32)> {
+        match self.extent {
+            Some((f, e)) if self.next_index < PAGES_PER_EXTENT => Some((f, e, self.next_index)),
+            _ => None,
+        }
+    }
+
+    /// The cursor once page `index` of `extent` in `file` is taken.
+    fn taking(self, file: u16, extent: ExtentNo, index: u32) -> HeapCursor {
+        HeapCursor {
+            current: self.current,
+            extent: Some((file, extent)),
+            next_index: index + 1,
+        }
+    }
+}
+
 /// The data path's state inside a database: buffer pool, transactions, heap cursors and
 /// identity values handed out. The first four are latched (`Latch`): sessions sharing the
 /// database insert into heaps at once (`insert_row_shared`).
@@ -369,9 +388,9 @@ impl Database {
             Some((cur, Ok(Some(slot)))) => (cur, slot),
             Some((_, Err(e))) => return Err(e),
             _ => {
-                let (file, extent, index) = match c.extent {
-                    Some((f, e)) if c.next_index < PAGES_PER_EXTENT => (f, e, c.next_index),
-                    _ => match self.allocate_shared(au, t.data_space_id, env)? {
+                let (file, extent, index) = match c.next_in_extent() {
+                    Some(next) => next,
+                    None => match self.allocate_shared(au, t.data_space_id, env)? {
                         SharedAllocation::Extent(f, e) => (f, e, 0),
                         SharedAllocation::NeedsGrowth => {
                             // Zeros take long enough to keep out of every database lock;
@@ -387,14 +406,10 @@ impl Database {
                     },
                 };
                 let pid = PageId::new(file, extent.first_page().0 + index);
-                self.data.cursors.lock().insert(
-                    au,
-                    HeapCursor {
-                        current: c.current,
-                        extent: Some((file, extent)),
-                        next_index: index + 1,
-                    },
-                );
+                self.data
+                    .cursors
+                    .lock()
+                    .insert(au, c.taking(file, extent, index));
                 self.format_unit_page(pid, au, PageType::Data, 0, 0)?;
                 if let Some(c) = self.data.cursors.lock().get_mut(&au) {
                     c.current = Some(pid);
@@ -577,21 +592,17 @@ impl Database {
             self.data.cursors.get_mut().insert(au, c);
         }
         let c = self.data.cursors.get_mut()[&au];
-        let (file, extent, index) = match c.extent {
-            Some((f, e)) if c.next_index < PAGES_PER_EXTENT => (f, e, c.next_index),
-            _ => {
+        let (file, extent, index) = match c.next_in_extent() {
+            Some(next) => next,
+            None => {
                 let (f, e) = self.allocate_heap_extent(t)?;
                 (f, e, 0)
             }
         };
-        self.data.cursors.get_mut().insert(
-            au,
-            HeapCursor {
-                current: c.current,
-                extent: Some((file, extent)),
-                next_index: index + 1,
-            },
-        );
+        self.data
+            .cursors
+            .get_mut()
+            .insert(au, c.taking(file, extent, index));
         Ok(PageId::new(file, extent.first_page().0 + index))
     }
 
