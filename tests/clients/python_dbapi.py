@@ -568,6 +568,21 @@ def use_changes_database():
     conn.close()
 
 
+@test
+def informational_messages_are_not_errors():
+    # SQL Server sends severity 10 as class 0; a driver that raises on class > its minimum
+    # error severity (pymssql: 6) must not raise on a successful BACKUP or DBCC.
+    conn = connect()
+    cur = conn.cursor()
+    for sql in [f"BACKUP DATABASE {DB} TO DISK = '{DB}_info.bak' WITH INIT",
+                "DBCC TRACEON(3604)", "DBCC TRACEOFF(3604)"]:
+        msgs = messages_of(conn, cur, sql)
+        check(msgs, f"{sql!r}: no informational message")
+        for number, severity, text in msgs:
+            eq(severity, 0, f"{sql!r}: class of {text!r}")
+    conn.close()
+
+
 # ---------------------------------------------------------------------------------------
 
 def main():

@@ -37,6 +37,7 @@ pub struct CheckdbArgs {
 }
 
 pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
+    let _lock = crate::inspect::lock_offline(&a.data_dir)?;
     let all = crate::inspect::offline_databases(&a.data_dir, fs)?;
     let mut chosen = Vec::new();
     if a.database.is_empty() {

@@ -65,7 +65,22 @@ pub(crate) fn offline_databases(
     Ok(all)
 }
 
+/// The instance's lock for an offline tool (instance_lock.rs): the files of a running
+/// server are refused, not read half-written. None when there is no instance to lock
+/// (`offline_databases` then says so).
+pub fn lock_offline(
+    dir: &Path,
+) -> Result<Option<extentdb_storage::instance_lock::InstanceLock>, String> {
+    if !Instance::exists(dir) {
+        return Ok(None);
+    }
+    extentdb_storage::instance_lock::InstanceLock::acquire(dir)
+        .map(Some)
+        .map_err(|e| e.to_string())
+}
+
 pub fn run(a: InspectArgs, fs: &dyn FileSystem) -> Result<u8, String> {
+    let _lock = lock_offline(&a.data_dir)?;
     let (db_id, _, primary) = offline_databases(&a.data_dir, fs)?
         .into_iter()
         .find(|(_, n, _)| n.eq_ignore_ascii_case(&a.database))

@@ -29,6 +29,12 @@ pub struct ServeArgs {
     /// Connections beyond this many are refused.
     #[arg(long, default_value_t = 500)]
     max_connections: usize,
+    /// A connection that has not logged in within this many seconds is closed.
+    #[arg(long, default_value_t = 60)]
+    login_timeout_secs: u64,
+    /// Connections waiting to log in at once; one more closes the oldest of them.
+    #[arg(long, default_value_t = 64)]
+    max_pending_logins: usize,
     /// The largest request (batch text or RPC) accepted, in MB.
     #[arg(long, default_value_t = 64)]
     max_request_mb: usize,
@@ -101,6 +107,8 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
         max_connections: a.max_connections.max(1),
         max_request_bytes: a.max_request_mb.max(1) << 20,
         require_encryption: a.require_encryption,
+        login_timeout: std::time::Duration::from_secs(a.login_timeout_secs.max(1)),
+        max_pending_logins: a.max_pending_logins.max(1),
         ..ServerOptions::default()
     };
     let server = Arc::new(

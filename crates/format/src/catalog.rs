@@ -11,6 +11,10 @@
 //! 2. Logical names are unique (case-insensitively); physical names are unique.
 //! 3. Every ROWS file's filegroup exists; LOG files have data space 0.
 //! 4. Exactly one filegroup is the default.
+//! 5. Every string fits its field (`check_lengths`): names are sysname (128 characters),
+//!    paths at most `MAX_PATH_CHARS`, a DEFAULT's text at most `MAX_DEFINITION_CHARS`, and
+//!    counts fit their u16 fields. It is checked before a save writes anything, so input
+//!    that does not fit is refused (Msg 103) instead of reaching `Writer::string`'s assert.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -180,6 +184,44 @@ pub struct Catalog {
     /// Object id the next table takes.
     pub next_object_id: u32,
     pub tables: Vec<TableEntry>,
+}
+
+/// sysname: names of databases, files, filegroups, tables, columns and constraints.
+pub const MAX_NAME_CHARS: usize = 128;
+/// A file's path (Linux's PATH_MAX less the terminating NUL).
+pub const MAX_PATH_CHARS: usize = 4095;
+/// A DEFAULT's text: four bytes a character still fits the u16 length.
+pub const MAX_DEFINITION_CHARS: usize = u16::MAX as usize / 4;
+
+/// A string or list longer than the catalog stores (`Catalog::check_lengths`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TooLong {
+    /// What it is, as SQL Server's Msg 103 names it ("identifier", "file name", ...).
+    pub what: &'static str,
+    pub value: String,
+    pub max: usize,
+}
+
+fn fits(what: &'static str, value: &str, max: usize) -> Result<(), TooLong> {
+    if value.chars().count() <= max {
+        return Ok(());
+    }
+    Err(TooLong {
+        what,
+        value: value.to_string(),
+        max,
+    })
+}
+
+fn count_fits(what: &'static str, count: usize) -> Result<(), TooLong> {
+    if count <= u16::MAX as usize {
+        return Ok(());
+    }
+    Err(TooLong {
+        what,
+        value: count.to_string(),
+        max: u16::MAX as usize,
+    })
 }
 
 /// Object ids of user tables start here, as in SQL Server's user objects.
@@ -369,6 +411,45 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+impl Catalog {
+    /// Invariant 5: every string and count fits its field.
+    pub fn check_lengths(&self) -> Result<(), TooLong> {
+        for g in &self.filegroups {
+            fits("identifier", &g.name, MAX_NAME_CHARS)?;
+        }
+        for f in &self.files {
+            fits("identifier", &f.name, MAX_NAME_CHARS)?;
+            fits("file name", &f.physical_name, MAX_PATH_CHARS)?;
+        }
+        for d in &self.databases {
+            fits("identifier", &d.name, MAX_NAME_CHARS)?;
+            fits("file name", &d.primary_file, MAX_PATH_CHARS)?;
+            for (_, path) in d.restoring.iter().flatten() {
+                fits("file name", path, MAX_PATH_CHARS)?;
+            }
+            count_fits(
+                "restoring file list",
+                d.restoring.as_ref().map_or(0, Vec::len),
+            )?;
+        }
+        self.tables.iter().try_for_each(check_table_lengths)
+    }
+}
+
+fn check_table_lengths(t: &TableEntry) -> Result<(), TooLong> {
+    fits("identifier", &t.schema_name, MAX_NAME_CHARS)?;
+    fits("identifier", &t.name, MAX_NAME_CHARS)?;
+    if let Some((name, cols)) = &t.primary_key {
+        fits("identifier", name, MAX_NAME_CHARS)?;
+        count_fits("key column list", cols.len())?;
+    }
+    for c in &t.columns {
+        fits("identifier", &c.name, MAX_NAME_CHARS)?;
+        fits("default definition", &c.default_sql, MAX_DEFINITION_CHARS)?;
+    }
+    Ok(())
 }
 
 fn encode_table(w: &mut Writer, t: &TableEntry) {

@@ -255,6 +255,61 @@ fn catalog_fixture() {
     let (payload, next) = catalog::page_payload(&pages[0], PageId::new(1, 16)).unwrap();
     assert!(next.is_null());
     assert_eq!(Catalog::decode(payload, PageId::new(1, 16)).unwrap(), c);
+    lengths_are_checked(c);
+}
+
+/// Invariant 5 of catalog.rs: each string at its limit passes, one character more fails.
+fn lengths_are_checked(c: Catalog) {
+    assert_eq!(c.check_lengths(), Ok(()));
+    let at = |n: usize| "x".repeat(n);
+    type Edit = fn(&mut Catalog, String);
+    let cases: [(Edit, usize, &str); 6] = [
+        (
+            |c, s| c.tables[0].name = s,
+            catalog::MAX_NAME_CHARS,
+            "identifier",
+        ),
+        (
+            |c, s| c.tables[0].columns[1].name = s,
+            catalog::MAX_NAME_CHARS,
+            "identifier",
+        ),
+        (
+            |c, s| c.files[0].name = s,
+            catalog::MAX_NAME_CHARS,
+            "identifier",
+        ),
+        (
+            |c, s| c.files[1].physical_name = s,
+            catalog::MAX_PATH_CHARS,
+            "file name",
+        ),
+        (
+            |c, s| c.databases[0].name = s,
+            catalog::MAX_NAME_CHARS,
+            "identifier",
+        ),
+        (
+            |c, s| c.tables[0].columns[1].default_sql = s,
+            catalog::MAX_DEFINITION_CHARS,
+            "default definition",
+        ),
+    ];
+    for (edit, max, what) in cases {
+        let mut ok = c.clone();
+        edit(&mut ok, at(max));
+        assert_eq!(ok.check_lengths(), Ok(()), "{what} of {max}");
+        let _ = ok.encode();
+        let mut long = c.clone();
+        edit(&mut long, at(max + 1));
+        let e = long.check_lengths().unwrap_err();
+        assert_eq!((e.what, e.max), (what, max));
+    }
+    // Four bytes a character at the longest DEFAULT still fits the u16 length.
+    let mut wide = c;
+    wide.tables[0].columns[1].default_sql = "\u{1F600}".repeat(catalog::MAX_DEFINITION_CHARS);
+    assert_eq!(wide.check_lengths(), Ok(()));
+    let _ = wide.encode();
 }
 
 /// Pins the VLF header sector and a one-record log block (FORMAT.md, "Log file").

@@ -67,6 +67,9 @@ impl Token {
     }
 }
 
+/// sysname: nvarchar(128).
+pub const MAX_IDENTIFIER_CHARS: usize = 128;
+
 /// SQL Server's reserved keywords (Transact-SQL reserved keywords list).
 const RESERVED: &[&str] = &[
     "ADD",
@@ -336,10 +339,11 @@ impl Lexer {
             } else if c.is_ascii_digit() || (c == '.' && next.is_some_and(|n| n.is_ascii_digit())) {
                 self.number();
             } else if c == '@' {
-                self.variable();
+                self.variable()?;
             } else if is_ident_start(c) {
                 let (start, line) = (self.pos, self.line);
                 self.eat_ident_chars();
+                self.check_identifier_length(&self.text_from(start))?;
                 self.push(TokenKind::Word, start, line);
             } else {
                 self.symbol();
@@ -423,6 +427,7 @@ impl Lexer {
         let value = self
             .delimited(close)
             .ok_or_else(|| self.unclosed(content_start))?;
+        self.check_identifier_length(&value)?;
         self.push(TokenKind::QuotedIdent(value), start, line);
         Ok(())
     }
@@ -472,11 +477,12 @@ impl Lexer {
         self.push(kind, start, line);
     }
 
-    fn variable(&mut self) {
+    fn variable(&mut self) -> Result<(), ParseError> {
         let (start, line) = (self.pos, self.line);
         let global = self.peek(1) == Some('@');
         self.pos += if global { 2 } else { 1 };
         self.eat_ident_chars();
+        self.check_identifier_length(&self.text_from(start))?;
         if self.pos - start == 1 {
             self.push(TokenKind::Unknown, start, line);
         } else if global {
@@ -484,6 +490,26 @@ impl Lexer {
         } else {
             self.push(TokenKind::Variable, start, line);
         }
+        Ok(())
+    }
+
+    /// Msg 103: a name (plain, [bracketed], "quoted", @variable) longer than sysname's 128
+    /// characters. Names are checked here, before any statement sees them, so no catalog,
+    /// boot page or backup header is ever asked to store one.
+    fn check_identifier_length(&self, name: &str) -> Result<(), ParseError> {
+        if name.chars().count() <= MAX_IDENTIFIER_CHARS {
+            return Ok(());
+        }
+        let head: String = name.chars().take(MAX_IDENTIFIER_CHARS).collect();
+        Err(ParseError::new(
+            103,
+            15,
+            4,
+            format!(
+                "The identifier that starts with '{head}' is too long. Maximum length is {MAX_IDENTIFIER_CHARS}."
+            ),
+            self.line,
+        ))
     }
 
     fn eat_ident_chars(&mut self) {
@@ -617,6 +643,27 @@ mod tests {
             (e.number, e.text.as_str()),
             (113, "Missing end comment mark '*/'.")
         );
+    }
+
+    #[test]
+    fn names_over_128_characters_are_msg_103() {
+        let ok = "n".repeat(128);
+        assert!(tokenize(&format!(
+            "SELECT {ok}, [{ok}], \"{ok}\", @{}",
+            "v".repeat(127)
+        ))
+        .is_ok());
+        for text in [
+            format!("CREATE TABLE {}n (a int)", ok),
+            format!("CREATE TABLE [{}n] (a int)", ok),
+            format!("SELECT \"{}]n\"", "x".repeat(128)),
+            format!("DECLARE @{} int", "v".repeat(128)),
+        ] {
+            let e = tokenize(&text).unwrap_err();
+            assert_eq!((e.number, e.severity, e.state), (103, 15, 4), "{text}");
+            assert!(e.text.ends_with("is too long. Maximum length is 128."));
+            assert!(e.text.len() < 200, "the message quotes 128 characters");
+        }
     }
 
     #[test]

@@ -107,6 +107,8 @@ const fn e(number: i32, severity: u8, state: u8, template: &'static str) -> Entr
 #[rustfmt::skip]
 static CATALOGUE: &[Entry] = &[
     e(102, 15, 1, "Incorrect syntax near '%.*ls'."),
+    e(103, 15, 4, "The %S_MSG that starts with '%.*ls' is too long. Maximum length is %d."),
+    e(1702, 16, 1, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns."),
     e(105, 15, 1, "Unclosed quotation mark after the character string '%.*ls'."),
     e(113, 15, 1, "Missing end comment mark '*/'."),
     e(134, 15, 1, "The variable name '%.*ls' has already been declared. Variable names must be unique within a query batch or stored procedure."),

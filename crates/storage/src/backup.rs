@@ -24,6 +24,7 @@
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -574,6 +575,8 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32, [u8; 16])
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(req.path)
         .map_err(dev)?;
     let len = f.metadata().map_err(dev)?.len();
@@ -695,10 +698,19 @@ fn scan_sets(
     Ok(sets)
 }
 
+/// Opens a backup file for reading; a symbolic link as the final component is refused
+/// (ELOOP), so no link inside a backup root leads a RESTORE outside it.
+pub fn open_backup_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// The media header and every complete backup set of a file (RESTORE HEADERONLY,
 /// FILELISTONLY). A file that is not a backup, or whose sets are damaged, is an error.
 pub fn read_backup_sets(path: &Path) -> Result<(MediaHeader, Vec<SetInfo>), StorageError> {
-    let mut f = File::open(path).map_err(|e| device_error(path, e))?;
+    let mut f = open_backup_file(path).map_err(|e| device_error(path, e))?;
     let len = f.metadata().map_err(|e| device_error(path, e))?.len();
     let mut b = vec![0u8; MEDIA_HEADER_SIZE];
     f.read_exact(&mut b)
@@ -725,7 +737,7 @@ pub fn verify_backup_set(
             path: path.display().to_string(),
         })?;
     let check_pages = checksum || set.header.flags & FLAG_CHECKSUM != 0;
-    let mut f = File::open(path).map_err(|e| device_error(path, e))?;
+    let mut f = open_backup_file(path).map_err(|e| device_error(path, e))?;
     let end = set.offset + set.size;
     let mut pos = set.offset + SetHeader::stored_len(&read_at(&mut f, path, set.offset, 4096)?)?;
     let mut blocks = 0u64;

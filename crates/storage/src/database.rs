@@ -406,9 +406,9 @@ impl Database {
     }
 
     /// Marks the database as needing a reopen (recovery) before further changes.
-    /// A session panicked while it shared the database (`DbLock::read`), perhaps half way
-    /// through a change: the database refuses further changes until it is reopened, as it
-    /// does after a failed write, and recovery settles what was done.
+    /// A session panicked while it held or shared the database (`DbLock`), perhaps half
+    /// way through a change: the database refuses further changes until it is reopened, as
+    /// it does after a failed write, and recovery settles what was done.
     pub fn poison_after_panic(&self) {
         self.poison();
     }
@@ -447,6 +447,10 @@ impl Database {
     /// the database: its outcome is settled only by reopening.
     pub fn save_catalog(&mut self) -> Result<(), StorageError> {
         self.check_writable()?;
+        // Before anything is written, so a refusal leaves the database writable.
+        self.catalog
+            .check_lengths()
+            .map_err(StorageError::TooLong)?;
         let result = self.save_catalog_inner();
         if result.is_err() {
             self.poison();

@@ -32,7 +32,7 @@ pub struct LogLine {
 impl ErrorLog {
     /// Opens (creating) DIR/ERRORLOG for appending.
     pub fn open(dir: &Path) -> std::io::Result<ErrorLog> {
-        std::fs::create_dir_all(dir)?;
+        crate::instance_lock::create_private_dir(dir)?;
         let file = open_append(&dir.join("ERRORLOG"))?;
         Ok(ErrorLog {
             dir: dir.to_path_buf(),

@@ -137,7 +137,16 @@ fn in_roots(filename: &str, roots: &[PathBuf]) -> Result<PathBuf, RootError> {
     if !inside {
         return Err(RootError::Outside);
     }
-    Ok(parent.join(name))
+    // A symbolic link as the final component could point anywhere: refused here, and the
+    // backup file is opened with O_NOFOLLOW so a link made after this check fails too.
+    let path = parent.join(name);
+    if path
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(RootError::Outside);
+    }
+    Ok(path)
 }
 
 /// How often a long recovery writes its progress to the error log.
@@ -166,6 +175,8 @@ pub struct Instance {
     pub logins: crate::logins::Logins,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
+    /// This process's hold on the directory (instance_lock.rs), for the instance's life.
+    _lock: crate::instance_lock::InstanceLock,
 }
 
 /// The error log as the sink of initialization messages, under a given source.
@@ -198,6 +209,7 @@ impl Instance {
         dir: &Path,
         opts: SetupOptions,
     ) -> Result<(), StorageError> {
+        let _lock = crate::instance_lock::InstanceLock::acquire(dir)?;
         if Self::exists(dir) {
             return Err(StorageError::Instance(
                 dir.to_path_buf(),
@@ -205,10 +217,10 @@ impl Instance {
             ));
         }
         let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
-        std::fs::create_dir_all(dir).map_err(err)?;
+        crate::instance_lock::create_private_dir(dir).map_err(err)?;
         let mut config = opts.config.clone();
         for r in &config.data_roots {
-            std::fs::create_dir_all(r).map_err(err)?;
+            crate::instance_lock::create_private_dir(r).map_err(err)?;
         }
         config.data_roots = config
             .data_roots
@@ -253,6 +265,7 @@ impl Instance {
     /// Sets the sa login's password of the (stopped) instance in `dir`: stored as a salted
     /// hash in its configuration, written durably.
     pub fn set_sa_password(dir: &Path, password: &str) -> Result<(), StorageError> {
+        let _lock = crate::instance_lock::InstanceLock::acquire(dir)?;
         let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
         let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
         let mut config = InstanceConfig::parse(dir, &text)?;
@@ -274,6 +287,7 @@ impl Instance {
         dir: &Path,
         startup_flags: &[u32],
     ) -> Result<Instance, StorageError> {
+        let lock = crate::instance_lock::InstanceLock::acquire(dir)?;
         let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
         let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
         let config = InstanceConfig::parse(dir, &text)?;
@@ -295,6 +309,7 @@ impl Instance {
             sessions: Mutex::new(BTreeMap::new()),
             logins,
             suspect: Mutex::new(BTreeMap::new()),
+            _lock: lock,
         };
         inst.log_startup();
         let master = Database::open(
@@ -647,7 +662,7 @@ impl Instance {
     pub fn resolve_backup_path(&self, filename: &str) -> Result<PathBuf, StorageError> {
         let roots = &self.config.backup_roots;
         if !Path::new(filename).is_absolute() {
-            let _ = std::fs::create_dir_all(&roots[0]);
+            let _ = crate::instance_lock::create_private_dir(&roots[0]);
         }
         in_roots(filename, roots).map_err(|e| StorageError::BackupDevice {
             path: filename.to_string(),
@@ -953,10 +968,19 @@ impl Instance {
 
 /// Writes a file so that a crash leaves either the old content or the new: a temporary
 /// file made durable, renamed over the target, then the directory made durable.
-pub(crate) fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
-    let mut f = std::fs::File::create(&tmp)?;
+    // A temporary file a crash left keeps its old mode through `mode` below: start afresh.
+    let _ = std::fs::remove_file(&tmp);
+    // Owner-only: these files hold password hashes and keys.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
     std::fs::rename(&tmp, path)?;

@@ -23,6 +23,7 @@ pub mod db_lock;
 pub mod errorlog;
 pub mod file_init;
 pub mod instance;
+pub mod instance_lock;
 pub mod latch;
 pub mod log_file;
 pub mod log_growth;
@@ -138,6 +139,12 @@ pub enum StorageError {
     TableNotFound(u32),
     #[error("there is already an object named '{0}' in the database")]
     TableExists(String),
+    /// Another process holds the instance directory's lock (instance_lock.rs).
+    #[error("{}", crate::instance_lock::in_use_text(dir, *holder))]
+    InstanceInUse { dir: PathBuf, holder: Option<u32> },
+    /// A name or text longer than the catalog stores (Msg 103); nothing was written.
+    #[error("the {} that starts with '{}' is too long (at most {})", .0.what, .0.value.chars().take(128).collect::<String>(), .0.max)]
+    TooLong(extentdb_format::catalog::TooLong),
     #[error("no row at page {page} slot {slot}")]
     RowNotFound {
         page: extentdb_format::PageId,

@@ -27,7 +27,6 @@
 //!    are removed and the error returned.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -924,7 +923,7 @@ fn copy_blocks(
         path: path.display().to_string(),
         reason,
     };
-    let mut f = File::open(path).map_err(|e| StorageError::BackupDevice {
+    let mut f = crate::backup::open_backup_file(path).map_err(|e| StorageError::BackupDevice {
         path: path.display().to_string(),
         reason: crate::backup::os_error_text(&e),
     })?;

@@ -8,6 +8,7 @@
 
 pub mod client;
 pub mod login7;
+pub mod login_guard;
 pub mod packet;
 pub mod prelogin;
 pub mod request;

@@ -14,6 +14,11 @@
 //! 3. Every request gets exactly one final DONE / DONEPROC (no MORE bit), or DONE with ATTN
 //!    after an attention.
 //! 4. Passwords never reach the error log.
+//! 5. A panic in a connection's thread ends that connection only: it is caught, written
+//!    to the error log (3624), and the database the session held is poisoned (needs a
+//!    reopen) while its lock stays usable (`DbLock`), so master and every other database
+//!    go on serving logins and sessions.
+//! 6. Connections that have not logged in cannot keep others out (login_guard.rs).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -21,6 +26,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
+use std::time::Duration;
 
 use extentdb_sql::convert::convert;
 use extentdb_sql::exec::{ClientInfo, Engine, EnvChange, Output, Session};
@@ -29,6 +35,7 @@ use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
 use extentdb_sql::types::{SqlType, Value};
 
 use crate::login7::{self, Login7};
+use crate::login_guard::{LoginGuard, PendingLogin};
 use crate::packet::{
     read_message, write_message, Message, PacketType, INITIAL_PACKET_SIZE, MAX_PACKET_SIZE,
     STATUS_RESET_CONNECTION,
@@ -50,6 +57,10 @@ pub struct ServerOptions {
     pub server_name: String,
     /// Refuse clients that do not encrypt (`--require-encryption`).
     pub require_encryption: bool,
+    /// A connection that has not logged in by then is closed (SQL Server's 60 s).
+    pub login_timeout: std::time::Duration,
+    /// Connections between accept and login at once (login_guard.rs invariant 1).
+    pub max_pending_logins: usize,
 }
 
 impl Default for ServerOptions {
@@ -60,6 +71,8 @@ impl Default for ServerOptions {
             max_request_bytes: 64 << 20,
             server_name: host_name(),
             require_encryption: false,
+            login_timeout: std::time::Duration::from_secs(60),
+            max_pending_logins: 64,
         }
     }
 }
@@ -81,6 +94,8 @@ pub struct Server {
     stop: Arc<AtomicBool>,
     /// The TLS configuration when the server has a certificate.
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// Connections not yet logged in, and addresses' failed logins.
+    guard: Arc<LoginGuard>,
 }
 
 /// A connection's byte stream after the handshake: the socket itself, or the plaintext end
@@ -150,7 +165,13 @@ impl Server {
                 addr.port()
             ),
         );
+        let guard = LoginGuard::new(
+            options.max_pending_logins,
+            options.login_timeout,
+            engine.instance.errorlog.clone(),
+        );
         Ok(Server {
+            guard,
             engine,
             options,
             listener,
@@ -171,6 +192,7 @@ impl Server {
 
     /// Accepts connections until the stop flag is set; each runs on its own thread.
     pub fn run(&self) {
+        self.guard.spawn_reaper(self.stop.clone());
         for stream in self.listener.incoming() {
             if self.stop.load(Ordering::Acquire) {
                 break;
@@ -189,7 +211,11 @@ impl Server {
                 drop(stream);
                 continue;
             }
+            let Ok(pending) = self.guard.admit(&stream) else {
+                continue;
+            };
             self.active.fetch_add(1, Ordering::AcqRel);
+            let guard = self.guard.clone();
             let engine = self.engine.clone();
             let options = self.options.clone();
             let active = self.active.clone();
@@ -203,7 +229,22 @@ impl Server {
                         .map(|a| a.ip().to_string())
                         .unwrap_or_default();
                     let log = engine.instance.errorlog.clone();
-                    if let Err(e) = Connection::run(engine, options, tls, stream) {
+                    let login = Login {
+                        pending,
+                        guard,
+                    };
+                    // Invariant 5: a panic ends this connection only.
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        Connection::run(engine, options, tls, stream, login)
+                    }));
+                    let run = run.unwrap_or_else(|_| {
+                        log.write(
+                            "Server",
+                            &format!("Error: 3624, Severity: 20, State: 1.\nA system assertion check has failed: a session ended with an internal error; a database it held is marked as needing a reopen. [CLIENT: {peer}]"),
+                        );
+                        Ok(())
+                    });
+                    if let Err(e) = run {
                         if let TdsError::Protocol(_) | TdsError::TooLarge(_) = e {
                             log.write(
                                 "Logon",
@@ -221,6 +262,13 @@ impl Server {
             }
         }
     }
+}
+
+/// A connection's standing until it has logged in (login_guard.rs).
+struct Login {
+    /// Its place among pending connections, given up once LOGIN7 is answered.
+    pending: PendingLogin,
+    guard: Arc<LoginGuard>,
 }
 
 /// A statement prepared by sp_prepare / sp_prepexec.
@@ -254,11 +302,10 @@ impl Connection {
         options: ServerOptions,
         tls: Option<Arc<rustls::ServerConfig>>,
         mut tcp: TcpStream,
+        standing: Login,
     ) -> Result<(), TdsError> {
-        let peer = tcp
-            .peer_addr()
-            .map(|a| a.ip().to_string())
-            .unwrap_or_default();
+        let peer_ip = tcp.peer_addr().map(|a| a.ip()).ok();
+        let peer = peer_ip.map(|a| a.to_string()).unwrap_or_default();
         // PRELOGIN.
         let Some(m) = read_message(&mut tcp, INITIAL_PACKET_SIZE, 64 << 10)? else {
             return Ok(());
@@ -306,17 +353,26 @@ impl Connection {
             return Err(TdsError::Protocol("expected LOGIN7"));
         }
         let login = login7::decode(&m.payload)?;
+        let wait = peer_ip.map_or(Duration::ZERO, |a| standing.guard.backoff(a));
+        if !wait.is_zero() {
+            std::thread::sleep(wait);
+        }
         let default_database = match authenticate(&engine, &login) {
             Ok(db) => db,
             Err(failure) => {
+                let failures = peer_ip.map_or(1, |a| standing.guard.failed(a));
                 engine.instance.errorlog.write(
                     "Logon",
                     &format!("Error: 18456, Severity: 14, State: {}.", failure.log_state),
                 );
-                engine
-                    .instance
-                    .errorlog
-                    .write("Logon", &format!("{} [CLIENT: {peer}]", failure.log_text));
+                engine.instance.errorlog.write(
+                    "Logon",
+                    &format!(
+                        "{} [CLIENT: {peer}] (failed logins from this address in the last {} s: {failures})",
+                        failure.log_text,
+                        crate::login_guard::FAILURE_WINDOW.as_secs()
+                    ),
+                );
                 let mut t = Tokens::new();
                 t.message(&failure.client, &options.server_name);
                 t.done(token::DONE, token::DONE_ERROR, 0, 0);
@@ -381,6 +437,10 @@ impl Connection {
             packet_size,
             session.spid,
         )?;
+        if let Some(a) = peer_ip {
+            standing.guard.succeeded(a);
+        }
+        drop(standing.pending);
 
         // Requests. The reader thread owns the read half.
         let cancel = session.cancel_flag();

@@ -45,20 +45,16 @@ pub fn create_self_signed(cert: &Path, key: &Path, host: &str) -> Result<(), Str
     let key_pair = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
     let c = params.self_signed(&key_pair).map_err(|e| e.to_string())?;
     if let Some(dir) = cert.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        extentdb_storage::instance_lock::create_private_dir(dir).map_err(|e| e.to_string())?;
     }
-    std::fs::write(cert, c.pem()).map_err(|e| format!("{}: {e}", cert.display()))?;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(key)
-        .map_err(|e| format!("{}: {e}", key.display()))?;
-    f.write_all(key_pair.serialize_pem().as_bytes())
-        .and_then(|_| f.sync_all())
-        .map_err(|e| format!("{}: {e}", key.display()))
+    // Both durably (temporary file, fsync, rename, directory fsync) and owner-only: a
+    // crash must never leave an empty certificate that stops the next start.
+    let write = |p: &Path, text: String| {
+        extentdb_storage::instance::write_durably(p, text.as_bytes())
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write(key, key_pair.serialize_pem())?;
+    write(cert, c.pem())
 }
 
 /// Loads a certificate chain and key (PEM) into a server configuration.

@@ -118,12 +118,14 @@ impl Tokens {
         with_len16(&mut self.buf, ENVCHANGE, &b);
     }
 
-    /// INFO (severity <= 10) or ERROR.
+    /// INFO (severity <= 10) or ERROR. Severity 10 goes out as class 0, as SQL Server
+    /// sends it ("for compatibility reasons"): drivers such as pymssql treat a class
+    /// above their minimum error severity as an error, even in an INFO token.
     pub fn message(&mut self, m: &SqlError, server: &str) {
         let mut b = Vec::new();
         b.extend_from_slice(&m.number.to_le_bytes());
         b.push(m.state);
-        b.push(m.severity);
+        b.push(if m.severity == 10 { 0 } else { m.severity });
         put_us_varchar(&mut b, &m.text);
         put_b_varchar(&mut b, server);
         put_b_varchar(&mut b, m.procedure.as_deref().unwrap_or(""));

@@ -119,8 +119,9 @@ impl Session {
                 "CHECKSUM" => o.checksum = true,
                 "COPY_ONLY" => o.copy_only = true,
                 "STATS" => o.stats = Some(number(&value).unwrap_or(10).clamp(1, 100)),
-                "NAME" => o.name = value.unwrap_or_default(),
-                "DESCRIPTION" => o.description = value.unwrap_or_default(),
+                // msdb.dbo.backupset's name is nvarchar(128), description nvarchar(255).
+                "NAME" => o.name = bounded_text(value, "backup set name", 128)?,
+                "DESCRIPTION" => o.description = bounded_text(value, "description", 255)?,
                 "FILE" => o.file = number(&value),
                 "REPLACE" => o.replace = true,
                 "RECOVERY" => o.norecovery = false,
@@ -849,4 +850,13 @@ fn file_list_rows(s: &SetInfo) -> Vec<Vec<Value>> {
             ]
         })
         .collect()
+}
+
+/// An option's text, refused with Msg 103 past `max` characters.
+fn bounded_text(value: Option<String>, what: &str, max: usize) -> Result<String, Vec<SqlError>> {
+    let text = value.unwrap_or_default();
+    if text.chars().count() > max {
+        return Err(vec![super::errors::too_long(what, &text, max)]);
+    }
+    Ok(text)
 }

@@ -60,6 +60,7 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         CannotRemovePrimaryFilegroup => vec![msg(5020, &[])],
         InvalidName(name) => vec![msg(102, &[name])],
         TableExists(name) => vec![msg(2714, &[name])],
+        TooLong(t) => vec![too_long(t.what, &t.value, t.max)],
         DuplicateKey { table, constraint } => vec![msg(
             2627,
             &[&"PRIMARY KEY", constraint, &format!("dbo.{table}"), &"(?)"],
@@ -83,6 +84,12 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             procedure: None,
         }],
     }
+}
+
+/// Msg 103: `value` over `max` characters (the message quotes its first 128).
+pub fn too_long(what: &str, value: &str, max: usize) -> SqlError {
+    let head: String = value.chars().take(128).collect();
+    msg(103, &[&what, &head, &max])
 }
 
 /// Maps a storage error of the data path (DML in database `database`): the messages that

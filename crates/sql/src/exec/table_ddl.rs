@@ -120,7 +120,11 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
     Ok(found.pop())
 }
 
+/// SQL Server's columns per table.
+const MAX_COLUMNS: usize = 1024;
+
 impl Session {
+    /// CREATE TABLE; at most `MAX_COLUMNS` columns (Msg 1702).
     pub(super) fn create_table(&mut self, c: &CreateTable) -> Result<(), Vec<SqlError>> {
         let (_, db) = self.object_database(&c.name)?;
         let schema = c
@@ -132,6 +136,9 @@ impl Session {
             return Err(vec![msg(2760, &[&schema])]);
         }
         let table = c.name.name().to_string();
+        if let Some(def) = c.columns.get(MAX_COLUMNS) {
+            return Err(vec![msg(1702, &[&def.name, &table])]);
+        }
         let mut columns: Vec<ColumnEntry> = Vec::with_capacity(c.columns.len());
         for (i, def) in c.columns.iter().enumerate() {
             if columns

@@ -1,0 +1,233 @@
+//! Issue 20's hardening, through a real `extentdb serve` process and real sockets: one
+//! process per instance directory, logins that idle sockets and failed passwords cannot
+//! block, names longer than the catalog stores refused with Msg 103 (and no panic that
+//! locks logins out), owner-only files, and backups that follow no symbolic link.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::tds::{Server, PASSWORD};
+use extentdb_tds::client::{Client, ConnectOptions};
+
+fn login(addr: &str, user: &str, password: &str) -> Result<Client, String> {
+    Client::connect(
+        addr,
+        &ConnectOptions {
+            user: user.into(),
+            password: password.into(),
+            timeout: Some(Duration::from_secs(30)),
+            ..ConnectOptions::default()
+        },
+    )
+    .map_err(|e| match e {
+        Ok(r) => r
+            .errors()
+            .map(|e| format!("Msg {}: {}", e.number, e.text))
+            .collect(),
+        Err(e) => format!("{e}"),
+    })
+}
+
+/// The numbers of a batch's errors.
+fn error_numbers(c: &mut Client, sql: &str) -> Vec<i32> {
+    c.batch(sql).unwrap().errors().map(|e| e.number).collect()
+}
+
+/// Runs the extentdb binary with `args` and waits at most 20 s for it to exit.
+fn run_bounded(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_extentdb"))
+        .args(args)
+        .env("MSSQL_SA_PASSWORD", PASSWORD)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            return (status.code(), err);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    (None, "still running after 20 s".into())
+}
+
+#[test]
+fn a_second_process_on_one_instance_is_refused_and_touches_nothing() {
+    let server = Server::start("one-process", &[]);
+    let mut c = server.connect();
+    c.batch("CREATE DATABASE Kept; ").unwrap();
+    c.batch("CREATE TABLE Kept.dbo.t (id INT PRIMARY KEY); INSERT INTO Kept.dbo.t VALUES (1)")
+        .unwrap();
+    let tempdb = server.dir.join("data").join("tempdb.mdf");
+    let before = std::fs::metadata(&tempdb).unwrap().modified().unwrap();
+    let dir = server.dir.to_str().unwrap();
+    for args in [
+        vec!["serve", "--listen", "127.0.0.1:0", "--data-dir", dir],
+        vec!["exec", "--data-dir", dir, "-Q", "SELECT 1"],
+        vec!["checkdb", "--data-dir", dir],
+    ] {
+        let (code, err) = run_bounded(&args);
+        assert_eq!(code, Some(1), "{args:?} must fail at once: {err}");
+        assert!(err.contains("is in use by process"), "{args:?}: {err}");
+    }
+    let after = std::fs::metadata(&tempdb).unwrap().modified().unwrap();
+    assert_eq!(before, after, "tempdb was not re-created under the server");
+    let r = c.batch("SELECT COUNT(*) FROM Kept.dbo.t").unwrap();
+    assert_eq!(r.errors().count(), 0);
+    assert!(login(&server.addr, "sa", PASSWORD).is_ok());
+}
+
+#[test]
+fn idle_sockets_cannot_keep_sa_out() {
+    let server = Server::start("idle-sockets", &["--login-timeout-secs", "3"]);
+    // More than the 500 user connections and the 64 pending logins the server allows.
+    let idle: Vec<TcpStream> = (0..560)
+        .map(|_| TcpStream::connect(&server.addr).unwrap())
+        .collect();
+    let started = Instant::now();
+    let mut c = login(&server.addr, "sa", PASSWORD).expect("sa logs in past 560 idle sockets");
+    assert_eq!(error_numbers(&mut c, "SELECT 1"), Vec::<i32>::new());
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The newest idle socket is closed by the login timeout: it reads end of stream.
+    let mut last = idle.last().unwrap();
+    last.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = [0u8; 8];
+    assert_eq!(last.read(&mut buf).unwrap(), 0, "closed by the server");
+    let log = server.errorlog();
+    assert!(log.contains("login timeout of 3 s"), "17830 for a timeout");
+    assert!(
+        log.contains("the pending-login limit was reached"),
+        "17830 for an eviction"
+    );
+    assert!(login(&server.addr, "sa", PASSWORD).is_ok());
+}
+
+#[test]
+fn failed_logins_are_logged_with_their_state_and_slowed() {
+    let server = Server::start("failed-logins", &[]);
+    let mut slowest = Duration::ZERO;
+    for i in 0..6 {
+        let started = Instant::now();
+        let Err(err) = login(&server.addr, "sa", "wrong password") else {
+            panic!("attempt {i}: a wrong password logged in");
+        };
+        assert!(err.contains("Msg 18456"), "attempt {i}: {err}");
+        slowest = slowest.max(started.elapsed());
+    }
+    // Failures 4, 5 and 6 waited 100, 200 and 400 ms before the password was checked.
+    assert!(slowest >= Duration::from_millis(400), "{slowest:?}");
+    let log = server.errorlog();
+    assert_eq!(
+        log.matches("Error: 18456, Severity: 14, State: 8.").count(),
+        6
+    );
+    assert!(
+        log.contains("[CLIENT: 127.0.0.1] (failed logins from this address in the last 60 s: 6)")
+    );
+    assert!(login(&server.addr, "sa", PASSWORD).is_ok());
+    // The success cleared the count: the next failure does not wait.
+    let started = Instant::now();
+    assert!(login(&server.addr, "sa", "wrong").is_err());
+    assert!(started.elapsed() < Duration::from_millis(400));
+}
+
+#[test]
+fn names_longer_than_the_catalog_stores_are_msg_103_and_logins_go_on() {
+    let server = Server::start("long-names", &[]);
+    let mut c = server.connect();
+    let n = "n".repeat(70_000);
+    let text = "d".repeat(70_000);
+    for sql in [
+        format!("CREATE TABLE [{n}] (a INT)"),
+        format!("CREATE TABLE t (a INT CONSTRAINT [{n}] PRIMARY KEY)"),
+        format!("CREATE TABLE t ([{}] INT)", "c".repeat(129)),
+        format!("CREATE TABLE t (a VARCHAR(10) DEFAULT '{text}')"),
+        format!(
+            "BACKUP DATABASE master TO DISK = 'm.bak' WITH NAME = '{}'",
+            "b".repeat(129)
+        ),
+        format!("DECLARE @{} INT", "v".repeat(129)),
+    ] {
+        assert_eq!(error_numbers(&mut c, &sql), [103], "{}", &sql[..60]);
+    }
+    let cols: Vec<String> = (0..1025).map(|i| format!("c{i} INT")).collect();
+    let sql = format!("CREATE TABLE wide ({})", cols.join(", "));
+    assert_eq!(error_numbers(&mut c, &sql), [1702]);
+    // Nothing was created, master still changes, and a new login gets in.
+    let r = c.batch("SELECT COUNT(*) FROM sys.tables").unwrap();
+    assert_eq!(r.errors().count(), 0);
+    assert_eq!(
+        error_numbers(&mut c, "CREATE TABLE kept (a INT)"),
+        Vec::<i32>::new()
+    );
+    let mut d = login(&server.addr, "sa", PASSWORD).expect("logins go on");
+    assert_eq!(error_numbers(&mut d, "DROP TABLE kept"), Vec::<i32>::new());
+}
+
+fn mode(p: &std::path::Path) -> u32 {
+    std::fs::metadata(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[test]
+fn secrets_and_backups_are_owner_only() {
+    let server = Server::start("file-modes", &[]);
+    let mut c = server.connect();
+    let errors = error_numbers(
+        &mut c,
+        "CREATE LOGIN app WITH PASSWORD = 'Str0ng!Passw0rd'; BACKUP DATABASE master TO DISK = 'm.bak'",
+    );
+    assert_eq!(errors, Vec::<i32>::new());
+    let d = &server.dir;
+    for f in [
+        "instance.conf",
+        "logins",
+        "tls/server.crt",
+        "tls/server.key",
+        "backup/m.bak",
+    ] {
+        assert_eq!(mode(&d.join(f)), 0o600, "{f}");
+    }
+    for dir in ["", "data", "log", "tls", "backup"] {
+        assert_eq!(mode(&d.join(dir)), 0o700, "{dir}/");
+    }
+}
+
+#[test]
+fn backup_follows_no_symbolic_link_out_of_its_root() {
+    let server = Server::start("backup-symlink", &[]);
+    let mut c = server.connect();
+    let outside = server.dir.with_extension("outside.bak");
+    std::fs::write(&outside, b"not a backup").unwrap();
+    let root = server.dir.join("backup");
+    std::fs::create_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink(&outside, root.join("link.bak")).unwrap();
+    let backup = error_numbers(&mut c, "BACKUP DATABASE master TO DISK = 'link.bak'");
+    assert!(
+        backup.contains(&3201) && backup.contains(&3013),
+        "{backup:?}"
+    );
+    let restore = error_numbers(&mut c, "RESTORE HEADERONLY FROM DISK = 'link.bak'");
+    assert!(restore.contains(&3201), "{restore:?}");
+    assert_eq!(std::fs::read(&outside).unwrap(), b"not a backup");
+    std::fs::remove_file(&outside).unwrap();
+}
