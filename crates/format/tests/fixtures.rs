@@ -315,7 +315,7 @@ fn lengths_are_checked(c: Catalog) {
 /// Pins the VLF header sector and a one-record log block (FORMAT.md, "Log file").
 #[test]
 fn log_fixture() {
-    use extentdb_format::log::{encode_block, VlfHeader, PARITY_FIRST};
+    use extentdb_format::log::{encode_block_flags, VlfHeader, PARITY_FIRST};
     let h = VlfHeader {
         sequence: 37,
         parity: PARITY_FIRST,
@@ -326,7 +326,19 @@ fn log_fixture() {
     };
     let mut p = Page::zeroed();
     p.bytes_mut()[..512].copy_from_slice(&h.encode());
-    let block = encode_block(&[b"BEGIN TRAN".as_slice()], 37, 16, PARITY_FIRST);
+    let durable = Lsn {
+        vlf_sequence: 36,
+        block: 4000,
+        slot: 0,
+    };
+    let block = encode_block_flags(
+        &[b"BEGIN TRAN".as_slice()],
+        37,
+        16,
+        PARITY_FIRST,
+        0,
+        durable,
+    );
     p.bytes_mut()[512..512 + block.len()].copy_from_slice(&block);
     check("log", &p);
     assert_eq!(&p.bytes()[..8], b"XDBVLF\0\0");
@@ -334,6 +346,18 @@ fn log_fixture() {
         p.bytes()[512],
         0x40,
         "parity in byte 0 of the block's sector"
+    );
+    let sector = &p.bytes()[512..1024];
+    assert_eq!(
+        &sector[21..29],
+        &[36, 0, 0, 0, 0xa0, 0x0f, 0, 0],
+        "durable end at body 20"
+    );
+    let check = u32::from_le_bytes(sector[508..].try_into().unwrap());
+    assert_eq!(
+        check,
+        crc32c::crc32c(&sector[..508]),
+        "the sector's own check"
     );
 }
 

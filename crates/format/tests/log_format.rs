@@ -145,3 +145,34 @@ fn stale_blocks_from_earlier_uses_are_never_replayed() {
         "the second use's blocks start where the third's are"
     );
 }
+
+/// Proves every byte of a block is covered by its sector's own check: a flip anywhere is
+/// `Damaged` where the scan stops, while zeros and whole sectors of an older use are not.
+#[test]
+fn a_flipped_byte_is_damage_and_a_whole_old_sector_is_not() {
+    use log::{classify_ending, Ending};
+    let recs = records(5, 3);
+    let refs: Vec<&[u8]> = recs.iter().map(|r| r.as_slice()).collect();
+    let block = encode_block(&refs, 9, 16, PARITY_FIRST);
+    assert!(block.len() >= 3 * SECTOR_SIZE, "a block of several sectors");
+    for i in 0..block.len() {
+        let mut b = block.clone();
+        b[i] ^= 0x20;
+        assert!(decode_block(&b, 9, 16, PARITY_FIRST).is_none(), "byte {i}");
+        let got = classify_ending(&b, 9, 16, PARITY_FIRST);
+        let sector = i / SECTOR_SIZE;
+        assert_eq!(got, Ending::Damaged { sector }, "byte {i}");
+    }
+    let older = encode_block(&refs, 7, 16, PARITY_SECOND);
+    let mut torn = block.clone();
+    torn[SECTOR_SIZE..2 * SECTOR_SIZE].copy_from_slice(&older[SECTOR_SIZE..2 * SECTOR_SIZE]);
+    assert_eq!(classify_ending(&torn, 9, 16, PARITY_FIRST), Ending::Stale);
+    torn[SECTOR_SIZE..2 * SECTOR_SIZE].fill(0);
+    assert_eq!(classify_ending(&torn, 9, 16, PARITY_FIRST), Ending::Stale);
+    assert_eq!(classify_ending(&older, 9, 16, PARITY_FIRST), Ending::Stale);
+    let zeros = vec![0u8; 4 * SECTOR_SIZE];
+    assert_eq!(
+        classify_ending(&zeros, 9, 16, PARITY_FIRST),
+        Ending::Unwritten
+    );
+}

@@ -169,7 +169,7 @@ pub fn cut_log(
     vlfs: &[VlfHeader],
     stop: Lsn,
 ) -> Result<(), StorageError> {
-    use extentdb_format::log::{decode_block, encode_block, MAX_BLOCK_SECTORS};
+    use extentdb_format::log::{decode_block, encode_block_flags, MAX_BLOCK_SECTORS};
     let file_of = |id: u16| {
         files
             .get(&id)
@@ -194,7 +194,15 @@ pub fn cut_log(
             .iter()
             .map(|r| r.as_slice())
             .collect();
-        let b = encode_block(&kept, v.sequence, stop.block, v.parity);
+        // The same block, shorter: its flags and durable end stay.
+        let b = encode_block_flags(
+            &kept,
+            v.sequence,
+            stop.block,
+            v.parity,
+            block.flags,
+            block.durable,
+        );
         file.write_at(&b, v.start_offset + at)?;
         end += b.len() as u64;
     }

@@ -15,7 +15,10 @@
 //!
 //! Reader (`read_log`): walks VLFs in FSeqNo order from a starting FSeqNo, each VLF's blocks
 //! until the first invalid one, and moves on only after a VLF closed by the end flag or
-//! filled exactly; so a torn block is never skipped.
+//! filled exactly; so a torn block is never skipped. Where the blocks stop is decided, not
+//! guessed (`decide_end`, RECOVERY.md "The end of the log"): a damaged sector there, or a
+//! valid block further on that claims that point durable (invariant 5) or lies beyond any
+//! torn tail's reach, is damage (LogDamaged); anything else is the end of the log.
 //!
 //! Invariants:
 //! 1. Written-but-unsynced log bytes never exceed `MAX_UNSYNCED` (the writer syncs first).
@@ -25,6 +28,12 @@
 //! 3. After a failed write or sync the writer refuses all further work (never retries).
 //! 4. A VLF whose FSeqNo is still needed (at or after `min_active`) is never reused: the log
 //!    is full instead (error 9002 upstream) until truncation or growth frees one.
+//! 5. Every block records the durable end of the log when it was written: an LSN before
+//!    which every block was written before a sync that has completed (at open: the end of
+//!    the log read back, synced). It never claims more (it is raised only after a sync, to
+//!    where the log was written when the sync began) and never passes the block itself
+//!    (asserted in `write_block` and by the encoder). So at recovery a bad block before the
+//!    durable end a later valid block claims was durable: damage, not a torn tail.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex};
@@ -132,51 +141,124 @@ pub fn read_log(
             break;
         }
     }
-    check_beyond_end(files, vlfs, end)?;
+    decide_end(files, vlfs, end)?;
     Ok((records, end))
 }
 
-/// A torn tail reaches at most `FIXUP_BYTES` past the end of the log (invariants 1 and 2):
-/// a valid block of the current use further on means a block before it was damaged after it
-/// was durable. That is corruption, not a crash, and recovery stops (error 9004 upstream)
-/// instead of opening the database without the committed work behind the damage.
-fn check_beyond_end(files: &Files, vlfs: &[VlfHeader], end: LogEnd) -> Result<(), StorageError> {
+/// Decides whether the point where the blocks stopped is the end of the log or damage
+/// (RECOVERY.md, "The end of the log", whose rows the comments name):
+/// - a damaged sector in the block there (row 2): corruption, whatever follows;
+/// - a valid block of this use or the next further on that claims the log durable past
+///   that point (rows 4, 6): the block there was durable, so it is damaged;
+/// - a valid block of this use or the next beyond any torn tail's reach (`FIXUP_BYTES`,
+///   invariants 1 and 2; rows 5, 6): damaged;
+/// - otherwise the end of the log (rows 1, 3, 7, 8): a torn or lost unsynced write.
+///
+/// Damage stops recovery (error 9004 upstream) instead of opening the database without the
+/// committed work behind it.
+fn decide_end(files: &Files, vlfs: &[VlfHeader], end: LogEnd) -> Result<(), StorageError> {
     let Some(v) = vlfs.get(end.vlf).copied() else {
         return Ok(());
     };
     if v.sequence == 0 {
         return Ok(());
     }
-    let mut reach = FIXUP_BYTES;
-    if !end.closed {
-        let from = end.pos + reach;
-        if let Some(at) = find_valid_block(io_file(files, v.file_id)?.as_ref(), v, from)? {
-            return Err(damaged(v.sequence, end.pos, at));
-        }
-        reach = reach.saturating_sub(v.size - end.pos);
+    let end_lsn = Lsn {
+        vlf_sequence: v.sequence,
+        block: (end.pos / SECTOR_SIZE as u64) as u32,
+        slot: 0,
+    };
+    // A closed VLF with no next one is the end: the next VLF's header was never durable.
+    if end.closed {
+        return Ok(());
     }
-    if let Some(next) = vlfs.iter().find(|n| n.sequence == v.sequence + 1) {
-        let from = VLF_HEADER_AREA + reach;
-        if let Some(at) = find_valid_block(io_file(files, next.file_id)?.as_ref(), *next, from)? {
-            return Err(damaged(next.sequence, VLF_HEADER_AREA, at));
-        }
+    let file = io_file(files, v.file_id)?.as_ref();
+    if let log::Ending::Damaged { sector } = ending_at(file, v, end.pos)? {
+        let at = end.pos + (sector * SECTOR_SIZE) as u64;
+        return Err(damaged(v, at, "its sector check fails".into()));
     }
-    Ok(())
+    let mut proof = later_valid_block(file, v, end.pos, end.pos + FIXUP_BYTES, end_lsn)?;
+    if let (None, Some(next)) = (&proof, vlfs.iter().find(|n| n.sequence == v.sequence + 1)) {
+        let reach = FIXUP_BYTES.saturating_sub(v.size - end.pos);
+        let file = io_file(files, next.file_id)?.as_ref();
+        proof = later_valid_block(
+            file,
+            *next,
+            VLF_HEADER_AREA,
+            VLF_HEADER_AREA + reach,
+            end_lsn,
+        )?;
+    }
+    match proof {
+        Some(why) => Err(damaged(
+            v,
+            end.pos,
+            format!("the block there is not valid, {why}"),
+        )),
+        None => Ok(()),
+    }
 }
 
-fn damaged(sequence: u32, end: u64, found: u64) -> StorageError {
-    StorageError::LogDamaged(format!(
-        "the log ends at offset {end} of the VLF with FSeqNo {sequence}, yet a valid block of it follows at offset {found}: a durable part of the log is damaged"
-    ))
+/// What lies at `pos` of `v`, where its valid blocks stopped.
+fn ending_at(file: &dyn DbFile, v: VlfHeader, pos: u64) -> Result<log::Ending, StorageError> {
+    let len = (log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64;
+    let mut buf = vec![0u8; len.min(v.size - pos) as usize];
+    file.read_at(&mut buf, v.start_offset + pos)?;
+    let offset = (pos / SECTOR_SIZE as u64) as u32;
+    Ok(log::classify_ending(&buf, v.sequence, offset, v.parity))
 }
 
-/// The offset of the first valid block of `v`'s current use at or after `from`, trying
-/// every sector (reads in bounded chunks).
-fn find_valid_block(
+/// Why the end of the log at `end` cannot be a torn tail, if a valid block of `v`'s
+/// current use at or after `from` proves it: one at or beyond `reach`, or one claiming the
+/// log durable past `end`.
+fn later_valid_block(
     file: &dyn DbFile,
     v: VlfHeader,
     from: u64,
-) -> Result<Option<u64>, StorageError> {
+    reach: u64,
+    end: Lsn,
+) -> Result<Option<String>, StorageError> {
+    let mut proof = None;
+    for_each_valid_block(file, v, from, &mut |at, b| {
+        let lsn = Lsn {
+            vlf_sequence: v.sequence,
+            block: (at / SECTOR_SIZE as u64) as u32,
+            slot: 0,
+        };
+        if at >= reach {
+            proof = Some(format!(
+                "yet the valid block at {lsn} lies further than a torn tail reaches"
+            ));
+        } else if b.durable > end {
+            proof = Some(format!(
+                "yet the valid block at {lsn} was written when the log was durable up to {}",
+                b.durable
+            ));
+        }
+        proof.is_none()
+    })?;
+    Ok(proof)
+}
+
+fn damaged(v: VlfHeader, at: u64, why: String) -> StorageError {
+    StorageError::LogDamaged(format!(
+        "log file {} offset {} (VLF with FSeqNo {}, block offset {}): {why}; a durable part of the log is damaged",
+        v.file_id,
+        v.start_offset + at,
+        v.sequence,
+        at / SECTOR_SIZE as u64
+    ))
+}
+
+/// Calls `f(offset, block)` for each valid block of `v`'s current use at or after `from`,
+/// trying every sector not inside a block already found (reads in bounded chunks), until
+/// `f` returns false.
+fn for_each_valid_block(
+    file: &dyn DbFile,
+    v: VlfHeader,
+    from: u64,
+    f: &mut dyn FnMut(u64, &log::Block) -> bool,
+) -> Result<(), StorageError> {
     let sector = SECTOR_SIZE as u64;
     let mut pos = from.div_ceil(sector) * sector;
     let max_block = (log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64;
@@ -188,14 +270,15 @@ fn find_valid_block(
         // Blocks starting in the first SCAN_CHUNK bytes; the rest is overlap for their tails.
         while off < SCAN_CHUNK.min(len) && off + sector <= len {
             let offset = ((pos + off) / sector) as u32;
-            if log::decode_block(&buf[off as usize..], v.sequence, offset, v.parity).is_some() {
-                return Ok(Some(pos + off));
+            match log::decode_block(&buf[off as usize..], v.sequence, offset, v.parity) {
+                Some(b) if !f(pos + off, &b) => return Ok(()),
+                Some(b) => off += b.sectors as u64 * sector,
+                None => off += sector,
             }
-            off += sector;
         }
-        pos += SCAN_CHUNK;
+        pos += off;
     }
-    Ok(None)
+    Ok(())
 }
 
 /// Bytes read at a time while scanning a VLF: VLFs of large logs are gigabytes, so the scan
@@ -251,6 +334,10 @@ struct State {
     written: Option<Lsn>,
     durable: Option<Lsn>,
     unsynced: u64,
+    /// Just after the last block written, and the durable end: every block before it was
+    /// written before a sync that completed (invariant 5). Both slot 0.
+    written_end: Lsn,
+    durable_end: Lsn,
     /// File ids written since the last sync, in write order.
     dirty: Vec<u16>,
     flushing: bool,
@@ -298,6 +385,20 @@ impl LogWriter {
         } else {
             0
         };
+        // The log read back may sit in the page cache only (a killed process): make it
+        // durable, so the durable end the next blocks claim is true (invariant 5).
+        for f in files.values() {
+            f.sync_data()?;
+        }
+        let end_lsn = if v.sequence > 0 {
+            Lsn {
+                vlf_sequence: v.sequence,
+                block: (end.pos / SECTOR_SIZE as u64) as u32,
+                slot: 0,
+            }
+        } else {
+            Lsn::ZERO
+        };
         let state = State {
             files,
             vlfs,
@@ -312,6 +413,8 @@ impl LogWriter {
             written: None,
             durable: None,
             unsynced: 0,
+            written_end: end_lsn,
+            durable_end: end_lsn,
             dirty: Vec::new(),
             flushing: false,
             failed: false,
@@ -379,6 +482,7 @@ impl LogWriter {
         st.flushing = true;
         let result = st.write_pending();
         let target = st.written;
+        let target_end = st.written_end;
         let covered = st.unsynced;
         let dirty = std::mem::take(&mut st.dirty);
         let files: Vec<Arc<dyn DbFile>> = dirty
@@ -398,6 +502,7 @@ impl LogWriter {
         match synced {
             Ok(()) => {
                 st.durable = target.max(st.durable);
+                st.durable_end = target_end.max(st.durable_end);
                 st.unsynced = st.unsynced.saturating_sub(covered);
             }
             Err(_) => st.failed = true,
@@ -630,6 +735,7 @@ impl State {
             }
             self.unsynced = 0;
             self.durable = self.written.max(self.durable);
+            self.durable_end = self.written_end;
         }
         file.write_at(bytes, v.start_offset + self.pos)
             .inspect_err(|_| self.failed = true)?;
@@ -638,6 +744,23 @@ impl State {
         }
         self.unsynced += bytes.len() as u64;
         self.pos += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes one encoded block at `pos` and moves the written end past it (invariant 5).
+    fn write_block(&mut self, block: &[u8]) -> Result<(), StorageError> {
+        self.write_at_pos(block)?;
+        self.written_end = Lsn {
+            vlf_sequence: self.vlfs[self.cur].sequence,
+            block: (self.pos / SECTOR_SIZE as u64) as u32,
+            slot: 0,
+        };
+        assert!(
+            self.durable_end <= self.written_end,
+            "durable end {} past the written end {}",
+            self.durable_end,
+            self.written_end
+        );
         Ok(())
     }
 
@@ -654,8 +777,9 @@ impl State {
             (self.pos / SECTOR_SIZE as u64) as u32,
             v.parity,
             0,
+            self.durable_end,
         );
-        self.write_at_pos(&block)?;
+        self.write_block(&block)?;
         self.pending.clear();
         self.pending_payload = 0;
         self.written = self.last;
@@ -672,8 +796,9 @@ impl State {
                 (self.pos / SECTOR_SIZE as u64) as u32,
                 v.parity,
                 FLAG_VLF_END,
+                self.durable_end,
             );
-            self.write_at_pos(&marker)?;
+            self.write_block(&marker)?;
         }
         // The next VLF in physical order, or else the first free one after it: the reader
         // follows FSeqNos, not positions, so space a growth added behind a wrapped log is

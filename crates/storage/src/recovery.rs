@@ -100,6 +100,23 @@ impl<'a> Meter<'a> {
     }
 }
 
+impl Database {
+    /// Names the log file a LogDamaged report points into (the reader knows only its id),
+    /// so the error log says where the damage is.
+    fn name_log_file(&self, e: StorageError) -> StorageError {
+        let StorageError::LogDamaged(text) = e else {
+            return e;
+        };
+        let named = self.catalog.files.iter().fold(text, |t, f| {
+            t.replace(
+                &format!("log file {} offset", f.file_id),
+                &format!("log file {} '{}' offset", f.file_id, f.physical_name),
+            )
+        });
+        StorageError::LogDamaged(named)
+    }
+}
+
 /// A loser's records by LSN, and where its chain ends.
 #[derive(Default)]
 pub(crate) struct Analysis {
@@ -122,7 +139,8 @@ impl Database {
         let started = Instant::now();
         let vlfs = self.vlfs()?;
         let from = self.analysis_start().vlf_sequence.max(1);
-        let (records, end) = read_log(&self.log_files, &vlfs, from)?;
+        let (records, end) =
+            read_log(&self.log_files, &vlfs, from).map_err(|e| self.name_log_file(e))?;
         let mut stats = RecoveryStats {
             records: records.len(),
             log_bytes: records.iter().map(|r| r.bytes.len() as u64 + 4).sum(),
