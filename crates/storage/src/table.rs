@@ -768,3 +768,7 @@ pub(crate) fn formatted_page(
     set_lsn(&mut p, lsn)?;
     Ok(p)
 }
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;
