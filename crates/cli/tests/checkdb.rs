@@ -940,7 +940,8 @@ fn assert_zeroed_page_found(dir: &Path, db: &Db, table: &str, no: u32, what: &st
 /// last used page of a heap's extent (which the old check took for a page never used), a
 /// middle page of a heap's extent, a clustered index's leaf and non-leaf pages. Each is
 /// reported by CHECKDB offline and online (8909 naming (0:0), 8928), and SELECT on the
-/// table fails with 824 instead of returning fewer rows.
+/// table fails with 824 instead of returning fewer rows. A zeroed IAM page is found by the
+/// allocation checks.
 #[test]
 fn zeroed_allocated_pages_are_reported_and_unreadable() {
     let dir = prepare("zeroed");
@@ -963,5 +964,31 @@ fn zeroed_allocated_pages_are_reported_and_unreadable() {
         assert_zeroed_page_found(&dir, &db, table, no, what);
         assert_clean(&dir, &format!("after restoring the {what}"));
     }
+    // An IAM page the PFS marks as one (0x50) that reads as zeros: the offline check names
+    // it (8946, type 0) and the extents it mapped (8905); the instance does not open the
+    // database (926), so no scan can return fewer rows.
+    let iam = db.iam_page_of(db.table("h").allocation_unit_id);
+    {
+        let _r = db.damage(iam, false, |pg| *pg = Page::zeroed());
+        let bad = format!(
+            "Allocation page {} has invalid IAM page header values. Type is 0.",
+            PageId::new(1, iam)
+        );
+        expect(
+            &dir,
+            "zeroed IAM page",
+            &[
+                "Msg 8946, Level 16, State 12".to_string(),
+                bad,
+                "Msg 8905".to_string(),
+            ],
+        );
+        let (_, select) = exec(&dir, "USE CK; SELECT COUNT(*) FROM h;");
+        assert!(
+            select.contains("Msg 926, Level 14"),
+            "zeroed IAM page: {select}"
+        );
+    }
+    assert_clean(&dir, "after restoring the IAM page");
     let _ = std::fs::remove_dir_all(&dir);
 }
