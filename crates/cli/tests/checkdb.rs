@@ -874,3 +874,121 @@ fn fuzzed_pages_never_crash_the_check() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The last page of `pages` in allocation order (the last used page of its extent).
+fn last_page(pages: &[PageInfo]) -> &PageInfo {
+    pages.iter().max_by_key(|p| p.no).unwrap()
+}
+
+/// A page with a page of the same list after it in its extent (a middle page).
+fn middle_page(pages: &[PageInfo]) -> &PageInfo {
+    pages
+        .iter()
+        .find(|p| {
+            p.no % 8 > 0
+                && pages
+                    .iter()
+                    .any(|q| q.no == p.no + 1 && q.no % 8 > p.no % 8)
+        })
+        .unwrap()
+}
+
+/// Asserts one zeroed page of `table` (allocated in the PFS) is reported by the offline
+/// check, by DBCC CHECKDB on the running engine, and that a scan of the table fails with
+/// Msg 824 (in the client's output and the error log) instead of returning fewer rows.
+fn assert_zeroed_page_found(dir: &Path, db: &Db, table: &str, no: u32, what: &str) {
+    let e = db.table(table);
+    let page = PageId::new(1, no).to_string();
+    let owner = format!(
+        "Object ID {}, index ID {}, partition ID {}, alloc unit ID {} (type In-row data)",
+        e.object_id, e.index_id, e.allocation_unit_id, e.allocation_unit_id
+    );
+    let expected = [
+        "Msg 8909, Level 16, State 1".to_string(),
+        format!("Table error: {owner}, page ID {page} contains an incorrect page ID in its page header. The PageId in the page header = (0:0)."),
+        "Msg 8928, Level 16, State 1".to_string(),
+        format!("{owner}: Page {page} could not be processed.  See other errors for details."),
+    ];
+    let _r = db.damage(no, false, |pg| *pg = Page::zeroed());
+    expect(dir, what, &expected);
+    let (_, online) = exec(dir, "DBCC CHECKDB ('CK') WITH NO_INFOMSGS");
+    for x in &expected {
+        assert!(
+            online.contains(x.as_str()),
+            "{what} online: {x:?} in:\n{online}"
+        );
+    }
+    let (_, out) = exec(dir, &format!("USE CK; SELECT COUNT(*) FROM {table};"));
+    let text = format!(
+        "SQL Server detected a logical consistency-based I/O error: incorrect pageid (expected 1:{no}; actual 0:0). It occurred during a read of page {page} in database ID "
+    );
+    let at = format!(
+        " at offset 0x{:016x} in file '{}'.",
+        no as u64 * PAGE_SIZE as u64,
+        db.path.display()
+    );
+    for x in ["Msg 824, Level 24, State 2", text.as_str(), at.as_str()] {
+        assert!(out.contains(x), "{what} SELECT: {x:?} in:\n{out}");
+    }
+    let log = std::fs::read_to_string(dir.join("log/ERRORLOG")).unwrap();
+    for x in ["Error: 824, Severity: 24, State: 2.", text.as_str()] {
+        assert!(log.contains(x), "{what} error log: {x:?} in:\n{log}");
+    }
+}
+
+/// Proves a page the PFS marks allocated that reads as zeros is damage wherever it is: the
+/// last used page of a heap's extent (which the old check took for a page never used), a
+/// middle page of a heap's extent, a clustered index's leaf and non-leaf pages. Each is
+/// reported by CHECKDB offline and online (8909 naming (0:0), 8928), and SELECT on the
+/// table fails with 824 instead of returning fewer rows. A zeroed IAM page is found by the
+/// allocation checks.
+#[test]
+fn zeroed_allocated_pages_are_reported_and_unreadable() {
+    let dir = prepare("zeroed");
+    let db = Db::load(&dir);
+    assert_clean(&dir, "before any damage");
+    let heap = db.pages_of("h", PageType::Data, 0, 1);
+    let leaves = db.pages_of("t", PageType::Data, 0, 1);
+    let upper = db.pages_of("t", PageType::Index, 1, 1);
+    let cases = [
+        (
+            "h",
+            last_page(&heap).no,
+            "last used page of a heap's extent",
+        ),
+        ("h", middle_page(&heap).no, "middle page of a heap's extent"),
+        ("t", last_page(&leaves).no, "clustered index leaf page"),
+        ("t", upper[0].no, "clustered index non-leaf page"),
+    ];
+    for (table, no, what) in cases {
+        assert_zeroed_page_found(&dir, &db, table, no, what);
+        assert_clean(&dir, &format!("after restoring the {what}"));
+    }
+    // An IAM page the PFS marks as one (0x50) that reads as zeros: the offline check names
+    // it (8946, type 0) and the extents it mapped (8905); the instance does not open the
+    // database (926), so no scan can return fewer rows.
+    let iam = db.iam_page_of(db.table("h").allocation_unit_id);
+    {
+        let _r = db.damage(iam, false, |pg| *pg = Page::zeroed());
+        let bad = format!(
+            "Allocation page {} has invalid IAM page header values. Type is 0.",
+            PageId::new(1, iam)
+        );
+        expect(
+            &dir,
+            "zeroed IAM page",
+            &[
+                "Msg 8946, Level 16, State 12".to_string(),
+                bad,
+                "Msg 8905".to_string(),
+            ],
+        );
+        let (_, select) = exec(&dir, "USE CK; SELECT COUNT(*) FROM h;");
+        assert!(
+            select.contains("Msg 926, Level 14"),
+            "zeroed IAM page: {select}"
+        );
+    }
+    assert_clean(&dir, "after restoring the IAM page");
+    let _ = std::fs::remove_dir_all(&dir);
+}

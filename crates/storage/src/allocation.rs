@@ -22,6 +22,16 @@
 //!    cleanly is not swept: an unowned extent there is damage for CHECKALLOC to report.
 //!    Nor is a restored database recovered after its roll forward (`open_restored`): there
 //!    the sweep once freed extents that IAM pages owned, for a reason not found yet.
+//! 5. A data or index page is in use exactly when its PFS byte has the allocated bit, and
+//!    the bit is set only after the page's content is logged (its `FormatPage` record, or
+//!    the page images of a B-tree split or a page move), never before: redo replays the log
+//!    in order, so after any crash a page the PFS calls allocated is formatted. A page taken
+//!    whose format never reached the log (a full log, a crash) stays zero and free in the
+//!    PFS, which is no damage; a zero page the PFS calls allocated is (CHECKDB 8909/8928,
+//!    reads Msg 824). A page's content logged without its bit (a crash between the two)
+//!    leaves a formatted page the PFS calls free, which reads still count. Freeing an
+//!    extent clears its pages' bytes (`DataFile::release_extent`); a move clears the page
+//!    it emptied. `mark_page_allocated` asserts the page is formatted in the buffer pool.
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{
@@ -378,5 +388,62 @@ impl Database {
             i = bit + 1;
         }
         Ok(out)
+    }
+
+    /// Sets the PFS allocated bit of `pid`, a data or index page of `au` whose content was
+    /// just logged and installed in the buffer pool (invariant 5), under its file's
+    /// allocation lock.
+    pub(crate) fn mark_page_allocated(&self, pid: PageId, au: u64) -> Result<(), StorageError> {
+        let formatted = {
+            let mut pool = self.data.pool.lock();
+            let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
+            crate::table::is_unit_page(p, au)
+        };
+        assert!(
+            formatted,
+            "page {pid} of allocation unit {au} marked allocated before its format was logged"
+        );
+        self.set_page_pfs(pid, pfs::ALLOCATED)
+    }
+
+    /// Clears the PFS byte of `pid`, a page a move emptied (invariant 5).
+    pub(crate) fn mark_page_free(&self, pid: PageId) -> Result<(), StorageError> {
+        self.set_page_pfs(pid, 0)
+    }
+
+    fn set_page_pfs(&self, pid: PageId, value: u8) -> Result<(), StorageError> {
+        let file = self
+            .data_files
+            .get(&pid.file.0)
+            .ok_or_else(|| StorageError::FileNotFound(pid.file.0.to_string()))?;
+        let _allocation = file.cache.allocation_lock();
+        file.set_pfs(pid.page, value)
+    }
+
+    /// True when the PFS marks `pid` allocated (in use by its extent's owner).
+    pub(crate) fn page_allocated(&self, pid: PageId) -> Result<bool, StorageError> {
+        let file = self
+            .data_files
+            .get(&pid.file.0)
+            .ok_or_else(|| StorageError::FileNotFound(pid.file.0.to_string()))?;
+        Ok(file.pfs(pid.page)? & pfs::ALLOCATED != 0)
+    }
+
+    /// Msg 824 for page `pid`, which the maps or a link say is in use and reads as `actual`
+    /// (zeros: page (0:0)).
+    pub(crate) fn incorrect_page_id(&self, pid: PageId, actual: PageId) -> StorageError {
+        let file = self
+            .catalog
+            .files
+            .iter()
+            .find(|f| f.file_id == pid.file.0)
+            .map(|f| f.physical_name.clone())
+            .unwrap_or_default();
+        StorageError::IncorrectPageId {
+            page: pid,
+            actual,
+            database_id: self.catalog.database_id,
+            file,
+        }
     }
 }

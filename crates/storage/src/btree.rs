@@ -124,11 +124,29 @@ fn page_records(p: &Page) -> Result<Vec<Vec<u8>>, StorageError> {
 }
 
 impl Database {
+    /// A page of the tree, reached through the root or a link: zeros there are damage
+    /// (Msg 824), never a page not used yet.
     fn cached(&mut self, pid: PageId) -> Result<&mut Page, StorageError> {
+        let pool = self.data.pool.get_mut();
+        if pool
+            .page(&self.data_files, self.wal.as_deref(), pid)?
+            .is_unformatted()
+        {
+            return Err(self.incorrect_page_id(pid, PageId::NULL));
+        }
         self.data
             .pool
             .get_mut()
             .page(&self.data_files, self.wal.as_deref(), pid)
+    }
+
+    /// `cached`'s copy, read without caching it (scans).
+    fn tree_page(&mut self, pid: PageId) -> Result<Page, StorageError> {
+        let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+        if p.is_unformatted() {
+            return Err(self.incorrect_page_id(pid, PageId::NULL));
+        }
+        Ok(p)
     }
 
     /// Creates the empty root (a leaf) of a new clustered index; the format is durable
@@ -300,6 +318,8 @@ impl Database {
             Ok(())
         };
         let mut images: Vec<(PageId, Page)> = Vec::new();
+        // The pages taken here, marked allocated once their images are logged.
+        let mut new_pages: Vec<PageId> = Vec::new();
         match parent {
             None => {
                 // Root split: the root keeps its page and becomes the parent of two new pages.
@@ -322,6 +342,7 @@ impl Database {
                 data_page::insert_shifted(&mut root, 0, &ra)?;
                 data_page::insert_shifted(&mut root, 1, &rb)?;
                 images.extend([(node, root), (a, pa), (b, pb)]);
+                new_pages.extend([a, b]);
             }
             Some(parent) => {
                 let m = self.take_page(t)?;
@@ -357,9 +378,15 @@ impl Database {
                 })?;
                 data_page::insert_shifted(&mut pp, slot + 1, &sep)?;
                 images.extend([(node, left), (m, right), (parent, pp)]);
+                new_pages.push(m);
             }
         }
-        self.log_images(images)
+        self.log_images(images)?;
+        // Only now, after the pages' images (allocation.rs invariant 5).
+        for p in new_pages {
+            self.mark_page_allocated(p, au)?;
+        }
+        Ok(())
     }
 
     /// The first key of a page: a leaf record's key, or a separator's key.
@@ -549,7 +576,7 @@ impl Database {
     ) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         let mut at = t.root_page;
         loop {
-            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
+            let p = self.tree_page(at)?;
             let h = p.header()?;
             if h.level == 0 {
                 break;
@@ -563,7 +590,7 @@ impl Database {
         let mut out = Vec::new();
         let mut seen = 0usize;
         while !at.is_null() {
-            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
+            let p = self.tree_page(at)?;
             for (slot, r) in data_page::records(&p) {
                 let r = r?;
                 if !record::is_ghost(r) {

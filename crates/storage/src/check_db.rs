@@ -22,9 +22,12 @@
 //!    each child under one parent (8937), keys inside the parent's range (8933, 8934), the
 //!    sibling chain in the parents' order (8935, 8978, 8981), every page reached (8977).
 //!
-//! A page that is all zeros inside an owned extent is a page the unit has not used yet
-//! (pages are taken in order within an extent), unless a page of the unit follows it in the
-//! extent: then it lost its contents (8909 naming page (0:0), as SQL Server reads it). A page naming another allocation unit is a
+//! Whether a page of an owned extent is in use is the allocation maps' word, never the
+//! page's bytes: a page whose PFS byte has the allocated bit (set only once the page's
+//! format is logged, `allocation` invariant 5) and that reads as all zeros lost its
+//! contents (8909 naming page (0:0), as SQL Server reads it, and 8928), wherever it lies in
+//! its extent; a zero page the PFS calls free is one the unit never formatted (a page taken
+//! whose format a crash or a full log lost is one). A page naming another allocation unit is a
 //! stale page of a dropped or truncated unit (ids are never reused) unless that unit is
 //! live: then the page is claimed by two owners (2534).
 //!
@@ -43,9 +46,10 @@ use std::sync::Mutex;
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry, CATALOG_ALLOCATION_UNIT};
 use extentdb_format::codec::get_u16;
+use extentdb_format::layout;
 use extentdb_format::record::{self, ColumnLayout, RecordType};
 use extentdb_format::{
-    key, Page, PageId, PageType, PageView, PAGES_PER_EXTENT, PAGE_HEADER_SIZE, PAGE_SIZE,
+    key, pfs, Page, PageId, PageType, PageView, PAGES_PER_EXTENT, PAGE_HEADER_SIZE, PAGE_SIZE,
 };
 
 use crate::btree::KeyInfo;
@@ -413,6 +417,8 @@ struct Gathered {
     run_rows: u64,
     /// Buffers reused from page to page (no allocation per page or record).
     scratch: Scratch,
+    /// The PFS page last read (None: it failed its audit), for zero pages' allocated bits.
+    pfs: Option<(PageId, Option<Page>)>,
 }
 
 /// A worker's per-page buffers. Those holding slices of a page are kept empty between
@@ -994,33 +1000,43 @@ fn check_run(ctx: &Context<'_>, run: &Run, pages: &[Page], out: &mut Gathered) {
     let owner = ctx.owner(run.unit);
     out.run_pages = 0;
     out.run_rows = 0;
-    // Zero pages of this extent not yet followed by a page of the unit.
-    let mut zeros: Vec<PageId> = Vec::new();
     for i in 0..count {
-        if i % PAGES_PER_EXTENT == 0 {
-            zeros.clear();
-        }
         let pid = PageId::new(run.file, first + i);
         let page = pages[i as usize].view();
         out.pages_read += 1;
         if page.is_unformatted() {
-            zeros.push(pid);
-            continue;
-        }
-        if run.unit != CATALOG_ALLOCATION_UNIT && page.raw_header().allocation_unit_id == run.unit {
-            // A unit takes an extent's pages in order: a zero page before one in use was
-            // in use too, and lost its contents (SQL Server reads such a page as naming
-            // page (0:0)).
-            for z in zeros.drain(..) {
-                let args = vec![z.to_string(), PageId::NULL.to_string()];
-                owner.unprocessable(&mut out.findings, 8909, args, z);
+            // The PFS says whether the page is in use; a page in use reads as naming page
+            // (0:0) in SQL Server.
+            if run.unit != CATALOG_ALLOCATION_UNIT && pfs_allocated(ctx, pid, out) {
+                let args = vec![pid.to_string(), PageId::NULL.to_string()];
+                owner.unprocessable(&mut out.findings, 8909, args, pid);
             }
+            continue;
         }
         check_page(ctx, &owner, pid, page, out);
     }
     if out.run_pages > 0 {
         *out.pages.entry(run.unit).or_default() += out.run_pages;
         *out.rows.entry(run.unit).or_default() += out.run_rows;
+    }
+}
+
+/// True when the PFS marks `pid` allocated. The worker keeps the PFS page it read last (a
+/// run lies inside one PFS interval: the extent holding a PFS page is never owned). A PFS
+/// page failing its audit marks nothing (CHECKALLOC judges the page itself).
+fn pfs_allocated(ctx: &Context<'_>, pid: PageId, out: &mut Gathered) -> bool {
+    let at = PageId::new(pid.file.0, layout::pfs_page_for(pid.page).0);
+    if out.pfs.as_ref().map(|(p, _)| *p) != Some(at) {
+        let page = ctx
+            .src
+            .read_page(at)
+            .ok()
+            .filter(|p| p.is_unformatted() || matches!(p.verify(at), Ok(PageType::Pfs)));
+        out.pfs = Some((at, page));
+    }
+    match &out.pfs {
+        Some((_, Some(p))) => pfs::get(p, at.page, pid.page) & pfs::ALLOCATED != 0,
+        _ => false,
     }
 }
 

@@ -150,6 +150,17 @@ pub enum StorageError {
         page: extentdb_format::PageId,
         slot: u16,
     },
+    /// A page the allocation maps (PFS allocated bit) or a B-tree link say is in use reads
+    /// as another page; all zeros read as page (0:0). SQL Server's Msg 824 (incorrect
+    /// pageid), raised by a read: the scan stops rather than return fewer rows.
+    #[error("incorrect pageid (expected {}:{}; actual {}:{})", .page.file.0, .page.page.0, .actual.file.0, .actual.page.0)]
+    IncorrectPageId {
+        page: extentdb_format::PageId,
+        actual: extentdb_format::PageId,
+        database_id: u16,
+        /// The data file's physical name.
+        file: String,
+    },
     #[error("could not allocate space for object '{object}': filegroup '{filegroup}' is full")]
     FilegroupFull { object: String, filegroup: String },
     #[error("violation of PRIMARY KEY constraint '{constraint}': duplicate key in '{table}'")]

@@ -271,6 +271,7 @@ impl Database {
             if old == t.root_page {
                 // The catalog names the root: copy, rename in the catalog, then empty.
                 self.log_images(images)?;
+                self.mark_page_allocated(new, t.allocation_unit_id)?;
                 self.flush_log()?;
                 let object_id = t.object_id;
                 self.change_catalog(|c| {
@@ -282,7 +283,8 @@ impl Database {
                     entry.root_page = new;
                     Ok(())
                 })?;
-                return self.log_images(vec![(old, emptied(old)?)]);
+                self.log_images(vec![(old, emptied(old)?)])?;
+                return self.mark_page_free(old);
             }
             let (parent, slot) = self.find_parent(t, old, h.level)?;
             let mut pp = self.data.pool.get_mut().peek(&self.data_files, parent)?;
@@ -297,7 +299,10 @@ impl Database {
             images.push((parent, pp));
         }
         images.push((old, emptied(old)?));
-        self.log_images(images)
+        self.log_images(images)?;
+        // After the images (allocation.rs invariant 5).
+        self.mark_page_allocated(new, t.allocation_unit_id)?;
+        self.mark_page_free(old)
     }
 
     /// The index page holding the separator that points to `child` (a page of `level`),

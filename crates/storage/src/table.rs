@@ -15,7 +15,7 @@
 //! in place, otherwise it is a delete plus an insert (the RID changes: a heap has no
 //! forwarding records in extentdb yet).
 //!
-//! Deliberately not here yet: PFS free-space bytes of data pages (not maintained, so space
+//! Deliberately not here yet: PFS fullness bits of data pages (not maintained, so space
 //! freed by deletes is not reused by later inserts), ghost cleanup, forwarding records,
 //! B-trees (PRIMARY KEY is recorded and enforced by the SQL layer over a heap), row locks
 //! (isolation between sessions' transactions).
@@ -33,6 +33,10 @@
 //! 3. A heap's cursor and pages change only under its insert lock or with the database
 //!    held exclusively, so a shared insert's page is changed by no one between the logging
 //!    of its row and its application (xact.rs `try_log_change`).
+//! 4. A heap page is marked allocated in the PFS only after its format is logged
+//!    (allocation.rs invariant 5): a page taken whose format failed is zero and free, a
+//!    zero page the PFS calls allocated is damage, and a scan reaching one fails (Msg 824)
+//!    rather than return fewer rows.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -436,6 +440,10 @@ impl Database {
                 let pid = PageId::new(file, extent.first_page().0 + i);
                 let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
                 if !is_heap_page(&p, t.allocation_unit_id) {
+                    // A page the PFS calls allocated held rows; zeros there are damage.
+                    if p.is_unformatted() && self.page_allocated(pid)? {
+                        return Err(self.incorrect_page_id(pid, PageId::NULL));
+                    }
                     continue;
                 }
                 for (slot, rec) in data_page::records(&p) {
@@ -618,11 +626,12 @@ impl Database {
         };
         // Every page, not up to the first unformatted one: a page taken whose format was
         // never logged (the log full at that moment) leaves a gap, and the pages after it
-        // are in use.
+        // are in use. A page is taken when the PFS calls it allocated or it is formatted
+        // (its bit a crash lost after the format).
         for i in 0..PAGES_PER_EXTENT {
             let pid = PageId::new(file, extent.first_page().0 + i);
             let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
-            if !is_unit_page(&p, au) {
+            if !is_unit_page(&p, au) && !self.page_allocated(pid)? {
                 continue;
             }
             if is_heap_page(&p, au) {
@@ -657,8 +666,8 @@ impl Database {
         }
     }
 
-    /// Formats `pid` as an empty page of `au`, logged (a redo-only system change); returns
-    /// the format's LSN.
+    /// Formats `pid` as an empty page of `au`, logged (a redo-only system change), then marks
+    /// it allocated in the PFS; returns the format's LSN.
     pub(crate) fn format_unit_page(
         &self,
         pid: PageId,
@@ -681,6 +690,8 @@ impl Database {
             .pool
             .lock()
             .install(&self.data_files, Some(&wal), pid, p)?;
+        // Only now, after the format's record (allocation.rs invariant 5).
+        self.mark_page_allocated(pid, au)?;
         Ok(lsn)
     }
 
@@ -757,3 +768,7 @@ pub(crate) fn formatted_page(
     set_lsn(&mut p, lsn)?;
     Ok(p)
 }
+
+#[cfg(test)]
+#[path = "table_tests.rs"]
+mod tests;

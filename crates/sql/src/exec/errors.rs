@@ -71,6 +71,22 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             823,
             &[&errno_text(e), &"read/write", &0u64, &e.to_string(), &""],
         )],
+        IncorrectPageId {
+            page,
+            database_id,
+            file,
+            ..
+        } => vec![msg(
+            824,
+            &[
+                &err.to_string(),
+                &"read",
+                &page.to_string(),
+                database_id,
+                &format!("0x{:016x}", page.page.offset()),
+                file,
+            ],
+        )],
         Format(e) => vec![msg(
             824,
             &[&e.to_string(), &"read", &"", &"", &"", &"", &"", &""],

@@ -356,7 +356,7 @@ fn starts_implicit_transaction(kind: &StatementKind) -> bool {
 
 /// Errors that SQL Server raises while compiling a batch: they end the batch.
 fn aborts_batch(e: &SqlError) -> bool {
-    matches!(e.number, 137 | 207 | 208 | 102 | 156 | 2715)
+    matches!(e.number, 137 | 207 | 208 | 102 | 156 | 2715) || e.severity >= 20
 }
 
 impl Session {
@@ -525,6 +525,7 @@ impl Session {
                 let mut abort = false;
                 for e in errors {
                     abort |= aborts_batch(&e);
+                    self.log_severe(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
                     out.push(if e.is_info() {
                         Output::Info(e)
@@ -538,6 +539,23 @@ impl Session {
                     Flow::Normal
                 }
             }
+        }
+    }
+
+    /// Writes an error of severity 19 or more to the error log, as SQL Server does
+    /// ("Error: 824, Severity: 24, State: 2." and the message).
+    fn log_severe(&self, e: &SqlError) {
+        if e.severity >= 19 {
+            let source = format!("spid{}", self.spid);
+            let log = &self.engine.instance.errorlog;
+            log.write(
+                &source,
+                &format!(
+                    "Error: {}, Severity: {}, State: {}.",
+                    e.number, e.severity, e.state
+                ),
+            );
+            log.write(&source, &e.text);
         }
     }
 
