@@ -671,6 +671,10 @@ fn logins_are_created_altered_dropped_and_kept() {
     ok(sa
         .batch("CREATE LOGIN app WITH PASSWORD = 'Zebra-Pass-1', DEFAULT_DATABASE = appdb")
         .unwrap());
+    // A user in appdb, without which the login could not enter it (916).
+    ok(sa
+        .batch("USE appdb; CREATE USER app FOR LOGIN app; USE master")
+        .unwrap());
     assert_eq!(
         error_number(
             sa.batch("CREATE LOGIN APP WITH PASSWORD = 'Zebra-Pass-1'")
@@ -717,7 +721,7 @@ fn logins_are_created_altered_dropped_and_kept() {
     drop(login_as(&s, "app", "Zebra-Pass-2").unwrap());
     // sys.server_principals lists both; a login in use cannot be dropped.
     let r = ok(sa
-        .batch("SELECT name, is_disabled FROM sys.server_principals ORDER BY name")
+        .batch("SELECT name, is_disabled FROM sys.server_principals WHERE type = 'S' ORDER BY name")
         .unwrap());
     assert_eq!(
         rows(&r),

@@ -23,8 +23,9 @@ use crate::{
 };
 
 /// Version 2 added tables (`next object id` and the table list at the end of the blob);
-/// version 1 blobs decode with no tables.
-pub const CATALOG_VERSION: u16 = 3;
+/// version 1 blobs decode with no tables. Version 4 added the database's principals and
+/// permissions after the tables (`principals.rs`); older blobs decode with none.
+pub const CATALOG_VERSION: u16 = 4;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -184,6 +185,8 @@ pub struct Catalog {
     /// Object id the next table takes.
     pub next_object_id: u32,
     pub tables: Vec<TableEntry>,
+    /// Users, roles, memberships and permissions (version 4).
+    pub security: crate::principals::Security,
 }
 
 /// sysname: names of databases, files, filegroups, tables, columns and constraints.
@@ -275,6 +278,7 @@ impl Catalog {
         for t in &self.tables {
             encode_table(&mut w, t);
         }
+        self.security.encode(&mut w);
         w.bytes
     }
 
@@ -351,6 +355,11 @@ impl Catalog {
                 tables.push(decode_table(&mut r, bytes.len())?);
             }
         }
+        let security = if version >= 4 {
+            crate::principals::Security::decode(&mut r, bytes.len())?
+        } else {
+            Default::default()
+        };
         let c = Catalog {
             database_id,
             recovery_model,
@@ -361,6 +370,7 @@ impl Catalog {
             databases,
             next_object_id,
             tables,
+            security,
         };
         c.check_invariants().map_err(|e| corrupt(at, e))?;
         Ok(c)
@@ -434,7 +444,11 @@ impl Catalog {
                 d.restoring.as_ref().map_or(0, Vec::len),
             )?;
         }
-        self.tables.iter().try_for_each(check_table_lengths)
+        self.tables.iter().try_for_each(check_table_lengths)?;
+        for p in &self.security.principals {
+            fits("identifier", &p.name, MAX_NAME_CHARS)?;
+        }
+        Ok(())
     }
 }
 

@@ -30,6 +30,7 @@ pub mod log;
 pub mod log_record;
 pub mod page;
 pub mod pfs;
+pub mod principals;
 pub mod record;
 
 pub use ids::{ExtentNo, FileId, Lsn, PageId, PageNo};

@@ -9,6 +9,9 @@ use extentdb_format::catalog::{
     self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel, TableEntry,
 };
 use extentdb_format::file_header::{FileHeader, FileType};
+use extentdb_format::principals::{
+    PermissionClass, PermissionEntry, PermissionState, PrincipalEntry, PrincipalKind,
+};
 use extentdb_format::{iam, pfs, Lsn, Page, PageId, PageNo, PageType};
 
 /// Renders a page as `offset: hex` lines, skipping all-zero 16-byte lines.
@@ -248,6 +251,22 @@ fn catalog_fixture() {
                 },
             ],
         }],
+        security: extentdb_format::principals::Security {
+            principals: vec![PrincipalEntry {
+                principal_id: 5,
+                name: "app".into(),
+                kind: PrincipalKind::SqlUser,
+                sid: vec![0xA1, 0xB2],
+            }],
+            role_members: vec![(16390, 5)],
+            permissions: vec![PermissionEntry {
+                class: PermissionClass::Object,
+                major_id: 581_577_110,
+                permission: "INSERT".into(),
+                state: PermissionState::Deny,
+                grantee: 5,
+            }],
+        },
     };
     let blob = c.encode();
     let pages = catalog::to_pages(&blob, &[PageId::new(1, 16)]);

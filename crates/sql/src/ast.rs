@@ -151,6 +151,60 @@ pub enum StatementKind {
     Shutdown {
         nowait: bool,
     },
+    /// `ALTER SERVER ROLE role ADD | DROP MEMBER login`.
+    AlterServerRole {
+        role: String,
+        add: bool,
+        member: String,
+    },
+    /// `CREATE USER name [FOR | FROM LOGIN login]` (the login defaults to the name).
+    CreateUser {
+        name: String,
+        login: String,
+    },
+    DropUser {
+        if_exists: bool,
+        name: String,
+    },
+    /// `ALTER ROLE role ADD | DROP MEMBER user` (a fixed database role).
+    AlterRole {
+        role: String,
+        add: bool,
+        member: String,
+    },
+    /// GRANT, DENY or REVOKE.
+    Permission(PermissionStatement),
+}
+
+/// What a GRANT, DENY or REVOKE does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionAction {
+    Grant,
+    Deny,
+    Revoke,
+}
+
+/// What a permission is on: `ON OBJECT::t` / `ON t`, `ON DATABASE::d`, `ON SERVER::s`, or
+/// nothing (the current database, or the server for a server permission).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Securable {
+    Default,
+    Server,
+    Database(String),
+    Object(ObjectName),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PermissionStatement {
+    pub action: PermissionAction,
+    /// Upper case, words joined by one space (`SELECT`, `VIEW SERVER STATE`).
+    pub permissions: Vec<String>,
+    pub on: Securable,
+    pub principals: Vec<String>,
+    /// GRANT ... WITH GRANT OPTION.
+    pub with_grant_option: bool,
+    /// DENY / REVOKE ... CASCADE.
+    pub cascade: bool,
 }
 
 /// A name of one to four parts (`server.database.schema.object`). Empty parts stand for

@@ -12,6 +12,8 @@
 //! those are syntax errors for now. Nesting is bounded (Msg 191) by tree depth and by
 //! measured stack use, so no input can exhaust the stack.
 
+mod security;
+
 use crate::ast::*;
 use crate::lexer::{tokenize, Token, TokenKind};
 use crate::types::{SqlType, MAX_LENGTH};
@@ -799,6 +801,7 @@ fn statement_handler(word: &str) -> Option<StatementHandler> {
         "ROLLBACK" => Parser::rollback_statement,
         "SAVE" => Parser::save_statement,
         "CHECKPOINT" => Parser::checkpoint_statement,
+        "GRANT" | "DENY" | "REVOKE" => Parser::permission_statement,
         _ => return None,
     };
     Some(handler)
@@ -836,6 +839,10 @@ impl Parser {
                 Ok(StatementKind::CreateIndex(self.create_index()?))
             }
             "LOGIN" => self.create_login(),
+            "USER" => {
+                self.pos += 1;
+                self.create_user()
+            }
             _ => Err(self.error()),
         }
     }
@@ -844,6 +851,12 @@ impl Parser {
         self.pos += 1;
         if self.eat_word("LOGIN") {
             return self.alter_login();
+        }
+        if self.eat_word("SERVER") {
+            return self.alter_server_role();
+        }
+        if self.eat_word("ROLE") {
+            return self.alter_role();
         }
         self.expect_word("DATABASE")?;
         let name = if self.eat_word("CURRENT") {
@@ -863,6 +876,10 @@ impl Parser {
             return Ok(StatementKind::DropLogin {
                 name: self.ident()?,
             });
+        }
+        if word == "USER" {
+            self.pos += 1;
+            return self.drop_user();
         }
         if !matches!(word.as_str(), "DATABASE" | "TABLE" | "INDEX") {
             return Err(self.error());

@@ -1167,6 +1167,7 @@ fn initial_catalog(spec: &NewDatabase) -> Catalog {
         databases: Vec::new(),
         next_object_id: catalog::FIRST_USER_OBJECT_ID,
         tables: Vec::new(),
+        security: Default::default(),
     }
 }
 

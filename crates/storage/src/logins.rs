@@ -1,8 +1,10 @@
 //! SQL logins: name, salted password hash (PBKDF2-HMAC-SHA256, `config::hash_password`),
 //! enabled or disabled, default database. `sa` starts from the instance configuration's
 //! hash; every login created or changed with T-SQL lives in `DIR/logins`, one per line
-//! (`name<TAB>hash<TAB>enabled|disabled<TAB>default database`), rewritten durably (a temporary
-//! file, fsync, rename, fsync of the directory) on each change.
+//! (`name<TAB>hash<TAB>enabled|disabled<TAB>default database<TAB>sid hex<TAB>server roles
+//! <TAB>granted server permissions<TAB>denied ones`, lists comma-separated; lines of the
+//! first four fields only, from before roles, still load), rewritten durably (a temporary
+//! file, fsync, rename, fsync of the directory) on each change, owner-only.
 //!
 //! Invariants:
 //! 1. No password is stored or logged, only its salted hash.
@@ -10,8 +12,11 @@
 //!    keeps its case.
 //! 3. The file on disk always holds a complete list: a crash during a change leaves the old
 //!    list or the new one.
+//! 4. sa's sid is 0x01 and sa is always a member of sysadmin (SQL Server's 15405 refuses
+//!    changing it); every other login's sid is 16 random bytes fixed at CREATE LOGIN, which
+//!    is what database users map to.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
@@ -23,6 +28,123 @@ pub struct Login {
     pub hash: String,
     pub enabled: bool,
     pub default_database: String,
+    /// The security identifier database users map to (invariant 4).
+    pub sid: Vec<u8>,
+    /// Fixed server roles it is a member of (lower case), besides public.
+    pub server_roles: BTreeSet<String>,
+    /// Server permissions granted and denied to it (upper case, SQL Server's names).
+    pub granted: BTreeSet<String>,
+    pub denied: BTreeSet<String>,
+}
+
+/// SQL Server's fixed server roles, public last (every login is a member).
+pub const SERVER_ROLES: [&str; 9] = [
+    "sysadmin",
+    "serveradmin",
+    "securityadmin",
+    "processadmin",
+    "setupadmin",
+    "bulkadmin",
+    "diskadmin",
+    "dbcreator",
+    "public",
+];
+
+/// sa's sid.
+pub const SA_SID: [u8; 1] = [1];
+
+impl Login {
+    /// True if the login is a member of fixed server role `role` (public: everyone).
+    pub fn in_role(&self, role: &str) -> bool {
+        let role = role.to_ascii_lowercase();
+        role == "public" || self.server_roles.contains(&role)
+    }
+
+    fn line(&self) -> String {
+        let list = |s: &BTreeSet<String>| s.iter().cloned().collect::<Vec<_>>().join(",");
+        format!(
+            "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+            self.name,
+            self.hash,
+            if self.enabled { "enabled" } else { "disabled" },
+            self.default_database,
+            hex(&self.sid),
+            list(&self.server_roles),
+            list(&self.granted),
+            list(&self.denied)
+        )
+    }
+
+    fn parse(line: &str) -> Option<Login> {
+        let f: Vec<&str> = line.split('\t').collect();
+        let set = |i: usize| -> BTreeSet<String> {
+            f.get(i)
+                .map(|v| {
+                    v.split(',')
+                        .filter(|x| !x.is_empty())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let [name, hash, enabled, db] = f.get(..4)? else {
+            return None;
+        };
+        let sid = match f.get(4) {
+            Some(h) => unhex(h)?,
+            None => legacy_sid(name),
+        };
+        Some(Login {
+            name: name.to_string(),
+            hash: hash.to_string(),
+            enabled: *enabled == "enabled",
+            default_database: db.to_string(),
+            sid,
+            server_roles: set(5),
+            granted: set(6),
+            denied: set(7),
+        })
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+/// A sid for a login saved before sids existed: derived from its name, so it is stable.
+fn legacy_sid(name: &str) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(name.to_lowercase().as_bytes())[..16].to_vec()
+}
+
+/// 16 random bytes for a new login.
+fn new_sid() -> Vec<u8> {
+    let mut b = [0u8; 16];
+    if let Ok(mut f) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = f.read_exact(&mut b);
+    }
+    b.to_vec()
+}
+
+fn sa_login(hash: &str) -> Login {
+    Login {
+        name: "sa".into(),
+        hash: hash.to_string(),
+        enabled: true,
+        default_database: "master".into(),
+        sid: SA_SID.to_vec(),
+        server_roles: ["sysadmin".to_string()].into(),
+        granted: BTreeSet::new(),
+        denied: BTreeSet::new(),
+    }
 }
 
 /// Why a login attempt failed: SQL Server's state for 18456 in the error log and the reason.
@@ -60,6 +182,8 @@ pub enum LoginError {
     Exists(String),
     NotFound(String),
     Io(String),
+    /// sa's sysadmin membership cannot change (15405).
+    SpecialPrincipal(String),
 }
 
 pub struct Logins {
@@ -72,30 +196,16 @@ impl Logins {
     pub fn load(dir: &Path, sa_hash: &str) -> std::io::Result<Logins> {
         let path = dir.join("logins");
         let mut map = BTreeMap::new();
-        map.insert(
-            "sa".to_string(),
-            Login {
-                name: "sa".into(),
-                hash: sa_hash.to_string(),
-                enabled: true,
-                default_database: "master".into(),
-            },
-        );
+        map.insert("sa".to_string(), sa_login(sa_hash));
         match std::fs::read_to_string(&path) {
             Ok(text) => {
-                for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                    let f: Vec<&str> = line.split('\t').collect();
-                    if let [name, hash, enabled, db] = f[..] {
-                        map.insert(
-                            name.to_lowercase(),
-                            Login {
-                                name: name.to_string(),
-                                hash: hash.to_string(),
-                                enabled: enabled == "enabled",
-                                default_database: db.to_string(),
-                            },
-                        );
+                for mut l in text.lines().filter_map(Login::parse) {
+                    if l.name.eq_ignore_ascii_case("sa") {
+                        // Invariant 4, whatever the file says.
+                        l.sid = SA_SID.to_vec();
+                        l.server_roles.insert("sysadmin".into());
                     }
+                    map.insert(l.name.to_lowercase(), l);
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -148,6 +258,10 @@ impl Logins {
                     hash: hash_password(password),
                     enabled: true,
                     default_database: default_database.to_string(),
+                    sid: new_sid(),
+                    server_roles: BTreeSet::new(),
+                    granted: BTreeSet::new(),
+                    denied: BTreeSet::new(),
                 },
             );
             Ok(())
@@ -187,6 +301,47 @@ impl Logins {
         })
     }
 
+    /// ALTER SERVER ROLE `role` ADD | DROP MEMBER `name` (sa stays sysadmin, 15405).
+    pub fn set_server_role(&self, name: &str, role: &str, member: bool) -> Result<(), LoginError> {
+        self.change(|map| {
+            let login = map
+                .get_mut(&name.to_lowercase())
+                .ok_or_else(|| LoginError::NotFound(name.to_string()))?;
+            let role = role.to_ascii_lowercase();
+            if login.name.eq_ignore_ascii_case("sa") && role == "sysadmin" {
+                return Err(LoginError::SpecialPrincipal("sa".into()));
+            }
+            if member {
+                login.server_roles.insert(role);
+            } else {
+                login.server_roles.remove(&role);
+            }
+            Ok(())
+        })
+    }
+
+    /// GRANT (`Some(true)`), DENY (`Some(false)`) or REVOKE (`None`) of a server permission.
+    pub fn set_server_permission(
+        &self,
+        name: &str,
+        permission: &str,
+        state: Option<bool>,
+    ) -> Result<(), LoginError> {
+        self.change(|map| {
+            let login = map
+                .get_mut(&name.to_lowercase())
+                .ok_or_else(|| LoginError::NotFound(name.to_string()))?;
+            login.granted.remove(permission);
+            login.denied.remove(permission);
+            match state {
+                Some(true) => login.granted.insert(permission.to_string()),
+                Some(false) => login.denied.insert(permission.to_string()),
+                None => false,
+            };
+            Ok(())
+        })
+    }
+
     /// Applies `f` to a copy, writes the copy durably, then makes it current (invariant 3).
     fn change(
         &self,
@@ -195,16 +350,7 @@ impl Logins {
         let mut map = self.map.write().unwrap();
         let mut next = map.clone();
         f(&mut next)?;
-        let mut text = String::new();
-        for l in next.values() {
-            text.push_str(&format!(
-                "{}\t{}\t{}\t{}\n",
-                l.name,
-                l.hash,
-                if l.enabled { "enabled" } else { "disabled" },
-                l.default_database
-            ));
-        }
+        let text: String = next.values().map(Login::line).collect();
         crate::instance::write_durably(&self.path, text.as_bytes())
             .map_err(|e| LoginError::Io(e.to_string()))?;
         *map = next;

@@ -34,6 +34,7 @@ impl Session {
             };
             args.push(v);
         }
+        self.check_dbcc_permission(&name, &args)?;
         match name.as_str() {
             "TRACEON" | "TRACEOFF" => self.trace(name == "TRACEON", &args)?,
             "TRACESTATUS" => self.trace_status(&args, out)?,
@@ -430,6 +431,9 @@ impl Session {
     /// KILL spid: the session's running batch is cancelled, its connection closes and its
     /// open transaction rolls back (when its connection's thread drops it).
     pub(super) fn kill(&mut self, target: &crate::ast::Expr) -> Result<(), Vec<SqlError>> {
+        if !self.has_server_permission("ALTER ANY CONNECTION") {
+            return Err(vec![msg(6102, &[])]);
+        }
         let v = self.eval(target, None).map_err(|e| vec![e])?;
         let spid = as_i64(&v).map_err(|e| vec![e])?;
         if spid == self.spid as i64 {

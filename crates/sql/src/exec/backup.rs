@@ -185,6 +185,8 @@ impl Session {
         if id == extentdb_storage::instance::TEMPDB_ID {
             return Err(abnormal(vec![msg(3147, &[])]));
         }
+        self.require_db_permission(id, &db.read().unwrap(), statement)
+            .map_err(abnormal)?;
         // BACKUP LOG ... WITH NORECOVERY, the tail-log backup: the database goes to
         // RESTORING after it, so it needs the database to itself (3101) and a user one.
         let tail = opts.norecovery;
@@ -377,6 +379,16 @@ impl Session {
             .any(|s| name.eq_ignore_ascii_case(s));
         if system && opts.norecovery {
             return Err(vec![not_yet("RESTORE of model or msdb WITH NORECOVERY")]);
+        }
+        let allowed = match inst.database_by_name(name) {
+            Some((id, db)) => {
+                self.has_server_permission("CREATE ANY DATABASE")
+                    || self.is_db_owner(id, &db.read().unwrap())
+            }
+            None => self.has_server_permission("CREATE ANY DATABASE"),
+        };
+        if !allowed {
+            return Err(vec![msg(3110, &[&name])]);
         }
         // Replacing a database needs it to oneself, as SQL Server's RESTORE does.
         if let Some((id, _)) = inst.database_by_name(name) {

@@ -242,6 +242,9 @@ impl Session {
 
     /// CREATE DATABASE.
     pub fn create_database(&mut self, spec: &CreateSpec) -> Result<(), Vec<SqlError>> {
+        if !self.has_server_permission("CREATE ANY DATABASE") {
+            return Err(vec![msg(262, &[&"CREATE DATABASE", &"master"])]);
+        }
         let inst = &self.engine.instance;
         if inst.database_by_name(&spec.name).is_some() {
             return Err(vec![msg(1801, &[&spec.name])]);
@@ -332,8 +335,31 @@ impl Session {
             db.set_growth_env(self.growth_env());
             db.recalculate_proportional_fill()
                 .map_err(|e| map(&e, Context::CreateDatabase))?;
+            self.record_owner(&mut db)?;
         }
         Ok(())
+    }
+
+    /// The creator owns a new database (dbo maps to its login; sa's when none is stored).
+    fn record_owner(&self, db: &mut extentdb_storage::Database) -> Result<(), Vec<SqlError>> {
+        let Some(login) = self.login() else {
+            return Ok(());
+        };
+        if login.sid == extentdb_storage::logins::SA_SID {
+            return Ok(());
+        }
+        db.change_catalog(|c| {
+            c.security
+                .principals
+                .push(extentdb_format::principals::PrincipalEntry {
+                    principal_id: extentdb_format::principals::DBO,
+                    name: "dbo".into(),
+                    kind: extentdb_format::principals::PrincipalKind::SqlUser,
+                    sid: login.sid.clone(),
+                });
+            Ok(())
+        })
+        .map_err(|e| map(&e, Context::CreateDatabase))
     }
 
     /// ALTER DATABASE ... MODIFY FILEGROUP fg REBALANCE: one extent per step, the database's
@@ -404,9 +430,14 @@ impl Session {
                 .drop_database(name)
                 .map_err(|e| map(&e, Context::Other));
         }
+        let allowed = |(id, db): &(u16, std::sync::Arc<extentdb_storage::db_lock::DbLock>)| {
+            self.has_server_permission("ALTER ANY DATABASE")
+                || self.is_db_owner(*id, &db.read().unwrap())
+        };
         match inst.database_by_name(name) {
             None if if_exists => Ok(()),
             None => Err(vec![msg(3701, &[&"drop", &"database", &name])]),
+            Some(found) if !allowed(&found) => Err(vec![msg(3701, &[&"drop", &"database", &name])]),
             Some((id, _)) if id < extentdb_storage::instance::FIRST_USER_ID => inst
                 .drop_database(name)
                 .map_err(|e| map(&e, Context::Other)),
@@ -427,6 +458,11 @@ impl Session {
         let (id, db) = inst
             .database_by_name(name)
             .ok_or_else(|| vec![msg(5011, &[&name])])?;
+        if !self.has_server_permission("ALTER ANY DATABASE")
+            && !self.is_db_owner(id, &db.read().unwrap())
+        {
+            return Err(vec![msg(5011, &[&name])]);
+        }
         let sink = self.sink();
         let ctx = self.op_context(&sink);
         db.lock().unwrap().set_growth_env(self.growth_env());

@@ -242,7 +242,7 @@ impl Session {
         ins: &Insert,
         out: &mut Vec<Output>,
     ) -> Result<(), Vec<SqlError>> {
-        let t = self.table(&ins.table)?;
+        let t = self.table_for(&ins.table, "INSERT")?;
         let targets = self.insert_targets(ins, &t)?;
         let mut source = self.insert_source(ins, &targets)?;
         let n = self.top_count(&ins.top, source.len())?;
@@ -319,7 +319,7 @@ impl Session {
         if !u.from.is_empty() {
             return Err(vec![not_yet("UPDATE ... FROM")]);
         }
-        let t = self.table(&u.table)?;
+        let t = self.table_for(&u.table, "UPDATE")?;
         let mut targets: Vec<Option<usize>> = Vec::with_capacity(u.assignments.len());
         for a in &u.assignments {
             targets.push(match &a.target {
@@ -429,7 +429,7 @@ impl Session {
         if !d.from.is_empty() {
             return Err(vec![not_yet("DELETE ... FROM")]);
         }
-        let t = self.table(&d.table)?;
+        let t = self.table_for(&d.table, "DELETE")?;
         let rows = {
             let mut g = t.db.lock().unwrap();
             t.rows(&mut g)?

@@ -23,6 +23,7 @@ fn storage_error(e: LoginError, verb: &str) -> Vec<SqlError> {
     vec![match e {
         LoginError::Exists(n) => msg(15025, &[&n]),
         LoginError::NotFound(n) => msg(15151, &[&verb, &"login", &n]),
+        LoginError::SpecialPrincipal(n) => msg(15405, &[&n]),
         LoginError::Io(text) => SqlError {
             number: 3634,
             severity: 16,
@@ -44,10 +45,6 @@ struct LoginOptions {
 }
 
 impl Session {
-    fn is_sysadmin(&self) -> bool {
-        self.login_name().eq_ignore_ascii_case("sa")
-    }
-
     fn login_options(&mut self, options: &[WithOption]) -> Result<LoginOptions, Vec<SqlError>> {
         let mut o = LoginOptions {
             check_policy: true,
@@ -88,7 +85,7 @@ impl Session {
         from_windows: bool,
         options: &[WithOption],
     ) -> Result<(), Vec<SqlError>> {
-        if !self.is_sysadmin() {
+        if !self.has_server_permission("ALTER ANY LOGIN") {
             return Err(vec![msg(15247, &[])]);
         }
         if from_windows {
@@ -119,7 +116,7 @@ impl Session {
         let o = self.login_options(options)?;
         let own = self.login_name().eq_ignore_ascii_case(name);
         let logins = &self.engine.instance.logins;
-        if !self.is_sysadmin() {
+        if !self.has_server_permission("ALTER ANY LOGIN") {
             // Only one's own password, proven with the old one.
             let allowed = own
                 && enable.is_none()
@@ -148,7 +145,7 @@ impl Session {
     }
 
     pub(super) fn drop_login(&mut self, name: &str) -> Result<(), Vec<SqlError>> {
-        if !self.is_sysadmin() {
+        if !self.has_server_permission("ALTER ANY LOGIN") {
             return Err(vec![msg(15151, &[&"drop", &"login", &name])]);
         }
         if name.eq_ignore_ascii_case("sa") {

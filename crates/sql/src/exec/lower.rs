@@ -151,6 +151,11 @@ impl Session {
                 // CHECKPOINT [duration]: the duration is a hint SQL Server may ignore; so do we.
                 let db = self.engine.instance.database(self.database_id);
                 if let Some(db) = db {
+                    self.require_db_permission(
+                        self.database_id,
+                        &db.read().unwrap(),
+                        "CHECKPOINT",
+                    )?;
                     // Online: other sessions keep working while the pages are written.
                     extentdb_storage::checkpoint::checkpoint_online(&db)
                         .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
@@ -171,6 +176,15 @@ impl Session {
                 options,
             } => self.alter_login(name, *enable, options)?,
             StatementKind::DropLogin { name } => self.drop_login(name)?,
+            StatementKind::AlterServerRole { role, add, member } => {
+                self.alter_server_role(role, *add, member)?
+            }
+            StatementKind::CreateUser { name, login } => self.create_user(name, login)?,
+            StatementKind::DropUser { if_exists, name } => self.drop_user(name, *if_exists)?,
+            StatementKind::AlterRole { role, add, member } => {
+                self.alter_role(role, *add, member)?
+            }
+            StatementKind::Permission(p) => self.permission_statement(p)?,
             StatementKind::Backup(b) => self.backup(b, out)?,
             StatementKind::Restore(r) => self.restore(r, out)?,
             other => return Err(vec![not_yet(statement_name(other))]),

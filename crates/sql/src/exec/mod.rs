@@ -34,6 +34,9 @@ mod helpdb;
 mod history;
 mod logins;
 mod lower;
+mod principal_views;
+mod security;
+mod security_ddl;
 mod select;
 mod shrink;
 mod space;
@@ -613,6 +616,7 @@ impl Session {
                     .instance
                     .database_by_name(database)
                     .ok_or_else(|| vec![msg(911, &[database])])?;
+                self.require_db_access(id, &db.read().unwrap())?;
                 let old = self.current_db_name();
                 self.database_id = id;
                 self.info.database_id.store(id, Ordering::Release);

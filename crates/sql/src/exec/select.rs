@@ -156,10 +156,18 @@ impl Session {
                 };
                 let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();
                 let key = format!("{schema}.{}", name.name().to_ascii_lowercase());
+                let own_only = self.view_server_state_scope(&key)?;
                 let rowset = match views::view(&self.engine.instance, db_id, &key) {
-                    Some(r) => r.map_err(|e| errors::map(&e, errors::Context::Other))?,
+                    Some(r) => {
+                        let r = r.map_err(|e| errors::map(&e, errors::Context::Other))?;
+                        if own_only {
+                            self.own_session_rows(r)
+                        } else {
+                            r
+                        }
+                    }
                     None => {
-                        let t = self.table(name)?;
+                        let t = self.table_for(name, "SELECT")?;
                         let rows = {
                             let mut g = t.db.lock().unwrap();
                             t.rows(&mut g)?

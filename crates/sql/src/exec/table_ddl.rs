@@ -126,7 +126,8 @@ const MAX_COLUMNS: usize = 1024;
 impl Session {
     /// CREATE TABLE; at most `MAX_COLUMNS` columns (Msg 1702).
     pub(super) fn create_table(&mut self, c: &CreateTable) -> Result<(), Vec<SqlError>> {
-        let (_, db) = self.object_database(&c.name)?;
+        let (db_id, db) = self.object_database(&c.name)?;
+        self.require_db_permission(db_id, &db.read().unwrap(), "CREATE TABLE")?;
         let schema = c
             .name
             .qualifier()
@@ -236,6 +237,7 @@ impl Session {
                 }
                 return Err(vec![msg(3701, &[&"drop", &"table", &n.joined()])]);
             };
+            self.require_table_alter(&t, msg(3701, &[&"drop", &"table", &n.joined()]))?;
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;
             }
@@ -250,6 +252,7 @@ impl Session {
         let t = self
             .find_table(name)?
             .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
+        self.require_table_alter(&t, msg(1088, &[&name.joined()]))?;
         let result = self
             .lock_for_table_ddl(&t)?
             .truncate_table(t.entry.object_id);

@@ -94,7 +94,15 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.dm_exec_requests" => exec_requests(inst),
         "sys.dm_exec_sessions" => exec_sessions(inst),
         "sys.dm_os_spinlock_stats" => spinlock_stats(inst),
-        "sys.server_principals" | "sys.sql_logins" => server_principals(inst),
+        "sys.server_principals" => super::principal_views::server_principals(inst, true),
+        "sys.sql_logins" => super::principal_views::server_principals(inst, false),
+        "sys.server_role_members" => super::principal_views::server_role_members(inst),
+        "sys.database_principals" => {
+            super::principal_views::database_principals(&inst.database(current_db)?.read().unwrap())
+        }
+        "sys.database_role_members" => super::principal_views::database_role_members(
+            &inst.database(current_db)?.read().unwrap(),
+        ),
         "sys.dm_db_log_space_usage" => {
             let db = inst.database(current_db)?;
             let (total, used) = db.lock().unwrap().log_space();
@@ -547,36 +555,6 @@ fn allocation_units(db: &mut Database) -> Result<Rowset, StorageError> {
         ]);
     }
     Ok(Rowset { columns, rows })
-}
-
-/// sys.server_principals / sys.sql_logins: the SQL logins (sa is principal 1).
-fn server_principals(inst: &Instance) -> Rowset {
-    let columns = cols(&[
-        ("name", SqlType::NVarChar(128)),
-        ("principal_id", SqlType::Int),
-        ("type", SqlType::Char(1)),
-        ("type_desc", SqlType::NVarChar(60)),
-        ("is_disabled", SqlType::Bit),
-        ("default_database_name", SqlType::NVarChar(128)),
-    ]);
-    let mut logins = inst.logins.list();
-    // sa first, as principal 1; the others from 256 in name order.
-    logins.sort_by_key(|l| (!l.name.eq_ignore_ascii_case("sa"), l.name.to_lowercase()));
-    let rows = logins
-        .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            vec![
-                text(&l.name),
-                Value::Int(if i == 0 { 1 } else { 255 + i as i32 }),
-                text("S"),
-                text("SQL_LOGIN"),
-                Value::Bit(!l.enabled),
-                text(&l.default_database),
-            ]
-        })
-        .collect();
-    Rowset { columns, rows }
 }
 
 /// sys.dm_os_spinlock_stats: extentdb's one spinlock-like lock, FGCB_PRP_FILL (each

@@ -1,0 +1,350 @@
+//! The statements that change who may do what: ALTER SERVER ROLE (the logins' fixed server
+//! roles, kept by `storage::logins`), CREATE / DROP USER and ALTER ROLE (a database's
+//! principals, in its catalog), and GRANT / DENY / REVOKE at server, database and table
+//! scope. The checks themselves are in `security.rs`.
+
+use extentdb_format::catalog::Catalog;
+use extentdb_format::principals::{
+    self, PermissionClass, PermissionEntry, PermissionState, PrincipalEntry, PrincipalKind, DBO,
+};
+use extentdb_storage::logins::{LoginError, SERVER_ROLES};
+use extentdb_storage::StorageError;
+
+use super::security::{DATABASE_PERMISSIONS, OBJECT_PERMISSIONS, SERVER_PERMISSIONS};
+use super::Session;
+use crate::ast::{PermissionAction, PermissionStatement, Securable};
+use crate::messages::{msg, SqlError};
+
+fn login_error(e: LoginError, name: &str) -> Vec<SqlError> {
+    vec![match e {
+        LoginError::NotFound(_) => msg(15151, &[&"alter", &"login", &name]),
+        LoginError::SpecialPrincipal(n) => msg(15405, &[&n]),
+        LoginError::Exists(n) => msg(15025, &[&n]),
+        LoginError::Io(text) => SqlError {
+            number: 3634,
+            severity: 16,
+            state: 1,
+            text: format!("The operating system returned an error while saving the logins: {text}"),
+            line: 0,
+            procedure: None,
+        },
+    }]
+}
+
+/// A database change's storage failure as messages.
+fn storage(e: &StorageError) -> Vec<SqlError> {
+    super::errors::map(e, super::errors::Context::Other)
+}
+
+impl Session {
+    /// ALTER SERVER ROLE: securityadmin manages every role but sysadmin, which only a
+    /// sysadmin changes (SQL Server's rule).
+    pub(super) fn alter_server_role(
+        &mut self,
+        role: &str,
+        add: bool,
+        member: &str,
+    ) -> Result<(), Vec<SqlError>> {
+        let role = role.to_ascii_lowercase();
+        if !SERVER_ROLES.contains(&role.as_str()) || role == "public" {
+            return Err(vec![msg(15151, &[&"alter", &"server role", &role])]);
+        }
+        let allowed = if role == "sysadmin" {
+            self.is_sysadmin()
+        } else {
+            self.in_server_role("securityadmin") || self.is_sysadmin()
+        };
+        if !allowed {
+            return Err(vec![msg(15247, &[])]);
+        }
+        self.engine
+            .instance
+            .logins
+            .set_server_role(member, &role, add)
+            .map_err(|e| login_error(e, member))
+    }
+
+    /// CREATE USER name FOR LOGIN login: ALTER ANY USER (db_owner, db_accessadmin); the
+    /// user gets CONNECT, as SQL Server grants it.
+    pub(super) fn create_user(&mut self, name: &str, login: &str) -> Result<(), Vec<SqlError>> {
+        let (db_id, db) = self.current_database()?;
+        let sid = self
+            .engine
+            .instance
+            .logins
+            .get(login)
+            .map(|l| l.sid)
+            .ok_or_else(|| vec![msg(15007, &[&login])])?;
+        let mut g = db.lock().unwrap();
+        self.require_db_manage(db_id, &g, "ALTER ANY USER")?;
+        let sec = &g.catalog.security;
+        if sec.principal(name).is_some() || is_fixed_name(name) {
+            return Err(vec![msg(15023, &[&name])]);
+        }
+        let owner = super::security::owner_sid(sec);
+        if sid == owner || sec.principals.iter().any(|p| p.sid == sid) {
+            return Err(vec![msg(15063, &[])]);
+        }
+        g.change_catalog(|c| {
+            let sec = &mut c.security;
+            let id = sec.next_principal_id();
+            sec.principals.push(PrincipalEntry {
+                principal_id: id,
+                name: name.to_string(),
+                kind: PrincipalKind::SqlUser,
+                sid,
+            });
+            sec.permissions.push(database_grant("CONNECT", id));
+            Ok(())
+        })
+        .map_err(|e| storage(&e))
+    }
+
+    /// DROP USER: its memberships and permissions go with it.
+    pub(super) fn drop_user(&mut self, name: &str, if_exists: bool) -> Result<(), Vec<SqlError>> {
+        let (db_id, db) = self.current_database()?;
+        let mut g = db.lock().unwrap();
+        self.require_db_manage(db_id, &g, "ALTER ANY USER")?;
+        let Some(user) = g.catalog.security.principal(name).cloned() else {
+            if if_exists {
+                return Ok(());
+            }
+            return Err(vec![msg(15151, &[&"drop", &"user", &name])]);
+        };
+        if user.principal_id == DBO {
+            return Err(vec![msg(15405, &[&"dbo"])]);
+        }
+        let id = user.principal_id;
+        g.change_catalog(|c| {
+            remove_principal(c, id);
+            Ok(())
+        })
+        .map_err(|e| storage(&e))
+    }
+
+    /// ALTER ROLE fixed_role ADD | DROP MEMBER user: db_owner for db_owner, else db_owner
+    /// or db_securityadmin.
+    pub(super) fn alter_role(
+        &mut self,
+        role: &str,
+        add: bool,
+        member: &str,
+    ) -> Result<(), Vec<SqlError>> {
+        let (db_id, db) = self.current_database()?;
+        let mut g = db.lock().unwrap();
+        let Some(role_id) = principals::fixed_role(role) else {
+            return Err(vec![msg(15151, &[&"alter", &"role", &role])]);
+        };
+        let allowed = self.is_db_owner(db_id, &g)
+            || (!role.eq_ignore_ascii_case("db_owner")
+                && self.in_db_role(db_id, &g, "db_securityadmin"));
+        if !allowed {
+            return Err(vec![msg(15247, &[])]);
+        }
+        let Some(m) = g.catalog.security.principal(member).map(|p| p.principal_id) else {
+            return Err(vec![msg(15151, &[&"alter", &"user", &member])]);
+        };
+        g.change_catalog(|c| {
+            let members = &mut c.security.role_members;
+            members.retain(|&(r, x)| !(r == role_id && x == m));
+            if add {
+                members.push((role_id, m));
+            }
+            Ok(())
+        })
+        .map_err(|e| storage(&e))
+    }
+
+    /// GRANT / DENY / REVOKE.
+    pub(super) fn permission_statement(
+        &mut self,
+        p: &PermissionStatement,
+    ) -> Result<(), Vec<SqlError>> {
+        let server = match &p.on {
+            Securable::Server => true,
+            Securable::Default => p
+                .permissions
+                .iter()
+                .all(|x| SERVER_PERMISSIONS.contains(&x.as_str())),
+            _ => false,
+        };
+        if server {
+            return self.server_permission_statement(p);
+        }
+        self.database_permission_statement(p)
+    }
+
+    fn server_permission_statement(
+        &mut self,
+        p: &PermissionStatement,
+    ) -> Result<(), Vec<SqlError>> {
+        if let Some(x) = p
+            .permissions
+            .iter()
+            .find(|x| !SERVER_PERMISSIONS.contains(&x.as_str()))
+        {
+            return Err(vec![msg(15151, &[&"find", &"permission", &x])]);
+        }
+        let control = p.permissions.iter().any(|x| x == "CONTROL SERVER");
+        let allowed = self.is_sysadmin() || (!control && self.in_server_role("securityadmin"));
+        if !allowed {
+            return Err(vec![msg(4613, &[])]);
+        }
+        let state = match p.action {
+            PermissionAction::Grant => Some(true),
+            PermissionAction::Deny => Some(false),
+            PermissionAction::Revoke => None,
+        };
+        for who in &p.principals {
+            for perm in &p.permissions {
+                self.engine
+                    .instance
+                    .logins
+                    .set_server_permission(who, perm, state)
+                    .map_err(|e| login_error(e, who))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn database_permission_statement(
+        &mut self,
+        p: &PermissionStatement,
+    ) -> Result<(), Vec<SqlError>> {
+        let (class, major_id, db_id, db) = match &p.on {
+            Securable::Object(name) => {
+                let t = self.table(name)?;
+                (PermissionClass::Object, t.entry.object_id, t.db_id, t.db)
+            }
+            Securable::Database(name) => {
+                let (id, db) = self
+                    .engine
+                    .instance
+                    .database_by_name(name)
+                    .ok_or_else(|| vec![msg(911, &[name])])?;
+                (PermissionClass::Database, 0, id, db)
+            }
+            _ => {
+                let (id, db) = self.current_database()?;
+                (PermissionClass::Database, 0, id, db)
+            }
+        };
+        let allowed: &[&str] = match class {
+            PermissionClass::Object => OBJECT_PERMISSIONS,
+            PermissionClass::Database => DATABASE_PERMISSIONS,
+        };
+        if let Some(x) = p
+            .permissions
+            .iter()
+            .find(|x| !allowed.contains(&x.as_str()))
+        {
+            return Err(vec![msg(15151, &[&"find", &"permission", &x])]);
+        }
+        let mut g = db.lock().unwrap();
+        let grantor_ok =
+            self.is_db_owner(db_id, &g) || self.in_db_role(db_id, &g, "db_securityadmin");
+        if !grantor_ok {
+            return Err(vec![msg(4613, &[])]);
+        }
+        let mut grantees = Vec::new();
+        for who in &p.principals {
+            grantees.push(
+                principal_id(&g.catalog, who)
+                    .ok_or_else(|| vec![msg(15151, &[&"find", &"user", who])])?,
+            );
+        }
+        g.change_catalog(|c| {
+            for &grantee in &grantees {
+                for perm in &p.permissions {
+                    set_permission(c, class, major_id, perm, grantee, p);
+                }
+            }
+            Ok(())
+        })
+        .map_err(|e| storage(&e))
+    }
+
+    /// Msg 15247 unless the session holds `perm` (or owns) database `db`.
+    fn require_db_manage(
+        &self,
+        db_id: u16,
+        db: &extentdb_storage::Database,
+        perm: &str,
+    ) -> Result<(), Vec<SqlError>> {
+        self.require_db_access(db_id, db)?;
+        if self.has_db_permission(db_id, db, perm, None) {
+            return Ok(());
+        }
+        let accessadmin = perm == "ALTER ANY USER" && self.in_db_role(db_id, db, "db_accessadmin");
+        if accessadmin {
+            return Ok(());
+        }
+        Err(vec![msg(15247, &[])])
+    }
+}
+
+/// A principal of `c` by name: a stored user or role, a fixed role, or public.
+fn principal_id(c: &Catalog, name: &str) -> Option<u32> {
+    if name.eq_ignore_ascii_case("public") {
+        return Some(principals::PUBLIC);
+    }
+    if name.eq_ignore_ascii_case("guest") {
+        return Some(principals::GUEST);
+    }
+    principals::fixed_role(name).or_else(|| c.security.principal(name).map(|p| p.principal_id))
+}
+
+fn is_fixed_name(name: &str) -> bool {
+    principals::fixed_role(name).is_some()
+        || ["public", "dbo", "guest", "sys", "INFORMATION_SCHEMA"]
+            .iter()
+            .any(|n| n.eq_ignore_ascii_case(name))
+}
+
+fn database_grant(permission: &str, grantee: u32) -> PermissionEntry {
+    PermissionEntry {
+        class: PermissionClass::Database,
+        major_id: 0,
+        permission: permission.to_string(),
+        state: PermissionState::Grant,
+        grantee,
+    }
+}
+
+/// Replaces any GRANT or DENY of `perm` on the securable to `grantee` by the statement's.
+fn set_permission(
+    c: &mut Catalog,
+    class: PermissionClass,
+    major_id: u32,
+    perm: &str,
+    grantee: u32,
+    p: &PermissionStatement,
+) {
+    let perms = &mut c.security.permissions;
+    perms.retain(|x| {
+        !(x.class == class
+            && x.major_id == major_id
+            && x.permission == perm
+            && x.grantee == grantee)
+    });
+    let state = match p.action {
+        PermissionAction::Grant if p.with_grant_option => PermissionState::GrantWithGrant,
+        PermissionAction::Grant => PermissionState::Grant,
+        PermissionAction::Deny => PermissionState::Deny,
+        PermissionAction::Revoke => return,
+    };
+    perms.push(PermissionEntry {
+        class,
+        major_id,
+        permission: perm.to_string(),
+        state,
+        grantee,
+    });
+}
+
+fn remove_principal(c: &mut Catalog, id: u32) {
+    let sec = &mut c.security;
+    sec.principals.retain(|p| p.principal_id != id);
+    sec.role_members.retain(|&(r, m)| r != id && m != id);
+    sec.permissions.retain(|p| p.grantee != id);
+}
