@@ -109,6 +109,8 @@ static CATALOGUE: &[Entry] = &[
     e(102, 15, 1, "Incorrect syntax near '%.*ls'."),
     e(103, 15, 4, "The %S_MSG that starts with '%.*ls' is too long. Maximum length is %d."),
     e(1702, 16, 1, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns."),
+    e(226, 16, 6, "%ls statement not allowed within multi-statement transaction."),
+    e(3314, 21, 3, "During undoing of a logged operation in database '%.*ls', an error occurred at log record ID %S_LSN. Typically, the specific failure is logged previously as an error in the operating system error log. Restore the database or file from a backup, or repair the database."),
     e(229, 14, 5, "The %ls permission was denied on the object '%.*ls', database '%.*ls', schema '%.*ls'."),
     e(262, 14, 1, "%ls permission denied in database '%.*ls'."),
     e(297, 16, 1, "The user does not have permission to perform this action."),

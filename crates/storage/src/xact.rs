@@ -392,6 +392,20 @@ impl Database {
             .any(|(id, x)| Some(*id) != except && x.units.contains(&au))
     }
 
+    /// True if transaction `xact` has changed table `object_id` (its allocation unit).
+    pub fn table_changed_by(&self, object_id: u32, xact: XactId) -> bool {
+        let Some(t) = self.table_by_id(object_id) else {
+            return false;
+        };
+        let au = t.allocation_unit_id;
+        self.data
+            .xacts
+            .lock()
+            .active
+            .get(&xact)
+            .is_some_and(|x| x.units.contains(&au))
+    }
+
     /// A savepoint: the position to which `rollback_to` returns.
     pub fn savepoint(&self, xact: XactId) -> usize {
         self.data

@@ -241,7 +241,7 @@ impl Session {
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;
             }
-            self.lock_for_table_ddl(&t)?
+            self.lock_for_table_ddl(&t, "DROP TABLE")?
                 .drop_table(t.entry.object_id)
                 .map_err(|e| errors::map(&e, errors::Context::Other))?;
         }
@@ -254,7 +254,7 @@ impl Session {
             .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
         self.require_table_alter(&t, msg(1088, &[&name.joined()]))?;
         let result = self
-            .lock_for_table_ddl(&t)?
+            .lock_for_table_ddl(&t, "TRUNCATE TABLE")?
             .truncate_table(t.entry.object_id);
         result.map_err(|e| errors::map(&e, errors::Context::Other))
     }
@@ -266,10 +266,16 @@ impl Session {
     fn lock_for_table_ddl<'a>(
         &self,
         t: &'a super::tables::TableRef,
+        statement: &str,
     ) -> Result<extentdb_storage::db_lock::DbGuard<'a>, Vec<SqlError>> {
         let own = self.xacts.get(&t.db_id).copied();
         loop {
             let g = t.db.lock().unwrap();
+            // DDL is not transactional here yet: after dropping or emptying a table its own
+            // transaction changed, ROLLBACK would undo into pages that changed owner.
+            if own.is_some_and(|x| g.table_changed_by(t.entry.object_id, x)) {
+                return Err(vec![msg(226, &[&statement])]);
+            }
             if !g.table_in_use(t.entry.object_id, own) {
                 return Ok(g);
             }

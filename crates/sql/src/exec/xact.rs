@@ -139,21 +139,36 @@ impl Session {
         out.push(Output::EnvChange(EnvChange::RollbackTransaction(
             self.descriptor,
         )));
-        self.rollback_all();
-        Ok(())
+        let failed = self.rollback_all();
+        if failed.is_empty() {
+            return Ok(());
+        }
+        Err(failed)
     }
 
-    /// Rolls back every open storage transaction and ends the explicit transaction.
-    pub(super) fn rollback_all(&mut self) {
+    /// Rolls back every open storage transaction and ends the explicit transaction. A
+    /// failed rollback poisons its database (storage's rule: recovery finishes the undo
+    /// when it is reopened); it is reported (3314) and written to the error log, never
+    /// passed over in silence.
+    pub(super) fn rollback_all(&mut self) -> Vec<SqlError> {
         self.trancount = 0;
         self.descriptor = 0;
+        let mut failed = Vec::new();
         for (db_id, x) in std::mem::take(&mut self.xacts) {
-            if let Some(db) = self.engine.instance.database(db_id) {
-                // A failed rollback poisons the database (storage's rule): recovery finishes
-                // the undo when it is reopened, so there is nothing more to do here.
-                let _ = db.lock().unwrap().rollback_xact(x);
+            let Some(db) = self.engine.instance.database(db_id) else {
+                continue;
+            };
+            let mut g = db.lock().unwrap();
+            if let Err(e) = g.rollback_xact(x) {
+                let m = msg(3314, &[&g.name, &"(0:0:0)"]);
+                self.engine.instance.errorlog.write(
+                    &format!("spid{}", self.spid),
+                    &format!("Error: 3314, Severity: 21, State: 3.\n{} ({e})", m.text),
+                );
+                failed.push(m);
             }
         }
+        failed
     }
 
     /// Runs one statement's writes to database `db_id` inside the session's transaction
