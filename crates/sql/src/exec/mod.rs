@@ -525,6 +525,7 @@ impl Session {
                 let mut abort = false;
                 for e in errors {
                     abort |= aborts_batch(&e);
+                    self.log_event(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
                     out.push(if e.is_info() {
                         Output::Info(e)
@@ -538,6 +539,19 @@ impl Session {
                     Flow::Normal
                 }
             }
+        }
+    }
+
+    /// Writes an error SQL Server also logs (`messages::is_event_logged`) to the ERRORLOG.
+    fn log_event(&self, e: &SqlError) {
+        if crate::messages::is_event_logged(e) {
+            self.engine.instance.errorlog.write(
+                &format!("spid{}", self.spid),
+                &format!(
+                    "Error: {}, Severity: {}, State: {}.\n{}",
+                    e.number, e.severity, e.state, e.text
+                ),
+            );
         }
     }
 

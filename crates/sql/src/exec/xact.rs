@@ -212,7 +212,10 @@ impl Session {
             match step {
                 Ok(Shared::Grow(p)) => match p.run() {
                     Ok(_) => continue,
-                    Err(e) => break Err(errors::map(&e, errors::Context::Other)),
+                    // The space could not be prepared (a full disk): the exclusive path
+                    // grows (or fails to grow) the filegroup itself and reports it as
+                    // SQL Server does (5149 in the ERRORLOG, 1105 to the client).
+                    Err(_) => break Ok(false),
                 },
                 other => break other.map(|s| matches!(s, Shared::Done)),
             }
