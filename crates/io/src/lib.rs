@@ -38,6 +38,8 @@ pub enum IoError {
     Os {
         op: &'static str,
         path: PathBuf,
+        /// The byte offset a read or write started at (823's offset), when there is one.
+        offset: Option<u64>,
         #[source]
         source: std::io::Error,
     },
@@ -51,7 +53,43 @@ impl IoError {
         IoError::Os {
             op,
             path: path.to_path_buf(),
+            offset: None,
             source,
+        }
+    }
+    /// The same error, saying the read or write started at byte `at`.
+    pub fn at(self, at: u64) -> IoError {
+        match self {
+            IoError::Os {
+                op, path, source, ..
+            } => IoError::Os {
+                op,
+                path,
+                offset: Some(at),
+                source,
+            },
+            other => other,
+        }
+    }
+    /// The file the failed operation was on.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            IoError::Os { path, .. } => Some(path),
+            IoError::Crashed => None,
+        }
+    }
+    /// The byte offset a failed read or write started at.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            IoError::Os { offset, .. } => *offset,
+            IoError::Crashed => None,
+        }
+    }
+    /// "read", "write", "fdatasync" ...: the operation that failed.
+    pub fn op(&self) -> &'static str {
+        match self {
+            IoError::Os { op, .. } => op,
+            IoError::Crashed => "io",
         }
     }
     /// The errno, when there is one (EOPNOTSUPP, ENOSPC, EACCES ...).

@@ -33,7 +33,7 @@ impl DbFile for OsFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.file
             .read_exact_at(buf, offset)
-            .map_err(|e| IoError::os("read", &self.path, e))
+            .map_err(|e| IoError::os("read", &self.path, e).at(offset))
     }
     fn read_vectored_at(&self, bufs: &mut [&mut [u8]], offset: u64) -> Result<()> {
         let total: usize = bufs.iter().map(|b| b.len()).sum();
@@ -49,11 +49,9 @@ impl DbFile for OsFile {
             )
         };
         if n < 0 {
-            return Err(IoError::os(
-                "read",
-                &self.path,
-                std::io::Error::last_os_error(),
-            ));
+            return Err(
+                IoError::os("read", &self.path, std::io::Error::last_os_error()).at(offset),
+            );
         }
         // A short read (a signal, the end of the file): the rest buffer by buffer, which
         // reports the end of the file as an error as read_at does.
@@ -104,7 +102,7 @@ impl DbFile for OsFile {
     fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
         self.file
             .write_all_at(buf, offset)
-            .map_err(|e| IoError::os("write", &self.path, e))
+            .map_err(|e| IoError::os("write", &self.path, e).at(offset))
     }
     fn sync_data(&self) -> Result<()> {
         self.file

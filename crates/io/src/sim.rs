@@ -123,12 +123,18 @@ impl DbFile for SimFile {
         &self.path
     }
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.fs()?.shared.lock().unwrap().tick(&self.path, "read")?;
+        let at = |e: IoError| e.at(offset);
+        self.fs()?
+            .shared
+            .lock()
+            .unwrap()
+            .tick(&self.path, "read")
+            .map_err(at)?;
         let d = self.data.lock().unwrap();
         let end = offset as usize + buf.len();
         if end > d.current.len() {
             let e = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
-            return Err(IoError::os("read", &self.path, e));
+            return Err(IoError::os("read", &self.path, e).at(offset));
         }
         buf.copy_from_slice(&d.current[offset as usize..end]);
         Ok(())
@@ -138,11 +144,14 @@ impl DbFile for SimFile {
             .shared
             .lock()
             .unwrap()
-            .tick(&self.path, "write")?;
+            .tick(&self.path, "write")
+            .map_err(|e| e.at(offset))?;
         let end = offset as usize + buf.len();
         let cur_len = self.data.lock().unwrap().current.len();
         if end > cur_len {
-            self.fs()?.check_space(&self.path, end as u64)?;
+            self.fs()?
+                .check_space(&self.path, end as u64)
+                .map_err(|e| e.at(offset))?;
         }
         let mut d = self.data.lock().unwrap();
         if end > d.current.len() {

@@ -189,6 +189,8 @@ static CATALOGUE: &[Entry] = &[
     e(263, 16, 1, "Must specify table to select from."),
     e(911, 16, 1, "Database '%.*ls' does not exist. Make sure that the name is entered correctly."),
     e(945, 14, 2, "Database '%.*ls' cannot be opened due to inaccessible files or insufficient memory or disk space.  See the SQL Server errorlog for details."),
+    e(942, 14, 4, "Database '%.*ls' cannot be opened because it is offline."),
+    e(5061, 16, 1, "ALTER DATABASE failed because a lock could not be placed on database '%.*ls'. Try again later."),
     e(926, 14, 1, "Database '%.*ls' cannot be opened. It has been marked SUSPECT by recovery. See the SQL Server errorlog for more information."),
     e(1101, 17, 1, "Could not allocate a new page for database '%.*ls' because of insufficient disk space in filegroup '%.*ls'. Create the necessary space by dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
     e(1105, 17, 2, "Could not allocate space for object '%.*ls'%.*ls in database '%.*ls' because the '%.*ls' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
@@ -351,6 +353,13 @@ static CATALOGUE: &[Entry] = &[
     e(15434, 16, 1, "Could not drop login '%.*ls' as the user is currently logged in."),
     e(6106, 16, 2, "Process ID %d is not an active process ID."),
 ];
+
+/// Messages SQL Server writes to the ERRORLOG as well as sending them to the client
+/// (sys.messages.is_event_logged, and every severity from 19 up): "Error: N, Severity: S,
+/// State: T." then the text.
+pub fn is_event_logged(e: &SqlError) -> bool {
+    matches!(e.number, 823 | 824 | 1105 | 9002) || e.severity >= 19
+}
 
 /// The catalogue row for a number.
 fn entry(number: i32) -> Option<&'static Entry> {

@@ -372,8 +372,16 @@ impl Database {
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
         sweep_unowned: bool,
     ) -> Result<Database, StorageError> {
-        let mut db = Database::from_files(open_files(fs, primary_path, false, paths, None)?);
+        let files = open_files(fs, primary_path, false, paths, None)?;
+        let trimmed = trim_to_catalog(&files)?;
+        let mut db = Database::from_files(files);
         db.attach_wal(false, progress)?;
+        if !trimmed.is_empty() {
+            db.data
+                .recovery
+                .get_or_insert_with(Default::default)
+                .trimmed = trimmed;
+        }
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
         db.sweep_catalog_pages()?;
@@ -1272,6 +1280,36 @@ fn open_files(
         data_files,
         log_files,
     })
+}
+
+/// Cuts every data and log file longer than its catalog size back to that size, before
+/// recovery reads anything. Invariant: space past a file's catalog size was never
+/// published (a growth commits by saving the catalog; until then a crash "changes
+/// nothing", proportional_fill.rs and log_growth.rs): no page the log or the catalog
+/// refers to lies there, so cutting it loses nothing, and afterwards every file's length
+/// is its catalog size, as if the interrupted growth had failed cleanly.
+fn trim_to_catalog(files: &OpenedFiles) -> Result<Vec<crate::recovery::TrimmedFile>, StorageError> {
+    let mut trimmed = Vec::new();
+    for entry in &files.catalog.files {
+        let file = match files.data_files.get(&entry.file_id) {
+            Some(df) => df.file.clone(),
+            None => files.log_files[&entry.file_id].clone(),
+        };
+        let want = entry.size_pages as u64 * PAGE_SIZE as u64;
+        let len = file.len()?;
+        if len <= want {
+            continue;
+        }
+        file.set_len(want)?;
+        file.sync_data()?;
+        debug_assert_eq!(file.len()?, want);
+        trimmed.push(crate::recovery::TrimmedFile {
+            name: entry.name.clone(),
+            past_pages: (len - want).div_ceil(PAGE_SIZE as u64),
+            size_pages: entry.size_pages,
+        });
+    }
+    Ok(trimmed)
 }
 
 /// Reads both boot pages and returns the valid one with the higher generation.

@@ -318,6 +318,7 @@ impl Instance {
         )?;
         inst.errorlog
             .write("spid7s", "Starting up database 'master'.");
+        inst.log_trimmed(&master);
         inst.log_last_good_check(&master);
         let entries = master.catalog.databases.clone();
         inst.databases
@@ -359,6 +360,7 @@ impl Instance {
                     continue;
                 }
             };
+            inst.log_trimmed(&db);
             inst.log_recovery(&db, e.database_id);
             inst.log_last_good_check(&db);
             inst.databases
@@ -422,6 +424,16 @@ impl Instance {
         } else {
             self.errorlog.write("spid7s", &format!("Database '{}' cannot be opened: {err}. It has been marked SUSPECT; restore it from a backup or drop it.", e.name));
             UnopenedState::Suspect
+        }
+    }
+
+    /// One line per file open cut back to its catalog size (`trim_to_catalog`).
+    fn log_trimmed(&self, db: &Database) {
+        for t in db.recovery_stats().map_or(&[][..], |r| &r.trimmed[..]) {
+            self.errorlog.write("spid7s", &format!(
+                "File '{}' of database '{}' was {} pages past its catalog size after a crash during a growth; trimmed to {} pages.",
+                t.name, db.name, t.past_pages, t.size_pages
+            ));
         }
     }
 

@@ -363,7 +363,11 @@ impl Database {
         let waited = Instant::now();
         let prepared = handle.join().unwrap_or(Err(StorageError::LogFailed));
         let wait_us = waited.elapsed().as_micros() as u64;
-        let prepare_ms = prepared?;
+        let prepare_ms = match prepared {
+            Ok(ms) => ms,
+            Err(StorageError::Io(source)) => return self.log_growth_refused(&p, &source),
+            Err(e) => return Err(e),
+        };
         let idx = self
             .catalog
             .files
@@ -390,6 +394,23 @@ impl Database {
             prepare_ms,
             wait_us / 1000
         ));
+        Ok(())
+    }
+
+    /// The disk refused a log growth's space (ENOSPC ...): the space lay past the catalog's
+    /// size, never published, so it is cut away and the log simply did not grow; the change
+    /// that needed it finds the log full (9002). The ERRORLOG says why (5149).
+    fn log_growth_refused(
+        &mut self,
+        p: &Prepared,
+        source: &extentdb_io::IoError,
+    ) -> Result<(), StorageError> {
+        let file = self.log_files[&p.file_id].clone();
+        let path = file.path().display().to_string();
+        EnvSink::new(&self.data.growth.env)
+            .log(&crate::proportional_fill::expand_failed_text(&path, source));
+        file.set_len(p.from_pages as u64 * PAGE_SIZE as u64)?;
+        file.sync_data()?;
         Ok(())
     }
 

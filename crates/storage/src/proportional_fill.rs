@@ -808,7 +808,17 @@ impl Database {
             let started = std::time::Instant::now();
             let prepared = self.commit_prepared_data_growth(file_id, to)?;
             if prepared.is_none() {
-                self.grow_file_with(env.policy, &sink, file_id, to)?;
+                match self.grow_file_with(env.policy, &sink, file_id, to) {
+                    Ok(()) => {}
+                    // The disk refused the space: the growth was undone whole (catalog and
+                    // file as before), so this file simply cannot grow now (1105 follows
+                    // when no file of the filegroup could).
+                    Err(StorageError::FileExpand { path, source }) => {
+                        crate::file_init::InitLog::log(&sink, &expand_failed_text(&path, &source));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
             let how = match prepared {
                 Some(Prepared::Background) => {
@@ -825,6 +835,21 @@ impl Database {
         }
         Ok(grown)
     }
+}
+
+/// The ERRORLOG lines SQL Server writes when the disk refuses a file's growth (5149), with
+/// the OS error as SQL Server quotes it: `112(There is not enough space on the disk.)`.
+pub(crate) fn expand_failed_text(path: &str, source: &extentdb_io::IoError) -> String {
+    let errno = source.errno().unwrap_or(libc::EIO);
+    let os = match errno {
+        libc::ENOSPC | libc::EDQUOT | libc::EFBIG => {
+            "112(There is not enough space on the disk.)".to_string()
+        }
+        n => format!("{n}({})", std::io::Error::from_raw_os_error(n)),
+    };
+    format!(
+        "Error: 5149, Severity: 16, State: 3.\nMODIFY FILE encountered operating system error {os} while attempting to expand the physical file '{path}'."
+    )
 }
 
 /// Data-file growths initialized in the background ahead of need when instant file

@@ -49,6 +49,20 @@ pub struct RecoveryStats {
     pub log_bytes: u64,
     pub analysis_redo_ms: u64,
     pub undo_ms: u64,
+    /// Files found longer than their catalog size at open and cut back to it
+    /// (`database::trim_to_catalog`): space a growth added that no catalog published.
+    pub trimmed: Vec<TrimmedFile>,
+}
+
+/// A data or log file cut back to its catalog size at open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrimmedFile {
+    /// The file's logical name.
+    pub name: String,
+    /// Whole or part pages the file held past its catalog size.
+    pub past_pages: u64,
+    /// The catalog's size it was cut to.
+    pub size_pages: u32,
 }
 
 /// Where a long recovery reports its progress: `report(percent, seconds_left, phase)` at

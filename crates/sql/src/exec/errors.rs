@@ -67,10 +67,7 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         )],
         TableNotFound(id) => vec![msg(208, &[id])],
         IdentityOverflow => vec![msg(8115, &[&"IDENTITY", &"bigint"])],
-        Io(e) => vec![msg(
-            823,
-            &[&errno_text(e), &"read/write", &0u64, &e.to_string(), &""],
-        )],
+        Io(e) => vec![io_error(e)],
         IncorrectPageId {
             page,
             database_id,
@@ -100,6 +97,18 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             procedure: None,
         }],
     }
+}
+
+/// Msg 823 for a failed read, write or sync: the OS error, the operation, the byte offset
+/// it started at (0 for a sync, which has none) and the file.
+pub fn io_error(e: &extentdb_io::IoError) -> SqlError {
+    let op = if e.op() == "read" { "read" } else { "write" };
+    let offset = format!("{:#016x}", e.offset().unwrap_or(0));
+    let file = e
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    msg(823, &[&errno_text(e), &op, &offset, &file])
 }
 
 /// Msg 103: `value` over `max` characters (the message quotes its first 128).

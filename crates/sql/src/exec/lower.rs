@@ -61,6 +61,16 @@ fn alter_action(a: &AlterDatabaseAction) -> Result<AlterAction, Vec<SqlError>> {
             if f.name.is_none() {
                 return Err(vec![msg(5041, &[&""])]);
             }
+            if f.filename.is_some() {
+                // Moving a file needs the database taken offline and reopened, which is
+                // not built: refused, never recorded and ignored.
+                return Err(vec![not_yet(
+                    "ALTER DATABASE ... MODIFY FILE (FILENAME = ...) (moving a file)",
+                )]);
+            }
+            if f.offline {
+                return Err(vec![not_yet("ALTER DATABASE ... MODIFY FILE ... OFFLINE")]);
+            }
             AlterAction::ModifyFile(file_spec(f)?)
         }
         AlterDatabaseAction::ModifyName { new_name } => AlterAction::ModifyName(new_name.clone()),
@@ -82,6 +92,11 @@ fn alter_action(a: &AlterDatabaseAction) -> Result<AlterAction, Vec<SqlError>> {
         AlterDatabaseAction::Set { options, .. } => {
             let mut action = AlterAction::SetOption;
             for o in options {
+                if let Some(state) = state_option(o) {
+                    // Taking a database offline and reopening it through recovery is not
+                    // built: refused rather than accepted and ignored.
+                    return Err(vec![not_yet(&format!("ALTER DATABASE ... SET {state}"))]);
+                }
                 if let DatabaseOption::Recovery(rm) = o {
                     action = AlterAction::SetRecovery(match rm {
                         ast::RecoveryModel::Simple => RecoveryModel::Simple,
@@ -94,6 +109,16 @@ fn alter_action(a: &AlterDatabaseAction) -> Result<AlterAction, Vec<SqlError>> {
         }
         AlterDatabaseAction::Collate { .. } => AlterAction::SetOption,
     })
+}
+
+/// The state a SET option asks for (OFFLINE, ONLINE, EMERGENCY), if it is one.
+fn state_option(o: &DatabaseOption) -> Option<&'static str> {
+    match o {
+        DatabaseOption::Offline => Some("OFFLINE"),
+        DatabaseOption::Online => Some("ONLINE"),
+        DatabaseOption::Emergency => Some("EMERGENCY"),
+        _ => None,
+    }
 }
 
 /// The error for statements the engine does not run yet (their issue is open).

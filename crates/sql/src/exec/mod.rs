@@ -310,8 +310,10 @@ impl Drop for Session {
     /// A session that ends inside a transaction rolls it back, as SQL Server does when a
     /// connection closes.
     fn drop(&mut self) {
-        // No client is left to tell: a failed rollback is in the error log.
-        let _ = self.rollback_all();
+        // No client is left to tell: a failed rollback goes to the error log.
+        for e in self.rollback_all() {
+            self.log_event(&e);
+        }
         self.engine
             .instance
             .sessions
@@ -412,8 +414,10 @@ impl Session {
     /// rolls back, the session returns to `database_id`, and its SET options, session trace
     /// flags and identity state are cleared.
     pub fn reset_connection(&mut self, database_id: u16) {
-        // A failed rollback is in the error log (rollback_all); the new user starts clean.
-        let _ = self.rollback_all();
+        // The new user starts clean; a failed rollback goes to the error log.
+        for e in self.rollback_all() {
+            self.log_event(&e);
+        }
         self.database_id = database_id;
         self.info.database_id.store(database_id, Ordering::Release);
         self.flags.clear();
@@ -530,7 +534,7 @@ impl Session {
                 let mut abort = false;
                 for e in errors {
                     abort |= aborts_batch(&e);
-                    self.log_severe(&e);
+                    self.log_event(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
                     out.push(if e.is_info() {
                         Output::Info(e)
@@ -547,20 +551,16 @@ impl Session {
         }
     }
 
-    /// Writes an error of severity 19 or more to the error log, as SQL Server does
-    /// ("Error: 824, Severity: 24, State: 2." and the message).
-    fn log_severe(&self, e: &SqlError) {
-        if e.severity >= 19 {
-            let source = format!("spid{}", self.spid);
-            let log = &self.engine.instance.errorlog;
-            log.write(
-                &source,
+    /// Writes an error SQL Server also logs (`messages::is_event_logged`) to the ERRORLOG.
+    fn log_event(&self, e: &SqlError) {
+        if crate::messages::is_event_logged(e) {
+            self.engine.instance.errorlog.write(
+                &format!("spid{}", self.spid),
                 &format!(
-                    "Error: {}, Severity: {}, State: {}.",
-                    e.number, e.severity, e.state
+                    "Error: {}, Severity: {}, State: {}.\n{}",
+                    e.number, e.severity, e.state, e.text
                 ),
             );
-            log.write(&source, &e.text);
         }
     }
 

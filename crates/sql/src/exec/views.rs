@@ -210,6 +210,13 @@ fn databases(inst: &Instance) -> Rowset {
         let db = db.lock().unwrap();
         let rm = db.catalog.recovery_model;
         let (wait, wait_desc) = db.log_reuse_wait();
+        // A failed write or sync (or a panic) left memory and disk possibly apart: the
+        // database refuses changes until it is reopened (SET ONLINE or a restart).
+        let (state, state_desc) = if db.is_poisoned() {
+            (4, "SUSPECT")
+        } else {
+            (0, "ONLINE")
+        };
         rows.push(vec![
             text(&db.name),
             Value::Int(id as i32),
@@ -219,8 +226,8 @@ fn databases(inst: &Instance) -> Rowset {
             Value::TinyInt(0),
             text("MULTI_USER"),
             bit(false),
-            Value::TinyInt(0),
-            text("ONLINE"),
+            Value::TinyInt(state),
+            text(state_desc),
             Value::TinyInt(rm as u8),
             text(rm.desc()),
             Value::TinyInt(2),

@@ -160,12 +160,11 @@ impl Session {
             };
             let mut g = db.lock().unwrap();
             if let Err(e) = g.rollback_xact(x) {
-                let m = msg(3314, &[&g.name, &"(0:0:0)"]);
                 self.engine.instance.errorlog.write(
                     &format!("spid{}", self.spid),
-                    &format!("Error: 3314, Severity: 21, State: 3.\n{} ({e})", m.text),
+                    &format!("The rollback of a transaction in database '{}' failed: {e}. The database needs a reopen; recovery will finish the undo.", g.name),
                 );
-                failed.push(m);
+                failed.push(msg(3314, &[&g.name, &"(0:0:0)"]));
             }
         }
         failed
@@ -227,7 +226,10 @@ impl Session {
             match step {
                 Ok(Shared::Grow(p)) => match p.run() {
                     Ok(_) => continue,
-                    Err(e) => break Err(errors::map(&e, errors::Context::Other)),
+                    // The space could not be prepared (a full disk): the exclusive path
+                    // grows (or fails to grow) the filegroup itself and reports it as
+                    // SQL Server does (5149 in the ERRORLOG, 1105 to the client).
+                    Err(_) => break Ok(false),
                 },
                 other => break other.map(|s| matches!(s, Shared::Done)),
             }
