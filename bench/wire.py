@@ -29,7 +29,8 @@ same file system, with 512-byte writes (extentdb's log sector) and 8 KiB writes 
 WAL page): the durable-commit ceilings of that moment. A workload that fails against an engine is reported as failed with
 the server's message. Nothing asserts a timing.
 
-Writes bench/results/<date>-<host>-wire.json (or into $XDB_RESULTS_DIR).
+Writes bench/results/<date>-<host>-wire.json (or into $XDB_RESULTS_DIR; with --quick or
+--only into bench/tmp/quick/, so a smoke test never overwrites the full figures).
 
 Usage: bench/wire.py [--seconds S] [--rounds R] [--rows N] [--bulk-rows N] [--only a,b]
                      [--dir PARENT] [--quick]
@@ -70,7 +71,8 @@ def table(figs):
              "|---|---|---|---|---|---|---|---|---|"]
     for f in figs:
         x, p = f["engines"]["extentdb"], f["engines"]["postgres"]
-        ratio = f"{f['ratio_extentdb_to_postgres']:.2f}x" if f["ratio_extentdb_to_postgres"] else "failed"
+        v = f["ratio_extentdb_to_postgres"]
+        ratio = "failed" if v is None else f"{v:.2f}x" if v >= 0.1 else f"{v:.3f}x"
         lines.append(f"| {f['name']} | {f['connections']} | {f['unit']} | {fmt_rate(x)} | "
                      f"{fmt_rate(p)} | {ratio} | {x['vmhwm_sum_kb'] / 1024:,.0f} MiB | "
                      f"{p['vmhwm_sum_kb'] / 1024:,.0f} MiB ({p['processes']} proc.) | "
@@ -91,6 +93,9 @@ def main():
     a = ap.parse_args()
     if a.quick:
         a.seconds, a.rounds, a.rows, a.bulk_rows = 1, 2, 2000, 2000
+    if (a.quick or a.only) and not os.environ.get("XDB_RESULTS_DIR"):
+        # A smoke test or a partial run never overwrites the full figures.
+        os.environ["XDB_RESULTS_DIR"] = os.path.join(lib.ROOT, "bench", "tmp", "quick")
     started = time.time()
     if a.binary == lib.BINARY:
         run(["cargo", "build", "--release", "--bin", "extentdb"], cwd=lib.ROOT)
