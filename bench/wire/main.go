@@ -1,0 +1,698 @@
+// Command wire drives extentdb and PostgreSQL over TCP with the same client: Go's
+// database/sql, go-mssqldb for extentdb (TDS) and pgx's stdlib driver for PostgreSQL, the same
+// statements (only the placeholder spelled $1 or @p1), the same keys (one seeded random
+// permutation), the same rows, rounds interleaved in alternating order (extentdb first in
+// even rounds, PostgreSQL first in odd ones). It prints one JSON document on stdout;
+// bench/wire.py starts the servers, runs it and writes the results file.
+//
+// Each figure is an operation rate (operations per second of wall time, all connections
+// together) per round; the JSON holds every round, the median, the minimum and the maximum,
+// and the ratio of the medians extentdb / PostgreSQL. Memory: before each workload the peak
+// resident set of every server process is reset (writing 5 to /proc/PID/clear_refs) and at
+// the end of each run, connections still open, VmHWM is read from /proc/PID/status; the
+// proportional set size (Pss, /proc/PID/smaps_rollup) summed over each engine's processes is
+// sampled every 200 ms as well, since PostgreSQL is many processes sharing memory.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	_ "github.com/microsoft/go-mssqldb"
+)
+
+// engine is one server under test.
+type engine struct {
+	Name  string
+	db    *sql.DB
+	pid   int  // the server process (PostgreSQL: the postmaster)
+	multi bool // count the server's child processes too
+	tsql  bool // T-SQL placeholders (@p1) instead of $1
+}
+
+// sqlText spells a statement written with $N placeholders for the engine.
+func (e *engine) sqlText(q string) string {
+	if !e.tsql {
+		return q
+	}
+	for i := 9; i >= 1; i-- {
+		q = strings.ReplaceAll(q, "$"+strconv.Itoa(i), "@p"+strconv.Itoa(i))
+	}
+	return q
+}
+
+// ---------------------------------------------------------------- memory
+
+func readStatusKB(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	return fieldKB(string(b), field)
+}
+
+func fieldKB(text, field string) int64 {
+	for _, ln := range strings.Split(text, "\n") {
+		if strings.HasPrefix(ln, field+":") {
+			f := strings.Fields(ln[len(field)+1:])
+			if len(f) > 0 {
+				v, _ := strconv.ParseInt(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// pids lists the engine's server process and, for a multi-process server, its children.
+func (e *engine) pids() []int {
+	if e.pid == 0 {
+		return nil
+	}
+	out := []int{e.pid}
+	if !e.multi {
+		return out
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, d := range ents {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil || p == e.pid {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		// pid (comm) state ppid ...; comm may hold spaces, so split after the last ')'.
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) > 1 {
+			if pp, _ := strconv.Atoi(f[1]); pp == e.pid {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// resetPeak resets the peak RSS of every process of the engine; false if the kernel refused.
+func (e *engine) resetPeak() bool {
+	ok := true
+	for _, p := range e.pids() {
+		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p), []byte("5"), 0); err != nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
+// hwm returns the sum of VmHWM over the engine's processes and the largest single VmHWM (KiB).
+func (e *engine) hwm() (sum, max int64) {
+	for _, p := range e.pids() {
+		v := readStatusKB(p, "VmHWM")
+		sum += v
+		if v > max {
+			max = v
+		}
+	}
+	return
+}
+
+func (e *engine) pss() int64 {
+	var sum int64
+	for _, p := range e.pids() {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", p))
+		if err != nil {
+			continue
+		}
+		sum += fieldKB(string(b), "Pss")
+	}
+	return sum
+}
+
+// sampler records the largest Pss sum seen while it runs.
+type sampler struct {
+	stop chan struct{}
+	done chan struct{}
+	peak int64
+}
+
+func startSampler(e *engine) *sampler {
+	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v := e.pss(); v > s.peak {
+				s.peak = v
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+func (s *sampler) finish() int64 {
+	close(s.stop)
+	<-s.done
+	return s.peak
+}
+
+// ---------------------------------------------------------------- workloads
+
+// op runs one operation on a pinned connection; seq counts the worker's operations.
+type op func(ctx context.Context, seq int) error
+
+// workload prepares a worker's operation on its connection.
+type workload struct {
+	Name    string
+	Unit    string
+	SQL     string
+	Conns   int
+	Count   int // >0: a fixed number of operations (the whole run in one transaction)
+	prepare func(ctx context.Context, e *engine, c *sql.Conn, round, worker, conns int) (op, func() error, error)
+}
+
+type run struct {
+	Round   int     `json:"round"`
+	Ops     int64   `json:"ops"`
+	Seconds float64 `json:"seconds"`
+	Rate    float64 `json:"rate"`
+	// Position of this engine in the round (0 = ran first).
+	Position int `json:"position"`
+}
+
+type engineResult struct {
+	Runs       []run   `json:"runs"`
+	Median     float64 `json:"median"`
+	Min        float64 `json:"min"`
+	Max        float64 `json:"max"`
+	Error      string  `json:"error,omitempty"`
+	VmHWMSumKB int64   `json:"vmhwm_sum_kb"`
+	VmHWMMaxKB int64   `json:"vmhwm_max_process_kb"`
+	Processes  int     `json:"processes"`
+	PssPeakKB  int64   `json:"pss_peak_sampled_kb"`
+	PeakReset  bool    `json:"peak_reset"`
+}
+
+type figure struct {
+	Name    string                   `json:"name"`
+	Conns   int                      `json:"connections"`
+	Unit    string                   `json:"unit"`
+	SQL     string                   `json:"sql"`
+	Count   int                      `json:"operations_per_run,omitempty"`
+	Engines map[string]*engineResult `json:"engines"`
+	Ratio   *float64                 `json:"ratio_extentdb_to_postgres"`
+	Failed  bool                     `json:"failed"`
+	// Bare pwrite + fdatasync loops per second, one per round, for the commit-bound figures:
+	// 512-byte and 8 KiB writes.
+	SyncBaseline512 []float64 `json:"fdatasync_loop_512b_per_s,omitempty"`
+	SyncBaseline8K  []float64 `json:"fdatasync_loop_8k_per_s,omitempty"`
+	WallSecs        float64   `json:"wall_seconds"`
+}
+
+// runOnce runs workload w on engine e for dur (or w.Count operations) with w.Conns pinned
+// connections, all prepared before the clock starts. It returns the operation count and the
+// wall time from the start signal to the last worker's end, and calls atEnd (memory readings)
+// before the connections close.
+func runOnce(e *engine, w *workload, round int, dur time.Duration, atEnd func()) (int64, float64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
+	defer cancel()
+	type worker struct {
+		c     *sql.Conn
+		f     op
+		close func() error
+	}
+	ws := make([]worker, w.Conns)
+	defer func() {
+		for _, x := range ws {
+			if x.close != nil {
+				x.close()
+			}
+			if x.c != nil {
+				x.c.Close()
+			}
+		}
+	}()
+	for i := range ws {
+		c, err := e.db.Conn(ctx)
+		if err != nil {
+			return 0, 0, err
+		}
+		ws[i].c = c
+		f, cl, err := w.prepare(ctx, e, c, round, i, w.Conns)
+		if err != nil {
+			return 0, 0, err
+		}
+		ws[i].f, ws[i].close = f, cl
+	}
+	var total int64
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	var deadline time.Time
+	for i := range ws {
+		wg.Add(1)
+		go func(x worker) {
+			defer wg.Done()
+			<-start
+			n := 0
+			for {
+				if w.Count > 0 {
+					if n >= w.Count/w.Conns {
+						break
+					}
+				} else if !time.Now().Before(deadline) {
+					break
+				}
+				if err := x.f(ctx, n); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					mu.Unlock()
+					break
+				}
+				n++
+			}
+			atomic.AddInt64(&total, int64(n))
+		}(ws[i])
+	}
+	t0 := time.Now()
+	deadline = t0.Add(dur)
+	close(start)
+	wg.Wait()
+	// The bulk load's COMMIT belongs to its time: close (commit) before the clock stops.
+	if w.Count > 0 {
+		for i := range ws {
+			if ws[i].close != nil {
+				if err := ws[i].close(); err != nil && firstErr == nil {
+					firstErr = err
+				}
+				ws[i].close = nil
+			}
+		}
+	}
+	secs := time.Since(t0).Seconds()
+	if atEnd != nil {
+		atEnd()
+	}
+	return total, secs, firstErr
+}
+
+// syncLoop is the durable-commit baseline measured in the same rounds: a bare loop of a
+// pwrite of block bytes at the next offset and an fdatasync, on a file of written zeros in dir
+// (both engines' files are on the same file system), for dur; returns loops per second.
+// extentdb writes its log in 512-byte sectors, PostgreSQL its WAL in 8 KiB pages.
+func syncLoop(dir string, dur time.Duration, block int) (float64, error) {
+	p := filepath.Join(dir, "wire-sync-baseline.bin")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR|os.O_TRUNC, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(p)
+	defer f.Close()
+	const size = 8 << 20
+	if _, err := f.Write(make([]byte, size)); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	buf := make([]byte, block)
+	n := 0
+	t0 := time.Now()
+	for time.Since(t0) < dur {
+		if _, err := f.WriteAt(buf, int64(n*block%size)); err != nil {
+			return 0, err
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return 0, err
+		}
+		n++
+	}
+	return float64(n) / time.Since(t0).Seconds(), nil
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// ---------------------------------------------------------------- main
+
+type config struct {
+	Seconds     float64 `json:"seconds_per_run"`
+	Rounds      int     `json:"rounds"`
+	Rows        int     `json:"table_rows"`
+	BulkRows    int     `json:"bulk_rows"`
+	Seed        int64   `json:"key_seed"`
+	Conns       []int   `json:"connections"`
+	Only        string  `json:"only,omitempty"`
+	GoVersion   string  `json:"go_client"`
+	PadChars    int     `json:"pad_chars"`
+	Description string  `json:"description"`
+}
+
+func must(err error, what string) {
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+		os.Exit(1)
+	}
+}
+
+func main() {
+	xdbDSN := flag.String("xdb", "", "go-mssqldb DSN of extentdb")
+	pgDSN := flag.String("pg", "", "pgx DSN of PostgreSQL")
+	xdbPID := flag.Int("xdb-pid", 0, "extentdb server process id (memory readings)")
+	pgPID := flag.Int("pg-pid", 0, "PostgreSQL postmaster process id (memory readings)")
+	seconds := flag.Float64("seconds", 5, "seconds per timed run")
+	rounds := flag.Int("rounds", 5, "rounds per figure (engines alternate which runs first)")
+	rows := flag.Int("rows", 10000, "rows of the table for point lookups, updates and scans")
+	bulk := flag.Int("bulk-rows", 10000, "rows per bulk load (one transaction)")
+	seed := flag.Int64("seed", 20261125, "seed of the key permutation")
+	only := flag.String("only", "", "comma-separated workload names to run (default all)")
+	syncDir := flag.String("sync-dir", "", "directory on the servers' file system for the fdatasync baseline (none if empty)")
+	flag.Parse()
+	if *xdbDSN == "" || *pgDSN == "" {
+		fmt.Fprintln(os.Stderr, "usage: wire -xdb DSN -pg DSN [-xdb-pid P -pg-pid P] [-seconds S] [-rounds R] [-rows N] [-bulk-rows N]")
+		os.Exit(2)
+	}
+	const pad = 200
+	cfg := config{Seconds: *seconds, Rounds: *rounds, Rows: *rows, BulkRows: *bulk, Seed: *seed,
+		Conns: []int{1, 8}, Only: *only, PadChars: pad, GoVersion: runtime.Version(),
+		Description: "database/sql; go-mssqldb (extentdb) and pgx stdlib (PostgreSQL) over TCP on 127.0.0.1"}
+	open := func(driver, dsn string) *sql.DB {
+		db, err := sql.Open(driver, dsn)
+		must(err, "open "+driver)
+		db.SetMaxOpenConns(16)
+		db.SetMaxIdleConns(16)
+		db.SetConnMaxLifetime(0)
+		must(db.Ping(), "connect "+driver)
+		return db
+	}
+	xdb := &engine{Name: "extentdb", db: open("sqlserver", *xdbDSN), pid: *xdbPID, tsql: true}
+	pg := &engine{Name: "postgres", db: open("pgx", *pgDSN), pid: *pgPID, multi: true}
+	engines := []*engine{xdb, pg}
+	ctx := context.Background()
+
+	// The keys: one random permutation of 1..rows shared by both engines (and of 1..bulk for
+	// the bulk load's keys).
+	rng := rand.New(rand.NewSource(*seed))
+	perm := rng.Perm(*rows)
+	bulkPerm := rng.Perm(*bulk)
+	padOf := func(k int) string {
+		s := fmt.Sprintf("row %d ", k)
+		return s + strings.Repeat("x", pad-len(s))
+	}
+
+	// Setup, untimed: the seed's table and the key table, DDL spelled for each engine.
+	ddl := map[string][]string{
+		"extentdb": {
+			"CREATE TABLE bigrows (c1 INT IDENTITY, c2 CHAR(8000) DEFAULT 'a')",
+			"CREATE TABLE kv (k INT PRIMARY KEY, x INT NOT NULL, pad CHAR(200) NOT NULL)",
+		},
+		"postgres": {
+			"DROP TABLE IF EXISTS bigrows, kv",
+			"CREATE TABLE bigrows (c1 INT GENERATED BY DEFAULT AS IDENTITY, c2 CHAR(8000) DEFAULT 'a')",
+			"CREATE TABLE kv (k INT PRIMARY KEY, x INT NOT NULL, pad CHAR(200) NOT NULL)",
+		},
+	}
+	insertKV := "INSERT INTO kv (k, x, pad) VALUES ($1, $2, $3)"
+	for _, e := range engines {
+		for _, q := range ddl[e.Name] {
+			_, err := e.db.ExecContext(ctx, q)
+			must(err, e.Name+": "+q)
+		}
+		// The key table, loaded in one transaction through the same prepared INSERT as
+		// the bulk workload, in the permutation's order.
+		tx, err := e.db.BeginTx(ctx, nil)
+		must(err, e.Name+": begin")
+		st, err := tx.PrepareContext(ctx, e.sqlText(insertKV))
+		must(err, e.Name+": prepare")
+		for _, i := range perm {
+			k := i + 1
+			_, err := st.ExecContext(ctx, k, k%1000, padOf(k))
+			must(err, e.Name+": load kv")
+		}
+		st.Close()
+		must(tx.Commit(), e.Name+": commit kv")
+		var n int64
+		must(e.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM kv").Scan(&n), e.Name+": count kv")
+		if n != int64(*rows) {
+			fmt.Fprintf(os.Stderr, "%s: kv holds %d rows, expected %d\n", e.Name, n, *rows)
+			os.Exit(1)
+		}
+	}
+
+	// key returns the key a worker uses at its seq-th operation in a round: each worker walks
+	// the permutation from its own offset, the offsets moving with the round.
+	key := func(round, worker, conns, seq int) int {
+		off := (round*7919 + worker*(*rows/conns)) % *rows
+		return perm[(off+seq)%*rows] + 1
+	}
+
+	stmtOp := func(q string, args func(round, worker, conns, seq int) []any, scan int) func(context.Context, *engine, *sql.Conn, int, int, int) (op, func() error, error) {
+		return func(ctx context.Context, e *engine, c *sql.Conn, round, worker, conns int) (op, func() error, error) {
+			st, err := c.PrepareContext(ctx, e.sqlText(q))
+			if err != nil {
+				return nil, nil, err
+			}
+			f := func(ctx context.Context, seq int) error {
+				var a []any
+				if args != nil {
+					a = args(round, worker, conns, seq)
+				}
+				if scan == 0 {
+					_, err := st.ExecContext(ctx, a...)
+					return err
+				}
+				r, err := st.QueryContext(ctx, a...)
+				if err != nil {
+					return err
+				}
+				got := 0
+				for r.Next() {
+					got++
+				}
+				if err := r.Err(); err != nil {
+					r.Close()
+					return err
+				}
+				r.Close()
+				if got != scan {
+					return fmt.Errorf("%d rows returned, expected %d", got, scan)
+				}
+				return nil
+			}
+			return f, st.Close, nil
+		}
+	}
+	byKey := func(round, worker, conns, seq int) []any { return []any{key(round, worker, conns, seq)} }
+
+	var workloads []*workload
+	add := func(w workload, conns []int) {
+		for _, c := range conns {
+			x := w
+			x.Conns = c
+			workloads = append(workloads, &x)
+		}
+	}
+	add(workload{Name: "select1", Unit: "queries/s", SQL: "SELECT 1",
+		prepare: stmtOp("SELECT 1", nil, 1)}, cfg.Conns)
+	add(workload{Name: "seed004_insert", Unit: "rows/s", SQL: "INSERT INTO bigrows DEFAULT VALUES",
+		prepare: stmtOp("INSERT INTO bigrows DEFAULT VALUES", nil, 0)}, cfg.Conns)
+	bulkSQL := "INSERT INTO load_r (k, x, pad) VALUES ($1, $2, $3)"
+	add(workload{Name: "bulk_load", Unit: "rows/s", SQL: bulkSQL + " (prepared; all rows in one transaction)",
+		Count: *bulk,
+		prepare: func(ctx context.Context, e *engine, c *sql.Conn, round, worker, conns int) (op, func() error, error) {
+			tbl := fmt.Sprintf("load_%d", round)
+			if e.Name == "postgres" {
+				if _, err := c.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
+					return nil, nil, err
+				}
+			}
+			if _, err := c.ExecContext(ctx, "CREATE TABLE "+tbl+" (k INT PRIMARY KEY, x INT NOT NULL, pad CHAR(200) NOT NULL)"); err != nil {
+				return nil, nil, err
+			}
+			tx, err := c.BeginTx(ctx, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			st, err := tx.PrepareContext(ctx, e.sqlText(strings.Replace(bulkSQL, "load_r", tbl, 1)))
+			if err != nil {
+				tx.Rollback()
+				return nil, nil, err
+			}
+			f := func(ctx context.Context, seq int) error {
+				k := bulkPerm[seq] + 1
+				_, err := st.ExecContext(ctx, k, k%1000, padOf(k))
+				return err
+			}
+			done := false
+			cl := func() error {
+				if done {
+					return nil
+				}
+				done = true
+				st.Close()
+				return tx.Commit()
+			}
+			return f, cl, nil
+		}}, []int{1})
+	add(workload{Name: "point_select", Unit: "queries/s", SQL: "SELECT x, pad FROM kv WHERE k = $1",
+		prepare: stmtOp("SELECT x, pad FROM kv WHERE k = $1", byKey, 1)}, cfg.Conns)
+	add(workload{Name: "update_by_key", Unit: "updates/s", SQL: "UPDATE kv SET x = x + 1 WHERE k = $1",
+		prepare: stmtOp("UPDATE kv SET x = x + 1 WHERE k = $1", byKey, 0)}, cfg.Conns)
+	add(workload{Name: "scan_aggregate", Unit: "scans/s", SQL: "SELECT COUNT(*), SUM(x) FROM kv",
+		prepare: stmtOp("SELECT COUNT(*), SUM(x) FROM kv", nil, 1)}, []int{1})
+
+	want := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+	dur := time.Duration(*seconds * float64(time.Second))
+	var figures []*figure
+	inserted := map[string]int64{}
+	for _, w := range workloads {
+		if len(want) > 0 && !want[w.Name] {
+			continue
+		}
+		t0 := time.Now()
+		fig := &figure{Name: w.Name, Conns: w.Conns, Unit: w.Unit, SQL: w.SQL, Count: w.Count,
+			Engines: map[string]*engineResult{}}
+		samplers := map[string]*sampler{}
+		for _, e := range engines {
+			r := &engineResult{PeakReset: e.resetPeak()}
+			fig.Engines[e.Name] = r
+			samplers[e.Name] = startSampler(e)
+		}
+		for round := 0; round < *rounds; round++ {
+			order := []*engine{xdb, pg}
+			if round%2 == 1 {
+				order = []*engine{pg, xdb}
+			}
+			if *syncDir != "" && w.Conns == 1 && (w.Name == "seed004_insert" || w.Name == "update_by_key") {
+				v, err := syncLoop(*syncDir, time.Second, 512)
+				must(err, "fdatasync baseline")
+				v8, err := syncLoop(*syncDir, time.Second, 8192)
+				must(err, "fdatasync baseline")
+				fig.SyncBaseline512 = append(fig.SyncBaseline512, v)
+				fig.SyncBaseline8K = append(fig.SyncBaseline8K, v8)
+				fmt.Fprintf(os.Stderr, "round %d %-15s bare pwrite+fdatasync loop: 512 B %10.1f /s, 8 KiB %10.1f /s\n", round+1, w.Name, v, v8)
+			}
+			for pos, e := range order {
+				r := fig.Engines[e.Name]
+				if r.Error != "" {
+					continue
+				}
+				atEnd := func() {
+					s, m := e.hwm()
+					if s > r.VmHWMSumKB {
+						r.VmHWMSumKB = s
+					}
+					if m > r.VmHWMMaxKB {
+						r.VmHWMMaxKB = m
+					}
+					r.Processes = len(e.pids())
+				}
+				ops, secs, err := runOnce(e, w, round, dur, atEnd)
+				if err != nil {
+					r.Error = err.Error()
+					fmt.Fprintf(os.Stderr, "%s %d conn: %s FAILED: %v\n", w.Name, w.Conns, e.Name, err)
+					continue
+				}
+				if w.Name == "seed004_insert" {
+					inserted[e.Name] += ops
+				}
+				rate := float64(ops) / secs
+				r.Runs = append(r.Runs, run{Round: round + 1, Ops: ops, Seconds: secs, Rate: rate, Position: pos})
+				fmt.Fprintf(os.Stderr, "round %d %-15s %d conn: %-8s %12.1f %s (%d in %.2f s)\n",
+					round+1, w.Name, w.Conns, e.Name, rate, w.Unit, ops, secs)
+			}
+		}
+		for _, e := range engines {
+			r := fig.Engines[e.Name]
+			r.PssPeakKB = samplers[e.Name].finish()
+			var rates []float64
+			for _, x := range r.Runs {
+				rates = append(rates, x.Rate)
+			}
+			if len(rates) > 0 {
+				r.Median = median(rates)
+				sort.Float64s(rates)
+				r.Min, r.Max = rates[0], rates[len(rates)-1]
+			}
+			if r.Error != "" {
+				fig.Failed = true
+			}
+		}
+		a, b := fig.Engines["extentdb"], fig.Engines["postgres"]
+		if a.Error == "" && b.Error == "" && b.Median > 0 {
+			v := a.Median / b.Median
+			fig.Ratio = &v
+		}
+		fig.WallSecs = time.Since(t0).Seconds()
+		figures = append(figures, fig)
+	}
+
+	// Row checks: what each engine holds against what the client counted.
+	checks := map[string]any{}
+	for _, e := range engines {
+		c := map[string]any{}
+		var n, s int64
+		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM bigrows").Scan(&n); err != nil {
+			c["bigrows"] = "error: " + err.Error()
+		} else {
+			c["bigrows_rows"] = n
+			c["bigrows_inserted_by_client"] = inserted[e.Name]
+			c["bigrows_ok"] = n == inserted[e.Name]
+		}
+		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(x) FROM kv").Scan(&n, &s); err != nil {
+			c["kv"] = "error: " + err.Error()
+		} else {
+			c["kv_rows"] = n
+			c["kv_ok"] = n == int64(*rows)
+		}
+		checks[e.Name] = c
+	}
+	out := map[string]any{"config": cfg, "figures": figures, "checks": checks}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	must(enc.Encode(out), "encode")
+}
