@@ -260,7 +260,7 @@ fn offline_online_and_moving_a_file_are_refused_not_ignored() {
     ] {
         let errs = errors(&mut s, sql);
         assert_eq!(errs.len(), 1, "{sql}: {errs:?}");
-        assert_eq!((errs[0].number, errs[0].severity), (50000, 16), "{sql}");
+        assert_eq!((errs[0].number, errs[0].severity), (40517, 16), "{sql}");
         assert!(errs[0].text.contains("does not support"), "{sql}: {errs:?}");
     }
     assert_eq!(state_desc(&mut s, "Stay"), "ONLINE");

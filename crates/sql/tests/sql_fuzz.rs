@@ -391,12 +391,27 @@ fn mutated_table_batches_never_panic_the_executor() {
         history.push(input.clone());
         if std::env::var("XDB_SQL_FUZZ_CHECK_EACH").is_ok() {
             let out = session.execute("DBCC CHECKDB (fuzz) WITH NO_INFOMSGS");
-            let bad: Vec<String> = out.iter().filter_map(|o| match o {
-                Output::Error(e) if e.number != 3903 => Some(format!("{} {}", e.number, e.text)),
-                _ => None,
-            }).collect();
-            assert!(bad.is_empty(), "case {i}: {input:?} ({shown}) left {bad:?}; before it:\n{}",
-                history.iter().rev().take(12).rev().cloned().collect::<Vec<_>>().join("\n"));
+            let bad: Vec<String> = out
+                .iter()
+                .filter_map(|o| match o {
+                    Output::Error(e) if e.number != 3903 => {
+                        Some(format!("{} {}", e.number, e.text))
+                    }
+                    _ => None,
+                })
+                .collect();
+            assert!(
+                bad.is_empty(),
+                "case {i}: {input:?} ({shown}) left {bad:?}; before it:\n{}",
+                history
+                    .iter()
+                    .rev()
+                    .take(12)
+                    .rev()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
         }
         assert!(
             !poisoned,

@@ -121,10 +121,12 @@ fn state_option(o: &DatabaseOption) -> Option<&'static str> {
     }
 }
 
-/// The error for statements the engine does not run yet (their issue is open).
+/// The error for statements the engine does not run yet (their issue is open): SQL
+/// Server's number for a statement or option a version does not support (40517), never
+/// 50000, which is a user's RAISERROR.
 pub fn not_yet(what: &str) -> SqlError {
     SqlError {
-        number: 50000,
+        number: 40517,
         severity: 16,
         state: 1,
         text: format!("extentdb does not support {what} yet."),
