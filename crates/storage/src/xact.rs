@@ -380,30 +380,29 @@ impl Database {
     /// True while a transaction other than `except` has changed table `object_id` and not
     /// ended (invariant 5): DROP and TRUNCATE TABLE wait for it.
     pub fn table_in_use(&self, object_id: u32, except: Option<XactId>) -> bool {
-        let Some(t) = self.table_by_id(object_id) else {
-            return false;
-        };
-        let au = t.allocation_unit_id;
-        self.data
-            .xacts
-            .lock()
-            .active
+        self.changers_of(object_id)
             .iter()
-            .any(|(id, x)| Some(*id) != except && x.units.contains(&au))
+            .any(|id| Some(*id) != except)
     }
 
     /// True if transaction `xact` has changed table `object_id` (its allocation unit).
     pub fn table_changed_by(&self, object_id: u32, xact: XactId) -> bool {
+        self.changers_of(object_id).contains(&xact)
+    }
+
+    /// The open transactions that have changed table `object_id`.
+    fn changers_of(&self, object_id: u32) -> Vec<XactId> {
         let Some(t) = self.table_by_id(object_id) else {
-            return false;
+            return Vec::new();
         };
         let au = t.allocation_unit_id;
-        self.data
-            .xacts
-            .lock()
+        let xacts = self.data.xacts.lock();
+        xacts
             .active
-            .get(&xact)
-            .is_some_and(|x| x.units.contains(&au))
+            .iter()
+            .filter(|(_, x)| x.units.contains(&au))
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     /// A savepoint: the position to which `rollback_to` returns.

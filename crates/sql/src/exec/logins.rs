@@ -19,7 +19,8 @@ fn option_text(s: &mut Session, o: &WithOption) -> Result<Option<String>, Vec<Sq
     })
 }
 
-fn storage_error(e: LoginError, verb: &str) -> Vec<SqlError> {
+/// A change to the logins refused, as SQL Server's message (`verb`: "create", "alter", ...).
+pub(super) fn storage_error(e: LoginError, verb: &str) -> Vec<SqlError> {
     vec![match e {
         LoginError::Exists(n) => msg(15025, &[&n]),
         LoginError::NotFound(n) => msg(15151, &[&verb, &"login", &n]),

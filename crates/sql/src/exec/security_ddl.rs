@@ -7,29 +7,13 @@ use extentdb_format::catalog::Catalog;
 use extentdb_format::principals::{
     self, PermissionClass, PermissionEntry, PermissionState, PrincipalEntry, PrincipalKind, DBO,
 };
-use extentdb_storage::logins::{LoginError, SERVER_ROLES};
+use extentdb_storage::logins::SERVER_ROLES;
 use extentdb_storage::StorageError;
 
 use super::security::{DATABASE_PERMISSIONS, OBJECT_PERMISSIONS, SERVER_PERMISSIONS};
 use super::Session;
 use crate::ast::{PermissionAction, PermissionStatement, Securable};
 use crate::messages::{msg, SqlError};
-
-fn login_error(e: LoginError, name: &str) -> Vec<SqlError> {
-    vec![match e {
-        LoginError::NotFound(_) => msg(15151, &[&"alter", &"login", &name]),
-        LoginError::SpecialPrincipal(n) => msg(15405, &[&n]),
-        LoginError::Exists(n) => msg(15025, &[&n]),
-        LoginError::Io(text) => SqlError {
-            number: 3634,
-            severity: 16,
-            state: 1,
-            text: format!("The operating system returned an error while saving the logins: {text}"),
-            line: 0,
-            procedure: None,
-        },
-    }]
-}
 
 /// A database change's storage failure as messages.
 fn storage(e: &StorageError) -> Vec<SqlError> {
@@ -61,7 +45,7 @@ impl Session {
             .instance
             .logins
             .set_server_role(member, &role, add)
-            .map_err(|e| login_error(e, member))
+            .map_err(|e| super::logins::storage_error(e, "alter"))
     }
 
     /// CREATE USER name FOR LOGIN login: ALTER ANY USER (db_owner, db_accessadmin); the
@@ -201,7 +185,7 @@ impl Session {
                     .instance
                     .logins
                     .set_server_permission(who, perm, state)
-                    .map_err(|e| login_error(e, who))?;
+                    .map_err(|e| super::logins::storage_error(e, "alter"))?;
             }
         }
         Ok(())
