@@ -144,7 +144,10 @@ fn failed_logins_are_logged_with_their_state_and_slowed() {
     // The success cleared the count: the next failure is the address's first again.
     assert!(login(&server.addr, "sa", "wrong").is_err());
     let log = server.errorlog();
-    assert!(log.ends_with("(failed logins from this address in the last 60 s: 1)\n"), "{log}");
+    assert!(
+        log.ends_with("(failed logins from this address in the last 60 s: 1)\n"),
+        "{log}"
+    );
 }
 
 #[test]
@@ -230,4 +233,88 @@ fn backup_follows_no_symbolic_link_out_of_its_root() {
     assert!(restore.contains(&3201), "{restore:?}");
     assert_eq!(std::fs::read(&outside).unwrap(), b"not a backup");
     std::fs::remove_file(&outside).unwrap();
+}
+
+/// EMPTYFILE beside open transactions (issue 20 item 2): it moves what no open transaction
+/// changed, waits (holding no lock: the other sessions go on) for the transaction that
+/// changed a table with pages in the file, and finishes once that one commits.
+#[test]
+fn emptyfile_waits_for_the_transactions_that_changed_its_tables() {
+    let server = Server::start("emptyfile-busy", &[]);
+    let mut a = server.connect();
+    let setup = "CREATE DATABASE E ON PRIMARY (NAME = E1, FILENAME = 'E1.mdf', SIZE = 8MB), \
+                 (NAME = E2, FILENAME = 'E2.ndf', SIZE = 8MB)";
+    assert_eq!(error_numbers(&mut a, setup), Vec::<i32>::new());
+    let fill = "USE E; CREATE TABLE busy (id INT, pad CHAR(4000)); CREATE TABLE idle (id INT, pad CHAR(4000)); \
+                DECLARE @i INT = 0; WHILE @i < 200 BEGIN INSERT busy VALUES (@i, 'b'); SET @i += 1; END; \
+                SET @i = 0; WHILE @i < 200 BEGIN INSERT idle VALUES (@i, 'i'); SET @i += 1; END";
+    assert_eq!(error_numbers(&mut a, fill), Vec::<i32>::new());
+    // Each table has extents in both files (one filled after the other: the round robin
+    // gives each table extents in E1 and E2).
+    assert_eq!(
+        error_numbers(&mut a, "BEGIN TRAN; INSERT busy VALUES (1000, 'open')"),
+        Vec::<i32>::new()
+    );
+    let addr = server.addr.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let shrinker = std::thread::spawn(move || {
+        let mut b =
+            common::tds::connect_at(&addr, Some("E"), 120).unwrap_or_else(|_| panic!("login"));
+        let r = b.batch("DBCC SHRINKFILE (E2, EMPTYFILE)").unwrap();
+        tx.send(r.errors().map(|e| e.number).collect::<Vec<_>>())
+            .unwrap();
+    });
+    // It cannot finish while the transaction is open; meanwhile the database serves others.
+    std::thread::sleep(Duration::from_millis(1500));
+    let early = rx.try_recv();
+    assert!(
+        early.is_err(),
+        "EMPTYFILE finished beside an open transaction on its table: {early:?}"
+    );
+    let mut c = server.connect_to(Some("E"));
+    let r = c.batch("SELECT COUNT(*) FROM idle").unwrap();
+    assert_eq!(
+        r.errors().count(),
+        0,
+        "another session reads while EMPTYFILE waits"
+    );
+    assert_eq!(error_numbers(&mut a, "COMMIT"), Vec::<i32>::new());
+    let done = rx
+        .recv_timeout(Duration::from_secs(60))
+        .expect("EMPTYFILE ends after the commit");
+    assert_eq!(done, Vec::<i32>::new());
+    shrinker.join().unwrap();
+    let r = c
+        .batch("SELECT COUNT(*) FROM busy; SELECT COUNT(*) FROM idle")
+        .unwrap();
+    let counts: Vec<_> = r
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            extentdb_sql::exec::Output::Rows { rows, .. } => Some(rows[0][0].clone()),
+            _ => None,
+        })
+        .collect();
+    use extentdb_sql::types::Value;
+    assert_eq!(counts, [Value::Int(201), Value::Int(200)]);
+    let r = c.batch("DBCC CHECKDB (E) WITH NO_INFOMSGS").unwrap();
+    let found: Vec<String> = r
+        .errors()
+        .map(|e| format!("{} {}", e.number, e.text))
+        .collect();
+    assert!(found.is_empty(), "CHECKDB after EMPTYFILE: {found:#?}");
+    let used = "SELECT FILEPROPERTY('E2', 'SpaceUsed')";
+    let r = c.batch(used).unwrap();
+    let pages = r.outputs.iter().find_map(|o| match o {
+        extentdb_sql::exec::Output::Rows { rows, .. } => Some(rows[0][0].clone()),
+        _ => None,
+    });
+    assert!(
+        matches!(pages, Some(Value::Int(n)) if n <= 8),
+        "E2 is empty: {pages:?}"
+    );
+    // Inside one's own transaction it would wait for itself: refused.
+    let mut d = server.connect();
+    let own = "USE E; BEGIN TRAN; INSERT idle VALUES (1, 'x'); DBCC SHRINKFILE (E1, EMPTYFILE)";
+    assert!(!error_numbers(&mut d, own).is_empty());
 }

@@ -18,8 +18,10 @@
 //! Invariants:
 //! 1. A file being emptied takes no new extent (proportional fill and autogrowth skip it)
 //!    until it is removed or the database reopened.
-//! 2. No page moves while a transaction is active in the database: heap rows are undone by
-//!    page and slot, which a move would invalidate.
+//! 2. No page of an allocation unit an open transaction has changed moves: heap rows are
+//!    undone by page and slot, which a move would invalidate. EMPTYFILE and REBALANCE move
+//!    the other units' pages beside such transactions and wait for them for the rest
+//!    (`StorageError::ActiveTransactions`, `Ok(None)`: the caller retries outside the lock).
 
 use extentdb_format::catalog::{FileEntry, TableEntry};
 use extentdb_format::{data_page, ExtentNo, Page, PageHeader, PageId, PageType, PAGES_PER_EXTENT};
@@ -53,9 +55,6 @@ impl Database {
         if entry.file_type != extentdb_format::file_header::FileType::Rows || file_id == 1 {
             return Err(StorageError::CannotEmptyFile(entry.name));
         }
-        if self.active_xacts() > 0 {
-            return Err(StorageError::ActiveTransactions(self.name.clone()));
-        }
         self.data.emptying.insert(file_id);
         // Heap cursors may point into the file: rebuilt on next use from the unit's extents.
         self.data.cursors.get_mut().clear();
@@ -68,6 +67,8 @@ impl Database {
             .cloned()
             .collect();
         let mut stats = EmptyFileStats::default();
+        let busy = self.units_in_open_xacts();
+        let mut waiting = false;
         for t in tables {
             let extents: Vec<ExtentNo> = self
                 .extents_of(t.allocation_unit_id)?
@@ -75,13 +76,21 @@ impl Database {
                 .filter(|(f, _)| *f == file_id)
                 .map(|(_, e)| e)
                 .collect();
+            if !extents.is_empty() && busy.contains(&t.allocation_unit_id) {
+                waiting = true;
+                continue;
+            }
             for e in extents {
+                assert!(!busy.contains(&t.allocation_unit_id), "invariant 2");
                 stats.pages_moved += self.move_extent(t.object_id, file_id, e)?;
                 stats.extents_moved += 1;
             }
         }
         self.data.cursors.get_mut().clear();
         self.flush_log()?;
+        if waiting {
+            return Err(StorageError::ActiveTransactions(self.name.clone()));
+        }
         Ok(stats)
     }
 
@@ -200,18 +209,18 @@ impl Database {
     /// files' FILEGROWTH, as a fraction of its size). Returns the extents still to move by
     /// the same measure (0 when balanced). Call it repeatedly, releasing the database's
     /// lock between steps, so other sessions read and write meanwhile; it refuses (`Ok(None)`)
-    /// while a transaction is active (invariant 2), and the caller retries.
+    /// while every extent left to move belongs to a unit an open transaction changed
+    /// (invariant 2), and the caller retries.
     pub fn rebalance_step(&mut self, ds: u16) -> Result<Option<u64>, StorageError> {
         self.check_writable()?;
-        if self.active_xacts() > 0 {
-            return Ok(None);
-        }
+        let busy = self.units_in_open_xacts();
         let usage = self.filegroup_usage(ds)?;
         let Some(plan) = rebalance_plan(&usage) else {
             return Ok(Some(0));
         };
         // An extent of the fullest file: the highest-numbered of any table of the filegroup.
         let mut candidate: Option<(u32, ExtentNo)> = None;
+        let mut waiting = false;
         let tables: Vec<(u32, u64)> = self
             .catalog
             .tables
@@ -221,13 +230,18 @@ impl Database {
             .collect();
         for (object_id, au) in tables {
             for (f, e) in self.extents_of(au)? {
-                if f == plan.from && candidate.is_none_or(|c| e.0 > c.1 .0) {
+                if f != plan.from {
+                    continue;
+                }
+                if busy.contains(&au) {
+                    waiting = true;
+                } else if candidate.is_none_or(|c| e.0 > c.1 .0) {
                     candidate = Some((object_id, e));
                 }
             }
         }
         let Some((object_id, e)) = candidate else {
-            return Ok(Some(0));
+            return Ok(if waiting { None } else { Some(0) });
         };
         self.data.cursors.get_mut().clear();
         self.move_extent_to(object_id, plan.from, e, Some(plan.to))?;

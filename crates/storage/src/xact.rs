@@ -390,6 +390,16 @@ impl Database {
         self.changers_of(object_id).contains(&xact)
     }
 
+    /// The allocation units the open transactions have changed (page_move.rs invariant 2).
+    pub fn units_in_open_xacts(&self) -> std::collections::BTreeSet<u64> {
+        let xacts = self.data.xacts.lock();
+        xacts
+            .active
+            .values()
+            .flat_map(|x| x.units.iter().copied())
+            .collect()
+    }
+
     /// The open transactions that have changed table `object_id`.
     fn changers_of(&self, object_id: u32) -> Vec<XactId> {
         let Some(t) = self.table_by_id(object_id) else {

@@ -19,8 +19,8 @@ impl Session {
         args: &[Value],
         out: &mut Vec<Output>,
     ) -> Result<(), Vec<SqlError>> {
-        let (db_id, db) = self.current_database()?;
-        let mut db = db.lock().unwrap();
+        let (db_id, db_lock) = self.current_database()?;
+        let mut db = db_lock.lock().unwrap();
         let file = match args.first() {
             Some(Value::Text(name)) => db.file_by_name(name).cloned(),
             Some(v) => match super::eval::as_i64(v) {
@@ -42,15 +42,31 @@ impl Session {
             return Err(vec![super::lower::not_yet("DBCC SHRINKFILE of a log file")]);
         }
         let cannot_empty = |e: StorageError| match e {
-            StorageError::CannotEmptyFile(_) | StorageError::ActiveTransactions(_) => {
-                vec![msg(2555, &[&file.name])]
-            }
+            StorageError::CannotEmptyFile(_) => vec![msg(2555, &[&file.name])],
             other => storage_error(other),
         };
         match args.get(1) {
-            Some(Value::Text(t)) if t.eq_ignore_ascii_case("EMPTYFILE") => {
-                db.empty_file(file.file_id).map_err(cannot_empty)?;
-            }
+            Some(Value::Text(t)) if t.eq_ignore_ascii_case("EMPTYFILE") => loop {
+                // Pages of tables an open transaction changed wait for it (page_move.rs
+                // invariant 2): the lock is released meanwhile, and an attention ends it.
+                match db.empty_file(file.file_id) {
+                    Err(StorageError::ActiveTransactions(_)) => {
+                        drop(db);
+                        if self.xacts.contains_key(&db_id) {
+                            return Err(vec![msg(226, &[&"DBCC SHRINKFILE"])]);
+                        }
+                        if self.cancelled() {
+                            return Err(Vec::new());
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(5));
+                        db = db_lock.lock().unwrap();
+                    }
+                    other => {
+                        other.map_err(cannot_empty)?;
+                        break;
+                    }
+                }
+            },
             None => {
                 db.shrink_file(file.file_id, 0).map_err(storage_error)?;
             }
