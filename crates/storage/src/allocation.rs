@@ -32,6 +32,14 @@
 //!    leaves a formatted page the PFS calls free, which reads still count. Freeing an
 //!    extent clears its pages' bytes (`DataFile::release_extent`); a move clears the page
 //!    it emptied. `mark_page_allocated` asserts the page is formatted in the buffer pool.
+//! 6. A free extent has no page in the buffer pool, and no former owner's page is written
+//!    into it after the free (buffer_pool.rs invariant 5): freeing an extent forgets its
+//!    pages there, dirty ones too (their changes no longer matter), and fences the copies
+//!    an online checkpoint already took. Otherwise a dropped or truncated table's dirty
+//!    page, written back by a checkpoint or an eviction after the extent came back as
+//!    system pages (IAM and catalog pages are written without the pool), destroyed an IAM
+//!    page (CHECKDB 8946 and 8905). `allocate_system_pages` asserts the pool caches none
+//!    of the pages it hands out.
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{
@@ -302,6 +310,20 @@ impl Database {
             });
         }
         self.set_iam_bit(iam_at, extent, false)?;
+        self.release_extent(file_id, extent)
+    }
+
+    /// Returns an extent no IAM page owns any more to its file's GAM, after forgetting its
+    /// pages in the buffer pool (invariant 6).
+    fn release_extent(&self, file_id: u16, extent: ExtentNo) -> Result<(), StorageError> {
+        let end = self
+            .wal
+            .as_ref()
+            .map_or(extentdb_format::Lsn::ZERO, |w| w.end_lsn());
+        self.data
+            .pool
+            .lock()
+            .forget_freed(file_id, extent.first_page().0, PAGES_PER_EXTENT, end);
         self.data_files[&file_id].release_extent(extent)
     }
 
@@ -331,7 +353,7 @@ impl Database {
         for (&file_id, df) in &self.data_files {
             for e in df.allocated_extents()? {
                 if !owned.contains(&(file_id, e.0)) {
-                    df.release_extent(e)?;
+                    self.release_extent(file_id, e)?;
                     freed += 1;
                 }
             }

@@ -22,6 +22,12 @@
 //!    pool's `WriteGate`, and while an online checkpoint runs (it writes copies outside the
 //!    database's lock, see `checkpoint`) the gate drops a copy older than one already
 //!    written.
+//! 5. The pool holds no page of a free extent, and no write of a page reaches the file
+//!    after its extent was freed (until the page's next owner changes it): freeing an
+//!    extent forgets its frames, dirty or not (`forget_freed`), and the gate drops the
+//!    copies an online checkpoint took of them before. A freed extent may come back as
+//!    system pages (IAM, catalog) written without the pool; a former owner's data page
+//!    written there later would destroy them (CHECKDB 8946, found by the SQL fuzz test).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -64,24 +70,44 @@ impl PoolBudget {
 }
 
 /// Orders the writes of pool pages (invariant 4). Inactive, it only serializes them;
-/// active (during an online checkpoint), it remembers the newest LSN written per page.
+/// active (during an online checkpoint), it remembers the newest LSN written per page, and
+/// the pages forgotten because their extent was freed (invariant 5).
 #[derive(Default)]
 pub struct WriteGate {
-    written: Mutex<Option<HashMap<PageId, Lsn>>>,
+    written: Mutex<Option<GateState>>,
+}
+
+#[derive(Default)]
+struct GateState {
+    /// The newest LSN written per page since the gate started.
+    written: HashMap<PageId, Lsn>,
+    /// Pages of freed extents, with the end of the log at the free: a copy of such a page
+    /// older than that is a former owner's and is never written.
+    forgotten: HashMap<PageId, Lsn>,
 }
 
 impl WriteGate {
     pub(crate) fn start(&self) {
-        *self.written.lock().unwrap() = Some(HashMap::new());
+        *self.written.lock().unwrap() = Some(GateState::default());
     }
 
     pub(crate) fn stop(&self) {
         *self.written.lock().unwrap() = None;
     }
 
+    /// Records that `pid`'s extent was freed when the log ended at `end`: copies of the
+    /// page taken before (an online checkpoint's) are dropped (invariant 5).
+    fn forget(&self, pid: PageId, end: Lsn) {
+        if let Some(g) = self.written.lock().unwrap().as_mut() {
+            let e = g.forgotten.entry(pid).or_insert(end);
+            *e = (*e).max(end);
+        }
+    }
+
     /// Runs `write` (one page's write) under the gate and records its LSN. With
     /// `only_if_newer`, skips the write (returns false) when a version at least as new was
-    /// written since the gate started.
+    /// written since the gate started, or the copy is older than the free of the page's
+    /// extent.
     pub(crate) fn write(
         &self,
         pid: PageId,
@@ -91,15 +117,17 @@ impl WriteGate {
     ) -> Result<bool, StorageError> {
         let mut g = self.written.lock().unwrap();
         if only_if_newer {
-            if let Some(done) = g.as_ref().and_then(|m| m.get(&pid)) {
-                if *done >= lsn {
+            if let Some(g) = g.as_ref() {
+                if g.written.get(&pid).is_some_and(|done| *done >= lsn)
+                    || g.forgotten.get(&pid).is_some_and(|end| lsn < *end)
+                {
                     return Ok(false);
                 }
             }
         }
         write()?;
-        if let Some(m) = g.as_mut() {
-            let e = m.entry(pid).or_insert(lsn);
+        if let Some(g) = g.as_mut() {
+            let e = g.written.entry(pid).or_insert(lsn);
             *e = (*e).max(lsn);
         }
         Ok(true)
@@ -377,6 +405,25 @@ impl BufferPool {
         self.budget
             .used
             .fetch_sub(before - self.frames.len(), Ordering::Relaxed);
+    }
+
+    /// Forgets the cached pages `first..first + count` of file `file_id`, dirty or not: their
+    /// extent was just freed, when the log ended at `end` (invariant 5). The gate drops
+    /// copies of them an online checkpoint took before.
+    pub(crate) fn forget_freed(&mut self, file_id: u16, first: u32, count: u32, end: Lsn) {
+        let gone =
+            |pid: &PageId| pid.file.0 == file_id && (first..first + count).contains(&pid.page.0);
+        for page in first..first + count {
+            self.gate.forget(PageId::new(file_id, page), end);
+        }
+        let before = self.frames.len();
+        self.frames.retain(|pid, _| !gone(pid));
+        if self.frames.len() != before {
+            self.clock.retain(|pid| !gone(pid));
+            self.budget
+                .used
+                .fetch_sub(before - self.frames.len(), Ordering::Relaxed);
+        }
     }
 
     /// Forgets every cached page (after a failed write the pool may not match the disk).

@@ -636,6 +636,12 @@ impl Database {
             }
         }
         for p in &found {
+            // Written without the pool: no stale pool page may overwrite it (allocation.rs
+            // invariant 6).
+            assert!(
+                !self.data.pool.get_mut().contains(*p),
+                "system page {p} handed out while the buffer pool caches it"
+            );
             self.primary().set_pfs(p.page, pfs_value)?;
         }
         Ok(found)
