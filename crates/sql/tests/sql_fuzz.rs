@@ -4,8 +4,8 @@
 //! through a real executor session on a real instance (those that touch only tables). No
 //! input may panic, and the instance must answer and check clean afterwards (issue 20, item
 //! 4). `fuzz/fuzz_targets/sql.rs` runs the same two stages coverage-guided under
-//! cargo-fuzz. `XDB_SQL_FUZZ_CASES=N` runs N mutations per stage (default 4,000 parsed,
-//! 1,500 executed).
+//! cargo-fuzz. `XDB_SQL_FUZZ_CASES=N` runs N mutations per stage (default 10,000 parsed,
+//! 8,000 executed).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -314,7 +314,7 @@ fn mutated_batches_never_panic_the_parser() {
     let corpus = corpus();
     let mut rng = Rng(0x5eed_0020);
     let (mut parsed, mut refused) = (0, 0);
-    for i in 0..cases(4_000) {
+    for i in 0..cases(10_000) {
         let source = rng_pick(&mut rng, &corpus);
         let input = mutate(&mut rng, source);
         match catch_unwind(|| parse_batch(&input)) {
@@ -367,7 +367,7 @@ fn mutated_table_batches_never_panic_the_executor() {
     let mut rng = Rng(0x5eed_0021);
     let (mut ran, mut failed) = (0, 0);
     let mut history: Vec<String> = Vec::new();
-    for i in 0..cases(1_500) {
+    for i in 0..cases(8_000) {
         let source = rng_pick(&mut rng, &corpus);
         let input = if rng.below(2) == 0 {
             mutate_literals(&mut rng, source)
