@@ -9,6 +9,9 @@
 //! Invariants:
 //! 1. An allocation unit's extents lie only in files of its filegroup (data space).
 //! 2. At most one IAM page of a chain maps a given (file, interval).
+//!    Every IAM page of a chain maps a data file the catalog has: REMOVE FILE copies the
+//!    chains without the removed file's pages and publishes the copies with its catalog
+//!    save (database.rs invariant 4).
 //! 3. Order of writes without the log: the new IAM page is durable before anything links
 //!    to it; an unlinked IAM page is freed by the sweep at open.
 //! 4. An extent changes owner in two logged steps: allocation marks the GAM, then the IAM

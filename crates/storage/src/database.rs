@@ -12,6 +12,13 @@
 //! 2. Every file in `catalog.files` is open in `data_files` or `log_files`, at the size the
 //!    catalog records.
 //! 3. A failed create or growth leaves no new file and no catalog change behind.
+//! 4. Every IAM page of every allocation unit's chain maps a data file the catalog has.
+//!    REMOVE FILE keeps it through the catalog's copy-on-write save: the chains that hold
+//!    pages of the (empty) file are copied without them into new IAM pages, made durable,
+//!    and published with the catalog that drops the file (each unit's first IAM page);
+//!    only then are the old pages freed. A crash before the boot pages leaves the old
+//!    chains and catalog in force and the copies unreachable, after them the old pages
+//!    unreachable: the sweep at open frees either. `remove_file` asserts the invariant.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +28,7 @@ use extentdb_format::boot::{BootPage, DATABASE_VERSION};
 use extentdb_format::catalog::{self, Catalog, FileEntry, FilegroupEntry, RecoveryModel};
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::layout::{self, BOOT_MIRROR_PAGE, BOOT_PAGE, CATALOG_IAM_PAGE};
-use extentdb_format::{iam, pfs, FileId, Lsn, PageId, PageNo, PAGES_PER_EXTENT, PAGE_SIZE};
+use extentdb_format::{bitmap, iam, pfs, FileId, Lsn, PageId, PageNo, PAGES_PER_EXTENT, PAGE_SIZE};
 use extentdb_io::{DbFile, FileSystem};
 
 use crate::data_file::DataFile;
@@ -1006,18 +1013,130 @@ impl Database {
         self.checkpoint()?;
         self.data.pool.get_mut().forget_file(entry.file_id);
         self.data.emptying.remove(&entry.file_id);
+        // Invariant 4: the chains without the file's IAM pages, published with the catalog.
+        let relinked = match entry.file_type {
+            FileType::Rows => self.copy_chains_without(entry.file_id)?,
+            FileType::Log => Vec::new(),
+        };
         let before = self.catalog.clone();
         self.catalog.files.retain(|f| f.file_id != entry.file_id);
+        for r in &relinked {
+            let unit = self
+                .catalog
+                .allocation_units
+                .iter_mut()
+                .find(|a| a.allocation_unit_id == r.au)
+                .expect("unit exists");
+            unit.first_iam_page = r.new.first().copied().unwrap_or(PageId::NULL);
+        }
         if let Err(e) = self.save_catalog() {
             self.catalog = before;
+            // The copies stay marked: a save that failed after its boot pages may have
+            // published them. The sweep at open frees whichever chain nothing reaches.
             return Err(e);
         }
         self.data_files.remove(&entry.file_id);
         self.log_files.remove(&entry.file_id);
+        // The old chains' pages, unreachable now (a crash first: the sweep at open).
+        if !relinked.is_empty() {
+            let primary = self.primary();
+            for p in relinked.iter().flat_map(|r| &r.old) {
+                primary.set_pfs(p.page, 0)?;
+            }
+            primary.sync()?;
+        }
+        self.assert_chains_name_catalog_files()?;
         fs.remove(Path::new(&entry.physical_name))?;
         sync_parent(fs, Path::new(&entry.physical_name))?;
         if entry.file_type == FileType::Rows {
             self.recalculate_fill(entry.data_space_id)?;
+        }
+        Ok(())
+    }
+
+    /// Writes a copy of every allocation unit's IAM chain that holds a page mapping file
+    /// `file_id` (empty: its IAM bits were cleared before its extents were freed), without
+    /// those pages: the pages that stay are copied in order into new system pages with new
+    /// links and sequence numbers 0, 1, ..., made durable, and nothing links to them yet
+    /// (REMOVE FILE's catalog save does; a crash first leaves them to the sweep at open).
+    fn copy_chains_without(&mut self, file_id: u16) -> Result<Vec<Relinked>, StorageError> {
+        // (unit, its chain now, the pages that stay)
+        let mut plans: Vec<(u64, Vec<PageId>, Vec<PageId>)> = Vec::new();
+        for au in self.catalog.allocation_units.clone() {
+            if au.allocation_unit_id == catalog::CATALOG_ALLOCATION_UNIT {
+                continue;
+            }
+            let chain = self.iam_chain(au.allocation_unit_id)?;
+            let mut keep = Vec::new();
+            for &at in &chain {
+                let p = self.primary().read_page(at.page)?;
+                if iam::start_page(&p).file.0 == file_id {
+                    assert!(
+                        self.iam_page_extents(at)?.is_empty(),
+                        "IAM page {at} of an empty file {file_id} owns extents"
+                    );
+                } else {
+                    keep.push(at);
+                }
+            }
+            if keep.len() < chain.len() {
+                plans.push((au.allocation_unit_id, chain, keep));
+            }
+        }
+        let n: usize = plans.iter().map(|(_, _, keep)| keep.len()).sum();
+        let fresh = if n == 0 {
+            Vec::new()
+        } else {
+            self.allocate_system_pages(n, pfs::ALLOCATED | pfs::IAM_PAGE)?
+        };
+        let written = (|| {
+            let primary = self.primary();
+            let mut fresh = fresh.iter().copied();
+            let mut out = Vec::new();
+            for (au, old, keep) in plans {
+                let new: Vec<PageId> = fresh.by_ref().take(keep.len()).collect();
+                for (i, at) in keep.iter().enumerate() {
+                    let from = primary.read_page(at.page)?;
+                    let mut page = iam::new_iam_page(new[i], au, i as u32, iam::start_page(&from));
+                    let mut h = page.header()?;
+                    h.prev_page = if i == 0 { PageId::NULL } else { new[i - 1] };
+                    h.next_page = new.get(i + 1).copied().unwrap_or(PageId::NULL);
+                    page.set_header(&h);
+                    let mut bit = 0;
+                    while let Some(b) =
+                        bitmap::next_set(&from, bit, extentdb_format::GAM_INTERVAL_EXTENTS)
+                    {
+                        bitmap::set_bit(&mut page, b, true);
+                        bit = b + 1;
+                    }
+                    primary.write_page(new[i].page, &mut page)?;
+                }
+                out.push(Relinked { au, old, new });
+            }
+            primary.sync()?;
+            Ok(out)
+        })();
+        if written.is_err() {
+            // Best effort: the sweep at open frees what this leaves marked.
+            for p in &fresh {
+                let _ = self.primary().set_pfs(p.page, 0);
+            }
+        }
+        written
+    }
+
+    /// Invariant 4: every IAM page of every allocation unit's chain maps a data file the
+    /// catalog has.
+    fn assert_chains_name_catalog_files(&self) -> Result<(), StorageError> {
+        for au in &self.catalog.allocation_units {
+            for at in self.iam_chain(au.allocation_unit_id)? {
+                let file = iam::start_page(&self.primary().read_page(at.page)?).file.0;
+                assert!(
+                    self.catalog.files.iter().any(|f| f.file_id == file),
+                    "IAM page {at} of allocation unit {} maps file {file}, not in the catalog",
+                    au.allocation_unit_id
+                );
+            }
         }
         Ok(())
     }
@@ -1081,6 +1200,14 @@ impl DataFile {
         self.write_page(gam_no, &mut gam)?;
         self.sync()
     }
+}
+
+/// An allocation unit's IAM chain copied without a removed file's IAM pages: the pages of
+/// the chain before, and the copies that replace it once the catalog names the first.
+struct Relinked {
+    au: u64,
+    old: Vec<PageId>,
+    new: Vec<PageId>,
 }
 
 /// Writes both boot page copies, one after the other, each synced (boot.rs invariant 1).
