@@ -313,6 +313,14 @@ fn emptyfile_waits_for_the_transactions_that_changed_its_tables() {
         matches!(pages, Some(Value::Int(n)) if n <= 8),
         "E2 is empty: {pages:?}"
     );
+    let remove = "USE master; ALTER DATABASE E REMOVE FILE E2";
+    assert_eq!(error_numbers(&mut c, remove), Vec::<i32>::new());
+    let r = c.batch("DBCC CHECKDB (E) WITH NO_INFOMSGS").unwrap();
+    let found: Vec<String> = r
+        .errors()
+        .map(|e| format!("{} {}", e.number, e.text))
+        .collect();
+    assert!(found.is_empty(), "CHECKDB after REMOVE FILE: {found:#?}");
     // Inside one's own transaction it would wait for itself: refused.
     let mut d = server.connect();
     let own = "USE E; BEGIN TRAN; INSERT idle VALUES (1, 'x'); DBCC SHRINKFILE (E1, EMPTYFILE)";
