@@ -23,8 +23,11 @@
 //!    refer to such an extent: pages are reached through IAM pages, and any record naming
 //!    one of its pages follows the IAM page's change in the log. A database shut down
 //!    cleanly is not swept: an unowned extent there is damage for CHECKALLOC to report.
-//!    Nor is a restored database recovered after its roll forward (`open_restored`): there
-//!    the sweep once freed extents that IAM pages owned, for a reason not found yet.
+//!    Nor is a restored database recovered after its roll forward (`open_restored`). That
+//!    restriction was made for a failure later traced elsewhere and seen without the sweep
+//!    too: a RESTORE LOG taken again after a kill set a growth's GAM bits free again over
+//!    later allocations (8904/8913, 'GAM' and an IAM page; data_file.rs invariant 5). The
+//!    sweep there has not been tried again since.
 //! 5. A data or index page is in use exactly when its PFS byte has the allocated bit, and
 //!    the bit is set only after the page's content is logged (its `FormatPage` record, or
 //!    the page images of a B-tree split or a page move), never before: redo replays the log

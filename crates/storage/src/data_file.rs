@@ -12,6 +12,14 @@
 //!    with it held exclusively (`&mut`) no lock is needed. A cached allocation page is never
 //!    replaced by an older copy (a read racing a change keeps the change; write-backs of one
 //!    file run one at a time).
+//! 5. RESTORE LOG's roll forward formats a growth's new space as redo (`format_new_space_redo`,
+//!    recovery.rs invariant 1): a GAM page is changed only when older than the catalog
+//!    record that grew the file, and then carries that record's LSN. A roll forward killed
+//!    part-way and taken again finds GAM pages on disk already carrying later images (later
+//!    allocations among them); setting the growth's free bits again on such a page, while
+//!    it kept its later LSN, undid those allocations for good, as redo then skipped every
+//!    image up to that LSN (CHECKDB 8904/8913: an extent free in the GAM that an IAM page
+//!    owns). `write_page_redo` asserts the page it replaces is older.
 //!
 //! Allocation-map pages (GAM, SGAM, PFS, IAM, DCM, BCM) changed through `write_page` are
 //! logged (a page image) and kept in a small write-back cache (`AllocCache`) instead of
@@ -28,7 +36,9 @@ use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::layout::{self, BitmapKind, FixedPage};
 use extentdb_format::pfs;
-use extentdb_format::{ExtentNo, FileId, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS};
+use extentdb_format::{
+    ExtentNo, FileId, Lsn, Page, PageId, PageNo, PageType, GAM_INTERVAL_EXTENTS,
+};
 use extentdb_format::{PAGES_PER_EXTENT, PAGE_SIZE};
 use extentdb_io::DbFile;
 
@@ -298,6 +308,42 @@ impl DataFile {
     /// Formats the fixed pages of `[from_pages, self.size_pages)` and marks the extents that
     /// became usable as free in the GAM. The space itself was initialized before.
     pub fn format_new_space(&self, from_pages: u32) -> Result<(), StorageError> {
+        self.format_new_space_at(from_pages, None)
+    }
+
+    /// `format_new_space` as redo of the catalog record at `lsn` that grew the file
+    /// (RESTORE LOG's roll forward, invariant 5): each GAM page is changed only when older
+    /// than `lsn`, and then carries `lsn`; one already as new holds the growth and may hold
+    /// later allocations, and is left as it is.
+    pub fn format_new_space_redo(&self, from_pages: u32, lsn: Lsn) -> Result<(), StorageError> {
+        self.format_new_space_at(from_pages, Some(lsn))
+    }
+
+    /// The LSN of a page as it is now (the allocation cache's copy, else the file's); a page
+    /// that does not verify (torn, never written) counts as older than anything.
+    fn current_lsn(&self, page: PageNo) -> Lsn {
+        self.read_page(page)
+            .and_then(|p| Ok(p.header()?.lsn))
+            .unwrap_or(Lsn::ZERO)
+    }
+
+    /// Writes `p` as the redo of the record at `lsn`: the page carries `lsn`, and the copy it
+    /// replaces must be older (invariant 5; recovery.rs invariant 1).
+    fn write_page_redo(&self, page: PageNo, p: &mut Page, lsn: Lsn) -> Result<(), StorageError> {
+        let was = self.current_lsn(page);
+        assert!(
+            was < lsn,
+            "redo at {lsn} would overwrite {:?} page {} of LSN {was}",
+            self.file_id,
+            page.0
+        );
+        let mut h = p.header()?;
+        h.lsn = lsn;
+        p.set_header(&h);
+        self.write_page_unlogged(page, p)
+    }
+
+    fn format_new_space_at(&self, from_pages: u32, redo: Option<Lsn>) -> Result<(), StorageError> {
         let from_extent = from_pages / PAGES_PER_EXTENT;
         let to_extent = self.size_pages.div_ceil(PAGES_PER_EXTENT);
         let old_usable = from_pages / PAGES_PER_EXTENT;
@@ -319,7 +365,14 @@ impl DataFile {
                     bitmap::set_bit(&mut gam, e - first, true);
                 }
             }
-            self.write_page_unlogged(page, &mut gam)?;
+            match redo {
+                None => self.write_page_unlogged(page, &mut gam)?,
+                // The file may still hold this page from an attempt cut short.
+                Some(lsn) if self.current_lsn(page) < lsn => {
+                    self.write_page_redo(page, &mut gam, lsn)?
+                }
+                Some(_) => {}
+            }
         }
         // The GAM page of the old space's last interval gains the extents that became usable.
         let last_old_interval = old_usable / GAM_INTERVAL_EXTENTS;
@@ -329,7 +382,21 @@ impl DataFile {
                 .usable_extents()
                 .min((last_old_interval + 1) * GAM_INTERVAL_EXTENTS);
             if end > old_usable {
-                self.set_gam_range(old_usable, end, true)?;
+                match redo {
+                    None => self.set_gam_range(old_usable, end, true)?,
+                    Some(lsn) => {
+                        let gam_no = layout::bitmap_page(BitmapKind::Gam, last_old_interval);
+                        if self.current_lsn(gam_no) < lsn {
+                            let mut gam = self.read_page(gam_no)?;
+                            for x in old_usable..end {
+                                if !layout::is_reserved_extent(ExtentNo(x), self.is_primary()) {
+                                    bitmap::set_bit(&mut gam, x % GAM_INTERVAL_EXTENTS, true);
+                                }
+                            }
+                            self.write_page_redo(gam_no, &mut gam, lsn)?;
+                        }
+                    }
+                }
             }
         }
         Ok(())

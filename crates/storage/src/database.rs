@@ -319,9 +319,9 @@ impl Database {
         let primary = paths
             .get(&FileId::PRIMARY.0)
             .ok_or_else(|| StorageError::FileNotFound("1".into()))?;
-        // No sweep of unowned extents after a restore's roll forward: in a restore killed
-        // part-way and taken again it freed extents IAM pages owned (seen once in six runs
-        // of restore_sequence.rs's kill test; the cause is not found yet).
+        // No sweep of unowned extents after a restore's roll forward (allocation.rs
+        // invariant 4: the failure this was made for came from a growth's GAM redo,
+        // data_file.rs invariant 5; the sweep here has not been tried again since).
         let mut db = Database::open_at(fs, primary, Some(paths), None, false)?;
         db.name = name.to_string();
         db.catalog.database_id = database_id;

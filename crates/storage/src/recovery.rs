@@ -265,7 +265,7 @@ impl Database {
                         offset,
                         bytes,
                     } => {
-                        self.roll_catalog(rf, pages, *total, *offset, bytes)?;
+                        self.roll_catalog(rf, r.lsn, pages, *total, *offset, bytes)?;
                         continue;
                     }
                     _ => {}

@@ -614,12 +614,14 @@ pub(crate) struct RollForward<'a> {
 }
 
 impl Database {
-    /// A piece of a logged catalog (`LogRecordBody::CatalogImage`); the whole one makes the
-    /// files match it (created, grown, shrunk, removed, as the source did) and is written
-    /// where the source wrote it, outside the log as `save_catalog` does.
+    /// A piece of a logged catalog (`LogRecordBody::CatalogImage`, at `lsn`); the whole one
+    /// makes the files match it (created, grown, shrunk, removed, as the source did) and is
+    /// written where the source wrote it, outside the log as `save_catalog` does. A growth's
+    /// GAM changes are redone as of the last piece's `lsn` (data_file.rs invariant 5).
     pub(crate) fn roll_catalog(
         &mut self,
         rf: &mut RollForward<'_>,
+        lsn: Lsn,
         pages: &[PageId],
         total: u32,
         offset: u32,
@@ -641,7 +643,7 @@ impl Database {
         }
         let blob = std::mem::take(&mut rf.piece);
         let new = Catalog::decode(&blob, pages[0])?;
-        self.follow_files(&new, rf)?;
+        self.follow_files(&new, rf, lsn)?;
         let primary = self.primary();
         for (i, mut p) in catalog::to_pages(&blob, pages).into_iter().enumerate() {
             primary.write_page_unlogged(pages[i].page, &mut p)?;
@@ -658,6 +660,7 @@ impl Database {
         &mut self,
         new: &Catalog,
         rf: &mut RollForward<'_>,
+        lsn: Lsn,
     ) -> Result<(), StorageError> {
         let ctx = rf.ctx;
         for f in new.files.iter().filter(|f| f.file_type != FileType::Log) {
@@ -708,7 +711,9 @@ impl Database {
                         ctx.log,
                     )?;
                     df.size_pages = f.size_pages;
-                    df.format_new_space(size)?;
+                    // As redo: a roll forward taken again finds this file's GAM pages
+                    // carrying later allocations (data_file.rs invariant 5).
+                    df.format_new_space_redo(size, lsn)?;
                     df.sync()?;
                 }
                 Some(size) if f.size_pages < size => {
