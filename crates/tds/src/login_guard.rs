@@ -15,7 +15,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -52,7 +52,7 @@ pub struct LoginGuard {
     max_pending: usize,
     login_timeout: Duration,
     pending: Mutex<VecDeque<Pending>>,
-    next_id: Mutex<u64>,
+    next_id: AtomicU64,
     failures: Mutex<HashMap<IpAddr, Failures>>,
     log: Arc<ErrorLog>,
 }
@@ -76,7 +76,7 @@ impl LoginGuard {
             max_pending: max_pending.max(1),
             login_timeout,
             pending: Mutex::new(VecDeque::new()),
-            next_id: Mutex::new(0),
+            next_id: AtomicU64::new(1),
             failures: Mutex::new(HashMap::new()),
             log,
         })
@@ -89,11 +89,7 @@ impl LoginGuard {
             .map(|a| a.ip().to_string())
             .unwrap_or_default();
         let socket = socket.try_clone()?;
-        let id = {
-            let mut n = self.next_id.lock().unwrap();
-            *n += 1;
-            *n
-        };
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let evicted = {
             let mut p = self.pending.lock().unwrap();
             let evicted = (p.len() >= self.max_pending)

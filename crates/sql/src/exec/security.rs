@@ -190,11 +190,8 @@ impl Session {
         perm: &str,
         object: Option<u32>,
     ) -> bool {
-        match self.db_identity(db_id, db) {
-            Some(id) if id.principal_id == DBO => true,
-            Some(id) => effective(&db.catalog.security, &id, perm, object) == Some(true),
-            None => false,
-        }
+        self.db_identity(db_id, db)
+            .is_some_and(|id| holds(db, &id, perm, object))
     }
 
     /// Msg 262 (`PERM permission denied in database 'db'.`) unless the session holds it.
@@ -204,8 +201,8 @@ impl Session {
         db: &Database,
         perm: &str,
     ) -> Result<(), Vec<SqlError>> {
-        self.require_db_access(db_id, db)?;
-        if self.has_db_permission(db_id, db, perm, None) {
+        let id = self.require_db_access(db_id, db)?;
+        if holds(db, &id, perm, None) {
             return Ok(());
         }
         Err(vec![msg(262, &[&perm, &db.name])])
@@ -220,8 +217,8 @@ impl Session {
         object_id: u32,
         name: &str,
     ) -> Result<(), Vec<SqlError>> {
-        self.require_db_access(db_id, db)?;
-        if self.has_db_permission(db_id, db, perm, Some(object_id)) {
+        let id = self.require_db_access(db_id, db)?;
+        if holds(db, &id, perm, Some(object_id)) {
             return Ok(());
         }
         Err(vec![msg(229, &[&perm, &name, &db.name, &"dbo"])])
@@ -243,6 +240,11 @@ impl Session {
         }
         id.principal_id == DBO && role.eq_ignore_ascii_case("db_owner") || id.in_role(role)
     }
+}
+
+/// True if `id` holds `perm` in `db` (on table `object`, when given): dbo always.
+fn holds(db: &Database, id: &DbIdentity, perm: &str, object: Option<u32>) -> bool {
+    id.principal_id == DBO || effective(&db.catalog.security, id, perm, object) == Some(true)
 }
 
 /// The owner's sid: dbo's stored row, else sa's (databases made before principals).
