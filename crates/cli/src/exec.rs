@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use extentdb_io::FileSystem;
-use extentdb_sql::exec::{Engine, Output};
+use extentdb_sql::exec::{Engine, Output, OutputSink};
 use extentdb_sql::render;
 use extentdb_sql::script::split_batches;
 use extentdb_storage::config::InstanceConfig;
@@ -110,7 +110,9 @@ fn run_scripts(a: &ExecArgs, session: &mut extentdb_sql::exec::Session) -> Resul
     for script in scripts {
         for batch in split_batches(&script) {
             for _ in 0..batch.repeat.max(1) {
-                if let Some(code) = emit(session.execute(&batch.text), a.stop_on_error, None) {
+                let mut p = Printer::new(None);
+                session.execute_streaming(&batch.text, Vec::new(), &mut p);
+                if let Some(code) = p.end(a.stop_on_error) {
                     return Ok(code);
                 }
             }
@@ -122,28 +124,83 @@ fn run_scripts(a: &ExecArgs, session: &mut extentdb_sql::exec::Session) -> Resul
 /// Prints a batch's outputs as sqlcmd does; returns an exit code when -b says to stop.
 /// `server` is the name `Msg` lines carry (sqlcmd over TDS prints it; `exec` has none).
 pub fn emit(outputs: Vec<Output>, stop_on_error: bool, server: Option<&str>) -> Option<u8> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    let mut failed = false;
+    let mut p = Printer::new(server);
     for o in outputs {
+        p.emit(o);
+    }
+    p.end(stop_on_error)
+}
+
+/// Prints outputs as they come, a streamed result set row by row.
+pub struct Printer<'a> {
+    out: std::io::StdoutLock<'static>,
+    server: Option<&'a str>,
+    /// The columns of the result set being streamed.
+    columns: Option<Vec<(String, extentdb_sql::types::SqlType)>>,
+    failed: bool,
+}
+
+impl<'a> Printer<'a> {
+    pub fn new(server: Option<&'a str>) -> Printer<'a> {
+        Printer {
+            out: std::io::stdout().lock(),
+            server,
+            columns: None,
+            failed: false,
+        }
+    }
+
+    fn write(&mut self, text: &str) -> bool {
+        use std::io::Write;
+        let ok = self.out.write_all(text.as_bytes()).is_ok();
+        if !text.ends_with('\n') {
+            let _ = self.out.write_all(b"\n");
+        }
+        ok
+    }
+
+    /// Ends a streamed result set with sqlcmd's empty line.
+    fn end_result_set(&mut self) {
+        if self.columns.take().is_some() {
+            self.write("\n");
+        }
+    }
+
+    /// Flushes; an exit code when -b says to stop.
+    pub fn end(mut self, stop_on_error: bool) -> Option<u8> {
+        use std::io::Write;
+        self.end_result_set();
+        let _ = self.out.flush();
+        (self.failed && stop_on_error).then_some(1)
+    }
+}
+
+impl OutputSink for Printer<'_> {
+    fn emit(&mut self, o: Output) -> bool {
+        if let Output::Row(r) = &o {
+            let line = render::render_row(self.columns.as_deref().unwrap_or(&[]), r);
+            return self.write(&line);
+        }
+        self.end_result_set();
         let text = match o {
             Output::Rows { columns, rows } => render::render_result_set(&columns, &rows),
+            Output::Columns(columns) => {
+                let header = render::render_header(&columns);
+                self.columns = Some(columns);
+                header
+            }
+            Output::Row(_) => unreachable!("handled above"),
             Output::RowsAffected(n) => format!("{}\n", render::rows_affected(n)),
             Output::Info(m) => format!("{}\n", m.text),
-            Output::EnvChange(_) | Output::StatementEnd(_) => continue,
+            Output::EnvChange(_) | Output::StatementEnd(_) => return true,
             Output::Error(e) => {
-                failed |= e.severity >= 11;
-                match server {
+                self.failed |= e.severity >= 11;
+                match self.server {
                     Some(s) => render::render_error_at(&e, s),
                     None => render::render_error(&e),
                 }
             }
         };
-        let _ = out.write_all(text.as_bytes());
-        if !text.ends_with('\n') {
-            let _ = out.write_all(b"\n");
-        }
+        self.write(&text)
     }
-    let _ = out.flush();
-    (failed && stop_on_error).then_some(1)
 }

@@ -155,6 +155,8 @@ static CATALOGUE: &[Entry] = &[
     e(529, 16, 2, "Explicit conversion from data type %ls to %ls is not allowed."),
     e(535, 16, 0, "The datediff function resulted in an overflow. The number of dateparts separating two date/time instances is too large. Try to use datediff with a less precise datepart."),
     e(536, 16, 1, "Invalid length parameter passed to the %ls function."),
+    e(601, 12, 3, "Could not continue scan with NOLOCK due to data movement."),
+    e(701, 17, 123, "There is insufficient system memory in resource pool '%ls' to run this query."),
     e(823, 24, 2, "The operating system returned error %ls to SQL Server during a %S_MSG at offset %#016I64x in file '%ls'. Additional messages in the SQL Server error log and system event log may provide more detail. This is a severe system-level error condition that threatens database integrity and must be corrected immediately. Complete a full database consistency check (DBCC CHECKDB). This error can be caused by many factors; for more information, see SQL Server Books Online."),
     e(824, 24, 2, "SQL Server detected a logical consistency-based I/O error: %ls. It occurred during a %S_MSG of page %S_PGID in database ID %d at offset %#016I64x in file '%ls'. Additional messages in the SQL Server error log or system event log may provide more detail. This is a severe error condition that threatens database integrity and must be corrected immediately. Complete a full database consistency check (DBCC CHECKDB). This error can be caused by many factors; for more information, see SQL Server Books Online."),
     e(3009, 16, 1, "Could not insert a backup or restore history/detail record in the msdb database. This may indicate a problem with the msdb database. The backup/restore operation was still successful."),
@@ -342,6 +344,7 @@ static CATALOGUE: &[Entry] = &[
     e(4060, 11, 1, "Cannot open database \"%.*ls\" requested by the login. The login failed."),
     e(8178, 16, 1, "The parameterized query '%.*ls' expects the parameter '%.*ls', which was not supplied."),
     e(8179, 16, 4, "Could not find prepared statement with handle %d."),
+    e(17053, 16, 1, "%ls: Operating system error %ls encountered."), // unverified
     e(17836, 20, 17, "Length specified in network packet payload did not match number of bytes read; the connection has been closed. Please contact the vendor of the client library.%.*ls"),
     e(18452, 14, 1, "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication.%.*ls"),
     e(6104, 16, 1, "Cannot use KILL to kill your own process."),
@@ -358,7 +361,7 @@ static CATALOGUE: &[Entry] = &[
 /// (sys.messages.is_event_logged, and every severity from 19 up): "Error: N, Severity: S,
 /// State: T." then the text.
 pub fn is_event_logged(e: &SqlError) -> bool {
-    matches!(e.number, 823 | 824 | 1105 | 9002) || e.severity >= 19
+    matches!(e.number, 701 | 823 | 824 | 1105 | 9002 | 17053) || e.severity >= 19
 }
 
 /// The catalogue row for a number.

@@ -22,37 +22,53 @@ pub const MAX_TYPE_DISPLAY_WIDTH: usize = 256;
 /// Renders a result set: header line, dash line, one line per row, then the empty line
 /// sqlcmd writes after every result set. Each line ends with `\n`.
 pub fn render_result_set(columns: &[(String, SqlType)], rows: &[Vec<Value>]) -> String {
-    let widths: Vec<usize> = columns
-        .iter()
-        .map(|(name, t)| name.chars().count().max(display_width(*t)))
-        .collect();
-    let mut out = String::new();
-    let header: Vec<String> = columns
-        .iter()
-        .zip(&widths)
-        .map(|((name, _), w)| pad(name, *w, false))
-        .collect();
-    out.push_str(&header.join(" "));
-    out.push('\n');
-    let dashes: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    out.push_str(&dashes.join(" "));
-    out.push('\n');
+    let mut out = render_header(columns);
     for row in rows {
-        let cells: Vec<String> = columns
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, ((_, t), w))| {
-                let v = row.get(i).unwrap_or(&Value::Null);
-                let text = format_value(v, *t);
-                pad(&text, *w, is_right_aligned(*t) && !v.is_null())
-            })
-            .collect();
-        out.push_str(&cells.join(" "));
-        out.push('\n');
+        out.push_str(&render_row(columns, row));
     }
     out.push('\n');
     out
+}
+
+/// The widths sqlcmd gives columns: from the name and the type, never from the data (so
+/// a result set renders row by row as it streams).
+fn column_widths(columns: &[(String, SqlType)]) -> impl Iterator<Item = usize> + '_ {
+    columns
+        .iter()
+        .map(|(name, t)| name.chars().count().max(display_width(*t)))
+}
+
+/// A result set's header line and dash line.
+pub fn render_header(columns: &[(String, SqlType)]) -> String {
+    let mut out = String::new();
+    let header: Vec<String> = columns
+        .iter()
+        .zip(column_widths(columns))
+        .map(|((name, _), w)| pad(name, w, false))
+        .collect();
+    out.push_str(&header.join(" "));
+    out.push('\n');
+    let dashes: Vec<String> = column_widths(columns).map(|w| "-".repeat(w)).collect();
+    out.push_str(&dashes.join(" "));
+    out.push('\n');
+    out
+}
+
+/// One row's line.
+pub fn render_row(columns: &[(String, SqlType)], row: &[Value]) -> String {
+    let cells: Vec<String> = columns
+        .iter()
+        .zip(column_widths(columns))
+        .enumerate()
+        .map(|(i, ((_, t), w))| {
+            let v = row.get(i).unwrap_or(&Value::Null);
+            let text = format_value(v, *t);
+            pad(&text, w, is_right_aligned(*t) && !v.is_null())
+        })
+        .collect();
+    let mut line = cells.join(" ");
+    line.push('\n');
+    line
 }
 
 /// `(1 row affected)` / `(N rows affected)`, SQL Server 2016+ wording.

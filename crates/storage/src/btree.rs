@@ -569,32 +569,50 @@ impl Database {
         self.btree_insert(xact, t, new)
     }
 
-    /// Every live row in key order, with its position.
+    /// Every live leaf row in key order.
     pub(crate) fn btree_scan(
         &mut self,
         t: &TableEntry,
     ) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
-        let mut at = t.root_page;
-        loop {
-            let p = self.tree_page(at)?;
-            let h = p.header()?;
-            if h.level == 0 {
-                break;
-            }
-            let first = data_page::record(&p, 0)?.ok_or_else(|| {
-                StorageError::from(extentdb_format::corrupt(at, "empty index page"))
-            })?;
-            let ki = KeyInfo::of(t);
-            at = ki.separator(first)?.1;
-        }
-        let mut out = Vec::new();
+        Ok(self.btree_scan_chunk(t, None, usize::MAX)?.rows)
+    }
+
+    /// Live leaf rows in key order after the row `after` (from the first when None), leaf
+    /// by leaf until about `max_bytes` are taken (scan.rs invariant 1).
+    pub(crate) fn btree_scan_chunk(
+        &mut self,
+        t: &TableEntry,
+        after: Option<&[u8]>,
+        max_bytes: usize,
+    ) -> Result<crate::scan::ScanChunk, StorageError> {
+        let ki = KeyInfo::of(t);
+        let after_key = after.map(|r| ki.key(r)).transpose()?;
+        let mut at = match &after_key {
+            Some(k) => self.descend(t, &ki, k, None)?,
+            None => self.leftmost_leaf(t, &ki)?,
+        };
+        let mut rows = Vec::new();
+        let mut bytes = 0usize;
         let mut seen = 0usize;
         while !at.is_null() {
+            if bytes >= max_bytes {
+                let last = rows.last().map(|(_, r): &(Rid, Vec<u8>)| r.clone());
+                let next = match last {
+                    Some(r) => crate::scan::ScanPosition::AfterRecord(r),
+                    None => unreachable!("bytes were taken, so a row was"),
+                };
+                return Ok(crate::scan::ScanChunk { rows, next });
+            }
             let p = self.tree_page(at)?;
             for (slot, r) in data_page::records(&p) {
                 let r = r?;
-                if !record::is_ghost(r) {
-                    out.push(((at, slot), r.to_vec()));
+                let past = match &after_key {
+                    Some(k) => ki.cmp(&ki.key(r)?, k) == Ordering::Greater,
+                    None => true,
+                };
+                if past && !record::is_ghost(r) {
+                    bytes += r.len();
+                    rows.push(((at, slot), r.to_vec()));
                 }
             }
             at = p.header()?.next_page;
@@ -603,7 +621,25 @@ impl Database {
                 return Err(extentdb_format::corrupt(at, "leaf chain loops").into());
             }
         }
-        Ok(out)
+        Ok(crate::scan::ScanChunk {
+            rows,
+            next: crate::scan::ScanPosition::End,
+        })
+    }
+
+    /// The first leaf: down the leftmost child of each level.
+    fn leftmost_leaf(&mut self, t: &TableEntry, ki: &KeyInfo) -> Result<PageId, StorageError> {
+        let mut at = t.root_page;
+        loop {
+            let p = self.tree_page(at)?;
+            if p.header()?.level == 0 {
+                return Ok(at);
+            }
+            let first = data_page::record(&p, 0)?.ok_or_else(|| {
+                StorageError::from(extentdb_format::corrupt(at, "empty index page"))
+            })?;
+            at = ki.separator(first)?.1;
+        }
     }
 
     /// Undoes a keyed change: finds the row by key and applies the physical undo; returns

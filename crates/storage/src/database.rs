@@ -97,6 +97,9 @@ pub struct Database {
     /// Set while file 1 grows to make room for system pages (`grow_primary_for_system_pages`),
     /// whose catalog save must not start another such growth.
     growing_for_system_pages: bool,
+    /// Counts page moves (SHRINKFILE, REBALANCE): a scan in chunks that began before a move
+    /// cannot go on by page (`table::scan_chunk`, Msg 601).
+    pub(crate) page_moves: u64,
 }
 
 fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
@@ -225,6 +228,7 @@ impl Database {
             snapshots: Default::default(),
             logged_catalog: (0, PageId::NULL),
             growing_for_system_pages: false,
+            page_moves: 0,
         };
         db.wrap_files();
         db.format_catalog_unit()?;
@@ -357,6 +361,7 @@ impl Database {
             name: files.boot.name.clone(),
             logged_catalog: (files.boot.catalog_crc, files.boot.catalog_first_page),
             growing_for_system_pages: false,
+            page_moves: 0,
             boot: files.boot,
             catalog: files.catalog,
             data_files: files.data_files,

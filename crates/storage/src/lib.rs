@@ -33,6 +33,7 @@ pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;
 pub mod restore;
+pub mod scan;
 pub mod snapshot;
 pub mod space;
 pub mod table;
@@ -145,6 +146,10 @@ pub enum StorageError {
     /// A name or text longer than the catalog stores (Msg 103); nothing was written.
     #[error("the {} that starts with '{}' is too long (at most {})", .0.what, .0.value.chars().take(128).collect::<String>(), .0.max)]
     TooLong(extentdb_format::catalog::TooLong),
+    /// A scan in chunks cannot go on where it stopped: the table's pages moved or its
+    /// rows were truncated meanwhile (SQL Server's Msg 601, data movement).
+    #[error("could not continue scan due to data movement")]
+    ScanMoved,
     #[error("no row at page {page} slot {slot}")]
     RowNotFound {
         page: extentdb_format::PageId,

@@ -260,6 +260,7 @@ impl Database {
 
     /// Moves page `old` of table `t` to `new` (see the module docs).
     fn move_page(&mut self, t: &TableEntry, old: PageId, new: PageId) -> Result<(), StorageError> {
+        self.page_moves += 1;
         let page = self.data.pool.get_mut().peek(&self.data_files, old)?;
         let h = page.header()?;
         let mut copy = page.clone();

@@ -175,7 +175,7 @@ impl Database {
             .find(|t| t.object_id == object_id)
     }
 
-    fn table_or_err(&self, object_id: u32) -> Result<TableEntry, StorageError> {
+    pub(crate) fn table_or_err(&self, object_id: u32) -> Result<TableEntry, StorageError> {
         self.table_by_id(object_id)
             .cloned()
             .ok_or(StorageError::TableNotFound(object_id))
@@ -434,27 +434,9 @@ impl Database {
         if t.index_id == 1 {
             return self.btree_scan(&t);
         }
-        let mut out = Vec::new();
-        for (file, extent) in self.extents_of(t.allocation_unit_id)? {
-            for i in 0..PAGES_PER_EXTENT {
-                let pid = PageId::new(file, extent.first_page().0 + i);
-                let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
-                if !is_heap_page(&p, t.allocation_unit_id) {
-                    // A page the PFS calls allocated held rows; zeros there are damage.
-                    if p.is_unformatted() && self.page_allocated(pid)? {
-                        return Err(self.incorrect_page_id(pid, PageId::NULL));
-                    }
-                    continue;
-                }
-                for (slot, rec) in data_page::records(&p) {
-                    let rec = rec?;
-                    if !record::is_ghost(rec) {
-                        out.push(((pid, slot), rec.to_vec()));
-                    }
-                }
-            }
-        }
-        Ok(out)
+        Ok(self
+            .heap_scan_chunk(t.allocation_unit_id, None, usize::MAX)?
+            .rows)
     }
 
     /// Deletes the row `old` that a scan found at `rid`: by RID in a heap, by key in a
@@ -736,7 +718,7 @@ pub(crate) fn is_unit_page(p: &Page, au: u64) -> bool {
 }
 
 /// True for a formatted data page of allocation unit `au`.
-fn is_heap_page(p: &Page, au: u64) -> bool {
+pub(crate) fn is_heap_page(p: &Page, au: u64) -> bool {
     if p.is_unformatted() {
         return false;
     }

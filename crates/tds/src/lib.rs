@@ -12,6 +12,7 @@ pub mod login_guard;
 pub mod packet;
 pub mod prelogin;
 pub mod request;
+pub mod response;
 pub mod server;
 pub mod tls;
 pub mod token;

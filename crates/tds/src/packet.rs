@@ -6,9 +6,11 @@
 //!
 //! Invariants:
 //! 1. A message read is at most `limit` bytes; a longer one is refused before it is held
-//!    in memory (a client cannot make the server allocate without bound).
+//!    in memory (a client cannot make the server allocate without bound): `read_message`
+//!    refuses it, `read_request` reads it to its end, keeps none of it and says so.
 //! 2. A packet's length is at least the header's 8 bytes and at most the negotiated packet
 //!    size; anything else is a protocol error that closes the connection.
+//! 3. See `MessageWriter`.
 
 use std::io::{Read, Write};
 
@@ -120,11 +122,38 @@ pub fn read_message(
     max_packet: usize,
     limit: usize,
 ) -> Result<Option<Message>, TdsError> {
+    match read_request(r, max_packet, limit)? {
+        Some(Request::Oversized { .. }) => Err(TdsError::TooLarge(limit)),
+        Some(Request::Message(m)) => Ok(Some(m)),
+        None => Ok(None),
+    }
+}
+
+/// A request as the session reads it: whole, or too large to keep.
+#[derive(Debug)]
+pub enum Request {
+    Message(Message),
+    /// A message over the limit, read to its end and dropped (invariant 1): the session
+    /// refuses it and goes on.
+    Oversized {
+        kind: PacketType,
+        bytes: usize,
+    },
+}
+
+/// Reads packets until one with EOM; a message over `limit` bytes is read to its end and
+/// dropped (invariant 1).
+pub fn read_request(
+    r: &mut impl Read,
+    max_packet: usize,
+    limit: usize,
+) -> Result<Option<Request>, TdsError> {
     let Some((kind, status, mut payload)) = read_packet(r, max_packet)? else {
         return Ok(None);
     };
     let first_status = status;
     let mut status = status;
+    let mut dropped = 0usize;
     while status & STATUS_EOM == 0 {
         let Some((k, s, more)) = read_packet(r, max_packet)? else {
             return Err(TdsError::Protocol("connection closed inside a message"));
@@ -132,17 +161,25 @@ pub fn read_message(
         if k != kind {
             return Err(TdsError::Protocol("packet type changed inside a message"));
         }
-        if payload.len() + more.len() > limit {
-            return Err(TdsError::TooLarge(limit));
+        if dropped > 0 || payload.len() + more.len() > limit {
+            dropped += payload.len() + more.len();
+            payload = Vec::new();
+        } else {
+            payload.extend_from_slice(&more);
         }
-        payload.extend_from_slice(&more);
         status = s;
     }
-    Ok(Some(Message {
+    if dropped > 0 {
+        return Ok(Some(Request::Oversized {
+            kind,
+            bytes: dropped,
+        }));
+    }
+    Ok(Some(Request::Message(Message {
         kind,
         status: first_status,
         payload,
-    }))
+    })))
 }
 
 /// Writes `payload` as one message of packets of at most `packet_size` bytes.
@@ -153,25 +190,88 @@ pub fn write_message(
     packet_size: usize,
     spid: u16,
 ) -> std::io::Result<()> {
-    let room = packet_size.clamp(512, MAX_PACKET_SIZE) - HEADER_LEN;
-    let mut chunks: Vec<&[u8]> = payload.chunks(room).collect();
-    if chunks.is_empty() {
-        chunks.push(&[]);
+    MessageWriter::new(kind, packet_size, spid).finish(w, payload)
+}
+
+/// A message written while it is still being produced (a result streamed row by row):
+/// full packets go out as soon as they are full, the last one with EOM at `finish`.
+///
+/// Invariant 3: every packet but a message's last is exactly the packet size, and packet
+/// ids count up from 1 across the whole message.
+#[derive(Debug)]
+pub struct MessageWriter {
+    kind: PacketType,
+    packet_size: usize,
+    spid: u16,
+    /// Packets of the current message written so far.
+    sent: usize,
+}
+
+impl MessageWriter {
+    pub fn new(kind: PacketType, packet_size: usize, spid: u16) -> MessageWriter {
+        MessageWriter {
+            kind,
+            packet_size: packet_size.clamp(512, MAX_PACKET_SIZE),
+            spid,
+            sent: 0,
+        }
     }
-    let n = chunks.len();
-    let mut buf = Vec::with_capacity(payload.len() + n * HEADER_LEN);
-    for (i, c) in chunks.into_iter().enumerate() {
-        let len = (c.len() + HEADER_LEN) as u16;
-        buf.push(kind.to_u8());
-        buf.push(if i + 1 == n { STATUS_EOM } else { 0 });
-        buf.extend_from_slice(&len.to_be_bytes());
-        buf.extend_from_slice(&spid.to_be_bytes());
-        buf.push(((i + 1) % 256) as u8);
+
+    /// True once part of the current message went out.
+    pub fn started(&self) -> bool {
+        self.sent > 0
+    }
+
+    fn packet(&mut self, buf: &mut Vec<u8>, chunk: &[u8], eom: bool) {
+        self.sent += 1;
+        buf.push(self.kind.to_u8());
+        buf.push(if eom { STATUS_EOM } else { 0 });
+        buf.extend_from_slice(&((chunk.len() + HEADER_LEN) as u16).to_be_bytes());
+        buf.extend_from_slice(&self.spid.to_be_bytes());
+        buf.push((self.sent % 256) as u8);
         buf.push(0);
-        buf.extend_from_slice(c);
+        buf.extend_from_slice(chunk);
     }
-    w.write_all(&buf)?;
-    w.flush()
+
+    /// Writes as many full packets of `payload` as leave at least `keep` bytes, and removes
+    /// them from `payload`; returns how many bytes went.
+    pub fn write_full(
+        &mut self,
+        w: &mut impl Write,
+        payload: &mut Vec<u8>,
+        keep: usize,
+    ) -> std::io::Result<usize> {
+        let room = self.packet_size - HEADER_LEN;
+        let n = payload.len().saturating_sub(keep) / room;
+        if n == 0 {
+            return Ok(0);
+        }
+        let mut buf = Vec::with_capacity(n * self.packet_size);
+        for i in 0..n {
+            self.packet(&mut buf, &payload[i * room..(i + 1) * room], false);
+        }
+        w.write_all(&buf)?;
+        w.flush()?;
+        payload.drain(..n * room);
+        Ok(n * room)
+    }
+
+    /// Writes the rest of the message, the last packet with EOM, and starts a new one.
+    pub fn finish(&mut self, w: &mut impl Write, payload: &[u8]) -> std::io::Result<()> {
+        let room = self.packet_size - HEADER_LEN;
+        let mut chunks: Vec<&[u8]> = payload.chunks(room).collect();
+        if chunks.is_empty() {
+            chunks.push(&[]);
+        }
+        let n = chunks.len();
+        let mut buf = Vec::with_capacity(payload.len() + n * HEADER_LEN);
+        for (i, c) in chunks.into_iter().enumerate() {
+            self.packet(&mut buf, c, i + 1 == n);
+        }
+        self.sent = 0;
+        w.write_all(&buf)?;
+        w.flush()
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +290,26 @@ mod tests {
             .unwrap();
         assert_eq!(m.kind, PacketType::SqlBatch);
         assert_eq!(m.payload, payload);
+    }
+
+    #[test]
+    fn a_streamed_message_is_full_packets_then_the_rest() {
+        let payload: Vec<u8> = (0..10_000u32).map(|i| (i * 7) as u8).collect();
+        let mut wire = Vec::new();
+        let mut mw = MessageWriter::new(PacketType::TabularResult, 4096, 51);
+        let mut pending = payload[..6000].to_vec();
+        assert_eq!(mw.write_full(&mut wire, &mut pending, 13).unwrap(), 4088);
+        assert_eq!(wire.len(), 4096);
+        assert_eq!(wire[1], 0);
+        pending.extend_from_slice(&payload[6000..]);
+        mw.finish(&mut wire, &pending).unwrap();
+        // Packet ids count on across the message (invariant 3).
+        assert_eq!(wire[4096 + 6], 2);
+        let m = read_message(&mut &wire[..], 4096, 1 << 20)
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.payload, payload);
+        assert!(!mw.started());
     }
 
     #[test]

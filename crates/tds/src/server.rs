@@ -8,8 +8,9 @@
 //! answers with DONE and the ATTN bit.
 //!
 //! Invariants:
-//! 1. Nothing a client sends can stop the server: a malformed or oversized message closes
-//!    that connection (logged as SQL Server logs 17836), never the process.
+//! 1. Nothing a client sends can stop the server: a malformed message closes that
+//!    connection (logged as SQL Server logs 17836), never the process; a request over
+//!    the limit is dropped unread and refused with Msg 701, the connection goes on.
 //! 2. A connection that goes away rolls back its open transaction (the session's drop).
 //! 3. Every request gets exactly one final DONE / DONEPROC (no MORE bit), or DONE with ATTN
 //!    after an attention.
@@ -29,7 +30,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use extentdb_sql::convert::convert;
-use extentdb_sql::exec::{ClientInfo, Engine, EnvChange, Output, Session};
+use extentdb_sql::exec::{ClientInfo, Engine, Output, OutputSink, Session};
 use extentdb_sql::messages::{msg, SqlError};
 use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
 use extentdb_sql::types::{SqlType, Value};
@@ -37,11 +38,12 @@ use extentdb_sql::types::{SqlType, Value};
 use crate::login7::{self, Login7};
 use crate::login_guard::{LoginGuard, PendingLogin};
 use crate::packet::{
-    read_message, write_message, Message, PacketType, INITIAL_PACKET_SIZE, MAX_PACKET_SIZE,
-    STATUS_RESET_CONNECTION,
+    read_message, read_request, write_message, PacketType, Request, INITIAL_PACKET_SIZE,
+    MAX_PACKET_SIZE, STATUS_RESET_CONNECTION,
 };
 use crate::prelogin;
 use crate::request::{self, RpcCall, RpcParam, TmRequest};
+use crate::response::{Encoder, Reply, Streaming};
 use crate::token::{self, Tokens};
 use crate::TdsError;
 
@@ -294,7 +296,7 @@ struct Connection {
 }
 
 /// What the reader thread passes on.
-type Incoming = Result<Message, TdsError>;
+type Incoming = Result<Request, TdsError>;
 
 impl Connection {
     fn run(
@@ -449,9 +451,9 @@ impl Connection {
         let reader_thread = std::thread::Builder::new()
             .name("tds-reader".into())
             .spawn(move || loop {
-                match read_message(&mut reader, packet_size, limit) {
+                match read_request(&mut reader, packet_size, limit) {
                     Ok(Some(m)) => {
-                        if m.kind == PacketType::Attention {
+                        if matches!(&m, Request::Message(m) if m.kind == PacketType::Attention) {
                             cancel.store(true, Ordering::Release);
                         }
                         if tx.send(Ok(m)).is_err() {
@@ -494,11 +496,18 @@ impl Connection {
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
             };
-            let mut t = Tokens::new();
+            let m = match m {
+                Request::Message(m) => m,
+                Request::Oversized { kind, bytes } => {
+                    self.refuse_oversized(kind, bytes)?;
+                    continue;
+                }
+            };
+            let mut reply = Reply::new(self.packet_size, self.session.spid);
             if m.status & STATUS_RESET_CONNECTION != 0 {
                 self.session.reset_connection(self.login_database);
                 self.prepared.clear();
-                t.env_text(token::ENV_RESET_ACK, "", "");
+                reply.t.env_text(token::ENV_RESET_ACK, "", "");
             }
             match m.kind {
                 PacketType::Attention => {
@@ -506,188 +515,151 @@ impl Connection {
                         self.answered_attentions -= 1;
                     } else {
                         self.session.take_cancel();
-                        t.done(token::DONE, token::DONE_ATTN, 0, 0);
-                        self.send(&t)?;
+                        reply.t.done(token::DONE, token::DONE_ATTN, 0, 0);
+                        reply.finish(&mut self.writer)?;
                     }
                     continue;
                 }
                 PacketType::SqlBatch => {
                     let text = request::sql_batch(&m.payload)?;
-                    let out = self.session.execute(&text);
-                    let error = self.encode(&out, &mut t, token::DONE);
-                    finish(&mut t, token::DONE, error, self.session.trancount() > 0);
+                    drop(m);
+                    let error = self.stream(&mut reply, token::DONE, |s, sink| {
+                        s.execute_streaming(&text, Vec::new(), sink)
+                    })?;
+                    let in_xact = self.session.trancount() > 0;
+                    finish(&mut reply.t, token::DONE, error, in_xact);
                 }
                 PacketType::Rpc => {
                     let calls = request::rpc(&m.payload)?;
+                    drop(m);
                     let n = calls.len();
                     for (i, call) in calls.into_iter().enumerate() {
-                        self.rpc(call, &mut t, i + 1 == n);
+                        self.rpc(call, &mut reply, i + 1 == n)?;
                         if self.session.cancelled() {
                             break;
                         }
                     }
                 }
                 PacketType::TransactionManager => {
-                    let out = match request::transaction_manager(&m.payload)? {
-                        TmRequest::Begin => self.session.begin_transaction_request(),
-                        TmRequest::End {
-                            commit,
-                            begin_again,
-                        } => self.session.end_transaction_request(commit, begin_again),
-                        TmRequest::Save | TmRequest::Other(_) => {
-                            vec![Output::Error(SqlError {
-                                number: 40512,
-                                severity: 16,
-                                state: 1,
-                                text: "This transaction-manager request is not supported.".into(),
-                                line: 1,
-                                procedure: None,
-                            })]
-                        }
-                    };
-                    let error = self.encode(&out, &mut t, token::DONE);
-                    finish(&mut t, token::DONE, error, self.session.trancount() > 0);
+                    let out = self.transaction_manager(&m.payload)?;
+                    let mut enc = Encoder::new(token::DONE, &self.options.server_name);
+                    for o in &out {
+                        enc.add(o, &mut reply.t);
+                    }
+                    let error = enc.end(&mut reply.t);
+                    finish(
+                        &mut reply.t,
+                        token::DONE,
+                        error,
+                        self.session.trancount() > 0,
+                    );
                 }
                 _ => return Err(TdsError::Protocol("unexpected message type after login")),
             }
             if self.session.take_cancel() {
-                // Invariant 3: a cancelled request's answer is DONE with ATTN alone.
+                // Invariant 3: a cancelled request's answer ends with DONE and ATTN; what
+                // went out already is followed by it, else it is the whole answer.
                 self.answered_attentions += 1;
-                let mut a = Tokens::new();
-                a.done(token::DONE, token::DONE_ATTN, 0, 0);
-                self.send(&a)?;
-            } else {
-                self.send(&t)?;
+                if !reply.started() {
+                    reply.discard();
+                }
+                reply.t.done(token::DONE, token::DONE_ATTN, 0, 0);
             }
+            reply.finish(&mut self.writer)?;
         }
     }
 
-    fn send(&mut self, t: &Tokens) -> Result<(), TdsError> {
-        write_message(
-            &mut self.writer,
-            PacketType::TabularResult,
-            &t.buf,
-            self.packet_size,
-            self.session.spid,
-        )?;
-        self.writer.flush()?;
+    /// A request over `--max-request-mb` was read to its end and dropped (packet.rs
+    /// invariant 1): it gets SQL Server's Msg 701 and the ERRORLOG line, and the session
+    /// goes on. An attention cannot be oversized (it has no payload).
+    fn refuse_oversized(&mut self, kind: PacketType, bytes: usize) -> Result<(), TdsError> {
+        let e = msg(701, &[&"default"]);
+        self.session.engine.instance.errorlog.write(
+            &format!("spid{}", self.session.spid),
+            &format!(
+                "Error: 701, Severity: {}, State: {}.\n{} (a {kind:?} request of {bytes} bytes; the limit is {} bytes, --max-request-mb)",
+                e.severity, e.state, e.text, self.options.max_request_bytes
+            ),
+        );
+        let mut reply = Reply::new(self.packet_size, self.session.spid);
+        reply.t.message(&e, &self.options.server_name);
+        let done = if kind == PacketType::Rpc {
+            token::DONEPROC
+        } else {
+            token::DONE
+        };
+        finish(&mut reply.t, done, true, self.session.trancount() > 0);
+        reply.finish(&mut self.writer)?;
         Ok(())
     }
 
-    /// Writes a batch's outputs as tokens; statement ends are `done_token` (DONE, or
-    /// DONEINPROC inside an RPC) with MORE. Returns true if an error was among them.
-    fn encode(&self, outputs: &[Output], t: &mut Tokens, done_token: u8) -> bool {
-        let mut error = false;
-        // The DONE a result set or a row count still owes: (command, count), and whether
-        // the statement raised an error.
-        let mut pending: Option<(u16, Option<u64>)> = None;
-        let mut statement_error = false;
-        let done = |t: &mut Tokens, cmd: u16, count: Option<u64>, err: bool| {
-            let mut status = token::DONE_MORE;
-            if count.is_some() {
-                status |= token::DONE_COUNT;
+    /// A transaction-manager request's outputs.
+    fn transaction_manager(&mut self, payload: &[u8]) -> Result<Vec<Output>, TdsError> {
+        Ok(match request::transaction_manager(payload)? {
+            TmRequest::Begin => self.session.begin_transaction_request(),
+            TmRequest::End {
+                commit,
+                begin_again,
+            } => self.session.end_transaction_request(commit, begin_again),
+            TmRequest::Save | TmRequest::Other(_) => {
+                vec![Output::Error(SqlError {
+                    number: 40512,
+                    severity: 16,
+                    state: 1,
+                    text: "This transaction-manager request is not supported.".into(),
+                    line: 1,
+                    procedure: None,
+                })]
             }
-            if err {
-                status |= token::DONE_ERROR;
-            }
-            t.done(done_token, status, cmd, count.unwrap_or(0));
+        })
+    }
+
+    /// Runs `f` with a sink that streams its outputs into `reply` (statement ends as
+    /// `done_token`), sending full packets as they fill. Returns true if an error was
+    /// among the outputs; a write that failed (the client left) ends the connection.
+    fn stream(
+        &mut self,
+        reply: &mut Reply,
+        done_token: u8,
+        f: impl FnOnce(&mut Session, &mut dyn OutputSink),
+    ) -> Result<bool, TdsError> {
+        let mut sink = Streaming {
+            encoder: Encoder::new(done_token, &self.options.server_name),
+            reply,
+            writer: &mut self.writer,
+            failed: None,
         };
-        for o in outputs {
-            match o {
-                Output::Rows { columns, rows } => {
-                    if let Some((cmd, count)) = pending.take() {
-                        done(t, cmd, count, false);
-                    }
-                    t.col_metadata(columns);
-                    let types: Vec<SqlType> = columns.iter().map(|c| c.1).collect();
-                    for r in rows {
-                        let values: Vec<Value> = r
-                            .iter()
-                            .zip(&types)
-                            .map(|(v, ty)| {
-                                if v.is_null() {
-                                    Value::Null
-                                } else {
-                                    convert(v, *ty, None).unwrap_or(Value::Null)
-                                }
-                            })
-                            .collect();
-                        t.row(&types, &values);
-                    }
-                    pending = Some((token::CMD_SELECT, None));
-                }
-                Output::RowsAffected(n) => match pending {
-                    Some((cmd, None)) => pending = Some((cmd, Some(*n))),
-                    _ => {
-                        if let Some((cmd, count)) = pending.take() {
-                            done(t, cmd, count, false);
-                        }
-                        pending = Some((0, Some(*n)));
-                    }
-                },
-                Output::StatementEnd(c) => {
-                    let code = token::command_code(*c);
-                    match pending.take() {
-                        Some((cmd, count)) => {
-                            done(t, if cmd == 0 { code } else { cmd }, count, statement_error)
-                        }
-                        None => done(t, code, None, statement_error),
-                    }
-                    statement_error = false;
-                }
-                Output::Info(m) => t.message(m, &self.options.server_name),
-                Output::Error(e) => {
-                    error = true;
-                    statement_error = true;
-                    t.message(e, &self.options.server_name);
-                }
-                Output::EnvChange(c) => match c {
-                    EnvChange::Database { old, new } => t.env_text(token::ENV_DATABASE, new, old),
-                    EnvChange::BeginTransaction(d) => {
-                        t.env_bytes(token::ENV_BEGIN_TRAN, &d.to_le_bytes(), &[])
-                    }
-                    EnvChange::CommitTransaction(d) => {
-                        t.env_bytes(token::ENV_COMMIT_TRAN, &[], &d.to_le_bytes())
-                    }
-                    EnvChange::RollbackTransaction(d) => {
-                        t.env_bytes(token::ENV_ROLLBACK_TRAN, &[], &d.to_le_bytes())
-                    }
-                },
-            }
+        f(&mut self.session, &mut sink);
+        if let Some(e) = sink.failed {
+            return Err(TdsError::Io(e));
         }
-        if let Some((cmd, count)) = pending.take() {
-            done(
-                t,
-                if cmd == 0 { token::CMD_INSERT } else { cmd },
-                count,
-                statement_error,
-            );
-        }
-        error
+        Ok(sink.encoder.end(&mut sink.reply.t))
     }
 
     /// One RPC call: the prepared-statement procedures and sp_executesql are the server's
     /// own; any other name runs as EXEC with the parameters.
-    fn rpc(&mut self, call: RpcCall, t: &mut Tokens, last: bool) {
+    fn rpc(&mut self, call: RpcCall, reply: &mut Reply, last: bool) -> Result<(), TdsError> {
         let result = match call.proc.as_str() {
-            "sp_executesql" => self.sp_executesql(&call.params, t),
-            "sp_prepare" => self.sp_prepare(&call.params, t, false),
-            "sp_prepexec" => self.sp_prepare(&call.params, t, true),
-            "sp_execute" => self.sp_execute(&call.params, t),
+            "sp_executesql" => self.sp_executesql(&call.params, reply),
+            "sp_prepare" => self.sp_prepare(&call.params, reply, false),
+            "sp_prepexec" => self.sp_prepare(&call.params, reply, true),
+            "sp_execute" => self.sp_execute(&call.params, reply),
             "sp_unprepare" => {
                 if let Some(Value::Int(h)) = call.params.first().map(|p| &p.value) {
                     self.prepared.remove(h);
                 }
                 Ok(Vec::new())
             }
-            name => self.exec_procedure(name, &call.params, t),
+            name => self.exec_procedure(name, &call.params, reply),
         };
+        let t = &mut reply.t;
         let (error, outputs) = match result {
             Ok(outputs) => (false, outputs),
-            Err(e) => {
+            Err(RpcFailure::Sql(e)) => {
                 t.message(&e, &self.options.server_name);
                 (true, Vec::new())
             }
+            Err(RpcFailure::Connection(e)) => return Err(e),
         };
         let error = error || std::mem::take(&mut self.proc_error);
         t.return_status(if error { 1 } else { 0 });
@@ -699,11 +671,12 @@ impl Connection {
             status |= token::DONE_ERROR;
         }
         t.done(token::DONEPROC, status, 0, 0);
+        Ok(())
     }
 
-    fn sp_executesql(&mut self, params: &[RpcParam], t: &mut Tokens) -> RpcResult {
+    fn sp_executesql(&mut self, params: &[RpcParam], reply: &mut Reply) -> RpcResult {
         let Some(stmt) = params.first() else {
-            return Err(msg(8144, &[&"sp_executesql"]));
+            return Err(msg(8144, &[&"sp_executesql"]).into());
         };
         let text = text_of(&stmt.value);
         let (definitions, values) = match params.get(1) {
@@ -721,13 +694,13 @@ impl Connection {
             }
             _ => (Vec::new(), &params[1.min(params.len())..]),
         };
-        self.run_with(&text, &definitions, values, t, 0)
+        self.run_with(&text, &definitions, values, reply, 0)
     }
 
-    fn sp_prepare(&mut self, params: &[RpcParam], t: &mut Tokens, execute: bool) -> RpcResult {
+    fn sp_prepare(&mut self, params: &[RpcParam], reply: &mut Reply, execute: bool) -> RpcResult {
         let proc = if execute { "sp_prepexec" } else { "sp_prepare" };
         if params.len() < 3 {
-            return Err(msg(8144, &[&proc]));
+            return Err(msg(8144, &[&proc]).into());
         }
         let definitions =
             parse_parameter_definitions(&text_of(&params[1].value)).map_err(SqlError::from)?;
@@ -743,21 +716,21 @@ impl Connection {
         );
         let mut outputs = vec![(1, params[0].name.clone(), SqlType::Int, Value::Int(handle))];
         if execute {
-            outputs.extend(self.run_with(&text, &definitions, &params[3..], t, 3)?);
+            outputs.extend(self.run_with(&text, &definitions, &params[3..], reply, 3)?);
         }
         Ok(outputs)
     }
 
-    fn sp_execute(&mut self, params: &[RpcParam], t: &mut Tokens) -> RpcResult {
+    fn sp_execute(&mut self, params: &[RpcParam], reply: &mut Reply) -> RpcResult {
         let handle = match params.first().map(|p| &p.value) {
             Some(Value::Int(h)) => *h,
-            _ => return Err(msg(8144, &[&"sp_execute"])),
+            _ => return Err(msg(8144, &[&"sp_execute"]).into()),
         };
         let Some(p) = self.prepared.get(&handle) else {
-            return Err(msg(8179, &[&handle]));
+            return Err(msg(8179, &[&handle]).into());
         };
         let (text, definitions) = (p.text.clone(), p.definitions.clone());
-        self.run_with(&text, &definitions, &params[1..], t, 1)
+        self.run_with(&text, &definitions, &params[1..], reply, 1)
     }
 
     /// Runs `text` with `values` bound to `definitions` (by name, else by position);
@@ -768,7 +741,7 @@ impl Connection {
         text: &str,
         definitions: &[ParameterDefinition],
         values: &[RpcParam],
-        t: &mut Tokens,
+        reply: &mut Reply,
         first_ordinal: u16,
     ) -> RpcResult {
         let mut bound = Vec::new();
@@ -783,7 +756,8 @@ impl Connection {
                 return Err(msg(
                     8178,
                     &[&format!("({})", definitions_text(definitions)), &d.name],
-                ));
+                )
+                .into());
             };
             let value = if v.value.is_null() {
                 Value::Null
@@ -795,8 +769,9 @@ impl Connection {
                 outputs.push((first_ordinal + pos as u16, d.name.clone(), d.sql_type));
             }
         }
-        let out = self.session.execute_with_parameters(text, bound);
-        self.proc_error |= self.encode(&out, t, token::DONEINPROC);
+        self.proc_error |= self.stream(reply, token::DONEINPROC, |s, sink| {
+            s.execute_streaming(text, bound, sink)
+        })?;
         Ok(outputs
             .into_iter()
             .map(|(ordinal, name, ty)| {
@@ -811,7 +786,7 @@ impl Connection {
     }
 
     /// Another procedure by name: EXEC name with the parameters as variables.
-    fn exec_procedure(&mut self, name: &str, params: &[RpcParam], t: &mut Tokens) -> RpcResult {
+    fn exec_procedure(&mut self, name: &str, params: &[RpcParam], reply: &mut Reply) -> RpcResult {
         let mut args = Vec::new();
         let mut bound = Vec::new();
         let mut outputs = Vec::new();
@@ -829,8 +804,9 @@ impl Connection {
             }
         }
         let text = format!("EXEC [{}] {}", name.replace(']', "]]"), args.join(", "));
-        let out = self.session.execute_with_parameters(&text, bound);
-        self.proc_error |= self.encode(&out, t, token::DONEINPROC);
+        self.proc_error |= self.stream(reply, token::DONEINPROC, |s, sink| {
+            s.execute_streaming(&text, bound, sink)
+        })?;
         Ok(outputs
             .into_iter()
             .map(|(ordinal, name, var, ty)| {
@@ -846,7 +822,25 @@ impl Connection {
 }
 
 /// OUTPUT parameters to return: (ordinal, name, type, value).
-type RpcResult = Result<Vec<(u16, String, SqlType, Value)>, SqlError>;
+type RpcResult = Result<Vec<(u16, String, SqlType, Value)>, RpcFailure>;
+
+/// Why an RPC call failed: a message for the client, or the connection itself.
+enum RpcFailure {
+    Sql(SqlError),
+    Connection(TdsError),
+}
+
+impl From<SqlError> for RpcFailure {
+    fn from(e: SqlError) -> RpcFailure {
+        RpcFailure::Sql(e)
+    }
+}
+
+impl From<TdsError> for RpcFailure {
+    fn from(e: TdsError) -> RpcFailure {
+        RpcFailure::Connection(e)
+    }
+}
 
 /// Ends a request's tokens (invariant 3): the last token, if it is a DONE of this kind
 /// with MORE, becomes the final one; else a final DONE is appended.

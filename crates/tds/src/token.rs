@@ -82,6 +82,9 @@ pub fn command_code(c: extentdb_sql::exec::StatementCommand) -> u16 {
     }
 }
 
+/// A DONE, DONEINPROC or DONEPROC token's length.
+pub const DONE_LEN: usize = 13;
+
 /// A response being built.
 #[derive(Default)]
 pub struct Tokens {

@@ -10,7 +10,7 @@ use extentdb_storage::StorageError;
 use super::checkdb::CheckKind;
 use super::eval::{as_i64, to_text};
 use super::lower::not_yet;
-use super::{Flow, Output, Session};
+use super::{Flow, Out, Output, Session};
 use crate::ast::{Dbcc, ExecArg, ExecTarget, Execute};
 use crate::dbcc_page;
 use crate::messages::{msg, SqlError};
@@ -21,7 +21,7 @@ use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY};
 const LATER_DBCC: &[&str] = &["SHRINKDATABASE", "IND"];
 
 impl Session {
-    pub(super) fn dbcc(&mut self, d: &Dbcc, out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+    pub(super) fn dbcc(&mut self, d: &Dbcc, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let name = d.name.to_ascii_uppercase();
         let mut args = Vec::new();
         for a in &d.args {
@@ -112,7 +112,7 @@ impl Session {
         Ok(())
     }
 
-    fn trace_status(&mut self, args: &[Value], out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+    fn trace_status(&mut self, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
         let wanted: Vec<i64> = args
             .iter()
             .map(as_i64)
@@ -154,7 +154,7 @@ impl Session {
     /// prints it (`crate::dbcc_page`), read through the buffer pool so a dirty page shows
     /// its current content. The lines go to the client with trace flag 3604 (session or
     /// global), else to the error log.
-    fn dbcc_page(&mut self, args: &[Value], out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+    fn dbcc_page(&mut self, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
         if args.len() < 3 {
             return Err(vec![msg(2526, &[])]);
         }
@@ -202,7 +202,7 @@ impl Session {
 
     /// DBCC's printed output (PAGE, DBINFO): to the client with trace flag 3604 (session or
     /// global), else to the error log, as SQL Server does.
-    pub(super) fn dbcc_print(&mut self, lines: Vec<String>, out: &mut Vec<Output>) {
+    pub(super) fn dbcc_print(&mut self, lines: Vec<String>, out: &mut Out) {
         let inst = self.engine.instance.clone();
         let to_client =
             self.flags.contains(&3604) || inst.trace_flags.lock().unwrap().contains(&3604);
@@ -217,7 +217,7 @@ impl Session {
     }
 
     /// DBCC LOGINFO [(db)]: one row per VLF, as SQL Server lists them.
-    fn loginfo(&mut self, args: &[Value], out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+    fn loginfo(&mut self, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
         let db = match args.first() {
             None => inst.database(self.database_id),
@@ -267,11 +267,7 @@ impl Session {
         Ok(())
     }
 
-    pub(super) fn execute_proc(
-        &mut self,
-        e: &Execute,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn execute_proc(&mut self, e: &Execute, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let (name, args) = match &e.target {
             ExecTarget::Dynamic { parts } => {
                 let mut sql = String::new();
@@ -325,11 +321,7 @@ impl Session {
     }
 
     /// xp_readerrorlog [archive [, log type [, search1 [, search2]]]].
-    fn read_errorlog(
-        &mut self,
-        args: &[Value],
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    fn read_errorlog(&mut self, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
         let archive = match args.first() {
             Some(v) if !v.is_null() => as_i64(v).map_err(|e| vec![e])?,
             _ => 0,
@@ -367,7 +359,7 @@ impl Session {
     }
 
     /// EXEC ('...'): runs the text as a batch of its own, with its own variables.
-    fn dynamic(&mut self, sql: &str, out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+    fn dynamic(&mut self, sql: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let saved = std::mem::take(&mut self.vars);
         let result = match parse_batch(sql) {
             Err(e) => Err(vec![super::parse_error(e)]),

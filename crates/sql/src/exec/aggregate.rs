@@ -57,6 +57,27 @@ fn contains_aggregate(e: &Expr) -> bool {
     found
 }
 
+/// True when an aggregate of the select list or HAVING is DISTINCT (it keeps the distinct
+/// values it saw).
+pub(super) fn has_distinct_aggregate(s: &Select) -> bool {
+    let mut found = false;
+    let mut visit = |e: &Expr| {
+        let _ = map_expr(e, &mut |x| {
+            found |= is_aggregate(x) && matches!(x, Expr::Function { distinct: true, .. });
+            Ok(None)
+        });
+    };
+    for i in &s.items {
+        if let SelectItem::Expr { expr, .. } = i {
+            visit(expr);
+        }
+    }
+    if let Some(h) = &s.having {
+        visit(h);
+    }
+    found
+}
+
 /// A grouped query: GROUP BY, HAVING or an aggregate in the select list.
 pub(super) fn is_aggregate_query(s: &Select) -> bool {
     !s.group_by.is_empty()
@@ -179,10 +200,11 @@ fn map_expr(
     })
 }
 
-/// One aggregate call to compute per group.
-struct Aggregate {
+/// One aggregate call to compute per group, with its result type when known before any
+/// row (a computed argument's comes from its first non-NULL value).
+pub(super) struct Aggregate {
     call: Expr,
-    result_type: SqlType,
+    result_type: Option<SqlType>,
 }
 
 /// The aggregates of a query, each replaced by its hidden column.
@@ -259,9 +281,158 @@ fn sum_type(t: SqlType, avg: bool) -> SqlType {
     }
 }
 
+/// The result type of aggregate `upper` over an argument of type `t`.
+fn result_of(upper: &str, t: SqlType) -> SqlType {
+    match upper {
+        "COUNT" => SqlType::Int,
+        "COUNT_BIG" => SqlType::BigInt,
+        "SUM" => sum_type(t, false),
+        "AVG" => sum_type(t, true),
+        _ => t,
+    }
+}
+
+/// One aggregate computed row by row, so a group's rows need not be held: a count, the
+/// best value so far (MIN, MAX) or a running sum (SUM, AVG). DISTINCT keeps the distinct
+/// values seen.
+pub(super) struct Accumulator {
+    call: Expr,
+    upper: String,
+    result_type: Option<SqlType>,
+    /// Rows seen (COUNT(*)) or non-NULL values taken.
+    count: i64,
+    best: Option<Value>,
+    sum: Option<Value>,
+    seen: Vec<Value>,
+}
+
+impl Accumulator {
+    pub(super) fn new(a: &Aggregate) -> Accumulator {
+        let Expr::Function { name, .. } = &a.call else {
+            unreachable!("collected calls are aggregates");
+        };
+        Accumulator {
+            call: a.call.clone(),
+            upper: name.name().to_ascii_uppercase(),
+            result_type: a.result_type,
+            count: 0,
+            best: None,
+            sum: None,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Takes one source row.
+    pub(super) fn add(
+        &mut self,
+        s: &mut Session,
+        src: &Source,
+        row: &[Value],
+    ) -> Result<(), SqlError> {
+        let Expr::Function {
+            args,
+            star,
+            distinct,
+            ..
+        } = &self.call
+        else {
+            unreachable!("collected calls are aggregates");
+        };
+        if *star {
+            self.count += 1;
+            return Ok(());
+        }
+        let v = s.eval(&args[0], Some(&Session::ctx(src, row)))?;
+        if v.is_null() {
+            return Ok(());
+        }
+        if *distinct {
+            if self
+                .seen
+                .iter()
+                .any(|x| same_row(std::slice::from_ref(x), std::slice::from_ref(&v)))
+            {
+                return Ok(());
+            }
+            self.seen.push(v.clone());
+        }
+        let t = *self
+            .result_type
+            .get_or_insert_with(|| result_of(&self.upper, type_of(&v)));
+        self.count += 1;
+        match self.upper.as_str() {
+            "COUNT" | "COUNT_BIG" => {}
+            "MIN" | "MAX" => self.take_best(v)?,
+            _ => {
+                // Integers accumulate in bigint so AVG cannot overflow where SQL Server's
+                // does not; SUM converts back and reports int overflow as it would.
+                let acc_type = if t == SqlType::Int {
+                    SqlType::BigInt
+                } else {
+                    t
+                };
+                let v = convert(&v, acc_type, None)?;
+                self.sum = Some(match self.sum.take() {
+                    None => v,
+                    Some(sum) => ops::binary(ops::BinaryOp::Add, &sum, &v)?,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn take_best(&mut self, v: Value) -> Result<(), SqlError> {
+        let want = if self.upper == "MIN" {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+        let better = match &self.best {
+            None => true,
+            Some(b) => ops::compare(&v, b)? == Some(want),
+        };
+        if better {
+            self.best = Some(v);
+        }
+        Ok(())
+    }
+
+    /// The result type (Int for a computed argument that was NULL throughout).
+    pub(super) fn result_type(&self) -> SqlType {
+        self.result_type
+            .unwrap_or_else(|| result_of(&self.upper, SqlType::Int))
+    }
+
+    pub(super) fn finish(&self) -> Result<Value, SqlError> {
+        let t = self.result_type();
+        match self.upper.as_str() {
+            "COUNT" | "COUNT_BIG" => Ok(count_value(self.count, t)),
+            "MIN" | "MAX" => Ok(self.best.clone().unwrap_or(Value::Null)),
+            _ => {
+                let Some(sum) = &self.sum else {
+                    return Ok(Value::Null);
+                };
+                let total = if self.upper == "AVG" {
+                    let acc_type = if t == SqlType::Int {
+                        SqlType::BigInt
+                    } else {
+                        t
+                    };
+                    let n = convert(&Value::BigInt(self.count), acc_type, None)?;
+                    ops::binary(ops::BinaryOp::Divide, sum, &n)?
+                } else {
+                    sum.clone()
+                };
+                convert(&total, t, None)
+            }
+        }
+    }
+}
+
 impl Session {
-    /// The type of an aggregate's argument: a source column's, else the first value's.
-    fn argument_type(&mut self, arg: &Expr, src: &Source, rows: &[Vec<Value>]) -> SqlType {
+    /// The type of an aggregate's argument: a source column's, else the first non-NULL
+    /// value's among `rows`; None when neither tells (the rows stream later).
+    fn argument_type(&mut self, arg: &Expr, src: &Source, rows: &[Vec<Value>]) -> Option<SqlType> {
         if let Expr::Column(n) = arg {
             if let Some((_, t)) = src
                 .rowset
@@ -269,17 +440,17 @@ impl Session {
                 .iter()
                 .find(|(c, _)| c.eq_ignore_ascii_case(n.name()))
             {
-                return *t;
+                return Some(*t);
             }
         }
         for r in rows {
             if let Ok(v) = self.eval(arg, Some(&Session::ctx(src, r))) {
                 if !v.is_null() {
-                    return type_of(&v);
+                    return Some(type_of(&v));
                 }
             }
         }
-        SqlType::Int
+        None
     }
 
     fn aggregate_spec(
@@ -305,99 +476,16 @@ impl Session {
             return Err(not_yet("aggregates of aggregates"));
         }
         let result_type = match upper.as_str() {
-            "COUNT" => SqlType::Int,
-            "COUNT_BIG" => SqlType::BigInt,
-            "SUM" => sum_type(self.argument_type(&args[0], src, rows), false),
-            "AVG" => sum_type(self.argument_type(&args[0], src, rows), true),
-            _ => self.argument_type(&args[0], src, rows),
+            "COUNT" => Some(SqlType::Int),
+            "COUNT_BIG" => Some(SqlType::BigInt),
+            _ => self
+                .argument_type(&args[0], src, rows)
+                .map(|t| result_of(&upper, t)),
         };
         Ok(Aggregate {
             call: call.clone(),
             result_type,
         })
-    }
-
-    /// One aggregate over one group's rows.
-    fn compute(
-        &mut self,
-        a: &Aggregate,
-        src: &Source,
-        rows: &[&Vec<Value>],
-    ) -> Result<Value, SqlError> {
-        let Expr::Function {
-            name,
-            args,
-            star,
-            distinct,
-        } = &a.call
-        else {
-            unreachable!("collected calls are aggregates");
-        };
-        let upper = name.name().to_ascii_uppercase();
-        if *star {
-            return Ok(count_value(rows.len() as i64, a.result_type));
-        }
-        let mut values: Vec<Value> = Vec::with_capacity(rows.len());
-        for r in rows {
-            let v = self.eval(&args[0], Some(&Session::ctx(src, r)))?;
-            if v.is_null() {
-                continue;
-            }
-            if *distinct
-                && values
-                    .iter()
-                    .any(|x| same_row(std::slice::from_ref(x), std::slice::from_ref(&v)))
-            {
-                continue;
-            }
-            values.push(v);
-        }
-        match upper.as_str() {
-            "COUNT" | "COUNT_BIG" => Ok(count_value(values.len() as i64, a.result_type)),
-            "MIN" | "MAX" => {
-                let want = if upper == "MIN" {
-                    Ordering::Less
-                } else {
-                    Ordering::Greater
-                };
-                let mut best: Option<Value> = None;
-                for v in values {
-                    best = Some(match best {
-                        None => v,
-                        Some(b) => {
-                            if ops::compare(&v, &b)? == Some(want) {
-                                v
-                            } else {
-                                b
-                            }
-                        }
-                    });
-                }
-                Ok(best.unwrap_or(Value::Null))
-            }
-            _ => {
-                if values.is_empty() {
-                    return Ok(Value::Null);
-                }
-                // Integers accumulate in bigint so AVG cannot overflow where SQL Server's
-                // does not; SUM converts back and reports int overflow as it would.
-                let acc_type = match a.result_type {
-                    SqlType::Int => SqlType::BigInt,
-                    t => t,
-                };
-                let mut sum = convert(&Value::Int(0), acc_type, None)?;
-                for v in &values {
-                    sum = ops::binary(ops::BinaryOp::Add, &sum, &convert(v, acc_type, None)?)?;
-                }
-                let total = if upper == "AVG" {
-                    let n = convert(&Value::BigInt(values.len() as i64), acc_type, None)?;
-                    ops::binary(ops::BinaryOp::Divide, &sum, &n)?
-                } else {
-                    sum
-                };
-                convert(&total, a.result_type, None)
-            }
-        }
     }
 
     /// The grouped form of a query: its select list, HAVING (as WHERE) and ORDER BY over
@@ -409,9 +497,6 @@ impl Session {
         source: Option<Source>,
     ) -> Result<(Query, Select, Source), Vec<SqlError>> {
         let one = |e| vec![e];
-        if s.where_clause.as_ref().is_some_and(contains_aggregate) {
-            return Err(vec![msg(147, &[])]);
-        }
         let src = source.unwrap_or(Source {
             rowset: Rowset::default(),
             table: String::new(),
@@ -421,13 +506,51 @@ impl Session {
         let rows = self
             .filtered_rows(s, has_from.then_some(&src))
             .map_err(one)?;
+        let plan = self.plan_grouping(q, s, &src, &rows)?;
+        let groups = self.groups(&s.group_by, &src, &rows).map_err(one)?;
+        let mut grouped_rows = Vec::with_capacity(groups.len());
+        // Typed over every row (`plan_grouping`), so the same for each group.
+        let types: Vec<SqlType> = plan
+            .aggregates
+            .iter()
+            .map(|a| Accumulator::new(a).result_type())
+            .collect();
+        for g in &groups {
+            let mut accs: Vec<Accumulator> = plan.aggregates.iter().map(Accumulator::new).collect();
+            for &i in g {
+                for a in &mut accs {
+                    a.add(self, &src, &rows[i]).map_err(one)?;
+                }
+            }
+            let first = g.first().map(|&i| rows[i].as_slice());
+            grouped_rows.push(group_row(&src, first, &accs).map_err(one)?);
+        }
+        let grouped = grouped_source(&src, &types, grouped_rows);
+        Ok((plan.query, plan.select, grouped))
+    }
+
+    /// What grouping makes of a query before any row is grouped: the select list, HAVING
+    /// (as WHERE) and ORDER BY with each aggregate replaced by its hidden column, and the
+    /// aggregates (typed from `rows` where their argument is computed; none when they
+    /// stream).
+    pub(super) fn plan_grouping(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        src: &Source,
+        rows: &[Vec<Value>],
+    ) -> Result<GroupingPlan, Vec<SqlError>> {
+        let one = |e| vec![e];
+        if s.where_clause.as_ref().is_some_and(contains_aggregate) {
+            return Err(vec![msg(147, &[])]);
+        }
         let mut c = Collector::default();
         let mut items = Vec::with_capacity(s.items.len());
         for item in &s.items {
             items.push(match item {
                 SelectItem::Expr { expr, alias } => {
                     let e = c.rewrite(expr).map_err(one)?;
-                    check_grouped(&e, &s.group_by, &src).map_err(one)?;
+                    check_grouped(&e, &s.group_by, src).map_err(one)?;
                     SelectItem::Expr {
                         expr: e,
                         alias: alias.clone(),
@@ -442,7 +565,7 @@ impl Session {
         let having = match &s.having {
             Some(h) => {
                 let e = c.rewrite(h).map_err(one)?;
-                check_grouped(&e, &s.group_by, &src).map_err(one)?;
+                check_grouped(&e, &s.group_by, src).map_err(one)?;
                 Some(e)
             }
             None => None,
@@ -455,41 +578,12 @@ impl Session {
                 descending: o.descending,
             });
         }
-        let specs = c
+        let aggregates = c
             .calls
             .iter()
-            .map(|call| self.aggregate_spec(call, &src, &rows))
+            .map(|call| self.aggregate_spec(call, src, rows))
             .collect::<Result<Vec<_>, _>>()
             .map_err(one)?;
-        let groups = self.groups(&s.group_by, &src, &rows).map_err(one)?;
-        let width = src.rowset.columns.len();
-        let mut grouped_rows = Vec::with_capacity(groups.len());
-        for g in &groups {
-            let members: Vec<&Vec<Value>> = g.iter().map(|&i| &rows[i]).collect();
-            let mut row = match members.first() {
-                Some(r) => (*r).clone(),
-                None => vec![Value::Null; width],
-            };
-            for a in &specs {
-                row.push(self.compute(a, &src, &members).map_err(one)?);
-            }
-            grouped_rows.push(row);
-        }
-        let mut columns = src.rowset.columns.clone();
-        columns.extend(
-            specs
-                .iter()
-                .enumerate()
-                .map(|(i, a)| (hidden_name(i), a.result_type)),
-        );
-        let grouped = Source {
-            rowset: Rowset {
-                columns,
-                rows: grouped_rows,
-            },
-            table: src.table.clone(),
-            alias: src.alias.clone(),
-        };
         let select = Select {
             distinct: s.distinct,
             top: s.top.clone(),
@@ -508,7 +602,11 @@ impl Session {
             fetch: None,
             hints: Vec::new(),
         };
-        Ok((query, select, grouped))
+        Ok(GroupingPlan {
+            query,
+            select,
+            aggregates,
+        })
     }
 
     /// Row indexes of each group, groups in ascending key order. Without GROUP BY, one
@@ -564,6 +662,41 @@ impl Session {
             last = Some(k);
         }
         Ok(out)
+    }
+}
+
+/// A grouped query's parts (`plan_grouping`).
+pub(super) struct GroupingPlan {
+    pub query: Query,
+    pub select: Select,
+    pub aggregates: Vec<Aggregate>,
+}
+
+/// A group's row: its first source row (NULLs for an empty group), then each aggregate.
+pub(super) fn group_row(
+    src: &Source,
+    first: Option<&[Value]>,
+    accs: &[Accumulator],
+) -> Result<Vec<Value>, SqlError> {
+    let mut row = match first {
+        Some(r) => r.to_vec(),
+        None => vec![Value::Null; src.rowset.columns.len()],
+    };
+    for a in accs {
+        row.push(a.finish()?);
+    }
+    Ok(row)
+}
+
+/// The source of one row per group: the source's columns, then the aggregates' hidden
+/// columns of `types`.
+pub(super) fn grouped_source(src: &Source, types: &[SqlType], rows: Vec<Vec<Value>>) -> Source {
+    let mut columns = src.rowset.columns.clone();
+    columns.extend(types.iter().enumerate().map(|(i, t)| (hidden_name(i), *t)));
+    Source {
+        rowset: Rowset { columns, rows },
+        table: src.table.clone(),
+        alias: src.alias.clone(),
     }
 }
 

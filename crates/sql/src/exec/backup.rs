@@ -19,7 +19,7 @@ use extentdb_storage::StorageError;
 use super::history::RestoreEvent;
 use super::lower::not_yet;
 use super::views::ticks_from_unix_us;
-use super::{Output, Session};
+use super::{Out, Output, Session};
 use crate::ast::{Backup, BackupKind, BackupOption, OptionValue, Restore, RestoreKind};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value};
@@ -162,11 +162,7 @@ impl Session {
             .map_err(|e| vec![storage_msg(&e)])
     }
 
-    pub(super) fn backup(
-        &mut self,
-        b: &Backup,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn backup(&mut self, b: &Backup, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let statement = match b.kind {
             BackupKind::Database => "BACKUP DATABASE",
             BackupKind::Log => "BACKUP LOG",
@@ -255,11 +251,7 @@ impl Session {
         Ok(())
     }
 
-    pub(super) fn restore(
-        &mut self,
-        r: &Restore,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn restore(&mut self, r: &Restore, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let statement = match r.kind {
             RestoreKind::Database => "RESTORE DATABASE",
             RestoreKind::Log => "RESTORE LOG",
@@ -342,7 +334,7 @@ impl Session {
         &mut self,
         name: &str,
         opts: &Options,
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         if opts.norecovery {
             return Err(vec![msg(3117, &[])]);
@@ -365,7 +357,7 @@ impl Session {
         name: &str,
         path: &std::path::Path,
         opts: &Options,
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
         if name.eq_ignore_ascii_case("tempdb") {
@@ -521,7 +513,7 @@ impl<'a> Tracked<'a> {
     }
 
     /// `n percent processed.` for each step passed (Msg 3211).
-    fn stats_lines(&self, out: &mut Vec<Output>) {
+    fn stats_lines(&self, out: &mut Out) {
         for p in self.reported.lock().unwrap().iter() {
             out.push(Output::Info(msg(3211, &[p])));
         }
@@ -536,7 +528,7 @@ impl Drop for Tracked<'_> {
 
 /// SQL Server's closing line of a backup or restore (Msg 3014).
 fn push_summary(
-    out: &mut Vec<Output>,
+    out: &mut Out,
     statement: &str,
     pages: u64,
     bytes: u64,

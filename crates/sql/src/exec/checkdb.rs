@@ -14,7 +14,7 @@ use extentdb_storage::StorageError;
 
 use super::eval::as_i64;
 use super::views::Rowset;
-use super::{Output, Session};
+use super::{Out, Output, Session};
 use crate::ast::{Dbcc, OptionValue};
 use crate::messages::{msg, msg_strings, SqlError};
 use crate::rowcodec::{self, StoredType};
@@ -293,7 +293,7 @@ impl Session {
         kind: CheckKind,
         d: &Dbcc,
         args: &[Value],
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         let settings = self.check_settings(d)?;
         if let Some(Value::Text(t)) = args.get(1) {
@@ -468,7 +468,7 @@ impl Session {
         &mut self,
         d: &Dbcc,
         args: &[Value],
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.dbcc_database(args.first())?;
         let fields: Vec<(&str, String)> = {

@@ -21,7 +21,7 @@ use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
 use super::tables::TableRef;
 use super::xact::Shared;
-use super::{Output, Session};
+use super::{Out, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
 use crate::convert::{convert, data_type_name};
 use crate::messages::{msg, SqlError};
@@ -237,11 +237,7 @@ impl Session {
         }
     }
 
-    pub(super) fn insert(
-        &mut self,
-        ins: &Insert,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn insert(&mut self, ins: &Insert, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.table_for(&ins.table, "INSERT")?;
         let targets = self.insert_targets(ins, &t)?;
         let mut source = self.insert_source(ins, &targets)?;
@@ -311,11 +307,7 @@ impl Session {
         })
     }
 
-    pub(super) fn update(
-        &mut self,
-        u: &Update,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn update(&mut self, u: &Update, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if !u.from.is_empty() {
             return Err(vec![not_yet("UPDATE ... FROM")]);
         }
@@ -421,11 +413,7 @@ impl Session {
         Ok(())
     }
 
-    pub(super) fn delete(
-        &mut self,
-        d: &Delete,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn delete(&mut self, d: &Delete, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if !d.from.is_empty() {
             return Err(vec![not_yet("DELETE ... FROM")]);
         }

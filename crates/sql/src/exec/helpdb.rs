@@ -16,7 +16,7 @@ use extentdb_storage::{Database, Instance};
 use super::eval::{database_property, to_text};
 use super::space::{kb_text, mb_text};
 use super::views::{cols, text, ticks_from_unix_us, Rowset, SYSNAME};
-use super::{Output, Session};
+use super::{Out, Session};
 use crate::convert::convert;
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value};
@@ -157,7 +157,7 @@ impl Session {
     pub(super) fn sp_helpfile(
         &mut self,
         args: &[Value],
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         if !args[0].is_null() {
             return Err(vec![super::lower::not_yet("sp_helpfile @filename")]);
@@ -170,11 +170,7 @@ impl Session {
 
     /// sp_helpdb [[@dbname =] 'name']: every database ordered by name, or one database and
     /// then its files (sp_helpfile run in it).
-    pub(super) fn sp_helpdb(
-        &mut self,
-        args: &[Value],
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn sp_helpdb(&mut self, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
         let inst = self.engine.instance.clone();
         let wanted = (!args[0].is_null()).then(|| to_text(&args[0]));
         let mut rows = Vec::new();

@@ -18,8 +18,8 @@ use std::path::Path;
 use extentdb_storage::backup::{read_backup_sets, SetInfo};
 
 use super::backup::{header_columns, header_row};
-use super::Output;
 use super::Session;
+use super::{Out, Output};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value};
 
@@ -131,7 +131,7 @@ pub(super) struct RestoreEvent<'a> {
 
 impl Session {
     /// Records the set at `position` of `path` that BACKUP just wrote.
-    pub(super) fn record_backup(&self, path: &Path, position: u32, out: &mut Vec<Output>) {
+    pub(super) fn record_backup(&self, path: &Path, position: u32, out: &mut Out) {
         if let Err(e) = self.write_history(path, position, None) {
             out.push(Output::Error(history_failed(e)));
         }
@@ -143,7 +143,7 @@ impl Session {
         path: &Path,
         position: u32,
         event: RestoreEvent<'_>,
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) {
         if let Err(e) = self.write_history(path, position, Some(event)) {
             out.push(Output::Error(history_failed(e)));

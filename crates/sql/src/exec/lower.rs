@@ -3,7 +3,7 @@
 //! rather than silently accepted.
 
 use super::ddl::{AlterAction, CreateSpec, FileSpec, FilegroupProperty, Growth, MaxSize};
-use super::{Flow, Output, Session};
+use super::{Flow, Out, Output, Session};
 use crate::ast::{
     self, AlterDatabaseAction, DatabaseOption, FilegroupChange, Size, Statement, StatementKind,
 };
@@ -136,11 +136,7 @@ pub fn not_yet(what: &str) -> SqlError {
 }
 
 impl Session {
-    pub(super) fn lowered(
-        &mut self,
-        s: &Statement,
-        out: &mut Vec<Output>,
-    ) -> Result<Flow, Vec<SqlError>> {
+    pub(super) fn lowered(&mut self, s: &Statement, out: &mut Out) -> Result<Flow, Vec<SqlError>> {
         match &s.kind {
             StatementKind::CreateDatabase(c) => {
                 if c.for_attach {

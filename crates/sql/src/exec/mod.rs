@@ -20,6 +20,7 @@ use crate::ast::{Statement, StatementKind};
 use crate::messages::{msg, SqlError};
 use crate::parser::parse_batch;
 use crate::types::{SqlType, Value};
+pub use output::{Collect, Out, OutputSink};
 
 mod admin;
 mod aggregate;
@@ -34,12 +35,15 @@ mod helpdb;
 mod history;
 mod logins;
 mod lower;
+pub mod output;
 mod principal_views;
 mod security;
 mod security_ddl;
 mod select;
 mod shrink;
 mod space;
+mod spill;
+mod stream;
 mod table_ddl;
 mod tables;
 pub mod views;
@@ -48,10 +52,15 @@ mod xact;
 /// One thing a batch produced, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Output {
+    /// A whole result set (what is small by construction: a system view, a report).
     Rows {
         columns: Vec<(String, SqlType)>,
         rows: Vec<Vec<Value>>,
     },
+    /// A result set streamed as it is produced: its columns, then each `Row` (see
+    /// `output` invariant 1). `Collect` turns them into `Rows`.
+    Columns(Vec<(String, SqlType)>),
+    Row(Vec<Value>),
     RowsAffected(u64),
     /// Severity <= 10 messages and PRINT (number 0): shown as plain text.
     Info(SqlError),
@@ -366,18 +375,31 @@ fn aborts_batch(e: &SqlError) -> bool {
 }
 
 impl Session {
-    /// Parses and runs one batch.
+    /// Parses and runs one batch, collecting its outputs.
     pub fn execute(&mut self, batch: &str) -> Vec<Output> {
         self.execute_with_parameters(batch, Vec::new())
     }
 
-    /// Runs one batch with parameters already declared as variables (sp_executesql and
-    /// the prepared-statement RPCs): `(name with @, type, value)`.
+    /// `execute_streaming` into a `Collect`.
     pub fn execute_with_parameters(
         &mut self,
         batch: &str,
         parameters: Vec<(String, SqlType, Value)>,
     ) -> Vec<Output> {
+        let mut c = Collect::default();
+        self.execute_streaming(batch, parameters, &mut c);
+        c.outputs
+    }
+
+    /// Runs one batch with parameters already declared as variables (sp_executesql and
+    /// the prepared-statement RPCs): `(name with @, type, value)`. Outputs go to `sink` as
+    /// they are produced.
+    pub fn execute_streaming(
+        &mut self,
+        batch: &str,
+        parameters: Vec<(String, SqlType, Value)>,
+        sink: &mut dyn OutputSink,
+    ) {
         self.vars.clear();
         self.declared_by.clear();
         for (name, t, v) in parameters {
@@ -388,7 +410,7 @@ impl Session {
         self.info
             .last_request_start_us
             .store(unix_us(), Ordering::Release);
-        let mut out = Vec::new();
+        let mut out = Out::new(sink);
         match parse_batch(batch) {
             Err(e) => out.push(Output::Error(parse_error(e))),
             Ok(statements) => {
@@ -397,10 +419,9 @@ impl Session {
         }
         self.info.running.store(false, Ordering::Release);
         *self.info.command.lock().unwrap() = "AWAITING COMMAND";
-        out
     }
 
-    fn run_block(&mut self, statements: &[Statement], out: &mut Vec<Output>) -> Flow {
+    fn run_block(&mut self, statements: &[Statement], out: &mut Out) -> Flow {
         for s in statements {
             match self.run_statement(s, out) {
                 Flow::Normal => {}
@@ -503,31 +524,25 @@ impl Session {
         self.descriptor
     }
 
-    fn run_statement(&mut self, s: &Statement, out: &mut Vec<Output>) -> Flow {
-        if self.cancelled() {
+    fn run_statement(&mut self, s: &Statement, out: &mut Out) -> Flow {
+        if self.cancelled() || out.gone() {
             return Flow::AbortBatch;
         }
-        let before = out.len();
+        let before = out.reported();
         let command = StatementCommand::of(&s.kind);
         if let Some(c) = command {
             *self.info.command.lock().unwrap() = c.request_command();
         }
         let flow = self.run_statement_inner(s, out);
         if let Some(command) = command {
-            let reported = out[before..].iter().any(|o| {
-                matches!(
-                    o,
-                    Output::Rows { .. } | Output::RowsAffected(_) | Output::Error(_)
-                )
-            });
-            if reported || command.is_ddl() {
+            if out.reported() > before || command.is_ddl() {
                 out.push(Output::StatementEnd(command));
             }
         }
         flow
     }
 
-    fn run_statement_inner(&mut self, s: &Statement, out: &mut Vec<Output>) -> Flow {
+    fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
         match self.statement(s, out) {
             Ok(flow) => flow,
             Err(errors) => {
@@ -564,7 +579,7 @@ impl Session {
         }
     }
 
-    fn statement(&mut self, s: &Statement, out: &mut Vec<Output>) -> Result<Flow, Vec<SqlError>> {
+    fn statement(&mut self, s: &Statement, out: &mut Out) -> Result<Flow, Vec<SqlError>> {
         use StatementKind as K;
         if self.implicit_transactions && self.trancount == 0 && starts_implicit_transaction(&s.kind)
         {
@@ -658,7 +673,7 @@ impl Session {
     }
 
     /// Reports rows affected unless SET NOCOUNT ON, and sets @@ROWCOUNT.
-    fn rows_affected(&mut self, n: u64, out: &mut Vec<Output>) {
+    fn rows_affected(&mut self, n: u64, out: &mut Out) {
         self.rowcount = n as i64;
         if !self.nocount {
             out.push(Output::RowsAffected(n));
@@ -666,7 +681,7 @@ impl Session {
     }
 
     /// Sends a result set, then `(n rows affected)` unless SET NOCOUNT ON.
-    fn send_rowset(&mut self, r: views::Rowset, out: &mut Vec<Output>) {
+    fn send_rowset(&mut self, r: views::Rowset, out: &mut Out) {
         let n = r.rows.len() as u64;
         out.push(r.into());
         self.rows_affected(n, out);

@@ -9,7 +9,7 @@ use super::errors;
 use super::eval::{as_i64, value_type, RowCtx};
 use super::lower::not_yet;
 use super::views::{self, Rowset};
-use super::{Output, Session};
+use super::{Out, Output, Session};
 use crate::ast::{Query, QueryBody, Select, SelectItem, TableSource};
 use crate::messages::{msg, SqlError};
 use crate::ops;
@@ -48,6 +48,52 @@ fn unicode_if_needed<'a>(t: SqlType, values: impl Iterator<Item = &'a Value>) ->
     }
 }
 
+/// Types the columns `select_header` left open from the rows' values: the first non-NULL
+/// value's type, widened for Unicode text (`unicode_if_needed`). With `more` (rows beyond
+/// these are still to come, streamed), a later value must fit too: text becomes
+/// NVARCHAR(MAX), binary VARBINARY(MAX), a decimal precision 38.
+pub(super) fn type_columns(
+    columns: Vec<(String, Option<SqlType>)>,
+    rows: &[Vec<Value>],
+    more: bool,
+) -> Vec<(String, SqlType)> {
+    columns
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, t))| {
+            let t = t.unwrap_or_else(|| {
+                let t = rows
+                    .iter()
+                    .map(|r| &r[i])
+                    .find(|v| !v.is_null())
+                    .map(value_type)
+                    .unwrap_or(SqlType::Int);
+                let t = unicode_if_needed(t, rows.iter().map(|r| &r[i]));
+                if more {
+                    widened(t)
+                } else {
+                    t
+                }
+            });
+            (n, t)
+        })
+        .collect()
+}
+
+/// A type every later value of a computed column fits (`type_columns` with `more`).
+fn widened(t: SqlType) -> SqlType {
+    use crate::types::MAX_LENGTH;
+    match t {
+        SqlType::VarChar(_) | SqlType::NVarChar(_) => SqlType::NVarChar(MAX_LENGTH),
+        SqlType::VarBinary(_) => SqlType::VarBinary(MAX_LENGTH),
+        SqlType::Decimal { scale, .. } => SqlType::Decimal {
+            precision: 38,
+            scale,
+        },
+        t => t,
+    }
+}
+
 /// Rows equal for DISTINCT and GROUP BY: NULLs equal each other.
 pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
     a.iter()
@@ -60,7 +106,7 @@ pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
 }
 
 impl Session {
-    pub(super) fn select(&mut self, q: &Query, out: &mut Vec<Output>) -> Result<(), Vec<SqlError>> {
+    pub(super) fn select(&mut self, q: &Query, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if let QueryBody::Select(s) = &q.body {
             if s.items
                 .iter()
@@ -74,6 +120,9 @@ impl Session {
                     .assignment_select(s, source.as_ref())
                     .map_err(|e| vec![e]);
             }
+        }
+        if let Some(done) = self.select_streamed(q, out) {
+            return done;
         }
         let (columns, result) = self.query_result(q)?;
         let n = result.len() as u64;
@@ -108,7 +157,7 @@ impl Session {
     }
 
     /// WHERE, the select list, DISTINCT, ORDER BY and TOP over one source.
-    fn finish(
+    pub(super) fn finish(
         &mut self,
         q: &Query,
         s: &Select,
@@ -232,6 +281,21 @@ impl Session {
         src: Option<&Source>,
         rows: &[Vec<Value>],
     ) -> Result<Projection, SqlError> {
+        let columns = self.select_header(s, src)?;
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            out.push(self.project_row(s, src, r)?);
+        }
+        Ok((type_columns(columns, &out, false), out))
+    }
+
+    /// The select list's column names, and types where known before any row: a source
+    /// column's, a declared one (`declared_type`); None for other expressions.
+    pub(super) fn select_header(
+        &mut self,
+        s: &Select,
+        src: Option<&Source>,
+    ) -> Result<Vec<(String, Option<SqlType>)>, SqlError> {
         let mut columns: Vec<(String, Option<SqlType>)> = Vec::new();
         for item in &s.items {
             match item {
@@ -281,38 +345,28 @@ impl Session {
                 SelectItem::Assign { .. } => unreachable!("checked by the caller"),
             }
         }
-        let mut out = Vec::with_capacity(rows.len());
-        for r in rows {
-            let mut values = Vec::with_capacity(columns.len());
-            for item in &s.items {
-                match item {
-                    SelectItem::Wildcard { .. } => values.extend(r.iter().cloned()),
-                    SelectItem::Expr { expr, .. } => {
-                        let ctx = src.map(|s| Self::ctx(s, r));
-                        values.push(self.eval(expr, ctx.as_ref())?);
-                    }
-                    SelectItem::Assign { .. } => {}
+        Ok(columns)
+    }
+
+    /// The select list evaluated over one source row.
+    pub(super) fn project_row(
+        &mut self,
+        s: &Select,
+        src: Option<&Source>,
+        r: &[Value],
+    ) -> Result<Vec<Value>, SqlError> {
+        let mut values = Vec::with_capacity(s.items.len());
+        for item in &s.items {
+            match item {
+                SelectItem::Wildcard { .. } => values.extend(r.iter().cloned()),
+                SelectItem::Expr { expr, .. } => {
+                    let ctx = src.map(|s| Self::ctx(s, r));
+                    values.push(self.eval(expr, ctx.as_ref())?);
                 }
+                SelectItem::Assign { .. } => {}
             }
-            out.push(values);
         }
-        let typed = columns
-            .into_iter()
-            .enumerate()
-            .map(|(i, (n, t))| {
-                let t = t.unwrap_or_else(|| {
-                    let t = out
-                        .iter()
-                        .map(|r| &r[i])
-                        .find(|v| !v.is_null())
-                        .map(value_type)
-                        .unwrap_or(SqlType::Int);
-                    unicode_if_needed(t, out.iter().map(|r| &r[i]))
-                });
-                (n, t)
-            })
-            .collect();
-        Ok((typed, out))
+        Ok(values)
     }
 
     /// The type an expression has whatever its value: a CAST or CONVERT's target, a

@@ -9,7 +9,7 @@ use extentdb_storage::StorageError;
 
 use super::space::storage_error;
 use super::views::{cols, Rowset};
-use super::{Output, Session};
+use super::{Out, Session};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value};
 
@@ -17,7 +17,7 @@ impl Session {
     pub(super) fn shrink_file(
         &mut self,
         args: &[Value],
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         let (db_id, db_lock) = self.current_database()?;
         let mut db = db_lock.lock().unwrap();

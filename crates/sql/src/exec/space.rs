@@ -32,7 +32,7 @@ use extentdb_storage::{Database, StorageError};
 use super::errors::{self, Context};
 use super::tables::{object_name_from_text, TableRef};
 use super::views::{cols, text, Rowset, SYSNAME};
-use super::{Output, Session};
+use super::{Out, Output, Session};
 use crate::convert::convert;
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value};
@@ -242,7 +242,7 @@ impl Session {
     pub(super) fn show_file_stats(
         &mut self,
         args: &[Value],
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         if !args.is_empty() {
             return Err(vec![msg(2526, &[])]);
@@ -259,7 +259,7 @@ impl Session {
     pub(super) fn sp_spaceused(
         &mut self,
         args: &[Value],
-        out: &mut Vec<Output>,
+        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         if let Some(&p) = SPACEUSED_NOT_YET.iter().find(|&&p| !args[p].is_null()) {
             let what = format!("sp_spaceused {}", SP_SPACEUSED_PARAMS[p]);
@@ -273,11 +273,7 @@ impl Session {
         }
     }
 
-    fn database_space_used(
-        &mut self,
-        one_set: bool,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    fn database_space_used(&mut self, one_set: bool, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let (_, db) = self.current_database()?;
         let mut db = db.lock().unwrap();
         let total = database_space(&mut db).map_err(storage_error)?;
@@ -295,11 +291,7 @@ impl Session {
         Ok(())
     }
 
-    fn table_space_used(
-        &mut self,
-        objname: &str,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    fn table_space_used(&mut self, objname: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.spaceused_table(objname)?;
         let space = t.db.lock().unwrap().unit_space(t.entry.allocation_unit_id);
         let space = space.map_err(storage_error)?;

@@ -33,7 +33,7 @@ use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::Database;
 
 use super::errors;
-use super::{EnvChange, Output, Session};
+use super::{EnvChange, Out, Output, Session};
 use crate::messages::{msg, SqlError};
 
 /// Poisons its database when dropped by a panic's unwinding (`write_in_xact_sharing`).
@@ -62,7 +62,7 @@ pub(super) enum Shared {
 }
 
 impl Session {
-    pub(super) fn begin_transaction(&mut self, out: &mut Vec<Output>) {
+    pub(super) fn begin_transaction(&mut self, out: &mut Out) {
         self.trancount += 1;
         if self.trancount == 1 {
             self.descriptor = self
@@ -77,32 +77,27 @@ impl Session {
 
     /// BEGIN TRANSACTION as a client's transaction-manager request (TDS TM_BEGIN_XACT).
     pub fn begin_transaction_request(&mut self) -> Vec<Output> {
-        let mut out = Vec::new();
-        self.begin_transaction(&mut out);
-        out
+        super::output::collect(|out| self.begin_transaction(out))
     }
 
     /// COMMIT or ROLLBACK as a transaction-manager request; with `begin_again`, a new
     /// transaction begins right after (TDS's fBeginXact).
     pub fn end_transaction_request(&mut self, commit: bool, begin_again: bool) -> Vec<Output> {
-        let mut out = Vec::new();
-        let result = if commit {
-            self.commit_transaction(&mut out)
-        } else {
-            self.rollback_transaction(&mut out)
-        };
-        match result {
-            Ok(()) if begin_again => self.begin_transaction(&mut out),
-            Ok(()) => {}
-            Err(errors) => out.extend(errors.into_iter().map(Output::Error)),
-        }
-        out
+        super::output::collect(|out| {
+            let result = if commit {
+                self.commit_transaction(out)
+            } else {
+                self.rollback_transaction(out)
+            };
+            match result {
+                Ok(()) if begin_again => self.begin_transaction(out),
+                Ok(()) => {}
+                Err(errors) => out.extend(errors.into_iter().map(Output::Error)),
+            }
+        })
     }
 
-    pub(super) fn commit_transaction(
-        &mut self,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn commit_transaction(&mut self, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if self.trancount == 0 {
             return Err(vec![msg(3902, &[])]);
         }
@@ -129,10 +124,7 @@ impl Session {
         }
     }
 
-    pub(super) fn rollback_transaction(
-        &mut self,
-        out: &mut Vec<Output>,
-    ) -> Result<(), Vec<SqlError>> {
+    pub(super) fn rollback_transaction(&mut self, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if self.trancount == 0 {
             return Err(vec![msg(3903, &[])]);
         }

@@ -1,0 +1,169 @@
+//! Scans in chunks: a table's rows read a bounded piece at a time, so the reader can let go
+//! of the database between pieces (other sessions run, the client takes what was read)
+//! and nothing it holds grows with the table.
+//!
+//! A heap goes on by page, in allocation order (the IAM chain's order, each IAM page's
+//! extents ascending); a clustered index by key, after the last row it returned (so a split
+//! between chunks neither loses nor repeats a row).
+//!
+//! Invariants:
+//! 1. A chunk holds whole heap pages, or leaf rows in key order after the position, and at
+//!    most about `max_bytes` of records plus one page.
+//! 2. A heap scan goes on only if its allocation unit is the one it began on and no page
+//!    moved since (`Database::page_moves`); otherwise `StorageError::ScanMoved` (Msg 601)
+//!    rather than a row missed or returned twice. A clustered scan checks the unit only:
+//!    it goes on by key wherever the pages went.
+//! 3. Rows inserted behind a heap scan's position are not returned, rows ahead of it are,
+//!    as in SQL Server's allocation-order scans without locks (isolation between sessions'
+//!    transactions is issue 21's lock manager).
+
+use extentdb_format::{data_page, record, PageId, PAGES_PER_EXTENT};
+
+use crate::table::{is_heap_page, Rid};
+use crate::{Database, StorageError};
+
+/// Where a scan in chunks goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanPosition {
+    /// Before the first row.
+    Start,
+    /// A heap: the next page to read.
+    HeapPage(PageId),
+    /// A clustered index: after the row of this record (its key).
+    AfterRecord(Vec<u8>),
+    /// Past the last row.
+    End,
+}
+
+/// What a scan began on (invariant 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanOrigin {
+    pub allocation_unit_id: u64,
+    pub page_moves: u64,
+}
+
+/// One chunk's rows and where the next chunk begins.
+#[derive(Debug)]
+pub struct ScanChunk {
+    pub rows: Vec<(Rid, Vec<u8>)>,
+    pub next: ScanPosition,
+}
+
+impl Database {
+    /// What a scan of `object_id` that begins now begins on.
+    pub fn scan_origin(&self, object_id: u32) -> Result<ScanOrigin, StorageError> {
+        Ok(ScanOrigin {
+            allocation_unit_id: self.table_or_err(object_id)?.allocation_unit_id,
+            page_moves: self.page_moves,
+        })
+    }
+
+    /// Reads rows of `object_id` from `at` until about `max_bytes` of records are taken
+    /// (invariant 1); the database may be let go of between chunks.
+    pub fn scan_chunk(
+        &mut self,
+        object_id: u32,
+        origin: ScanOrigin,
+        at: &ScanPosition,
+        max_bytes: usize,
+    ) -> Result<ScanChunk, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        if t.allocation_unit_id != origin.allocation_unit_id {
+            return Err(StorageError::ScanMoved);
+        }
+        match at {
+            ScanPosition::End => Ok(ScanChunk {
+                rows: Vec::new(),
+                next: ScanPosition::End,
+            }),
+            _ if t.index_id == 1 => {
+                let after = match at {
+                    ScanPosition::AfterRecord(r) => Some(r.as_slice()),
+                    _ => None,
+                };
+                self.btree_scan_chunk(&t, after, max_bytes)
+            }
+            _ => {
+                if self.page_moves != origin.page_moves {
+                    return Err(StorageError::ScanMoved);
+                }
+                let from = match at {
+                    ScanPosition::HeapPage(p) => Some(*p),
+                    _ => None,
+                };
+                self.heap_scan_chunk(t.allocation_unit_id, from, max_bytes)
+            }
+        }
+    }
+
+    /// A heap's pages from `from` (the first page when None) in allocation order.
+    pub(crate) fn heap_scan_chunk(
+        &mut self,
+        au: u64,
+        from: Option<PageId>,
+        max_bytes: usize,
+    ) -> Result<ScanChunk, StorageError> {
+        let extents = self.extents_of(au)?;
+        let (mut index, mut page_in_extent) = match from {
+            None => (0, 0),
+            Some(p) => {
+                let e = p.page.0 / PAGES_PER_EXTENT;
+                let i = extents
+                    .iter()
+                    .position(|(f, x)| *f == p.file.0 && x.0 == e)
+                    .ok_or(StorageError::ScanMoved)?;
+                (i, p.page.0 % PAGES_PER_EXTENT)
+            }
+        };
+        let mut rows = Vec::new();
+        let mut bytes = 0usize;
+        while index < extents.len() {
+            if bytes >= max_bytes {
+                let (file, extent) = extents[index];
+                let next = PageId::new(file, extent.first_page().0 + page_in_extent);
+                return Ok(ScanChunk {
+                    rows,
+                    next: ScanPosition::HeapPage(next),
+                });
+            }
+            let (file, extent) = extents[index];
+            let pid = PageId::new(file, extent.first_page().0 + page_in_extent);
+            bytes += self.heap_page_rows(au, pid, &mut rows)?;
+            page_in_extent += 1;
+            if page_in_extent == PAGES_PER_EXTENT {
+                page_in_extent = 0;
+                index += 1;
+            }
+        }
+        Ok(ScanChunk {
+            rows,
+            next: ScanPosition::End,
+        })
+    }
+
+    /// Appends the live rows of heap page `pid` (if it is one of unit `au`'s); returns
+    /// their bytes. A zero page the PFS calls allocated is damage (table.rs invariant 4).
+    fn heap_page_rows(
+        &mut self,
+        au: u64,
+        pid: PageId,
+        rows: &mut Vec<(Rid, Vec<u8>)>,
+    ) -> Result<usize, StorageError> {
+        let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+        if !is_heap_page(&p, au) {
+            if p.is_unformatted() && self.page_allocated(pid)? {
+                return Err(self.incorrect_page_id(pid, extentdb_format::PageId::NULL));
+            }
+            return Ok(0);
+        }
+        let mut bytes = 0;
+        for (slot, rec) in data_page::records(&p) {
+            let rec = rec?;
+            if !record::is_ghost(rec) {
+                bytes += rec.len();
+                rows.push(((pid, slot), rec.to_vec()));
+            }
+        }
+        Ok(bytes)
+    }
+}
