@@ -23,6 +23,9 @@ Parts (sizes are the seeds' own at --size-factor 1; the factor scales them for s
            inserts against PostgreSQL (bench/tds.py); backup and consistency checks of the same
            1 GB table against pg_basebackup, pg_amcheck, SQLite's backup API and
            integrity_check (bench/peers.py)
+  memory   the server's peak RSS against --max-server-memory-mb on scans, aggregates, a
+           clustered table, a slow client, DBCC CHECKDB and 8 large batches at once
+           (bench/memory.py; gated only when MEMORY_GATES is on)
 
 --quick runs every part at small sizes (PostgreSQL left out, SQLite kept) in a few minutes,
 renders the same report into bench/tmp, and exits 1 when a gross regression shows in a
@@ -46,7 +49,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lib  # noqa: E402
 from lib import GB, ROOT  # noqa: E402
 
-PARTS = ["machine", "seed001", "seed002", "seed003", "seed004", "checkdb", "backup", "peers"]
+PARTS = ["machine", "seed001", "seed002", "seed003", "seed004", "checkdb", "backup", "peers",
+         "memory"]
+# The memory part's gates (peak RSS within 1.5 x the cap plus the per-connection allowance,
+# bench/memory.py): turned on when the streaming executor lands (issue 20 item 3). Until
+# then the ratios are recorded in the results and the report, and gate nothing.
+MEMORY_GATES = False
 
 
 def log(msg):
@@ -360,6 +368,14 @@ def part_peers(a, work, env):
     return r
 
 
+def part_memory(a, work, env):
+    args = ["--dir", work, "--binary", a.binary]
+    # The full report's tables scale with the size factor, never below 4x the cap.
+    args += ["--quick"] if a.quick else ["--table-mb", str(max(1024, int(2400 * a.factor)))]
+    j, _ = run_part_script("memory.py", args, env)
+    return j
+
+
 # ---- Gates (quick mode): gross regressions only, each a ratio from this run ----
 
 def gates(res):
@@ -432,6 +448,15 @@ def gates(res):
         gate("autocommit inserts: extentdb / SQLite", i["autocommit_extentdb_vs_sqlite"], 0.25)
         gate("one-transaction inserts: extentdb / SQLite", i["bulk_extentdb_vs_sqlite"], 0.25)
         gate("inserts and recovery: row counts", float(i["row_counts_ok"]), 1)
+    if "memory" in p and MEMORY_GATES:
+        m = p["memory"]
+        for c in m["cases"]:
+            gate(f"memory {c['case']}: peak RSS / ({m['headroom_factor']:g} x cap "
+                 f"{m['cap_mib']} MiB + {m['allowance_mib_per_connection']} MiB x "
+                 f"{c['connections']} conn.)", c["ratio"], 1.0, at_least=False)
+            # A refused oversized batch (a server message) is an outcome, a crash is not.
+            gate(f"memory {c['case']}: completed or refused with a message (1 = yes)",
+                 float(c["acceptable"]), 1)
     return g
 
 
@@ -521,6 +546,7 @@ def main():
         "checkdb": lambda: part_checkdb(a, work, env),
         "backup": lambda: part_backup(a, work, env),
         "peers": lambda: part_peers(a, work, env),
+        "memory": lambda: part_memory(a, work, env),
     }
     failed = {}
     try:

@@ -398,6 +398,26 @@ def sec_peers(p, figdir, backup):
     return "\n\n".join(md), names
 
 
+def sec_memory(m):
+    md = ["## Memory against the cap (bench/memory.py)",
+          f"One server set up with `--max-server-memory-mb {m['cap_mib']}`; tables `big` (heap) "
+          f"and `bigc` (clustered) of {m['tables']['rows_each']:,} rows ({m['tables']['row']}, "
+          f"{m['tables']['pages_each_mib']:,} MiB each). Peak RSS is VmHWM, reset before each "
+          f"case; the limit is {m['headroom_factor']:g} x the cap + "
+          f"{m['allowance_mib_per_connection']} MiB per connection. These ratios are gates only "
+          "when `MEMORY_GATES` in bench/report.py is on (when the streaming executor lands).",
+          table(["case", "conns", "outcome", "wall", "baseline RSS", "peak RSS", "limit",
+                 "ratio", "held"],
+                [[c["case"], c["connections"],
+                  "ok" if c["ok"] else ("refused " + ",".join(map(str, c.get("error_numbers", [])))
+                                        if c.get("acceptable") else "**failed**"),
+                  fmt_s(c["wall_s"]), f"{c['baseline_rss_mib']:,.0f} MiB",
+                  f"{'killed at >= ' if c.get('killed_at_ceiling') else ''}{c['peak_rss_mib']:,.0f} MiB",
+                  f"{c['limit_mib']:,.0f} MiB",
+                  f"{c['ratio']:.2f}", "yes" if c["held"] else "**no**"] for c in m["cases"]])]
+    return "\n\n".join(md), []
+
+
 def render(res, out, stamp):
     figdir = os.path.join(out, stamp)
     os.makedirs(figdir, exist_ok=True)
@@ -421,6 +441,8 @@ def render(res, out, stamp):
         sections.append(sec_backup(p["backup"]))
     if "peers" in p:
         sections.append(sec_peers(p["peers"], figdir, p.get("backup")))
+    if "memory" in p:
+        sections.append(sec_memory(p["memory"]))
     mode = "quick mode" if res["quick"] else f"size factor {res['size_factor']:g}"
     head = [f"# extentdb benchmark report: {res['host']}, {res['date'][:10]} ({mode})",
             f"Produced by `python3 bench/report.py{' --quick' if res['quick'] else ''}"

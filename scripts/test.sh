@@ -79,6 +79,12 @@ if [ "${XDB_SKIP_BENCH:-}" != 1 ]; then
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
       "matplotlib==$MATPLOTLIB_VERSION" || warn "pip install matplotlib failed"
   fi
+  # Its memory part (bench/memory.py) drives the server with python-tds.
+  if ! python3 -c 'import pytds' >/dev/null 2>&1; then
+    python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
+      "python-tds==$PYTHON_TDS_VERSION" || warn "pip install python-tds failed"
+  fi
   python3 bench/report.py --quick
 fi
 
