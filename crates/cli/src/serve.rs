@@ -35,9 +35,16 @@ pub struct ServeArgs {
     /// Connections waiting to log in at once; one more closes the oldest of them.
     #[arg(long, default_value_t = 64)]
     max_pending_logins: usize,
-    /// The largest request (batch text or RPC) accepted, in MB.
+    /// The largest request (batch text or RPC) accepted, in MB (Msg 701 beyond).
     #[arg(long, default_value_t = 64)]
     max_request_mb: usize,
+    /// Requests larger than 2 MB run this many at a time (default: one per 512 MB of max
+    /// server memory, at least one); the others wait (docs/SECURITY.md, "Memory").
+    #[arg(long)]
+    large_request_slots: Option<usize>,
+    /// How long a large request waits for a slot before Msg 8645, in seconds.
+    #[arg(long, default_value_t = 60)]
+    large_request_wait_secs: u64,
     /// The TLS certificate (PEM); default DIR/tls/server.crt, made self-signed at first start.
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -109,6 +116,11 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
         require_encryption: a.require_encryption,
         login_timeout: std::time::Duration::from_secs(a.login_timeout_secs.max(1)),
         max_pending_logins: a.max_pending_logins.max(1),
+        large_request_slots: a
+            .large_request_slots
+            .unwrap_or(instance.config.max_server_memory_mb as usize / 512)
+            .max(1),
+        large_request_wait: std::time::Duration::from_secs(a.large_request_wait_secs),
         ..ServerOptions::default()
     };
     let server = Arc::new(

@@ -169,3 +169,127 @@ fn an_attention_ends_a_streamed_result_and_the_session_goes_on() {
         ]
     );
 }
+
+#[test]
+fn sorts_and_groups_larger_than_their_memory_spill_and_stay_bounded() {
+    let s = capped_server("stream-sort");
+    let mut a = s.connect();
+    load(&mut a);
+    std::fs::write(format!("/proc/{}/clear_refs", s.child.id()), "5").unwrap();
+    let base_kb = status_kb(&s, "VmRSS");
+    // 160 MB of rows through one sort whose memory is 8 MB: it spills runs and merges them.
+    let r = ok(a
+        .batch("SELECT id, pad FROM big WHERE id % 2 = 1 ORDER BY pad DESC, id DESC")
+        .unwrap());
+    let got = rows(&r);
+    assert_eq!(got.len() as i64, ROWS / 2);
+    let ids: Vec<i64> = got
+        .iter()
+        .map(|r| match r[0] {
+            Value::Int(i) => i as i64,
+            ref v => panic!("{v:?}"),
+        })
+        .collect();
+    let want: Vec<i64> = (0..ROWS).rev().filter(|i| i % 2 == 1).collect();
+    assert_eq!(ids, want);
+    // TOP over ORDER BY, DISTINCT, GROUP BY with HAVING and ORDER BY of an aggregate.
+    let top = rows(&ok(a
+        .batch("SELECT TOP (2) id FROM big ORDER BY id DESC")
+        .unwrap()));
+    assert_eq!(
+        top,
+        vec![vec![Value::Int(39_999)], vec![Value::Int(39_998)]]
+    );
+    let distinct = rows(&ok(a
+        .batch("SELECT DISTINCT id % 3 AS m FROM big ORDER BY m DESC")
+        .unwrap()));
+    assert_eq!(
+        distinct,
+        vec![
+            vec![Value::Int(2)],
+            vec![Value::Int(1)],
+            vec![Value::Int(0)]
+        ]
+    );
+    let groups = rows(&ok(a
+        .batch(
+            "SELECT id % 4 AS k, COUNT(*) AS n, MIN(id) AS lo FROM big \
+             GROUP BY id % 4 HAVING MIN(id) > 0 ORDER BY n DESC, k",
+        )
+        .unwrap()));
+    let q = (ROWS / 4) as i32;
+    assert_eq!(
+        groups,
+        vec![
+            vec![Value::Int(1), Value::Int(q), Value::Int(1)],
+            vec![Value::Int(2), Value::Int(q), Value::Int(2)],
+            vec![Value::Int(3), Value::Int(q), Value::Int(3)],
+        ]
+    );
+    // Msg 145: DISTINCT orders only by what it selects.
+    let e = a.batch("SELECT DISTINCT id FROM big ORDER BY pad").unwrap();
+    assert_eq!(e.errors().map(|e| e.number).collect::<Vec<_>>(), vec![145]);
+    let peak_kb = status_kb(&s, "VmHWM");
+    let limit_kb = base_kb + (CAP_MB + 48) * 1024;
+    assert!(peak_kb < limit_kb, "peak {peak_kb} kB, limit {limit_kb} kB");
+    // The sort's work files are gone from tempdb's directory.
+    let leftovers: Vec<_> = walk(&s.dir)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("extentdb-sort-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// A batch of about `mb` MB on the wire (UTF-16) that holds its large-request slot for
+/// `hold_s` seconds.
+fn large_batch(mb: usize, hold_s: u32) -> String {
+    format!(
+        "WAITFOR DELAY '00:00:0{hold_s}'; SELECT LEN('{}')",
+        "x".repeat(mb << 19)
+    )
+}
+
+#[test]
+fn large_requests_take_turns_and_one_that_waits_too_long_is_refused() {
+    let s = Server::start(
+        "stream-large",
+        &[
+            "--large-request-slots",
+            "1",
+            "--large-request-wait-secs",
+            "1",
+        ],
+    );
+    let mut a = s.connect();
+    let mut b = s.connect();
+    a.send_batch(&large_batch(3, 4)).unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    // A holds the only slot while it runs: B's large batch waits a second, then 8645.
+    let refused = b.batch(&large_batch(3, 0)).unwrap();
+    assert_eq!(
+        refused.errors().map(|e| e.number).collect::<Vec<_>>(),
+        vec![8645]
+    );
+    // Small requests never wait for a slot.
+    let small = rows(&ok(b.batch("SELECT 7").unwrap()));
+    assert_eq!(small[0][0], Value::Int(7));
+    let done = rows(&ok(a.read_response().unwrap()));
+    assert_eq!(done[0][0], Value::Int(3 << 19));
+    // With the slot given back, B's large batch runs.
+    let later = rows(&ok(b.batch(&large_batch(3, 0)).unwrap()));
+    assert_eq!(later[0][0], Value::Int(3 << 19));
+    assert!(s.errorlog().contains("Error: 8645, Severity: 17"));
+}

@@ -310,6 +310,7 @@ static CATALOGUE: &[Entry] = &[
     // Tables, DML and transactions.
     e(109, 15, 1, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
     e(110, 15, 1, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
+    e(145, 15, 1, "ORDER BY items must appear in the select list if SELECT DISTINCT is specified."),
     e(147, 15, 1, "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference."),
     e(264, 16, 1, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code."),
     e(544, 16, 1, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF."),
@@ -344,6 +345,7 @@ static CATALOGUE: &[Entry] = &[
     e(4060, 11, 1, "Cannot open database \"%.*ls\" requested by the login. The login failed."),
     e(8178, 16, 1, "The parameterized query '%.*ls' expects the parameter '%.*ls', which was not supplied."),
     e(8179, 16, 4, "Could not find prepared statement with handle %d."),
+    e(8645, 17, 1, "A timeout occurred while waiting for memory resources to execute the query in resource pool '%ls' (%ld). Rerun the query."),
     e(17053, 16, 1, "%ls: Operating system error %ls encountered."), // unverified
     e(17836, 20, 17, "Length specified in network packet payload did not match number of bytes read; the connection has been closed. Please contact the vendor of the client library.%.*ls"),
     e(18452, 14, 1, "Login failed. The login is from an untrusted domain and cannot be used with Integrated authentication.%.*ls"),

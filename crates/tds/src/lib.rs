@@ -6,6 +6,7 @@
 //! Dependencies point down: this crate uses `extentdb-sql` (sessions, values, messages)
 //! and `extentdb-storage` (the instance and its error log); the `cli` crate uses it.
 
+pub mod admission;
 pub mod client;
 pub mod login7;
 pub mod login_guard;

@@ -7,7 +7,8 @@
 //! Invariants:
 //! 1. A message read is at most `limit` bytes; a longer one is refused before it is held
 //!    in memory (a client cannot make the server allocate without bound): `read_message`
-//!    refuses it, `read_request` reads it to its end, keeps none of it and says so.
+//!    refuses it, `read_request` reads it to its end, keeps none of it and says so (as
+//!    it does with a request its admission refuses).
 //! 2. A packet's length is at least the header's 8 bytes and at most the negotiated packet
 //!    size; anything else is a protocol error that closes the connection.
 //! 3. See `MessageWriter`.
@@ -122,38 +123,52 @@ pub fn read_message(
     max_packet: usize,
     limit: usize,
 ) -> Result<Option<Message>, TdsError> {
-    match read_request(r, max_packet, limit)? {
-        Some(Request::Oversized { .. }) => Err(TdsError::TooLarge(limit)),
+    match read_request(r, max_packet, limit, usize::MAX, &mut || true)? {
+        Some(Request::Refused { .. }) => Err(TdsError::TooLarge(limit)),
         Some(Request::Message(m)) => Ok(Some(m)),
         None => Ok(None),
     }
 }
 
-/// A request as the session reads it: whole, or too large to keep.
+/// A request as the session reads it: whole, or read to its end and dropped.
 #[derive(Debug)]
 pub enum Request {
     Message(Message),
-    /// A message over the limit, read to its end and dropped (invariant 1): the session
-    /// refuses it and goes on.
-    Oversized {
+    /// Nothing of it was kept (invariant 1); the session refuses it and goes on.
+    Refused {
         kind: PacketType,
         bytes: usize,
+        why: Refusal,
     },
 }
 
-/// Reads packets until one with EOM; a message over `limit` bytes is read to its end and
-/// dropped (invariant 1).
+/// Why a request was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Longer than the limit.
+    TooLarge,
+    /// Past `threshold` bytes, `admit` said no (admission.rs: no large-request slot).
+    NotAdmitted,
+}
+
+/// Reads packets until one with EOM. Past `threshold` bytes the request asks `admit` once
+/// whether it may go on; a request over `limit` bytes, or not admitted, is read to its end
+/// and dropped (invariant 1).
 pub fn read_request(
     r: &mut impl Read,
     max_packet: usize,
     limit: usize,
+    threshold: usize,
+    admit: &mut dyn FnMut() -> bool,
 ) -> Result<Option<Request>, TdsError> {
     let Some((kind, status, mut payload)) = read_packet(r, max_packet)? else {
         return Ok(None);
     };
     let first_status = status;
     let mut status = status;
-    let mut dropped = 0usize;
+    let mut bytes = payload.len();
+    let mut asked = false;
+    let mut refused = None;
     while status & STATUS_EOM == 0 {
         let Some((k, s, more)) = read_packet(r, max_packet)? else {
             return Err(TdsError::Protocol("connection closed inside a message"));
@@ -161,19 +176,24 @@ pub fn read_request(
         if k != kind {
             return Err(TdsError::Protocol("packet type changed inside a message"));
         }
-        if dropped > 0 || payload.len() + more.len() > limit {
-            dropped += payload.len() + more.len();
-            payload = Vec::new();
-        } else {
-            payload.extend_from_slice(&more);
+        bytes += more.len();
+        if refused.is_none() && bytes > limit {
+            refused = Some(Refusal::TooLarge);
+        }
+        if refused.is_none() && !asked && bytes > threshold {
+            asked = true;
+            if !admit() {
+                refused = Some(Refusal::NotAdmitted);
+            }
+        }
+        match refused {
+            Some(_) => payload = Vec::new(),
+            None => payload.extend_from_slice(&more),
         }
         status = s;
     }
-    if dropped > 0 {
-        return Ok(Some(Request::Oversized {
-            kind,
-            bytes: dropped,
-        }));
+    if let Some(why) = refused {
+        return Ok(Some(Request::Refused { kind, bytes, why }));
     }
     Ok(Some(Request::Message(Message {
         kind,

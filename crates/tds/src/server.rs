@@ -35,10 +35,11 @@ use extentdb_sql::messages::{msg, SqlError};
 use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
 use extentdb_sql::types::{SqlType, Value};
 
+use crate::admission::{LargeRequests, Permit};
 use crate::login7::{self, Login7};
 use crate::login_guard::{LoginGuard, PendingLogin};
 use crate::packet::{
-    read_message, read_request, write_message, PacketType, Request, INITIAL_PACKET_SIZE,
+    read_message, read_request, write_message, PacketType, Refusal, Request, INITIAL_PACKET_SIZE,
     MAX_PACKET_SIZE, STATUS_RESET_CONNECTION,
 };
 use crate::prelogin;
@@ -63,6 +64,11 @@ pub struct ServerOptions {
     pub login_timeout: std::time::Duration,
     /// Connections between accept and login at once (login_guard.rs invariant 1).
     pub max_pending_logins: usize,
+    /// Requests past `large_request_bytes` take one of this many slots (admission.rs).
+    pub large_request_slots: usize,
+    pub large_request_bytes: usize,
+    /// How long a large request waits for a slot before Msg 8645.
+    pub large_request_wait: std::time::Duration,
 }
 
 impl Default for ServerOptions {
@@ -75,6 +81,9 @@ impl Default for ServerOptions {
             require_encryption: false,
             login_timeout: std::time::Duration::from_secs(60),
             max_pending_logins: 64,
+            large_request_slots: 1,
+            large_request_bytes: 2 << 20,
+            large_request_wait: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -98,6 +107,8 @@ pub struct Server {
     tls: Option<Arc<rustls::ServerConfig>>,
     /// Connections not yet logged in, and addresses' failed logins.
     guard: Arc<LoginGuard>,
+    /// Requests larger than a connection's allowance take turns (admission.rs).
+    large: Arc<LargeRequests>,
 }
 
 /// A connection's byte stream after the handshake: the socket itself, or the plaintext end
@@ -172,8 +183,14 @@ impl Server {
             options.login_timeout,
             engine.instance.errorlog.clone(),
         );
+        let large = LargeRequests::new(
+            options.large_request_slots.max(1),
+            options.large_request_bytes,
+            options.large_request_wait,
+        );
         Ok(Server {
             guard,
+            large,
             engine,
             options,
             listener,
@@ -218,6 +235,7 @@ impl Server {
             };
             self.active.fetch_add(1, Ordering::AcqRel);
             let guard = self.guard.clone();
+            let large = self.large.clone();
             let engine = self.engine.clone();
             let options = self.options.clone();
             let active = self.active.clone();
@@ -234,6 +252,7 @@ impl Server {
                     let login = Login {
                         pending,
                         guard,
+                        large,
                     };
                     // Invariant 5: a panic ends this connection only.
                     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -271,6 +290,8 @@ struct Login {
     /// Its place among pending connections, given up once LOGIN7 is answered.
     pending: PendingLogin,
     guard: Arc<LoginGuard>,
+    /// The instance's large-request slots (admission.rs), taken by its requests later.
+    large: Arc<LargeRequests>,
 }
 
 /// A statement prepared by sp_prepare / sp_prepexec.
@@ -296,7 +317,9 @@ struct Connection {
 }
 
 /// What the reader thread passes on.
-type Incoming = Result<Request, TdsError>;
+/// What the reader thread passes on: a request, and the large-request slot it holds
+/// (admission.rs).
+type Incoming = Result<(Request, Option<Permit>), TdsError>;
 
 impl Connection {
     fn run(
@@ -448,15 +471,21 @@ impl Connection {
         let cancel = session.cancel_flag();
         let (tx, rx) = mpsc::channel::<Incoming>();
         let limit = options.max_request_bytes;
+        let large = standing.large.clone();
         let reader_thread = std::thread::Builder::new()
             .name("tds-reader".into())
             .spawn(move || loop {
-                match read_request(&mut reader, packet_size, limit) {
+                let mut permit = None;
+                let mut admit = || {
+                    permit = large.acquire();
+                    permit.is_some()
+                };
+                match read_request(&mut reader, packet_size, limit, large.threshold, &mut admit) {
                     Ok(Some(m)) => {
                         if matches!(&m, Request::Message(m) if m.kind == PacketType::Attention) {
                             cancel.store(true, Ordering::Release);
                         }
-                        if tx.send(Ok(m)).is_err() {
+                        if tx.send(Ok((m, permit))).is_err() {
                             return;
                         }
                     }
@@ -496,10 +525,12 @@ impl Connection {
                 Err(mpsc::RecvTimeoutError::Timeout) => continue,
                 Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
             };
+            // The slot (if any) is given back when this request's answer is sent.
+            let (m, _permit) = m;
             let m = match m {
                 Request::Message(m) => m,
-                Request::Oversized { kind, bytes } => {
-                    self.refuse_oversized(kind, bytes)?;
+                Request::Refused { kind, bytes, why } => {
+                    self.refuse(kind, bytes, why)?;
                     continue;
                 }
             };
@@ -569,16 +600,29 @@ impl Connection {
         }
     }
 
-    /// A request over `--max-request-mb` was read to its end and dropped (packet.rs
-    /// invariant 1): it gets SQL Server's Msg 701 and the ERRORLOG line, and the session
-    /// goes on. An attention cannot be oversized (it has no payload).
-    fn refuse_oversized(&mut self, kind: PacketType, bytes: usize) -> Result<(), TdsError> {
-        let e = msg(701, &[&"default"]);
+    /// A request read to its end and dropped (packet.rs invariant 1) gets SQL Server's
+    /// message and ERRORLOG line, and the session goes on: over `--max-request-mb`, Msg
+    /// 701; no large-request slot in time (admission.rs), Msg 8645. An attention cannot be
+    /// refused (it has no payload).
+    fn refuse(&mut self, kind: PacketType, bytes: usize, why: Refusal) -> Result<(), TdsError> {
+        let (e, detail) = match why {
+            Refusal::TooLarge => (
+                msg(701, &[&"default"]),
+                format!(
+                    "the limit is {} bytes, --max-request-mb",
+                    self.options.max_request_bytes
+                ),
+            ),
+            Refusal::NotAdmitted => (
+                msg(8645, &[&"default", &2]),
+                "no large-request slot came free in time (--large-request-slots)".to_string(),
+            ),
+        };
         self.session.engine.instance.errorlog.write(
             &format!("spid{}", self.session.spid),
             &format!(
-                "Error: 701, Severity: {}, State: {}.\n{} (a {kind:?} request of {bytes} bytes; the limit is {} bytes, --max-request-mb)",
-                e.severity, e.state, e.text, self.options.max_request_bytes
+                "Error: {}, Severity: {}, State: {}.\n{} (a {kind:?} request of {bytes} bytes; {detail})",
+                e.number, e.severity, e.state, e.text
             ),
         );
         let mut reply = Reply::new(self.packet_size, self.session.spid);

@@ -57,27 +57,6 @@ fn contains_aggregate(e: &Expr) -> bool {
     found
 }
 
-/// True when an aggregate of the select list or HAVING is DISTINCT (it keeps the distinct
-/// values it saw).
-pub(super) fn has_distinct_aggregate(s: &Select) -> bool {
-    let mut found = false;
-    let mut visit = |e: &Expr| {
-        let _ = map_expr(e, &mut |x| {
-            found |= is_aggregate(x) && matches!(x, Expr::Function { distinct: true, .. });
-            Ok(None)
-        });
-    };
-    for i in &s.items {
-        if let SelectItem::Expr { expr, .. } = i {
-            visit(expr);
-        }
-    }
-    if let Some(h) = &s.having {
-        visit(h);
-    }
-    found
-}
-
 /// A grouped query: GROUP BY, HAVING or an aggregate in the select list.
 pub(super) fn is_aggregate_query(s: &Select) -> bool {
     !s.group_by.is_empty()
@@ -205,6 +184,13 @@ fn map_expr(
 pub(super) struct Aggregate {
     call: Expr,
     result_type: Option<SqlType>,
+}
+
+impl Aggregate {
+    /// The result type when known before any row.
+    pub(super) fn result_type(&self) -> Option<SqlType> {
+        self.result_type
+    }
 }
 
 /// The aggregates of a query, each replaced by its hidden column.

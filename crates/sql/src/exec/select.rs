@@ -25,62 +25,88 @@ pub(super) struct Source {
     pub alias: Option<String>,
 }
 
-/// A computed character column typed from its values (VARCHAR) becomes NVARCHAR when a
-/// value has a character beyond U+00FF: such text came from a Unicode source (an NVARCHAR
-/// column through UPPER, `+`, ISNULL ...), which SQL Server types NVARCHAR, and as VARCHAR a
-/// client would receive it in code page 1252 with those characters turned into '?'.
-fn unicode_if_needed<'a>(t: SqlType, values: impl Iterator<Item = &'a Value>) -> SqlType {
-    if !matches!(t, SqlType::VarChar(_)) {
-        return t;
+/// Types the columns a select list leaves open (`select_header`) from the values they take,
+/// row by row: the first non-NULL value's type. A computed character column typed so
+/// (VARCHAR) becomes NVARCHAR when a value has a character beyond U+00FF: such text came
+/// from a Unicode source (an NVARCHAR column through UPPER, `+`, ISNULL ...), which SQL
+/// Server types NVARCHAR, and as VARCHAR a client would receive it in code page 1252 with
+/// those characters turned into '?'.
+pub(super) struct ColumnTyper {
+    columns: Vec<(String, Option<SqlType>)>,
+    /// For each column: the first non-NULL value's type, whether some text went beyond
+    /// U+00FF, and the longest text in UTF-16 units.
+    seen: Vec<(Option<SqlType>, bool, usize)>,
+}
+
+impl ColumnTyper {
+    pub(super) fn new(columns: Vec<(String, Option<SqlType>)>) -> ColumnTyper {
+        let seen = vec![(None, false, 1); columns.len()];
+        ColumnTyper { columns, seen }
     }
-    let mut unicode = false;
-    let mut units = 1;
-    for v in values {
-        if let Value::Text(s) = v {
-            unicode |= s.chars().any(|c| c as u32 > 0xFF);
-            units = units.max(s.encode_utf16().count());
+
+    pub(super) fn observe(&mut self, row: &[Value]) {
+        for ((_, declared), (v, seen)) in self.columns.iter().zip(row.iter().zip(&mut self.seen)) {
+            if declared.is_some() {
+                continue;
+            }
+            let (first, unicode, units) = seen;
+            if first.is_none() && !v.is_null() {
+                *first = Some(value_type(v));
+            }
+            if let Value::Text(s) = v {
+                *unicode |= s.chars().any(|c| c as u32 > 0xFF);
+                *units = (*units).max(s.encode_utf16().count());
+            }
         }
     }
-    match (unicode, units) {
-        (false, _) => t,
-        (true, n) if n > 4000 => SqlType::NVarChar(crate::types::MAX_LENGTH),
-        (true, n) => SqlType::NVarChar(n as u32),
+
+    /// True when every column's type is known without a row.
+    pub(super) fn all_declared(&self) -> bool {
+        self.columns.iter().all(|(_, t)| t.is_some())
+    }
+
+    /// The columns' types from what was observed; with `more` (rows beyond these are still
+    /// to come, streamed), widened so a later value fits too: text NVARCHAR(MAX), binary
+    /// VARBINARY(MAX), a decimal precision 38.
+    pub(super) fn types(&self, more: bool) -> Vec<(String, SqlType)> {
+        self.columns
+            .iter()
+            .zip(&self.seen)
+            .map(|((n, declared), &(first, unicode, units))| {
+                let t = declared.unwrap_or_else(|| {
+                    let t = match (first.unwrap_or(SqlType::Int), unicode, units) {
+                        (SqlType::VarChar(_), true, n) if n > 4000 => {
+                            SqlType::NVarChar(crate::types::MAX_LENGTH)
+                        }
+                        (SqlType::VarChar(_), true, n) => SqlType::NVarChar(n as u32),
+                        (t, _, _) => t,
+                    };
+                    if more {
+                        widened(t)
+                    } else {
+                        t
+                    }
+                });
+                (n.clone(), t)
+            })
+            .collect()
     }
 }
 
-/// Types the columns `select_header` left open from the rows' values: the first non-NULL
-/// value's type, widened for Unicode text (`unicode_if_needed`). With `more` (rows beyond
-/// these are still to come, streamed), a later value must fit too: text becomes
-/// NVARCHAR(MAX), binary VARBINARY(MAX), a decimal precision 38.
+/// Types the columns `select_header` left open from all the rows' values (`ColumnTyper`).
 pub(super) fn type_columns(
     columns: Vec<(String, Option<SqlType>)>,
     rows: &[Vec<Value>],
     more: bool,
 ) -> Vec<(String, SqlType)> {
-    columns
-        .into_iter()
-        .enumerate()
-        .map(|(i, (n, t))| {
-            let t = t.unwrap_or_else(|| {
-                let t = rows
-                    .iter()
-                    .map(|r| &r[i])
-                    .find(|v| !v.is_null())
-                    .map(value_type)
-                    .unwrap_or(SqlType::Int);
-                let t = unicode_if_needed(t, rows.iter().map(|r| &r[i]));
-                if more {
-                    widened(t)
-                } else {
-                    t
-                }
-            });
-            (n, t)
-        })
-        .collect()
+    let mut typer = ColumnTyper::new(columns);
+    for r in rows {
+        typer.observe(r);
+    }
+    typer.types(more)
 }
 
-/// A type every later value of a computed column fits (`type_columns` with `more`).
+/// A type every later value of a computed column fits (`ColumnTyper::types` with `more`).
 fn widened(t: SqlType) -> SqlType {
     use crate::types::MAX_LENGTH;
     match t {

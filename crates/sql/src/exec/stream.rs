@@ -1,46 +1,227 @@
-//! SELECT from one user table, streamed: the table is read in chunks (storage `scan`),
-//! each chunk with the database held and let go of before its rows are filtered,
-//! projected and sent, so a result set flows from the page to the client and what the
-//! session holds does not grow with the table.
+//! SELECT from one user table, streamed: rows are pulled one at a time through a chain of
+//! row sources (a table scan read in chunks, WHERE, grouping, a sort) and sent as they are
+//! made, so a result set flows from the page to the client and what the session holds
+//! does not grow with the table.
 //!
-//! Streamed here: WHERE, the select list and TOP (n); aggregates without GROUP BY (each
-//! computed row by row, `aggregate::Accumulator`). Other shapes (ORDER BY, DISTINCT,
-//! GROUP BY, TOP PERCENT / WITH TIES, OFFSET, DISTINCT aggregates, system views) take
-//! the whole source first (`select`).
+//! The chain: `TableScan` (storage `scan_chunk`, the database held for each chunk's read
+//! only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
+//! computed row by row (`aggregate::Accumulator`)] → HAVING → the select list →
+//! [ORDER BY / DISTINCT: `SortSpill`, which spills runs to work files in tempdb's
+//! directory past `SORT_MEMORY_BYTES`] → TOP → the client. Other shapes (CTEs, OFFSET,
+//! INTO, TOP PERCENT / WITH TIES, query hints, system views, grouped aggregates whose type
+//! depends on their values) take the whole source first (`select`).
 //!
 //! Invariants:
 //! 1. No lock on the database is held while rows go to the client (`Out`): a slow client
 //!    slows its own statement only.
-//! 2. At most `TYPING_ROWS` projected rows are held, and only while a computed column's
-//!    type is still unknown (`select::type_columns`); then they stream.
+//! 2. Held at once: one scan chunk (`CHUNK_BYTES` of records), at most `TYPING_ROWS`
+//!    projected rows while a computed column's type is unknown (`ColumnTyper`), a sort's
+//!    `SORT_MEMORY_BYTES` (spill.rs invariants 2 and 3), one group's accumulators.
+//! 3. Sorted output is the materializing path's: ORDER BY keys with NULLs first, ties in
+//!    scan order (the sort is stable); groups in ascending key order, each group's
+//!    non-aggregate columns from its first row in scan order.
 
-use extentdb_storage::scan::{ScanChunk, ScanPosition};
+use std::cmp::Ordering;
+use std::sync::{Arc, Mutex};
 
-use super::aggregate::{self, Accumulator};
+use extentdb_storage::instance::TEMPDB_ID;
+use extentdb_storage::scan::{ScanChunk, ScanOrigin, ScanPosition};
+use extentdb_storage::table::Rid;
+
+use super::aggregate::{self, Accumulator, Aggregate};
 use super::errors;
 use super::eval::as_i64;
-use super::select::{type_columns, Source};
+use super::select::{same_row, ColumnTyper, Source};
+use super::spill::{SortSpill, SortedRows};
 use super::tables::TableRef;
 use super::views::Rowset;
-use super::{Out, Output, Session};
-use crate::ast::{Query, QueryBody, Select, SelectItem, TableSource};
-use crate::messages::SqlError;
-use crate::types::Value;
+use super::{Out, Session};
+use crate::ast::{Expr, Literal, Query, QueryBody, Select, SelectItem, TableSource};
+use crate::messages::{msg, SqlError};
+use crate::ops;
+use crate::types::{SqlType, Value};
 
 /// Bytes of records one chunk of a scan reads with the database held.
 const CHUNK_BYTES: usize = 256 << 10;
 /// Rows held to type computed columns before a result set streams (invariant 2).
 const TYPING_ROWS: usize = 1000;
-
-/// What a streamed row does next.
-enum Next {
-    More,
-    Stop,
-}
-
-type RowFn<'a> = dyn FnMut(&mut Session, Vec<Value>) -> Result<Next, SqlError> + 'a;
+/// Memory one sort buffers before it spills a run (within the per-connection allowance
+/// docs/BENCHMARKS.md states).
+const SORT_MEMORY_BYTES: usize = 8 << 20;
 
 type Errors = Vec<SqlError>;
+
+fn one(e: SqlError) -> Errors {
+    vec![e]
+}
+
+/// Rows pulled one at a time; None at the end.
+trait RowSource {
+    fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors>;
+}
+
+/// A user table's rows, read chunk by chunk (invariant 1).
+struct TableScan<'a> {
+    t: &'a TableRef,
+    origin: ScanOrigin,
+    at: ScanPosition,
+    chunk: std::vec::IntoIter<(Rid, Vec<u8>)>,
+}
+
+impl<'a> TableScan<'a> {
+    fn new(t: &'a TableRef) -> Result<TableScan<'a>, Errors> {
+        let origin = t.db.lock().unwrap().scan_origin(t.entry.object_id);
+        Ok(TableScan {
+            t,
+            origin: origin.map_err(|e| errors::map_data(&e, &t.db_name))?,
+            at: ScanPosition::Start,
+            chunk: Vec::new().into_iter(),
+        })
+    }
+}
+
+impl RowSource for TableScan<'_> {
+    fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        loop {
+            if let Some((_, rec)) = self.chunk.next() {
+                return self.t.decode(&rec).map(Some);
+            }
+            // A cancelled batch ends here; its answer is DONE with ATTN (server.rs).
+            if self.at == ScanPosition::End || s.cancelled() {
+                return Ok(None);
+            }
+            let ScanChunk { rows, next } = {
+                let mut g = self.t.db.lock().unwrap();
+                g.scan_chunk(self.t.entry.object_id, self.origin, &self.at, CHUNK_BYTES)
+                    .map_err(|e| errors::map_data(&e, &self.t.db_name))?
+            };
+            self.chunk = rows.into_iter();
+            self.at = next;
+        }
+    }
+}
+
+/// The rows of `input` a condition keeps.
+struct Filtered<'a> {
+    input: &'a mut dyn RowSource,
+    condition: &'a Expr,
+    src: &'a Source,
+}
+
+impl RowSource for Filtered<'_> {
+    fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        while let Some(r) = self.input.next_row(s)? {
+            let ctx = Session::ctx(self.src, &r);
+            if s.condition_row(self.condition, Some(&ctx)).map_err(one)? == Some(true) {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+}
+
+impl RowSource for SortedRows {
+    fn next_row(&mut self, _: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        self.next().transpose().map_err(one)
+    }
+}
+
+impl RowSource for std::vec::IntoIter<Vec<Value>> {
+    fn next_row(&mut self, _: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        Ok(self.next())
+    }
+}
+
+/// One row per group of `input`, whose rows are the grouping keys (`key_len` values) then
+/// the source row, sorted by the keys; with no keys, one group of every row (one row even
+/// over none). Each row: the group's first source row, then its aggregates.
+struct Grouped<'a> {
+    input: &'a mut dyn RowSource,
+    key_len: usize,
+    src: &'a Source,
+    aggregates: &'a [Aggregate],
+    pending: Option<Vec<Value>>,
+    started: bool,
+    done: bool,
+    /// The aggregates' types as the last group computed them.
+    types: Vec<SqlType>,
+}
+
+impl RowSource for Grouped<'_> {
+    fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        if self.done {
+            return Ok(None);
+        }
+        let first = match self.pending.take() {
+            Some(r) => Some(r),
+            None => self.input.next_row(s)?,
+        };
+        let mut accs: Vec<Accumulator> = self.aggregates.iter().map(Accumulator::new).collect();
+        let Some(first) = first else {
+            self.done = true;
+            if self.key_len == 0 && !self.started {
+                self.types = accs.iter().map(Accumulator::result_type).collect();
+                let row = aggregate::group_row(self.src, None, &accs).map_err(one)?;
+                return Ok(Some(row));
+            }
+            return Ok(None);
+        };
+        self.started = true;
+        let k = self.key_len;
+        for a in &mut accs {
+            a.add(s, self.src, &first[k..]).map_err(one)?;
+        }
+        while let Some(r) = self.input.next_row(s)? {
+            if !same_row(&r[..k], &first[..k]) {
+                self.pending = Some(r);
+                break;
+            }
+            for a in &mut accs {
+                a.add(s, self.src, &r[k..]).map_err(one)?;
+            }
+        }
+        self.types = accs.iter().map(Accumulator::result_type).collect();
+        let row = aggregate::group_row(self.src, Some(&first[k..]), &accs).map_err(one)?;
+        Ok(Some(row))
+    }
+}
+
+/// Orders rows by their first `descending.len()` values: NULLs first, each key ascending
+/// or descending. A comparison that fails (values of types that do not compare) counts
+/// as equal and is kept in `failure` for the caller to raise.
+fn key_order(
+    descending: Vec<bool>,
+    failure: Arc<Mutex<Option<SqlError>>>,
+) -> Box<super::spill::RowCompare> {
+    Box::new(move |a: &[Value], b: &[Value]| {
+        for (i, desc) in descending.iter().enumerate() {
+            let o = match (a[i].is_null(), b[i].is_null()) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Less,
+                (false, true) => Ordering::Greater,
+                _ => match ops::compare(&a[i], &b[i]) {
+                    Ok(o) => o.unwrap_or(Ordering::Equal),
+                    Err(e) => {
+                        failure.lock().unwrap().get_or_insert(e);
+                        Ordering::Equal
+                    }
+                },
+            };
+            let o = if *desc { o.reverse() } else { o };
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    })
+}
+
+/// Where an ORDER BY item's value comes from: a select-list column (by alias, name or
+/// ordinal), else the expression over the source row.
+enum SortKey<'a> {
+    Column(usize),
+    Expr(&'a Expr),
+}
 
 impl Session {
     /// Runs `q` streamed if its shape allows; None when it needs the materializing path.
@@ -56,14 +237,11 @@ impl Session {
             return None;
         };
         let plain = q.ctes.is_empty()
-            && q.order_by.is_empty()
             && q.offset.is_none()
             && q.fetch.is_none()
             && q.hints.is_empty()
-            && !s.distinct
             && s.into.is_none()
             && s.top.as_ref().is_none_or(|t| !t.percent && !t.with_ties)
-            && s.group_by.is_empty()
             && s.items
                 .iter()
                 .all(|i| !matches!(i, SelectItem::Assign { .. }));
@@ -74,38 +252,149 @@ impl Session {
         {
             return None;
         }
-        let aggregate = aggregate::is_aggregate_query(s);
-        if aggregate && aggregate::has_distinct_aggregate(s) {
-            return None;
+        let t = match self.table_for(name, "SELECT") {
+            Ok(t) => t,
+            Err(e) => return Some(Err(e)),
+        };
+        let src = Source {
+            rowset: Rowset {
+                columns: t.columns(),
+                rows: Vec::new(),
+            },
+            table: name.name().to_string(),
+            alias: alias.clone(),
+        };
+        if aggregate::is_aggregate_query(s) {
+            return self.grouped_streamed(q, s, &t, &src, out);
         }
         Some((|| {
-            let t = self.table_for(name, "SELECT")?;
-            let src = Source {
-                rowset: Rowset {
-                    columns: t.columns(),
-                    rows: Vec::new(),
-                },
-                table: name.name().to_string(),
-                alias: alias.clone(),
-            };
-            if aggregate {
-                self.aggregate_streamed(q, s, &t, &src, out)
-            } else {
-                self.rows_streamed(s, &t, &src, out)
-            }
+            let mut scan = TableScan::new(&t)?;
+            self.finish_streamed(q, s, &src, &mut scan, out)
         })())
     }
 
-    /// WHERE, the select list and TOP over the table's rows, each row sent as it is made.
-    fn rows_streamed(
+    /// GROUP BY and aggregates: the table's rows WHERE keeps, sorted by the grouping keys,
+    /// folded group by group; then HAVING, the select list, ORDER BY and TOP over the
+    /// groups. None (the materializing path) when GROUP BY has an aggregate whose type
+    /// only its values tell.
+    fn grouped_streamed(
         &mut self,
+        q: &Query,
         s: &Select,
         t: &TableRef,
         src: &Source,
         out: &mut Out,
+    ) -> Option<Result<(), Errors>> {
+        let plan = match self.plan_grouping(q, s, src, &[]) {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        let typed = plan.aggregates.iter().all(|a| a.result_type().is_some());
+        if !typed && !s.group_by.is_empty() {
+            return None;
+        }
+        Some((|| {
+            let mut scan = TableScan::new(t)?;
+            let mut filtered;
+            let input: &mut dyn RowSource = match &s.where_clause {
+                Some(w) => {
+                    filtered = Filtered {
+                        input: &mut scan,
+                        condition: w,
+                        src,
+                    };
+                    &mut filtered
+                }
+                None => &mut scan,
+            };
+            let mut sorted;
+            let keyed: &mut dyn RowSource = if s.group_by.is_empty() {
+                input
+            } else {
+                sorted = self.sort_by_group(&s.group_by, src, input)?;
+                &mut sorted
+            };
+            let mut groups = Grouped {
+                input: keyed,
+                key_len: s.group_by.len(),
+                src,
+                aggregates: &plan.aggregates,
+                pending: None,
+                started: false,
+                done: false,
+                types: Vec::new(),
+            };
+            if s.group_by.is_empty() {
+                // One group: computed first, so an aggregate typed by its values is known.
+                let row = groups.next_row(self)?.unwrap_or_default();
+                let grouped = aggregate::grouped_source(src, &groups.types, Vec::new());
+                let mut rows = vec![row].into_iter();
+                return self.finish_streamed(&plan.query, &plan.select, &grouped, &mut rows, out);
+            }
+            let types: Vec<_> = plan
+                .aggregates
+                .iter()
+                .map(|a| a.result_type().unwrap_or(SqlType::Int))
+                .collect();
+            let grouped = aggregate::grouped_source(src, &types, Vec::new());
+            self.finish_streamed(&plan.query, &plan.select, &grouped, &mut groups, out)
+        })())
+    }
+
+    /// `input`'s rows each prefixed by its grouping keys, sorted by them (stable).
+    fn sort_by_group(
+        &mut self,
+        by: &[Expr],
+        src: &Source,
+        input: &mut dyn RowSource,
+    ) -> Result<SortedRows, Errors> {
+        let failure = Arc::new(Mutex::new(None));
+        let order = key_order(vec![false; by.len()], failure.clone());
+        let mut sort = SortSpill::new(&self.spill_dir(), SORT_MEMORY_BYTES, order);
+        while let Some(r) = input.next_row(self)? {
+            let ctx = Session::ctx(src, &r);
+            let mut keyed = Vec::with_capacity(by.len() + r.len());
+            for e in by {
+                keyed.push(self.eval(e, Some(&ctx)).map_err(one)?);
+            }
+            keyed.extend(r);
+            sort.push(keyed).map_err(one)?;
+        }
+        let sorted = sort.finish().map_err(one)?;
+        if let Some(e) = failure.lock().unwrap().take() {
+            return Err(vec![e]);
+        }
+        Ok(sorted)
+    }
+
+    /// Where sorts spill: tempdb's data directory.
+    fn spill_dir(&self) -> std::path::PathBuf {
+        let tempdb = self.engine.instance.database(TEMPDB_ID);
+        let file = tempdb.and_then(|db| {
+            let g = db.read().unwrap();
+            g.catalog
+                .files
+                .iter()
+                .find(|f| f.file_type != extentdb_format::file_header::FileType::Log)
+                .map(|f| std::path::PathBuf::from(&f.physical_name))
+        });
+        match file.as_ref().and_then(|f| f.parent()) {
+            Some(d) => d.to_path_buf(),
+            None => self.engine.instance.dir.clone(),
+        }
+    }
+
+    /// WHERE, the select list, ORDER BY / DISTINCT and TOP over `input`, each row sent as
+    /// it is made (unsorted) or as the sort gives it back.
+    fn finish_streamed(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        src: &Source,
+        input: &mut dyn RowSource,
+        out: &mut Out,
     ) -> Result<(), Errors> {
-        let one = |e| vec![e];
-        let header = self.select_header(s, Some(src)).map_err(one)?;
+        let typer = ColumnTyper::new(self.select_header(s, Some(src)).map_err(one)?);
         let top = match &s.top {
             Some(top) => {
                 let n = self.eval(&top.count, None).and_then(|v| as_i64(&v));
@@ -113,116 +402,154 @@ impl Session {
             }
             None => None,
         };
+        let mut filtered;
+        let input: &mut dyn RowSource = match &s.where_clause {
+            Some(w) => {
+                filtered = Filtered {
+                    input,
+                    condition: w,
+                    src,
+                };
+                &mut filtered
+            }
+            None => input,
+        };
+        if q.order_by.is_empty() && !s.distinct {
+            self.send_unsorted(s, src, input, typer, top, out)
+        } else {
+            self.send_sorted(q, s, src, input, typer, top, out)
+        }
+    }
+
+    /// Projects and sends each row as it comes (after the first `TYPING_ROWS` when a
+    /// column's type depends on its values).
+    fn send_unsorted(
+        &mut self,
+        s: &Select,
+        src: &Source,
+        input: &mut dyn RowSource,
+        mut typer: ColumnTyper,
+        top: Option<u64>,
+        out: &mut Out,
+    ) -> Result<(), Errors> {
         let mut held: Option<Vec<Vec<Value>>> = Some(Vec::new());
-        if header.iter().all(|(_, t)| t.is_some()) {
-            out.columns(type_columns(header.clone(), &[], false));
+        if typer.all_declared() {
+            out.columns(typer.types(false));
             held = None;
         }
         let mut sent = 0u64;
-        if top != Some(0) {
-            self.scan_rows_streamed(s, t, src, &mut |session, r| {
-                let v = session.project_row(s, Some(src), &r)?;
-                match &mut held {
-                    Some(h) => h.push(v),
-                    None => out.row(v),
-                }
-                if held.as_ref().is_some_and(|h| h.len() >= TYPING_ROWS) {
-                    let h = held.take().unwrap_or_default();
-                    out.columns(type_columns(header.clone(), &h, true));
-                    h.into_iter().for_each(|v| out.row(v));
-                }
-                sent += 1;
-                Ok(if top.is_some_and(|n| sent >= n) || out.gone() {
-                    Next::Stop
-                } else {
-                    Next::More
-                })
-            })?;
+        while top.is_none_or(|n| sent < n) && !out.gone() {
+            let Some(r) = input.next_row(self)? else {
+                break;
+            };
+            let v = self.project_row(s, Some(src), &r).map_err(one)?;
+            sent += 1;
+            let Some(h) = &mut held else {
+                out.row(v);
+                continue;
+            };
+            typer.observe(&v);
+            h.push(v);
+            if h.len() >= TYPING_ROWS {
+                out.columns(typer.types(true));
+                held.take().into_iter().flatten().for_each(|v| out.row(v));
+            }
         }
         if let Some(h) = held {
-            out.columns(type_columns(header, &h, false));
+            out.columns(typer.types(false));
             h.into_iter().for_each(|v| out.row(v));
         }
         self.rows_affected(sent, out);
         Ok(())
     }
 
-    /// Aggregates without GROUP BY: each computed row by row; then HAVING, the select list
-    /// and TOP over the one group's row.
-    fn aggregate_streamed(
+    /// Projects every row into a sort by the ORDER BY keys (then, for DISTINCT, by every
+    /// column), then sends the sorted rows, each DISTINCT row once, up to TOP.
+    #[allow(clippy::too_many_arguments)]
+    fn send_sorted(
         &mut self,
         q: &Query,
         s: &Select,
-        t: &TableRef,
         src: &Source,
+        input: &mut dyn RowSource,
+        mut typer: ColumnTyper,
+        top: Option<u64>,
         out: &mut Out,
-    ) -> Result<(), Vec<SqlError>> {
-        let plan = self.plan_grouping(q, s, src, &[])?;
-        let mut accs: Vec<Accumulator> = plan.aggregates.iter().map(Accumulator::new).collect();
-        let mut first: Option<Vec<Value>> = None;
-        self.scan_rows_streamed(s, t, src, &mut |session, r| {
-            for a in &mut accs {
-                a.add(session, src, &r)?;
-            }
-            first.get_or_insert(r);
-            Ok(Next::More)
-        })?;
-        let types: Vec<_> = accs.iter().map(Accumulator::result_type).collect();
-        let row = aggregate::group_row(src, first.as_deref(), &accs).map_err(|e| vec![e])?;
-        let grouped = aggregate::grouped_source(src, &types, vec![row]);
-        let (columns, rows) = self
-            .finish(&plan.query, &plan.select, Some(&grouped))
-            .map_err(|e| vec![e])?;
-        let n = rows.len() as u64;
-        out.push(Output::Rows { columns, rows });
-        self.rows_affected(n, out);
-        Ok(())
-    }
-
-    /// Reads the table chunk by chunk and calls `each` with every row WHERE keeps, until
-    /// it says stop or the batch is cancelled.
-    fn scan_rows_streamed(
-        &mut self,
-        s: &Select,
-        t: &TableRef,
-        src: &Source,
-        each: &mut RowFn,
     ) -> Result<(), Errors> {
-        let one = |e| vec![e];
-        let map = |e: &extentdb_storage::StorageError| errors::map_data(e, &t.db_name);
-        let origin =
-            t.db.lock()
-                .unwrap()
-                .scan_origin(t.entry.object_id)
-                .map_err(|e| map(&e))?;
-        let mut at = ScanPosition::Start;
-        while at != ScanPosition::End {
-            if self.cancelled() {
-                return Ok(());
-            }
-            // Invariant 1: the database is held for the read only.
-            let ScanChunk { rows, next } = {
-                let mut g = t.db.lock().unwrap();
-                g.scan_chunk(t.entry.object_id, origin, &at, CHUNK_BYTES)
-                    .map_err(|e| map(&e))?
-            };
-            for (_, rec) in rows {
-                let r = t.decode(&rec)?;
-                let keep = match &s.where_clause {
-                    Some(w) => {
-                        let ctx = Self::ctx(src, &r);
-                        self.condition_row(w, Some(&ctx)).map_err(one)? == Some(true)
-                    }
-                    None => true,
-                };
-                if keep {
-                    if let Next::Stop = each(self, r).map_err(one)? {
-                        return Ok(());
-                    }
-                }
-            }
-            at = next;
+        let names: Vec<String> = typer.types(false).into_iter().map(|(n, _)| n).collect();
+        let keys = sort_keys(q, &names);
+        if s.distinct && keys.iter().any(|k| matches!(k, SortKey::Expr(_))) {
+            return Err(vec![msg(145, &[])]);
         }
+        let width = names.len();
+        let mut descending: Vec<bool> = q.order_by.iter().map(|o| o.descending).collect();
+        if s.distinct {
+            descending.extend(std::iter::repeat_n(false, width));
+        }
+        let failure = Arc::new(Mutex::new(None));
+        let order = key_order(descending, failure.clone());
+        let mut sort = SortSpill::new(&self.spill_dir(), SORT_MEMORY_BYTES, order);
+        while let Some(r) = input.next_row(self)? {
+            let v = self.project_row(s, Some(src), &r).map_err(one)?;
+            typer.observe(&v);
+            let mut row = Vec::with_capacity(keys.len() + v.len());
+            for k in &keys {
+                row.push(match k {
+                    SortKey::Column(i) => v[*i].clone(),
+                    SortKey::Expr(e) => {
+                        let ctx = Session::ctx(src, &r);
+                        self.eval(e, Some(&ctx)).map_err(one)?
+                    }
+                });
+            }
+            row.extend(v);
+            sort.push(row).map_err(one)?;
+        }
+        let sorted = sort.finish().map_err(one)?;
+        if let Some(e) = failure.lock().unwrap().take() {
+            return Err(vec![e]);
+        }
+        out.columns(typer.types(false));
+        let mut sent = 0u64;
+        let mut last: Option<Vec<Value>> = None;
+        for row in sorted {
+            if top.is_some_and(|n| sent >= n) || out.gone() || self.cancelled() {
+                break;
+            }
+            let v = row.map_err(one)?.split_off(keys.len());
+            if s.distinct && last.as_ref().is_some_and(|l| same_row(l, &v)) {
+                continue;
+            }
+            if s.distinct {
+                last = Some(v.clone());
+            }
+            out.row(v);
+            sent += 1;
+        }
+        self.rows_affected(sent, out);
         Ok(())
     }
+}
+
+/// Each ORDER BY item's source: a select-list column by alias or name (one-part), an
+/// ordinal, else the expression.
+fn sort_keys<'a>(q: &'a Query, names: &[String]) -> Vec<SortKey<'a>> {
+    q.order_by
+        .iter()
+        .map(|item| {
+            let column = match &item.expr {
+                Expr::Column(c) if c.parts.len() == 1 => {
+                    names.iter().position(|n| n.eq_ignore_ascii_case(c.name()))
+                }
+                Expr::Literal(Literal::Integer(i)) => {
+                    Some((*i as usize).saturating_sub(1)).filter(|i| *i < names.len())
+                }
+                _ => None,
+            };
+            match column {
+                Some(i) => SortKey::Column(i),
+                None => SortKey::Expr(&item.expr),
+            }
+        })
+        .collect()
 }
