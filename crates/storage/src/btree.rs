@@ -13,13 +13,26 @@
 //!
 //! Row changes log `IndexChange` records: physical redo (page, slot), undo by key, because
 //! a row may have moved to another page through a split between the change and its undo.
-//! Deleted rows become ghosts (they keep their key's place until their transaction ends).
+//! Deleted rows become ghosts (they keep their key's place, and the space their undo
+//! needs, while their transaction may roll back); an update that changes a row's length
+//! is a delete plus an insert, so one key may carry several ghosts, its earlier versions.
+//!
+//! Ghost cleanup: a leaf that cannot take an insert first drops the ghosts no active
+//! transaction can turn live again (logged as the leaf's image, a system change like a
+//! split), and splits only if it is still full. Without it the ghosts of a key deleted and
+//! inserted again pile up for good, and once they fill a leaf no split can keep them
+//! together (invariant 1).
 //!
 //! Invariants (`check_tree`):
 //! 1. Keys increase (not strictly: ghosts and one live record may share a key) along each
-//!    level's chain, and every key under a separator is at or above it.
+//!    level's chain, and every key under a separator is at or above it. All records of one
+//!    key are on one leaf, so a leaf's high key is below the next leaf's separator: a
+//!    search for a key (a duplicate check, an undo by key) reads the one leaf that holds
+//!    them all. A split never cuts between two records of one key (`split_point`).
 //! 2. At most one live record per key (PRIMARY KEY uniqueness).
 //! 3. All leaves are at level 0; a parent's level is its children's plus one.
+//! 4. A ghost stays while an active transaction's undo may unghost it
+//!    (`Database::ghosts_needed`); only ghost cleanup removes ghosts.
 
 use std::cmp::Ordering;
 
@@ -221,7 +234,11 @@ impl Database {
                     !data_page::can_insert(p, need, true) && (leaf || data_page::slot_count(p) > 1)
                 });
                 if split {
-                    self.split(t, ki, at, parent, leaf.then_some(k))?;
+                    // A leaf first drops the ghosts nothing needs: when that frees room
+                    // (or changes where a split would cut) the descent starts over.
+                    if !(leaf && self.clean_ghosts(t, at)?) {
+                        self.split(t, ki, at, parent, leaf.then_some(k))?;
+                    }
                     continue 'restart;
                 }
                 if leaf {
@@ -237,19 +254,20 @@ impl Database {
     /// Where a split divides `recs`: a leaf about to take key `k` past its last key splits
     /// at the end (ascending keys such as IDENTITY fill pages instead of halving them), one
     /// before its only record splits at the start; otherwise by bytes, so a page of a few
-    /// large rows and many small ones halves fairly.
+    /// large rows and many small ones halves fairly. None for a leaf whose records all
+    /// have key `k`: no cut keeps them on one leaf (invariant 1).
     fn split_point(
         &self,
         ki: &KeyInfo,
         recs: &[Vec<u8>],
         k: Option<&[Option<&[u8]>]>,
-    ) -> Result<usize, StorageError> {
+    ) -> Result<Option<usize>, StorageError> {
         if let (Some(k), Some(last), Some(first)) = (k, recs.last(), recs.first()) {
             if ki.cmp(k, &ki.key(last)?) == Ordering::Greater {
-                return Ok(recs.len());
+                return Ok(Some(recs.len()));
             }
             if recs.len() == 1 && ki.cmp(k, &ki.key(first)?) == Ordering::Less {
-                return Ok(0);
+                return Ok(Some(0));
             }
         }
         let total: usize = recs.iter().map(|r| r.len()).sum();
@@ -262,23 +280,72 @@ impl Database {
                 break;
             }
         }
-        if k.is_none() {
-            return Ok(cut);
-        }
+        let Some(k) = k else {
+            return Ok(Some(cut));
+        };
         // Records of one key (a live row and the ghosts of its earlier versions) stay on
         // one leaf, so that the separators route every search for a key to the one leaf
-        // that holds all its records (invariant 1).
+        // that holds all its records (invariant 1): the cut nearest the balanced one that
+        // falls between two keys.
         let same = |i: usize| -> Result<bool, StorageError> {
             Ok(ki.cmp(&ki.key(&recs[i - 1])?, &ki.key(&recs[i])?) == Ordering::Equal)
         };
         for d in 0..recs.len() {
             for c in [cut + d, cut.wrapping_sub(d)] {
                 if c >= 1 && c < recs.len() && !same(c)? {
-                    return Ok(c);
+                    return Ok(Some(c));
                 }
             }
         }
-        Ok(cut)
+        // Every record has one key. Below `k`'s it is cut at the start (`k` goes to the
+        // emptied left half); equal to it, nothing can be cut.
+        match recs.first() {
+            Some(first) if ki.cmp(k, &ki.key(first)?) == Ordering::Less => Ok(Some(0)),
+            _ => Ok(None),
+        }
+    }
+
+    /// Ghost cleanup of leaf `leaf` (invariant 4): rewrites it without the ghosts no active
+    /// transaction's undo may turn live again, logged whole like a split's pages. True when
+    /// it dropped any.
+    fn clean_ghosts(&mut self, t: &TableEntry, leaf: PageId) -> Result<bool, StorageError> {
+        let old = self.cached(leaf)?.clone();
+        let h = old.header()?;
+        assert_eq!(h.level, 0, "ghost cleanup of index page {leaf}");
+        if h.ghost_rec_count == 0 {
+            return Ok(false);
+        }
+        let needed = self.ghosts_needed(t.allocation_unit_id);
+        // Byte 0 holds the record type (ghost or not); the rest is the version's bytes,
+        // as `btree_find` matches them for an undo.
+        let is_needed = |r: &[u8]| {
+            needed
+                .iter()
+                .any(|n| n.len() == r.len() && n[1..] == r[1..])
+        };
+        let recs = page_records(&old)?;
+        let keep: Vec<&Vec<u8>> = recs
+            .iter()
+            .filter(|r| !record::is_ghost(r) || is_needed(r))
+            .collect();
+        if keep.len() == recs.len() {
+            return Ok(false);
+        }
+        let mut page = Page::zeroed();
+        data_page::format(
+            &mut page,
+            leaf,
+            h.page_type,
+            t.allocation_unit_id,
+            h.index_id,
+            h.level,
+        );
+        for (i, r) in keep.iter().enumerate() {
+            data_page::insert_shifted(&mut page, i as u16, r)?;
+        }
+        link(&mut page, h.prev_page, h.next_page)?;
+        self.log_images(vec![(leaf, page)])?;
+        Ok(true)
     }
 
     /// Splits `node` (its parent has room for one separator), or the root in place. `k`
@@ -296,7 +363,20 @@ impl Database {
         let recs = page_records(&old)?;
         let au = t.allocation_unit_id;
         let ptype = h.page_type;
-        let cut = self.split_point(ki, &recs, k)?;
+        let cut = self.split_point(ki, &recs, k)?.ok_or_else(|| {
+            // Every record of the leaf is a version of the key being inserted, and active
+            // transactions still need each one: refused, never split inside the key.
+            StorageError::KeyVersionsFillPage {
+                table: t.name.clone(),
+            }
+        })?;
+        if h.level == 0 && cut > 0 && cut < recs.len() {
+            assert_eq!(
+                ki.cmp(&ki.key(&recs[cut - 1])?, &ki.key(&recs[cut])?),
+                Ordering::Less,
+                "a split of leaf {node} inside one key's records (invariant 1)"
+            );
+        }
         let owned = |k: Option<&[Option<&[u8]>]>| -> Vec<Option<Vec<u8>>> {
             k.unwrap_or(&[])
                 .iter()

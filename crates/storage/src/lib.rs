@@ -170,6 +170,11 @@ pub enum StorageError {
     FilegroupFull { object: String, filegroup: String },
     #[error("violation of PRIMARY KEY constraint '{constraint}': duplicate key in '{table}'")]
     DuplicateKey { table: String, constraint: String },
+    /// A leaf of clustered index `table` holds only versions of the key being inserted
+    /// (a live row and ghosts that open transactions may still turn live): it cannot split
+    /// without parting one key's records (btree.rs invariant 1).
+    #[error("the versions of one key that open transactions still need fill a page of '{table}'; commit or roll back first")]
+    KeyVersionsFillPage { table: String },
     #[error("arithmetic overflow generating an identity value")]
     IdentityOverflow,
     #[error("the operation was cancelled")]

@@ -415,6 +415,25 @@ impl Database {
             .collect()
     }
 
+    /// The records whose ghosts an active transaction's undo may turn live again in the
+    /// clustered index of allocation unit `au` (its `KeyedUndo::Unghost`s): the ghosts that
+    /// ghost cleanup must keep (btree.rs invariant 4). Every other ghost of the unit is a
+    /// committed delete's, or an ended transaction's earlier version, that nothing reads.
+    pub(crate) fn ghosts_needed(&self, au: u64) -> Vec<Vec<u8>> {
+        let xacts = self.data.xacts.lock();
+        xacts
+            .active
+            .values()
+            .flat_map(|x| x.changes.iter())
+            .filter_map(|c| match &c.undo {
+                Undo::Keyed(unit, KeyedUndo::Unghost { record }) if *unit == au => {
+                    Some(record.clone())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// A savepoint: the position to which `rollback_to` returns.
     pub fn savepoint(&self, xact: XactId) -> usize {
         self.data
