@@ -89,14 +89,35 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             824,
             &[&e.to_string(), &"read", &"", &"", &"", &"", &"", &""],
         )],
+        KeyVersionsFillPage { .. } => vec![super::lower::not_yet(
+            "more versions of one key than a page holds in open transactions (commit or roll back first)",
+        )],
+        LogFailed => vec![msg(9001, &[&""])],
+        LogDamaged(_) => vec![msg(9004, &[&""])],
+        Snapshot(_) => vec![msg(1823, &[])],
+        RowNotFound { .. } | AllocationUnitNotFound(_) | ExtentNotOwned { .. } => {
+            vec![msg(5243, &[&internal_reference(err)])]
+        }
+        // Every other storage error reaches the client from a path that maps it in its own
+        // context (BACKUP, RESTORE, SHRINKFILE, startup); one arriving here is a condition
+        // no statement expects: SQL Server's generic internal error, with the detail in
+        // the ERRORLOG (`Session::log_event` logs severity 17 and up).
         other => vec![SqlError {
-            number: 50000,
-            severity: 16,
-            state: 1,
-            text: other.to_string(),
-            line: 0,
-            procedure: None,
+            text: format!(
+                "{} ({other})",
+                msg(8630, &[&0x8000_4005u32]).text
+            ),
+            ..msg(8630, &[&0x8000_4005u32])
         }],
+    }
+}
+
+/// The reference number Msg 5243 gives an internal inconsistency: which kind it is.
+fn internal_reference(err: &StorageError) -> i64 {
+    match err {
+        StorageError::RowNotFound { .. } => 1,
+        StorageError::AllocationUnitNotFound(_) => 2,
+        _ => 3,
     }
 }
 
@@ -128,6 +149,7 @@ pub fn map_data(err: &StorageError, database: &str) -> Vec<SqlError> {
             &[&format!("dbo.{object}"), &"", &database, filegroup],
         )],
         StorageError::LogFull(why) => vec![msg(9002, &[&database, why])],
+        StorageError::LogFailed => vec![msg(9001, &[&database])],
         other => return map(other, Context::Other),
     };
     out.push(msg(3621, &[]));

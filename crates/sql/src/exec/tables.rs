@@ -98,15 +98,14 @@ pub(super) fn object_name_from_text(text: &str) -> ObjectName {
     }
 }
 
-/// A stored row that does not decode: the data is damaged or the formats disagree.
+/// A stored row that does not decode (the data is damaged or the formats disagree):
+/// SQL Server's Msg 5243, reference 4 (a record's structure), as its record-cracking code
+/// gives it; `reason` goes to the ERRORLOG with it.
 fn corrupt(reason: &str) -> SqlError {
+    let e = msg(5243, &[&4]);
     SqlError {
-        number: 50000,
-        severity: 16,
-        state: 1,
-        text: format!("A stored row could not be read: {reason}. Run DBCC CHECKDB."),
-        line: 0,
-        procedure: None,
+        text: format!("{} ({reason})", e.text),
+        ..e
     }
 }
 
