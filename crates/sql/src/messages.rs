@@ -368,7 +368,7 @@ static CATALOGUE: &[Entry] = &[
 /// (sys.messages.is_event_logged, and every severity from 19 up): "Error: N, Severity: S,
 /// State: T." then the text.
 pub fn is_event_logged(e: &SqlError) -> bool {
-    matches!(e.number, 701 | 823 | 824 | 1105 | 9002 | 17053) || e.severity >= 19
+    matches!(e.number, 701 | 823 | 824 | 1105 | 8630 | 9002 | 17053) || e.severity >= 19
 }
 
 /// The catalogue row for a number.

@@ -101,7 +101,7 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         // Every other storage error reaches the client from a path that maps it in its own
         // context (BACKUP, RESTORE, SHRINKFILE, startup); one arriving here is a condition
         // no statement expects: SQL Server's generic internal error, with the detail in
-        // the ERRORLOG (`Session::log_event` logs severity 17 and up).
+        // the ERRORLOG (`messages::is_event_logged`).
         other => vec![SqlError {
             text: format!(
                 "{} ({other})",
