@@ -46,6 +46,11 @@
 //!    system pages (IAM and catalog pages are written without the pool), destroyed an IAM
 //!    page (CHECKDB 8946 and 8905). `allocate_system_pages` asserts the pool caches none
 //!    of the pages it hands out.
+//! 7. Every allocation unit but the catalog's belongs to a table. DROP and TRUNCATE give
+//!    theirs back whole (table.rs `free_allocation_unit`: extents, then the catalog row as
+//!    the commit point, then the IAM pages); a unit that no table names after a crash is
+//!    such a change, or a CREATE or TRUNCATE's new unit, cut short, and is freed at open
+//!    (`free_orphan_units`), its unreachable IAM pages with it (`sweep_catalog_pages`).
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{

@@ -396,6 +396,7 @@ impl Database {
         }
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
+        db.free_orphan_units()?;
         db.sweep_catalog_pages()?;
         // Only after a crash whose log held page images: damage found in a database that
         // was shut down cleanly is CHECKALLOC's to report (Msg 8905), not ours to hide.

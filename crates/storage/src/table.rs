@@ -239,6 +239,12 @@ impl Database {
         self.free_allocation_unit(t.allocation_unit_id)
     }
 
+    /// Gives a dropped or truncated unit's extents back, then the unit itself: its
+    /// sys.allocation_units row goes (the catalog save is the commit point) and its IAM
+    /// pages are free for the next system page. A crash between the save and the PFS
+    /// changes leaves those IAM pages to the sweep at open (`sweep_catalog_pages`); one
+    /// before the save leaves a unit no table names, which `free_orphan_units` frees at
+    /// the next open.
     fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
         self.data.cursors.get_mut().remove(&au);
         // Held by no one: the database is held exclusively.
@@ -246,7 +252,41 @@ impl Database {
         for (file, extent) in self.extents_of(au)? {
             self.deallocate_extent_lazy(au, file, extent)?;
         }
-        self.flush_log()
+        self.flush_log()?;
+        let iam_pages = self.iam_chain(au)?;
+        self.change_catalog(|c| {
+            c.allocation_units.retain(|a| a.allocation_unit_id != au);
+            Ok(())
+        })?;
+        for at in iam_pages {
+            self.mark_page_free(at)?;
+        }
+        Ok(())
+    }
+
+    /// Frees the allocation units no table names (a DROP or TRUNCATE cut short by a crash,
+    /// or a TRUNCATE's new unit that the crash kept from taking the table's place); the
+    /// catalog's own unit stays. Returns how many. Run at open, after recovery.
+    pub(crate) fn free_orphan_units(&mut self) -> Result<usize, StorageError> {
+        let named: std::collections::HashSet<u64> = self
+            .catalog
+            .tables
+            .iter()
+            .map(|t| t.allocation_unit_id)
+            .collect();
+        let orphans: Vec<u64> = self
+            .catalog
+            .allocation_units
+            .iter()
+            .map(|a| a.allocation_unit_id)
+            .filter(|au| {
+                *au != extentdb_format::catalog::CATALOG_ALLOCATION_UNIT && !named.contains(au)
+            })
+            .collect();
+        for &au in &orphans {
+            self.free_allocation_unit(au)?;
+        }
+        Ok(orphans.len())
     }
 
     /// The next identity value of the table's IDENTITY column (not rolled back, as in

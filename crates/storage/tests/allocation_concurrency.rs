@@ -323,7 +323,7 @@ fn concurrent_allocation_keeps_the_maps_consistent() {
     let sizes_before = size_pages(&db);
     let units: Vec<Unit> = (0..THREADS)
         .map(|_| Unit {
-            au: db.create_allocation_unit(1).unwrap(),
+            au: common::unit(&mut db, 1),
             held: Vec::new(),
         })
         .collect();
@@ -414,7 +414,7 @@ fn the_check_catches_broken_maps() {
         let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir.0)).unwrap();
         let units: Vec<Unit> = (0..2)
             .map(|_| {
-                let au = db.create_allocation_unit(1).unwrap();
+                let au = common::unit(&mut db, 1);
                 let held = (0..6)
                     .map(|_| db.allocate_extent_by_fill(au, 1).unwrap().unwrap())
                     .collect();
@@ -596,7 +596,7 @@ fn shared_database(root: &Path, sizes_pages: [u32; 3]) -> (Database, Vec<Unit>) 
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
     let units = (0..THREADS)
         .map(|_| Unit {
-            au: db.create_allocation_unit(1).unwrap(),
+            au: common::unit(&mut db, 1),
             held: Vec::new(),
         })
         .collect();
@@ -741,10 +741,10 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
     });
     let ds = |db: &Database, n: &str| db.filegroup_by_name(n).unwrap().data_space_id;
     let (ds_a, ds_b) = (ds(&db, "A"), ds(&db, "B"));
-    let au_a = db.create_allocation_unit(ds_a).unwrap();
+    let au_a = common::unit(&mut db, ds_a);
     let units_b: Vec<Unit> = (0..2)
         .map(|_| Unit {
-            au: db.create_allocation_unit(ds_b).unwrap(),
+            au: common::unit(&mut db, ds_b),
             held: Vec::new(),
         })
         .collect();

@@ -38,10 +38,7 @@ fn extents_across_files() {
     let mut db = Database::create(&ctx, &three_file_db(root, 640)).unwrap();
     let free = |db: &Database| [1u16, 3, 4].map(|f| db.data_files[&f].free_extents().unwrap());
     let before = free(&db);
-    let (t1, t2) = (
-        db.create_allocation_unit(1).unwrap(),
-        db.create_allocation_unit(1).unwrap(),
-    );
+    let (t1, t2) = (common::unit(&mut db, 1), common::unit(&mut db, 1));
     let mut got = Vec::new();
     for i in 0..30 {
         let f = [1u16, 3, 4][i % 3];
@@ -99,7 +96,7 @@ fn iam_chain_spans_gam_intervals() {
     let ctx = ctx(fs.as_ref(), true, &Quiet);
     let pages = (GAM_INTERVAL_EXTENTS + 16) * 8;
     let mut db = Database::create(&ctx, &three_file_db(&dir, pages)).unwrap();
-    let au = db.create_allocation_unit(1).unwrap();
+    let au = common::unit(&mut db, 1);
     let free = db.data_files[&3].free_extents().unwrap();
     let mut last = None;
     for _ in 0..free {
@@ -136,14 +133,14 @@ fn a_full_file_1_grows_for_a_new_iam_page() {
     let fs = SimFileSystem::new(12, Faults::default());
     let root = Path::new("/sim");
     let mut db = Database::create(&ctx(&fs, true, &Quiet), &three_file_db(root, 640)).unwrap();
-    let filler = db.create_allocation_unit(1).unwrap();
+    let filler = common::unit(&mut db, 1);
     while db.allocate_extent(filler, 1).unwrap().is_some() {}
     let size_before = db.data_files[&1].size_pages;
     // Units whose first extents lie in files 3 and 4 need IAM pages until the spare pages
     // of the system extents run out.
     let units: Vec<u64> = (0..24)
         .map(|_| {
-            let au = db.create_allocation_unit(1).unwrap();
+            let au = common::unit(&mut db, 1);
             for f in [3u16, 4] {
                 db.allocate_extent(au, f).unwrap().expect("file has room");
             }
@@ -179,7 +176,7 @@ fn an_extent_no_iam_page_owns_is_freed_at_open() {
     let fs = SimFileSystem::new(12, Faults::default());
     let root = Path::new("/sim");
     let mut db = Database::create(&ctx(&fs, true, &Quiet), &three_file_db(root, 640)).unwrap();
-    let au = db.create_allocation_unit(1).unwrap();
+    let au = common::unit(&mut db, 1);
     let owned = db.allocate_extent(au, 3).unwrap().unwrap();
     let free_before = db.data_files[&3].free_extents().unwrap();
     // The GAM step of an allocation, logged and flushed, without its IAM step.

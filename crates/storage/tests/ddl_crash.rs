@@ -185,7 +185,7 @@ fn allocation_survives_torn_writes() {
             &[file("a3", Path::new("/sim/a3.ndf"), FileType::Rows, 640)],
         )
         .unwrap();
-        let au = db.create_allocation_unit(1).unwrap();
+        let au = common::unit(&mut db, 1);
         let mut acked: Vec<(u16, extentdb_format::ExtentNo)> = Vec::new();
         let mut x = seed * 31 + 7;
         // The extent of the operation the cut interrupts: its outcome may be either.

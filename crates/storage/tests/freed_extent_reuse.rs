@@ -48,7 +48,7 @@ fn reuse_freed_extent_for_iam(db: &mut Database, online: bool) -> u64 {
     };
     let mut found = None;
     for _ in 0..200 {
-        let u = db.create_allocation_unit(1).unwrap();
+        let u = common::unit(db, 1);
         // The extent goes back at once: only the IAM page stays, in the catalog's extents,
         // which take the lowest free extent of file 1 when they are full.
         let e = db.allocate_extent(u, 1).unwrap().expect("room");

@@ -112,7 +112,7 @@ fn run(extents: &[u32], n: usize, e_option: bool) -> (Vec<u16>, Vec<u16>) {
 fn run_with_stats(extents: &[u32], n: usize, e_option: bool) -> (Vec<u16>, Vec<u16>, u64) {
     let fs = SimFileSystem::new(5, Faults::default());
     let mut db = database(&fs, extents, e_option);
-    let au = db.create_allocation_unit(1).unwrap();
+    let au = common::unit(&mut db, 1);
     // One extent per file first, outside the fill, so the unit's IAM pages exist and no
     // system page allocation changes a free count during the measured allocations.
     let ids: Vec<u16> = db.data_files.keys().copied().collect();

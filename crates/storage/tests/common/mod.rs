@@ -147,3 +147,18 @@ pub fn insert_scrambled(db: &mut extentdb_storage::Database, tables: &[u32], row
         db.wal().unwrap().flush(lsn).unwrap();
     }
 }
+
+/// An allocation unit of a new, empty heap in filegroup `data_space_id`. Every unit but
+/// the catalog's belongs to a table: one that no table names is a DROP, TRUNCATE or CREATE
+/// a crash cut short, and is freed at open (`free_orphan_units`).
+pub fn unit(db: &mut extentdb_storage::Database, data_space_id: u16) -> u64 {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let mut e = table_entry(false);
+    e.name = format!(
+        "Unit{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    );
+    e.data_space_id = data_space_id;
+    let t = db.create_table(e).unwrap();
+    db.table_by_id(t).unwrap().allocation_unit_id
+}
