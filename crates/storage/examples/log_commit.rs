@@ -22,7 +22,7 @@ use std::time::Instant;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::{write_zeros, DbFile, FileSystem};
 use extentdb_storage::log_file;
-use extentdb_storage::log_writer::{read_log, LogWriter};
+use extentdb_storage::log_writer::{find_log_end, LogWriter};
 
 const LOG_BYTES: u64 = 256 << 20;
 
@@ -74,7 +74,7 @@ fn new_log(dir: &Path) -> BTreeMap<u16, Arc<dyn DbFile>> {
 
 fn open(files: &BTreeMap<u16, Arc<dyn DbFile>>) -> LogWriter {
     let vlfs = log_file::read_vlfs(files[&2].as_ref(), 2).unwrap();
-    let (_, end) = read_log(files, &vlfs, 1).unwrap();
+    let end = find_log_end(files, &vlfs, 1).unwrap().end;
     LogWriter::open(files.clone(), vlfs, end, 1).unwrap()
 }
 

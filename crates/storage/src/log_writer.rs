@@ -13,12 +13,17 @@
 //!   the reader stops at one), parity 0x40 on first use, else the other parity. A header
 //!   whose FSeqNo lies beyond the end of the log is a leftover of lost writes: free.
 //!
-//! Reader (`read_log`): walks VLFs in FSeqNo order from a starting FSeqNo, each VLF's blocks
-//! until the first invalid one, and moves on only after a VLF closed by the end flag or
-//! filled exactly; so a torn block is never skipped. Where the blocks stop is decided, not
-//! guessed (`decide_end`, RECOVERY.md "The end of the log"): a damaged sector there, or a
-//! valid block further on that claims that point durable (invariant 5) or lies beyond any
-//! torn tail's reach, is damage (LogDamaged); anything else is the end of the log.
+//! Reader, in two passes. Pass 1 (`find_log_end`) walks VLFs in FSeqNo order from a
+//! starting FSeqNo, each VLF's blocks until the first invalid one, and moves on only after a
+//! VLF closed by the end flag or filled exactly; so a torn block is never skipped. Where the
+//! blocks stop is decided, not guessed (`decide_end`, RECOVERY.md "The end of the log"): a
+//! damaged sector there, or a valid block further on that claims that point durable
+//! (invariant 5) or lies beyond any torn tail's reach, is damage (LogDamaged); anything else
+//! is the end of the log. It counts the records on the way. Pass 2 (`for_each_record`) reads
+//! the same blocks again up to that end and hands each record to a callback. Reading twice
+//! costs a second read of the log since the checkpoint (usually small); in exchange the end
+//! is decided before anything is redone and no record is held (invariant 6). `read_log`
+//! collects both passes' result for tests and tools over small logs.
 //!
 //! Invariants:
 //! 1. Written-but-unsynced log bytes never exceed `MAX_UNSYNCED` (the writer syncs first).
@@ -34,8 +39,14 @@
 //!    where the log was written when the sync began) and never passes the block itself
 //!    (asserted in `write_block` and by the encoder). So at recovery a bad block before the
 //!    durable end a later valid block claims was durable: damage, not a torn tail.
+//! 6. The reader's memory does not grow with the log: it holds one scan chunk
+//!    (`SCAN_CHUNK`, plus a block of overlap) and one decoded block at a time, handing blocks
+//!    to a callback (`scan_vlf_streaming`) and records to the caller's (`for_each_record`);
+//!    never a VLF's or the log's records. Only `read_log` collects, and recovery and roll
+//!    forward never call it.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Condvar, Mutex};
 
 use extentdb_format::log::{
@@ -88,22 +99,45 @@ fn io_file(files: &Files, id: u16) -> Result<&Arc<dyn DbFile>, StorageError> {
         .ok_or_else(|| StorageError::FileNotFound(id.to_string()))
 }
 
-/// Reads the log from the VLF with FSeqNo `from_seq` to its end.
-pub fn read_log(
+/// A reader's callback answer: read on, or stop here (or the callback's error).
+pub type Step = Result<ControlFlow<()>, StorageError>;
+
+/// What the first pass over the log found (`find_log_end`): where it ends, what lies
+/// before it, and the VLFs the second pass (`for_each_record`) reads again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogExtent {
+    pub end: LogEnd,
+    /// Records before the end.
+    pub records: u64,
+    /// Their bytes, each with its 4-byte length as a block holds it.
+    pub record_bytes: u64,
+    /// The VLFs read (index into the physical list) in FSeqNo order, each with the byte
+    /// offset where its valid blocks stopped.
+    vlfs: Vec<(usize, u64)>,
+}
+
+/// Pass 1 of reading the log: walks it from the VLF with FSeqNo `from_seq` to its end,
+/// counting the records, and decides that end (`decide_end`) before anything is redone.
+/// Holds one scan chunk and one block at a time (invariant 6).
+pub fn find_log_end(
     files: &Files,
     vlfs: &[VlfHeader],
     from_seq: u32,
-) -> Result<(Vec<LogRecord>, LogEnd), StorageError> {
+) -> Result<LogExtent, StorageError> {
     let mut order: Vec<usize> = (0..vlfs.len())
         .filter(|&i| vlfs[i].sequence >= from_seq && vlfs[i].sequence > 0)
         .collect();
     order.sort_by_key(|&i| vlfs[i].sequence);
-    let mut records = Vec::new();
     let first = order.first().copied().unwrap_or(0);
-    let mut end = LogEnd {
-        vlf: first,
-        pos: VLF_HEADER_AREA,
-        closed: false,
+    let mut extent = LogExtent {
+        end: LogEnd {
+            vlf: first,
+            pos: VLF_HEADER_AREA,
+            closed: false,
+        },
+        records: 0,
+        record_bytes: 0,
+        vlfs: Vec::new(),
     };
     // Start at the lowest FSeqNo present at or after `from_seq`: VLFs between the boot page's
     // checkpoint and a newer one may already be reused, which a checkpoint allows only after
@@ -114,25 +148,17 @@ pub fn read_log(
         if v.sequence != expected {
             break;
         }
-        let blocks = scan_vlf_streaming(io_file(files, v.file_id)?.as_ref(), *v)?;
-        let mut pos = VLF_HEADER_AREA;
         let mut closed = false;
-        for b in &blocks {
-            for (slot, r) in b.records.iter().enumerate() {
-                records.push(LogRecord {
-                    lsn: Lsn {
-                        vlf_sequence: v.sequence,
-                        block: b.offset,
-                        slot: slot as u16,
-                    },
-                    bytes: r.clone(),
-                });
-            }
-            pos = (b.offset as u64 + b.sectors as u64) * SECTOR_SIZE as u64;
+        let file = io_file(files, v.file_id)?.as_ref();
+        let pos = scan_vlf_streaming(file, *v, &mut |b| {
+            extent.records += b.records.len() as u64;
+            extent.record_bytes += b.records.iter().map(|r| r.len() as u64 + 4).sum::<u64>();
             closed |= b.flags & FLAG_VLF_END != 0;
-        }
+            Ok(ControlFlow::Continue(()))
+        })?;
         closed |= pos == v.size;
-        end = LogEnd {
+        extent.vlfs.push((i, pos));
+        extent.end = LogEnd {
             vlf: i,
             pos,
             closed,
@@ -141,8 +167,79 @@ pub fn read_log(
             break;
         }
     }
-    decide_end(files, vlfs, end)?;
-    Ok((records, end))
+    decide_end(files, vlfs, extent.end)?;
+    Ok(extent)
+}
+
+/// Pass 2 of reading the log: reads again the blocks pass 1 found, up to its end, and calls
+/// `f(lsn, record)` for each record in LSN order until `f` breaks. Holds one scan chunk and
+/// one block at a time (invariant 6). Nothing writes the log between the passes (recovery
+/// and roll forward run before the writer opens); blocks that no longer read as pass 1
+/// found them are damage (LogDamaged), never a shorter log.
+pub fn for_each_record(
+    files: &Files,
+    vlfs: &[VlfHeader],
+    extent: &LogExtent,
+    f: &mut dyn FnMut(Lsn, &[u8]) -> Step,
+) -> Result<(), StorageError> {
+    for &(i, stop) in &extent.vlfs {
+        let v = vlfs[i];
+        if stop <= VLF_HEADER_AREA {
+            continue;
+        }
+        let file = io_file(files, v.file_id)?.as_ref();
+        let mut broke = false;
+        let pos = scan_vlf_streaming(file, v, &mut |b| {
+            for (slot, r) in b.records.iter().enumerate() {
+                let lsn = Lsn {
+                    vlf_sequence: v.sequence,
+                    block: b.offset,
+                    slot: slot as u16,
+                };
+                if f(lsn, r)?.is_break() {
+                    broke = true;
+                    return Ok(ControlFlow::Break(()));
+                }
+            }
+            let next = (b.offset as u64 + b.sectors as u64) * SECTOR_SIZE as u64;
+            Ok(if next >= stop {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })?;
+        if broke {
+            return Ok(());
+        }
+        if pos != stop {
+            return Err(damaged(
+                v,
+                pos.min(stop),
+                format!("the blocks read again stop at offset {pos}, not at {stop} as before"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the log from the VLF with FSeqNo `from_seq` to its end and collects every record:
+/// memory grows with the log, so recovery and roll forward never call it (they take the
+/// two passes above). Kept for tests and tools over logs bounded by their own size.
+pub fn read_log(
+    files: &Files,
+    vlfs: &[VlfHeader],
+    from_seq: u32,
+) -> Result<(Vec<LogRecord>, LogEnd), StorageError> {
+    let extent = find_log_end(files, vlfs, from_seq)?;
+    let mut records = Vec::with_capacity(extent.records as usize);
+    for_each_record(files, vlfs, &extent, &mut |lsn, bytes| {
+        records.push(LogRecord {
+            lsn,
+            bytes: bytes.to_vec(),
+        });
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok((records, extent.end))
 }
 
 /// Decides whether the point where the blocks stopped is the end of the log or damage
@@ -285,35 +382,43 @@ fn for_each_valid_block(
 /// never holds a whole one in memory.
 const SCAN_CHUNK: u64 = 4 << 20;
 
-/// `log::scan_vlf` over a VLF read in bounded chunks (each holding at least one whole block).
-fn scan_vlf_streaming(file: &dyn DbFile, v: VlfHeader) -> Result<Vec<log::Block>, StorageError> {
+/// `log::scan_vlf` over a VLF read in bounded chunks (each holding at least one whole
+/// block), a block at a time: calls `f` with each valid block from the VLF's start until the
+/// first block that does not decode, or until `f` breaks. Returns the byte offset after the
+/// last block passed to `f`. Holds one chunk and one decoded block (invariant 6).
+fn scan_vlf_streaming(
+    file: &dyn DbFile,
+    v: VlfHeader,
+    f: &mut dyn FnMut(log::Block) -> Step,
+) -> Result<u64, StorageError> {
     let max_block = (log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64;
-    let mut blocks = Vec::new();
     let (mut buf, mut buf_start) = (Vec::new(), 0u64);
     let mut pos = VLF_HEADER_AREA;
     while pos + SECTOR_SIZE as u64 <= v.size {
         let need_end = (pos + max_block).min(v.size);
         if pos < buf_start || need_end > buf_start + buf.len() as u64 {
             let len = SCAN_CHUNK.max(max_block).min(v.size - pos);
+            // The old chunk goes before the new one is allocated: one chunk at a time.
+            drop(std::mem::take(&mut buf));
             buf = vec![0u8; len as usize];
             file.read_at(&mut buf, v.start_offset + pos)?;
             buf_start = pos;
         }
         let offset = (pos / SECTOR_SIZE as u64) as u32;
-        match log::decode_block(
+        let Some(b) = log::decode_block(
             &buf[(pos - buf_start) as usize..],
             v.sequence,
             offset,
             v.parity,
-        ) {
-            Some(b) => {
-                pos += b.sectors as u64 * SECTOR_SIZE as u64;
-                blocks.push(b);
-            }
-            None => break,
+        ) else {
+            break;
+        };
+        pos += b.sectors as u64 * SECTOR_SIZE as u64;
+        if f(b)?.is_break() {
+            break;
         }
     }
-    Ok(blocks)
+    Ok(pos)
 }
 
 struct State {
@@ -353,7 +458,7 @@ pub struct LogWriter {
 }
 
 impl LogWriter {
-    /// Opens the writer at the end found by `read_log`, zeroing the tail (invariant 2).
+    /// Opens the writer at the end found by `find_log_end`, zeroing the tail (invariant 2).
     pub fn open(
         files: Files,
         vlfs: Vec<VlfHeader>,

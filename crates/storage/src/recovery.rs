@@ -1,10 +1,12 @@
 //! Crash recovery at open: analysis, redo, undo (see docs/RECOVERY.md).
 //!
 //! 1. Analysis and redo, in one pass over the log from the boot page's checkpoint LSN to
-//!    the end the reader finds from parity and checksums: every record is redone where its
-//!    page is older (page LSN below the record's LSN) — page images, page formats, row
-//!    changes and compensations alike ("repeating history") — while a table of
-//!    transactions follows BEGIN, COMMIT and ABORT. Those still open at the end are losers.
+//!    the end the reader found from parity and checksums in its own first pass (so damage
+//!    stops recovery before anything is redone), the records taken one at a time from the
+//!    reader's second pass (`Redo::step`): every record is redone where its page is older
+//!    (page LSN below the record's LSN) — page images, page formats, row changes and
+//!    compensations alike ("repeating history") — while a table of transactions follows
+//!    BEGIN, COMMIT and ABORT. Those still open at the end are losers.
 //! 2. Undo, once the log writer is attached: each loser's changes are undone newest first
 //!    by following its chain of `prev` LSNs, each undo logged as a compensation record;
 //!    compensations met on the way jump to their `undo_next`, so a rollback cut short by a
@@ -20,15 +22,24 @@
 //! 3. A record of a loser that is not in the window means the log was truncated under an
 //!    active transaction: recovery fails (the database is marked SUSPECT) instead of
 //!    guessing.
+//! 4. Recovery's memory does not grow with the log: the log is read twice (log_writer.rs
+//!    invariant 6), the first pass finding the end and counting the records (the progress
+//!    meter's total, `RecoveryStats::records` and `log_bytes`), the second handing each
+//!    record to `Redo::step`; the analysis keeps the records of open transactions only (undo
+//!    follows them) and drops a transaction's at its COMMIT or ABORT. What stays is bounded
+//!    by the buffer pool's cap and by the transactions open at the crash, not by the log.
+//!    (The pool's cap during recovery is its default: the instance's budget is applied
+//!    once the database is open.)
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use extentdb_format::log_record::{LogRecordBody, XactId};
 use extentdb_format::{Lsn, Page, PageId, PageNo};
 
-use crate::log_writer::{read_log, LogRecord, LogWriter};
+use crate::log_writer::{find_log_end, for_each_record, LogExtent, LogWriter, Step};
 use crate::table::formatted_page;
 use crate::xact::{apply_action, set_lsn, Undo};
 use crate::{Database, StorageError};
@@ -137,7 +148,13 @@ pub(crate) struct Analysis {
     open: BTreeMap<XactId, Lsn>,
     /// The BEGIN of each transaction still open.
     pub(crate) begins: BTreeMap<XactId, Lsn>,
+    /// The records of the transactions still open, which undo follows, and their LSNs by
+    /// transaction (invariant 4: a transaction's records are dropped at its COMMIT or ABORT).
     by_lsn: HashMap<Lsn, LogRecordBody>,
+    lsns: HashMap<XactId, Vec<Lsn>>,
+    /// Records ever kept in `by_lsn`: the undo phase's work as the progress meter counts it
+    /// (an estimate from before committed records were dropped; kept so the figures stay).
+    tracked: usize,
     committed: usize,
     max_xact: XactId,
 }
@@ -153,15 +170,20 @@ impl Database {
         let started = Instant::now();
         let vlfs = self.vlfs()?;
         let from = self.analysis_start().vlf_sequence.max(1);
-        let (records, end) =
-            read_log(&self.log_files, &vlfs, from).map_err(|e| self.name_log_file(e))?;
+        // Pass 1 finds and decides the end of the log (damage stops here, before any redo);
+        // pass 2 hands the records to redo one at a time (invariant 4).
+        let extent =
+            find_log_end(&self.log_files, &vlfs, from).map_err(|e| self.name_log_file(e))?;
+        let end = extent.end;
         let mut stats = RecoveryStats {
-            records: records.len(),
-            log_bytes: records.iter().map(|r| r.bytes.len() as u64 + 4).sum(),
+            records: extent.records as usize,
+            log_bytes: extent.record_bytes,
             ..RecoveryStats::default()
         };
-        let mut meter = Meter::new(progress, records.len() as u64);
-        let analysis = self.redo(&records, &mut stats, &mut meter, None)?;
+        let mut meter = Meter::new(progress, extent.records);
+        let analysis = self
+            .redo(&vlfs, &extent, &mut stats, &mut meter, None)
+            .map_err(|e| self.name_log_file(e))?;
         stats.analysis_redo_ms = started.elapsed().as_millis() as u64;
         let writer = if fresh {
             LogWriter::open_fresh(self.log_files.clone(), vlfs, end)?
@@ -179,7 +201,7 @@ impl Database {
         stats.rolled_back = analysis.open.len();
         // The undo phase's work: the losers' records still to undo (an estimate: compensated
         // stretches are skipped).
-        meter.total += analysis.by_lsn.len() as u64;
+        meter.total += analysis.tracked as u64;
         self.undo_losers(&analysis, &mut meter)?;
         if stats.redone > 0 || stats.rolled_back > 0 {
             self.checkpoint()?;
@@ -199,10 +221,10 @@ impl Database {
         rf: &mut crate::restore::RollForward<'_>,
     ) -> Result<Option<Lsn>, StorageError> {
         let from = self.analysis_start().vlf_sequence.max(1);
-        let (records, _) = read_log(&self.log_files, vlfs, from)?;
+        let extent = find_log_end(&self.log_files, vlfs, from)?;
         let mut stats = RecoveryStats::default();
-        let mut meter = Meter::new(None, records.len() as u64);
-        let a = self.redo(&records, &mut stats, &mut meter, Some(rf))?;
+        let mut meter = Meter::new(None, extent.records);
+        let a = self.redo(vlfs, &extent, &mut stats, &mut meter, Some(rf))?;
         rf.redone = stats.redone;
         rf.committed = a.committed;
         // The pages to disk: the log they follow is the backup's, durable already.
@@ -213,73 +235,34 @@ impl Database {
         Ok(a.begins.values().min().copied())
     }
 
-    /// Analysis and redo (phase 1); with `rf`, RESTORE LOG's roll forward.
+    /// Analysis and redo (phase 1) over the log up to `extent`'s end, the records handed
+    /// over one at a time by the reader's second pass; with `rf`, RESTORE LOG's roll forward.
     fn redo(
         &mut self,
-        records: &[LogRecord],
+        vlfs: &[extentdb_format::log::VlfHeader],
+        extent: &LogExtent,
         stats: &mut RecoveryStats,
         meter: &mut Meter<'_>,
-        mut rf: Option<&mut crate::restore::RollForward<'_>>,
+        rf: Option<&mut crate::restore::RollForward<'_>>,
     ) -> Result<Analysis, StorageError> {
-        let mut a = Analysis::default();
-        let mut touched = BTreeSet::new();
-        // Records before the checkpoint LSN are in the data files already: analysed (their
-        // transactions may still be open) but not redone. Before the oldest BEGIN active at
-        // the checkpoint, nothing matters any more.
-        let redo_from = self.boot.checkpoint_lsn;
-        let analysis_from = self.analysis_start();
-        for r in records.iter() {
-            meter.tick(2);
-            if r.lsn < analysis_from {
-                continue;
-            }
-            let bytes = extentdb_format::log_record::expand(&r.bytes)?;
-            if r.lsn < redo_from {
-                if let Some(body) = LogRecordBody::decode(&bytes)? {
-                    track(&mut a, r.lsn, body);
-                }
-                continue;
-            }
-            if let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&bytes) {
-                stats.page_images += 1;
-                if self.redo_image(r.lsn, file_id, page, image, &mut touched)? {
-                    stats.redone += 1;
-                }
-                continue;
-            }
-            let Some(body) = LogRecordBody::decode(&bytes)? else {
-                continue;
-            };
-            if let Some(rf) = rf.as_deref_mut() {
-                match &body {
-                    LogRecordBody::CommitXact { time_us, .. } => {
-                        if rf.stop_at_us.is_some_and(|t| *time_us > t) {
-                            rf.stopped = Some(r.lsn);
-                            break;
-                        }
-                        rf.last_commit_us = rf.last_commit_us.max(*time_us);
-                    }
-                    LogRecordBody::CatalogImage {
-                        pages,
-                        total,
-                        offset,
-                        bytes,
-                    } => {
-                        self.roll_catalog(rf, r.lsn, pages, *total, *offset, bytes)?;
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            if self.redo_record(r.lsn, &body)? {
-                stats.redone += 1;
-            }
-            track(&mut a, r.lsn, body);
-        }
-        for id in touched {
+        let mut redo = Redo {
+            analysis: Analysis::default(),
+            touched: BTreeSet::new(),
+            stats,
+            meter,
+            rf,
+            redo_from: self.boot.checkpoint_lsn,
+            analysis_from: self.analysis_start(),
+        };
+        // The reader borrows the log files while each step changes the database.
+        let log_files = self.log_files.clone();
+        for_each_record(&log_files, vlfs, extent, &mut |lsn, bytes| {
+            redo.step(self, lsn, bytes)
+        })?;
+        for id in std::mem::take(&mut redo.touched) {
             self.data_files[&id].sync()?;
         }
-        Ok(a)
+        Ok(redo.analysis)
     }
 
     /// Redoes a page image: into the pool when the page is cached there, else in place on
@@ -459,6 +442,77 @@ impl Database {
     }
 }
 
+/// Analysis and redo as a step per record (`Database::redo` drives it from the log
+/// reader's second pass): the transaction table so far, the data files written in place,
+/// what was done, and RESTORE LOG's roll-forward state.
+struct Redo<'s, 'm, 'f> {
+    analysis: Analysis,
+    /// Data files a page image was written to in place: synced at the end.
+    touched: BTreeSet<u16>,
+    stats: &'s mut RecoveryStats,
+    meter: &'s mut Meter<'m>,
+    rf: Option<&'s mut crate::restore::RollForward<'f>>,
+    /// Records before the checkpoint LSN are in the data files already: analysed (their
+    /// transactions may still be open) but not redone. Before the oldest BEGIN active at
+    /// the checkpoint (`analysis_from`), nothing matters any more.
+    redo_from: Lsn,
+    analysis_from: Lsn,
+}
+
+impl Redo<'_, '_, '_> {
+    /// Analyses and redoes the record at `lsn`; breaks where RESTORE LOG's STOPAT stops
+    /// (before the first commit after it, which is not applied).
+    fn step(&mut self, db: &mut Database, lsn: Lsn, record: &[u8]) -> Step {
+        self.meter.tick(2);
+        if lsn < self.analysis_from {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let bytes = extentdb_format::log_record::expand(record)?;
+        if lsn < self.redo_from {
+            if let Some(body) = LogRecordBody::decode(&bytes)? {
+                track(&mut self.analysis, lsn, body);
+            }
+            return Ok(ControlFlow::Continue(()));
+        }
+        if let Some((file_id, page, image)) = extentdb_format::log::decode_page_image(&bytes) {
+            self.stats.page_images += 1;
+            if db.redo_image(lsn, file_id, page, image, &mut self.touched)? {
+                self.stats.redone += 1;
+            }
+            return Ok(ControlFlow::Continue(()));
+        }
+        let Some(body) = LogRecordBody::decode(&bytes)? else {
+            return Ok(ControlFlow::Continue(()));
+        };
+        if let Some(rf) = self.rf.as_deref_mut() {
+            match &body {
+                LogRecordBody::CommitXact { time_us, .. } => {
+                    if rf.stop_at_us.is_some_and(|t| *time_us > t) {
+                        rf.stopped = Some(lsn);
+                        return Ok(ControlFlow::Break(()));
+                    }
+                    rf.last_commit_us = rf.last_commit_us.max(*time_us);
+                }
+                LogRecordBody::CatalogImage {
+                    pages,
+                    total,
+                    offset,
+                    bytes,
+                } => {
+                    db.roll_catalog(rf, lsn, pages, *total, *offset, bytes)?;
+                    return Ok(ControlFlow::Continue(()));
+                }
+                _ => {}
+            }
+        }
+        if db.redo_record(lsn, &body)? {
+            self.stats.redone += 1;
+        }
+        track(&mut self.analysis, lsn, body);
+        Ok(ControlFlow::Continue(()))
+    }
+}
+
 /// Analysis of one record: the transaction table and the records undo may need.
 fn track(a: &mut Analysis, lsn: Lsn, body: LogRecordBody) {
     let Some(x) = body.xact() else {
@@ -467,20 +521,27 @@ fn track(a: &mut Analysis, lsn: Lsn, body: LogRecordBody) {
     a.max_xact = a.max_xact.max(x);
     match body {
         LogRecordBody::CommitXact { .. } => {
-            a.open.remove(&x);
-            a.begins.remove(&x);
             a.committed += 1;
+            forget(a, x);
         }
-        LogRecordBody::AbortXact { .. } => {
-            a.open.remove(&x);
-            a.begins.remove(&x);
-        }
+        LogRecordBody::AbortXact { .. } => forget(a, x),
         other => {
             if matches!(other, LogRecordBody::BeginXact { .. }) {
                 a.begins.insert(x, lsn);
             }
             a.open.insert(x, lsn);
             a.by_lsn.insert(lsn, other);
+            a.lsns.entry(x).or_default().push(lsn);
+            a.tracked += 1;
         }
+    }
+}
+
+/// A transaction ended (committed or rolled back): undo will never need its records.
+fn forget(a: &mut Analysis, x: XactId) {
+    a.open.remove(&x);
+    a.begins.remove(&x);
+    for lsn in a.lsns.remove(&x).unwrap_or_default() {
+        a.by_lsn.remove(&lsn);
     }
 }
