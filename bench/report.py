@@ -52,9 +52,8 @@ from lib import GB, ROOT  # noqa: E402
 PARTS = ["machine", "seed001", "seed002", "seed003", "seed004", "checkdb", "backup", "peers",
          "memory"]
 # The memory part's gates (peak RSS within 1.5 x the cap plus the per-connection allowance,
-# bench/memory.py): turned on when the streaming executor lands (issue 20 item 3). Until
-# then the ratios are recorded in the results and the report, and gate nothing.
-MEMORY_GATES = False
+# bench/memory.py): on since the streaming executor landed (issue 20 item 3).
+MEMORY_GATES = True
 
 
 def log(msg):

@@ -30,6 +30,8 @@ pub const REC_INDEX_CHANGE: u8 = 9;
 pub const REC_COMPRESSED: u8 = 10;
 /// A piece of the catalog as `save_catalog` wrote it (for RESTORE LOG's redo).
 pub const REC_CATALOG: u8 = 11;
+/// A clustered index's root page moved (SHRINKFILE EMPTYFILE, REBALANCE).
+pub const REC_ROOT_MOVE: u8 = 12;
 
 /// Records shorter than this are logged as they are.
 const COMPRESS_FROM_BYTES: usize = 256;
@@ -165,6 +167,17 @@ pub enum LogRecordBody {
     PageImages {
         images: Vec<(PageId, Vec<u8>)>,
     },
+    /// A clustered index's root moved from page `from` to page `to`: the images (the root's
+    /// copy at `to`, `from` emptied) installed as one atomic step, and the catalog's root
+    /// pointer of table `object_id`, which lives outside the log, changed after. Redo
+    /// installs the images and recovery then makes the catalog point at `to` if it still
+    /// points at `from` (a crash between the two), so the move is whole or not at all.
+    RootMove {
+        object_id: u32,
+        from: PageId,
+        to: PageId,
+        images: Vec<(PageId, Vec<u8>)>,
+    },
     /// A change to one slot of a B-tree page by a transaction, undone by key.
     IndexChange {
         xact: XactId,
@@ -208,6 +221,7 @@ impl LogRecordBody {
             | LogRecordBody::Compensation { xact, .. } => Some(*xact),
             LogRecordBody::FormatPage { .. }
             | LogRecordBody::PageImages { .. }
+            | LogRecordBody::RootMove { .. }
             | LogRecordBody::CatalogImage { .. } => None,
         }
     }
@@ -291,12 +305,19 @@ impl LogRecordBody {
             }
             LogRecordBody::PageImages { images } => {
                 w.u8(REC_PAGE_IMAGES);
-                w.u8(images.len() as u8);
-                for (p, bytes) in images {
-                    assert_eq!(bytes.len(), PAGE_SIZE, "a page image is a whole page");
-                    w.page_id(*p);
-                    w.raw(bytes);
-                }
+                put_images(&mut w, images);
+            }
+            LogRecordBody::RootMove {
+                object_id,
+                from,
+                to,
+                images,
+            } => {
+                w.u8(REC_ROOT_MOVE);
+                w.u32(*object_id);
+                w.page_id(*from);
+                w.page_id(*to);
+                put_images(&mut w, images);
             }
             LogRecordBody::IndexChange {
                 xact,
@@ -399,15 +420,15 @@ impl LogRecordBody {
                 page: r.page_id()?,
                 redo: get_action(&mut r)?,
             },
-            REC_PAGE_IMAGES => {
-                let n = r.u8()?;
-                let mut images = Vec::with_capacity(n as usize);
-                for _ in 0..n {
-                    let p = r.page_id()?;
-                    images.push((p, r.take(PAGE_SIZE)?.to_vec()));
-                }
-                LogRecordBody::PageImages { images }
-            }
+            REC_PAGE_IMAGES => LogRecordBody::PageImages {
+                images: get_images(&mut r)?,
+            },
+            REC_ROOT_MOVE => LogRecordBody::RootMove {
+                object_id: r.u32()?,
+                from: r.page_id()?,
+                to: r.page_id()?,
+                images: get_images(&mut r)?,
+            },
             REC_INDEX_CHANGE => {
                 let xact = r.u64()?;
                 let prev = get_lsn(&mut r)?;
@@ -517,6 +538,26 @@ fn get_action(r: &mut Reader<'_>) -> Result<SlotAction, FormatError> {
     })
 }
 
+/// Whole-page images: count u8, then per page its id and 8,192 bytes.
+fn put_images(w: &mut Writer, images: &[(PageId, Vec<u8>)]) {
+    w.u8(images.len() as u8);
+    for (p, bytes) in images {
+        assert_eq!(bytes.len(), PAGE_SIZE, "a page image is a whole page");
+        w.page_id(*p);
+        w.raw(bytes);
+    }
+}
+
+fn get_images(r: &mut Reader) -> Result<Vec<(PageId, Vec<u8>)>, FormatError> {
+    let n = r.u8()?;
+    let mut images = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let p = r.page_id()?;
+        images.push((p, r.take(PAGE_SIZE)?.to_vec()));
+    }
+    Ok(images)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -582,6 +623,15 @@ mod tests {
                 images: vec![
                     (PageId::new(1, 200), vec![3; PAGE_SIZE]),
                     (PageId::new(3, 9), vec![4; PAGE_SIZE]),
+                ],
+            },
+            LogRecordBody::RootMove {
+                object_id: 581_577_112,
+                from: PageId::new(3, 40),
+                to: PageId::new(1, 168),
+                images: vec![
+                    (PageId::new(1, 168), vec![5; PAGE_SIZE]),
+                    (PageId::new(3, 40), vec![6; PAGE_SIZE]),
                 ],
             },
             LogRecordBody::IndexChange {

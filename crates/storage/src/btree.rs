@@ -492,12 +492,39 @@ impl Database {
 
     /// Logs whole pages as one atomic record and installs them, stamped, in the pool.
     pub(crate) fn log_images(&mut self, images: Vec<(PageId, Page)>) -> Result<(), StorageError> {
-        let body = LogRecordBody::PageImages {
-            images: images
+        let record = |images| LogRecordBody::PageImages { images };
+        self.log_whole_pages(images, record)
+    }
+
+    /// `log_images` for a root's move from `from` to `to` (page_move.rs): the record also
+    /// names the table, so recovery can finish the catalog's part.
+    pub(crate) fn log_root_move(
+        &mut self,
+        object_id: u32,
+        from: PageId,
+        to: PageId,
+        images: Vec<(PageId, Page)>,
+    ) -> Result<(), StorageError> {
+        let record = |images| LogRecordBody::RootMove {
+            object_id,
+            from,
+            to,
+            images,
+        };
+        self.log_whole_pages(images, record)
+    }
+
+    fn log_whole_pages(
+        &mut self,
+        images: Vec<(PageId, Page)>,
+        record: impl FnOnce(Vec<(PageId, Vec<u8>)>) -> LogRecordBody,
+    ) -> Result<(), StorageError> {
+        let body = record(
+            images
                 .iter()
                 .map(|(p, pg)| (*p, pg.bytes().to_vec()))
                 .collect(),
-        };
+        );
         let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
         let lsn = wal.append(&extentdb_format::log_record::compact(body.encode()))?;
         for (pid, mut pg) in images {

@@ -184,6 +184,11 @@ impl BufferPool {
         self.capacity_pages
     }
 
+    /// The budget this pool draws on.
+    pub fn budget(&self) -> &Arc<PoolBudget> {
+        &self.budget
+    }
+
     pub fn len(&self) -> usize {
         self.frames.len()
     }

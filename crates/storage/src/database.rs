@@ -307,7 +307,18 @@ impl Database {
         primary_path: &Path,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
     ) -> Result<Database, StorageError> {
-        Database::open_at(fs, primary_path, None, progress, true)
+        Database::open_at(fs, primary_path, None, progress, true, None)
+    }
+
+    /// `open_reporting` with the buffer pool drawing on an instance's budget from the
+    /// start, so recovery's redo stays inside `max server memory` too.
+    pub fn open_in_budget(
+        fs: &dyn FileSystem,
+        primary_path: &Path,
+        progress: Option<&crate::recovery::RecoveryProgress<'_>>,
+        budget: std::sync::Arc<crate::buffer_pool::PoolBudget>,
+    ) -> Result<Database, StorageError> {
+        Database::open_at(fs, primary_path, None, progress, true, Some(budget))
     }
 
     /// A database restored from a backup (`restore`), whose files may lie elsewhere than its
@@ -326,7 +337,7 @@ impl Database {
         // No sweep of unowned extents after a restore's roll forward (allocation.rs
         // invariant 4: the failure this was made for came from a growth's GAM redo,
         // data_file.rs invariant 5; the sweep here has not been tried again since).
-        let mut db = Database::open_at(fs, primary, Some(paths), None, false)?;
+        let mut db = Database::open_at(fs, primary, Some(paths), None, false, None)?;
         db.name = name.to_string();
         db.catalog.database_id = database_id;
         for f in &mut db.catalog.files {
@@ -383,10 +394,14 @@ impl Database {
         paths: Option<&BTreeMap<u16, PathBuf>>,
         progress: Option<&crate::recovery::RecoveryProgress<'_>>,
         sweep_unowned: bool,
+        budget: Option<std::sync::Arc<crate::buffer_pool::PoolBudget>>,
     ) -> Result<Database, StorageError> {
         let files = open_files(fs, primary_path, false, paths, None)?;
         let trimmed = trim_to_catalog(&files)?;
         let mut db = Database::from_files(files);
+        if let Some(b) = budget {
+            db.set_pool_budget(b)?;
+        }
         db.attach_wal(false, progress)?;
         if !trimmed.is_empty() {
             db.data

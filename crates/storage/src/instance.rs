@@ -312,9 +312,11 @@ impl Instance {
             _lock: lock,
         };
         inst.log_startup();
-        let master = Database::open(
+        let master = Database::open_in_budget(
             inst.fs.as_ref(),
             &inst.config.data_roots[0].join("master.mdf"),
+            None,
+            inst.pool_budget.clone(),
         )?;
         inst.errorlog
             .write("spid7s", "Starting up database 'master'.");
@@ -343,10 +345,11 @@ impl Instance {
                 every: RECOVERY_PROGRESS_EVERY,
                 report: &report,
             };
-            let opened = Database::open_reporting(
+            let opened = Database::open_in_budget(
                 inst.fs.as_ref(),
                 Path::new(&e.primary_file),
                 Some(&progress),
+                inst.pool_budget.clone(),
             );
             let db = match opened {
                 Ok(db) => db,
@@ -393,7 +396,18 @@ impl Instance {
     /// A database as the instance keeps it: its buffer pool on the instance's budget, and a
     /// background checkpoint thread.
     fn handle(&self, mut db: Database) -> DbHandle {
-        db.set_pool_budget(self.pool_budget.clone());
+        if !Arc::ptr_eq(db.pool_budget(), &self.pool_budget) {
+            if let Err(e) = db.set_pool_budget(self.pool_budget.clone()) {
+                // The database keeps its own pool; it is still right, only not capped.
+                self.errorlog.write(
+                    "spid7s",
+                    &format!(
+                        "Database '{}' could not join the buffer pool's budget: {e}.",
+                        db.name
+                    ),
+                );
+            }
+        }
         let h = Arc::new(crate::db_lock::DbLock::new(db));
         let log = self.errorlog.clone();
         let cp = crate::checkpoint::Checkpointer::spawn(&h, move |name, e| {

@@ -284,8 +284,12 @@ impl Database {
                 images.push((sibling, s));
             }
             if old == t.root_page {
-                // The catalog names the root: copy, rename in the catalog, then empty.
-                self.log_images(images)?;
+                // The catalog names the root: the copy and the emptied page in one record,
+                // durable before the catalog points at the copy; recovery finishes the
+                // catalog's part if a crash comes between (recovery.rs invariant 5).
+                assert_eq!(images.len(), 1, "a root has no siblings");
+                images.push((old, emptied(old)?));
+                self.log_root_move(t.object_id, old, new, images)?;
                 self.mark_page_allocated(new, t.allocation_unit_id)?;
                 self.flush_log()?;
                 let object_id = t.object_id;
@@ -298,7 +302,6 @@ impl Database {
                     entry.root_page = new;
                     Ok(())
                 })?;
-                self.log_images(vec![(old, emptied(old)?)])?;
                 return self.mark_page_free(old);
             }
             let (parent, slot) = self.find_parent(t, old, h.level)?;

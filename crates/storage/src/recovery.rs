@@ -28,8 +28,12 @@
 //!    record to `Redo::step`; the analysis keeps the records of open transactions only (undo
 //!    follows them) and drops a transaction's at its COMMIT or ABORT. What stays is bounded
 //!    by the buffer pool's cap and by the transactions open at the crash, not by the log.
-//!    (The pool's cap during recovery is its default: the instance's budget is applied
-//!    once the database is open.)
+//!    (An instance opens its databases in its pool budget, `Database::open_in_budget`, so
+//!    the cap holds during recovery too.)
+//! 5. A clustered index root's move is whole or not at all: its log record
+//!    (`LogRecordBody::RootMove`) carries both pages' images, and the catalog's root
+//!    pointer (saved outside the log, after the record is durable) is put right after redo
+//!    when a crash came between the two (`finish_root_moves`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::ControlFlow;
@@ -157,6 +161,9 @@ pub(crate) struct Analysis {
     tracked: usize,
     committed: usize,
     max_xact: XactId,
+    /// The root moves redone, in log order, for `finish_root_moves` (few: one per root a
+    /// SHRINKFILE or REBALANCE moved since the checkpoint).
+    root_moves: Vec<RootMoved>,
 }
 
 impl Database {
@@ -196,6 +203,8 @@ impl Database {
         }
         self.wal = Some(writer.clone());
         self.data.xacts.get_mut().next_id = analysis.max_xact + 1;
+        // Before undo, which may read the moved trees by key.
+        self.finish_root_moves(&analysis.root_moves)?;
         let undo_started = Instant::now();
         stats.committed = analysis.committed;
         stats.rolled_back = analysis.open.len();
@@ -330,7 +339,7 @@ impl Database {
                     .install(&self.data_files, None, *page, p)?;
                 Ok(true)
             }
-            LogRecordBody::PageImages { images } => {
+            LogRecordBody::PageImages { images } | LogRecordBody::RootMove { images, .. } => {
                 let mut any = false;
                 for (pid, bytes) in images {
                     if !self.data_files.contains_key(&pid.file.0) {
@@ -374,6 +383,46 @@ impl Database {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Completes the root moves whose catalog change a crash cut off (invariant 5): a
+    /// table whose catalog entry still names the old root gets the new one (which holds
+    /// the root's copy: the record's images were redone); the new root is marked allocated
+    /// and the old page, while it still holds the record's emptied image, free. A move
+    /// whose table is gone or whose pages changed since leaves nothing to do.
+    fn finish_root_moves(&mut self, moves: &[RootMoved]) -> Result<(), StorageError> {
+        for m in moves {
+            let Some(t) = self.table_by_id(m.object_id).cloned() else {
+                continue;
+            };
+            if t.root_page == m.from && self.page_lsn(m.to)? == Some(m.lsn) {
+                self.change_catalog(|c| {
+                    let e = c
+                        .tables
+                        .iter_mut()
+                        .find(|x| x.object_id == m.object_id)
+                        .expect("found above");
+                    e.root_page = m.to;
+                    Ok(())
+                })?;
+            }
+            if self.table_by_id(m.object_id).map(|t| t.root_page) == Some(m.to) {
+                self.mark_page_allocated(m.to, t.allocation_unit_id)?;
+                if self.page_lsn(m.from)? == Some(m.lsn) && self.page_allocated(m.from)? {
+                    self.mark_page_free(m.from)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The LSN in a page's header (the pool's copy if cached); None for a page of no file.
+    fn page_lsn(&mut self, pid: PageId) -> Result<Option<Lsn>, StorageError> {
+        if !self.data_files.contains_key(&pid.file.0) {
+            return Ok(None);
+        }
+        let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+        Ok(Some(p.header()?.lsn))
     }
 
     /// Undo (phase 2): rolls every loser back through its chain, logging compensations.
@@ -459,6 +508,15 @@ struct Redo<'s, 'm, 'f> {
     analysis_from: Lsn,
 }
 
+/// A clustered index root's move as its log record gave it (`LogRecordBody::RootMove`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RootMoved {
+    lsn: Lsn,
+    object_id: u32,
+    from: PageId,
+    to: PageId,
+}
+
 impl Redo<'_, '_, '_> {
     /// Analyses and redoes the record at `lsn`; breaks where RESTORE LOG's STOPAT stops
     /// (before the first commit after it, which is not applied).
@@ -507,6 +565,20 @@ impl Redo<'_, '_, '_> {
         }
         if db.redo_record(lsn, &body)? {
             self.stats.redone += 1;
+        }
+        if let LogRecordBody::RootMove {
+            object_id,
+            from,
+            to,
+            ..
+        } = &body
+        {
+            self.analysis.root_moves.push(RootMoved {
+                lsn,
+                object_id: *object_id,
+                from: *from,
+                to: *to,
+            });
         }
         track(&mut self.analysis, lsn, body);
         Ok(ControlFlow::Continue(()))

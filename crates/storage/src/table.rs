@@ -347,7 +347,20 @@ impl Database {
     ) -> Result<Option<i64>, StorageError> {
         let lay = layouts(t);
         let mut best: Option<i64> = None;
-        for (_, rec) in self.scan_rows(t.object_id)? {
+        // Chunk by chunk (scan.rs), so the scan holds a chunk, never the table.
+        let origin = self.scan_origin(t.object_id)?;
+        let mut at = crate::scan::ScanPosition::Start;
+        let mut rows = Vec::new();
+        loop {
+            let Some((_, rec)) = rows.pop() else {
+                if at == crate::scan::ScanPosition::End {
+                    break;
+                }
+                let chunk = self.scan_chunk(t.object_id, origin, &at, 1 << 20)?;
+                (rows, at) = (chunk.rows, chunk.next);
+                continue;
+            };
+            let rec: Vec<u8> = rec;
             let cols = record::decode(&lay, &rec)?;
             let Some(b) = cols.get(pos).copied().flatten() else {
                 continue;
@@ -730,12 +743,27 @@ impl Database {
         }
     }
 
-    /// Makes the pool draw on the instance's budget (before the pool caches anything).
-    pub fn set_pool_budget(&mut self, budget: std::sync::Arc<crate::buffer_pool::PoolBudget>) {
-        if self.data.pool.get_mut().is_empty() {
-            let cap = budget.cap_pages.max(crate::buffer_pool::MIN_FRAMES);
-            *self.data.pool.get_mut() = BufferPool::with_budget(cap, budget);
+    /// The budget the buffer pool draws on.
+    pub fn pool_budget(&mut self) -> &std::sync::Arc<crate::buffer_pool::PoolBudget> {
+        self.data.pool.get_mut().budget()
+    }
+
+    /// Makes the pool draw on the instance's budget. A pool that already caches pages (a
+    /// database opened outside the budget: a restore's recovery) is checkpointed and
+    /// emptied first, so no dirty page is lost and the budget holds from here on.
+    pub fn set_pool_budget(
+        &mut self,
+        budget: std::sync::Arc<crate::buffer_pool::PoolBudget>,
+    ) -> Result<(), StorageError> {
+        let pool = self.data.pool.get_mut();
+        if pool.dirty_pages() > 0 {
+            self.checkpoint()?;
         }
+        let pool = self.data.pool.get_mut();
+        assert_eq!(pool.dirty_pages(), 0, "a checkpoint leaves no dirty page");
+        let cap = budget.cap_pages.max(crate::buffer_pool::MIN_FRAMES);
+        *pool = BufferPool::with_budget(cap, budget);
+        Ok(())
     }
 }
 

@@ -10,6 +10,7 @@ use std::path::Path;
 
 use extentdb_format::file_header::FileType;
 use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::{Database, StorageError};
 
 /// Every table's rows: the heap's sorted (its scan order follows extents, which moves
@@ -69,6 +70,29 @@ fn loaded(fs: &SimFileSystem, rows: u32) -> (Database, Vec<u32>) {
 }
 
 /// The data file holding the clustered table's root, if not the primary; else file 3.
+/// DBCC CHECKDB (allocation and consistency) finds nothing.
+fn assert_checkdb_clean(db: &Database, when: &str) {
+    let alloc = db.check_alloc().unwrap();
+    assert!(
+        alloc.errors.is_empty(),
+        "{when}: CHECKALLOC: {:?}",
+        alloc.errors
+    );
+    let check = check_database(
+        &db.check_source().unwrap(),
+        &CheckOptions {
+            maxdop: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        check.findings.is_empty(),
+        "{when}: CHECKDB: {:?}",
+        check.findings
+    );
+}
+
 fn file_to_empty(db: &Database) -> u16 {
     let root = db.table("dbo", "Tree").unwrap().root_page;
     if root.file.0 == 1 {
@@ -193,9 +217,14 @@ fn emptyfile_survives_a_crash_at_any_io() {
             &before,
             &format!("seed {seed}: the tables after the crash"),
         );
+        assert_checkdb_clean(
+            &db,
+            &format!("seed {seed}: after the interrupted EMPTYFILE"),
+        );
         db.empty_file(f)
             .unwrap_or_else(|e| panic!("seed {seed}: second EMPTYFILE: {e}"));
         assert_eq!(owned_in(&db, &tables, f), 0, "seed {seed}");
+        assert_checkdb_clean(&db, &format!("seed {seed}: after EMPTYFILE again"));
         same(
             &contents(&mut db, &tables).unwrap(),
             &before,
