@@ -27,7 +27,8 @@ fn checks_beside_a_writer_see_one_instant() {
     s.files[1].size_pages = 8192;
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
     // A small pool: evictions write pages to disk all the time, under the checks' feet.
-    db.set_pool_budget(extentdb_storage::buffer_pool::PoolBudget::new(256));
+    db.set_pool_budget(extentdb_storage::buffer_pool::PoolBudget::new(256))
+        .unwrap();
     let tables = heap_and_tree(&mut db);
     let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
     let inserted = Arc::new(AtomicU64::new(0));

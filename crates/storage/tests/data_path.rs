@@ -452,7 +452,7 @@ fn buffer_pools_share_the_instance_budget() {
             512,
         );
         let mut db = Database::create(&ctx(&fs, true, &Quiet), &s).unwrap();
-        db.set_pool_budget(budget.clone());
+        db.set_pool_budget(budget.clone()).unwrap();
         let t = db.create_table(table_entry(name == "B")).unwrap();
         dbs.push((db, t));
     }
