@@ -1007,6 +1007,7 @@ fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
         created_us: db.boot.created_us,
         restoring: None,
         restore_failed: false,
+        offline: false,
     }
 }
 
