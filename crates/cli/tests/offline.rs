@@ -343,6 +343,40 @@ fn system_databases_refuse_and_drop_of_offline_keeps_the_files() {
     assert_eq!(numbers(&mut c, "CREATE DATABASE Gone"), vec![5170, 1802]);
 }
 
+/// Proves SET ONLINE retries the open of a database start-up could not open: with its log
+/// file missing it stays RECOVERY_PENDING (the open's error, 945 and 5069); with the file
+/// back it comes online without a restart, every row there.
+#[test]
+fn online_retries_a_database_start_up_could_not_open() {
+    let s = Server::start("offline-pending", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE Later; USE Later; CREATE TABLE t (k int NOT NULL); \
+         INSERT INTO t VALUES (1), (2), (3)",
+    );
+    let ldf = s.dir.join("data/Later_log.ldf");
+    let away = s.dir.join("Later_log.ldf.away");
+    let s = {
+        let mut s = s;
+        s.child.kill().unwrap();
+        s.child.wait().unwrap();
+        std::fs::rename(&ldf, &away).unwrap();
+        let dir = std::mem::replace(&mut s.dir, "/nonexistent-xdb".into());
+        drop(s);
+        Server::start_in(dir, &[])
+    };
+    let mut c = s.connect();
+    assert_eq!(state(&mut c, "Later"), (3, "RECOVERY_PENDING".into()));
+    let errs = numbers(&mut c, "ALTER DATABASE Later SET ONLINE");
+    assert_eq!(errs[errs.len() - 2..], [945, 5069], "{errs:?}");
+    assert_eq!(state(&mut c, "Later"), (3, "RECOVERY_PENDING".into()));
+    std::fs::rename(&away, &ldf).unwrap();
+    run(&mut c, "ALTER DATABASE Later SET ONLINE");
+    assert_eq!(state(&mut c, "Later"), (0, "ONLINE".into()));
+    assert_eq!(int(&scalar(&mut c, "SELECT COUNT(*) FROM Later.dbo.t")), 3);
+}
+
 /// An in-process instance on the simulated file system (returned to inject faults).
 fn sim_instance(tag: &str) -> (Arc<Engine>, Arc<SimFileSystem>, std::path::PathBuf) {
     let dir = std::env::temp_dir().join(format!("xdb-offline-{tag}-{}", std::process::id()));
