@@ -15,6 +15,9 @@
 //!    paths at most `MAX_PATH_CHARS`, a DEFAULT's text at most `MAX_DEFINITION_CHARS`, and
 //!    counts fit their u16 fields. It is checked before a save writes anything, so input
 //!    that does not fit is refused (Msg 103) instead of reaching `Writer::string`'s assert.
+//! 6. In master's list of databases an entry is in one state: never both OFFLINE and
+//!    RESTORING, and a failed restore only of a RESTORING one (`encode` asserts it; the
+//!    state byte can say only one).
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -24,8 +27,9 @@ use crate::{
 
 /// Version 2 added tables (`next object id` and the table list at the end of the blob);
 /// version 1 blobs decode with no tables. Version 4 added the database's principals and
-/// permissions after the tables (`principals.rs`); older blobs decode with none.
-pub const CATALOG_VERSION: u16 = 4;
+/// permissions after the tables (`principals.rs`); older blobs decode with none. Version 5
+/// added state 3 (OFFLINE) to master's list of databases; older blobs hold only 0 to 2.
+pub const CATALOG_VERSION: u16 = 5;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -171,6 +175,9 @@ pub struct DatabaseEntry {
     /// A restore of this RESTORING database failed part-way (its files may hold part of
     /// a log): only a new full restore or DROP DATABASE may follow (it starts SUSPECT).
     pub restore_failed: bool,
+    /// ALTER DATABASE ... SET OFFLINE (version 5): the database is closed and stays closed
+    /// across restarts until SET ONLINE. Never set together with `restoring`.
+    pub offline: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,12 +264,16 @@ impl Catalog {
         }
         w.u32(self.databases.len() as u32);
         for d in &self.databases {
+            assert!(
+                !(d.offline && d.restoring.is_some()),
+                "invariant 6: one state per database"
+            );
             w.u16(d.database_id);
             w.string(&d.name);
             w.string(&d.primary_file);
             w.i64(d.created_us);
             match &d.restoring {
-                None => w.u8(0),
+                None => w.u8(if d.offline { 3 } else { 0 }),
                 Some(paths) => {
                     w.u8(if d.restore_failed { 2 } else { 1 });
                     w.u16(paths.len() as u16);
@@ -328,6 +339,15 @@ impl Catalog {
             let primary_file = r.string()?;
             let created_us = r.i64()?;
             let state = if version >= 3 { r.u8()? } else { 0 };
+            // Each version knows its states; any other value is damage, never taken for
+            // online.
+            let known = if version >= 5 { 3 } else { 2 };
+            if state > known {
+                return Err(corrupt(
+                    at,
+                    format!("database {database_id} has unknown state {state}"),
+                ));
+            }
             let restoring = if state == 1 || state == 2 {
                 let n = r.u16()?;
                 let mut paths = Vec::new();
@@ -345,6 +365,7 @@ impl Catalog {
                 created_us,
                 restoring,
                 restore_failed: state == 2,
+                offline: state == 3,
             });
         }
         let mut next_object_id = FIRST_USER_OBJECT_ID;
@@ -418,6 +439,14 @@ impl Catalog {
         }
         if self.filegroups.iter().filter(|g| g.is_default).count() != 1 {
             return Err("there must be exactly one default filegroup".into());
+        }
+        for d in &self.databases {
+            if d.offline && d.restoring.is_some() {
+                return Err(format!("database {} is both OFFLINE and RESTORING", d.name));
+            }
+            if d.restore_failed && d.restoring.is_none() {
+                return Err(format!("database {} failed a restore it is not in", d.name));
+            }
         }
         Ok(())
     }

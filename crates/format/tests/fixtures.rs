@@ -207,14 +207,26 @@ fn catalog_fixture() {
         ],
         allocation_units: vec![],
         next_allocation_unit_id: 72_057_594_037_927_936,
-        databases: vec![DatabaseEntry {
-            database_id: 5,
-            name: "Company".into(),
-            primary_file: "/d/Company_data.mdf".into(),
-            created_us: 1,
-            restoring: Some(vec![(1, "/d/Copy.mdf".into()), (2, "/d/Copy.ldf".into())]),
-            restore_failed: false,
-        }],
+        databases: vec![
+            DatabaseEntry {
+                database_id: 5,
+                name: "Company".into(),
+                primary_file: "/d/Company_data.mdf".into(),
+                created_us: 1,
+                restoring: Some(vec![(1, "/d/Copy.mdf".into()), (2, "/d/Copy.ldf".into())]),
+                restore_failed: false,
+                offline: false,
+            },
+            DatabaseEntry {
+                database_id: 6,
+                name: "Closed".into(),
+                primary_file: "/d/Closed.mdf".into(),
+                created_us: 3,
+                restoring: None,
+                restore_failed: false,
+                offline: true,
+            },
+        ],
         next_object_id: 581_577_111,
         tables: vec![TableEntry {
             object_id: 581_577_110,
@@ -274,7 +286,25 @@ fn catalog_fixture() {
     let (payload, next) = catalog::page_payload(&pages[0], PageId::new(1, 16)).unwrap();
     assert!(next.is_null());
     assert_eq!(Catalog::decode(payload, PageId::new(1, 16)).unwrap(), c);
+    older_versions_decode(&c);
     lengths_are_checked(c);
+}
+
+/// A version 4 blob (no OFFLINE state; otherwise laid out as version 5) still decodes, its
+/// databases online; state 3 in it is damage, never taken for online (FORMAT.md, "Catalog").
+fn older_versions_decode(c: &Catalog) {
+    let at = PageId::new(1, 16);
+    let mut online = c.clone();
+    online.databases.retain(|d| !d.offline);
+    let mut blob = online.encode();
+    assert_eq!(&blob[..2], &catalog::CATALOG_VERSION.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 5);
+    blob[..2].copy_from_slice(&4u16.to_le_bytes());
+    assert_eq!(Catalog::decode(&blob, at).unwrap(), online);
+    let mut blob = c.encode();
+    blob[..2].copy_from_slice(&4u16.to_le_bytes());
+    let e = Catalog::decode(&blob, at).unwrap_err().to_string();
+    assert!(e.contains("unknown state 3"), "{e}");
 }
 
 /// Invariant 5 of catalog.rs: each string at its limit passes, one character more fails.

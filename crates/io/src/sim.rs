@@ -29,6 +29,8 @@ pub struct Faults {
     pub deny_create_under: Option<PathBuf>,
     /// fallocate fails with EOPNOTSUPP, as on file systems without it.
     pub refuse_fallocate: bool,
+    /// The next fdatasync of any file fails with this errno (once; then cleared).
+    pub fail_next_sync: Option<i32>,
 }
 
 struct Shared {
@@ -49,6 +51,15 @@ impl Shared {
     }
     fn tick(&mut self, path: &Path, op: &'static str) -> Result<()> {
         self.io_count += 1;
+        if op == "fdatasync" {
+            if let Some(errno) = self.faults.fail_next_sync.take() {
+                return Err(IoError::os(
+                    op,
+                    path,
+                    std::io::Error::from_raw_os_error(errno),
+                ));
+            }
+        }
         if let Some((n, errno)) = self.faults.fail_io_at {
             if self.io_count == n {
                 return Err(IoError::os(

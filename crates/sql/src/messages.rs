@@ -198,6 +198,12 @@ static CATALOGUE: &[Entry] = &[
     e(945, 14, 2, "Database '%.*ls' cannot be opened due to inaccessible files or insufficient memory or disk space.  See the SQL Server errorlog for details."),
     e(942, 14, 4, "Database '%.*ls' cannot be opened because it is offline."),
     e(5061, 16, 1, "ALTER DATABASE failed because a lock could not be placed on database '%.*ls'. Try again later."),
+    e(5058, 16, 6, "Option '%.*ls' cannot be set in database '%.*ls'."), // unverified state
+    e(5069, 16, 1, "ALTER DATABASE statement failed."),
+    e(5070, 16, 2, "Database state cannot be changed while other users are using the database '%.*ls'"),
+    e(5060, 10, 1, "Nonqualified transactions are being rolled back. Estimated rollback completion: %d%%."),
+    e(5052, 16, 1, "ALTER DATABASE is not permitted while a database is in the %.*ls state."), // unverified
+    e(922, 14, 1, "Database '%.*ls' is being recovered. Waiting until recovery is finished."),
     e(926, 14, 1, "Database '%.*ls' cannot be opened. It has been marked SUSPECT by recovery. See the SQL Server errorlog for more information."),
     e(1101, 17, 1, "Could not allocate a new page for database '%.*ls' because of insufficient disk space in filegroup '%.*ls'. Create the necessary space by dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
     e(1105, 17, 2, "Could not allocate space for object '%.*ls'%.*ls in database '%.*ls' because the '%.*ls' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
@@ -309,6 +315,7 @@ static CATALOGUE: &[Entry] = &[
     e(8946, 16, 12, "Table error: Allocation page %S_PGID has invalid %ls page header values. Type is %d. Check type, alloc unit ID and page ID on the page."),
     e(8989, 10, 1, "%.*ls found %d allocation errors and %d consistency errors in database '%ls'."),
     e(8990, 10, 1, "%.*ls found %d allocation errors and %d consistency errors in table '%ls' (object ID %d)."),
+    e(9001, 21, 5, "The log for database '%.*ls' is not available. Check the operating system error log for related error messages. Resolve any errors and restart the database."), // unverified state
     e(9002, 17, 2, "The transaction log for database '%.*ls' is full due to '%ls'."), // unverified
     e(9810, 16, 1, "The datepart %.*ls is not supported by date function %.*ls for data type %s."), // unverified
     e(15151, 16, 1, "Cannot %S_MSG the %S_MSG '%.*ls', because it does not exist or you do not have permission."), // unverified

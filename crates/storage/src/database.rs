@@ -468,6 +468,7 @@ impl Database {
     /// True once a failed write left memory and disk possibly apart (see `check_writable`).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(std::sync::atomic::Ordering::Relaxed)
+            || self.wal.as_ref().is_some_and(|w| w.has_failed())
     }
 
     /// Refuses changes once a failed write left memory and disk possibly apart.

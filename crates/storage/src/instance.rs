@@ -85,6 +85,9 @@ pub struct SessionInfo {
     pub killed: std::sync::atomic::AtomicBool,
     /// The session's cancel flag (KILL also cancels the running batch).
     pub cancel: Arc<std::sync::atomic::AtomicBool>,
+    /// The databases the session's explicit transaction has written to (ALTER DATABASE ...
+    /// SET OFFLINE waits for them, or rolls them back WITH ROLLBACK).
+    pub xact_databases: Mutex<BTreeSet<u16>>,
 }
 
 /// Why a database listed in master is not online (sys.databases.state_desc).
@@ -97,6 +100,11 @@ pub enum UnopenedState {
     /// Restored WITH NORECOVERY: waiting for RESTORE LOG or a differential, or for RESTORE
     /// ... WITH RECOVERY (state 1, Msg 927).
     Restoring,
+    /// ALTER DATABASE ... SET OFFLINE: closed, its files released, recorded in master so a
+    /// restart leaves it closed (state 6, Msg 942).
+    Offline,
+    /// Being opened through recovery by ALTER DATABASE ... SET ONLINE (state 2, Msg 922).
+    Recovering,
 }
 
 impl UnopenedState {
@@ -105,6 +113,8 @@ impl UnopenedState {
             UnopenedState::RecoveryPending => (3, "RECOVERY_PENDING"),
             UnopenedState::Suspect => (4, "SUSPECT"),
             UnopenedState::Restoring => (1, "RESTORING"),
+            UnopenedState::Offline => (6, "OFFLINE"),
+            UnopenedState::Recovering => (2, "RECOVERING"),
         }
     }
 }
@@ -161,10 +171,16 @@ pub struct Instance {
     pub pool_budget: Arc<crate::buffer_pool::PoolBudget>,
     /// Global trace flags (DBCC TRACEON (n, -1) and -T): they last until the process ends.
     pub trace_flags: Mutex<BTreeSet<u32>>,
-    databases: Mutex<BTreeMap<u16, DbHandle>>,
-    /// The background checkpoint thread of every database opened (a thread ends when its
-    /// database is dropped; the rest stop when the instance does).
-    checkpointers: Mutex<Vec<crate::checkpoint::Checkpointer>>,
+    pub(crate) databases: Mutex<BTreeMap<u16, DbHandle>>,
+    /// The background checkpoint thread of every database opened, with the database it
+    /// serves (a thread ends when its database is dropped or closed; the rest stop when the
+    /// instance does).
+    checkpointers: Mutex<
+        Vec<(
+            std::sync::Weak<crate::db_lock::DbLock>,
+            crate::checkpoint::Checkpointer,
+        )>,
+    >,
     /// Startup option -E: a file with skip target 1 takes 64 consecutive extents.
     startup_e: std::sync::atomic::AtomicBool,
     /// Long-running requests by session id, with their progress (sys.dm_exec_requests).
@@ -175,6 +191,9 @@ pub struct Instance {
     pub logins: crate::logins::Logins,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
+    /// Taken by each change of a database's state (SET OFFLINE, SET ONLINE) and by DROP
+    /// DATABASE, so they take turns (db_state.rs invariant 1).
+    pub(crate) state_change: Mutex<()>,
     /// This process's hold on the directory (instance_lock.rs), for the instance's life.
     _lock: crate::instance_lock::InstanceLock,
 }
@@ -309,6 +328,7 @@ impl Instance {
             sessions: Mutex::new(BTreeMap::new()),
             logins,
             suspect: Mutex::new(BTreeMap::new()),
+            state_change: Mutex::new(()),
             _lock: lock,
         };
         inst.log_startup();
@@ -334,42 +354,13 @@ impl Instance {
                 inst.list_restoring(e.clone());
                 continue;
             }
-            inst.errorlog
-                .write("spid7s", &format!("Starting up database '{}'.", e.name));
-            let log = inst.errorlog.clone();
-            let (name, id) = (e.name.clone(), e.database_id);
-            let report = move |percent: u32, left: u64, phase: u8| {
-                log.write("spid7s", &format!("Recovery of database '{name}' ({id}) is {percent}% complete (approximately {left} seconds remain). Phase {phase} of 3. This is an informational message only. No user action is required."));
-            };
-            let progress = crate::recovery::RecoveryProgress {
-                every: RECOVERY_PROGRESS_EVERY,
-                report: &report,
-            };
-            let opened = Database::open_in_budget(
-                inst.fs.as_ref(),
-                Path::new(&e.primary_file),
-                Some(&progress),
-                inst.pool_budget.clone(),
-            );
-            let db = match opened {
-                Ok(db) => db,
-                Err(err) => {
-                    // One damaged database must not keep the instance from starting.
-                    let state = inst.log_open_failure(e, &err);
-                    inst.suspect
-                        .lock()
-                        .unwrap()
-                        .insert(e.database_id, (e.clone(), err.to_string(), state));
-                    continue;
-                }
-            };
-            inst.log_trimmed(&db);
-            inst.log_recovery(&db, e.database_id);
-            inst.log_last_good_check(&db);
-            inst.databases
-                .lock()
-                .unwrap()
-                .insert(e.database_id, inst.handle(db));
+            if e.offline {
+                // SET OFFLINE lasts until SET ONLINE: the database is not opened.
+                inst.list_unopened(e.clone(), UnopenedState::Offline);
+                continue;
+            }
+            // One damaged database must not keep the instance from starting.
+            let _ = inst.open_listed(e);
         }
         inst.recreate_tempdb()?;
         if !entries.iter().any(|e| e.database_id == MSDB_ID) {
@@ -393,6 +384,49 @@ impl Instance {
         }
     }
 
+    /// Opens database `e` of master's list through recovery, as at start-up (`Starting up
+    /// database`, recovery's progress and result in the ERRORLOG) and serves it. A database
+    /// that cannot be opened is listed SUSPECT or RECOVERY_PENDING, with the reason logged,
+    /// and the error returned.
+    pub(crate) fn open_listed(&self, e: &DatabaseEntry) -> Result<(), StorageError> {
+        debug_assert!(e.restoring.is_none() && !e.offline);
+        self.errorlog
+            .write("spid7s", &format!("Starting up database '{}'.", e.name));
+        let log = self.errorlog.clone();
+        let (name, id) = (e.name.clone(), e.database_id);
+        let report = move |percent: u32, left: u64, phase: u8| {
+            log.write("spid7s", &format!("Recovery of database '{name}' ({id}) is {percent}% complete (approximately {left} seconds remain). Phase {phase} of 3. This is an informational message only. No user action is required."));
+        };
+        let progress = crate::recovery::RecoveryProgress {
+            every: RECOVERY_PROGRESS_EVERY,
+            report: &report,
+        };
+        let opened = Database::open_in_budget(
+            self.fs.as_ref(),
+            Path::new(&e.primary_file),
+            Some(&progress),
+            self.pool_budget.clone(),
+        );
+        let db = match opened {
+            Ok(db) => db,
+            Err(err) => {
+                let state = self.log_open_failure(e, &err);
+                self.suspect
+                    .lock()
+                    .unwrap()
+                    .insert(e.database_id, (e.clone(), err.to_string(), state));
+                return Err(err);
+            }
+        };
+        self.log_trimmed(&db);
+        self.log_recovery(&db, e.database_id);
+        self.log_last_good_check(&db);
+        let h = self.handle(db);
+        self.databases.lock().unwrap().insert(e.database_id, h);
+        self.suspect.lock().unwrap().remove(&e.database_id);
+        Ok(())
+    }
+
     /// A database as the instance keeps it: its buffer pool on the instance's budget, and a
     /// background checkpoint thread.
     fn handle(&self, mut db: Database) -> DbHandle {
@@ -409,17 +443,35 @@ impl Instance {
             }
         }
         let h = Arc::new(crate::db_lock::DbLock::new(db));
+        self.spawn_checkpointer(&h);
+        h
+    }
+
+    pub(crate) fn spawn_checkpointer(&self, h: &DbHandle) {
         let log = self.errorlog.clone();
-        let cp = crate::checkpoint::Checkpointer::spawn(&h, move |name, e| {
+        let cp = crate::checkpoint::Checkpointer::spawn(h, move |name, e| {
             log.write(
                 "spid9s",
                 &format!("Checkpoint of database '{name}' failed: {e}. The database will be recovered when it is next opened."),
             )
         });
         let mut all = self.checkpointers.lock().unwrap();
-        all.retain(|c| !c.finished());
-        all.push(cp);
-        h
+        all.retain(|(_, c)| !c.finished());
+        all.push((Arc::downgrade(h), cp));
+    }
+
+    /// Stops the background checkpoint thread of `h`, waiting for a checkpoint it is running
+    /// (so call it holding no lock on the database).
+    pub(crate) fn stop_checkpointer(&self, h: &DbHandle) {
+        let stopped: Vec<_> = {
+            let mut all = self.checkpointers.lock().unwrap();
+            let (mine, rest) = std::mem::take(&mut *all)
+                .into_iter()
+                .partition(|(w, _)| std::ptr::eq(w.as_ptr(), Arc::as_ptr(h)));
+            *all = rest;
+            mine
+        };
+        drop(stopped);
     }
 
     /// Logs why a database could not be opened at start-up and says which state that
@@ -789,6 +841,7 @@ impl Instance {
 
     /// Drops a user database: unregisters it from master, then removes its files.
     pub fn drop_database(&self, name: &str) -> Result<(), StorageError> {
+        let _turn = self.state_change.lock().unwrap();
         if let Some(id) = self.suspect_by_name(name) {
             return self.drop_suspect(id);
         }
@@ -848,7 +901,16 @@ impl Instance {
     /// file of a RESTORING one, whose paths master lists).
     fn drop_suspect(&self, id: u16) -> Result<(), StorageError> {
         self.unregister(id)?;
-        if let Some((entry, _, _)) = self.suspect.lock().unwrap().remove(&id) {
+        let removed = self.suspect.lock().unwrap().remove(&id);
+        if let Some((entry, _, UnopenedState::Offline)) = removed {
+            // As SQL Server does: dropping an OFFLINE database leaves its files on disk.
+            self.errorlog.write("spid7s", &format!(
+                "Database '{}' was dropped while OFFLINE: its files were not deleted (primary file '{}'), as SQL Server leaves an offline database's files. Remove them by hand when they are no longer needed.",
+                entry.name, entry.primary_file
+            ));
+            return Ok(());
+        }
+        if let Some((entry, _, _)) = removed {
             let _ = self.fs.remove(Path::new(&entry.primary_file));
             for (_, p) in entry.restoring.iter().flatten() {
                 let _ = self.fs.remove(Path::new(p));
@@ -894,10 +956,16 @@ impl Instance {
         } else {
             UnopenedState::Restoring
         };
+        self.list_unopened(entry, state);
+    }
+
+    /// Lists a database of master among those not online, in `state`.
+    pub(crate) fn list_unopened(&self, entry: DatabaseEntry, state: UnopenedState) {
+        let reason = state.state().1.to_string();
         self.suspect
             .lock()
             .unwrap()
-            .insert(entry.database_id, (entry, "RESTORING".into(), state));
+            .insert(entry.database_id, (entry, reason, state));
     }
 
     /// After BACKUP LOG ... WITH NORECOVERY (a tail-log backup): the database, its log
@@ -1021,6 +1089,7 @@ fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
         created_us: db.boot.created_us,
         restoring: None,
         restore_failed: false,
+        offline: false,
     }
 }
 

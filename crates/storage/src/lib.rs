@@ -20,6 +20,7 @@ pub mod config;
 pub mod data_file;
 pub mod database;
 pub mod db_lock;
+pub mod db_state;
 pub mod errorlog;
 pub mod file_init;
 pub mod instance;
@@ -80,6 +81,10 @@ pub enum StorageError {
     SystemDatabase(String),
     #[error("database '{0}' is in use")]
     DatabaseInUse(String),
+    /// A change of state (OFFLINE, ONLINE) found the database in use: a transaction open
+    /// in it, or a reference it could not wait out.
+    #[error("a lock could not be placed on database '{0}'")]
+    DatabaseLocked(String),
     #[error("logical file name '{0}' is already in use")]
     LogicalNameInUse(String),
     #[error("file '{path}' is used by database '{database}'")]

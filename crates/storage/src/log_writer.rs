@@ -604,21 +604,35 @@ impl LogWriter {
         let mut st = self.state.lock().unwrap();
         st.flushing = false;
         st.syncs += 1;
-        match synced {
+        let failure = match synced {
             Ok(()) => {
                 st.durable = target.max(st.durable);
                 st.durable_end = target_end.max(st.durable_end);
                 st.unsynced = st.unsynced.saturating_sub(covered);
+                None
             }
-            Err(_) => st.failed = true,
-        }
+            Err(e) => {
+                st.failed = true;
+                Some(e)
+            }
+        };
         self.flushed.notify_all();
+        if let Some(e) = failure {
+            // The flush that failed reports the OS error (823); later ones, LogFailed.
+            return Err(e);
+        }
         if st.failed {
             return Err(StorageError::LogFailed);
         }
         drop(st);
         // Another caller's records may have arrived meanwhile; the loop above covers them.
         self.flush(upto)
+    }
+
+    /// True once a write or sync of the log failed (invariant 3): the database must be
+    /// reopened.
+    pub fn has_failed(&self) -> bool {
+        self.state.lock().unwrap().failed
     }
 
     /// The number of flushes that synced files, for group-commit measurements.

@@ -829,6 +829,7 @@ pub(crate) fn restoring_entry(
                 .collect(),
         ),
         restore_failed: false,
+        offline: false,
     }
 }
 

@@ -175,9 +175,10 @@ impl Session {
             BackupKind::Database => BackupType::Database,
         };
         let inst = self.engine.instance.clone();
-        let (id, db) = inst
-            .database_by_name(&b.database)
-            .ok_or_else(|| abnormal(vec![msg(911, &[&b.database])]))?;
+        let (id, db) = inst.database_by_name(&b.database).ok_or_else(|| {
+            let e = self.unopened_error(&b.database);
+            abnormal(vec![e.unwrap_or_else(|| msg(911, &[&b.database]))])
+        })?;
         if id == extentdb_storage::instance::TEMPDB_ID {
             return Err(abnormal(vec![msg(3147, &[])]));
         }

@@ -444,9 +444,11 @@ impl Session {
                 .database(self.database_id)
                 .map(|d| (self.database_id, d))
                 .ok_or_else(|| vec![msg(2520, &[&self.database_id])]),
-            Some(Value::Text(name)) => inst
-                .database_by_name(name)
-                .ok_or_else(|| vec![msg(2520, &[name])]),
+            Some(Value::Text(name)) => inst.database_by_name(name).ok_or_else(|| {
+                vec![self
+                    .unopened_error(name)
+                    .unwrap_or_else(|| msg(2520, &[name]))]
+            }),
             Some(v) => {
                 let id = as_i64(v).map_err(|e| vec![e])?;
                 let id = if id == 0 { self.database_id as i64 } else { id };

@@ -40,6 +40,7 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             procedure: None,
         }],
         DatabaseInUse(name) => vec![msg(3702, &[name])],
+        DatabaseLocked(name) => vec![msg(5061, &[name]), msg(5069, &[])],
         NeedsReopen(name) => vec![msg(945, &[name])],
         LogicalNameInUse(name) => vec![msg(1828, &[name])],
         PhysicalNameInUse { path, database } => file_level(msg(1834, &[path, database])),

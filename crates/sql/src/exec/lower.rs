@@ -93,9 +93,11 @@ fn alter_action(a: &AlterDatabaseAction) -> Result<AlterAction, Vec<SqlError>> {
             let mut action = AlterAction::SetOption;
             for o in options {
                 if let Some(state) = state_option(o) {
-                    // Taking a database offline and reopening it through recovery is not
-                    // built: refused rather than accepted and ignored.
-                    return Err(vec![not_yet(&format!("ALTER DATABASE ... SET {state}"))]);
+                    // A state alone is routed to `set_database_state` before this; beside
+                    // other options it is refused rather than half done.
+                    return Err(vec![not_yet(&format!(
+                        "ALTER DATABASE ... SET {state} together with other options"
+                    ))]);
                 }
                 if let DatabaseOption::Recovery(rm) = o {
                     action = AlterAction::SetRecovery(match rm {
@@ -160,6 +162,18 @@ impl Session {
                 } else {
                     name.clone()
                 };
+                if let AlterDatabaseAction::Set {
+                    options,
+                    termination,
+                } = action
+                {
+                    if let [o] = options.as_slice() {
+                        if state_option(o).is_some() {
+                            self.set_database_state(&name, o, *termination, out)?;
+                            return Ok(Flow::Normal);
+                        }
+                    }
+                }
                 let action = alter_action(action)?;
                 for info in self.alter_database(&name, &action)? {
                     out.push(Output::Info(info));

@@ -26,6 +26,7 @@ mod admin;
 mod aggregate;
 mod backup;
 pub mod checkdb;
+mod db_state;
 pub mod ddl;
 mod dml;
 mod errors;
@@ -238,6 +239,7 @@ impl Engine {
             command: std::sync::Mutex::new("AWAITING COMMAND"),
             killed: AtomicBool::new(false),
             cancel: cancel.clone(),
+            xact_databases: Default::default(),
         });
         self.instance
             .sessions
@@ -620,13 +622,8 @@ impl Session {
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
             K::SetOption { options, value } => self.set_option(options, value),
             K::Use { database } => {
-                if let Some(state) = self.engine.instance.unopened_state(database) {
-                    let number = match state {
-                        extentdb_storage::instance::UnopenedState::RecoveryPending => 945,
-                        extentdb_storage::instance::UnopenedState::Suspect => 926,
-                        extentdb_storage::instance::UnopenedState::Restoring => 927,
-                    };
-                    return Err(vec![msg(number, &[database])]);
+                if let Some(e) = self.unopened_error(database) {
+                    return Err(vec![e]);
                 }
                 let (id, db) = self
                     .engine

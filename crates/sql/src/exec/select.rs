@@ -226,7 +226,9 @@ impl Session {
                         .instance
                         .database_by_name(db)
                         .map(|(id, _)| id)
-                        .ok_or_else(|| vec![msg(911, &[&db])])?,
+                        .ok_or_else(|| {
+                            vec![self.unopened_error(db).unwrap_or_else(|| msg(911, &[&db]))]
+                        })?,
                     None => self.database_id,
                 };
                 let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();

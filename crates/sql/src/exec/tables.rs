@@ -132,7 +132,7 @@ impl Session {
                 .engine
                 .instance
                 .database_by_name(d)
-                .ok_or_else(|| vec![msg(911, &[&d])]),
+                .ok_or_else(|| vec![self.unopened_error(d).unwrap_or_else(|| msg(911, &[&d]))]),
             None => self.current_database(),
         }
     }

@@ -109,7 +109,8 @@ impl Session {
             std::mem::take(&mut self.descriptor),
         )));
         let mut failures = Vec::new();
-        for (db_id, x) in std::mem::take(&mut self.xacts) {
+        let xacts = std::mem::take(&mut self.xacts);
+        for (db_id, x) in xacts {
             let Some(db) = self.engine.instance.database(db_id) else {
                 continue;
             };
@@ -117,6 +118,7 @@ impl Session {
                 failures.extend(e);
             }
         }
+        self.publish_xacts();
         if failures.is_empty() {
             Ok(())
         } else {
@@ -146,7 +148,8 @@ impl Session {
         self.trancount = 0;
         self.descriptor = 0;
         let mut failed = Vec::new();
-        for (db_id, x) in std::mem::take(&mut self.xacts) {
+        let xacts = std::mem::take(&mut self.xacts);
+        for (db_id, x) in xacts {
             let Some(db) = self.engine.instance.database(db_id) else {
                 continue;
             };
@@ -159,7 +162,14 @@ impl Session {
                 failed.push(msg(3314, &[&g.name, &"(0:0:0)"]));
             }
         }
+        self.publish_xacts();
         failed
+    }
+
+    /// Shows other sessions which databases this session's transaction holds
+    /// (`SessionInfo::xact_databases`), once its commits or rollbacks there are done.
+    fn publish_xacts(&self) {
+        *self.info.xact_databases.lock().unwrap() = self.xacts.keys().copied().collect();
     }
 
     /// Runs one statement's writes to database `db_id` inside the session's transaction
@@ -206,8 +216,8 @@ impl Session {
             (x, guard.savepoint(x))
         };
         let autocommit = self.trancount == 0;
-        if !autocommit {
-            self.xacts.insert(db_id, x);
+        if !autocommit && self.xacts.insert(db_id, x).is_none() {
+            self.publish_xacts();
         }
         // A panic from here on may leave a change half made, or the autocommit transaction
         // active with no session to end it: the database then needs reopening.
@@ -259,7 +269,11 @@ impl Session {
 /// Commits `x` and waits for its commit record to be durable, flushing outside the lock
 /// (invariant 3).
 fn commit(db: &Arc<DbLock>, x: u64) -> Result<(), Vec<SqlError>> {
-    let map = |e: &extentdb_storage::StorageError| errors::map(e, errors::Context::Other);
+    let name = db.read().unwrap().name.clone();
+    let map = |e: &extentdb_storage::StorageError| match e {
+        extentdb_storage::StorageError::LogFailed => vec![msg(9001, &[&name])],
+        _ => errors::map(e, errors::Context::Other),
+    };
     let (lsn, wal) = {
         let guard = db.read().unwrap();
         let lsn = guard.commit_xact(x).map_err(|e| map(&e))?;
