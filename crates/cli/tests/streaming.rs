@@ -293,3 +293,29 @@ fn large_requests_take_turns_and_one_that_waits_too_long_is_refused() {
     assert_eq!(later[0][0], Value::Int(3 << 19));
     assert!(s.errorlog().contains("Error: 8645, Severity: 17"));
 }
+
+#[test]
+fn update_and_delete_hold_their_matches_not_the_table() {
+    let s = capped_server("stream-dml");
+    let mut a = s.connect();
+    load(&mut a);
+    std::fs::write(format!("/proc/{}/clear_refs", s.child.id()), "5").unwrap();
+    let base_kb = status_kb(&s, "VmRSS");
+    let n = rows(&ok(a
+        .batch("DELETE FROM big WHERE id < 10; SELECT @@ROWCOUNT")
+        .unwrap()));
+    assert_eq!(n[0][0], Value::Int(10));
+    let n = rows(&ok(a
+        .batch("UPDATE big SET pad = 'q' WHERE id BETWEEN 100 AND 104; SELECT @@ROWCOUNT")
+        .unwrap()));
+    assert_eq!(n[0][0], Value::Int(5));
+    let n = rows(&ok(a
+        .batch("SELECT COUNT(*) FROM big WHERE pad = 'q'")
+        .unwrap()));
+    assert_eq!(n[0][0], Value::Int(5));
+    let n = rows(&ok(a.batch("SELECT COUNT(*) FROM big").unwrap()));
+    assert_eq!(n[0][0], Value::Int((ROWS - 10) as i32));
+    let peak_kb = status_kb(&s, "VmHWM");
+    let limit_kb = base_kb + (CAP_MB + 48) * 1024;
+    assert!(peak_kb < limit_kb, "peak {peak_kb} kB, limit {limit_kb} kB");
+}

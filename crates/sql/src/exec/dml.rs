@@ -330,16 +330,12 @@ impl Session {
                 }
             });
         }
-        let rows = {
-            let mut g = t.db.lock().unwrap();
-            t.rows(&mut g)?
-        };
-        let matched = self.matching(&t, &rows, u.where_clause.as_ref())?;
+        let mut matched = self.matching(&t, u.where_clause.as_ref())?;
         let limit = self.top_count(&u.top, matched.len())?;
+        matched.truncate(limit);
         let columns = t.columns();
         let mut changes: Vec<(usize, Vec<Value>)> = Vec::new();
-        for &i in matched.iter().take(limit) {
-            let old = &rows[i].1;
+        for (i, (_, old)) in matched.iter().enumerate() {
             let ctx = RowCtx {
                 columns: &columns,
                 values: old,
@@ -377,24 +373,22 @@ impl Session {
         let key_touched = key_columns(&t)
             .is_some_and(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
         if key_touched {
-            let mut after: Vec<Vec<Value>> = rows.iter().map(|(_, r)| r.clone()).collect();
-            for (i, new) in &changes {
-                after[*i] = new.clone();
-            }
-            // Changed rows first, so the duplicate reported is a new key.
-            let changed: HashSet<usize> = changes.iter().map(|(i, _)| *i).collect();
-            let order = changes.iter().map(|(i, _)| &after[*i]).chain(
-                after
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| !changed.contains(i))
-                    .map(|(_, r)| r),
-            );
+            // The new keys against every row the statement leaves as it is: changed rows
+            // first, so the duplicate reported is a new key.
+            let changed: HashSet<Rid> = changes.iter().map(|(i, _)| matched[*i].0).collect();
+            let mut unchanged = Vec::new();
+            t.each_row(|rid, r| {
+                if !changed.contains(&rid) {
+                    unchanged.push(r);
+                }
+                Ok(true)
+            })?;
+            let order = changes.iter().map(|(_, new)| new).chain(unchanged.iter());
             check_unique(&t, order)?;
         }
         let writes: Vec<(Rid, &Vec<Value>, Vec<Value>)> = changes
             .into_iter()
-            .map(|(i, new)| (rows[i].0, &rows[i].1, new))
+            .map(|(i, new)| (matched[i].0, &matched[i].1, new))
             .collect();
         let db = t.db.clone();
         self.write_in_xact(t.db_id, &db, |db, x| {
@@ -418,16 +412,12 @@ impl Session {
             return Err(vec![not_yet("DELETE ... FROM")]);
         }
         let t = self.table_for(&d.table, "DELETE")?;
-        let rows = {
-            let mut g = t.db.lock().unwrap();
-            t.rows(&mut g)?
-        };
-        let matched = self.matching(&t, &rows, d.where_clause.as_ref())?;
+        let matched = self.matching(&t, d.where_clause.as_ref())?;
         let limit = self.top_count(&d.top, matched.len())?;
         let rids: Vec<(Rid, &Vec<Value>)> = matched
             .iter()
             .take(limit)
-            .map(|&i| (rows[i].0, &rows[i].1))
+            .map(|(rid, row)| (*rid, row))
             .collect();
         let db = t.db.clone();
         self.write_in_xact(t.db_id, &db, |db, x| {
@@ -444,22 +434,23 @@ impl Session {
         Ok(())
     }
 
-    /// Indexes of the rows WHERE accepts.
+    /// The rows WHERE accepts, with their RIDs, all found before anything is written (so
+    /// the statement never meets its own changes: the Halloween problem). The table is
+    /// read a chunk at a time: what is held is the matches, not the table.
     fn matching(
         &mut self,
         t: &TableRef,
-        rows: &[(Rid, Vec<Value>)],
         filter: Option<&Expr>,
-    ) -> Result<Vec<usize>, Vec<SqlError>> {
+    ) -> Result<Vec<(Rid, Vec<Value>)>, Vec<SqlError>> {
         let columns = t.columns();
         let mut out = Vec::new();
-        for (i, (_, r)) in rows.iter().enumerate() {
+        t.each_row(|rid, r| {
             let keep = match filter {
                 None => true,
                 Some(w) => {
                     let ctx = RowCtx {
                         columns: &columns,
-                        values: r,
+                        values: &r,
                         alias: None,
                         table: &t.entry.name,
                     };
@@ -467,9 +458,10 @@ impl Session {
                 }
             };
             if keep {
-                out.push(i);
+                out.push((rid, r));
             }
-        }
+            Ok(true)
+        })?;
         Ok(out)
     }
 }

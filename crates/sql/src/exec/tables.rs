@@ -67,6 +67,39 @@ impl TableRef {
             .collect()
     }
 
+    /// Calls `each` with every live row and its RID, reading the table a chunk at a time
+    /// (storage `scan_chunk`, the database held for each chunk's read only), until `each`
+    /// returns false: what is held is one chunk, not the table.
+    pub fn each_row(
+        &self,
+        mut each: impl FnMut(Rid, Vec<Value>) -> Result<bool, Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        use extentdb_storage::scan::ScanPosition;
+        let map = |e: extentdb_storage::StorageError| super::errors::map_data(&e, &self.db_name);
+        let origin = self
+            .db
+            .lock()
+            .unwrap()
+            .scan_origin(self.entry.object_id)
+            .map_err(map)?;
+        let mut at = ScanPosition::Start;
+        while at != ScanPosition::End {
+            let chunk = self
+                .db
+                .lock()
+                .unwrap()
+                .scan_chunk(self.entry.object_id, origin, &at, 256 << 10)
+                .map_err(map)?;
+            for (rid, rec) in chunk.rows {
+                if !each(rid, self.decode(&rec)?)? {
+                    return Ok(());
+                }
+            }
+            at = chunk.next;
+        }
+        Ok(())
+    }
+
     pub fn decode(&self, rec: &[u8]) -> Result<Vec<Value>, Vec<SqlError>> {
         let lay = layouts(&self.entry);
         let cols = record::decode(&lay, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
