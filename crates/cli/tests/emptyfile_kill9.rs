@@ -9,20 +9,12 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod common;
+
 fn exec(dir: &std::path::Path, db: &str, sql: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_extentdb"))
-        .args(["exec", "--data-dir"])
-        .arg(dir)
-        .args(["-d", db, "-Q", sql])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{sql}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let (code, out) = common::exec_sql(dir, &["-d", db], sql);
+    assert_eq!(code, 0, "{sql}: {out}");
+    out
 }
 
 /// The rows' count and sum of keys in both tables, as `exec` prints them.

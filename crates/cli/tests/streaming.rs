@@ -5,12 +5,11 @@
 
 use std::time::{Duration, Instant};
 
-use extentdb_sql::exec::Output;
 use extentdb_sql::types::Value;
-use extentdb_tds::client::{Client, Response};
+use extentdb_tds::client::Client;
 
 mod common;
-use common::tds::Server;
+use common::tds::{ok, rows, Server};
 
 const CAP_MB: u64 = 64;
 const ROWS: i64 = 40_000;
@@ -33,23 +32,6 @@ fn capped_server(name: &str) -> Server {
         .unwrap();
     assert!(status.success());
     Server::start_in(dir, &[])
-}
-
-fn ok(r: Response) -> Response {
-    if let Some(e) = r.errors().next() {
-        panic!("Msg {}: {}", e.number, e.text);
-    }
-    r
-}
-
-fn rows(r: &Response) -> Vec<Vec<Value>> {
-    r.outputs
-        .iter()
-        .find_map(|o| match o {
-            Output::Rows { rows, .. } => Some(rows.clone()),
-            _ => None,
-        })
-        .expect("a result set")
 }
 
 /// A kB figure of the server process's /proc status (VmRSS, VmHWM).

@@ -12,25 +12,7 @@ use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, ConnectOptions, Response};
 
 mod common;
-use common::tds::{connect_at, Server, PASSWORD};
-
-fn ok(r: Response) -> Response {
-    if let Some(e) = r.errors().next() {
-        panic!("Msg {}: {}", e.number, e.text);
-    }
-    r
-}
-
-/// The rows of the first result set.
-fn rows(r: &Response) -> Vec<Vec<Value>> {
-    r.outputs
-        .iter()
-        .find_map(|o| match o {
-            Output::Rows { rows, .. } => Some(rows.clone()),
-            _ => None,
-        })
-        .expect("a result set")
-}
+use common::tds::{connect_at, ok, rows, Server, PASSWORD};
 
 fn scalar(c: &mut Client, sql: &str) -> Value {
     rows(&ok(c.batch(sql).unwrap()))[0][0].clone()

@@ -7,10 +7,9 @@
 use std::path::Path;
 
 mod common;
-use common::{ctx, row, spec, table_entry, Quiet};
+use common::{assert_checkdb_clean, ctx, row, spec, table_entry, Quiet};
 
 use extentdb_io::sim::{Faults, SimFileSystem};
-use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::Database;
 
 /// Allocation units the catalog lists, and pages allocated in the primary file.
@@ -31,28 +30,6 @@ fn footprint(db: &Database) -> (usize, u32) {
         }
     }
     (units, allocated)
-}
-
-fn assert_clean(db: &Database, when: &str) {
-    let alloc = db.check_alloc().unwrap();
-    assert!(
-        alloc.errors.is_empty(),
-        "{when}: CHECKALLOC {:?}",
-        alloc.errors
-    );
-    let check = check_database(
-        &db.check_source().unwrap(),
-        &CheckOptions {
-            maxdop: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert!(
-        check.findings.is_empty(),
-        "{when}: CHECKDB {:?}",
-        check.findings
-    );
 }
 
 /// A table of either kind with a few extents of rows.
@@ -95,11 +72,11 @@ fn drop_and_truncate_give_back_the_unit_its_row_and_its_iam_pages() {
         before.1,
         after.1
     );
-    assert_clean(&db, "after the drops");
+    assert_checkdb_clean(&db, "after the drops");
     drop(db);
     let db = Database::open(&fs, &root.join("Units.mdf")).unwrap();
     assert_eq!(footprint(&db).0, before.0);
-    assert_clean(&db, "after reopening");
+    assert_checkdb_clean(&db, "after reopening");
 }
 
 #[test]
@@ -138,6 +115,6 @@ fn a_drop_cut_short_by_a_crash_leaves_no_unit_behind() {
             if dropped { "completed" } else { "failed" },
             db.catalog.allocation_units
         );
-        assert_clean(&db, &format!("seed {seed}"));
+        assert_checkdb_clean(&db, &format!("seed {seed}"));
     }
 }

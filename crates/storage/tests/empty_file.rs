@@ -4,13 +4,14 @@
 //! succeeds; and a power cut at any I/O during the move loses and duplicates nothing.
 
 mod common;
-use common::{ctx, file, heap_and_tree, insert_scrambled, row, spec, table_entry, Quiet};
+use common::{
+    assert_checkdb_clean, ctx, file, heap_and_tree, insert_scrambled, row, spec, table_entry, Quiet,
+};
 
 use std::path::Path;
 
 use extentdb_format::file_header::FileType;
 use extentdb_io::sim::{Faults, SimFileSystem};
-use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::{Database, StorageError};
 
 /// Every table's rows: the heap's sorted (its scan order follows extents, which moves
@@ -70,29 +71,6 @@ fn loaded(fs: &SimFileSystem, rows: u32) -> (Database, Vec<u32>) {
 }
 
 /// The data file holding the clustered table's root, if not the primary; else file 3.
-/// DBCC CHECKDB (allocation and consistency) finds nothing.
-fn assert_checkdb_clean(db: &Database, when: &str) {
-    let alloc = db.check_alloc().unwrap();
-    assert!(
-        alloc.errors.is_empty(),
-        "{when}: CHECKALLOC: {:?}",
-        alloc.errors
-    );
-    let check = check_database(
-        &db.check_source().unwrap(),
-        &CheckOptions {
-            maxdop: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert!(
-        check.findings.is_empty(),
-        "{when}: CHECKDB: {:?}",
-        check.findings
-    );
-}
-
 fn file_to_empty(db: &Database) -> u16 {
     let root = db.table("dbo", "Tree").unwrap().root_page;
     if root.file.0 == 1 {

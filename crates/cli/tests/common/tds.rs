@@ -17,6 +17,25 @@ pub struct Server {
     pub dir: PathBuf,
 }
 
+/// The response, or a panic naming its first error.
+pub fn ok(r: extentdb_tds::client::Response) -> extentdb_tds::client::Response {
+    if let Some(e) = r.errors().next() {
+        panic!("Msg {}: {}", e.number, e.text);
+    }
+    r
+}
+
+/// The rows of the first result set.
+pub fn rows(r: &extentdb_tds::client::Response) -> Vec<Vec<extentdb_sql::types::Value>> {
+    r.outputs
+        .iter()
+        .find_map(|o| match o {
+            extentdb_sql::exec::Output::Rows { rows, .. } => Some(rows.clone()),
+            _ => None,
+        })
+        .expect("a result set")
+}
+
 impl Server {
     pub fn start(name: &str, extra: &[&str]) -> Server {
         let dir = std::env::temp_dir().join(format!("xdb-tds-{name}-{}", std::process::id()));

@@ -162,3 +162,26 @@ pub fn unit(db: &mut extentdb_storage::Database, data_space_id: u16) -> u64 {
     let t = db.create_table(e).unwrap();
     db.table_by_id(t).unwrap().allocation_unit_id
 }
+
+/// DBCC CHECKALLOC and CHECKDB find nothing (`when` names the moment in the message).
+pub fn assert_checkdb_clean(db: &extentdb_storage::Database, when: &str) {
+    let alloc = db.check_alloc().unwrap();
+    assert!(
+        alloc.errors.is_empty(),
+        "{when}: CHECKALLOC {:?}",
+        alloc.errors
+    );
+    let check = extentdb_storage::check_db::check_database(
+        &db.check_source().unwrap(),
+        &extentdb_storage::check_db::CheckOptions {
+            maxdop: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(
+        check.findings.is_empty(),
+        "{when}: CHECKDB {:?}",
+        check.findings
+    );
+}
