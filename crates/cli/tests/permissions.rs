@@ -344,3 +344,80 @@ fn functions_views_revoke_and_restart() {
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The permission names `sys.fn_my_permissions(securable, class)` lists for a session, as
+/// "entity/subentity/permission".
+fn my_permissions(c: &mut Client, securable: &str, class: &str) -> Vec<String> {
+    let r = c
+        .batch(&format!(
+            "SELECT entity_name, subentity_name, permission_name \
+             FROM sys.fn_my_permissions({securable}, '{class}')"
+        ))
+        .unwrap();
+    assert_eq!(
+        r.errors().count(),
+        0,
+        "{:?}",
+        r.errors().collect::<Vec<_>>()
+    );
+    r.outputs
+        .iter()
+        .find_map(|o| match o {
+            extentdb_sql::exec::Output::Rows { rows, .. } => Some(rows.clone()),
+            _ => None,
+        })
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let t: Vec<String> = r
+                .iter()
+                .map(|v| match v {
+                    Value::Text(s) => s.clone(),
+                    v => format!("{v:?}"),
+                })
+                .collect();
+            t.join("/")
+        })
+        .collect()
+}
+
+#[test]
+fn fn_my_permissions_lists_what_the_session_holds() {
+    let s = Server::start("perm-fnmy", &[]);
+    let mut sa = set_up(&s);
+    let mut r = login_as(&s, "reader", Some("shop")).unwrap();
+    let mut d = login_as(&s, "denied", Some("shop")).unwrap();
+    let mut g = login_as(&s, "granted", Some("shop")).unwrap();
+    let server = my_permissions(&mut sa, "NULL", "SERVER");
+    assert!(
+        server.contains(&"server//CONTROL SERVER".to_string()),
+        "{server:?}"
+    );
+    assert!(my_permissions(&mut r, "NULL", "SERVER").is_empty());
+    let db = my_permissions(&mut r, "NULL", "DATABASE");
+    assert!(db.contains(&"database//SELECT".to_string()), "{db:?}");
+    assert!(db.contains(&"database//CONNECT".to_string()), "{db:?}");
+    assert!(!db.contains(&"database//INSERT".to_string()), "{db:?}");
+    assert_eq!(
+        my_permissions(&mut r, "'dbo.t'", "OBJECT"),
+        vec!["dbo.t//SELECT", "dbo.t/id/SELECT", "dbo.t/v/SELECT"]
+    );
+    // DENY wins over the role's SELECT; a GRANT on the table alone gives it.
+    assert!(my_permissions(&mut d, "'dbo.t'", "OBJECT").is_empty());
+    assert_eq!(
+        my_permissions(&mut g, "'dbo.t'", "OBJECT"),
+        vec!["dbo.t//SELECT", "dbo.t/id/SELECT", "dbo.t/v/SELECT"]
+    );
+    assert!(my_permissions(&mut r, "'dbo.nothing'", "OBJECT").is_empty());
+    assert_eq!(
+        errs(
+            &mut r,
+            "SELECT * FROM sys.fn_my_permissions(NULL, 'SCHEMA')"
+        ),
+        vec![40517]
+    );
+    assert_eq!(
+        errs(&mut r, "SELECT * FROM sys.fn_my_permissions(NULL)"),
+        vec![216]
+    );
+}

@@ -108,6 +108,7 @@ const fn e(number: i32, severity: u8, state: u8, template: &'static str) -> Entr
 static CATALOGUE: &[Entry] = &[
     e(102, 15, 1, "Incorrect syntax near '%.*ls'."),
     e(103, 15, 4, "The %S_MSG that starts with '%.*ls' is too long. Maximum length is %d."),
+    e(216, 16, 1, "Parameters were not supplied for the function '%.*ls'."),
     e(1702, 16, 1, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns."),
     e(226, 16, 6, "%ls statement not allowed within multi-statement transaction."),
     e(1823, 16, 2, "A database snapshot cannot be created because it failed to start."),

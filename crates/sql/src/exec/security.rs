@@ -470,6 +470,82 @@ impl Session {
         })
     }
 
+    /// sys.fn_my_permissions(securable, class) for SERVER, DATABASE and OBJECT: a row for
+    /// each permission the session holds there (entity_name, subentity_name,
+    /// permission_name), and for a table also each column's SELECT and UPDATE (extentdb has
+    /// no column permissions: a column has what its table grants). A securable that does
+    /// not exist gives no rows, as in SQL Server; other classes are not built (40517).
+    pub(super) fn my_permissions(
+        &self,
+        securable: Option<String>,
+        class: &str,
+    ) -> Result<super::views::Rowset, Vec<SqlError>> {
+        use super::views::{cols, text, SYSNAME};
+        let mut rows = Vec::new();
+        let mut row = |entity: &str, sub: &str, p: &str| {
+            rows.push(vec![text(entity), text(sub), text(p)]);
+        };
+        match class.to_ascii_uppercase().as_str() {
+            "SERVER" => {
+                for p in SERVER_PERMISSIONS
+                    .iter()
+                    .filter(|p| self.has_server_permission(p))
+                {
+                    row("server", "", p);
+                }
+            }
+            "DATABASE" => {
+                let db = match &securable {
+                    Some(n) => self.engine.instance.database_by_name(n),
+                    None => self.current_database().ok(),
+                };
+                if let Some((id, db)) = db {
+                    let g = db.read().unwrap();
+                    for p in DATABASE_PERMISSIONS
+                        .iter()
+                        .filter(|p| self.has_db_permission(id, &g, p, None))
+                    {
+                        row("database", "", p);
+                    }
+                }
+            }
+            "OBJECT" => {
+                let name = super::tables::object_name_from_text(securable.as_deref().unwrap_or(""));
+                if let Ok(Some(t)) = self.find_table(&name) {
+                    let g = t.db.read().unwrap();
+                    let oid = Some(t.entry.object_id);
+                    let held: Vec<&str> = OBJECT_PERMISSIONS
+                        .iter()
+                        .copied()
+                        .filter(|p| self.has_db_permission(t.db_id, &g, p, oid))
+                        .collect();
+                    let entity = t.two_part();
+                    for p in &held {
+                        row(&entity, "", p);
+                    }
+                    for c in &t.entry.columns {
+                        for p in held.iter().filter(|p| matches!(**p, "SELECT" | "UPDATE")) {
+                            row(&entity, &c.name, p);
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(vec![super::lower::not_yet(&format!(
+                    "sys.fn_my_permissions for the securable class '{other}'"
+                ))])
+            }
+        }
+        Ok(super::views::Rowset {
+            columns: cols(&[
+                ("entity_name", SYSNAME),
+                ("subentity_name", SYSNAME),
+                ("permission_name", crate::types::SqlType::NVarChar(60)),
+            ]),
+            rows,
+        })
+    }
+
     /// HAS_PERMS_BY_NAME(securable, class, permission) for SERVER, DATABASE and OBJECT.
     fn has_perms_by_name(
         &self,

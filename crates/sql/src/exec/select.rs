@@ -261,8 +261,45 @@ impl Session {
                     alias: alias.clone(),
                 }))
             }
+            [TableSource::Function { name, args, alias }] => {
+                let rowset = self.table_function(name, args)?;
+                Ok(Some(Source {
+                    rowset,
+                    table: name.name().to_string(),
+                    alias: alias.clone(),
+                }))
+            }
             _ => Err(vec![not_yet("joins and derived tables")]),
         }
+    }
+
+    /// The rows of a table-valued function in FROM: sys.fn_my_permissions; any other is not
+    /// built (40517).
+    fn table_function(
+        &mut self,
+        name: &crate::ast::ObjectName,
+        args: &[crate::ast::Expr],
+    ) -> Result<Rowset, Vec<SqlError>> {
+        let schema = name.qualifier().unwrap_or("sys");
+        if !(schema.eq_ignore_ascii_case("sys")
+            && name.name().eq_ignore_ascii_case("fn_my_permissions"))
+        {
+            return Err(vec![not_yet(&format!(
+                "the table-valued function {}",
+                name.joined()
+            ))]);
+        }
+        if args.len() < 2 {
+            return Err(vec![msg(216, &[&"fn_my_permissions"])]);
+        }
+        if args.len() > 2 {
+            return Err(vec![msg(8144, &[&"fn_my_permissions"])]);
+        }
+        let one = |e| vec![e];
+        let securable = self.eval(&args[0], None).map_err(one)?;
+        let class = self.eval(&args[1], None).map_err(one)?;
+        let securable = (!securable.is_null()).then(|| super::eval::to_text(&securable));
+        self.my_permissions(securable, &super::eval::to_text(&class))
     }
 
     pub(super) fn ctx<'a>(src: &'a Source, values: &'a [Value]) -> RowCtx<'a> {
