@@ -197,6 +197,7 @@ static CATALOGUE: &[Entry] = &[
     e(911, 16, 1, "Database '%.*ls' does not exist. Make sure that the name is entered correctly."),
     e(945, 14, 2, "Database '%.*ls' cannot be opened due to inaccessible files or insufficient memory or disk space.  See the SQL Server errorlog for details."),
     e(942, 14, 4, "Database '%.*ls' cannot be opened because it is offline."),
+    e(924, 14, 1, "Database '%.*ls' is already open and can only have one user at a time."),
     e(5061, 16, 1, "ALTER DATABASE failed because a lock could not be placed on database '%.*ls'. Try again later."),
     e(5058, 16, 6, "Option '%.*ls' cannot be set in database '%.*ls'."), // unverified state
     e(5069, 16, 1, "ALTER DATABASE statement failed."),
