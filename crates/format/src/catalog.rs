@@ -17,7 +17,8 @@
 //!    that does not fit is refused (Msg 103) instead of reaching `Writer::string`'s assert.
 //! 6. In master's list of databases an entry is in one state: never both OFFLINE and
 //!    RESTORING, and a failed restore only of a RESTORING one (`encode` asserts it; the
-//!    state byte can say only one).
+//!    state byte's low nibble can say only one). Its user access (MULTI_USER, SINGLE_USER,
+//!    RESTRICTED_USER) is independent of the state and lives in the high nibble.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -28,7 +29,8 @@ use crate::{
 /// Version 2 added tables (`next object id` and the table list at the end of the blob);
 /// version 1 blobs decode with no tables. Version 4 added the database's principals and
 /// permissions after the tables (`principals.rs`); older blobs decode with none. Version 5
-/// added state 3 (OFFLINE) to master's list of databases; older blobs hold only 0 to 2.
+/// added state 3 (OFFLINE) to master's list of databases and the user access in the state
+/// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER.
 pub const CATALOG_VERSION: u16 = 5;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
@@ -178,6 +180,44 @@ pub struct DatabaseEntry {
     /// ALTER DATABASE ... SET OFFLINE (version 5): the database is closed and stays closed
     /// across restarts until SET ONLINE. Never set together with `restoring`.
     pub offline: bool,
+    /// ALTER DATABASE ... SET SINGLE_USER | RESTRICTED_USER | MULTI_USER (version 5, the
+    /// state byte's high nibble): who may use the database; it lasts across restarts.
+    pub user_access: UserAccess,
+}
+
+/// Who may use a database (sys.databases.user_access; FORMAT.md, "Catalog"). The value is
+/// SQL Server's and the one stored in the high nibble of master's state byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UserAccess {
+    /// Anyone with access to the database (the default).
+    #[default]
+    MultiUser = 0,
+    /// One session at a time.
+    SingleUser = 1,
+    /// Members of db_owner, dbcreator and sysadmin only.
+    RestrictedUser = 2,
+}
+
+impl UserAccess {
+    /// The value stored (and shown in sys.databases.user_access), or None for one no
+    /// version defines.
+    pub fn from_u8(v: u8) -> Option<UserAccess> {
+        match v {
+            0 => Some(UserAccess::MultiUser),
+            1 => Some(UserAccess::SingleUser),
+            2 => Some(UserAccess::RestrictedUser),
+            _ => None,
+        }
+    }
+
+    /// sys.databases.user_access_desc.
+    pub fn desc(self) -> &'static str {
+        match self {
+            UserAccess::MultiUser => "MULTI_USER",
+            UserAccess::SingleUser => "SINGLE_USER",
+            UserAccess::RestrictedUser => "RESTRICTED_USER",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -272,10 +312,11 @@ impl Catalog {
             w.string(&d.name);
             w.string(&d.primary_file);
             w.i64(d.created_us);
+            let access = (d.user_access as u8) << 4;
             match &d.restoring {
-                None => w.u8(if d.offline { 3 } else { 0 }),
+                None => w.u8(access | if d.offline { 3 } else { 0 }),
                 Some(paths) => {
-                    w.u8(if d.restore_failed { 2 } else { 1 });
+                    w.u8(access | if d.restore_failed { 2 } else { 1 });
                     w.u16(paths.len() as u16);
                     for (id, path) in paths {
                         w.u16(*id);
@@ -338,9 +379,15 @@ impl Catalog {
             let name = r.string()?;
             let primary_file = r.string()?;
             let created_us = r.i64()?;
-            let state = if version >= 3 { r.u8()? } else { 0 };
-            // Each version knows its states; any other value is damage, never taken for
-            // online.
+            let byte = if version >= 3 { r.u8()? } else { 0 };
+            // Version 5 splits the byte: the state in the low nibble, the user access in
+            // the high one. Each version knows its values; any other is damage, never taken
+            // for online or for MULTI_USER.
+            let (state, access) = if version >= 5 {
+                (byte & 0x0f, byte >> 4)
+            } else {
+                (byte, 0)
+            };
             let known = if version >= 5 { 3 } else { 2 };
             if state > known {
                 return Err(corrupt(
@@ -348,6 +395,12 @@ impl Catalog {
                     format!("database {database_id} has unknown state {state}"),
                 ));
             }
+            let user_access = UserAccess::from_u8(access).ok_or_else(|| {
+                corrupt(
+                    at,
+                    format!("database {database_id} has unknown user access {access}"),
+                )
+            })?;
             let restoring = if state == 1 || state == 2 {
                 let n = r.u16()?;
                 let mut paths = Vec::new();
@@ -366,6 +419,7 @@ impl Catalog {
                 restoring,
                 restore_failed: state == 2,
                 offline: state == 3,
+                user_access,
             });
         }
         let mut next_object_id = FIRST_USER_OBJECT_ID;
@@ -446,6 +500,10 @@ impl Catalog {
             }
             if d.restore_failed && d.restoring.is_none() {
                 return Err(format!("database {} failed a restore it is not in", d.name));
+            }
+            // master (1), tempdb (2) and model (3) refuse SINGLE_USER (Msg 5058).
+            if d.database_id <= 3 && d.user_access != UserAccess::MultiUser {
+                return Err(format!("system database {} is not MULTI_USER", d.name));
             }
         }
         Ok(())

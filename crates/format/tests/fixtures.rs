@@ -6,7 +6,8 @@
 use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::boot::BootPage;
 use extentdb_format::catalog::{
-    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel, TableEntry,
+    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel,
+    TableEntry, UserAccess,
 };
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::principals::{
@@ -216,6 +217,7 @@ fn catalog_fixture() {
                 restoring: Some(vec![(1, "/d/Copy.mdf".into()), (2, "/d/Copy.ldf".into())]),
                 restore_failed: false,
                 offline: false,
+                user_access: UserAccess::RestrictedUser,
             },
             DatabaseEntry {
                 database_id: 6,
@@ -225,6 +227,7 @@ fn catalog_fixture() {
                 restoring: None,
                 restore_failed: false,
                 offline: true,
+                user_access: UserAccess::SingleUser,
             },
         ],
         next_object_id: 581_577_111,
@@ -286,8 +289,46 @@ fn catalog_fixture() {
     let (payload, next) = catalog::page_payload(&pages[0], PageId::new(1, 16)).unwrap();
     assert!(next.is_null());
     assert_eq!(Catalog::decode(payload, PageId::new(1, 16)).unwrap(), c);
+    state_byte_nibbles(&c);
     older_versions_decode(&c);
     lengths_are_checked(c);
+}
+
+/// Master's state byte (FORMAT.md, "Catalog"): the state in the low nibble, the user
+/// access in the high one. Company is RESTORING (1) and RESTRICTED_USER (2): 0x21; Closed is
+/// OFFLINE (3) and SINGLE_USER (1): 0x13. A zero high nibble, as every version 5 blob
+/// written before user access was stored has, reads MULTI_USER; a high nibble no version
+/// defines is damage.
+fn state_byte_nibbles(c: &Catalog) {
+    let at = PageId::new(1, 16);
+    let blob = c.encode();
+    // The state byte follows the entry's primary file path (its last mention: the file list
+    // comes first) and its created µs (i64).
+    let state_at = |path: &str| {
+        blob.windows(path.len())
+            .rposition(|w| w == path.as_bytes())
+            .map(|i| i + path.len() + 8)
+            .expect("the entry's primary file")
+    };
+    let (company, closed) = (state_at("/d/Company_data.mdf"), state_at("/d/Closed.mdf"));
+    assert_eq!(blob[company], 0x21);
+    assert_eq!(blob[closed], 0x13);
+    let mut zero = blob.clone();
+    zero[company] = 0x01;
+    zero[closed] = 0x03;
+    let d = Catalog::decode(&zero, at).unwrap();
+    assert!(d
+        .databases
+        .iter()
+        .all(|e| e.user_access == UserAccess::MultiUser));
+    assert!(d.databases[1].offline && d.databases[0].restoring.is_some());
+    let mut bad = blob.clone();
+    bad[closed] = 0x33;
+    let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+    assert!(e.contains("unknown user access 3"), "{e}");
+    bad[closed] = 0x14;
+    let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+    assert!(e.contains("unknown state 4"), "{e}");
 }
 
 /// A version 4 blob (no OFFLINE state; otherwise laid out as version 5) still decodes, its
@@ -296,6 +337,9 @@ fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
     let mut online = c.clone();
     online.databases.retain(|d| !d.offline);
+    for d in &mut online.databases {
+        d.user_access = UserAccess::MultiUser;
+    }
     let mut blob = online.encode();
     assert_eq!(&blob[..2], &catalog::CATALOG_VERSION.to_le_bytes());
     assert_eq!(catalog::CATALOG_VERSION, 5);

@@ -197,6 +197,7 @@ static CATALOGUE: &[Entry] = &[
     e(911, 16, 1, "Database '%.*ls' does not exist. Make sure that the name is entered correctly."),
     e(945, 14, 2, "Database '%.*ls' cannot be opened due to inaccessible files or insufficient memory or disk space.  See the SQL Server errorlog for details."),
     e(942, 14, 4, "Database '%.*ls' cannot be opened because it is offline."),
+    e(924, 14, 1, "Database '%.*ls' is already open and can only have one user at a time."),
     e(5061, 16, 1, "ALTER DATABASE failed because a lock could not be placed on database '%.*ls'. Try again later."),
     e(5058, 16, 6, "Option '%.*ls' cannot be set in database '%.*ls'."), // unverified state
     e(5069, 16, 1, "ALTER DATABASE statement failed."),
@@ -315,7 +316,6 @@ static CATALOGUE: &[Entry] = &[
     e(8946, 16, 12, "Table error: Allocation page %S_PGID has invalid %ls page header values. Type is %d. Check type, alloc unit ID and page ID on the page."),
     e(8989, 10, 1, "%.*ls found %d allocation errors and %d consistency errors in database '%ls'."),
     e(8990, 10, 1, "%.*ls found %d allocation errors and %d consistency errors in table '%ls' (object ID %d)."),
-    e(9001, 21, 5, "The log for database '%.*ls' is not available. Check the operating system error log for related error messages. Resolve any errors and restart the database."), // unverified state
     e(9002, 17, 2, "The transaction log for database '%.*ls' is full due to '%ls'."), // unverified
     e(9810, 16, 1, "The datepart %.*ls is not supported by date function %.*ls for data type %s."), // unverified
     e(15151, 16, 1, "Cannot %S_MSG the %S_MSG '%.*ls', because it does not exist or you do not have permission."), // unverified

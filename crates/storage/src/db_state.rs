@@ -1,4 +1,5 @@
-//! A database's state as ALTER DATABASE ... SET OFFLINE and SET ONLINE change it.
+//! A database's state as ALTER DATABASE ... SET OFFLINE and SET ONLINE change it, and its
+//! user access as SET SINGLE_USER and MULTI_USER change it.
 //!
 //! SET OFFLINE checkpoints a database (unless a failed write poisoned it: then its memory
 //! may not match its disk, and recovery settles it from the log at the next open), records
@@ -23,13 +24,19 @@
 //!    gone (`wait_last_reference`); else it is put back as it was and the change fails.
 //! 4. A database leaves the open list poisoned: a session that looked it up before can
 //!    change nothing in it any more.
+//! 5. A database's user access lives in master's entry only (`user_access` reads it there),
+//!    durable before it counts; the SQL layer takes `Instance::access_turn` around a check
+//!    of who is in a SINGLE_USER database and the entry that follows it, and around the
+//!    change to SINGLE_USER, so two sessions never both get in.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use extentdb_format::catalog::DatabaseEntry;
+use extentdb_format::catalog::{DatabaseEntry, UserAccess};
 
-use crate::instance::{DbHandle, Instance, UnopenedState, FIRST_USER_ID};
+use crate::instance::{
+    DbHandle, Instance, UnopenedState, FIRST_USER_ID, MASTER_ID, MODEL_ID, TEMPDB_ID,
+};
 use crate::StorageError;
 
 /// How long a state change waits for sessions still holding the database (a statement
@@ -97,6 +104,51 @@ impl Instance {
         self.log_option(&entry.name, "ONLINE");
         self.list_unopened(entry.clone(), UnopenedState::Recovering);
         self.open_listed(&entry)
+    }
+
+    /// The user access master records for database `id` (MULTI_USER for one it does not
+    /// list: master, tempdb and model's own entries are always MULTI_USER).
+    pub fn user_access(&self, id: u16) -> UserAccess {
+        self.master()
+            .read()
+            .unwrap()
+            .catalog
+            .databases
+            .iter()
+            .find(|d| d.database_id == id)
+            .map_or(UserAccess::MultiUser, |d| d.user_access)
+    }
+
+    /// ALTER DATABASE ... SET SINGLE_USER | RESTRICTED_USER | MULTI_USER of database `id`
+    /// (a user database or msdb): recorded in master, durably (invariant 5); the SQL layer has moved other
+    /// sessions out first. The same access again: nothing to do.
+    pub fn set_user_access(&self, id: u16, access: UserAccess) -> Result<(), StorageError> {
+        assert!(
+            ![MASTER_ID, TEMPDB_ID, MODEL_ID].contains(&id),
+            "master, tempdb and model are always MULTI_USER"
+        );
+        let _turn = self.state_change.lock().unwrap();
+        let mut entry = self
+            .master()
+            .read()
+            .unwrap()
+            .catalog
+            .databases
+            .iter()
+            .find(|d| d.database_id == id)
+            .cloned()
+            .ok_or_else(|| StorageError::DatabaseNotFound(id.to_string()))?;
+        if entry.user_access == access {
+            return Ok(());
+        }
+        entry.user_access = access;
+        self.record_in_master(&entry)?;
+        // An unopened database's listed entry is the one SET ONLINE writes back.
+        if let Some(listed) = self.suspect.lock().unwrap().get_mut(&id) {
+            listed.0.user_access = access;
+        }
+        self.log_option(&entry.name, access.desc());
+        Ok(())
     }
 
     /// True while database `id` is listed OFFLINE.

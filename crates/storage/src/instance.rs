@@ -194,6 +194,9 @@ pub struct Instance {
     /// Taken by each change of a database's state (SET OFFLINE, SET ONLINE) and by DROP
     /// DATABASE, so they take turns (db_state.rs invariant 1).
     pub(crate) state_change: Mutex<()>,
+    /// Held while a session checks who is in a SINGLE_USER database and enters it, and
+    /// while ALTER DATABASE makes a database SINGLE_USER (db_state.rs invariant 5).
+    pub access_turn: Mutex<()>,
     /// This process's hold on the directory (instance_lock.rs), for the instance's life.
     _lock: crate::instance_lock::InstanceLock,
 }
@@ -329,6 +332,7 @@ impl Instance {
             logins,
             suspect: Mutex::new(BTreeMap::new()),
             state_change: Mutex::new(()),
+            access_turn: Mutex::new(()),
             _lock: lock,
         };
         inst.log_startup();
@@ -1090,6 +1094,7 @@ fn entry_of(db: &Database, id: u16) -> DatabaseEntry {
         restoring: None,
         restore_failed: false,
         offline: false,
+        user_access: Default::default(),
     }
 }
 

@@ -830,6 +830,7 @@ pub(crate) fn restoring_entry(
         ),
         restore_failed: false,
         offline: false,
+        user_access: Default::default(),
     }
 }
 

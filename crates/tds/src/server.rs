@@ -430,7 +430,15 @@ impl Connection {
         };
         if !database.eq_ignore_ascii_case("master") {
             let out = session.execute(&format!("USE [{}]", database.replace(']', "]]")));
-            if out.iter().any(|o| matches!(o, Output::Error(_))) {
+            let error = out.iter().find_map(|o| match o {
+                Output::Error(e) => Some(e),
+                _ => None,
+            });
+            if let Some(e) = error {
+                // A SINGLE_USER database another session is in: the client learns why.
+                if e.number == 924 {
+                    t.message(e, &options.server_name);
+                }
                 t.message(&msg(4060, &[&database]), &options.server_name);
                 let failed = msg(18456, &[&login.user_name, &"", &""]);
                 t.message(&failed, &options.server_name);

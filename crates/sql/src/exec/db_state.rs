@@ -15,12 +15,25 @@
 //! The session running the statement may be in the database: SET OFFLINE moves it to
 //! master (with the ENVCHANGE and 5701 a USE sends), since its database is gone.
 //! EMERGENCY is not built (40517).
+//!
+//! ALTER DATABASE ... SET SINGLE_USER [WITH ...] moves the other sessions out the same way,
+//! then records SINGLE_USER in master (storage's `set_user_access`): from then on one
+//! session at a time may be in the database. USE (and so a login's default or requested
+//! database) and a three-part name into it from another session get Msg 924 while one
+//! session is in it; entering is checked and done under `Instance::access_turn`, the lock
+//! SET SINGLE_USER holds while it checks the database is clear and records the change, so
+//! two sessions never both get in. MULTI_USER lifts it and waits for no one. SINGLE_USER
+//! is refused for master, tempdb and model (5058); msdb may be made SINGLE_USER, as in SQL
+//! Server. RESTRICTED_USER is not built (40517).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use extentdb_storage::instance::{SessionInfo, UnopenedState, FIRST_USER_ID, MASTER_ID};
+use extentdb_format::catalog::UserAccess;
+use extentdb_storage::instance::{
+    SessionInfo, UnopenedState, FIRST_USER_ID, MASTER_ID, MODEL_ID, TEMPDB_ID,
+};
 use extentdb_storage::StorageError;
 
 use super::errors::{map, Context};
@@ -121,6 +134,88 @@ impl Session {
             out.push(Output::Info(msg(5701, &[&"master"])));
         }
         Ok(())
+    }
+
+    /// ALTER DATABASE `name` SET SINGLE_USER | MULTI_USER [WITH `termination`] (module docs).
+    pub(super) fn set_user_access(
+        &mut self,
+        name: &str,
+        access: UserAccess,
+        termination: Option<Termination>,
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
+        if self.trancount > 0 {
+            return Err(vec![msg(226, &[&"ALTER DATABASE"])]);
+        }
+        let inst = self.engine.instance.clone();
+        let (id, db) = inst
+            .database_by_name(name)
+            .ok_or_else(|| vec![msg(5011, &[&name])])?;
+        let real_name = db.read().unwrap().name.clone();
+        let allowed = self.has_server_permission("ALTER ANY DATABASE")
+            || self.is_db_owner(id, &db.read().unwrap());
+        drop(db);
+        if !allowed {
+            return Err(vec![msg(5011, &[&name])]);
+        }
+        let always_multi = [MASTER_ID, TEMPDB_ID, MODEL_ID].contains(&id);
+        match access {
+            UserAccess::MultiUser if always_multi => return Ok(()),
+            UserAccess::MultiUser => {}
+            UserAccess::SingleUser if always_multi => {
+                return Err(failed(msg(5058, &[&"SINGLE_USER", &real_name])));
+            }
+            UserAccess::SingleUser => {
+                return self.make_single_user(id, &real_name, termination, out);
+            }
+            UserAccess::RestrictedUser => {
+                return Err(vec![not_yet("ALTER DATABASE ... SET RESTRICTED_USER")]);
+            }
+        }
+        inst.set_user_access(id, access)
+            .map_err(|e| self.state_change_failed(&e, &real_name))
+    }
+
+    /// SET SINGLE_USER: the others out as the termination clause says, then, with no one
+    /// able to enter meanwhile (`access_turn`), the database checked clear and the change
+    /// recorded. A session that entered between the two is moved out in a further round.
+    fn make_single_user(
+        &self,
+        id: u16,
+        name: &str,
+        termination: Option<Termination>,
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
+        for _ in 0..3 {
+            self.clear_database(id, name, termination, out)?;
+            let _turn = inst.access_turn.lock().unwrap();
+            if self.sessions_in(id).is_empty() {
+                return inst
+                    .set_user_access(id, UserAccess::SingleUser)
+                    .map_err(|e| self.state_change_failed(&e, name));
+            }
+        }
+        Err(failed(msg(5061, &[&name])))
+    }
+
+    /// Msg 924 if database `id` is SINGLE_USER and another session is in it. Callers that
+    /// then enter it hold `Instance::access_turn` across the check and the entry.
+    pub(super) fn single_user_refusal(&self, id: u16, name: &str) -> Option<SqlError> {
+        let single = self.engine.instance.user_access(id) == UserAccess::SingleUser;
+        (single && !self.sessions_in(id).is_empty()).then(|| msg(924, &[&name]))
+    }
+
+    /// A three-part name into database `id` of another session's SINGLE_USER database:
+    /// Msg 924 while someone else is in it (the session's own database needs no check).
+    pub(super) fn check_single_user(&self, id: u16, name: &str) -> Result<(), Vec<SqlError>> {
+        if id == self.database_id {
+            return Ok(());
+        }
+        match self.single_user_refusal(id, name) {
+            Some(e) => Err(vec![e]),
+            None => Ok(()),
+        }
     }
 
     /// The messages of a failed state change: storage's error, then, when SET ONLINE's

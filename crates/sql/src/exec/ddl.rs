@@ -77,8 +77,9 @@ pub enum AlterAction {
         property: FilegroupProperty,
     },
     SetRecovery(RecoveryModel),
-    /// SINGLE_USER, MULTI_USER and other options that need no storage change yet.
-    SetOption,
+    /// Options set to what extentdb always does (lower.rs, `set_option`'s table): the
+    /// database must exist and the caller may alter it; nothing changes.
+    Unchanged,
     /// MODIFY FILEGROUP name REBALANCE (extentdb's own).
     Rebalance(String),
 }
@@ -501,7 +502,7 @@ impl Session {
                 let rm = *rm;
                 db.lock().unwrap().set_recovery_model(rm).map_err(to_err)?;
             }
-            AlterAction::SetOption => {}
+            AlterAction::Unchanged => {}
             AlterAction::Rebalance(fg) => {
                 let moved = self.rebalance(id, &db, fg)?;
                 info.push(SqlError::print(format!(

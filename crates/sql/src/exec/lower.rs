@@ -8,7 +8,7 @@ use crate::ast::{
     self, AlterDatabaseAction, DatabaseOption, FilegroupChange, Size, Statement, StatementKind,
 };
 use crate::messages::{msg, SqlError};
-use extentdb_format::catalog::RecoveryModel;
+use extentdb_format::catalog::{RecoveryModel, UserAccess};
 
 /// A filespec from the AST, rejecting units that make no sense where they appear.
 fn file_spec(f: &ast::FileSpec) -> Result<FileSpec, Vec<SqlError>> {
@@ -90,27 +90,173 @@ fn alter_action(a: &AlterDatabaseAction) -> Result<AlterAction, Vec<SqlError>> {
             }
         }
         AlterDatabaseAction::Set { options, .. } => {
-            let mut action = AlterAction::SetOption;
+            if let Some(state) = options.iter().find_map(state_option) {
+                // A state alone is routed to `set_database_state` before this; beside other
+                // options it is refused rather than half done.
+                return Err(vec![not_yet(&format!(
+                    "ALTER DATABASE ... SET {state} together with other options"
+                ))]);
+            }
+            let mut action = AlterAction::Unchanged;
             for o in options {
-                if let Some(state) = state_option(o) {
-                    // A state alone is routed to `set_database_state` before this; beside
-                    // other options it is refused rather than half done.
-                    return Err(vec![not_yet(&format!(
-                        "ALTER DATABASE ... SET {state} together with other options"
-                    ))]);
-                }
-                if let DatabaseOption::Recovery(rm) = o {
-                    action = AlterAction::SetRecovery(match rm {
-                        ast::RecoveryModel::Simple => RecoveryModel::Simple,
-                        ast::RecoveryModel::Full => RecoveryModel::Full,
-                        ast::RecoveryModel::BulkLogged => RecoveryModel::BulkLogged,
-                    });
+                match set_option(o)? {
+                    SetEffect::Unchanged => {}
+                    SetEffect::Recovery(rm) if matches!(action, AlterAction::Unchanged) => {
+                        action = AlterAction::SetRecovery(rm);
+                    }
+                    _ => return Err(vec![more_than_one_change()]),
                 }
             }
             action
         }
-        AlterDatabaseAction::Collate { .. } => AlterAction::SetOption,
+        AlterDatabaseAction::Collate { collation } => {
+            if !collation.eq_ignore_ascii_case(SERVER_COLLATION) {
+                return Err(vec![not_yet(&format!(
+                    "ALTER DATABASE ... COLLATE {collation} (every database uses the server's collation, {SERVER_COLLATION})"
+                ))]);
+            }
+            AlterAction::Unchanged
+        }
     })
+}
+
+/// The collation of the server and of every database (sys.databases.collation_name; the
+/// TDS collation the server announces, `extentdb_tds::types::COLLATION`).
+pub(super) const SERVER_COLLATION: &str = "SQL_Latin1_General_CP1_CI_AS";
+/// The compatibility level every database runs at (sys.databases.compatibility_level).
+pub(super) const COMPATIBILITY_LEVEL: &str = "160";
+
+/// What one ALTER DATABASE ... SET option does in extentdb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum SetEffect {
+    /// The value asked for is what extentdb always does: accepted, nothing changes.
+    Unchanged,
+    /// SET RECOVERY: the database's recovery model changes.
+    Recovery(RecoveryModel),
+    /// SET SINGLE_USER | MULTI_USER: who may use the database (db_state.rs).
+    UserAccess(UserAccess),
+}
+
+fn more_than_one_change() -> SqlError {
+    not_yet("ALTER DATABASE ... SET with more than one of RECOVERY, SINGLE_USER and MULTI_USER")
+}
+
+/// Lowers one ALTER DATABASE ... SET option (the states OFFLINE, ONLINE and EMERGENCY are
+/// routed before this). Nothing is accepted and ignored: an option is built, or the value
+/// asked for is what extentdb always does (accepted, nothing changes), or it is refused
+/// with 40517 naming the option and the value, and then the statement changes nothing.
+///
+/// | option | accepted | refused (40517) | why |
+/// |---|---|---|---|
+/// | RECOVERY | SIMPLE, FULL, BULK_LOGGED | — | built: recovery_model changes |
+/// | SINGLE_USER | yes, WITH ROLLBACK IMMEDIATE / AFTER n / NO_WAIT | master, tempdb, model (5058) | built: one session at a time (924 for others), kept in master |
+/// | MULTI_USER | yes | — | built: lifts SINGLE_USER; already MULTI_USER changes nothing |
+/// | RESTRICTED_USER | — | always | not built (membership check on entry and sessions ended by role) |
+/// | READ_WRITE | yes | — | every database is read-write |
+/// | READ_ONLY | — | always | not built (database-wide read-only; Msg 3906 on writes) |
+/// | AUTO_CLOSE | OFF | ON | a database stays open while the instance runs |
+/// | AUTO_SHRINK | OFF | ON | files shrink only by DBCC SHRINKFILE |
+/// | AUTO_CREATE_STATISTICS | OFF | ON | extentdb keeps no optimizer statistics, so it creates none: OFF is what it does; ON would promise statistics it never makes |
+/// | AUTO_UPDATE_STATISTICS | OFF | ON | as AUTO_CREATE_STATISTICS |
+/// | AUTO_UPDATE_STATISTICS_ASYNC | OFF | ON | as AUTO_CREATE_STATISTICS |
+/// | PAGE_VERIFY | CHECKSUM | NONE, TORN_PAGE_DETECTION | every page carries a CRC-32C that every read verifies (FORMAT.md, page header) |
+/// | ALLOW_SNAPSHOT_ISOLATION | OFF | ON | no row versioning yet (issue 21) |
+/// | READ_COMMITTED_SNAPSHOT | OFF | ON | no row versioning yet (issue 25) |
+/// | TRUSTWORTHY | OFF | ON | nothing in a database runs under an impersonated context |
+/// | COMPATIBILITY_LEVEL | 160 | any other level | extentdb has one behaviour, reported as 160 |
+/// | COLLATE (not a SET option) | SQL_Latin1_General_CP1_CI_AS | any other | one collation for the server and every database |
+/// | any other option | — | every value | not built |
+///
+/// The visible settings are sys.databases' columns (user_access, recovery_model,
+/// page_verify_option, compatibility_level, collation_name, is_read_only, is_auto_close_on,
+/// is_auto_shrink_on, is_auto_create_stats_on, is_auto_update_stats_on,
+/// is_auto_update_stats_async_on, snapshot_isolation_state,
+/// is_read_committed_snapshot_on, is_trustworthy_on); the test `database_options.rs` walks
+/// every row through TDS.
+pub(super) fn set_option(o: &DatabaseOption) -> Result<SetEffect, Vec<SqlError>> {
+    let refused = |what: &str, why: &str| -> Result<SetEffect, Vec<SqlError>> {
+        Err(vec![not_yet(&format!(
+            "ALTER DATABASE ... SET {what} ({why})"
+        ))])
+    };
+    let (name, value) = match o {
+        DatabaseOption::Recovery(rm) => {
+            return Ok(SetEffect::Recovery(match rm {
+                ast::RecoveryModel::Simple => RecoveryModel::Simple,
+                ast::RecoveryModel::Full => RecoveryModel::Full,
+                ast::RecoveryModel::BulkLogged => RecoveryModel::BulkLogged,
+            }))
+        }
+        DatabaseOption::SingleUser => return Ok(SetEffect::UserAccess(UserAccess::SingleUser)),
+        DatabaseOption::MultiUser => return Ok(SetEffect::UserAccess(UserAccess::MultiUser)),
+        DatabaseOption::RestrictedUser => {
+            return Ok(SetEffect::UserAccess(UserAccess::RestrictedUser))
+        }
+        DatabaseOption::ReadWrite => return Ok(SetEffect::Unchanged),
+        DatabaseOption::ReadOnly => return refused("READ_ONLY", "every database is read-write"),
+        DatabaseOption::Offline | DatabaseOption::Online | DatabaseOption::Emergency => {
+            unreachable!("states are routed to set_database_state")
+        }
+        DatabaseOption::Other { name, value } => (name.as_str(), value.as_deref()),
+    };
+    let value_text = value.unwrap_or("").to_ascii_uppercase();
+    let off_only = |why: &str| {
+        if value_text == "OFF" {
+            Ok(SetEffect::Unchanged)
+        } else {
+            refused(&format!("{name} {value_text}"), why)
+        }
+    };
+    match name {
+        "AUTO_CLOSE" => off_only("a database stays open while the instance runs"),
+        "AUTO_SHRINK" => off_only("files shrink only by DBCC SHRINKFILE"),
+        "AUTO_CREATE_STATISTICS" | "AUTO_UPDATE_STATISTICS" | "AUTO_UPDATE_STATISTICS_ASYNC" => {
+            off_only("extentdb keeps no optimizer statistics")
+        }
+        "ALLOW_SNAPSHOT_ISOLATION" | "READ_COMMITTED_SNAPSHOT" => {
+            off_only("there is no row versioning")
+        }
+        "TRUSTWORTHY" => off_only("nothing runs under an impersonated context"),
+        "PAGE_VERIFY" if value_text == "CHECKSUM" => Ok(SetEffect::Unchanged),
+        "PAGE_VERIFY" => refused(
+            &format!("PAGE_VERIFY {value_text}"),
+            "every page is verified by its checksum",
+        ),
+        "COMPATIBILITY_LEVEL" if value_text == COMPATIBILITY_LEVEL => Ok(SetEffect::Unchanged),
+        "COMPATIBILITY_LEVEL" => refused(
+            &format!("COMPATIBILITY_LEVEL = {value_text}"),
+            &format!("every database runs at level {COMPATIBILITY_LEVEL}"),
+        ),
+        _ => refused(
+            format!("{name} {value_text}").trim_end(),
+            "the option is not built",
+        ),
+    }
+}
+
+/// The user access a SET list changes to, if it holds SINGLE_USER, MULTI_USER or
+/// RESTRICTED_USER; every other option in the list must then change nothing (each is
+/// checked, so a refused one refuses the whole statement first).
+fn user_access_change(options: &[DatabaseOption]) -> Result<Option<UserAccess>, Vec<SqlError>> {
+    if options.iter().any(|o| state_option(o).is_some()) {
+        return Ok(None); // refused with its own message by `alter_action`
+    }
+    let mut access = None;
+    let mut changes = 0;
+    for o in options {
+        match set_option(o)? {
+            SetEffect::Unchanged => {}
+            SetEffect::UserAccess(a) => {
+                access = Some(a);
+                changes += 1;
+            }
+            SetEffect::Recovery(_) => changes += 1,
+        }
+    }
+    if access.is_some() && changes > 1 {
+        return Err(vec![more_than_one_change()]);
+    }
+    Ok(access)
 }
 
 /// The state a SET option asks for (OFFLINE, ONLINE, EMERGENCY), if it is one.
@@ -172,6 +318,10 @@ impl Session {
                             self.set_database_state(&name, o, *termination, out)?;
                             return Ok(Flow::Normal);
                         }
+                    }
+                    if let Some(access) = user_access_change(options)? {
+                        self.set_user_access(&name, access, *termination, out)?;
+                        return Ok(Flow::Normal);
                     }
                 }
                 let action = alter_action(action)?;

@@ -632,9 +632,16 @@ impl Session {
                     .ok_or_else(|| vec![msg(911, &[database])])?;
                 self.require_db_access(id, &db.read().unwrap())?;
                 let old = self.current_db_name();
+                let name = db.read().unwrap().name.clone();
+                // Checked and entered in one turn, so two sessions never both get into a
+                // SINGLE_USER database (db_state.rs).
+                let turn = self.engine.instance.access_turn.lock().unwrap();
+                if let Some(e) = self.single_user_refusal(id, &name) {
+                    return Err(vec![e]);
+                }
                 self.database_id = id;
                 self.info.database_id.store(id, Ordering::Release);
-                let name = db.read().unwrap().name.clone();
+                drop(turn);
                 out.push(Output::EnvChange(EnvChange::Database {
                     old,
                     new: name.clone(),

@@ -228,7 +228,8 @@ impl Session {
                         .map(|(id, _)| id)
                         .ok_or_else(|| {
                             vec![self.unopened_error(db).unwrap_or_else(|| msg(911, &[&db]))]
-                        })?,
+                        })
+                        .and_then(|id| self.check_single_user(id, db).map(|()| id))?,
                     None => self.database_id,
                 };
                 let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();

@@ -161,11 +161,13 @@ impl Session {
         name: &ObjectName,
     ) -> Result<(u16, Arc<DbLock>), Vec<SqlError>> {
         match name.database().filter(|d| !d.is_empty()) {
-            Some(d) => self
-                .engine
-                .instance
-                .database_by_name(d)
-                .ok_or_else(|| vec![self.unopened_error(d).unwrap_or_else(|| msg(911, &[&d]))]),
+            Some(d) => {
+                let found = self.engine.instance.database_by_name(d).ok_or_else(|| {
+                    vec![self.unopened_error(d).unwrap_or_else(|| msg(911, &[&d]))]
+                })?;
+                self.check_single_user(found.0, d)?;
+                Ok(found)
+            }
             None => self.current_database(),
         }
     }

@@ -12,12 +12,14 @@
 //! Views are computed from the live catalogs on each query; nothing is cached, so a view
 //! can never disagree with the catalog it shows.
 
-use extentdb_format::catalog::{FileEntry, FilegroupEntry};
+use extentdb_format::catalog::{FileEntry, FilegroupEntry, UserAccess};
 use extentdb_format::file_header::FileType;
 use extentdb_storage::instance::Instance;
 use extentdb_storage::{Database, StorageError};
 
+use super::lower::SERVER_COLLATION;
 use crate::types::{SqlType, Value};
+use std::collections::BTreeMap;
 
 /// A computed rowset: column names and types, and rows.
 #[derive(Debug, Clone, Default)]
@@ -204,7 +206,27 @@ fn databases(inst: &Instance) -> Rowset {
         ("page_verify_option_desc", SqlType::NVarChar(60)),
         ("log_reuse_wait", SqlType::TinyInt),
         ("log_reuse_wait_desc", SqlType::NVarChar(60)),
+        ("is_auto_close_on", SqlType::Bit),
+        ("is_auto_shrink_on", SqlType::Bit),
+        ("is_auto_create_stats_on", SqlType::Bit),
+        ("is_auto_update_stats_on", SqlType::Bit),
+        ("is_auto_update_stats_async_on", SqlType::Bit),
+        ("snapshot_isolation_state", SqlType::TinyInt),
+        ("snapshot_isolation_state_desc", SqlType::NVarChar(60)),
+        ("is_read_committed_snapshot_on", SqlType::Bit),
+        ("is_trustworthy_on", SqlType::Bit),
     ]);
+    // Read before any database is locked below (master among them).
+    let access: BTreeMap<u16, UserAccess> = inst
+        .master()
+        .read()
+        .unwrap()
+        .catalog
+        .databases
+        .iter()
+        .map(|d| (d.database_id, d.user_access))
+        .collect();
+    let access_of = |id: u16| access.get(&id).copied().unwrap_or_default();
     let mut rows = Vec::new();
     for (id, db) in inst.databases() {
         let db = db.lock().unwrap();
@@ -221,10 +243,10 @@ fn databases(inst: &Instance) -> Rowset {
             text(&db.name),
             Value::Int(id as i32),
             Value::DateTime(ticks_from_unix_us(db.boot.created_us)),
-            Value::TinyInt(160),
-            text("SQL_Latin1_General_CP1_CI_AS"),
-            Value::TinyInt(0),
-            text("MULTI_USER"),
+            compatibility_level(),
+            text(SERVER_COLLATION),
+            Value::TinyInt(access_of(id) as u8),
+            text(access_of(id).desc()),
             bit(false),
             Value::TinyInt(state),
             text(state_desc),
@@ -235,6 +257,7 @@ fn databases(inst: &Instance) -> Rowset {
             Value::TinyInt(wait),
             text(wait_desc),
         ]);
+        rows.last_mut().unwrap().extend(fixed_options());
     }
     for (id, (entry, _, state)) in inst.suspect.lock().unwrap().iter() {
         let (state, state_desc) = state.state();
@@ -242,10 +265,10 @@ fn databases(inst: &Instance) -> Rowset {
             text(&entry.name),
             Value::Int(*id as i32),
             Value::DateTime(ticks_from_unix_us(entry.created_us)),
-            Value::TinyInt(160),
-            text("SQL_Latin1_General_CP1_CI_AS"),
-            Value::TinyInt(0),
-            text("MULTI_USER"),
+            compatibility_level(),
+            text(SERVER_COLLATION),
+            Value::TinyInt(entry.user_access as u8),
+            text(entry.user_access.desc()),
             bit(false),
             Value::TinyInt(state),
             text(state_desc),
@@ -256,12 +279,34 @@ fn databases(inst: &Instance) -> Rowset {
             Value::TinyInt(0),
             text("NOTHING"),
         ]);
+        rows.last_mut().unwrap().extend(fixed_options());
     }
     rows.sort_by_key(|r| match r[1] {
         Value::Int(i) => i,
         _ => 0,
     });
     Rowset { columns, rows }
+}
+
+fn compatibility_level() -> Value {
+    Value::TinyInt(super::lower::COMPATIBILITY_LEVEL.parse().unwrap())
+}
+
+/// sys.databases' options that are the same for every database, as extentdb always runs
+/// (lower.rs, `set_option`'s table): AUTO_CLOSE, AUTO_SHRINK and the three statistics
+/// options OFF, snapshot isolation OFF, READ_COMMITTED_SNAPSHOT OFF, TRUSTWORTHY OFF.
+fn fixed_options() -> Vec<Value> {
+    vec![
+        bit(false),
+        bit(false),
+        bit(false),
+        bit(false),
+        bit(false),
+        Value::TinyInt(0),
+        text("OFF"),
+        bit(false),
+        bit(false),
+    ]
 }
 
 fn file_columns(with_db: bool) -> Vec<(String, SqlType)> {
