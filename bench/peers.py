@@ -5,12 +5,17 @@ Each engine holds the same logical table, N rows of (int key, two strings of 4,0
 characters), N = --size-gb GB / 8 KB, stored without compression (PostgreSQL's columns set
 to STORAGE EXTERNAL, as bench/tds.py does; SQLite and extentdb do not compress). Then, each
 engine's files not in the page cache before each step:
-  1. backup: extentdb `BACKUP DATABASE`, PostgreSQL `pg_basebackup` (plain format, WAL
-     fetched, synced), SQLite's online backup API into a new file (synced); the bytes each
-     writes per second against `cp` of the same engine's files (synced) in the same run;
-  2. consistency check, warm cache: extentdb `extentdb checkdb` (full and PHYSICAL_ONLY,
-     MAXDOP 1), PostgreSQL `pg_amcheck --heapallindexed` (heap and B-tree, one job), SQLite
-     `PRAGMA integrity_check`.
+  1. backup: extentdb `BACKUP DATABASE` sent by `extentdb sqlcmd` to a running `extentdb
+     serve`, PostgreSQL `pg_basebackup` (plain format, WAL fetched, synced) against its
+     running server, SQLite's online backup API into a new file (synced, in-process: SQLite
+     has no server); the bytes each writes per second against `cp` of the same engine's
+     files (synced) in the same run;
+  2. consistency check, warm cache: extentdb `DBCC CHECKDB` (full and PHYSICAL_ONLY, MAXDOP
+     1) sent by `extentdb sqlcmd` to the running server, PostgreSQL `pg_amcheck
+     --heapallindexed` (heap and B-tree, one job) against its running server, SQLite
+     `PRAGMA integrity_check` (in-process).
+extentdb and PostgreSQL are measured the same way: a client tool over TCP on loopback asks
+the running server, timed around the client command (issue 20 item 9).
 Throughputs are logical GB (the rows' bytes) per second, so engines with different page
 formats compare on the same work. Timed around each command. Writes
 bench/results/<date>-<host>-peers.json (or into $XDB_RESULTS_DIR).
@@ -68,6 +73,35 @@ def cp_tree(srcs, dst_dir):
     return wall
 
 
+PASSWORD = "Peers-Bench-1"
+
+
+class XdbServer:
+    """`extentdb serve` on a free loopback port, and `extentdb sqlcmd` commands for it."""
+
+    def __init__(self, binary, inst):
+        import socket
+        with socket.socket() as so:
+            so.bind(("127.0.0.1", 0))
+            self.port = so.getsockname()[1]
+        self.binary = binary
+        env = {**os.environ, "MSSQL_SA_PASSWORD": PASSWORD}
+        self.proc = subprocess.Popen([binary, "serve", "--data-dir", inst, "--listen",
+                                      f"127.0.0.1:{self.port}"], stdout=subprocess.PIPE,
+                                     env=env, text=True)
+        line = self.proc.stdout.readline()
+        if "listening" not in line:
+            sys.exit(f"extentdb serve did not start: {line}")
+
+    def sqlcmd(self, query):
+        return [self.binary, "sqlcmd", "-S", f"127.0.0.1,{self.port}", "-U", "sa", "-P",
+                PASSWORD, "-b", "-Q", query]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=300)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-gb", type=float, default=1.0)
@@ -78,6 +112,7 @@ def main():
     work = tempfile.mkdtemp(prefix="peers-", dir=a.dir)
     os.chmod(work, 0o755)
     pg = None
+    xdb = None
     res = {"benchmark": "peers", "date": datetime.datetime.now().isoformat(timespec="seconds"),
            "host": lib.host(), "size_gb": a.size_gb}
     try:
@@ -90,6 +125,7 @@ def main():
                        check=True, capture_output=True)
         lib.exec_sql(a.binary, inst, sql)
         xdb_files = [os.path.join(inst, "data", "P.mdf")]
+        xdb = XdbServer(a.binary, inst)
 
         pg = Postgres(work)
         res["postgres_version"] = pg.version
@@ -126,8 +162,7 @@ def main():
         # ---- 1. backup, cold
         b = {}
         lib.drop_cache(xdb_files)
-        wall, _ = timed_cmd([a.binary, "exec", "--data-dir", inst, "-b", "-Q",
-                             "BACKUP DATABASE P TO DISK = 'p.bak' WITH INIT"])
+        wall, _ = timed_cmd(xdb.sqlcmd("BACKUP DATABASE P TO DISK = 'p.bak' WITH INIT"))
         b["extentdb"] = {"s": wall, "bytes": os.path.getsize(os.path.join(inst, "backup", "p.bak")),
                          "cp_s": cp_tree(xdb_files, os.path.join(work, "cp1")), "cp_bytes": du(xdb_files)}
         pg.psql_c("CHECKPOINT")
@@ -166,11 +201,10 @@ def main():
         # ---- 2. consistency checks, warm
         c = {}
         lib.dd_read(xdb_files)
-        for mode, extra in (("full", []), ("physical_only", ["--physical-only"])):
-            timed_cmd([a.binary, "checkdb", "--data-dir", inst, "--database", "P", "--no-infomsgs",
-                       "--maxdop", "1", *extra])
-            wall, _ = timed_cmd([a.binary, "checkdb", "--data-dir", inst, "--database", "P",
-                                 "--no-infomsgs", "--maxdop", "1", *extra])
+        for mode, extra in (("full", ""), ("physical_only", ", PHYSICAL_ONLY")):
+            check = xdb.sqlcmd(f"DBCC CHECKDB (P) WITH NO_INFOMSGS, MAXDOP = 1{extra}")
+            timed_cmd(check)
+            wall, _ = timed_cmd(check)
             c[f"extentdb_{mode}"] = {"s": wall}
         lib.dd_read(pg_files)
         amcheck = [f"{pg.bin}/pg_amcheck", "-h", pg.sock, "-p", str(pg.port), "-U", "postgres",
@@ -194,6 +228,8 @@ def main():
             print(f"check  {e:32s} {v['s']:7.2f} s  {v['logical_GBps']:.2f} GB/s", flush=True)
         lib.write_results("peers", res)
     finally:
+        if xdb:
+            xdb.stop()
         if pg:
             pg.stop()
         shutil.rmtree(work, ignore_errors=True)

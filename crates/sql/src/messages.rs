@@ -126,6 +126,7 @@ static CATALOGUE: &[Entry] = &[
     e(6101, 14, 1, "User does not have permission to use the SHUTDOWN statement."),
     e(6102, 14, 1, "User does not have permission to use the KILL statement."),
     e(8630, 17, 1, "Internal Query Processor Error: The query processor encountered an unexpected error during execution (HRESULT = %#x)."),
+    e(9001, 21, 5, "The log for database '%.*ls' is not available. Check the operating system error log for related error messages. Resolve any errors and restart the database."), // unverified state
     e(9004, 21, 1, "An error occurred while processing the log for database '%.*ls'.  If possible, restore from backup. If a backup is not available, it might be necessary to rebuild the log."),
     e(15007, 16, 1, "'%s' is not a valid login or you do not have permission."),
     e(15023, 16, 1, "User, group, or role '%s' already exists in the current database."),
