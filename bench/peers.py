@@ -125,7 +125,6 @@ def main():
                        check=True, capture_output=True)
         lib.exec_sql(a.binary, inst, sql)
         xdb_files = [os.path.join(inst, "data", "P.mdf")]
-        xdb = XdbServer(a.binary, inst)
 
         pg = Postgres(work)
         res["postgres_version"] = pg.version
@@ -159,7 +158,8 @@ def main():
         print(f"{rows} rows ({logical / 1e9:.2f} GB logical) in each engine; files "
               + ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in res["files_bytes"].items()), flush=True)
 
-        # ---- 1. backup, cold
+        # ---- 1. backup, cold (extentdb as a server from here on, as PostgreSQL is)
+        xdb = XdbServer(a.binary, inst)
         b = {}
         lib.drop_cache(xdb_files)
         wall, _ = timed_cmd(xdb.sqlcmd("BACKUP DATABASE P TO DISK = 'p.bak' WITH INIT"))
