@@ -301,3 +301,42 @@ fn update_and_delete_hold_their_matches_not_the_table() {
     let limit_kb = base_kb + (CAP_MB + 48) * 1024;
     assert!(peak_kb < limit_kb, "peak {peak_kb} kB, limit {limit_kb} kB");
 }
+
+#[test]
+fn insert_select_spools_instead_of_holding_the_source() {
+    let s = capped_server("stream-inssel");
+    let mut a = s.connect();
+    load(&mut a);
+    ok(a.batch(
+        "CREATE TABLE copy (id INT NOT NULL, pad CHAR(4000) NOT NULL, n INT IDENTITY(1, 1))",
+    )
+    .unwrap());
+    std::fs::write(format!("/proc/{}/clear_refs", s.child.id()), "5").unwrap();
+    let base_kb = status_kb(&s, "VmRSS");
+    let n = rows(&ok(a
+        .batch("INSERT INTO copy (id, pad) SELECT id, pad FROM big WHERE id % 2 = 0; SELECT @@ROWCOUNT")
+        .unwrap()));
+    assert_eq!(n[0][0], Value::Int((ROWS / 2) as i32));
+    // The statement reads its whole source before it writes: a copy into the table it
+    // reads doubles it once, never more.
+    let n = rows(&ok(a
+        .batch("INSERT INTO big SELECT id + 100000, pad FROM big WHERE id < 5000; SELECT COUNT(*) FROM big")
+        .unwrap()));
+    assert_eq!(n[0][0], Value::Int((ROWS + 5000) as i32));
+    let agg = rows(&ok(a
+        .batch("SELECT COUNT(*), MIN(n), MAX(n), SUM(CAST(id AS BIGINT)) FROM copy")
+        .unwrap()));
+    let half = ROWS / 2;
+    assert_eq!(
+        agg[0],
+        vec![
+            Value::Int(half as i32),
+            Value::Int(1),
+            Value::Int(half as i32),
+            Value::BigInt(2 * half * (half - 1) / 2)
+        ]
+    );
+    let peak_kb = status_kb(&s, "VmHWM");
+    let limit_kb = base_kb + (CAP_MB + 48) * 1024;
+    assert!(peak_kb < limit_kb, "peak {peak_kb} kB, limit {limit_kb} kB");
+}

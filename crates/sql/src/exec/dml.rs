@@ -112,6 +112,29 @@ struct NewRow {
     generate_identity: Option<usize>,
 }
 
+impl NewRow {
+    /// The row as a spool keeps it: its values, then the identity column to fill or NULL.
+    fn spooled(self) -> Vec<Value> {
+        let mut v = self.values;
+        v.push(
+            self.generate_identity
+                .map_or(Value::Null, |i| Value::Int(i as i32)),
+        );
+        v
+    }
+
+    fn from_spooled(mut v: Vec<Value>) -> NewRow {
+        let generate_identity = match v.pop() {
+            Some(Value::Int(i)) => Some(i as usize),
+            _ => None,
+        };
+        NewRow {
+            values: v,
+            generate_identity,
+        }
+    }
+}
+
 impl Session {
     fn top_count(&mut self, top: &Option<Top>, rows: usize) -> Result<usize, Vec<SqlError>> {
         let Some(top) = top else { return Ok(rows) };
@@ -240,21 +263,33 @@ impl Session {
     pub(super) fn insert(&mut self, ins: &Insert, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.table_for(&ins.table, "INSERT")?;
         let targets = self.insert_targets(ins, &t)?;
-        let mut source = self.insert_source(ins, &targets)?;
-        let n = self.top_count(&ins.top, source.len())?;
-        source.truncate(n);
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-        let mut rows = Vec::with_capacity(source.len());
-        for src in source {
-            rows.push(self.new_row(&t, &targets, src, identity)?);
-        }
-        let count = rows.len() as u64;
+        // A heap's NONCLUSTERED key is checked against all the new rows at once.
+        let whole = key_columns(&t).is_some() && t.entry.index_id == 0;
+        let (rows, more, count) = match &ins.source {
+            InsertSource::Query(q) if !whole => {
+                let (spool, count) = self.spooled_insert_rows(ins, q, &t, &targets, identity)?;
+                (Vec::new(), Some(spool), count)
+            }
+            _ => {
+                let mut source = self.insert_source(ins, &targets)?;
+                let n = self.top_count(&ins.top, source.len())?;
+                source.truncate(n);
+                let mut rows = Vec::with_capacity(source.len());
+                for src in source {
+                    rows.push(self.new_row(&t, &targets, src, identity)?);
+                }
+                let count = rows.len() as u64;
+                (rows, None, count)
+            }
+        };
         let db = t.db.clone();
         let env = self.growth_env();
         let mut p = InsertProgress {
             rows,
             numbered: 0,
             inserted: 0,
+            more,
             last: None,
         };
         // Each closure runs at most once, one after the other.
@@ -270,6 +305,58 @@ impl Session {
         }
         self.rows_affected(count, out);
         Ok(())
+    }
+
+    /// INSERT ... SELECT's rows through two spools, so neither the query's result nor the
+    /// rows to insert are held whole: the query's rows (streamed where the query streams)
+    /// go to the first, all of them before anything is written (the statement never reads
+    /// its own rows); each converted (defaults, NOT NULL, TOP) goes to the second, which
+    /// the write phase reads a window at a time. Returns it and how many rows it holds.
+    fn spooled_insert_rows(
+        &mut self,
+        ins: &Insert,
+        q: &crate::ast::Query,
+        t: &TableRef,
+        targets: &[usize],
+        identity: Option<usize>,
+    ) -> Result<(super::spill::SortedRows, u64), Vec<SqlError>> {
+        use super::spill::SortSpill;
+        let one = |e| vec![e];
+        let dir = self.spill_dir();
+        let fifo =
+            || -> Box<super::spill::RowCompare> { Box::new(|_, _| std::cmp::Ordering::Equal) };
+        let budget = super::stream::SORT_MEMORY_BYTES;
+        let mut capture = Capture {
+            spool: SortSpill::new(&dir, budget, fifo()),
+            width: None,
+            rows: 0,
+            failed: None,
+        };
+        match self.select_streamed(q, &mut Out::new(&mut capture)) {
+            Some(done) => done?,
+            None => {
+                let (columns, rows) = self.query_result(q)?;
+                capture.width = Some(columns.len());
+                rows.into_iter().for_each(|r| capture.take(r));
+            }
+        }
+        if let Some(e) = capture.failed {
+            return Err(vec![e]);
+        }
+        if capture.width.is_some_and(|w| w != targets.len()) {
+            return Err(vec![msg(213, &[])]);
+        }
+        let n = self.top_count(&ins.top, capture.rows)?;
+        let source = capture.spool.finish().map_err(one)?;
+        let mut spool = SortSpill::new(&dir, budget, fifo());
+        let mut count = 0u64;
+        for r in source.take(n) {
+            let src = r.map_err(one)?.into_iter().map(Some).collect();
+            let row = self.new_row(t, targets, src, identity)?;
+            spool.push(row.spooled()).map_err(one)?;
+            count += 1;
+        }
+        Ok((spool.finish().map_err(one)?, count))
     }
 
     /// One row to insert: given values converted, defaults filled, NOT NULL checked.
@@ -469,11 +556,73 @@ impl Session {
 /// An INSERT's rows and how far its write phase took them: the first `numbered` have
 /// their identity values, the first `inserted` are in the table.
 struct InsertProgress {
+    /// The rows of the current window (all of them, unless `more` has the rest).
     rows: Vec<NewRow>,
     numbered: usize,
     inserted: usize,
+    /// The rows still to come, spooled (INSERT ... SELECT): taken `SPOOL_WINDOW` at a
+    /// time once the window is in the table.
+    more: Option<super::spill::SortedRows>,
     /// The last identity value handed out (@@IDENTITY, SCOPE_IDENTITY()).
     last: Option<i64>,
+}
+
+/// A query's rows caught into a spool (`spooled_insert_rows`).
+struct Capture {
+    spool: super::spill::SortSpill,
+    /// The result's width, once its columns are known.
+    width: Option<usize>,
+    rows: usize,
+    failed: Option<SqlError>,
+}
+
+impl Capture {
+    fn take(&mut self, r: Vec<Value>) {
+        if self.failed.is_none() {
+            match self.spool.push(r) {
+                Ok(()) => self.rows += 1,
+                Err(e) => self.failed = Some(e),
+            }
+        }
+    }
+}
+
+impl super::OutputSink for Capture {
+    fn emit(&mut self, o: super::Output) -> bool {
+        match o {
+            super::Output::Columns(c) => self.width = Some(c.len()),
+            super::Output::Row(r) => self.take(r),
+            super::Output::Rows { columns, rows } => {
+                self.width = Some(columns.len());
+                rows.into_iter().for_each(|r| self.take(r));
+            }
+            _ => {}
+        }
+        self.failed.is_none()
+    }
+}
+
+/// Rows of a spooled INSERT held at once.
+const SPOOL_WINDOW: usize = 1000;
+
+impl InsertProgress {
+    /// True while rows remain: the current window's, or the next window's once the
+    /// current one is all in the table.
+    fn refill(&mut self) -> Result<bool, Vec<SqlError>> {
+        if self.inserted < self.rows.len() {
+            return Ok(true);
+        }
+        let Some(more) = &mut self.more else {
+            return Ok(false);
+        };
+        self.rows.clear();
+        (self.numbered, self.inserted) = (0, 0);
+        for r in more.by_ref().take(SPOOL_WINDOW) {
+            self.rows
+                .push(NewRow::from_spooled(r.map_err(|e| vec![e])?));
+        }
+        Ok(!self.rows.is_empty())
+    }
 }
 
 /// The write phase of INSERT with the database shared: identity values and records of a
@@ -493,28 +642,30 @@ fn write_inserts_shared(
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
     let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-    while p.numbered < p.rows.len() {
-        let r = &mut p.rows[p.numbered];
-        match (r.generate_identity, identity) {
-            (Some(pos), _) => {
-                let Some(v) = db.next_identity_shared(oid).map_err(map)? else {
-                    return Ok(Shared::Exclusive);
-                };
-                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
-                p.last = Some(v);
+    while p.refill()? {
+        while p.numbered < p.rows.len() {
+            let r = &mut p.rows[p.numbered];
+            match (r.generate_identity, identity) {
+                (Some(pos), _) => {
+                    let Some(v) = db.next_identity_shared(oid).map_err(map)? else {
+                        return Ok(Shared::Exclusive);
+                    };
+                    r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
+                    p.last = Some(v);
+                }
+                // IDENTITY_INSERT moves the identity on: `write_inserts` does it.
+                (None, Some(_)) => return Ok(Shared::Exclusive),
+                (None, None) => {}
             }
-            // IDENTITY_INSERT moves the identity on: `write_inserts` does it.
-            (None, Some(_)) => return Ok(Shared::Exclusive),
-            (None, None) => {}
+            p.numbered += 1;
         }
-        p.numbered += 1;
-    }
-    while p.inserted < p.rows.len() {
-        let rec = t.encode(&p.rows[p.inserted].values)?;
-        match db.insert_row_shared(x, oid, &rec, env).map_err(map)? {
-            SharedInsert::Inserted(_) => p.inserted += 1,
-            SharedInsert::Declined => return Ok(Shared::Exclusive),
-            SharedInsert::Grow(g) => return Ok(Shared::Grow(g)),
+        while p.inserted < p.rows.len() {
+            let rec = t.encode(&p.rows[p.inserted].values)?;
+            match db.insert_row_shared(x, oid, &rec, env).map_err(map)? {
+                SharedInsert::Inserted(_) => p.inserted += 1,
+                SharedInsert::Declined => return Ok(Shared::Exclusive),
+                SharedInsert::Grow(g) => return Ok(Shared::Grow(g)),
+            }
         }
     }
     Ok(Shared::Done)
@@ -531,56 +682,59 @@ fn write_inserts(
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
     let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-    for r in &mut p.rows[p.numbered..] {
-        match (r.generate_identity, identity) {
-            (Some(pos), _) => {
-                let v = db.next_identity(oid).map_err(map)?;
-                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
-                p.last = Some(v);
-            }
-            (None, Some(pos)) => {
-                // IDENTITY_INSERT: a value beyond the current one moves the identity on.
-                let Ok(v) = as_i64(&r.values[pos]) else {
-                    continue;
-                };
-                let inc = t.entry.columns[pos].identity.map_or(1, |(_, i)| i);
-                let current = db.next_identity(oid).map_err(map)? - inc;
-                let moved = if inc >= 0 {
-                    current.max(v)
-                } else {
-                    current.min(v)
-                };
-                db.note_identity(oid, moved);
-                p.last = Some(v);
-            }
-            (None, None) => {}
-        }
-    }
-    p.numbered = p.rows.len();
-    // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
-    // over a heap is checked against every row (the shared path inserts none of those).
-    if key_columns(t).is_some() && t.entry.index_id == 0 {
-        let existing = t.rows(db)?;
-        let news = p.rows[p.inserted..].iter().map(|r| &r.values);
-        check_unique(t, existing.iter().map(|(_, v)| v).chain(news))?;
-    }
-    while p.inserted < p.rows.len() {
-        let r = &p.rows[p.inserted];
-        let rec = t.encode(&r.values)?;
-        match db.insert_row(x, oid, &rec) {
-            Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
-                let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
-                let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
-                return Err(terminated(msg(
-                    2627,
-                    &[&"PRIMARY KEY", &constraint, &t.two_part(), &key_text(&key)],
-                )));
-            }
-            other => {
-                other.map_err(map)?;
+    // A spooled INSERT goes window by window, all in the statement's transaction.
+    while p.refill()? {
+        for r in &mut p.rows[p.numbered..] {
+            match (r.generate_identity, identity) {
+                (Some(pos), _) => {
+                    let v = db.next_identity(oid).map_err(map)?;
+                    r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
+                    p.last = Some(v);
+                }
+                (None, Some(pos)) => {
+                    // IDENTITY_INSERT: a value beyond the current one moves the identity on.
+                    let Ok(v) = as_i64(&r.values[pos]) else {
+                        continue;
+                    };
+                    let inc = t.entry.columns[pos].identity.map_or(1, |(_, i)| i);
+                    let current = db.next_identity(oid).map_err(map)? - inc;
+                    let moved = if inc >= 0 {
+                        current.max(v)
+                    } else {
+                        current.min(v)
+                    };
+                    db.note_identity(oid, moved);
+                    p.last = Some(v);
+                }
+                (None, None) => {}
             }
         }
-        p.inserted += 1;
+        p.numbered = p.rows.len();
+        // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
+        // over a heap is checked against every row (the shared path inserts none of those).
+        if key_columns(t).is_some() && t.entry.index_id == 0 {
+            let existing = t.rows(db)?;
+            let news = p.rows[p.inserted..].iter().map(|r| &r.values);
+            check_unique(t, existing.iter().map(|(_, v)| v).chain(news))?;
+        }
+        while p.inserted < p.rows.len() {
+            let r = &p.rows[p.inserted];
+            let rec = t.encode(&r.values)?;
+            match db.insert_row(x, oid, &rec) {
+                Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
+                    let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
+                    let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
+                    return Err(terminated(msg(
+                        2627,
+                        &[&"PRIMARY KEY", &constraint, &t.two_part(), &key_text(&key)],
+                    )));
+                }
+                other => {
+                    other.map_err(map)?;
+                }
+            }
+            p.inserted += 1;
+        }
     }
     Ok(())
 }

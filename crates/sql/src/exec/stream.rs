@@ -47,7 +47,7 @@ const CHUNK_BYTES: usize = 256 << 10;
 const TYPING_ROWS: usize = 1000;
 /// Memory one sort buffers before it spills a run (within the per-connection allowance
 /// docs/BENCHMARKS.md states).
-const SORT_MEMORY_BYTES: usize = 8 << 20;
+pub(super) const SORT_MEMORY_BYTES: usize = 8 << 20;
 
 type Errors = Vec<SqlError>;
 
@@ -368,7 +368,7 @@ impl Session {
     }
 
     /// Where sorts spill: tempdb's data directory.
-    fn spill_dir(&self) -> std::path::PathBuf {
+    pub(super) fn spill_dir(&self) -> std::path::PathBuf {
         let tempdb = self.engine.instance.database(TEMPDB_ID);
         let file = tempdb.and_then(|db| {
             let g = db.read().unwrap();
