@@ -326,3 +326,44 @@ fn emptyfile_waits_for_the_transactions_that_changed_its_tables() {
     let own = "USE E; BEGIN TRAN; INSERT idle VALUES (1, 'x'); DBCC SHRINKFILE (E1, EMPTYFILE)";
     assert!(!error_numbers(&mut d, own).is_empty());
 }
+
+/// Query parts that are parsed but not built are refused, never dropped: each used to
+/// return a wrong result silently (OFFSET/FETCH every row, SELECT INTO the rows and no
+/// table, WITH TIES its TOP alone) or a misleading 208 (a CTE's name).
+#[test]
+fn unbuilt_query_parts_are_refused_not_dropped() {
+    let s = Server::start("unbuilt-query", &[]);
+    let mut c = s.connect();
+    assert_eq!(
+        error_numbers(
+            &mut c,
+            "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2), (3)"
+        ),
+        Vec::<i32>::new()
+    );
+    for sql in [
+        "WITH c AS (SELECT a FROM t) SELECT a FROM c",
+        "SELECT a FROM t ORDER BY a OFFSET 1 ROWS FETCH NEXT 1 ROWS ONLY",
+        "SELECT a INTO t2 FROM t",
+        "SELECT TOP (1) WITH TIES a FROM t ORDER BY a",
+        "SELECT a FROM t OPTION (HASH JOIN)",
+        "INSERT INTO t SELECT a FROM t ORDER BY a OFFSET 1 ROWS",
+    ] {
+        assert_eq!(error_numbers(&mut c, sql), vec![40517], "{sql}");
+    }
+    // Nothing changed: no t2, t as it was; hints extentdb always honours are accepted.
+    assert_eq!(error_numbers(&mut c, "SELECT a FROM t2"), vec![208]);
+    assert_eq!(
+        error_numbers(
+            &mut c,
+            "SELECT COUNT(*) FROM t OPTION (MAXDOP 1, RECOMPILE)"
+        ),
+        Vec::<i32>::new()
+    );
+    let r = c.batch("SELECT COUNT(*) FROM t").unwrap();
+    assert!(
+        format!("{:?}", r.outputs).contains("Int(3)"),
+        "{:?}",
+        r.outputs
+    );
+}
