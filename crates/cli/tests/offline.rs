@@ -19,35 +19,13 @@ use extentdb_sql::types::Value;
 use extentdb_storage::config::InstanceConfig;
 use extentdb_storage::instance::SetupOptions;
 use extentdb_storage::Instance;
-use extentdb_tds::client::{Client, Response};
+use extentdb_tds::client::Client;
 
 mod common;
-use common::tds::Server;
-
-fn ok(r: Response) -> Response {
-    if let Some(e) = r.errors().next() {
-        panic!("Msg {}: {}", e.number, e.text);
-    }
-    r
-}
-
-fn run(c: &mut Client, sql: &str) -> Response {
-    ok(c.batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
-}
-
-fn rows(r: &Response) -> Vec<Vec<Value>> {
-    r.outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Rows { rows, .. } => Some(rows.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
-}
+use common::tds::{all_rows, errors, numbers, restart, run, Server};
 
 fn scalar(c: &mut Client, sql: &str) -> Value {
-    rows(&run(c, sql))[0][0].clone()
+    all_rows(&run(c, sql))[0][0].clone()
 }
 
 fn int(v: &Value) -> i64 {
@@ -59,26 +37,13 @@ fn int(v: &Value) -> i64 {
     }
 }
 
-/// (number, severity, state) of each error a batch gave.
-fn errors(c: &mut Client, sql: &str) -> Vec<(i32, u8, u8)> {
-    c.batch(sql)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .errors()
-        .map(|e| (e.number, e.severity, e.state))
-        .collect()
-}
-
-fn numbers(c: &mut Client, sql: &str) -> Vec<i32> {
-    errors(c, sql).into_iter().map(|e| e.0).collect()
-}
-
 /// sys.databases (state, state_desc) of `name`.
 fn state(c: &mut Client, name: &str) -> (i64, String) {
     let r = run(
         c,
         &format!("SELECT state, state_desc FROM sys.databases WHERE name = '{name}'"),
     );
-    let row = &rows(&r)[0];
+    let row = &all_rows(&r)[0];
     match &row[1] {
         Value::Text(t) => (int(&row[0]), t.clone()),
         v => panic!("state_desc {v:?}"),
@@ -93,16 +58,6 @@ fn open_files(pid: u32, part: &str) -> Vec<String> {
         .map(|p| p.display().to_string())
         .filter(|p| p.contains(part))
         .collect()
-}
-
-/// Kills the server (SIGKILL) and starts another on the same directory.
-fn restart(s: Server) -> Server {
-    let mut s = s;
-    s.child.kill().unwrap();
-    s.child.wait().unwrap();
-    let dir = std::mem::replace(&mut s.dir, "/nonexistent-xdb".into());
-    drop(s);
-    Server::start_in(dir, &[])
 }
 
 /// DBCC CHECKDB of `db` reports no error.
@@ -331,7 +286,7 @@ fn system_databases_refuse_and_drop_of_offline_keeps_the_files() {
         "ALTER DATABASE Gone SET OFFLINE; DROP DATABASE Gone",
     );
     let r = run(&mut c, "SELECT name FROM sys.databases WHERE name = 'Gone'");
-    assert!(rows(&r).is_empty());
+    assert!(all_rows(&r).is_empty());
     assert!(s.dir.join("data/Gone.mdf").exists());
     assert!(s.dir.join("data/Gone_log.ldf").exists());
     let log = s.errorlog();

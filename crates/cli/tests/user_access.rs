@@ -13,42 +13,7 @@ use extentdb_sql::types::Value;
 use extentdb_tds::client::{Client, Response};
 
 mod common;
-use common::tds::{connect_at, Server};
-
-fn ok(r: Response) -> Response {
-    if let Some(e) = r.errors().next() {
-        panic!("Msg {}: {}", e.number, e.text);
-    }
-    r
-}
-
-fn run(c: &mut Client, sql: &str) -> Response {
-    ok(c.batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
-}
-
-fn rows(r: &Response) -> Vec<Vec<Value>> {
-    r.outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Rows { rows, .. } => Some(rows.clone()),
-            _ => None,
-        })
-        .flatten()
-        .collect()
-}
-
-/// (number, severity, state) of each error a batch gave.
-fn errors(c: &mut Client, sql: &str) -> Vec<(i32, u8, u8)> {
-    c.batch(sql)
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .errors()
-        .map(|e| (e.number, e.severity, e.state))
-        .collect()
-}
-
-fn numbers(c: &mut Client, sql: &str) -> Vec<i32> {
-    errors(c, sql).into_iter().map(|e| e.0).collect()
-}
+use common::tds::{all_rows, connect_at, errors, numbers, restart, run, Server};
 
 /// sys.databases (user_access, user_access_desc) of `name`.
 fn access(c: &mut Client, name: &str) -> (u8, String) {
@@ -56,7 +21,7 @@ fn access(c: &mut Client, name: &str) -> (u8, String) {
         c,
         &format!("SELECT user_access, user_access_desc FROM sys.databases WHERE name = '{name}'"),
     );
-    match &rows(&r)[0][..] {
+    match &all_rows(&r)[0][..] {
         [Value::TinyInt(n), Value::Text(t)] => (*n, t.clone()),
         row => panic!("{row:?}"),
     }
@@ -74,16 +39,6 @@ fn has_info(r: &Response, number: i32) -> bool {
     r.outputs
         .iter()
         .any(|o| matches!(o, Output::Info(i) if i.number == number))
-}
-
-/// Kills the server (SIGKILL) and starts another on the same directory.
-fn restart(s: Server) -> Server {
-    let mut s = s;
-    s.child.kill().unwrap();
-    s.child.wait().unwrap();
-    let dir = std::mem::replace(&mut s.dir, "/nonexistent-xdb".into());
-    drop(s);
-    Server::start_in(dir, &[])
 }
 
 /// The error numbers a login into `database` fails with (panics if it succeeds).
@@ -151,7 +106,7 @@ fn single_user_lets_one_session_in_and_multi_user_lifts_it() {
         "Database 'Solo' is already open and can only have one user at a time."
     );
     // The one session inside works as ever.
-    assert_eq!(rows(&run(&mut b, "SELECT COUNT(*) FROM t")).len(), 1);
+    assert_eq!(all_rows(&run(&mut b, "SELECT COUNT(*) FROM t")).len(), 1);
 
     // b leaves: a gets in, and now b is kept out.
     run(&mut b, "USE master");
@@ -197,7 +152,7 @@ fn rollback_immediate_ends_the_others_and_drop_database_follows() {
     assert!(c.batch("SELECT 1").is_err(), "c's connection is closed");
     assert_eq!(access(&mut a, "Company"), single());
     assert_eq!(
-        rows(&run(&mut a, "SELECT COUNT(*) FROM Company.dbo.t"))[0][0],
+        all_rows(&run(&mut a, "SELECT COUNT(*) FROM Company.dbo.t"))[0][0],
         Value::Int(1),
         "b's transaction rolled back"
     );
@@ -212,7 +167,7 @@ fn rollback_immediate_ends_the_others_and_drop_database_follows() {
     assert!(has_info(&r, 5060), "{:?}", r.outputs);
     assert!(d.batch("SELECT 1").is_err(), "d's connection is closed");
     run(&mut a, "DROP DATABASE [Company]");
-    assert!(rows(&run(
+    assert!(all_rows(&run(
         &mut a,
         "SELECT name FROM sys.databases WHERE name = 'Company'"
     ))

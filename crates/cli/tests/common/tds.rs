@@ -103,3 +103,44 @@ pub fn connect_at(
         },
     )
 }
+
+/// Runs a batch that must succeed.
+pub fn run(c: &mut extentdb_tds::client::Client, sql: &str) -> extentdb_tds::client::Response {
+    ok(c.batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+/// The rows of every result set of a response, in order.
+pub fn all_rows(r: &extentdb_tds::client::Response) -> Vec<Vec<extentdb_sql::types::Value>> {
+    r.outputs
+        .iter()
+        .filter_map(|o| match o {
+            extentdb_sql::exec::Output::Rows { rows, .. } => Some(rows.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect()
+}
+
+/// (number, severity, state) of each error a batch gave.
+pub fn errors(c: &mut extentdb_tds::client::Client, sql: &str) -> Vec<(i32, u8, u8)> {
+    c.batch(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .errors()
+        .map(|e| (e.number, e.severity, e.state))
+        .collect()
+}
+
+/// The numbers of the errors a batch gave.
+pub fn numbers(c: &mut extentdb_tds::client::Client, sql: &str) -> Vec<i32> {
+    errors(c, sql).into_iter().map(|e| e.0).collect()
+}
+
+/// Kills the server (SIGKILL) and starts another on the same directory.
+pub fn restart(s: Server) -> Server {
+    let mut s = s;
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    let dir = std::mem::replace(&mut s.dir, "/nonexistent-xdb".into());
+    drop(s);
+    Server::start_in(dir, &[])
+}
