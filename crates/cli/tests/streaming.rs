@@ -182,6 +182,16 @@ fn sorts_and_groups_larger_than_their_memory_spill_and_stay_bounded() {
         top,
         vec![vec![Value::Int(39_999)], vec![Value::Int(39_998)]]
     );
+    // TOP PERCENT counts first (through the sort, in input order without ORDER BY).
+    let pct = rows(&ok(a
+        .batch("SELECT TOP (1) PERCENT id, pad FROM big ORDER BY id DESC")
+        .unwrap()));
+    assert_eq!(pct.len() as i64, ROWS / 100);
+    assert_eq!(pct[0][0], Value::Int(39_999));
+    let pct = rows(&ok(a
+        .batch("SELECT TOP (10) PERCENT id FROM big WHERE id < 15")
+        .unwrap()));
+    assert_eq!(pct, vec![vec![Value::Int(0)], vec![Value::Int(1)]]);
     let distinct = rows(&ok(a
         .batch("SELECT DISTINCT id % 3 AS m FROM big ORDER BY m DESC")
         .unwrap()));

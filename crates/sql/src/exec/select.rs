@@ -124,7 +124,7 @@ fn widened(t: SqlType) -> SqlType {
 /// dropped, so no statement returns a silently wrong result (issue 22 builds them). Query
 /// hints are accepted only where extentdb always does what they ask: MAXDOP (a query runs on
 /// one thread) and RECOMPILE (no plan is cached).
-fn refuse_unbuilt(q: &Query) -> Result<(), Vec<SqlError>> {
+pub(super) fn refuse_unbuilt(q: &Query) -> Result<(), Vec<SqlError>> {
     let refuse = |what: &str| Err(vec![not_yet(what)]);
     if !q.ctes.is_empty() {
         return refuse("common table expressions (WITH ... AS)");

@@ -6,10 +6,11 @@
 //! The chain: `TableScan` (storage `scan_chunk`, the database held for each chunk's read
 //! only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
 //! computed row by row (`aggregate::Accumulator`)] → HAVING → the select list →
-//! [ORDER BY / DISTINCT: `SortSpill`, which spills runs to work files in tempdb's
-//! directory past `SORT_MEMORY_BYTES`] → TOP → the client. Other shapes (CTEs, OFFSET,
-//! INTO, TOP PERCENT / WITH TIES, query hints, system views, grouped aggregates whose type
-//! depends on their values) take the whole source first (`select`).
+//! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
+//! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP → the client. Other shapes (system
+//! views and table functions, TOP PERCENT with DISTINCT, grouped aggregates whose type
+//! depends on their values) take the whole source first (`select`); CTEs, OFFSET, INTO,
+//! WITH TIES and most query hints are refused (`select::refuse_unbuilt`).
 //!
 //! Invariants:
 //! 1. No lock on the database is held while rows go to the client (`Out`): a slow client
@@ -216,6 +217,23 @@ fn key_order(
     })
 }
 
+/// TOP's limit: rows, or a percentage of the rows there are.
+#[derive(Clone, Copy)]
+enum Limit {
+    Rows(u64),
+    Percent(u64),
+}
+
+impl Limit {
+    /// The rows it allows out of `count`.
+    fn rows(self, count: u64) -> u64 {
+        match self {
+            Limit::Rows(n) => n,
+            Limit::Percent(p) => (count * p).div_ceil(100),
+        }
+    }
+}
+
 /// Where an ORDER BY item's value comes from: a select-list column (by alias, name or
 /// ordinal), else the expression over the source row.
 enum SortKey<'a> {
@@ -230,18 +248,21 @@ impl Session {
         q: &Query,
         out: &mut Out,
     ) -> Option<Result<(), Vec<SqlError>>> {
+        if let Err(e) = super::select::refuse_unbuilt(q) {
+            return Some(Err(e));
+        }
         let QueryBody::Select(s) = &q.body else {
             return None;
         };
         let [TableSource::Table { name, alias, .. }] = s.from.as_slice() else {
             return None;
         };
-        let plain = q.ctes.is_empty()
-            && q.offset.is_none()
-            && q.fetch.is_none()
-            && q.hints.is_empty()
-            && s.into.is_none()
-            && s.top.as_ref().is_none_or(|t| !t.percent && !t.with_ties)
+        // What `refuse_unbuilt` let through: no CTE, OFFSET, INTO or WITH TIES; hints only
+        // those extentdb always honours.
+        let plain = s.into.is_none()
+            && s.top
+                .as_ref()
+                .is_none_or(|t| !(t.with_ties || t.percent && s.distinct))
             && s.items
                 .iter()
                 .all(|i| !matches!(i, SelectItem::Assign { .. }));
@@ -398,7 +419,12 @@ impl Session {
         let top = match &s.top {
             Some(top) => {
                 let n = self.eval(&top.count, None).and_then(|v| as_i64(&v));
-                Some(n.map_err(one)?.max(0) as u64)
+                let n = n.map_err(one)?.max(0) as u64;
+                Some(if top.percent {
+                    Limit::Percent(n)
+                } else {
+                    Limit::Rows(n)
+                })
             }
             None => None,
         };
@@ -414,10 +440,14 @@ impl Session {
             }
             None => input,
         };
-        if q.order_by.is_empty() && !s.distinct {
-            self.send_unsorted(s, src, input, typer, top, out)
-        } else {
-            self.send_sorted(q, s, src, input, typer, top, out)
+        match top {
+            // TOP PERCENT needs the count first: through the sort (with no keys, in input
+            // order), which spills past its memory.
+            None | Some(Limit::Rows(_)) if q.order_by.is_empty() && !s.distinct => {
+                let top = top.map(|l| l.rows(0));
+                self.send_unsorted(s, src, input, typer, top, out)
+            }
+            _ => self.send_sorted(q, s, src, input, typer, top, out),
         }
     }
 
@@ -473,7 +503,7 @@ impl Session {
         src: &Source,
         input: &mut dyn RowSource,
         mut typer: ColumnTyper,
-        top: Option<u64>,
+        limit: Option<Limit>,
         out: &mut Out,
     ) -> Result<(), Errors> {
         let names: Vec<String> = typer.types(false).into_iter().map(|(n, _)| n).collect();
@@ -489,6 +519,7 @@ impl Session {
         let failure = Arc::new(Mutex::new(None));
         let order = key_order(descending, failure.clone());
         let mut sort = SortSpill::new(&self.spill_dir(), SORT_MEMORY_BYTES, order);
+        let mut count = 0u64;
         while let Some(r) = input.next_row(self)? {
             let v = self.project_row(s, Some(src), &r).map_err(one)?;
             typer.observe(&v);
@@ -504,7 +535,9 @@ impl Session {
             }
             row.extend(v);
             sort.push(row).map_err(one)?;
+            count += 1;
         }
+        let top = limit.map(|l| l.rows(count));
         let sorted = sort.finish().map_err(one)?;
         if let Some(e) = failure.lock().unwrap().take() {
             return Err(vec![e]);
