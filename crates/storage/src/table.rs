@@ -360,7 +360,6 @@ impl Database {
                 (rows, at) = (chunk.rows, chunk.next);
                 continue;
             };
-            let rec: Vec<u8> = rec;
             let cols = record::decode(&lay, &rec)?;
             let Some(b) = cols.get(pos).copied().flatten() else {
                 continue;

@@ -15,7 +15,7 @@
 //! Invariants:
 //! 1. No lock on the database is held while rows go to the client (`Out`): a slow client
 //!    slows its own statement only.
-//! 2. Held at once: one scan chunk (`CHUNK_BYTES` of records), at most `TYPING_ROWS`
+//! 2. Held at once: one scan chunk (`tables::Chunks`, 256 KB of records), at most `TYPING_ROWS`
 //!    projected rows while a computed column's type is unknown (`ColumnTyper`), a sort's
 //!    `SORT_MEMORY_BYTES` (spill.rs invariants 2 and 3), one group's accumulators.
 //! 3. Sorted output is the materializing path's: ORDER BY keys with NULLs first, ties in
@@ -26,15 +26,13 @@ use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
 use extentdb_storage::instance::TEMPDB_ID;
-use extentdb_storage::scan::{ScanChunk, ScanOrigin, ScanPosition};
 use extentdb_storage::table::Rid;
 
 use super::aggregate::{self, Accumulator, Aggregate};
-use super::errors;
 use super::eval::as_i64;
 use super::select::{same_row, ColumnTyper, Source};
 use super::spill::{SortSpill, SortedRows};
-use super::tables::TableRef;
+use super::tables::{Chunks, TableRef};
 use super::views::Rowset;
 use super::{Out, Session};
 use crate::ast::{Expr, Literal, Query, QueryBody, Select, SelectItem, TableSource};
@@ -42,8 +40,6 @@ use crate::messages::{msg, SqlError};
 use crate::ops;
 use crate::types::{SqlType, Value};
 
-/// Bytes of records one chunk of a scan reads with the database held.
-const CHUNK_BYTES: usize = 256 << 10;
 /// Rows held to type computed columns before a result set streams (invariant 2).
 const TYPING_ROWS: usize = 1000;
 /// Memory one sort buffers before it spills a run (within the per-connection allowance
@@ -64,18 +60,15 @@ trait RowSource {
 /// A user table's rows, read chunk by chunk (invariant 1).
 struct TableScan<'a> {
     t: &'a TableRef,
-    origin: ScanOrigin,
-    at: ScanPosition,
+    chunks: Chunks<'a>,
     chunk: std::vec::IntoIter<(Rid, Vec<u8>)>,
 }
 
 impl<'a> TableScan<'a> {
     fn new(t: &'a TableRef) -> Result<TableScan<'a>, Errors> {
-        let origin = t.db.lock().unwrap().scan_origin(t.entry.object_id);
         Ok(TableScan {
             t,
-            origin: origin.map_err(|e| errors::map_data(&e, &t.db_name))?,
-            at: ScanPosition::Start,
+            chunks: Chunks::new(t)?,
             chunk: Vec::new().into_iter(),
         })
     }
@@ -88,16 +81,13 @@ impl RowSource for TableScan<'_> {
                 return self.t.decode(&rec).map(Some);
             }
             // A cancelled batch ends here; its answer is DONE with ATTN (server.rs).
-            if self.at == ScanPosition::End || s.cancelled() {
+            if s.cancelled() {
                 return Ok(None);
             }
-            let ScanChunk { rows, next } = {
-                let mut g = self.t.db.lock().unwrap();
-                g.scan_chunk(self.t.entry.object_id, self.origin, &self.at, CHUNK_BYTES)
-                    .map_err(|e| errors::map_data(&e, &self.t.db_name))?
-            };
-            self.chunk = rows.into_iter();
-            self.at = next;
+            match self.chunks.next_chunk()? {
+                Some(rows) => self.chunk = rows.into_iter(),
+                None => return Ok(None),
+            }
         }
     }
 }

@@ -68,34 +68,18 @@ impl TableRef {
     }
 
     /// Calls `each` with every live row and its RID, reading the table a chunk at a time
-    /// (storage `scan_chunk`, the database held for each chunk's read only), until `each`
-    /// returns false: what is held is one chunk, not the table.
+    /// (`Chunks`), until `each` returns false: what is held is one chunk, not the table.
     pub fn each_row(
         &self,
         mut each: impl FnMut(Rid, Vec<Value>) -> Result<bool, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
-        use extentdb_storage::scan::ScanPosition;
-        let map = |e: extentdb_storage::StorageError| super::errors::map_data(&e, &self.db_name);
-        let origin = self
-            .db
-            .lock()
-            .unwrap()
-            .scan_origin(self.entry.object_id)
-            .map_err(map)?;
-        let mut at = ScanPosition::Start;
-        while at != ScanPosition::End {
-            let chunk = self
-                .db
-                .lock()
-                .unwrap()
-                .scan_chunk(self.entry.object_id, origin, &at, 256 << 10)
-                .map_err(map)?;
-            for (rid, rec) in chunk.rows {
+        let mut chunks = Chunks::new(self)?;
+        while let Some(rows) = chunks.next_chunk()? {
+            for (rid, rec) in rows {
                 if !each(rid, self.decode(&rec)?)? {
                     return Ok(());
                 }
             }
-            at = chunk.next;
         }
         Ok(())
     }
@@ -117,6 +101,47 @@ impl TableRef {
         }
         let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_deref()).collect();
         record::encode(&layouts(&self.entry), &refs).map_err(|e| vec![corrupt(&e.to_string())])
+    }
+}
+
+/// Stored rows with their RIDs, as a chunk of a scan gives them.
+pub(super) type StoredRows = Vec<(Rid, Vec<u8>)>;
+
+/// Bytes of records one chunk of a scan reads with the database held.
+const CHUNK_BYTES: usize = 256 << 10;
+
+/// A table's rows a chunk at a time (storage `scan_chunk`): the database is held for each
+/// chunk's read only, so the reader can let go of it between chunks.
+pub(super) struct Chunks<'a> {
+    t: &'a TableRef,
+    origin: extentdb_storage::scan::ScanOrigin,
+    at: extentdb_storage::scan::ScanPosition,
+}
+
+impl<'a> Chunks<'a> {
+    pub fn new(t: &'a TableRef) -> Result<Chunks<'a>, Vec<SqlError>> {
+        let origin = t.db.lock().unwrap().scan_origin(t.entry.object_id);
+        Ok(Chunks {
+            t,
+            origin: origin.map_err(|e| super::errors::map_data(&e, &t.db_name))?,
+            at: extentdb_storage::scan::ScanPosition::Start,
+        })
+    }
+
+    /// The next chunk's records with their RIDs; None past the last.
+    pub fn next_chunk(&mut self) -> Result<Option<StoredRows>, Vec<SqlError>> {
+        if self.at == extentdb_storage::scan::ScanPosition::End {
+            return Ok(None);
+        }
+        let chunk = self
+            .t
+            .db
+            .lock()
+            .unwrap()
+            .scan_chunk(self.t.entry.object_id, self.origin, &self.at, CHUNK_BYTES)
+            .map_err(|e| super::errors::map_data(&e, &self.t.db_name))?;
+        self.at = chunk.next;
+        Ok(Some(chunk.rows))
     }
 }
 
