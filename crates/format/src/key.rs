@@ -153,9 +153,127 @@ pub fn compare_keys(types: &[u8], a: &[Option<&[u8]>], b: &[Option<&[u8]>]) -> O
     Ordering::Equal
 }
 
+/// A hash of a key that agrees with `compare_keys`: keys it calls equal hash equal (each
+/// value is hashed in the form `compare` decides on: characters folded and without trailing
+/// spaces, numbers by value, binary without trailing zeros). KEY locks name rows by it.
+pub fn hash_key(types: &[u8], key: &[Option<&[u8]>]) -> u64 {
+    let mut h = Fnv::default();
+    for (i, t) in types.iter().enumerate() {
+        match key.get(i).copied().flatten() {
+            None => h.add(&[0]),
+            Some(v) => {
+                h.add(&[1]);
+                hash_value(&mut h, *t, v);
+            }
+        }
+    }
+    h.0
+}
+
+#[derive(Clone, Copy)]
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+}
+
+fn hash_value(h: &mut Fnv, system_type_id: u8, v: &[u8]) {
+    let chars = |h: &mut Fnv, c: Vec<char>| {
+        for ch in c {
+            h.add(&(ch as u32).to_le_bytes());
+        }
+    };
+    match system_type_id {
+        id::TINYINT | id::BIT | id::DATE => h.add(&le_unsigned(v).to_le_bytes()),
+        id::SMALLINT | id::INT | id::BIGINT => h.add(&le_signed(v).to_le_bytes()),
+        id::DECIMAL | id::NUMERIC => {
+            let m = le_unsigned(v.get(1..).unwrap_or(&[]));
+            let negative = v.first() == Some(&0) && m != 0;
+            h.add(&[negative as u8]);
+            h.add(&m.to_le_bytes());
+        }
+        id::FLOAT | id::REAL => h.add(&float(v).to_bits().to_le_bytes()),
+        id::CHAR | id::VARCHAR => chars(h, fold_chars(v.iter().map(|&c| c as char))),
+        id::NCHAR | id::NVARCHAR => chars(h, fold_chars(utf16(v))),
+        id::DATETIME | id::DATETIME2 | id::UNIQUEIDENTIFIER => h.add(v),
+        _ => {
+            let mut n = v.len();
+            while n > 0 && v[n - 1] == 0 {
+                n -= 1;
+            }
+            h.add(&v[..n]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Proves keys `compare_keys` calls equal hash equal, and that different keys mostly
+    /// hash apart (case, trailing spaces, decimal zero's sign, binary padding).
+    #[test]
+    fn hash_agrees_with_compare() {
+        let samples: Vec<(u8, Vec<Vec<u8>>)> = vec![
+            (
+                id::VARCHAR,
+                vec![
+                    b"abc".to_vec(),
+                    b"ABC  ".to_vec(),
+                    b"abd".to_vec(),
+                    b"".to_vec(),
+                    b" ".to_vec(),
+                ],
+            ),
+            (
+                id::NVARCHAR,
+                vec![
+                    "aé".encode_utf16().flat_map(|u| u.to_le_bytes()).collect(),
+                    "AÉ ".encode_utf16().flat_map(|u| u.to_le_bytes()).collect(),
+                ],
+            ),
+            (
+                id::INT,
+                vec![5i32.to_le_bytes().to_vec(), (-5i32).to_le_bytes().to_vec()],
+            ),
+            (
+                id::DECIMAL,
+                vec![
+                    vec![0, 0, 0, 0, 0],
+                    vec![1, 0, 0, 0, 0],
+                    vec![1, 7, 0, 0, 0],
+                ],
+            ),
+            (id::BINARY, vec![vec![1, 2, 0, 0], vec![1, 2], vec![1, 3]]),
+        ];
+        for (t, values) in &samples {
+            for a in values {
+                for b in values {
+                    let equal = compare(*t, Some(a), Some(b)) == Ordering::Equal;
+                    let (ha, hb) = (hash_key(&[*t], &[Some(a)]), hash_key(&[*t], &[Some(b)]));
+                    if equal {
+                        assert_eq!(ha, hb, "type {t}: {a:?} / {b:?}");
+                    } else {
+                        assert_ne!(ha, hb, "type {t}: {a:?} / {b:?}");
+                    }
+                }
+            }
+        }
+        assert_ne!(
+            hash_key(&[id::INT], &[None]),
+            hash_key(&[id::INT], &[Some(&[0, 0, 0, 0])])
+        );
+    }
 
     /// Proves integers order by value, not by their little-endian bytes.
     #[test]

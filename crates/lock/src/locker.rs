@@ -116,12 +116,37 @@ impl Locker {
     }
 
     /// Locks a row or page (`r` names its table) in `mode` under an intent lock on the
-    /// table, counting it toward escalation.
+    /// table, counting it toward escalation; waits as SET LOCK_TIMEOUT says.
     pub fn lock_row(
         &mut self,
         r: Resource,
         mode: LockMode,
         escalation: Escalation,
+    ) -> Result<(), LockError> {
+        self.row_lock(r, mode, escalation, self.timeout)
+    }
+
+    /// `lock_row` only if that needs no wait: Ok(false) when the table's intent lock or
+    /// the row's lock would wait (nothing is waited for; an intent lock granted stays).
+    pub fn try_lock_row(
+        &mut self,
+        r: Resource,
+        mode: LockMode,
+        escalation: Escalation,
+    ) -> Result<bool, LockError> {
+        match self.row_lock(r, mode, escalation, Some(Duration::ZERO)) {
+            Ok(()) => Ok(true),
+            Err(LockError::Timeout) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn row_lock(
+        &mut self,
+        r: Resource,
+        mode: LockMode,
+        escalation: Escalation,
+        timeout: Option<Duration>,
     ) -> Result<(), LockError> {
         let object = r.object().expect("a row or page lock names its table");
         let table_key = (r.database_id(), object);
@@ -136,11 +161,11 @@ impl Locker {
             db: table_key.0,
             object,
         };
-        self.lock(table, mode.intent())?;
+        self.lock_waiting(table, mode.intent(), timeout)?;
         if self.held.contains_key(&r) {
-            return self.lock(r, mode);
+            return self.lock_waiting(r, mode, timeout);
         }
-        self.lock(r, mode)?;
+        self.lock_waiting(r, mode, timeout)?;
         let n = self.statement_locks.entry(table_key).or_insert(0);
         *n += 1;
         let n = *n;

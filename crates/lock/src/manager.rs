@@ -393,6 +393,19 @@ impl LockManager {
         out
     }
 
+    /// The sessions `owner`'s waiting request waits for (sys.dm_exec_requests'
+    /// blocking_session_id is the first).
+    pub fn blocking_sessions(&self, owner: &Owner) -> Vec<u16> {
+        match owner.waiting() {
+            Some(w) => self
+                .blockers(&w, owner.id)
+                .iter()
+                .map(|o| o.session_id)
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
     /// Gives up `owner`'s lock on `resource` and grants what waited for it.
     pub fn release(&self, owner: &Owner, resource: Resource) {
         let mut heads = self.shard(&resource);

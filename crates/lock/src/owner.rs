@@ -75,6 +75,15 @@ pub struct WaitInfo {
     pub waited_ms: u64,
 }
 
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Owner")
+            .field("id", &self.id)
+            .field("session_id", &self.session_id)
+            .finish()
+    }
+}
+
 impl Owner {
     pub fn new(id: OwnerId, session_id: u16) -> Arc<Owner> {
         Arc::new(Owner {

@@ -603,7 +603,7 @@ impl Database {
 
     /// Finds the live row with `rec`'s key, or with `ghost` the ghost that is exactly
     /// `rec` (one key may have several ghosts, its earlier versions): (leaf, slot, record).
-    fn btree_find(
+    pub(crate) fn btree_find(
         &mut self,
         t: &TableEntry,
         ki: &KeyInfo,

@@ -88,6 +88,16 @@ pub struct SessionInfo {
     /// The databases the session's explicit transaction has written to (ALTER DATABASE ...
     /// SET OFFLINE waits for them, or rolls them back WITH ROLLBACK).
     pub xact_databases: Mutex<BTreeSet<u16>>,
+    /// The lock owner of the session's current transaction, while it has one
+    /// (sys.dm_exec_requests' wait columns, blocking_session_id).
+    pub lock_owner: Mutex<Option<Arc<extentdb_lock::Owner>>>,
+    /// SET TRANSACTION ISOLATION LEVEL as sys.dm_exec_sessions.transaction_isolation_level
+    /// numbers it (1 READ UNCOMMITTED ... 5 SNAPSHOT).
+    pub transaction_isolation_level: std::sync::atomic::AtomicI16,
+    /// SET LOCK_TIMEOUT (ms, -1 for ever) and SET DEADLOCK_PRIORITY, for
+    /// sys.dm_exec_sessions.
+    pub lock_timeout_ms: std::sync::atomic::AtomicI32,
+    pub deadlock_priority: std::sync::atomic::AtomicI32,
 }
 
 /// Why a database listed in master is not online (sys.databases.state_desc).
@@ -197,6 +207,8 @@ pub struct Instance {
     /// Held while a session checks who is in a SINGLE_USER database and enters it, and
     /// while ALTER DATABASE makes a database SINGLE_USER (db_state.rs invariant 5).
     pub access_turn: Mutex<()>,
+    /// The lock manager every session's transactions lock rows and tables through.
+    pub locks: Arc<extentdb_lock::LockManager>,
     /// This process's hold on the directory (instance_lock.rs), for the instance's life.
     _lock: crate::instance_lock::InstanceLock,
 }
@@ -333,6 +345,7 @@ impl Instance {
             suspect: Mutex::new(BTreeMap::new()),
             state_change: Mutex::new(()),
             access_turn: Mutex::new(()),
+            locks: extentdb_lock::LockManager::new(),
             _lock: lock,
         };
         inst.log_startup();

@@ -9,6 +9,8 @@
 
 use std::path::PathBuf;
 
+pub use extentdb_lock as lock;
+
 pub mod allocation;
 pub mod backup;
 pub mod btree;
@@ -34,6 +36,7 @@ pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;
 pub mod restore;
+pub mod row_lock;
 pub mod scan;
 pub mod snapshot;
 pub mod space;

@@ -576,7 +576,11 @@ impl Database {
     }
 
     /// The record at `rid`, which must be a live row of the table.
-    fn live_record(&mut self, t: &TableEntry, rid: Rid) -> Result<Vec<u8>, StorageError> {
+    pub(crate) fn live_record(
+        &mut self,
+        t: &TableEntry,
+        rid: Rid,
+    ) -> Result<Vec<u8>, StorageError> {
         let p = self
             .data
             .pool

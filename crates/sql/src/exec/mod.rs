@@ -34,6 +34,8 @@ mod eval;
 mod expr_text;
 mod helpdb;
 mod history;
+mod lock_views;
+mod locking;
 mod logins;
 mod lower;
 pub mod output;
@@ -240,6 +242,10 @@ impl Engine {
             killed: AtomicBool::new(false),
             cancel: cancel.clone(),
             xact_databases: Default::default(),
+            lock_owner: Default::default(),
+            transaction_isolation_level: std::sync::atomic::AtomicI16::new(2),
+            lock_timeout_ms: std::sync::atomic::AtomicI32::new(-1),
+            deadlock_priority: std::sync::atomic::AtomicI32::new(0),
         });
         self.instance
             .sessions
@@ -263,6 +269,7 @@ impl Engine {
             last_identity: None,
             descriptor: 0,
             cancel,
+            locks: Default::default(),
         }
     }
 }
@@ -315,6 +322,8 @@ pub struct Session {
     /// Set from another thread to cancel the running batch (a TDS attention): the batch
     /// stops before its next statement or loop iteration.
     cancel: Arc<AtomicBool>,
+    /// The transaction's locks and the session's locking settings (`locking.rs`).
+    locks: locking::SessionLocks,
 }
 
 impl Drop for Session {
@@ -545,10 +554,17 @@ impl Session {
     }
 
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
-        match self.statement(s, out) {
+        self.statement_locks_start();
+        let result = self.statement(s, out);
+        // Outside a transaction a statement's locks end with it (locking.rs invariant 2).
+        if self.trancount == 0 {
+            self.release_locks();
+        }
+        match result {
             Ok(flow) => flow,
             Err(errors) => {
-                let mut abort = false;
+                // A deadlock victim's transaction is rolled back whole (invariant 3).
+                let mut abort = locking::is_deadlock(&errors) && self.end_victim(out);
                 for e in errors {
                     abort |= aborts_batch(&e);
                     self.log_event(&e);
@@ -620,7 +636,7 @@ impl Session {
             K::WaitFor { delay, value } => self.waitfor(*delay, value)?,
             K::Declare(decls) => self.declare(decls)?,
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
-            K::SetOption { options, value } => self.set_option(options, value),
+            K::SetOption { options, value } => self.set_option(options, value)?,
             K::Use { database } => {
                 if let Some(e) = self.unopened_error(database) {
                     return Err(vec![e]);
@@ -666,7 +682,14 @@ impl Session {
         Ok(Flow::Normal)
     }
 
-    fn set_option(&mut self, options: &[String], value: &crate::ast::SetValue) {
+    fn set_option(
+        &mut self,
+        options: &[String],
+        value: &crate::ast::SetValue,
+    ) -> Result<(), Vec<SqlError>> {
+        if self.set_locking_option(options, value)? {
+            return Ok(());
+        }
         let on = matches!(value, crate::ast::SetValue::On);
         if options.iter().any(|o| o == "NOCOUNT") {
             self.nocount = on;
@@ -674,6 +697,7 @@ impl Session {
         if options.iter().any(|o| o == "IMPLICIT_TRANSACTIONS") {
             self.implicit_transactions = on;
         }
+        Ok(())
     }
 
     /// Reports rows affected unless SET NOCOUNT ON, and sets @@ROWCOUNT.

@@ -159,7 +159,7 @@ pub(super) fn object_name_from_text(text: &str) -> ObjectName {
 /// A stored row that does not decode (the data is damaged or the formats disagree):
 /// SQL Server's Msg 5243, reference 4 (a record's structure), as its record-cracking code
 /// gives it; `reason` goes to the ERRORLOG with it.
-fn corrupt(reason: &str) -> SqlError {
+pub(super) fn corrupt(reason: &str) -> SqlError {
     let e = msg(5243, &[&4]);
     SqlError {
         text: format!("{} ({reason})", e.text),

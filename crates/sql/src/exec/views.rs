@@ -95,6 +95,8 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.master_files" => master_files(inst),
         "sys.dm_exec_requests" => exec_requests(inst),
         "sys.dm_exec_sessions" => exec_sessions(inst),
+        "sys.dm_tran_locks" => super::lock_views::tran_locks(inst),
+        "sys.dm_os_wait_stats" => super::lock_views::wait_stats(inst),
         "sys.dm_os_spinlock_stats" => spinlock_stats(inst),
         "sys.server_principals" => super::principal_views::server_principals(inst, true),
         "sys.sql_logins" => super::principal_views::server_principals(inst, false),
@@ -658,6 +660,9 @@ fn exec_sessions(inst: &Instance) -> Rowset {
         ("last_request_start_time", SqlType::DateTime),
         ("is_user_process", SqlType::Bit),
         ("database_id", SqlType::SmallInt),
+        ("transaction_isolation_level", SqlType::SmallInt),
+        ("lock_timeout", SqlType::Int),
+        ("deadlock_priority", SqlType::Int),
     ]);
     let rows = inst
         .sessions
@@ -679,6 +684,9 @@ fn exec_sessions(inst: &Instance) -> Rowset {
                 )),
                 Value::Bit(true),
                 Value::SmallInt(s.database_id.load(Ordering::Acquire) as i16),
+                Value::SmallInt(s.transaction_isolation_level.load(Ordering::Acquire)),
+                Value::Int(s.lock_timeout_ms.load(Ordering::Acquire)),
+                Value::Int(s.deadlock_priority.load(Ordering::Acquire)),
             ]
         })
         .collect();
@@ -697,6 +705,11 @@ fn exec_requests(inst: &Instance) -> Rowset {
         ("command", SqlType::NVarChar(32)),
         ("database_id", SqlType::SmallInt),
         ("percent_complete", SqlType::Real),
+        ("blocking_session_id", SqlType::SmallInt),
+        ("wait_type", SqlType::NVarChar(60)),
+        ("wait_time", SqlType::Int),
+        ("last_wait_type", SqlType::NVarChar(60)),
+        ("wait_resource", SqlType::NVarChar(256)),
     ]);
     let long = inst.requests.lock().unwrap().clone();
     let mut rows = Vec::new();
@@ -719,7 +732,7 @@ fn exec_requests(inst: &Instance) -> Rowset {
                 0.0,
             ),
         };
-        rows.push(vec![
+        let mut row = vec![
             Value::SmallInt(s.session_id as i16),
             Value::Int(0),
             Value::DateTime(ticks_from_unix_us(start)),
@@ -727,7 +740,13 @@ fn exec_requests(inst: &Instance) -> Rowset {
             text(&command),
             Value::SmallInt(db as i16),
             Value::Real(pct),
-        ]);
+        ];
+        let wait = super::lock_views::request_wait(inst, s);
+        if wait[0] != Value::SmallInt(0) {
+            row[3] = text("suspended");
+        }
+        row.extend(wait);
+        rows.push(row);
     }
     // Long requests of sessions not in the list (an in-process caller without a session).
     for r in long.values() {
@@ -743,6 +762,11 @@ fn exec_requests(inst: &Instance) -> Rowset {
                 text(&r.command),
                 Value::SmallInt(r.database_id as i16),
                 Value::Real(r.percent_complete),
+                Value::SmallInt(0),
+                Value::Null,
+                Value::Int(0),
+                Value::Null,
+                text(""),
             ]);
         }
     }

@@ -119,6 +119,8 @@ impl Session {
             }
         }
         self.publish_xacts();
+        // After every commit is durable (locking.rs invariant 2).
+        self.release_locks();
         if failures.is_empty() {
             Ok(())
         } else {
@@ -163,6 +165,8 @@ impl Session {
             }
         }
         self.publish_xacts();
+        // After the undo (locking.rs invariant 2).
+        self.release_locks();
         failed
     }
 

@@ -1,0 +1,509 @@
+//! How a session's transactions lock (issue 21): the session's `Locker` (its transaction's
+//! locks in the instance's lock manager), SET TRANSACTION ISOLATION LEVEL, SET LOCK_TIMEOUT
+//! and SET DEADLOCK_PRIORITY, and the messages of a lock that is not granted (1222, 1205).
+//!
+//! Invariants:
+//! 1. A lock is waited for only while the session holds no database (`DbLock`): a session
+//!    holding a database while it waits for a row would stop the holder of that row from
+//!    ever finishing. Under a database guard locks are only *tried* (`try_row`); a row that
+//!    would wait is waited for after the guard is gone (`wait_row`) and read again.
+//! 2. Locks last until the transaction ends: an autocommit statement's at the statement's
+//!    end (after its commit is durable), an explicit transaction's at COMMIT (after the
+//!    log flush) or ROLLBACK (after the undo). Nobody can see or change a row before the
+//!    change that locked it is durable or undone.
+//! 3. A deadlock victim's whole transaction is rolled back and the batch ends (Msg 1205);
+//!    a lock timeout ends the statement only (Msg 1222), as in SQL Server.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use extentdb_storage::lock::{Escalation, LockError, LockMode, Locker, Resource};
+
+use super::lower::not_yet;
+use super::Session;
+use crate::messages::{msg, SqlError};
+use crate::types::Value;
+
+/// An integer setting's value; anything else is refused (40517, naming `what`).
+fn integer(v: &Value, what: &str) -> Result<i64, Vec<SqlError>> {
+    match *v {
+        Value::TinyInt(i) => Ok(i as i64),
+        Value::SmallInt(i) => Ok(i as i64),
+        Value::Int(i) => Ok(i as i64),
+        Value::BigInt(i) => Ok(i),
+        _ => Err(vec![not_yet(what)]),
+    }
+}
+
+/// SET TRANSACTION ISOLATION LEVEL.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Isolation {
+    ReadUncommitted,
+    ReadCommitted,
+    RepeatableRead,
+    Serializable,
+    Snapshot,
+}
+
+impl Isolation {
+    pub fn parse(level: &str) -> Option<Isolation> {
+        Some(match level {
+            "READ UNCOMMITTED" => Isolation::ReadUncommitted,
+            "READ COMMITTED" => Isolation::ReadCommitted,
+            "REPEATABLE READ" => Isolation::RepeatableRead,
+            "SERIALIZABLE" => Isolation::Serializable,
+            "SNAPSHOT" => Isolation::Snapshot,
+            _ => return None,
+        })
+    }
+
+    /// sys.dm_exec_sessions.transaction_isolation_level.
+    pub fn level(self) -> i16 {
+        match self {
+            Isolation::ReadUncommitted => 1,
+            Isolation::ReadCommitted => 2,
+            Isolation::RepeatableRead => 3,
+            Isolation::Serializable => 4,
+            Isolation::Snapshot => 5,
+        }
+    }
+}
+
+/// A session's locking settings and its transaction's locks.
+pub(super) struct SessionLocks {
+    /// Shared with the row sources of a running statement (`RowLocking`), which lock rows
+    /// while the session is busy evaluating them.
+    locker: Option<Arc<Mutex<Locker>>>,
+    /// SET LOCK_TIMEOUT in ms; -1 (the default) waits for ever.
+    pub timeout_ms: i64,
+    /// SET DEADLOCK_PRIORITY, -10 to 10.
+    pub deadlock_priority: i32,
+    pub isolation: Isolation,
+}
+
+impl Default for SessionLocks {
+    fn default() -> SessionLocks {
+        SessionLocks {
+            locker: None,
+            timeout_ms: -1,
+            deadlock_priority: 0,
+            isolation: Isolation::ReadCommitted,
+        }
+    }
+}
+
+/// Why a row lock was not taken, as the executor reports it.
+pub(super) fn lock_error(e: LockError, spid: u16) -> Vec<SqlError> {
+    match e {
+        LockError::Timeout => vec![msg(1222, &[])],
+        LockError::Deadlock => vec![msg(1205, &[&spid.to_string(), &"lock"])],
+        // An attention or KILL: nothing to report, the batch ends with DONE and ATTN.
+        LockError::Cancelled => Vec::new(),
+    }
+}
+
+/// Whether errors are a deadlock victim's (its transaction must be rolled back).
+pub(super) fn is_deadlock(errors: &[SqlError]) -> bool {
+    errors.iter().any(|e| e.number == 1205)
+}
+
+impl Session {
+    /// The current transaction's locks, begun at first use.
+    pub(super) fn locker(&mut self) -> Arc<Mutex<Locker>> {
+        if self.locks.locker.is_none() {
+            let mut l = Locker::new(
+                self.engine.instance.locks.clone(),
+                self.spid,
+                self.cancel.clone(),
+            );
+            l.timeout = (self.locks.timeout_ms >= 0)
+                .then(|| Duration::from_millis(self.locks.timeout_ms as u64));
+            l.owner()
+                .set_deadlock_priority(self.locks.deadlock_priority);
+            *self.info.lock_owner.lock().unwrap() = Some(l.owner().clone());
+            self.locks.locker = Some(Arc::new(Mutex::new(l)));
+        }
+        self.locks.locker.clone().expect("set above")
+    }
+
+    /// How a statement's reads of `t` lock its rows: `write` for UPDATE and DELETE (X on
+    /// every row read, kept on the rows they change), else the isolation level's read
+    /// locks as the table hints change them (`hint_locking`). A table lock the hints or
+    /// SERIALIZABLE ask for is taken here, before any read: the caller holds no database.
+    pub(super) fn row_locking(
+        &mut self,
+        t: &super::tables::TableRef,
+        write: bool,
+        hints: &[String],
+    ) -> Result<RowLocking, Vec<SqlError>> {
+        if self.locks.isolation == Isolation::Snapshot {
+            // ALLOW_SNAPSHOT_ISOLATION cannot be ON until row versioning (issue 25).
+            return Err(vec![msg(3952, &[&t.db_name])]);
+        }
+        let plan = hint_locking(self.locks.isolation, write, hints)?;
+        let locker = self.locker();
+        let names = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry);
+        if let Some(mode) = plan.table {
+            let mut l = locker.lock().unwrap();
+            let timeout = plan.nowait.then_some(Duration::ZERO).or(l.timeout);
+            let saved = std::mem::replace(&mut l.timeout, timeout);
+            let got = l.lock(names.table(), mode);
+            l.timeout = saved;
+            got.map_err(|e| lock_error(e, self.spid))?;
+        }
+        Ok(RowLocking {
+            locker,
+            names,
+            plan,
+            spid: self.spid,
+        })
+    }
+
+    /// The transaction ended (or the autocommit statement did): every lock goes
+    /// (invariant 2).
+    pub(super) fn release_locks(&mut self) {
+        if let Some(l) = self.locks.locker.take() {
+            l.lock().unwrap().release_all();
+            *self.info.lock_owner.lock().unwrap() = None;
+        }
+    }
+
+    /// A new statement: escalation counts per table start again; outside a transaction
+    /// the previous statement's locks are gone already.
+    pub(super) fn statement_locks_start(&mut self) {
+        if let Some(l) = self.locks.locker.as_ref() {
+            l.lock().unwrap().statement_start();
+        }
+    }
+
+    /// SET LOCK_TIMEOUT n (ms; -1 for ever).
+    pub(super) fn set_lock_timeout(&mut self, ms: i64) -> Result<(), Vec<SqlError>> {
+        if ms < -1 {
+            return Err(vec![not_yet("SET LOCK_TIMEOUT below -1")]);
+        }
+        self.locks.timeout_ms = ms;
+        self.info
+            .lock_timeout_ms
+            .store(ms as i32, std::sync::atomic::Ordering::Release);
+        if let Some(l) = self.locks.locker.as_ref() {
+            l.lock().unwrap().timeout = (ms >= 0).then(|| Duration::from_millis(ms as u64));
+        }
+        Ok(())
+    }
+}
+
+impl Session {
+    /// A deadlock victim's explicit transaction is rolled back and the batch ends (an
+    /// autocommit statement was rolled back by its own failure). Always true: abort.
+    pub(super) fn end_victim(&mut self, out: &mut super::Out) -> bool {
+        if self.trancount > 0 {
+            if let Err(errors) = self.rollback_transaction(out) {
+                out.extend(errors.into_iter().map(super::Output::Error));
+            }
+        }
+        self.release_locks();
+        true
+    }
+
+    /// @@LOCK_TIMEOUT.
+    pub(super) fn lock_timeout_ms(&self) -> i64 {
+        self.locks.timeout_ms
+    }
+
+    /// SET TRANSACTION ISOLATION LEVEL, SET LOCK_TIMEOUT and SET DEADLOCK_PRIORITY; false
+    /// for any other option.
+    pub(super) fn set_locking_option(
+        &mut self,
+        options: &[String],
+        value: &crate::ast::SetValue,
+    ) -> Result<bool, Vec<SqlError>> {
+        use crate::ast::SetValue;
+        let [option] = options else {
+            return Ok(false);
+        };
+        match (option.as_str(), value) {
+            ("TRANSACTION ISOLATION LEVEL", SetValue::Word(level)) => {
+                let level = Isolation::parse(level).expect("the parser names a level");
+                self.locks.isolation = level;
+                self.info
+                    .transaction_isolation_level
+                    .store(level.level(), std::sync::atomic::Ordering::Release);
+            }
+            ("LOCK_TIMEOUT", SetValue::Expr(e)) => {
+                let ms = self.eval(e, None).map_err(|e| vec![e])?;
+                self.set_lock_timeout(integer(&ms, "SET LOCK_TIMEOUT")?)?;
+            }
+            ("DEADLOCK_PRIORITY", v) => {
+                const WHAT: &str =
+                    "SET DEADLOCK_PRIORITY other than LOW, NORMAL, HIGH or -10 to 10";
+                let p = match v {
+                    SetValue::Word(w) => match w.to_ascii_uppercase().as_str() {
+                        "LOW" => -5,
+                        "NORMAL" => 0,
+                        "HIGH" => 5,
+                        _ => return Err(vec![not_yet(WHAT)]),
+                    },
+                    SetValue::Expr(e) => {
+                        let p = self.eval(e, None).map_err(|e| vec![e])?;
+                        integer(&p, WHAT)?
+                    }
+                    _ => return Err(vec![not_yet(WHAT)]),
+                };
+                if !(-10..=10).contains(&p) {
+                    return Err(vec![not_yet(WHAT)]);
+                }
+                self.locks.deadlock_priority = p as i32;
+                self.info
+                    .deadlock_priority
+                    .store(p as i32, std::sync::atomic::Ordering::Release);
+                if let Some(l) = self.locks.locker.as_ref() {
+                    l.lock().unwrap().owner().set_deadlock_priority(p as i32);
+                }
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// How one statement's reads of one table lock the rows they read (invariant 1): each
+/// row is locked while the chunk that holds it is read, with the database held, if that
+/// needs no wait; the rest are waited for once the database is let go, then read again.
+pub(super) struct RowLocking {
+    locker: Arc<Mutex<Locker>>,
+    names: extentdb_storage::row_lock::RowNames,
+    plan: LockPlan,
+    spid: u16,
+}
+
+/// What one statement locks in one table (`hint_locking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LockPlan {
+    /// Each row's lock; None for no row locks (READ UNCOMMITTED, NOLOCK, or a table lock
+    /// that covers them).
+    pub mode: Option<LockMode>,
+    /// Keep row locks to the transaction's end (writes, REPEATABLE READ, SERIALIZABLE,
+    /// HOLDLOCK, UPDLOCK, XLOCK); else let go once the row is read (READ COMMITTED).
+    pub keep: bool,
+    /// A lock on the whole table first (TABLOCK, TABLOCKX, SERIALIZABLE: key-range locks
+    /// are not built, so a serializable read locks the table).
+    pub table: Option<LockMode>,
+    /// READPAST: rows locked by others are skipped, not waited for.
+    pub readpast: bool,
+    /// NOWAIT: a lock that would wait fails at once (1222).
+    pub nowait: bool,
+}
+
+/// The locking of a read or write of one table under `isolation` with these table hints
+/// (upper-cased, as the parser keeps them). Hints that are not about locking, or whose
+/// locking is not built (PAGLOCK: there are no page locks), are refused (40517); NOLOCK on
+/// the target of a write is SQL Server's 1065.
+pub(super) fn hint_locking(
+    isolation: Isolation,
+    write: bool,
+    hints: &[String],
+) -> Result<LockPlan, Vec<SqlError>> {
+    let mut level = isolation;
+    let (mut updlock, mut xlock, mut table, mut readpast, mut nowait) =
+        (false, false, None, false, false);
+    for h in hints {
+        match h.as_str() {
+            "NOLOCK" | "READUNCOMMITTED" if write => return Err(vec![msg(1065, &[])]),
+            "NOLOCK" | "READUNCOMMITTED" => level = Isolation::ReadUncommitted,
+            "READCOMMITTED" | "READCOMMITTEDLOCK" => level = Isolation::ReadCommitted,
+            "REPEATABLEREAD" => level = Isolation::RepeatableRead,
+            "HOLDLOCK" | "SERIALIZABLE" => level = Isolation::Serializable,
+            "UPDLOCK" => updlock = true,
+            "XLOCK" => xlock = true,
+            "TABLOCK" => table = Some(table.unwrap_or(LockMode::S)),
+            "TABLOCKX" => table = Some(LockMode::X),
+            "ROWLOCK" => {}
+            "READPAST" => readpast = true,
+            "NOWAIT" => nowait = true,
+            other => return Err(vec![not_yet(&format!("the table hint {other}"))]),
+        }
+    }
+    if level == Isolation::Snapshot {
+        return Err(vec![not_yet(
+            "SNAPSHOT isolation (row versioning, issue 25)",
+        )]);
+    }
+    let row_mode = if write || xlock {
+        LockMode::X
+    } else if updlock {
+        LockMode::U
+    } else {
+        LockMode::S
+    };
+    if table == Some(LockMode::S) && (write || xlock) {
+        table = Some(LockMode::X);
+    } else if table == Some(LockMode::S) && updlock {
+        table = Some(LockMode::U);
+    }
+    if level == Isolation::Serializable && table.is_none() {
+        table = Some(if row_mode == LockMode::S {
+            LockMode::S
+        } else {
+            LockMode::X
+        });
+    }
+    let unlocked = level == Isolation::ReadUncommitted && !write && !updlock && !xlock;
+    Ok(LockPlan {
+        mode: (!unlocked && table.is_none()).then_some(row_mode),
+        keep: write || updlock || xlock || level != Isolation::ReadCommitted,
+        table: if unlocked { None } else { table },
+        readpast,
+        nowait,
+    })
+}
+
+/// A row of a chunk whose lock must be waited for before it is read again.
+pub(super) struct Deferred {
+    pub index: usize,
+    pub resource: Resource,
+}
+
+impl RowLocking {
+    /// Locks the rows of a chunk read with the database held, without waiting; returns
+    /// those that must wait (in chunk order).
+    pub fn try_chunk(
+        &self,
+        rows: &[(extentdb_storage::table::Rid, Vec<u8>)],
+    ) -> Result<Vec<Deferred>, Vec<SqlError>> {
+        let Some(mode) = self.plan.mode else {
+            return Ok(Vec::new());
+        };
+        let mut l = self.locker.lock().unwrap();
+        let mut deferred = Vec::new();
+        for (index, (rid, rec)) in rows.iter().enumerate() {
+            let resource = self.name(*rid, rec)?;
+            match l.try_lock_row(resource, mode, Escalation::Auto) {
+                Ok(true) if !self.plan.keep => l.unlock(resource),
+                Ok(true) => {}
+                Ok(false) => deferred.push(Deferred { index, resource }),
+                Err(e) => return Err(lock_error(e, self.spid)),
+            }
+        }
+        Ok(deferred)
+    }
+
+    /// Waits for a deferred row's lock; the caller holds no database (invariant 1).
+    /// Ok(false) for READPAST: the row is skipped.
+    pub fn wait(&self, r: Resource) -> Result<bool, Vec<SqlError>> {
+        let mode = self.plan.mode.expect("only locked reads defer");
+        if self.plan.readpast {
+            return Ok(false);
+        }
+        if self.plan.nowait {
+            return Err(vec![msg(1222, &[])]);
+        }
+        let mut l = self.locker.lock().unwrap();
+        l.lock_row(r, mode, Escalation::Auto)
+            .map_err(|e| lock_error(e, self.spid))?;
+        Ok(true)
+    }
+
+    /// After a deferred row was read again: a read lock under READ COMMITTED goes.
+    pub fn read_done(&self, r: Resource) {
+        if !self.plan.keep {
+            self.locker.lock().unwrap().unlock(r);
+        }
+    }
+
+    /// Lets go of the lock of a row the statement found it does not change (an UPDATE's
+    /// row WHERE rejects).
+    pub fn not_needed(
+        &self,
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
+    ) -> Result<(), Vec<SqlError>> {
+        if self.plan.mode.is_some() {
+            let r = self.name(rid, rec)?;
+            self.locker.lock().unwrap().unlock(r);
+        }
+        Ok(())
+    }
+
+    /// Locks a row the statement itself just wrote at a new place (a heap row that grew,
+    /// an inserted row): nobody else can hold a lock on it yet.
+    pub fn own_new_row(
+        &self,
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
+    ) -> Result<(), Vec<SqlError>> {
+        let r = self.name(rid, rec)?;
+        let mut l = self.locker.lock().unwrap();
+        match l.try_lock_row(r, LockMode::X, Escalation::Auto) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(vec![super::tables::corrupt(&format!(
+                "a new row's lock {} is held by another transaction",
+                r.description()
+            ))]),
+            Err(e) => Err(lock_error(e, self.spid)),
+        }
+    }
+
+    fn name(
+        &self,
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
+    ) -> Result<Resource, Vec<SqlError>> {
+        self.names
+            .resource(rid, rec)
+            .map_err(|e| vec![super::tables::corrupt(&e.to_string())])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(level: Isolation, write: bool, hints: &[&str]) -> Result<LockPlan, Vec<i32>> {
+        let hints: Vec<String> = hints.iter().map(|h| h.to_string()).collect();
+        hint_locking(level, write, &hints).map_err(|e| e.iter().map(|e| e.number).collect())
+    }
+
+    /// Proves the isolation levels and table hints lock as SQL Server's do (rows S and let
+    /// go under READ COMMITTED, kept above it, X for writes), and that hints not built are
+    /// refused instead of ignored.
+    #[test]
+    fn hints_and_levels() {
+        use Isolation::*;
+        let p = plan(ReadCommitted, false, &[]).unwrap();
+        assert_eq!((p.mode, p.keep, p.table), (Some(LockMode::S), false, None));
+        let p = plan(ReadCommitted, false, &["NOLOCK"]).unwrap();
+        assert_eq!((p.mode, p.table), (None, None));
+        assert_eq!(
+            plan(ReadUncommitted, false, &["READCOMMITTEDLOCK"])
+                .unwrap()
+                .mode,
+            Some(LockMode::S)
+        );
+        let p = plan(RepeatableRead, false, &[]).unwrap();
+        assert_eq!((p.mode, p.keep), (Some(LockMode::S), true));
+        let p = plan(ReadCommitted, false, &["HOLDLOCK"]).unwrap();
+        assert_eq!((p.mode, p.table), (None, Some(LockMode::S)));
+        let p = plan(ReadCommitted, false, &["UPDLOCK", "ROWLOCK"]).unwrap();
+        assert_eq!((p.mode, p.keep), (Some(LockMode::U), true));
+        let p = plan(ReadUncommitted, true, &[]).unwrap();
+        assert_eq!(
+            (p.mode, p.keep),
+            (Some(LockMode::X), true),
+            "writes lock at any level"
+        );
+        assert_eq!(
+            plan(ReadCommitted, true, &["TABLOCK"]).unwrap().table,
+            Some(LockMode::X)
+        );
+        assert_eq!(
+            plan(ReadCommitted, false, &["TABLOCKX"]).unwrap().table,
+            Some(LockMode::X)
+        );
+        assert!(plan(ReadCommitted, false, &["READPAST", "NOWAIT"])
+            .is_ok_and(|p| p.readpast && p.nowait));
+        assert_eq!(plan(ReadCommitted, true, &["NOLOCK"]), Err(vec![1065]));
+        assert_eq!(plan(ReadCommitted, false, &["PAGLOCK"]), Err(vec![40517]));
+        assert_eq!(plan(ReadCommitted, false, &["INDEX(1)"]), Err(vec![40517]));
+        assert_eq!(plan(Snapshot, false, &[]), Err(vec![40517]));
+    }
+}
