@@ -71,7 +71,10 @@ fn point_lookup_reads_a_handful_of_pages() {
     assert_eq!(scans, 1);
     assert!(scan_reads > 2000, "a scan read only {scan_reads} pages");
 
-    let r = run(&mut c, "DECLARE @p INT = 4242; SELECT v FROM t WHERE id = @p");
+    let r = run(
+        &mut c,
+        "DECLARE @p INT = 4242; SELECT v FROM t WHERE id = @p",
+    );
     assert_eq!(rows(&r), vec![vec![Value::Int(8484)]]);
     assert_eq!(io(&r), vec![(0, point_reads)]);
     let p = |v: i32| [("@p", SqlType::Int, Value::Int(v))];
@@ -84,7 +87,9 @@ fn point_lookup_reads_a_handful_of_pages() {
         .execute_sql("UPDATE t SET v = v + 1 WHERE id = @p", &p(10))
         .unwrap());
     assert_eq!(io(&r), vec![(0, point_reads)]);
-    let r = ok(c.execute_sql("DELETE FROM t WHERE id = @p", &p(11)).unwrap());
+    let r = ok(c
+        .execute_sql("DELETE FROM t WHERE id = @p", &p(11))
+        .unwrap());
     assert_eq!(io(&r), vec![(0, point_reads)]);
     let r = run(&mut c, "SELECT id, v FROM t WHERE id IN (12, 11, 10)");
     assert_eq!(
@@ -97,7 +102,10 @@ fn point_lookup_reads_a_handful_of_pages() {
     assert_eq!(io(&r)[0].0, 3);
 
     // A range of 59,001 rows goes through several chunks and reads its leaves only.
-    let r = run(&mut c, "SELECT COUNT(*) FROM t WHERE id BETWEEN 1000 AND 60000");
+    let r = run(
+        &mut c,
+        "SELECT COUNT(*) FROM t WHERE id BETWEEN 1000 AND 60000",
+    );
     assert_eq!(count(&r), 59_001);
     let (scans, range_reads) = io(&r)[0];
     assert_eq!(scans, 1);
@@ -147,9 +155,7 @@ fn int_value(r: &mut Rng, _col: usize) -> String {
         1 => format!("{}.00", n),
         2 => format!("'{n}'"),
         3 => "NULL".into(),
-        4 => r
-            .pick(&["@pi", "@pb", "@pd", "@pt", "@pn", "@pbig"])
-            .into(),
+        4 => r.pick(&["@pi", "@pb", "@pd", "@pt", "@pn", "@pbig"]).into(),
         5 => format!("CAST({n} AS BIGINT)"),
         6 => format!("{n} + 3"),
         7 => format!("-{}", n.abs()),
@@ -185,7 +191,12 @@ fn decimal_value(r: &mut Rng, _col: usize) -> String {
         2 => "@pd".into(),
         3 => format!("'{}.{}'", n / 10, (n % 10).abs()),
         4 => "99999.95".into(),
-        _ => format!("{}{}.{}", if n < 0 { "-" } else { "" }, (n / 10).abs(), (n % 10).abs()),
+        _ => format!(
+            "{}{}.{}",
+            if n < 0 { "-" } else { "" },
+            (n / 10).abs(),
+            (n % 10).abs()
+        ),
     }
 }
 
@@ -201,7 +212,9 @@ fn date_value(r: &mut Rng, _col: usize) -> String {
 }
 
 fn text_value(r: &mut Rng, _col: usize) -> String {
-    let words = ["'abc'", "'ABC'", "'Abd'", "'_x'", "'a_b'", "'zz'", "'ZZ  '", "'m'"];
+    let words = [
+        "'abc'", "'ABC'", "'Abd'", "'_x'", "'a_b'", "'zz'", "'ZZ  '", "'m'",
+    ];
     r.pick(&words).into()
 }
 
@@ -288,11 +301,31 @@ fn seek_and_scan_agree_on_generated_predicates() {
     load_tables(&mut c);
     run(&mut c, "SET STATISTICS IO ON");
     let tables = [
-        Table { name: "ti", columns: "id", value: int_value },
-        Table { name: "tc", columns: "a, b", value: composite_value },
-        Table { name: "td", columns: "k", value: decimal_value },
-        Table { name: "tdt", columns: "k", value: date_value },
-        Table { name: "tv", columns: "k", value: text_value },
+        Table {
+            name: "ti",
+            columns: "id",
+            value: int_value,
+        },
+        Table {
+            name: "tc",
+            columns: "a, b",
+            value: composite_value,
+        },
+        Table {
+            name: "td",
+            columns: "k",
+            value: decimal_value,
+        },
+        Table {
+            name: "tdt",
+            columns: "k",
+            value: date_value,
+        },
+        Table {
+            name: "tv",
+            columns: "k",
+            value: text_value,
+        },
     ];
     let mut rng = Rng(0x5eed_cafe_f00d);
     let (mut fewer, mut narrowable) = (0, 0);
@@ -383,16 +416,16 @@ fn edge_cases_of_the_analysis() {
         "DECLARE @p INT = 2; SELECT id FROM t WHERE id = @p; SET @p = 6; \
          SELECT id FROM t WHERE id >= @p",
     );
-    assert_eq!(
-        all_rows(&r).concat(),
-        ints(&[2, 6, 7, 8, 9])
-    );
+    assert_eq!(all_rows(&r).concat(), ints(&[2, 6, 7, 8, 9]));
 
     let (k, (scans, _)) = keys_and_io(&mut c, "SELECT b FROM c WHERE a = 1 AND b > 3");
     assert_eq!((k, scans), (ints(&[4, 5]), 1));
     let (k, (scans, _)) = keys_and_io(&mut c, "SELECT b FROM c WHERE a = 2 AND b = 7");
     assert_eq!((k, scans), (ints(&[7]), 0));
-    let (k, (scans, _)) = keys_and_io(&mut c, "SELECT b FROM c WHERE a IN (0, 3) AND b IN (2, 9, 1)");
+    let (k, (scans, _)) = keys_and_io(
+        &mut c,
+        "SELECT b FROM c WHERE a IN (0, 3) AND b IN (2, 9, 1)",
+    );
     assert_eq!((k, scans), (ints(&[1, 2, 9]), 6));
     // The second key column alone narrows nothing: a scan, still right.
     let (k, (scans, _)) = keys_and_io(&mut c, "SELECT b FROM c WHERE b = 4");
@@ -439,7 +472,8 @@ fn concurrent_updates_and_deletes_by_key() {
                 for _ in 0..ROUNDS {
                     let k = (rng.below((KEYS / 4) as u64) as i32) * 4 + w;
                     let p = [("@k", SqlType::Int, Value::Int(k))];
-                    ok(c.execute_sql("UPDATE kv SET x = x + 1 WHERE k = @k", &p).unwrap());
+                    ok(c.execute_sql("UPDATE kv SET x = x + 1 WHERE k = @k", &p)
+                        .unwrap());
                     added[k as usize] += 1;
                     if w == 0 {
                         // Worker 0's own keys only: two sessions changing one row is the
@@ -457,9 +491,10 @@ fn concurrent_updates_and_deletes_by_key() {
                     if k % 10 == 0 {
                         ok(c.execute_sql("DELETE FROM kv WHERE k = @k", &p).unwrap());
                     } else if k % 10 == 1 {
-                        ok(c
-                            .execute_sql("UPDATE kv SET k = k + 100000 WHERE k = @k", &p)
-                            .unwrap());
+                        ok(
+                            c.execute_sql("UPDATE kv SET k = k + 100000 WHERE k = @k", &p)
+                                .unwrap(),
+                        );
                     }
                 }
                 added

@@ -43,7 +43,8 @@ fn bound(kind: u64, k: u32) -> Bound<Vec<Option<Vec<u8>>>> {
 }
 
 fn inside(k: u32, b: &Bound<Vec<Option<Vec<u8>>>>, lower: bool) -> bool {
-    let v = |p: &Vec<Option<Vec<u8>>>| u32::from_le_bytes(p[0].clone().unwrap().try_into().unwrap());
+    let v =
+        |p: &Vec<Option<Vec<u8>>>| u32::from_le_bytes(p[0].clone().unwrap().try_into().unwrap());
     match (b, lower) {
         (Bound::Unbounded, _) => true,
         (Bound::Included(p), true) => k >= v(p),
@@ -81,7 +82,10 @@ fn seeks_return_exactly_the_rows_of_the_range() {
         .filter(|(i, _)| i % 10 != 0)
         .map(|(_, (k, _))| *k)
         .collect();
-    assert!(live.windows(2).all(|w| w[0] < w[1]), "scan out of key order");
+    assert!(
+        live.windows(2).all(|w| w[0] < w[1]),
+        "scan out of key order"
+    );
     let mut rng = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = || {
         rng ^= rng << 13;
@@ -120,5 +124,8 @@ fn seeks_return_exactly_the_rows_of_the_range() {
     let (got, reads) = seek_keys(&mut db, tree, &point, 1 << 20);
     assert_eq!(got, vec![k]);
     let (_, scan_reads) = seek_keys(&mut db, tree, &KeyRange::all(), 1 << 20);
-    assert!(reads <= 3 && scan_reads > 100, "point {reads}, scan {scan_reads}");
+    assert!(
+        reads <= 3 && scan_reads > 100,
+        "point {reads}, scan {scan_reads}"
+    );
 }

@@ -298,10 +298,7 @@ fn exactly_comparable(col: SqlType, c: &Value) -> bool {
         Value::SmallInt(i) => integer(*i as i128),
         Value::Int(i) => integer(*i as i128),
         Value::BigInt(i) => integer(*i as i128),
-        Value::Decimal {
-            unscaled,
-            scale: s,
-        } => {
+        Value::Decimal { unscaled, scale: s } => {
             let to = scale.max(*s);
             precision + u32::from(to - scale) <= 38 && rescale(*unscaled, *s, to).is_some()
         }
@@ -563,7 +560,10 @@ mod tests {
         let sets = vec![p(1), Some(vec![iv(Excluded(7), Unbounded)])];
         let r = key_ranges(&sets).unwrap();
         assert_eq!(r.len(), 1);
-        assert_eq!(r[0].lower, Bound::Excluded(vec![Some(int(1)), Some(int(7))]));
+        assert_eq!(
+            r[0].lower,
+            Bound::Excluded(vec![Some(int(1)), Some(int(7))])
+        );
         assert_eq!(r[0].upper, Bound::Included(vec![Some(int(1))]));
         assert_eq!(key_ranges(&[None, p(3)]), None);
         let two = Some(vec![
