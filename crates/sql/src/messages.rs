@@ -240,6 +240,7 @@ static CATALOGUE: &[Entry] = &[
     e(3013, 16, 1, "%hs is terminating abnormally."), // unverified
     e(3183, 16, 1, "RESTORE detected an error on page (%d:%d) in database \"%ls\" as read from the backup set."), // unverified
     e(3241, 16, 0, "The media family on device '%ls' is incorrectly formed. SQL Server cannot process this media family."), // unverified
+    e(3615, 0, 1, "Table '%.*ls'. Scan count %d, logical reads %I64d, physical reads %I64d, page server reads %I64d, read-ahead reads %I64d, page server read-ahead reads %I64d, lob logical reads %I64d, lob physical reads %I64d, lob page server reads %I64d, lob read-ahead reads %I64d, lob page server read-ahead reads %I64d."), // the SQL Server 2019+ text (page server counts added); unverified state
     e(3621, 10, 0, "The statement has been terminated."), // unverified severity (sys.messages 10; clients see it as information)
     e(3623, 16, 1, "An invalid floating point operation occurred."), // unverified
     e(3701, 11, 5, "Cannot %S_MSG the %S_MSG '%.*ls', because it does not exist or you do not have permission."), // unverified

@@ -35,12 +35,14 @@
 //!    (`Database::ghosts_needed`); only ghost cleanup removes ghosts.
 
 use std::cmp::Ordering;
+use std::ops::Bound;
 
 use extentdb_format::catalog::TableEntry;
 use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout, RecordType};
 use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
 
+use crate::scan::{KeyPrefix, KeyRange, PageReads, ScanChunk, ScanPosition};
 use crate::table::{layouts, Rid};
 use crate::xact::set_lsn;
 use crate::{Database, StorageError};
@@ -124,6 +126,30 @@ impl KeyInfo {
 
     fn cmp(&self, a: &[Option<&[u8]>], b: &[Option<&[u8]>]) -> Ordering {
         key::compare_keys(&self.types, a, b)
+    }
+
+    /// Key `k`'s leading columns against a range bound's prefix.
+    fn cmp_prefix(&self, k: &[Option<&[u8]>], prefix: &[Option<Vec<u8>>]) -> Ordering {
+        let n = prefix.len().min(self.types.len());
+        key::compare_keys(&self.types[..n], k, &borrow(prefix))
+    }
+
+    /// True when key `k` lies before a range's lower bound.
+    fn below(&self, k: &[Option<&[u8]>], lower: &Bound<KeyPrefix>) -> bool {
+        match lower {
+            Bound::Unbounded => false,
+            Bound::Included(p) => self.cmp_prefix(k, p) == Ordering::Less,
+            Bound::Excluded(p) => self.cmp_prefix(k, p) != Ordering::Greater,
+        }
+    }
+
+    /// True when key `k` lies past a range's upper bound.
+    fn above(&self, k: &[Option<&[u8]>], upper: &Bound<KeyPrefix>) -> bool {
+        match upper {
+            Bound::Unbounded => false,
+            Bound::Included(p) => self.cmp_prefix(k, p) == Ordering::Greater,
+            Bound::Excluded(p) => self.cmp_prefix(k, p) != Ordering::Less,
+        }
     }
 }
 
@@ -681,23 +707,37 @@ impl Database {
         &mut self,
         t: &TableEntry,
     ) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
-        Ok(self.btree_scan_chunk(t, None, usize::MAX)?.rows)
+        Ok(self
+            .btree_range_chunk(t, &KeyRange::all(), None, usize::MAX)?
+            .rows)
     }
 
-    /// Live leaf rows in key order after the row `after` (from the first when None), leaf
-    /// by leaf until about `max_bytes` are taken (scan.rs invariant 1).
-    pub(crate) fn btree_scan_chunk(
+    /// Live leaf rows in key order inside `range` and after the row `after` (from the
+    /// range's start when None), leaf by leaf until about `max_bytes` are taken (scan.rs
+    /// invariants 1, 4 and 5). A bounded range descends to its start and stops at the
+    /// first key past its end; the whole range reads from the first leaf to the last.
+    pub(crate) fn btree_range_chunk(
         &mut self,
         t: &TableEntry,
+        range: &KeyRange,
         after: Option<&[u8]>,
         max_bytes: usize,
-    ) -> Result<crate::scan::ScanChunk, StorageError> {
+    ) -> Result<ScanChunk, StorageError> {
         let ki = KeyInfo::of(t);
         let after_key = after.map(|r| ki.key(r)).transpose()?;
-        let mut at = match &after_key {
-            Some(k) => self.descend(t, &ki, k, None)?,
-            None => self.leftmost_leaf(t, &ki)?,
+        let lower = match &range.lower {
+            Bound::Included(p) | Bound::Excluded(p) => Some(borrow(p)),
+            Bound::Unbounded => None,
         };
+        let mut reads = PageReads::default();
+        let mut at = match (&after_key, &lower) {
+            (Some(k), _) => self.leaf_for(t, &ki, k, &mut reads)?,
+            (None, Some(p)) => self.leaf_for(t, &ki, p, &mut reads)?,
+            (None, None) => self.leftmost_leaf(t, &ki, &mut reads)?,
+        };
+        // The descent read (and counted) the first leaf.
+        let mut counted = Some(at);
+        let bounded = after_key.is_some() || *range != KeyRange::all();
         let mut rows = Vec::new();
         let mut bytes = 0usize;
         let mut seen = 0usize;
@@ -705,19 +745,32 @@ impl Database {
             if bytes >= max_bytes {
                 let last = rows.last().map(|(_, r): &(Rid, Vec<u8>)| r.clone());
                 let next = match last {
-                    Some(r) => crate::scan::ScanPosition::AfterRecord(r),
+                    Some(r) => ScanPosition::AfterRecord(r),
                     None => unreachable!("bytes were taken, so a row was"),
                 };
-                return Ok(crate::scan::ScanChunk { rows, next });
+                return Ok(ScanChunk { rows, next, reads });
+            }
+            if counted.take() != Some(at) {
+                reads.visit(self.data.pool.get_mut().contains(at));
             }
             let p = self.tree_page(at)?;
             for (slot, r) in data_page::records(&p) {
                 let r = r?;
-                let past = match &after_key {
-                    Some(k) => ki.cmp(&ki.key(r)?, k) == Ordering::Greater,
-                    None => true,
-                };
-                if past && !record::is_ghost(r) {
+                if bounded {
+                    let k = ki.key(r)?;
+                    if after_key
+                        .as_ref()
+                        .is_some_and(|a| ki.cmp(&k, a) != Ordering::Greater)
+                        || ki.below(&k, &range.lower)
+                    {
+                        continue;
+                    }
+                    if ki.above(&k, &range.upper) {
+                        let next = ScanPosition::End;
+                        return Ok(ScanChunk { rows, next, reads });
+                    }
+                }
+                if !record::is_ghost(r) {
                     bytes += r.len();
                     rows.push(((at, slot), r.to_vec()));
                 }
@@ -728,16 +781,42 @@ impl Database {
                 return Err(extentdb_format::corrupt(at, "leaf chain loops").into());
             }
         }
-        Ok(crate::scan::ScanChunk {
-            rows,
-            next: crate::scan::ScanPosition::End,
-        })
+        let next = ScanPosition::End;
+        Ok(ScanChunk { rows, next, reads })
+    }
+
+    /// The leaf whose range holds key (or key prefix) `k`, read through the pool (a seek's
+    /// path stays cached for the next seek), each level counted in `reads`.
+    fn leaf_for(
+        &mut self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        k: &[Option<&[u8]>],
+        reads: &mut PageReads,
+    ) -> Result<PageId, StorageError> {
+        let mut at = t.root_page;
+        // A level's children are one level down (invariant 3): no tree is deeper than 255.
+        for _ in 0..=u8::MAX as usize {
+            reads.visit(self.data.pool.get_mut().contains(at));
+            let p = self.cached(at)?;
+            if p.header()?.level == 0 {
+                return Ok(at);
+            }
+            at = Self::child_for(ki, p, k)?;
+        }
+        Err(extentdb_format::corrupt(at, "index levels loop").into())
     }
 
     /// The first leaf: down the leftmost child of each level.
-    fn leftmost_leaf(&mut self, t: &TableEntry, ki: &KeyInfo) -> Result<PageId, StorageError> {
+    fn leftmost_leaf(
+        &mut self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        reads: &mut PageReads,
+    ) -> Result<PageId, StorageError> {
         let mut at = t.root_page;
         loop {
+            reads.visit(self.data.pool.get_mut().contains(at));
             let p = self.tree_page(at)?;
             if p.header()?.level == 0 {
                 return Ok(at);

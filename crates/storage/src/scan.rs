@@ -16,6 +16,14 @@
 //! 3. Rows inserted behind a heap scan's position are not returned, rows ahead of it are,
 //!    as in SQL Server's allocation-order scans without locks (isolation between sessions'
 //!    transactions is issue 21's lock manager).
+//! 4. A seek (`seek_chunk`) is a clustered scan of one key range: it descends to the
+//!    range's lower bound (or to its position), returns the live rows whose keys lie in the
+//!    range, in key order, and ends at the first key past the upper bound. It returns
+//!    exactly the rows a full scan would return inside the range, never one outside it.
+//! 5. Every chunk counts the pages it read (`PageReads`): each page visited once per visit
+//!    (logical), and of those the ones not in the buffer pool before (physical).
+
+use std::ops::Bound;
 
 use extentdb_format::{data_page, record, PageId, PAGES_PER_EXTENT};
 
@@ -42,11 +50,65 @@ pub struct ScanOrigin {
     pub page_moves: u64,
 }
 
-/// One chunk's rows and where the next chunk begins.
+/// The stored values (None for NULL) of a clustered key's leading columns, in key order:
+/// a whole key or a prefix of one.
+pub type KeyPrefix = Vec<Option<Vec<u8>>>;
+
+/// A range of a clustered index's keys. A bound is a key prefix: a key is inside an
+/// included bound when its leading columns equal the prefix, so `[(5), (5)]` is every key
+/// whose first column is 5.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyRange {
+    pub lower: Bound<KeyPrefix>,
+    pub upper: Bound<KeyPrefix>,
+}
+
+impl KeyRange {
+    /// Every key.
+    pub fn all() -> KeyRange {
+        KeyRange {
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+        }
+    }
+
+    /// True when both bounds are the same included prefix of `columns` values: one key
+    /// when `columns` is the whole key (SQL Server's "seeking for only one value").
+    pub fn is_point(&self, columns: usize) -> bool {
+        match (&self.lower, &self.upper) {
+            (Bound::Included(a), Bound::Included(b)) => a == b && a.len() == columns,
+            _ => false,
+        }
+    }
+}
+
+/// Pages a read touched: every visit (logical reads, SET STATISTICS IO's word), and the
+/// visits that found the page outside the buffer pool (physical reads).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageReads {
+    pub logical: u64,
+    pub physical: u64,
+}
+
+impl PageReads {
+    /// Counts one visit of a page that was (`cached`) or was not in the pool.
+    pub(crate) fn visit(&mut self, cached: bool) {
+        self.logical += 1;
+        self.physical += u64::from(!cached);
+    }
+
+    pub fn add(&mut self, other: PageReads) {
+        self.logical += other.logical;
+        self.physical += other.physical;
+    }
+}
+
+/// One chunk's rows, where the next chunk begins, and the pages it read.
 #[derive(Debug)]
 pub struct ScanChunk {
     pub rows: Vec<(Rid, Vec<u8>)>,
     pub next: ScanPosition,
+    pub reads: PageReads,
 }
 
 impl Database {
@@ -75,13 +137,14 @@ impl Database {
             ScanPosition::End => Ok(ScanChunk {
                 rows: Vec::new(),
                 next: ScanPosition::End,
+                reads: PageReads::default(),
             }),
             _ if t.index_id == 1 => {
                 let after = match at {
                     ScanPosition::AfterRecord(r) => Some(r.as_slice()),
                     _ => None,
                 };
-                self.btree_scan_chunk(&t, after, max_bytes)
+                self.btree_range_chunk(&t, &KeyRange::all(), after, max_bytes)
             }
             _ => {
                 if self.page_moves != origin.page_moves {
@@ -94,6 +157,37 @@ impl Database {
                 self.heap_scan_chunk(t.allocation_unit_id, from, max_bytes)
             }
         }
+    }
+
+    /// Reads rows of clustered table `object_id` inside `range` from `at` until about
+    /// `max_bytes` of records are taken (invariants 1 and 4): a seek. A heap has no key to
+    /// seek on; asking it for a range is a caller's error.
+    pub fn seek_chunk(
+        &mut self,
+        object_id: u32,
+        origin: ScanOrigin,
+        range: &KeyRange,
+        at: &ScanPosition,
+        max_bytes: usize,
+    ) -> Result<ScanChunk, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        assert_eq!(t.index_id, 1, "a seek on {}, which is a heap", t.name);
+        if t.allocation_unit_id != origin.allocation_unit_id {
+            return Err(StorageError::ScanMoved);
+        }
+        let after = match at {
+            ScanPosition::End => {
+                return Ok(ScanChunk {
+                    rows: Vec::new(),
+                    next: ScanPosition::End,
+                    reads: PageReads::default(),
+                })
+            }
+            ScanPosition::AfterRecord(r) => Some(r.as_slice()),
+            ScanPosition::Start => None,
+            ScanPosition::HeapPage(p) => panic!("a seek resumed at heap page {p}"),
+        };
+        self.btree_range_chunk(&t, range, after, max_bytes)
     }
 
     /// A heap's pages from `from` (the first page when None) in allocation order.
@@ -117,6 +211,7 @@ impl Database {
         };
         let mut rows = Vec::new();
         let mut bytes = 0usize;
+        let mut reads = PageReads::default();
         while index < extents.len() {
             if bytes >= max_bytes {
                 let (file, extent) = extents[index];
@@ -124,10 +219,12 @@ impl Database {
                 return Ok(ScanChunk {
                     rows,
                     next: ScanPosition::HeapPage(next),
+                    reads,
                 });
             }
             let (file, extent) = extents[index];
             let pid = PageId::new(file, extent.first_page().0 + page_in_extent);
+            reads.visit(self.data.pool.get_mut().contains(pid));
             bytes += self.heap_page_rows(au, pid, &mut rows)?;
             page_in_extent += 1;
             if page_in_extent == PAGES_PER_EXTENT {
@@ -138,6 +235,7 @@ impl Database {
         Ok(ScanChunk {
             rows,
             next: ScanPosition::End,
+            reads,
         })
     }
 

@@ -19,7 +19,7 @@ use extentdb_storage::Database;
 use super::errors;
 use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
-use super::tables::TableRef;
+use super::tables::{Access, TableRef};
 use super::xact::Shared;
 use super::{Out, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
@@ -417,7 +417,13 @@ impl Session {
                 }
             });
         }
-        let mut matched = self.matching(&t, u.where_clause.as_ref())?;
+        // A variable assigned row by row may be what WHERE compares with: no seek then.
+        let assigns_variable = targets.iter().any(Option::is_none);
+        let access = match assigns_variable {
+            true => Access::Scan,
+            false => self.access_for(&t, u.where_clause.as_ref(), None),
+        };
+        let mut matched = self.matching(&t, u.where_clause.as_ref(), access)?;
         let limit = self.top_count(&u.top, matched.len())?;
         matched.truncate(limit);
         let columns = t.columns();
@@ -464,7 +470,7 @@ impl Session {
             // first, so the duplicate reported is a new key.
             let changed: HashSet<Rid> = changes.iter().map(|(i, _)| matched[*i].0).collect();
             let mut unchanged = Vec::new();
-            t.each_row(|rid, r| {
+            t.each_row(Access::Scan, |rid, r| {
                 if !changed.contains(&rid) {
                     unchanged.push(r);
                 }
@@ -490,6 +496,7 @@ impl Session {
             }
             Ok(())
         })?;
+        self.report_io(&t, out);
         self.rows_affected(count, out);
         Ok(())
     }
@@ -499,7 +506,8 @@ impl Session {
             return Err(vec![not_yet("DELETE ... FROM")]);
         }
         let t = self.table_for(&d.table, "DELETE")?;
-        let matched = self.matching(&t, d.where_clause.as_ref())?;
+        let access = self.access_for(&t, d.where_clause.as_ref(), None);
+        let matched = self.matching(&t, d.where_clause.as_ref(), access)?;
         let limit = self.top_count(&d.top, matched.len())?;
         let rids: Vec<(Rid, &Vec<Value>)> = matched
             .iter()
@@ -517,21 +525,24 @@ impl Session {
             }
             Ok(())
         })?;
+        self.report_io(&t, out);
         self.rows_affected(rids.len() as u64, out);
         Ok(())
     }
 
     /// The rows WHERE accepts, with their RIDs, all found before anything is written (so
-    /// the statement never meets its own changes: the Halloween problem). The table is
-    /// read a chunk at a time: what is held is the matches, not the table.
+    /// the statement never meets its own changes: the Halloween problem). The table (or
+    /// the key ranges of a seek, `access`) is read a chunk at a time: what is held is the
+    /// matches, not the table.
     fn matching(
         &mut self,
         t: &TableRef,
         filter: Option<&Expr>,
+        access: Access,
     ) -> Result<Vec<(Rid, Vec<Value>)>, Vec<SqlError>> {
         let columns = t.columns();
         let mut out = Vec::new();
-        t.each_row(|rid, r| {
+        t.each_row(access, |rid, r| {
             let keep = match filter {
                 None => true,
                 Some(w) => {

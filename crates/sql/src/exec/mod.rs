@@ -42,6 +42,7 @@ pub mod output;
 mod principal_views;
 mod security;
 mod security_ddl;
+mod seek;
 mod select;
 mod shrink;
 mod space;
@@ -261,6 +262,7 @@ impl Engine {
             vars: HashMap::new(),
             declared_by: HashMap::new(),
             nocount: false,
+            statistics_io: false,
             implicit_transactions: false,
             rowcount: 0,
             trancount: 0,
@@ -304,6 +306,9 @@ pub struct Session {
     /// again (a loop) it is no redeclaration, as in SQL Server.
     declared_by: HashMap<String, usize>,
     pub nocount: bool,
+    /// SET STATISTICS IO ON: each statement that reads a user table reports its reads
+    /// (Msg 3615) after it.
+    statistics_io: bool,
     /// SET IMPLICIT_TRANSACTIONS ON: with @@TRANCOUNT 0, a statement that reads or writes
     /// a table begins a transaction first (mssql-jdbc's setAutoCommit(false)).
     implicit_transactions: bool,
@@ -697,7 +702,37 @@ impl Session {
         if options.iter().any(|o| o == "IMPLICIT_TRANSACTIONS") {
             self.implicit_transactions = on;
         }
+        if options.iter().any(|o| o == "STATISTICS IO") {
+            self.statistics_io = on;
+        }
         Ok(())
+    }
+
+    /// SET STATISTICS IO's report of a statement's reads of table `t` (Msg 3615). Only
+    /// data pages exist: no page servers, no read-ahead, no LOB pages, so those are 0.
+    fn report_io(&self, t: &tables::TableRef, out: &mut Out) {
+        if !self.statistics_io {
+            return;
+        }
+        let io = t.io.get();
+        let (scans, logical, physical) = (io.scans, io.reads.logical, io.reads.physical);
+        out.push(Output::Info(msg(
+            3615,
+            &[
+                &t.entry.name,
+                &scans,
+                &logical,
+                &physical,
+                &0,
+                &0,
+                &0,
+                &0,
+                &0,
+                &0,
+                &0,
+                &0,
+            ],
+        )));
     }
 
     /// Reports rows affected unless SET NOCOUNT ON, and sets @@ROWCOUNT.

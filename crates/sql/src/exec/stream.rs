@@ -3,8 +3,8 @@
 //! made, so a result set flows from the page to the client and what the session holds
 //! does not grow with the table.
 //!
-//! The chain: `TableScan` (storage `scan_chunk`, the database held for each chunk's read
-//! only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
+//! The chain: `TableScan` (storage `scan_chunk`, or `seek_chunk` over the key ranges
+//! `seek::access_for` finds in WHERE; the database held for each chunk's read only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
 //! computed row by row (`aggregate::Accumulator`)] → HAVING → the select list →
 //! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
 //! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP → the client. Other shapes (system
@@ -32,7 +32,7 @@ use super::aggregate::{self, Accumulator, Aggregate};
 use super::eval::as_i64;
 use super::select::{same_row, ColumnTyper, Source};
 use super::spill::{SortSpill, SortedRows};
-use super::tables::{Chunks, TableRef};
+use super::tables::{Access, Chunks, TableRef};
 use super::views::Rowset;
 use super::{Out, Session};
 use crate::ast::{Expr, Literal, Query, QueryBody, Select, SelectItem, TableSource};
@@ -65,10 +65,11 @@ struct TableScan<'a> {
 }
 
 impl<'a> TableScan<'a> {
-    fn new(t: &'a TableRef) -> Result<TableScan<'a>, Errors> {
+    /// The rows `access` reaches: the whole table, or a seek's key ranges.
+    fn new(t: &'a TableRef, access: Access) -> Result<TableScan<'a>, Errors> {
         Ok(TableScan {
             t,
-            chunks: Chunks::new(t)?,
+            chunks: Chunks::new(t, access)?,
             chunk: Vec::new().into_iter(),
         })
     }
@@ -275,13 +276,19 @@ impl Session {
             table: name.name().to_string(),
             alias: alias.clone(),
         };
-        if aggregate::is_aggregate_query(s) {
-            return self.grouped_streamed(q, s, &t, &src, out);
+        let access = self.access_for(&t, s.where_clause.as_ref(), alias.as_deref());
+        let done = if aggregate::is_aggregate_query(s) {
+            self.grouped_streamed(q, s, &t, &src, access, out)?
+        } else {
+            (|| {
+                let mut scan = TableScan::new(&t, access)?;
+                self.finish_streamed(q, s, &src, &mut scan, out)
+            })()
+        };
+        if done.is_ok() {
+            self.report_io(&t, out);
         }
-        Some((|| {
-            let mut scan = TableScan::new(&t)?;
-            self.finish_streamed(q, s, &src, &mut scan, out)
-        })())
+        Some(done)
     }
 
     /// GROUP BY and aggregates: the table's rows WHERE keeps, sorted by the grouping keys,
@@ -294,6 +301,7 @@ impl Session {
         s: &Select,
         t: &TableRef,
         src: &Source,
+        access: Access,
         out: &mut Out,
     ) -> Option<Result<(), Errors>> {
         let plan = match self.plan_grouping(q, s, src, &[]) {
@@ -305,7 +313,7 @@ impl Session {
             return None;
         }
         Some((|| {
-            let mut scan = TableScan::new(t)?;
+            let mut scan = TableScan::new(t, access)?;
             let mut filtered;
             let input: &mut dyn RowSource = match &s.where_clause {
                 Some(w) => {

@@ -3,9 +3,11 @@
 //!
 //! Only the `dbo` schema exists; a name in any other schema is not found (Msg 208).
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use extentdb_storage::db_lock::DbLock;
+use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition};
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record;
@@ -26,6 +28,24 @@ pub(super) struct TableRef {
     pub db_name: String,
     pub entry: TableEntry,
     pub types: Vec<SqlType>,
+    /// What the statement's reads of the table cost so far (SET STATISTICS IO).
+    pub io: Cell<TableIo>,
+}
+
+/// A statement's reads of one table, as SET STATISTICS IO reports them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TableIo {
+    /// Scans and seeks begun (SQL Server's scan count: a seek of one whole key counts 0).
+    pub scans: u64,
+    pub reads: PageReads,
+}
+
+/// How a statement reads a table: all of it, or the rows of key ranges of its clustered
+/// index (`seek::access_for`), ascending and disjoint, in key order as a scan returns them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Access {
+    Scan,
+    Seek(Vec<KeyRange>),
 }
 
 impl TableRef {
@@ -49,6 +69,14 @@ impl TableRef {
         format!("{}.{}", self.db_name, self.two_part())
     }
 
+    /// Columns of the clustered key (0 for a heap).
+    pub fn key_width(&self) -> usize {
+        match (&self.entry.primary_key, self.entry.index_id) {
+            (Some((_, ids)), 1) => ids.len(),
+            _ => 0,
+        }
+    }
+
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.entry
             .columns
@@ -67,13 +95,15 @@ impl TableRef {
             .collect()
     }
 
-    /// Calls `each` with every live row and its RID, reading the table a chunk at a time
-    /// (`Chunks`), until `each` returns false: what is held is one chunk, not the table.
+    /// Calls `each` with every live row `access` reaches and its RID, reading the table a
+    /// chunk at a time (`Chunks`), until `each` returns false: what is held is one chunk,
+    /// not the table.
     pub fn each_row(
         &self,
+        access: Access,
         mut each: impl FnMut(Rid, Vec<Value>) -> Result<bool, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
-        let mut chunks = Chunks::new(self)?;
+        let mut chunks = Chunks::new(self, access)?;
         while let Some(rows) = chunks.next_chunk()? {
             for (rid, rec) in rows {
                 if !each(rid, self.decode(&rec)?)? {
@@ -109,39 +139,95 @@ pub(super) type StoredRows = Vec<(Rid, Vec<u8>)>;
 
 /// Bytes of records one chunk of a scan reads with the database held.
 const CHUNK_BYTES: usize = 256 << 10;
+/// Key ranges one chunk of a seek reads with the database held at most (an IN list's
+/// points), so a long list lets other sessions in between.
+const CHUNK_RANGES: usize = 256;
 
-/// A table's rows a chunk at a time (storage `scan_chunk`): the database is held for each
-/// chunk's read only, so the reader can let go of it between chunks.
+/// A table's rows a chunk at a time (storage `scan_chunk`, or `seek_chunk` for each key
+/// range of a seek): the database is held for each chunk's read only, so the reader can
+/// let go of it between chunks.
 pub(super) struct Chunks<'a> {
     t: &'a TableRef,
-    origin: extentdb_storage::scan::ScanOrigin,
-    at: extentdb_storage::scan::ScanPosition,
+    origin: ScanOrigin,
+    access: Access,
+    /// The key range being read (a seek's).
+    range: usize,
+    at: ScanPosition,
 }
 
 impl<'a> Chunks<'a> {
-    pub fn new(t: &'a TableRef) -> Result<Chunks<'a>, Vec<SqlError>> {
+    pub fn new(t: &'a TableRef, access: Access) -> Result<Chunks<'a>, Vec<SqlError>> {
+        assert!(
+            access == Access::Scan || t.entry.index_id == 1,
+            "a seek of heap {}",
+            t.entry.name
+        );
         let origin = t.db.lock().unwrap().scan_origin(t.entry.object_id);
+        let mut io = t.io.get();
+        io.scans += match &access {
+            Access::Scan => 1,
+            Access::Seek(r) if r.len() == 1 && r[0].is_point(t.key_width()) => 0,
+            Access::Seek(r) => r.len() as u64,
+        };
+        t.io.set(io);
         Ok(Chunks {
             t,
             origin: origin.map_err(|e| super::errors::map_data(&e, &t.db_name))?,
-            at: extentdb_storage::scan::ScanPosition::Start,
+            access,
+            range: 0,
+            at: ScanPosition::Start,
         })
+    }
+
+    /// Moves past key ranges read to their end; false when nothing is left to read.
+    fn more(&mut self) -> bool {
+        match &self.access {
+            Access::Scan => self.at != ScanPosition::End,
+            Access::Seek(ranges) => {
+                while self.at == ScanPosition::End && self.range < ranges.len() {
+                    self.range += 1;
+                    self.at = ScanPosition::Start;
+                }
+                self.range < ranges.len()
+            }
+        }
     }
 
     /// The next chunk's records with their RIDs; None past the last.
     pub fn next_chunk(&mut self) -> Result<Option<StoredRows>, Vec<SqlError>> {
-        if self.at == extentdb_storage::scan::ScanPosition::End {
+        if !self.more() {
             return Ok(None);
         }
-        let chunk = self
-            .t
-            .db
-            .lock()
-            .unwrap()
-            .scan_chunk(self.t.entry.object_id, self.origin, &self.at, CHUNK_BYTES)
-            .map_err(|e| super::errors::map_data(&e, &self.t.db_name))?;
-        self.at = chunk.next;
-        Ok(Some(chunk.rows))
+        let t = self.t;
+        let oid = t.entry.object_id;
+        let mut db = t.db.lock().unwrap();
+        let mut rows: StoredRows = Vec::new();
+        let mut bytes = 0;
+        let mut reads = PageReads::default();
+        let (mut calls, first) = (0usize, self.range);
+        // A scan reads one chunk per call; a seek goes on through its ranges while the
+        // chunk has room.
+        while bytes < CHUNK_BYTES && self.range - first < CHUNK_RANGES && self.more() {
+            let chunk = match &self.access {
+                Access::Scan if calls > 0 => break,
+                Access::Scan => db.scan_chunk(oid, self.origin, &self.at, CHUNK_BYTES),
+                Access::Seek(r) => {
+                    let max = CHUNK_BYTES - bytes;
+                    db.seek_chunk(oid, self.origin, &r[self.range], &self.at, max)
+                }
+            }
+            .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
+            calls += 1;
+            bytes += chunk.rows.iter().map(|(_, r)| r.len()).sum::<usize>();
+            reads.add(chunk.reads);
+            rows.extend(chunk.rows);
+            self.at = chunk.next;
+        }
+        drop(db);
+        let mut io = t.io.get();
+        io.reads.add(reads);
+        t.io.set(io);
+        Ok(Some(rows))
     }
 }
 
@@ -229,6 +315,7 @@ impl Session {
             db_name,
             entry,
             types,
+            io: Cell::new(TableIo::default()),
         }))
     }
 

@@ -1,0 +1,578 @@
+//! Seeks on the clustered key: the key ranges of a table's clustered index that a WHERE
+//! clause confines a statement to, so SELECT, UPDATE and DELETE read those ranges
+//! (storage `seek_chunk`) instead of the whole table.
+//!
+//! What narrows: top-level AND conjuncts that compare a leading key column with a value
+//! known before the first row (a literal, a variable or parameter, arithmetic and CAST /
+//! CONVERT of those): `col = v`, `<`, `<=`, `>`, `>=`, `!<`, `!>`, either way round,
+//! `col BETWEEN a AND b` and `col IN (v, ...)`. The conjuncts on one column intersect into
+//! sorted, disjoint intervals; a column held to points (equality, IN) lets the next key
+//! column narrow too (composite keys: an equality prefix, then a range). Everything else
+//! (OR, NOT, functions of the column, subqueries) leaves the statement to scan.
+//!
+//! Invariants:
+//! 1. A seek returns a superset of the rows the WHERE clause accepts, in key order as a
+//!    scan of the clustered index returns them: the full WHERE is still evaluated on every
+//!    row, so correctness never depends on the analysis being complete, only on its
+//!    never dropping a row. A conjunct it cannot reason about exactly narrows nothing.
+//! 2. Only key types whose stored order (`format::key::compare`) agrees with the SQL
+//!    comparison (`ops::compare`) are sought: the integers, decimal / numeric, date,
+//!    datetime, datetime2 and uniqueidentifier. Character keys scan: the B-tree folds case
+//!    with `to_uppercase` over Latin-1 bytes while T-SQL folds with `to_lowercase`, so
+//!    their orders differ (`'_'` sorts after `'A'` in one and before `'a'` in the other),
+//!    and `ß` equals `SS` in one only. Float and real scan (-0 and 0 are equal in SQL,
+//!    ordered in the tree), binary scans (the tree ignores trailing zeros), bit scans
+//!    (a conversion to bit is not monotone: -3 becomes 1).
+//! 3. A value is converted to the key column's type; when it does not convert exactly
+//!    (`int_col = 1.5`, `date_col < '2020-01-01 10:00'`) the bound moves to the nearest
+//!    value of the column's type on the right side (a conversion rounds or truncates to a
+//!    neighbour, so no value of the type lies between), and an equality becomes empty.
+//!    A value that does not convert (overflow, text that is no number) narrows nothing.
+//!    Float values narrow nothing: comparisons through floating point are not exact.
+//! 4. NULL never matches: a comparison with NULL makes the range empty.
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+
+use extentdb_format::key;
+use extentdb_storage::scan::{KeyPrefix, KeyRange};
+
+use super::tables::{Access, TableRef};
+use super::Session;
+use crate::ast::{BinaryOp, Expr, UnaryOp};
+use crate::convert::{convert, rescale};
+use crate::ops;
+use crate::rowcodec;
+use crate::types::{SqlType, Value};
+
+/// Key ranges one seek reads at most; past it, fewer key columns narrow (an IN list
+/// longer than this scans).
+const MAX_RANGES: usize = 4096;
+
+/// An interval of one key column's stored values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Interval {
+    lo: Bound<Vec<u8>>,
+    hi: Bound<Vec<u8>>,
+}
+
+/// What the conjuncts on one key column allow: sorted, disjoint, non-empty intervals.
+type ColumnSet = Vec<Interval>;
+
+/// A comparison of a key column with a value, the column on the left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cmp {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    fn of(op: BinaryOp) -> Option<Cmp> {
+        Some(match op {
+            BinaryOp::Equal => Cmp::Eq,
+            BinaryOp::Less => Cmp::Lt,
+            BinaryOp::LessOrEqual | BinaryOp::NotGreater => Cmp::Le,
+            BinaryOp::Greater => Cmp::Gt,
+            BinaryOp::GreaterOrEqual | BinaryOp::NotLess => Cmp::Ge,
+            _ => return None,
+        })
+    }
+
+    /// The same comparison with its operands swapped (`5 < col` is `col > 5`).
+    fn reversed(self) -> Cmp {
+        match self {
+            Cmp::Eq => Cmp::Eq,
+            Cmp::Lt => Cmp::Gt,
+            Cmp::Le => Cmp::Ge,
+            Cmp::Gt => Cmp::Lt,
+            Cmp::Ge => Cmp::Le,
+        }
+    }
+}
+
+/// The clustered key as the analysis sees it: each column's position, SQL type and stored
+/// type id, and the names a column reference may qualify it with.
+struct KeyColumns<'a> {
+    names: Vec<&'a str>,
+    types: Vec<SqlType>,
+    type_ids: Vec<u8>,
+    table: &'a str,
+    alias: Option<&'a str>,
+}
+
+impl KeyColumns<'_> {
+    /// The key column (its place in the key) that `e` names, if it is a bare reference.
+    fn column_of(&self, e: &Expr) -> Option<usize> {
+        let Expr::Column(name) = e else {
+            return None;
+        };
+        let qualified_ok = match name.parts.len() {
+            1 => true,
+            2 => {
+                let q = name.parts[0].as_str();
+                q.eq_ignore_ascii_case(self.table)
+                    || self.alias.is_some_and(|a| q.eq_ignore_ascii_case(a))
+            }
+            _ => false,
+        };
+        if !qualified_ok {
+            return None;
+        }
+        self.names
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(name.name()))
+    }
+}
+
+impl Session {
+    /// How a statement whose WHERE is `filter` reads table `t` (`alias` as the FROM clause
+    /// names it): the key ranges of a seek, or the whole table.
+    pub(super) fn access_for(
+        &mut self,
+        t: &TableRef,
+        filter: Option<&Expr>,
+        alias: Option<&str>,
+    ) -> Access {
+        let (Some(filter), Some((_, ids)), 1) = (filter, &t.entry.primary_key, t.entry.index_id)
+        else {
+            return Access::Scan;
+        };
+        let mut keys = KeyColumns {
+            names: Vec::new(),
+            types: Vec::new(),
+            type_ids: Vec::new(),
+            table: &t.entry.name,
+            alias,
+        };
+        for id in ids {
+            let Some(p) = t.entry.columns.iter().position(|c| c.column_id == *id) else {
+                return Access::Scan;
+            };
+            keys.names.push(&t.entry.columns[p].name);
+            keys.types.push(t.types[p]);
+            keys.type_ids.push(t.entry.columns[p].system_type_id);
+        }
+        let mut conjuncts = Vec::new();
+        flatten_and(filter, &mut conjuncts);
+        // None: nothing narrows that column.
+        let mut sets: Vec<Option<ColumnSet>> = vec![None; ids.len()];
+        for c in conjuncts {
+            let Some((col, set)) = self.conjunct_set(c, &keys) else {
+                continue;
+            };
+            let tid = keys.type_ids[col];
+            sets[col] = Some(match sets[col].take() {
+                Some(old) => intersect(tid, &old, &set),
+                None => set,
+            });
+        }
+        match key_ranges(&sets) {
+            Some(ranges) => Access::Seek(ranges),
+            None => Access::Scan,
+        }
+    }
+
+    /// The key column a conjunct narrows and the values it allows, if it narrows one.
+    fn conjunct_set(&mut self, e: &Expr, keys: &KeyColumns) -> Option<(usize, ColumnSet)> {
+        match e {
+            Expr::Binary { left, op, right } => {
+                let cmp = Cmp::of(*op)?;
+                let (col, cmp, value) = match (keys.column_of(left), keys.column_of(right)) {
+                    (Some(c), None) if is_constant(right) => (c, cmp, right),
+                    (None, Some(c)) if is_constant(left) => (c, cmp.reversed(), left),
+                    _ => return None,
+                };
+                let v = self.eval(value, None).ok()?;
+                Some((col, bound_set(keys.types[col], cmp, &v)?))
+            }
+            Expr::Between {
+                expr,
+                low,
+                high,
+                negated: false,
+            } => {
+                let col = keys.column_of(expr)?;
+                if !is_constant(low) || !is_constant(high) {
+                    return None;
+                }
+                let (lo, hi) = (self.eval(low, None).ok()?, self.eval(high, None).ok()?);
+                let ty = keys.types[col];
+                let set = match (bound_set(ty, Cmp::Ge, &lo), bound_set(ty, Cmp::Le, &hi)) {
+                    (Some(a), Some(b)) => intersect(keys.type_ids[col], &a, &b),
+                    (Some(a), None) | (None, Some(a)) => a,
+                    (None, None) => return None,
+                };
+                Some((col, set))
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated: false,
+            } => {
+                let col = keys.column_of(expr)?;
+                let mut points = Vec::with_capacity(list.len());
+                for item in list {
+                    if !is_constant(item) {
+                        return None;
+                    }
+                    let v = self.eval(item, None).ok()?;
+                    // Each item allows one point or none (a NULL, a value no key equals).
+                    points.extend(bound_set(keys.types[col], Cmp::Eq, &v)?);
+                }
+                let tid = keys.type_ids[col];
+                points.sort_by(|a, b| lo_order(tid, &a.lo, &b.lo));
+                points.dedup_by(|a, b| lo_order(tid, &a.lo, &b.lo) == Ordering::Equal);
+                Some((col, points))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The conjuncts of a top-level AND chain.
+fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Binary {
+            left,
+            op: BinaryOp::And,
+            right,
+        } => {
+            flatten_and(left, out);
+            flatten_and(right, out);
+        }
+        e => out.push(e),
+    }
+}
+
+/// True for an expression whose value is known before the first row and the same for
+/// every row: literals, variables (and parameters), and arithmetic and conversions of them.
+fn is_constant(e: &Expr) -> bool {
+    match e {
+        Expr::Literal(_) | Expr::Variable(_) => true,
+        Expr::Unary {
+            op: UnaryOp::Negate | UnaryOp::Plus,
+            expr,
+        } => is_constant(expr),
+        Expr::Cast { expr, .. } => is_constant(expr),
+        Expr::Convert { expr, style, .. } => {
+            is_constant(expr) && style.as_deref().is_none_or(is_constant)
+        }
+        Expr::Binary { left, op, right } => {
+            matches!(
+                op,
+                BinaryOp::Add
+                    | BinaryOp::Subtract
+                    | BinaryOp::Multiply
+                    | BinaryOp::Divide
+                    | BinaryOp::Modulo
+            ) && is_constant(left)
+                && is_constant(right)
+        }
+        _ => false,
+    }
+}
+
+/// True when `ops::compare` orders any value of key type `col` against `c` exactly and in
+/// the stored order (invariants 2 and 3).
+fn exactly_comparable(col: SqlType, c: &Value) -> bool {
+    use SqlType as T;
+    let (precision, scale) = match col {
+        T::TinyInt | T::SmallInt | T::Int | T::BigInt => (19u32, 0u8),
+        T::Decimal { precision, scale } => (precision as u32, scale),
+        T::Date | T::DateTime | T::DateTime2(_) => {
+            return matches!(
+                c,
+                Value::Date(_) | Value::DateTime(_) | Value::DateTime2(_) | Value::Text(_)
+            )
+        }
+        T::UniqueIdentifier => return matches!(c, Value::Guid(_) | Value::Text(_)),
+        _ => return false,
+    };
+    // Numbers compare exactly while both rescale to the larger scale within i128.
+    let integer = |i: i128| rescale(i, 0, scale).is_some();
+    match c {
+        Value::TinyInt(i) => integer(*i as i128),
+        Value::SmallInt(i) => integer(*i as i128),
+        Value::Int(i) => integer(*i as i128),
+        Value::BigInt(i) => integer(*i as i128),
+        Value::Decimal { unscaled, scale: s } => {
+            let to = scale.max(*s);
+            precision + u32::from(to - scale) <= 38 && rescale(*unscaled, *s, to).is_some()
+        }
+        // Text against an integer key converts to the key's type; against a decimal it
+        // is parsed at its own scale: left to the scan.
+        Value::Text(_) => scale == 0 && precision == 19,
+        _ => false,
+    }
+}
+
+/// The values of key type `col` that `col <cmp> c` allows, as stored bytes; None when the
+/// comparison cannot be reasoned about exactly (invariants 3 and 4).
+fn bound_set(col: SqlType, cmp: Cmp, c: &Value) -> Option<ColumnSet> {
+    use Bound::{Excluded, Included, Unbounded};
+    if c.is_null() {
+        return Some(Vec::new());
+    }
+    if !exactly_comparable(col, c) {
+        return None;
+    }
+    let v = convert(c, col, None).ok().filter(|v| !v.is_null())?;
+    let o = ops::compare(&v, c).ok()??;
+    let b = rowcodec::encode(col, &v).ok()??;
+    let (lo, hi) = match (cmp, o) {
+        (Cmp::Eq, Ordering::Equal) => (Included(b.clone()), Included(b)),
+        (Cmp::Eq, _) => return Some(Vec::new()),
+        (Cmp::Lt, Ordering::Equal) => (Unbounded, Excluded(b)),
+        (Cmp::Le, Ordering::Equal) => (Unbounded, Included(b)),
+        (Cmp::Gt, Ordering::Equal) => (Excluded(b), Unbounded),
+        (Cmp::Ge, Ordering::Equal) => (Included(b), Unbounded),
+        // The key value below c: keys up to it are below c, keys after it above.
+        (Cmp::Lt | Cmp::Le, Ordering::Less) => (Unbounded, Included(b)),
+        (Cmp::Gt | Cmp::Ge, Ordering::Less) => (Excluded(b), Unbounded),
+        // The key value above c.
+        (Cmp::Lt | Cmp::Le, Ordering::Greater) => (Unbounded, Excluded(b)),
+        (Cmp::Gt | Cmp::Ge, Ordering::Greater) => (Included(b), Unbounded),
+    };
+    Some(vec![Interval { lo, hi }])
+}
+
+fn value_cmp(tid: u8, a: &[u8], b: &[u8]) -> Ordering {
+    key::compare(tid, Some(a), Some(b))
+}
+
+/// Lower bounds in order: unbounded first, then by value, an included value before the
+/// excluded same value.
+fn lo_order(tid: u8, a: &Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> Ordering {
+    use Bound::{Excluded, Included, Unbounded};
+    match (a, b) {
+        (Unbounded, Unbounded) => Ordering::Equal,
+        (Unbounded, _) => Ordering::Less,
+        (_, Unbounded) => Ordering::Greater,
+        (Included(x) | Excluded(x), Included(y) | Excluded(y)) => {
+            value_cmp(tid, x, y).then(matches!(a, Excluded(_)).cmp(&matches!(b, Excluded(_))))
+        }
+    }
+}
+
+/// Upper bounds in order: by value, an excluded value before the included same value,
+/// unbounded last.
+fn hi_order(tid: u8, a: &Bound<Vec<u8>>, b: &Bound<Vec<u8>>) -> Ordering {
+    use Bound::{Excluded, Included, Unbounded};
+    match (a, b) {
+        (Unbounded, Unbounded) => Ordering::Equal,
+        (Unbounded, _) => Ordering::Greater,
+        (_, Unbounded) => Ordering::Less,
+        (Included(x) | Excluded(x), Included(y) | Excluded(y)) => {
+            value_cmp(tid, x, y).then(matches!(a, Included(_)).cmp(&matches!(b, Included(_))))
+        }
+    }
+}
+
+/// True when no value lies between `lo` and `hi`.
+fn is_empty(tid: u8, lo: &Bound<Vec<u8>>, hi: &Bound<Vec<u8>>) -> bool {
+    use Bound::{Excluded, Included};
+    match (lo, hi) {
+        (Included(a) | Excluded(a), Included(b) | Excluded(b)) => match value_cmp(tid, a, b) {
+            Ordering::Greater => true,
+            Ordering::Equal => !matches!((lo, hi), (Included(_), Included(_))),
+            Ordering::Less => false,
+        },
+        _ => false,
+    }
+}
+
+/// The intersection of two sets of sorted, disjoint intervals (sorted and disjoint too).
+fn intersect(tid: u8, a: &[Interval], b: &[Interval]) -> ColumnSet {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let lo = match lo_order(tid, &a[i].lo, &b[j].lo) {
+            Ordering::Less => b[j].lo.clone(),
+            _ => a[i].lo.clone(),
+        };
+        let first_ends = hi_order(tid, &a[i].hi, &b[j].hi);
+        let hi = match first_ends {
+            Ordering::Greater => b[j].hi.clone(),
+            _ => a[i].hi.clone(),
+        };
+        if !is_empty(tid, &lo, &hi) {
+            out.push(Interval { lo, hi });
+        }
+        match first_ends {
+            Ordering::Less => i += 1,
+            Ordering::Greater => j += 1,
+            Ordering::Equal => (i, j) = (i + 1, j + 1),
+        }
+    }
+    out
+}
+
+/// The single value of an interval that holds one.
+fn point(i: &Interval) -> Option<&Vec<u8>> {
+    match (&i.lo, &i.hi) {
+        (Bound::Included(a), Bound::Included(b)) if a == b => Some(a),
+        _ => None,
+    }
+}
+
+/// A key prefix extended by one column's bound.
+fn extended(prefix: &KeyPrefix, b: &Bound<Vec<u8>>) -> Bound<KeyPrefix> {
+    let with = |v: &Vec<u8>| {
+        let mut p = prefix.clone();
+        p.push(Some(v.clone()));
+        p
+    };
+    match b {
+        Bound::Included(v) => Bound::Included(with(v)),
+        Bound::Excluded(v) => Bound::Excluded(with(v)),
+        Bound::Unbounded if prefix.is_empty() => Bound::Unbounded,
+        Bound::Unbounded => Bound::Included(prefix.clone()),
+    }
+}
+
+/// The key ranges the columns' sets allow, ascending and disjoint: the product of the
+/// leading columns held to points, then the intervals of the first column that is not.
+/// None when the first key column is not narrowed (the statement scans).
+fn key_ranges(sets: &[Option<ColumnSet>]) -> Option<Vec<KeyRange>> {
+    let mut prefixes: Vec<KeyPrefix> = vec![Vec::new()];
+    for set in sets {
+        let Some(set) = set else { break };
+        if set.is_empty() {
+            return Some(Vec::new());
+        }
+        if prefixes.len() * set.len() > MAX_RANGES {
+            break;
+        }
+        let points: Option<Vec<&Vec<u8>>> = set.iter().map(point).collect();
+        let Some(points) = points else {
+            let mut ranges = Vec::with_capacity(prefixes.len() * set.len());
+            for p in &prefixes {
+                for i in set {
+                    ranges.push(KeyRange {
+                        lower: extended(p, &i.lo),
+                        upper: extended(p, &i.hi),
+                    });
+                }
+            }
+            return Some(ranges);
+        };
+        prefixes = prefixes
+            .iter()
+            .flat_map(|p| {
+                points.iter().map(move |v| {
+                    let mut p = p.clone();
+                    p.push(Some((*v).clone()));
+                    p
+                })
+            })
+            .collect();
+    }
+    if prefixes.len() == 1 && prefixes[0].is_empty() {
+        return None;
+    }
+    Some(
+        prefixes
+            .into_iter()
+            .map(|p| KeyRange {
+                lower: Bound::Included(p.clone()),
+                upper: Bound::Included(p),
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use extentdb_format::key::type_id;
+
+    fn int(v: i32) -> Vec<u8> {
+        v.to_le_bytes().to_vec()
+    }
+
+    fn iv(lo: Bound<i32>, hi: Bound<i32>) -> Interval {
+        Interval {
+            lo: lo.map(int),
+            hi: hi.map(int),
+        }
+    }
+
+    /// Proves intersection keeps what both sets allow, drops what either excludes, and
+    /// treats an excluded bound as narrower than the included same value.
+    #[test]
+    fn intervals_intersect() {
+        use Bound::{Excluded, Included, Unbounded};
+        let t = type_id::INT;
+        let a = vec![iv(Unbounded, Excluded(10))];
+        let b = vec![iv(Included(3), Unbounded)];
+        assert_eq!(intersect(t, &a, &b), vec![iv(Included(3), Excluded(10))]);
+        let points = vec![iv(Included(1), Included(1)), iv(Included(5), Included(5))];
+        assert_eq!(
+            intersect(t, &points, &b),
+            vec![iv(Included(5), Included(5))]
+        );
+        let c = vec![iv(Excluded(5), Unbounded)];
+        assert!(intersect(t, &points, &c).is_empty());
+        let d = vec![iv(Included(-300), Included(-300))];
+        assert!(intersect(t, &d, &b).is_empty());
+    }
+
+    /// Proves a value that does not convert exactly moves the bound to the neighbouring
+    /// key value and empties an equality; NULL allows nothing; floats narrow nothing.
+    #[test]
+    fn inexact_values_move_the_bound() {
+        use Bound::{Excluded, Included, Unbounded};
+        let half = Value::Decimal {
+            unscaled: 15,
+            scale: 1,
+        };
+        let set = |cmp| bound_set(SqlType::Int, cmp, &half).unwrap();
+        assert!(set(Cmp::Eq).is_empty());
+        assert_eq!(set(Cmp::Gt), vec![iv(Excluded(1), Unbounded)]);
+        assert_eq!(set(Cmp::Ge), vec![iv(Excluded(1), Unbounded)]);
+        assert_eq!(set(Cmp::Lt), vec![iv(Unbounded, Included(1))]);
+        let neg = Value::Decimal {
+            unscaled: -15,
+            scale: 1,
+        };
+        assert_eq!(
+            bound_set(SqlType::Int, Cmp::Ge, &neg).unwrap(),
+            vec![iv(Included(-1), Unbounded)]
+        );
+        assert!(bound_set(SqlType::Int, Cmp::Eq, &Value::Null)
+            .unwrap()
+            .is_empty());
+        assert_eq!(bound_set(SqlType::Int, Cmp::Eq, &Value::Float(1.0)), None);
+        assert_eq!(bound_set(SqlType::Bit, Cmp::Gt, &Value::Int(-3)), None);
+        // Out of the key type's range: no narrowing, never a wrong bound.
+        assert_eq!(bound_set(SqlType::TinyInt, Cmp::Lt, &Value::Int(-1)), None);
+    }
+
+    /// Proves composite keys narrow by an equality prefix then a range, and stop at the
+    /// first column nothing narrows.
+    #[test]
+    fn composite_ranges() {
+        use Bound::{Excluded, Included, Unbounded};
+        let p = |v: i32| Some(vec![iv(Included(v), Included(v))]);
+        let sets = vec![p(1), Some(vec![iv(Excluded(7), Unbounded)])];
+        let r = key_ranges(&sets).unwrap();
+        assert_eq!(r.len(), 1);
+        assert_eq!(
+            r[0].lower,
+            Bound::Excluded(vec![Some(int(1)), Some(int(7))])
+        );
+        assert_eq!(r[0].upper, Bound::Included(vec![Some(int(1))]));
+        assert_eq!(key_ranges(&[None, p(3)]), None);
+        let two = Some(vec![
+            iv(Included(1), Included(1)),
+            iv(Included(2), Included(2)),
+        ]);
+        let r = key_ranges(&[two, None, p(9)]).unwrap();
+        assert_eq!(r.len(), 2);
+        assert!(r[0].is_point(1) && r[1].is_point(1));
+        assert_eq!(key_ranges(&[Some(Vec::new()), p(1)]), Some(Vec::new()));
+    }
+}
