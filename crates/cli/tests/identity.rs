@@ -117,13 +117,19 @@ fn identity_survives_kill9_and_clean_stop_without_scans() {
     drop(c);
 
     // Phase 1: four connections, past the first block of 1,000, killed mid-run.
-    let (stop, done) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let (stop, done) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicUsize::new(0)),
+    );
     let workers = insert_concurrently(&s, 100_000, &stop, &done);
     while done.load(Ordering::Relaxed) < 1_300 {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     let s = restart(s);
-    let acked: Vec<i64> = workers.into_iter().flat_map(|w| w.join().unwrap()).collect();
+    let acked: Vec<i64> = workers
+        .into_iter()
+        .flat_map(|w| w.join().unwrap())
+        .collect();
     let stored = ids(&s);
     assert!(
         acked.iter().all(|v| stored.contains(v)),
@@ -135,9 +141,15 @@ fn identity_survives_kill9_and_clean_stop_without_scans() {
     // The first insert after the crash: no scan, a new value, at most a block (and the
     // rows of the statements in flight at the kill, two per connection) skipped.
     let (before, id, after) = first_insert(&s);
-    assert_eq!(before, after, "the first insert after the restart read a table");
+    assert_eq!(
+        before, after,
+        "the first insert after the restart read a table"
+    );
     assert!(!stored.contains(&id) && id > max, "{id} after {max}");
-    assert!(id - max <= 1_000 + 1 + 2 * CONNECTIONS as i64, "{id} after {max}");
+    assert!(
+        id - max <= 1_000 + 1 + 2 * CONNECTIONS as i64,
+        "{id} after {max}"
+    );
 
     // Phase 2: concurrent inserts again, then a clean stop: the value continues exactly.
     let stop = Arc::new(AtomicBool::new(false));
@@ -149,7 +161,10 @@ fn identity_survives_kill9_and_clean_stop_without_scans() {
     let max = *stored.last().unwrap();
     let s = stop_cleanly(s);
     let (before, id, after) = first_insert(&s);
-    assert_eq!(before, after, "the first insert after the clean stop read a table");
+    assert_eq!(
+        before, after,
+        "the first insert after the clean stop read a table"
+    );
     assert_eq!(id, max + 1, "a clean stop keeps the exact value");
     let all = ids(&s);
     assert_eq!(all.len(), stored.len() + 1);

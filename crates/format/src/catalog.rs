@@ -528,7 +528,10 @@ impl Catalog {
         for t in &self.tables {
             let has_identity = t.columns.iter().any(|c| c.identity.is_some());
             if !has_identity && t.identity_last != IdentityLast::Unused {
-                return Err(format!("table {} keeps an identity value without an IDENTITY column", t.name));
+                return Err(format!(
+                    "table {} keeps an identity value without an IDENTITY column",
+                    t.name
+                ));
             }
         }
         for d in &self.databases {
@@ -642,11 +645,7 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     }
 }
 
-fn decode_table(
-    r: &mut Reader<'_>,
-    limit: usize,
-    version: u16,
-) -> Result<TableEntry, FormatError> {
+fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableEntry, FormatError> {
     let object_id = r.u32()?;
     let schema_name = r.string()?;
     let name = r.string()?;

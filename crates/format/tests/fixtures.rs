@@ -6,8 +6,8 @@
 use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::boot::BootPage;
 use extentdb_format::catalog::{
-    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel,
-    IdentityLast, TableEntry, UserAccess,
+    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, IdentityLast,
+    RecoveryModel, TableEntry, UserAccess,
 };
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::principals::{

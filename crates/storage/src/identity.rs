@@ -128,8 +128,7 @@ impl Database {
         let t = self
             .table_by_id(object_id)
             .ok_or(StorageError::TableNotFound(object_id))?;
-        let (_, seed, inc, _) =
-            identity_column(t).ok_or(StorageError::TableNotFound(object_id))?;
+        let (_, seed, inc, _) = identity_column(t).ok_or(StorageError::TableNotFound(object_id))?;
         let mut known = self.data.identity.lock();
         let Some(last) = last_known(t, &known) else {
             return Ok(None);

@@ -62,7 +62,9 @@ impl Database {
     /// Full scans of tables begun since open (a chunked scan's origin, or `scan_rows`):
     /// SQL Server's Access Methods counter "Full Scans/sec", cumulative.
     pub fn full_scans(&self) -> u64 {
-        self.data.full_scans.load(std::sync::atomic::Ordering::Relaxed)
+        self.data
+            .full_scans
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub(crate) fn count_full_scan(&self) {

@@ -88,7 +88,10 @@ fn clean_close_continues_exactly_without_reading_the_table() {
     let up = db.create_table(identity_table("Up", 1, 1)).unwrap();
     let down = db.create_table(identity_table("Down", 0, -3)).unwrap();
     let trunc = db.create_table(identity_table("Trunc", 10, 5)).unwrap();
-    assert_eq!(insert(&mut db, up, 250).unwrap(), (1..=250).collect::<Vec<_>>());
+    assert_eq!(
+        insert(&mut db, up, 250).unwrap(),
+        (1..=250).collect::<Vec<_>>()
+    );
     assert_eq!(insert(&mut db, down, 3).unwrap(), vec![0, -3, -6]);
     insert(&mut db, trunc, 4).unwrap();
     // IDENTITY_INSERT: a value below the current one changes nothing, one past it moves it.
@@ -109,7 +112,11 @@ fn clean_close_continues_exactly_without_reading_the_table() {
     assert_eq!(db.next_identity_shared(down).unwrap(), Some(-703));
     assert_eq!(db.next_identity(trunc).unwrap(), 20);
     assert_eq!(db.current_identity(up).unwrap(), Some(251));
-    assert_eq!(db.full_scans(), 0, "no table was read for its identity value");
+    assert_eq!(
+        db.full_scans(),
+        0,
+        "no table was read for its identity value"
+    );
 }
 
 /// The bound of each table after a crash must lie past every value handed out, by at most
@@ -173,9 +180,14 @@ fn crash_never_repeats_a_value() {
             }
         }
     }
-    eprintln!("{cut_mid} of {seeds} cuts inside the workload; at most {skipped_max} values skipped");
+    eprintln!(
+        "{cut_mid} of {seeds} cuts inside the workload; at most {skipped_max} values skipped"
+    );
     assert!(cut_mid > 0, "no cut landed inside the workload");
-    assert!(skipped_max > 0, "no crash skipped values: the bound was never exercised");
+    assert!(
+        skipped_max > 0,
+        "no crash skipped values: the bound was never exercised"
+    );
 }
 
 /// Transactions inserting 1 to 60 rows into either table, some storing a value past the
