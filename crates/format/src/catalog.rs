@@ -19,6 +19,8 @@
 //!    RESTORING, and a failed restore only of a RESTORING one (`encode` asserts it; the
 //!    state byte's low nibble can say only one). Its user access (MULTI_USER, SINGLE_USER,
 //!    RESTRICTED_USER) is independent of the state and lives in the high nibble.
+//! 7. A table keeps an identity value (`IdentityLast` other than `Unused`) only when it has
+//!    an IDENTITY column.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -30,8 +32,10 @@ use crate::{
 /// version 1 blobs decode with no tables. Version 4 added the database's principals and
 /// permissions after the tables (`principals.rs`); older blobs decode with none. Version 5
 /// added state 3 (OFFLINE) to master's list of databases and the user access in the state
-/// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER.
-pub const CATALOG_VERSION: u16 = 5;
+/// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER. Version 6 added
+/// each table's identity value (`IdentityLast`) after its columns; older blobs decode with
+/// `IdentityLast::Unknown` for a table with an IDENTITY column.
+pub const CATALOG_VERSION: u16 = 6;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -161,6 +165,23 @@ pub struct TableEntry {
     /// PRIMARY KEY constraint name and its key column ids, in key order.
     pub primary_key: Option<(String, Vec<u16>)>,
     pub columns: Vec<ColumnEntry>,
+    /// The IDENTITY column's value as kept (version 6); `Unused` for a table without one.
+    pub identity_last: IdentityLast,
+}
+
+/// A table's identity value as the catalog keeps it (sys.identity_columns.last_value;
+/// FORMAT.md, "Catalog"): a bound no value handed out has passed, in the increment's
+/// direction. While the database is open it is the end of the block of values reserved
+/// (IDENTITY_CACHE); a clean close lowers it to the last value handed out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IdentityLast {
+    /// No value handed out since the table was created or truncated: the next is the seed.
+    #[default]
+    Unused,
+    /// No value past this one was handed out.
+    Through(i64),
+    /// Written before version 6, which kept no value: found once by reading the table.
+    Unknown,
 }
 
 /// A database known to the instance (master only).
@@ -279,8 +300,18 @@ pub const FIRST_USER_OBJECT_ID: u32 = 581_577_110;
 
 impl Catalog {
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_version(CATALOG_VERSION)
+    }
+
+    /// The blob as catalog version `version` (5 or 6) lays it out: version 5, which keeps
+    /// no identity values, is what databases written before version 6 hold (upgrade tests).
+    pub fn encode_version(&self, version: u16) -> Vec<u8> {
+        assert!(
+            (5..=CATALOG_VERSION).contains(&version),
+            "catalog version {version} is not written"
+        );
         let mut w = Writer::default();
-        w.u16(CATALOG_VERSION);
+        w.u16(version);
         w.u16(self.database_id);
         w.u8(self.recovery_model as u8);
         w.u64(self.next_allocation_unit_id);
@@ -328,7 +359,7 @@ impl Catalog {
         w.u32(self.next_object_id);
         w.u32(self.tables.len() as u32);
         for t in &self.tables {
-            encode_table(&mut w, t);
+            encode_table(&mut w, t, version);
         }
         self.security.encode(&mut w);
         w.bytes
@@ -427,7 +458,7 @@ impl Catalog {
         if version >= 2 {
             next_object_id = r.u32()?;
             for _ in 0..count(&mut r, bytes.len())? {
-                tables.push(decode_table(&mut r, bytes.len())?);
+                tables.push(decode_table(&mut r, bytes.len(), version)?);
             }
         }
         let security = if version >= 4 {
@@ -494,6 +525,15 @@ impl Catalog {
         if self.filegroups.iter().filter(|g| g.is_default).count() != 1 {
             return Err("there must be exactly one default filegroup".into());
         }
+        for t in &self.tables {
+            let has_identity = t.columns.iter().any(|c| c.identity.is_some());
+            if !has_identity && t.identity_last != IdentityLast::Unused {
+                return Err(format!(
+                    "table {} keeps an identity value without an IDENTITY column",
+                    t.name
+                ));
+            }
+        }
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
                 return Err(format!("database {} is both OFFLINE and RESTORING", d.name));
@@ -553,7 +593,7 @@ fn check_table_lengths(t: &TableEntry) -> Result<(), TooLong> {
     Ok(())
 }
 
-fn encode_table(w: &mut Writer, t: &TableEntry) {
+fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     w.u32(t.object_id);
     w.string(&t.schema_name);
     w.string(&t.name);
@@ -592,9 +632,20 @@ fn encode_table(w: &mut Writer, t: &TableEntry) {
         }
         w.string(&c.default_sql);
     }
+    if version < 6 {
+        return;
+    }
+    match t.identity_last {
+        IdentityLast::Unused => w.u8(0),
+        IdentityLast::Through(v) => {
+            w.u8(1);
+            w.i64(v);
+        }
+        IdentityLast::Unknown => w.u8(2),
+    }
 }
 
-fn decode_table(r: &mut Reader<'_>, limit: usize) -> Result<TableEntry, FormatError> {
+fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableEntry, FormatError> {
     let object_id = r.u32()?;
     let schema_name = r.string()?;
     let name = r.string()?;
@@ -641,6 +692,22 @@ fn decode_table(r: &mut Reader<'_>, limit: usize) -> Result<TableEntry, FormatEr
             default_sql,
         });
     }
+    let has_identity = columns.iter().any(|c| c.identity.is_some());
+    let identity_last = match version {
+        ..=5 if has_identity => IdentityLast::Unknown,
+        ..=5 => IdentityLast::Unused,
+        _ => match r.u8()? {
+            0 => IdentityLast::Unused,
+            1 => IdentityLast::Through(r.i64()?),
+            2 => IdentityLast::Unknown,
+            v => {
+                return Err(corrupt(
+                    PageId::NULL,
+                    format!("table {object_id} has unknown identity tag {v}"),
+                ))
+            }
+        },
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -652,6 +719,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize) -> Result<TableEntry, FormatEr
         root_page,
         primary_key,
         columns,
+        identity_last,
     })
 }
 

@@ -6,8 +6,8 @@
 use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::boot::BootPage;
 use extentdb_format::catalog::{
-    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, RecoveryModel,
-    TableEntry, UserAccess,
+    self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, IdentityLast,
+    RecoveryModel, TableEntry, UserAccess,
 };
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::principals::{
@@ -265,6 +265,7 @@ fn catalog_fixture() {
                     default_sql: "('a')".into(),
                 },
             ],
+            identity_last: IdentityLast::Through(1_234),
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -331,24 +332,62 @@ fn state_byte_nibbles(c: &Catalog) {
     assert!(e.contains("unknown state 4"), "{e}");
 }
 
-/// A version 4 blob (no OFFLINE state; otherwise laid out as version 5) still decodes, its
-/// databases online; state 3 in it is damage, never taken for online (FORMAT.md, "Catalog").
+/// A version 5 blob (no identity values) decodes with BigRows' value `Unknown`, found
+/// later by reading the table; a version 4 blob (no OFFLINE state; otherwise laid out as
+/// version 5) still decodes, its databases online; state 3 in it is damage, never taken for
+/// online (FORMAT.md, "Catalog"). Version 6 pins the identity tag after the columns: 0
+/// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
+    assert_eq!(catalog::CATALOG_VERSION, 6);
+    assert_eq!(&c.encode()[..2], &6u16.to_le_bytes());
+    let mut unknown = c.clone();
+    unknown.tables[0].identity_last = IdentityLast::Unknown;
+    let v5 = c.encode_version(5);
+    assert_eq!(&v5[..2], &5u16.to_le_bytes());
+    assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
+    // Version 5 is version 6 without the tag and its value (nine bytes for `Through`).
+    assert_eq!(c.encode().len(), v5.len() + 9);
+    assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
+    identity_tags(c);
     let mut online = c.clone();
     online.databases.retain(|d| !d.offline);
     for d in &mut online.databases {
         d.user_access = UserAccess::MultiUser;
     }
-    let mut blob = online.encode();
-    assert_eq!(&blob[..2], &catalog::CATALOG_VERSION.to_le_bytes());
-    assert_eq!(catalog::CATALOG_VERSION, 5);
+    let mut blob = online.encode_version(5);
     blob[..2].copy_from_slice(&4u16.to_le_bytes());
+    online.tables[0].identity_last = IdentityLast::Unknown;
     assert_eq!(Catalog::decode(&blob, at).unwrap(), online);
-    let mut blob = c.encode();
+    let mut blob = c.encode_version(5);
     blob[..2].copy_from_slice(&4u16.to_le_bytes());
     let e = Catalog::decode(&blob, at).unwrap_err().to_string();
     assert!(e.contains("unknown state 3"), "{e}");
+}
+
+/// The identity tag (version 6) sits just before the principals: in this catalog, the
+/// value 1,234 (i64) follows tag 1, and the principals list (count 1) follows it.
+fn identity_tags(c: &Catalog) {
+    let at = PageId::new(1, 16);
+    let blob = c.encode();
+    let value = 1_234i64.to_le_bytes();
+    let tag = blob
+        .windows(9)
+        .position(|w| w[0] == 1 && w[1..] == value)
+        .expect("tag 1 and the value");
+    let mut unused = c.clone();
+    unused.tables[0].identity_last = IdentityLast::Unused;
+    let mut b = blob[..tag].to_vec();
+    b.push(0);
+    b.extend_from_slice(&blob[tag + 9..]);
+    assert_eq!(Catalog::decode(&b, at).unwrap(), unused);
+    b[tag] = 3;
+    let e = Catalog::decode(&b, at).unwrap_err().to_string();
+    assert!(e.contains("unknown identity tag 3"), "{e}");
+    // A table without IDENTITY keeping a value is refused (catalog.rs invariant 7).
+    let mut stray = c.clone();
+    stray.tables[0].columns[0].identity = None;
+    assert!(Catalog::decode(&stray.encode(), at).is_err());
 }
 
 /// Invariant 5 of catalog.rs: each string at its limit passes, one character more fails.

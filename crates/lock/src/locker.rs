@@ -202,10 +202,17 @@ impl Locker {
         Ok(true)
     }
 
-    /// Lets go of one lock before the transaction ends (READ COMMITTED's S locks).
+    /// Lets go of one lock before the transaction ends (READ COMMITTED's S locks). A row
+    /// lock let go no longer counts toward escalation: the statement's count is of the
+    /// locks it holds, so a scan that lets go of each row never escalates.
     pub fn unlock(&mut self, r: Resource) {
         if self.held.remove(&r).is_some() {
             self.mgr.release(&self.owner, r);
+            if let Some(object) = r.object() {
+                if let Some(n) = self.statement_locks.get_mut(&(r.database_id(), object)) {
+                    *n = n.saturating_sub(1);
+                }
+            }
         }
     }
 

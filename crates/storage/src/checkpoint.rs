@@ -82,6 +82,14 @@ pub struct CheckpointBatch {
 }
 
 impl Database {
+    /// The checkpoint of a clean close (SHUTDOWN, SET OFFLINE): the identity values'
+    /// reserved blocks are released first (identity.rs), so the next open continues each
+    /// from its last value, then `checkpoint`.
+    pub fn checkpoint_for_close(&mut self) -> Result<(), StorageError> {
+        self.release_identity_blocks()?;
+        self.checkpoint()
+    }
+
     /// Checkpoint under the lock: writes every dirty page of the buffer pool (write-ahead),
     /// makes every data file durable, and records where redo starts in the boot page.
     pub fn checkpoint(&mut self) -> Result<(), StorageError> {

@@ -421,6 +421,7 @@ impl Database {
                 r.unowned_extents_freed = freed;
             }
         }
+        db.reserve_identity_blocks()?;
         Ok(db)
     }
 

@@ -200,7 +200,7 @@ impl Instance {
                 if g.active_xacts() > 0 {
                     return Err(StorageError::DatabaseLocked(g.name.clone()));
                 }
-                g.checkpoint()?;
+                g.checkpoint_for_close()?;
             }
             g.discard_prepared_growth();
             let mut entry = master

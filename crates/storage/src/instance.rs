@@ -708,7 +708,7 @@ impl Instance {
         for (_, db) in self.databases() {
             let mut db = db.lock().unwrap();
             if !db.is_poisoned() {
-                if let Err(e) = db.checkpoint() {
+                if let Err(e) = db.checkpoint_for_close() {
                     self.errorlog.write(
                         "spid7s",
                         &format!(

@@ -25,6 +25,7 @@ pub mod db_lock;
 pub mod db_state;
 pub mod errorlog;
 pub mod file_init;
+pub mod identity;
 pub mod instance;
 pub mod instance_lock;
 pub mod latch;

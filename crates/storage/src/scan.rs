@@ -114,10 +114,25 @@ pub struct ScanChunk {
 impl Database {
     /// What a scan of `object_id` that begins now begins on.
     pub fn scan_origin(&self, object_id: u32) -> Result<ScanOrigin, StorageError> {
+        self.count_full_scan();
         Ok(ScanOrigin {
             allocation_unit_id: self.table_or_err(object_id)?.allocation_unit_id,
             page_moves: self.page_moves,
         })
+    }
+
+    /// Full scans of tables begun since open (a chunked scan's origin, or `scan_rows`):
+    /// SQL Server's Access Methods counter "Full Scans/sec", cumulative.
+    pub fn full_scans(&self) -> u64 {
+        self.data
+            .full_scans
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_full_scan(&self) {
+        self.data
+            .full_scans
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Reads rows of `object_id` from `at` until about `max_bytes` of records are taken

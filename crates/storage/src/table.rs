@@ -101,7 +101,12 @@ pub struct DataPath {
     pub(crate) pool: Latch<BufferPool>,
     pub(crate) xacts: Latch<crate::xact::XactTable>,
     pub(crate) cursors: Latch<HashMap<u64, HeapCursor>>,
-    pub(crate) identity: Latch<HashMap<u32, i64>>,
+    /// The last identity value handed out per table (None: none since the seed);
+    /// identity.rs invariant 2.
+    pub(crate) identity: Latch<HashMap<u32, Option<i64>>>,
+    /// Full scans of tables begun (`scan_origin`, `scan_rows`): SQL Server's
+    /// "Access Methods: Full Scans/sec" (sys.dm_os_performance_counters).
+    pub(crate) full_scans: std::sync::atomic::AtomicU64,
     /// Each heap's insert lock (by allocation unit): sessions sharing the database insert
     /// into one heap one at a time, into different heaps at once.
     pub(crate) insert_locks: Latch<HashMap<u64, Arc<Mutex<()>>>>,
@@ -129,6 +134,7 @@ impl DataPath {
             xacts: Default::default(),
             cursors: Default::default(),
             identity: Default::default(),
+            full_scans: Default::default(),
             insert_locks: Default::default(),
             recovery: None,
             growth: Default::default(),
@@ -192,6 +198,9 @@ impl Database {
         if entry.index_id == 1 {
             entry.root_page = self.btree_create(&entry)?;
         }
+        // The first block of identity values is reserved with the table (identity.rs).
+        entry.identity_last = crate::identity::fresh_bound(&entry);
+        let has_identity = entry.columns.iter().any(|c| c.identity.is_some());
         let mut id = 0;
         self.change_catalog(|c| {
             id = c.next_object_id;
@@ -201,6 +210,9 @@ impl Database {
             c.tables.push(entry);
             Ok(())
         })?;
+        if has_identity {
+            self.data.identity.get_mut().insert(id, None);
+        }
         Ok(id)
     }
 
@@ -233,9 +245,13 @@ impl Database {
                 .expect("checked");
             e.allocation_unit_id = au;
             e.root_page = fresh.root_page;
+            // As SQL Server's TRUNCATE TABLE: the next identity value is the seed.
+            e.identity_last = crate::identity::fresh_bound(&fresh);
             Ok(())
         })?;
-        self.data.identity.get_mut().remove(&object_id);
+        if t.columns.iter().any(|c| c.identity.is_some()) {
+            self.data.identity.get_mut().insert(object_id, None);
+        }
         self.free_allocation_unit(t.allocation_unit_id)
     }
 
@@ -287,99 +303,6 @@ impl Database {
             self.free_allocation_unit(au)?;
         }
         Ok(orphans.len())
-    }
-
-    /// The next identity value of the table's IDENTITY column (not rolled back, as in
-    /// SQL Server). After a restart it continues from the largest value stored.
-    pub fn next_identity(&mut self, object_id: u32) -> Result<i64, StorageError> {
-        let t = self.table_or_err(object_id)?;
-        let Some((pos, col)) = t
-            .columns
-            .iter()
-            .enumerate()
-            .find(|(_, c)| c.identity.is_some())
-        else {
-            return Err(StorageError::TableNotFound(object_id));
-        };
-        let (seed, inc) = col.identity.expect("found");
-        let last = match self.data.identity.get_mut().get(&object_id) {
-            Some(v) => Some(*v),
-            None => self.max_stored_identity(&t, pos, inc)?,
-        };
-        let next = match last {
-            None => seed,
-            Some(v) => v.checked_add(inc).ok_or(StorageError::IdentityOverflow)?,
-        };
-        self.data.identity.get_mut().insert(object_id, next);
-        Ok(next)
-    }
-
-    /// `next_identity` for a session sharing the database: None when the table's identity
-    /// value is not known yet (after open it is found by a scan, which `next_identity`
-    /// does with the database held exclusively).
-    pub fn next_identity_shared(&self, object_id: u32) -> Result<Option<i64>, StorageError> {
-        let t = self
-            .table_by_id(object_id)
-            .ok_or(StorageError::TableNotFound(object_id))?;
-        let Some((_, inc)) = t.columns.iter().find_map(|c| c.identity) else {
-            return Err(StorageError::TableNotFound(object_id));
-        };
-        let mut known = self.data.identity.lock();
-        let Some(last) = known.get_mut(&object_id) else {
-            return Ok(None);
-        };
-        *last = last
-            .checked_add(inc)
-            .ok_or(StorageError::IdentityOverflow)?;
-        Ok(Some(*last))
-    }
-
-    /// Sets the identity value last handed out (SET IDENTITY_INSERT, DBCC CHECKIDENT).
-    pub fn note_identity(&mut self, object_id: u32, value: i64) {
-        self.data.identity.get_mut().insert(object_id, value);
-    }
-
-    fn max_stored_identity(
-        &mut self,
-        t: &TableEntry,
-        pos: usize,
-        inc: i64,
-    ) -> Result<Option<i64>, StorageError> {
-        let lay = layouts(t);
-        let mut best: Option<i64> = None;
-        // Chunk by chunk (scan.rs), so the scan holds a chunk, never the table.
-        let origin = self.scan_origin(t.object_id)?;
-        let mut at = crate::scan::ScanPosition::Start;
-        let mut rows = Vec::new();
-        loop {
-            let Some((_, rec)) = rows.pop() else {
-                if at == crate::scan::ScanPosition::End {
-                    break;
-                }
-                let chunk = self.scan_chunk(t.object_id, origin, &at, 1 << 20)?;
-                (rows, at) = (chunk.rows, chunk.next);
-                continue;
-            };
-            let cols = record::decode(&lay, &rec)?;
-            let Some(b) = cols.get(pos).copied().flatten() else {
-                continue;
-            };
-            let mut buf = [0u8; 8];
-            let n = b.len().min(8);
-            buf[..n].copy_from_slice(&b[..n]);
-            let v = match n {
-                1 => buf[0] as i64,
-                2 => i16::from_le_bytes([buf[0], buf[1]]) as i64,
-                4 => i32::from_le_bytes(buf[..4].try_into().expect("4")) as i64,
-                _ => i64::from_le_bytes(buf),
-            };
-            best = Some(match best {
-                None => v,
-                Some(b) if inc >= 0 => b.max(v),
-                Some(b) => b.min(v),
-            });
-        }
-        Ok(best)
     }
 
     /// Inserts one record into the table's heap within `xact`.
@@ -483,6 +406,7 @@ impl Database {
     /// Every live (non-ghost) record of the table with its RID, in allocation order.
     pub fn scan_rows(&mut self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         let t = self.table_or_err(object_id)?;
+        self.count_full_scan();
         if t.index_id == 1 {
             return self.btree_scan(&t);
         }

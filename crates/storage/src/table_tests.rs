@@ -77,6 +77,7 @@ fn heap() -> TableEntry {
         root_page: PageId::NULL,
         primary_key: None,
         columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
+        identity_last: Default::default(),
     }
 }
 

@@ -44,6 +44,7 @@ fn table() -> TableEntry {
         root_page: extentdb_format::PageId::NULL,
         primary_key: None,
         columns: vec![col(1, 56, 4), col(2, 165, 8000)],
+        identity_last: Default::default(),
     }
 }
 

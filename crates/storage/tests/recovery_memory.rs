@@ -91,6 +91,7 @@ fn table() -> TableEntry {
             identity: None,
             default_sql: String::new(),
         }],
+        identity_last: Default::default(),
     }
 }
 

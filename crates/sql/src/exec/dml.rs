@@ -707,14 +707,7 @@ fn write_inserts(
                     let Ok(v) = as_i64(&r.values[pos]) else {
                         continue;
                     };
-                    let inc = t.entry.columns[pos].identity.map_or(1, |(_, i)| i);
-                    let current = db.next_identity(oid).map_err(map)? - inc;
-                    let moved = if inc >= 0 {
-                        current.max(v)
-                    } else {
-                        current.min(v)
-                    };
-                    db.note_identity(oid, moved);
+                    db.note_identity(oid, v).map_err(map)?;
                     p.last = Some(v);
                 }
                 (None, None) => {}

@@ -403,9 +403,10 @@ impl RowLocking {
         Ok(true)
     }
 
-    /// After a deferred row was read again: a read lock under READ COMMITTED goes.
-    pub fn read_done(&self, r: Resource) {
-        if !self.plan.keep {
+    /// After a deferred row was read again: a read lock under READ COMMITTED goes, and
+    /// so does the lock of a row that is no longer there.
+    pub fn read_done(&self, r: Resource, gone: bool) {
+        if !self.plan.keep || gone {
             self.locker.lock().unwrap().unlock(r);
         }
     }

@@ -251,7 +251,7 @@ impl Session {
     fn from(&mut self, s: &Select) -> Result<Option<Source>, Vec<SqlError>> {
         match s.from.as_slice() {
             [] => Ok(None),
-            [TableSource::Table { name, alias, .. }] => {
+            [TableSource::Table { name, alias, hints }] => {
                 let db_id = match name.database().filter(|d| !d.is_empty()) {
                     Some(db) => self
                         .engine
@@ -278,13 +278,18 @@ impl Session {
                     }
                     None => {
                         let t = self.table_for(name, "SELECT")?;
-                        let rows = {
-                            let mut g = t.db.lock().unwrap();
-                            t.rows(&mut g)?
-                        };
+                        let locking = self.row_locking(&t, false, hints)?;
+                        let mut chunks = super::tables::Chunks::new(&t, super::tables::Access::Scan)?
+                            .locked(&locking);
+                        let mut rows = Vec::new();
+                        while let Some(chunk) = chunks.next_chunk()? {
+                            for (_, rec) in chunk {
+                                rows.push(t.decode(&rec)?);
+                            }
+                        }
                         Rowset {
                             columns: t.columns(),
-                            rows: rows.into_iter().map(|(_, r)| r).collect(),
+                            rows,
                         }
                     }
                 };

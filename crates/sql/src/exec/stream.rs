@@ -65,11 +65,16 @@ struct TableScan<'a> {
 }
 
 impl<'a> TableScan<'a> {
-    /// The rows `access` reaches: the whole table, or a seek's key ranges.
-    fn new(t: &'a TableRef, access: Access) -> Result<TableScan<'a>, Errors> {
+    /// The rows `access` reaches: the whole table, or a seek's key ranges, each locked as
+    /// `locking` says.
+    fn new(
+        t: &'a TableRef,
+        access: Access,
+        locking: &'a super::locking::RowLocking,
+    ) -> Result<TableScan<'a>, Errors> {
         Ok(TableScan {
             t,
-            chunks: Chunks::new(t, access)?,
+            chunks: Chunks::new(t, access)?.locked(locking),
             chunk: Vec::new().into_iter(),
         })
     }
@@ -245,7 +250,7 @@ impl Session {
         let QueryBody::Select(s) = &q.body else {
             return None;
         };
-        let [TableSource::Table { name, alias, .. }] = s.from.as_slice() else {
+        let [TableSource::Table { name, alias, hints }] = s.from.as_slice() else {
             return None;
         };
         // What `refuse_unbuilt` let through: no CTE, OFFSET, INTO or WITH TIES; hints only
@@ -277,11 +282,15 @@ impl Session {
             alias: alias.clone(),
         };
         let access = self.access_for(&t, s.where_clause.as_ref(), alias.as_deref());
+        let locking = match self.row_locking(&t, false, hints) {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e)),
+        };
         let done = if aggregate::is_aggregate_query(s) {
-            self.grouped_streamed(q, s, &t, &src, access, out)?
+            self.grouped_streamed(q, s, &t, &src, (access, &locking), out)?
         } else {
             (|| {
-                let mut scan = TableScan::new(&t, access)?;
+                let mut scan = TableScan::new(&t, access, &locking)?;
                 self.finish_streamed(q, s, &src, &mut scan, out)
             })()
         };
@@ -301,7 +310,7 @@ impl Session {
         s: &Select,
         t: &TableRef,
         src: &Source,
-        access: Access,
+        (access, locking): (Access, &super::locking::RowLocking),
         out: &mut Out,
     ) -> Option<Result<(), Errors>> {
         let plan = match self.plan_grouping(q, s, src, &[]) {
@@ -313,7 +322,7 @@ impl Session {
             return None;
         }
         Some((|| {
-            let mut scan = TableScan::new(t, access)?;
+            let mut scan = TableScan::new(t, access, locking)?;
             let mut filtered;
             let input: &mut dyn RowSource = match &s.where_clause {
                 Some(w) => {

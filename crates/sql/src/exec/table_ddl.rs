@@ -219,6 +219,7 @@ impl Session {
             root_page: extentdb_format::PageId::NULL,
             primary_key,
             columns,
+            identity_last: Default::default(),
         };
         g.create_table(entry)
             .map_err(|e| errors::map(&e, errors::Context::Other))?;

@@ -153,6 +153,9 @@ pub(super) struct Chunks<'a> {
     /// The key range being read (a seek's).
     range: usize,
     at: ScanPosition,
+    /// How the rows read are locked (locking.rs); None reads without locks (a system
+    /// path, or a caller that locks the table itself).
+    locking: Option<&'a super::locking::RowLocking>,
 }
 
 impl<'a> Chunks<'a> {
@@ -176,7 +179,14 @@ impl<'a> Chunks<'a> {
             access,
             range: 0,
             at: ScanPosition::Start,
+            locking: None,
         })
+    }
+
+    /// The same chunks with each row locked as `locking` says (locking.rs invariant 1).
+    pub fn locked(mut self, locking: &'a super::locking::RowLocking) -> Chunks<'a> {
+        self.locking = Some(locking);
+        self
     }
 
     /// Moves past key ranges read to their end; false when nothing is left to read.
@@ -223,11 +233,53 @@ impl<'a> Chunks<'a> {
             rows.extend(chunk.rows);
             self.at = chunk.next;
         }
+        let deferred = match self.locking {
+            Some(l) => l.try_chunk(&rows)?,
+            None => Vec::new(),
+        };
         drop(db);
         let mut io = t.io.get();
         io.reads.add(reads);
         t.io.set(io);
+        if let (Some(l), false) = (self.locking, deferred.is_empty()) {
+            self.read_again(l, deferred, &mut rows)?;
+        }
         Ok(Some(rows))
+    }
+
+    /// The rows whose locks had to wait: each is waited for with no database held, then
+    /// read again as it is now (changed, or gone if its change rolled back an insert or
+    /// committed a delete); READPAST skips them.
+    fn read_again(
+        &self,
+        l: &super::locking::RowLocking,
+        deferred: Vec<super::locking::Deferred>,
+        rows: &mut StoredRows,
+    ) -> Result<(), Vec<SqlError>> {
+        let t = self.t;
+        let mut gone = Vec::new();
+        for d in deferred {
+            if !l.wait(d.resource)? {
+                gone.push(d.index);
+                continue;
+            }
+            let (rid, rec) = &rows[d.index];
+            let now = t
+                .db
+                .lock()
+                .unwrap()
+                .current_row(t.entry.object_id, *rid, rec)
+                .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
+            l.read_done(d.resource, now.is_none());
+            match now {
+                Some(row) => rows[d.index] = row,
+                None => gone.push(d.index),
+            }
+        }
+        for i in gone.into_iter().rev() {
+            rows.remove(i);
+        }
+        Ok(())
     }
 }
 

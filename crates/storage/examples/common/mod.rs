@@ -43,6 +43,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         root_page: extentdb_format::PageId::NULL,
         primary_key: None,
         columns,
+        identity_last: Default::default(),
     }
 }
 
