@@ -5,7 +5,8 @@
 //! 824); table `b` is read and written from two connections at once; DBCC CHECKDB online
 //! and `extentdb checkdb` offline report SQL Server's 8946, 8909, 7965 and 8905. Nothing
 //! `a` owned is freed or reused meanwhile: with the page put back, `a` has every row again
-//! and CHECKDB is clean.
+//! and CHECKDB is clean. The same after a crash; and a zeroed first PFS page, which the
+//! open cannot work around, makes the database SUSPECT without writing over anything.
 
 mod common;
 
@@ -314,6 +315,47 @@ fn zeroed_iam_page_after_a_crash_frees_none_of_its_extents() {
     let mut c = s.connect_to(Some("D"));
     assert_eq!(count(&mut c, "a"), A_ROWS);
     assert_eq!(count(&mut c, "b"), B_ROWS + B_MORE);
+    let out = texts(&mut c, "DBCC CHECKDB ('D') WITH NO_INFOMSGS");
+    assert!(out.is_empty(), "clean with the page back: {out}");
+}
+
+/// Proves a zeroed first PFS page (1:1), which maps the catalog's and IAM pages, is damage
+/// the open cannot work around (every catalog save, a checkpoint's too, takes pages by it):
+/// the database is SUSPECT with the 824 reason in the ERRORLOG, instead of opening and
+/// reading the zeros as "every page free", which handed out IAM pages in use as catalog
+/// pages at the next checkpoint. With the page put back it opens, every row is there and
+/// CHECKDB is clean: nothing was written over.
+#[test]
+fn zeroed_first_pfs_page_is_suspect_and_overwrites_nothing() {
+    let s = Server::start("pfszero", &[]);
+    let mut c = s.connect();
+    make_tables(&mut c);
+    drop(c);
+    let dir = stop(s);
+    let mdf = dir.join("data/D.mdf");
+    let pfs = PageId::new(1, 1);
+    let original = page_at(&mdf, pfs);
+    write_page_at(&mdf, pfs, &[0u8; extentdb_format::PAGE_SIZE]);
+
+    let s = Server::start_in(dir, &[]);
+    let mut c = s.connect();
+    let state = all_rows(&run(
+        &mut c,
+        "SELECT state_desc FROM sys.databases WHERE name = 'D'",
+    ));
+    assert_eq!(state, vec![vec![Value::Text("SUSPECT".into())]]);
+    let log = s.errorlog();
+    assert!(
+        log.contains("Database 'D' cannot be opened: incorrect pageid (expected 1:1; actual 0:0)"),
+        "{log}"
+    );
+    drop(c);
+    let dir = stop(s);
+    write_page_at(&mdf, pfs, original.bytes());
+    let s = Server::start_in(dir, &[]);
+    let mut c = s.connect_to(Some("D"));
+    assert_eq!(count(&mut c, "a"), A_ROWS);
+    assert_eq!(count(&mut c, "b"), B_ROWS);
     let out = texts(&mut c, "DBCC CHECKDB ('D') WITH NO_INFOMSGS");
     assert!(out.is_empty(), "clean with the page back: {out}");
 }

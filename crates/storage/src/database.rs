@@ -195,6 +195,7 @@ impl Database {
                     size_pages: entry.size_pages,
                     wal: None,
                     cache: Default::default(),
+                    database_id: 0,
                 };
                 df.write_file_header(guid, created_us)?;
                 df.format_new_space(0)?;
@@ -344,6 +345,9 @@ impl Database {
         let mut db = Database::open_at(fs, primary, Some(paths), None, false, None)?;
         db.name = name.to_string();
         db.catalog.database_id = database_id;
+        for df in db.data_files.values_mut() {
+            df.database_id = database_id;
+        }
         for f in &mut db.catalog.files {
             if let Some(p) = paths.get(&f.file_id) {
                 f.physical_name = p.display().to_string();
@@ -838,6 +842,7 @@ impl Database {
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
                         cache: Default::default(),
+                        database_id: self.catalog.database_id,
                     };
                     df.write_file_header(self.boot.database_guid, now_us())?;
                     df.format_new_space(0)?;
@@ -873,6 +878,7 @@ impl Database {
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
                         cache: Default::default(),
+                        database_id: self.catalog.database_id,
                     },
                 );
             }
@@ -1422,6 +1428,7 @@ fn open_files(
         size_pages,
         wal: None,
         cache: Default::default(),
+        database_id: 0,
     };
     let boot = read_boot(&primary)?;
     let (catalog, chain) = match catalog {
@@ -1464,6 +1471,7 @@ fn open_files(
                 size_pages,
                 wal: None,
                 cache: Default::default(),
+                database_id: 0,
             },
         );
     }

@@ -203,6 +203,7 @@ impl Database {
         let writer = Arc::new(writer);
         for df in self.data_files.values_mut() {
             df.wal = Some(writer.clone());
+            df.database_id = self.catalog.database_id;
         }
         self.wal = Some(writer.clone());
         self.data.xacts.get_mut().next_id = analysis.max_xact + 1;
