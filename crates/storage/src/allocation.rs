@@ -459,6 +459,10 @@ impl Database {
     /// Frees the extents a crash left allocated in a GAM but owned by no IAM page
     /// (invariant 4); returns how many.
     pub(crate) fn sweep_unowned_extents(&mut self) -> Result<usize, StorageError> {
+        assert!(
+            self.damaged_chains.is_empty(),
+            "sweep of unowned extents with a damaged IAM chain (invariant 8)"
+        );
         let catalog_iam = PageId {
             file: extentdb_format::FileId::PRIMARY,
             page: extentdb_format::layout::CATALOG_IAM_PAGE,

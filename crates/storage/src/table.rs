@@ -249,6 +249,13 @@ impl Database {
     /// before the save leaves a unit no table names, which `free_orphan_units` frees at
     /// the next open.
     fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
+        assert!(
+            !self
+                .damaged_chains
+                .iter()
+                .any(|d| d.allocation_unit_id == au),
+            "allocation unit {au} freed with a damaged IAM chain (allocation.rs invariant 8)"
+        );
         self.data.cursors.get_mut().remove(&au);
         // Held by no one: the database is held exclusively.
         self.data.insert_locks.get_mut().remove(&au);
