@@ -941,7 +941,7 @@ fn assert_zeroed_page_found(dir: &Path, db: &Db, table: &str, no: u32, what: &st
 /// middle page of a heap's extent, a clustered index's leaf and non-leaf pages. Each is
 /// reported by CHECKDB offline and online (8909 naming (0:0), 8928), and SELECT on the
 /// table fails with 824 instead of returning fewer rows. A zeroed IAM page is found by the
-/// allocation checks.
+/// allocation checks, and a scan of its table fails with 824 too.
 #[test]
 fn zeroed_allocated_pages_are_reported_and_unreadable() {
     let dir = prepare("zeroed");
@@ -965,27 +965,35 @@ fn zeroed_allocated_pages_are_reported_and_unreadable() {
         assert_clean(&dir, &format!("after restoring the {what}"));
     }
     // An IAM page the PFS marks as one (0x50) that reads as zeros: the offline check names
-    // it (8946, type 0) and the extents it mapped (8905); the instance does not open the
-    // database (926), so no scan can return fewer rows.
-    let iam = db.iam_page_of(db.table("h").allocation_unit_id);
+    // it (8946, type 0; 8909, (0:0)), the table it cannot check (7965) and the extents it
+    // mapped (8905); the instance opens the database and a scan of the table fails with
+    // 824 naming the IAM page (iam_damage.rs has the whole account).
+    let h = db.table("h");
+    let iam = db.iam_page_of(h.allocation_unit_id);
     {
         let _r = db.damage(iam, false, |pg| *pg = Page::zeroed());
-        let bad = format!(
-            "Allocation page {} has invalid IAM page header values. Type is 0.",
-            PageId::new(1, iam)
-        );
+        let page = PageId::new(1, iam);
         expect(
             &dir,
             "zeroed IAM page",
             &[
                 "Msg 8946, Level 16, State 12".to_string(),
-                bad,
+                format!("Allocation page {page} has invalid IAM page header values. Type is 0."),
+                "Msg 8909, Level 16, State 1".to_string(),
+                format!("page ID {page} contains an incorrect page ID in its page header. The PageId in the page header = (0:0)."),
+                "Msg 7965, Level 16, State 2".to_string(),
+                format!(
+                    "Could not check object ID {}, index ID 0, partition ID {au}, alloc unit ID {au} (type In-row data) due to invalid allocation (IAM) page(s).",
+                    h.object_id,
+                    au = h.allocation_unit_id
+                ),
                 "Msg 8905".to_string(),
             ],
         );
         let (_, select) = exec(&dir, "USE CK; SELECT COUNT(*) FROM h;");
+        let text = format!("incorrect pageid (expected 1:{iam}; actual 0:0)");
         assert!(
-            select.contains("Msg 926, Level 14"),
+            select.contains("Msg 824, Level 24, State 2") && select.contains(&text),
             "zeroed IAM page: {select}"
         );
     }

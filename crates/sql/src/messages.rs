@@ -292,6 +292,7 @@ static CATALOGUE: &[Entry] = &[
     e(2576, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the previous pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
     e(2577, 16, 1, "Chain sequence numbers are out of order in the Index Allocation Map (IAM) chain for object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Page %S_PGID with sequence number %d points to page %S_PGID with sequence number %d."),
     e(2593, 10, 1, "There are %I64d rows in %I64d pages for object \"%.*ls\"."),
+    e(7965, 16, 2, "Table error: Could not check object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls) due to invalid allocation (IAM) page(s)."),
     e(7919, 16, 3, "Repair statement not processed. Database needs to be in single user mode."), // unverified
     e(8927, 16, 1, "Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls): The ghosted record count in the header (%d) does not match the number of ghosted records (%d) found on page %S_PGID."),
     e(8928, 16, 1, "Object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls): Page %S_PGID could not be processed.  See other errors for details."),

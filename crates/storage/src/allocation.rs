@@ -51,14 +51,60 @@
 //!    the commit point, then the IAM pages); a unit that no table names after a crash is
 //!    such a change, or a CREATE or TRUNCATE's new unit, cut short, and is freed at open
 //!    (`free_orphan_units`), its unreachable IAM pages with it (`sweep_catalog_pages`).
+//!    A unit whose chain is damaged (invariant 8) is not freed.
+//! 8. A user allocation unit whose IAM chain is damaged (a page of it fails its audit:
+//!    zeros, another page's id, a bad checksum or header, a broken link) does not keep the
+//!    database from opening, as SQL Server's does not. Open lists such units
+//!    (`find_damaged_chains`, the error log names each) and, since the extents the lost
+//!    pages mapped cannot be told, frees nothing the chain might own: no orphan freeing of
+//!    the unit, no sweep of unowned extents, and the sweep of catalog pages keeps every
+//!    page the PFS marks as an IAM page. The extents stay allocated in the GAM, so no other
+//!    unit is given them. Every read or change of the unit that reaches its chain fails
+//!    with the page's error (Msg 824 naming the page); DROP and TRUNCATE TABLE read the
+//!    chain whole before changing anything. Damage to the catalog's own chain, at the
+//!    fixed page (1:8), still fails the open (SUSPECT).
 
 use extentdb_format::catalog::AllocationUnitEntry;
 use extentdb_format::{
-    bitmap, iam, pfs, ExtentNo, PageId, GAM_INTERVAL_EXTENTS, GAM_INTERVAL_PAGES, PAGES_PER_EXTENT,
+    bitmap, iam, pfs, ExtentNo, FormatError, Page, PageId, GAM_INTERVAL_EXTENTS,
+    GAM_INTERVAL_PAGES, PAGES_PER_EXTENT,
 };
 
 use crate::data_file::DataFile;
 use crate::{Database, StorageError};
+
+/// An allocation unit whose IAM chain could not be followed to its end at open
+/// (invariant 8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DamagedChain {
+    pub allocation_unit_id: u64,
+    /// The table that names the unit (None: an orphan unit, invariant 7).
+    pub object_id: Option<u32>,
+    /// The chain's pages before the damage, read whole.
+    pub readable: Vec<PageId>,
+    /// The first page that failed: the catalog's first IAM page or a next pointer's target.
+    pub page: PageId,
+    /// Why it failed (its audit).
+    pub reason: String,
+}
+
+/// A chain followed as far as its pages hold.
+struct ChainWalk {
+    pages: Vec<PageId>,
+    /// The first page that failed its audit, and the failure.
+    damage: Option<(PageId, StorageError)>,
+}
+
+/// True for a failure that is the page's own damage found by its audit (a wrong page id,
+/// a bad checksum or header, a link out of the file), not the I/O's.
+pub(crate) fn is_page_damage(e: &StorageError) -> bool {
+    matches!(
+        e,
+        StorageError::IncorrectPageId { .. }
+            | StorageError::Format(FormatError::Corrupt { .. })
+            | StorageError::PageOutOfRange { .. }
+    )
+}
 
 /// What a claim of an extent in one file found.
 pub(crate) enum Claim {
@@ -105,25 +151,97 @@ impl Database {
             .ok_or(StorageError::AllocationUnitNotFound(au))
     }
 
-    /// The IAM pages of an allocation unit, in chain order.
+    /// The IAM pages of an allocation unit, in chain order; a damaged chain is the error
+    /// of its first bad page (Msg 824 for a page naming another, zeros naming (0:0)).
     pub fn iam_chain(&self, au: u64) -> Result<Vec<PageId>, StorageError> {
+        let walk = self.walk_iam_chain(au)?;
+        match walk.damage {
+            Some((_, e)) => Err(e),
+            None => Ok(walk.pages),
+        }
+    }
+
+    /// Follows `au`'s chain from the catalog as far as its pages hold (invariant 8): the
+    /// pages read whole, then the first page that failed its audit, if any. An I/O
+    /// failure is no damage found: it is the error.
+    fn walk_iam_chain(&self, au: u64) -> Result<ChainWalk, StorageError> {
         let entry = self.allocation_unit(au)?;
-        let mut chain = Vec::new();
+        let mut pages = Vec::new();
         let mut at = entry.first_iam_page;
         while !at.is_null() {
-            let p = self.primary().read_page(at.page)?;
-            iam::validate(&p, at)?;
-            if p.header()?.allocation_unit_id != au || chain.contains(&at) {
-                return Err(extentdb_format::corrupt(
-                    at,
-                    format!("IAM chain of allocation unit {au} is broken"),
-                )
-                .into());
+            let next = self.primary().read_page(at.page).and_then(|p| {
+                self.audit_iam(&p, at)?;
+                if p.header()?.allocation_unit_id != au || pages.contains(&at) {
+                    return Err(extentdb_format::corrupt(
+                        at,
+                        format!("IAM chain of allocation unit {au} is broken"),
+                    )
+                    .into());
+                }
+                Ok(p.header()?.next_page)
+            });
+            match next {
+                Ok(next) => {
+                    pages.push(at);
+                    at = next;
+                }
+                Err(e) if is_page_damage(&e) => {
+                    return Ok(ChainWalk {
+                        pages,
+                        damage: Some((at, e)),
+                    })
+                }
+                Err(e) => return Err(e),
             }
-            chain.push(at);
-            at = p.header()?.next_page;
         }
-        Ok(chain)
+        Ok(ChainWalk {
+            pages,
+            damage: None,
+        })
+    }
+
+    /// Audits IAM page `at` as read: a page that names another page (all zeros name
+    /// (0:0)) is Msg 824's incorrect pageid; any other wrong header is corruption.
+    fn audit_iam(&self, p: &Page, at: PageId) -> Result<(), StorageError> {
+        let named = p.raw_header().this_page;
+        if named != at {
+            return Err(self.incorrect_page_id(at, named));
+        }
+        Ok(iam::validate(p, at)?)
+    }
+
+    /// Every user allocation unit whose IAM chain cannot be followed to its end, found at
+    /// open (invariant 8). The catalog's own unit is not among them: damage there fails
+    /// the open.
+    pub(crate) fn find_damaged_chains(&self) -> Result<Vec<DamagedChain>, StorageError> {
+        let mut out = Vec::new();
+        for au in &self.catalog.allocation_units {
+            let id = au.allocation_unit_id;
+            if id == extentdb_format::catalog::CATALOG_ALLOCATION_UNIT {
+                continue;
+            }
+            let walk = self.walk_iam_chain(id)?;
+            if let Some((page, e)) = walk.damage {
+                out.push(DamagedChain {
+                    allocation_unit_id: id,
+                    object_id: self
+                        .catalog
+                        .tables
+                        .iter()
+                        .find(|t| t.allocation_unit_id == id)
+                        .map(|t| t.object_id),
+                    readable: walk.pages,
+                    page,
+                    reason: e.to_string(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The units whose IAM chains were found damaged at open (invariant 8).
+    pub fn damaged_iam_chains(&self) -> &[DamagedChain] {
+        &self.damaged_chains
     }
 
     /// The IAM page mapping (file, interval) for `au`, if the chain has one. Walks the
@@ -140,7 +258,7 @@ impl Database {
         let mut at = self.allocation_unit(au)?.first_iam_page;
         while !at.is_null() {
             let (owner, next, maps) = self.primary().with_page(at.page, |p| {
-                iam::validate(p, at)?;
+                self.audit_iam(p, at)?;
                 let h = p.header()?;
                 Ok((h.allocation_unit_id, h.next_page, iam::start_page(p)))
             })?;
@@ -341,6 +459,10 @@ impl Database {
     /// Frees the extents a crash left allocated in a GAM but owned by no IAM page
     /// (invariant 4); returns how many.
     pub(crate) fn sweep_unowned_extents(&mut self) -> Result<usize, StorageError> {
+        assert!(
+            self.damaged_chains.is_empty(),
+            "sweep of unowned extents with a damaged IAM chain (invariant 8)"
+        );
         let catalog_iam = PageId {
             file: extentdb_format::FileId::PRIMARY,
             page: extentdb_format::layout::CATALOG_IAM_PAGE,
@@ -399,7 +521,7 @@ impl Database {
         );
         let primary = self.primary();
         let mut p = primary.read_page(iam_at.page)?;
-        iam::validate(&p, iam_at)?;
+        self.audit_iam(&p, iam_at)?;
         let first = iam::start_page(&p).page.0 / PAGES_PER_EXTENT;
         assert!(
             extent.0 >= first && extent.0 < first + GAM_INTERVAL_EXTENTS,
@@ -412,7 +534,7 @@ impl Database {
     /// The extents an IAM page (in file 1) marks as owned, in the file it maps.
     pub(crate) fn iam_page_extents(&self, iam_at: PageId) -> Result<Vec<ExtentNo>, StorageError> {
         let p = self.primary().read_page(iam_at.page)?;
-        iam::validate(&p, iam_at)?;
+        self.audit_iam(&p, iam_at)?;
         let first = iam::start_page(&p).page.0 / PAGES_PER_EXTENT;
         let mut out = Vec::new();
         let mut i = 0;

@@ -16,7 +16,9 @@
 //! than one allocation object), followed by one Msg 8913 per claimant, as SQL Server does
 //! when, e.g., an IAM owns an extent the GAM calls free ('GAM' is one of the claimants).
 //! An allocation page with a wrong header (type, allocation unit, interval) is Msg 8946;
-//! its bits are then not used. Page reads verify checksums and page ids: a page failing them
+//! its bits are then not used. An IAM page that reads as zeros is 8946 (type 0) and 8909
+//! (its header names page (0:0)), and its unit's chain is damaged (`chain_damaged`): the
+//! table cannot be checked (7965, `check_db`). Page reads verify checksums and page ids: a page failing them
 //! is reported (8939) and its bits are not used, and the check goes on.
 //!
 //! Each IAM chain is followed from the catalog's first page: a next pointer to a page that
@@ -118,6 +120,9 @@ pub enum AllocError {
         from: PageId,
         allocation_unit_id: u64,
     },
+    /// Msg 8909 (object unknown): the allocation page at `page` names `actual` in its
+    /// header; a page of zeros names (0:0).
+    WrongPageId { page: PageId, actual: PageId },
     /// Msg 2577: IAM page `from` with sequence number `from_sequence` points to `page`
     /// with `sequence`, which is not one more.
     IamSequence {
@@ -135,6 +140,10 @@ pub struct UnitAllocation {
     pub allocation_unit_id: u64,
     pub iam_pages: u32,
     pub extents: u64,
+    /// The chain could not be followed to its end (a page of it unusable, or a next
+    /// pointer out of the chain): the unit's extents are not known, and its table cannot
+    /// be checked (Msg 7965).
+    pub chain_damaged: bool,
 }
 
 /// The result of a CHECKALLOC run.
@@ -189,6 +198,7 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
             allocation_unit_id: au,
             iam_pages: 0,
             extents: 0,
+            chain_damaged: false,
         };
         let mut seen = HashSet::new();
         let mut at = first;
@@ -204,10 +214,12 @@ pub fn check_allocation(src: &CheckSource) -> Result<(CheckAllocReport, Ownershi
             };
             if !seen.insert(at) {
                 report.errors.extend(next_not_detected(from));
+                unit.chain_damaged = true;
                 break;
             }
             let Some(p) = read_iam(src, at, au, &mut report.errors)? else {
                 report.errors.extend(next_not_detected(from));
+                unit.chain_damaged = true;
                 break;
             };
             let prev = p.raw_header().prev_page;
@@ -441,11 +453,16 @@ fn read_iam(
         && src.files.contains_key(&start.file.0)
         && start.page.0.is_multiple_of(GAM_INTERVAL_PAGES);
     if ok {
-        Ok(Some(p))
-    } else {
-        errors.push(bad_page(at, "IAM", &p));
-        Ok(None)
+        return Ok(Some(p));
     }
+    errors.push(bad_page(at, "IAM", &p));
+    // A page of zeros passes the page audit (space never written) but, where an IAM page
+    // is due, names no page: (0:0), as SQL Server's 8909 says.
+    let actual = p.raw_header().this_page;
+    if actual != at {
+        errors.push(AllocError::WrongPageId { page: at, actual });
+    }
+    Ok(None)
 }
 
 /// True when a GAM or SGAM page is the right type and owned by no unit; an unformatted

@@ -576,19 +576,28 @@ pub fn check_database(
     // check that scans no table and skips allocation (CHECKCATALOG) needs neither.
     let scans = opts.objects.as_ref().is_none_or(|o| !o.is_empty());
     let mut owners = Default::default();
+    // Units whose IAM chain broke: their extents are not known, their tables not checked.
+    let mut unchecked: HashSet<u64> = HashSet::new();
     if opts.allocation || scans {
         let (alloc, o) = check_allocation(src)?;
         if opts.allocation {
             report.findings.extend(alloc_findings(&ctx, &alloc));
         }
+        unchecked = alloc
+            .units
+            .iter()
+            .filter(|u| u.chain_damaged)
+            .map(|u| u.allocation_unit_id)
+            .collect();
         report.alloc = Some(alloc);
         owners = o;
     }
+    report.findings.extend(unchecked_tables(&ctx, &unchecked));
 
     // Runs over the owned extents of the checked units (and the catalog's, for CHECKDB).
     let mut runs: Vec<Run> = Vec::new();
     for (&(file, extent), &unit) in owners.iter() {
-        let wanted = ctx.checked_units.contains(&unit)
+        let wanted = (ctx.checked_units.contains(&unit) && !unchecked.contains(&unit))
             || (opts.objects.is_none() && unit == CATALOG_ALLOCATION_UNIT);
         let in_file = src
             .files
@@ -791,6 +800,19 @@ pub fn check_database(
     Ok(report)
 }
 
+/// SQL Server's 7965 for each checked table whose IAM chain broke (`unchecked`): its pages
+/// cannot be found, so none of them is checked (a consistency error of the table).
+fn unchecked_tables(ctx: &Context<'_>, unchecked: &HashSet<u64>) -> Vec<Finding> {
+    ctx.tables
+        .iter()
+        .filter(|t| {
+            let au = t.entry.allocation_unit_id;
+            ctx.checked_units.contains(&au) && unchecked.contains(&au)
+        })
+        .map(|t| t.owner.finding(7965, Vec::new(), None))
+        .collect()
+}
+
 /// The allocation report as findings, attributed to their tables where an IAM names one.
 fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
     let db_id = ctx.src.catalog.database_id.to_string();
@@ -877,6 +899,15 @@ fn alloc_findings(ctx: &Context<'_>, alloc: &CheckAllocReport) -> Vec<Finding> {
                     vec![db_id.clone(), page.to_string(), page.to_string()],
                     *page,
                 ));
+            }
+            AllocError::WrongPageId { page, actual } => {
+                let mut f = Owner::unknown().finding(
+                    8909,
+                    vec![page.to_string(), actual.to_string()],
+                    Some(*page),
+                );
+                f.allocation = true;
+                out.push(f);
             }
             AllocError::PfsWrongType {
                 page,

@@ -20,6 +20,8 @@
 //!    it kept its later LSN, undid those allocations for good, as redo then skipped every
 //!    image up to that LSN (CHECKDB 8904/8913: an extent free in the GAM that an IAM page
 //!    owns). `write_page_redo` asserts the page it replaces is older.
+//! 6. The primary file's first PFS page never reads as zeros once the log is attached
+//!    (`audit_pfs`): such a page is damage (Msg 824), never "every page free".
 //!
 //! Allocation-map pages (GAM, SGAM, PFS, IAM, DCM, BCM) changed through `write_page` are
 //! logged (a page image) and kept in a small write-back cache (`AllocCache`) instead of
@@ -55,6 +57,8 @@ pub struct DataFile {
     /// Allocation pages changed since they were last written, and clean copies of
     /// allocation pages read (see the module docs).
     pub cache: AllocCache,
+    /// The database's id, set with `wal` (for Msg 824's text).
+    pub database_id: u16,
 }
 
 /// Allocation-map pages of one file kept in memory: (page, dirty); and the locks of the
@@ -275,6 +279,29 @@ impl DataFile {
             .filter(|(_, (_, d))| *d)
             .map(|(n, (p, _))| (self.pid(PageNo(*n)), p.clone()))
             .collect()
+    }
+
+    /// Invariant 6: the primary file's first PFS page is formatted when the database is
+    /// created (it marks the catalog's first pages) and never reads as zeros once the log is
+    /// attached. Zeros there are damage: read as "every page free" they handed out the
+    /// catalog's and IAM pages in use as new system pages (a checkpoint's catalog save
+    /// overwrote IAM pages); formatted anew they said the same. Msg 824 instead. Other PFS
+    /// pages are left zero until their first change (their empty state), so zeros there
+    /// cannot be told from damage.
+    fn audit_pfs(&self, at: PageNo, p: &Page) -> Result<(), StorageError> {
+        if self.is_primary()
+            && at == layout::FIRST_PFS_PAGE
+            && self.wal.is_some()
+            && p.is_unformatted()
+        {
+            return Err(StorageError::IncorrectPageId {
+                page: self.pid(at),
+                actual: PageId::NULL,
+                database_id: self.database_id,
+                file: self.file.path().display().to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Forgets cached pages (after a failure, memory may not match the disk).
@@ -539,12 +566,15 @@ impl DataFile {
 
     pub fn pfs(&self, page: PageNo) -> Result<u8, StorageError> {
         let at = layout::pfs_page_for(page);
-        Ok(pfs::get(&self.read_page(at)?, at, page))
+        let p = self.read_page(at)?;
+        self.audit_pfs(at, &p)?;
+        Ok(pfs::get(&p, at, page))
     }
 
     pub fn set_pfs(&self, page: PageNo, value: u8) -> Result<(), StorageError> {
         let at = layout::pfs_page_for(page);
         let mut p = self.read_page(at)?;
+        self.audit_pfs(at, &p)?;
         if p.is_unformatted() {
             p = pfs::new_pfs_page(self.pid(at));
         }

@@ -100,6 +100,9 @@ pub struct Database {
     /// Counts page moves (SHRINKFILE, REBALANCE): a scan in chunks that began before a move
     /// cannot go on by page (`table::scan_chunk`, Msg 601).
     pub(crate) page_moves: u64,
+    /// User allocation units whose IAM chains were found damaged at open (allocation.rs
+    /// invariant 8): nothing they might own is freed.
+    pub(crate) damaged_chains: Vec<crate::allocation::DamagedChain>,
 }
 
 fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
@@ -192,6 +195,7 @@ impl Database {
                     size_pages: entry.size_pages,
                     wal: None,
                     cache: Default::default(),
+                    database_id: 0,
                 };
                 df.write_file_header(guid, created_us)?;
                 df.format_new_space(0)?;
@@ -229,6 +233,7 @@ impl Database {
             logged_catalog: (0, PageId::NULL),
             growing_for_system_pages: false,
             page_moves: 0,
+            damaged_chains: Vec::new(),
         };
         db.wrap_files();
         db.format_catalog_unit()?;
@@ -340,6 +345,9 @@ impl Database {
         let mut db = Database::open_at(fs, primary, Some(paths), None, false, None)?;
         db.name = name.to_string();
         db.catalog.database_id = database_id;
+        for df in db.data_files.values_mut() {
+            df.database_id = database_id;
+        }
         for f in &mut db.catalog.files {
             if let Some(p) = paths.get(&f.file_id) {
                 f.physical_name = p.display().to_string();
@@ -373,6 +381,7 @@ impl Database {
             logged_catalog: (files.boot.catalog_crc, files.boot.catalog_first_page),
             growing_for_system_pages: false,
             page_moves: 0,
+            damaged_chains: Vec::new(),
             boot: files.boot,
             catalog: files.catalog,
             data_files: files.data_files,
@@ -411,18 +420,36 @@ impl Database {
         }
         // The log may have been nearly full at the crash; the sweep writes logged pages.
         db.ensure_log_space()?;
+        // A user table's damaged IAM chain leaves the database open (allocation.rs
+        // invariant 8); the sweeps below then free nothing the chain might own.
+        db.damaged_chains = db.find_damaged_chains()?;
         db.free_orphan_units()?;
         db.sweep_catalog_pages()?;
-        // Only after a crash whose log held page images: damage found in a database that
-        // was shut down cleanly is CHECKALLOC's to report (Msg 8905), not ours to hide.
-        if sweep_unowned && db.data.recovery.as_ref().is_some_and(|r| r.page_images > 0) {
-            let freed = db.sweep_unowned_extents()?;
-            if let Some(r) = db.data.recovery.as_mut() {
-                r.unowned_extents_freed = freed;
-            }
+        if sweep_unowned {
+            db.sweep_after_crash()?;
         }
         db.reserve_identity_blocks()?;
         Ok(db)
+    }
+
+    /// Frees the extents a crash left allocated in a GAM but owned by no IAM page
+    /// (allocation.rs invariant 4). Only after a crash whose log held page images: damage
+    /// found in a database that was shut down cleanly is CHECKALLOC's to report (Msg 8905),
+    /// not ours to hide. Nor with a damaged IAM chain (invariant 8): the extents its lost
+    /// pages mapped would look unowned.
+    fn sweep_after_crash(&mut self) -> Result<(), StorageError> {
+        let Some(r) = self.data.recovery.as_mut().filter(|r| r.page_images > 0) else {
+            return Ok(());
+        };
+        if !self.damaged_chains.is_empty() {
+            r.unowned_sweep_skipped = true;
+            return Ok(());
+        }
+        let freed = self.sweep_unowned_extents()?;
+        if let Some(r) = self.data.recovery.as_mut() {
+            r.unowned_extents_freed = freed;
+        }
+        Ok(())
     }
 
     /// The page's current content, unverified (DBCC PAGE): the buffer pool's copy when
@@ -721,8 +748,23 @@ impl Database {
             .copied()
             .collect();
         for au in self.catalog.allocation_units.clone() {
-            in_use.extend(self.iam_chain(au.allocation_unit_id)?);
+            let id = au.allocation_unit_id;
+            match self
+                .damaged_chains
+                .iter()
+                .find(|d| d.allocation_unit_id == id)
+            {
+                Some(d) => in_use.extend(d.readable.iter().chain([&d.page])),
+                None => in_use.extend(self.iam_chain(id)?),
+            }
         }
+        // Past a damaged chain's bad page its IAM pages cannot be told from unlinked ones:
+        // with any chain damaged, no IAM page is freed (allocation.rs invariant 8).
+        let keep = if self.damaged_chains.is_empty() {
+            0
+        } else {
+            pfs::IAM_PAGE
+        };
         let primary = self.primary();
         for extent in self.iam_page_extents(iam_at)? {
             for page in extent.first_page().0..extent.first_page().0 + PAGES_PER_EXTENT {
@@ -730,7 +772,8 @@ impl Database {
                     file: FileId::PRIMARY,
                     page: PageNo(page),
                 };
-                if primary.pfs(pid.page)? & pfs::ALLOCATED != 0 && !in_use.contains(&pid) {
+                let byte = primary.pfs(pid.page)?;
+                if byte & pfs::ALLOCATED != 0 && byte & keep == 0 && !in_use.contains(&pid) {
                     primary.set_pfs(pid.page, 0)?;
                 }
             }
@@ -800,6 +843,7 @@ impl Database {
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
                         cache: Default::default(),
+                        database_id: self.catalog.database_id,
                     };
                     df.write_file_header(self.boot.database_guid, now_us())?;
                     df.format_new_space(0)?;
@@ -835,6 +879,7 @@ impl Database {
                         size_pages: f.size_pages,
                         wal: self.wal.clone(),
                         cache: Default::default(),
+                        database_id: self.catalog.database_id,
                     },
                 );
             }
@@ -1384,6 +1429,7 @@ fn open_files(
         size_pages,
         wal: None,
         cache: Default::default(),
+        database_id: 0,
     };
     let boot = read_boot(&primary)?;
     let (catalog, chain) = match catalog {
@@ -1426,6 +1472,7 @@ fn open_files(
                 size_pages,
                 wal: None,
                 cache: Default::default(),
+                database_id: 0,
             },
         );
     }

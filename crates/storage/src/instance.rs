@@ -437,6 +437,7 @@ impl Instance {
         };
         self.log_trimmed(&db);
         self.log_recovery(&db, e.database_id);
+        self.log_damaged_chains(&db, e.database_id);
         self.log_last_good_check(&db);
         let h = self.handle(db);
         self.databases.lock().unwrap().insert(e.database_id, h);
@@ -516,6 +517,28 @@ impl Instance {
             self.errorlog.write("spid7s", &format!(
                 "File '{}' of database '{}' was {} pages past its catalog size after a crash during a growth; trimmed to {} pages.",
                 t.name, db.name, t.past_pages, t.size_pages
+            ));
+        }
+    }
+
+    /// One line per user allocation unit whose IAM chain open found damaged (allocation.rs
+    /// invariant 8): the database is online, that table is not.
+    fn log_damaged_chains(&self, db: &Database, id: u16) {
+        for d in db.damaged_iam_chains() {
+            let owner = d
+                .object_id
+                .map_or("no table (an orphan unit)".to_string(), |o| {
+                    format!("object ID {o}")
+                });
+            self.errorlog.write("spid7s", &format!(
+                "Database '{}' ({id}): the IAM chain of alloc unit ID {} ({owner}) is damaged at page {}: {}. Reads and changes of it fail with Msg 824 and nothing it may own is freed; the other tables are online. Run DBCC CHECKDB and restore from a backup.",
+                db.name, d.allocation_unit_id, d.page, d.reason
+            ));
+        }
+        if db.recovery_stats().is_some_and(|r| r.unowned_sweep_skipped) {
+            self.errorlog.write("spid7s", &format!(
+                "Recovery of database '{}' ({id}) did not free extents allocated in a GAM page but owned by no IAM page: with an IAM chain damaged, the extents it owns cannot be told from them.",
+                db.name
             ));
         }
     }

@@ -59,6 +59,9 @@ pub struct RecoveryStats {
     /// Extents the sweep after redo freed: marked in a GAM, owned by no IAM page (an
     /// allocation or deallocation the crash cut between its two steps).
     pub unowned_extents_freed: usize,
+    /// The sweep of unowned extents did not run: a user table's IAM chain is damaged, so
+    /// the extents it owns cannot be told from unowned ones (allocation.rs invariant 8).
+    pub unowned_sweep_skipped: bool,
     pub committed: usize,
     pub rolled_back: usize,
     pub log_bytes: u64,
@@ -200,6 +203,7 @@ impl Database {
         let writer = Arc::new(writer);
         for df in self.data_files.values_mut() {
             df.wal = Some(writer.clone());
+            df.database_id = self.catalog.database_id;
         }
         self.wal = Some(writer.clone());
         self.data.xacts.get_mut().next_id = analysis.max_xact + 1;

@@ -694,6 +694,7 @@ impl Database {
                         size_pages: f.size_pages,
                         wal: None,
                         cache: Default::default(),
+                        database_id: 0,
                     };
                     df.write_file_header(self.boot.database_guid, crate::now_us())?;
                     df.format_new_space(0)?;

@@ -219,6 +219,8 @@ impl Database {
     /// Drops a table and gives its extents back.
     pub fn drop_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
+        // A damaged chain fails here, before the catalog changes (allocation.rs invariant 8).
+        self.iam_chain(t.allocation_unit_id)?;
         self.change_catalog(|c| {
             c.tables.retain(|x| x.object_id != object_id);
             Ok(())
@@ -231,6 +233,7 @@ impl Database {
     /// back to the files. The identity value restarts from the seed.
     pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
+        self.iam_chain(t.allocation_unit_id)?;
         let au = self.create_allocation_unit(t.data_space_id)?;
         let mut fresh = t.clone();
         fresh.allocation_unit_id = au;
@@ -262,6 +265,13 @@ impl Database {
     /// before the save leaves a unit no table names, which `free_orphan_units` frees at
     /// the next open.
     fn free_allocation_unit(&mut self, au: u64) -> Result<(), StorageError> {
+        assert!(
+            !self
+                .damaged_chains
+                .iter()
+                .any(|d| d.allocation_unit_id == au),
+            "allocation unit {au} freed with a damaged IAM chain (allocation.rs invariant 8)"
+        );
         self.data.cursors.get_mut().remove(&au);
         // Held by no one: the database is held exclusively.
         self.data.insert_locks.get_mut().remove(&au);
@@ -282,7 +292,9 @@ impl Database {
 
     /// Frees the allocation units no table names (a DROP or TRUNCATE cut short by a crash,
     /// or a TRUNCATE's new unit that the crash kept from taking the table's place); the
-    /// catalog's own unit stays. Returns how many. Run at open, after recovery.
+    /// catalog's own unit stays, and so does one whose IAM chain is damaged (allocation.rs
+    /// invariant 8: its extents cannot be told). Returns how many. Run at open, after
+    /// recovery.
     pub(crate) fn free_orphan_units(&mut self) -> Result<usize, StorageError> {
         let named: std::collections::HashSet<u64> = self
             .catalog
@@ -296,7 +308,12 @@ impl Database {
             .iter()
             .map(|a| a.allocation_unit_id)
             .filter(|au| {
-                *au != extentdb_format::catalog::CATALOG_ALLOCATION_UNIT && !named.contains(au)
+                *au != extentdb_format::catalog::CATALOG_ALLOCATION_UNIT
+                    && !named.contains(au)
+                    && !self
+                        .damaged_chains
+                        .iter()
+                        .any(|d| d.allocation_unit_id == *au)
             })
             .collect();
         for &au in &orphans {

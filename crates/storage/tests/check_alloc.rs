@@ -272,6 +272,7 @@ impl TapSort for Vec<AllocError> {
             AllocError::BadAllocationPage { page, .. }
             | AllocError::PageAudit { page, .. }
             | AllocError::Unreadable { page, .. }
+            | AllocError::WrongPageId { page, .. }
             | AllocError::PfsWrongType { page, .. }
             | AllocError::IamNextNotDetected { page, .. }
             | AllocError::IamPrevNotDetected { page, .. }
