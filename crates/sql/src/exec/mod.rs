@@ -47,6 +47,7 @@ mod spill;
 mod stream;
 mod table_ddl;
 mod tables;
+mod unique;
 pub mod views;
 mod xact;
 

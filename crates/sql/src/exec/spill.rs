@@ -18,6 +18,12 @@
 //!         a spill fails ─▶ Failed: push and finish return that error again
 //! ```
 //!
+//! A *spool* ([`SortSpill::fifo`]) is the same machinery with no order: its rows come back
+//! in the order they were pushed, the buffer is never sorted, and `finish` reads the runs one
+//! after the other (then the tail) instead of merging them, so a spool of any size is read
+//! with one run's read buffer and never takes a merge pass. INSERT ... SELECT, UPDATE and
+//! DELETE hold their rows in spools; TOP PERCENT without ORDER BY counts through one.
+//!
 //! A work file is named `extentdb-sort-<pid>-<sort number>-<file number>.tmp` and lives
 //! only as an open descriptor: it is removed from the directory right after it is created.
 //!
@@ -43,7 +49,7 @@
 //! 3. Memory while merging: the in-memory tail (within the budget), and for each run being
 //!    read, one read buffer (at most [`IO_BUFFER_BYTES`]) and one decoded row, plus one
 //!    record-sized decoding buffer; a merge pass adds one write buffer. At most `fan_in`
-//!    runs are read at once.
+//!    runs are read at once; a spool reads one run at a time.
 //! 4. Files: at most two work files are open at once (a pass reads one and writes the
 //!    next), and none is visible in the directory after its creation returns; if it could
 //!    not be removed then, it is removed when the sort is dropped. A panic leaves nothing
@@ -126,6 +132,8 @@ pub(super) struct SortSpill {
     /// The error that failed a spill: the runs may be incomplete, so the sort refuses
     /// further work and gives the same error again.
     failed: Option<SqlError>,
+    /// A spool: push order kept, runs read one after the other (no sort, no merge).
+    fifo: bool,
 }
 
 /// One sorted run: a segment of a work file.
@@ -159,7 +167,16 @@ impl SortSpill {
             space_limit: None,
             unlink_at_create: true,
             failed: None,
+            fifo: false,
         }
+    }
+
+    /// A spool: rows come back in the order they were pushed, spilled past `budget_bytes`
+    /// as a sort's are, read back run after run.
+    pub fn fifo(dir: &Path, budget_bytes: usize) -> Self {
+        let mut spool = SortSpill::new(dir, budget_bytes, Box::new(|_, _| Ordering::Equal));
+        spool.fifo = true;
+        spool
     }
 
     /// The same sort merging at most `fan_in` runs at once (at least 2).
@@ -223,8 +240,10 @@ impl SortSpill {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let compare = &*self.compare;
-        self.buffer.sort_by(|a, b| compare(a, b));
+        if !self.fifo {
+            let compare = &*self.compare;
+            self.buffer.sort_by(|a, b| compare(a, b));
+        }
         let tail = std::mem::take(&mut self.buffer);
         let spilled_runs = self.runs.len();
         let Some(writer) = self.writer.take() else {
@@ -238,6 +257,23 @@ impl SortSpill {
         };
         // Every run was flushed when it was written; the writer has nothing buffered.
         let mut work = writer.into_work_file();
+        if self.fifo {
+            let chain = Chain {
+                work,
+                runs: std::mem::take(&mut self.runs).into_iter(),
+                reading: None,
+                tail: tail.into_iter(),
+                sort_number: self.sort_number,
+                scratch: Vec::new(),
+            };
+            return Ok(SortedRows::new(
+                self.compare,
+                Rows::Chain(chain),
+                spilled_runs,
+                self.spilled_bytes,
+                0,
+            ));
+        }
         let tail_sources = usize::from(!tail.is_empty());
         let mut passes = 0;
         while self.runs.len() + tail_sources > self.fan_in {
@@ -266,8 +302,10 @@ impl SortSpill {
     /// Sorts the buffer and appends it to the work file as one run.
     fn spill(&mut self) -> Result<(), SqlError> {
         debug_assert!(!self.buffer.is_empty());
-        let compare = &*self.compare;
-        self.buffer.sort_by(|a, b| compare(a, b));
+        if !self.fifo {
+            let compare = &*self.compare;
+            self.buffer.sort_by(|a, b| compare(a, b));
+        }
         if self.writer.is_none() {
             self.writer = Some(self.create_writer()?);
         }
@@ -362,7 +400,38 @@ pub(super) struct SortedRows {
 enum Rows {
     Memory(std::vec::IntoIter<Vec<Value>>),
     Merge(Merger),
+    Chain(Chain),
     Done,
+}
+
+/// A spool's rows: its runs one after the other, then the in-memory tail.
+struct Chain {
+    work: Arc<WorkFile>,
+    runs: std::vec::IntoIter<Run>,
+    reading: Option<RunReader>,
+    tail: std::vec::IntoIter<Vec<Value>>,
+    sort_number: u64,
+    scratch: Vec<u8>,
+}
+
+impl Chain {
+    fn next(&mut self) -> Result<Option<Vec<Value>>, SqlError> {
+        loop {
+            if let Some(reader) = &mut self.reading {
+                if let Some(row) = reader.next_row(&mut self.scratch)? {
+                    return Ok(Some(row));
+                }
+                // A run read to its end (validated there) frees its blocks.
+                self.work.release(reader.start, reader.end - reader.start);
+            }
+            match self.runs.next() {
+                Some(run) => {
+                    self.reading = Some(RunReader::new(&self.work, run, self.sort_number));
+                }
+                None => return Ok(self.tail.next()),
+            }
+        }
+    }
 }
 
 #[allow(dead_code)]
@@ -415,8 +484,28 @@ impl SortedRows {
                     Some(Err(e))
                 }
             },
+            Rows::Chain(chain) => match chain.next() {
+                Ok(Some(row)) => Some(Ok(row)),
+                Ok(None) => {
+                    self.rows = Rows::Done;
+                    None
+                }
+                Err(e) => {
+                    self.rows = Rows::Done;
+                    Some(Err(e))
+                }
+            },
             Rows::Done => None,
         }
+    }
+
+    /// The next `n` rows (fewer only at the end): a window of a spool.
+    pub fn window(&mut self, n: usize) -> Result<Vec<Vec<Value>>, SqlError> {
+        let mut rows = Vec::with_capacity(n.min(1024));
+        for row in self.by_ref().take(n) {
+            rows.push(row?);
+        }
+        Ok(rows)
     }
 }
 
@@ -727,6 +816,8 @@ struct RunReader {
     path: PathBuf,
     sort_number: u64,
     rows_left: u64,
+    /// File offset of the run's first record.
+    start: u64,
     /// File offset of the next record.
     offset: u64,
     end: u64,
@@ -746,6 +837,7 @@ impl RunReader {
             path: work.path.clone(),
             sort_number,
             rows_left: run.rows,
+            start: run.offset,
             offset: run.offset,
             end,
         }
@@ -1152,6 +1244,32 @@ mod tests {
         assert!(runs > DEFAULT_FAN_IN, "only {runs} runs");
         assert!(passes >= 1);
         assert_eq!(out, std_stable_sort(&rows));
+        assert!(dir.entries().is_empty());
+    }
+
+    /// Proves a spool keeps push order: 3000 random rows through a 2 KiB budget spill more
+    /// runs than the fan-in, yet come back exactly as pushed, with no merge pass, in windows.
+    #[test]
+    fn a_spool_gives_rows_back_in_push_order_without_merging() {
+        let dir = ScratchDir::new("spool");
+        let rows = random_rows(0x5eed_0007, 3000);
+        let mut spool = SortSpill::fifo(&dir.0, 2048).with_fan_in(2);
+        for row in &rows {
+            spool.push(row.clone()).unwrap();
+        }
+        assert!(spool.spilled_runs() > DEFAULT_FAN_IN);
+        let mut out = spool.finish().unwrap();
+        assert_eq!(out.merge_passes(), 0);
+        let mut back = Vec::new();
+        loop {
+            let window = out.window(7).unwrap();
+            if window.is_empty() {
+                break;
+            }
+            assert!(window.len() == 7 || back.len() + window.len() == rows.len());
+            back.extend(window);
+        }
+        assert_eq!(back, rows);
         assert!(dir.entries().is_empty());
     }
 

@@ -84,6 +84,22 @@ impl TableRef {
         Ok(())
     }
 
+    /// `each_row` for a caller that holds the database already (a statement's write
+    /// phase): the same chunks, read through `db`.
+    pub fn each_row_in(
+        &self,
+        db: &mut Database,
+        mut each: impl FnMut(Vec<Value>) -> Result<(), Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        let mut chunks = Chunks::held(self, db)?;
+        while let Some(rows) = chunks.next_chunk_in(db)? {
+            for (_, rec) in rows {
+                each(self.decode(&rec)?)?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn decode(&self, rec: &[u8]) -> Result<Vec<Value>, Vec<SqlError>> {
         let lay = layouts(&self.entry);
         let cols = record::decode(&lay, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
@@ -120,7 +136,12 @@ pub(super) struct Chunks<'a> {
 
 impl<'a> Chunks<'a> {
     pub fn new(t: &'a TableRef) -> Result<Chunks<'a>, Vec<SqlError>> {
-        let origin = t.db.lock().unwrap().scan_origin(t.entry.object_id);
+        Chunks::held(t, &t.db.lock().unwrap())
+    }
+
+    /// Chunks read through a database the caller holds (`next_chunk_in`).
+    pub fn held(t: &'a TableRef, db: &Database) -> Result<Chunks<'a>, Vec<SqlError>> {
+        let origin = db.scan_origin(t.entry.object_id);
         Ok(Chunks {
             t,
             origin: origin.map_err(|e| super::errors::map_data(&e, &t.db_name))?,
@@ -130,14 +151,20 @@ impl<'a> Chunks<'a> {
 
     /// The next chunk's records with their RIDs; None past the last.
     pub fn next_chunk(&mut self) -> Result<Option<StoredRows>, Vec<SqlError>> {
+        let db = self.t.db.clone();
+        let mut guard = db.lock().unwrap();
+        self.next_chunk_in(&mut guard)
+    }
+
+    /// `next_chunk` through a database the caller holds.
+    pub fn next_chunk_in(
+        &mut self,
+        db: &mut Database,
+    ) -> Result<Option<StoredRows>, Vec<SqlError>> {
         if self.at == extentdb_storage::scan::ScanPosition::End {
             return Ok(None);
         }
-        let chunk = self
-            .t
-            .db
-            .lock()
-            .unwrap()
+        let chunk = db
             .scan_chunk(self.t.entry.object_id, self.origin, &self.at, CHUNK_BYTES)
             .map_err(|e| super::errors::map_data(&e, &self.t.db_name))?;
         self.at = chunk.next;
