@@ -26,6 +26,8 @@
 //!
 //! A work file is named `extentdb-sort-<pid>-<sort number>-<file number>.tmp` and lives
 //! only as an open descriptor: it is removed from the directory right after it is created.
+//! One a crash caught between the two is removed at the next start
+//! ([`remove_leftover_work_files`]).
 //!
 //! Run encoding (private to this module; nothing outside reads it, and nothing reads it
 //! after the sort ends, so it has no version): a row is `varint(record length)` then the
@@ -370,6 +372,24 @@ impl SortSpill {
         )?;
         Ok(RunWriter::new(work, self.space_limit, self.sort_number))
     }
+}
+
+/// Removes the work files a process of this instance left behind (a crash between a work
+/// file's creation and its removal, invariant 4), as SQL Server starts with a clean tempdb;
+/// returns how many. Called at startup, under the instance lock, so no live sort owns one.
+pub(super) fn remove_leftover_work_files(dir: &Path) -> usize {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("extentdb-sort-")
+            && name.ends_with(".tmp")
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// Estimated heap bytes a row owns: its values, and the text and binary they point to.
@@ -1477,6 +1497,18 @@ mod tests {
         }
         drop(sorted);
         assert!(dir.entries().is_empty());
+    }
+
+    /// Proves the startup sweep removes work files a crash left (and nothing else).
+    #[test]
+    fn leftover_work_files_are_removed_at_startup() {
+        let dir = ScratchDir::new("leftover");
+        for name in ["extentdb-sort-1-2-0.tmp", "extentdb-sort-9-0-3.tmp", "tempdb.mdf"] {
+            std::fs::write(dir.0.join(name), b"x").unwrap();
+        }
+        assert_eq!(remove_leftover_work_files(&dir.0), 2);
+        assert_eq!(dir.entries(), vec!["tempdb.mdf".to_string()]);
+        std::fs::remove_file(dir.0.join("tempdb.mdf")).unwrap();
     }
 
     /// Proves the fallback of invariant 4: a work file whose name stayed in the directory

@@ -381,19 +381,7 @@ impl Session {
 
     /// Where sorts spill: tempdb's data directory.
     pub(super) fn spill_dir(&self) -> std::path::PathBuf {
-        let tempdb = self.engine.instance.database(TEMPDB_ID);
-        let file = tempdb.and_then(|db| {
-            let g = db.read().unwrap();
-            g.catalog
-                .files
-                .iter()
-                .find(|f| f.file_type != extentdb_format::file_header::FileType::Log)
-                .map(|f| std::path::PathBuf::from(&f.physical_name))
-        });
-        match file.as_ref().and_then(|f| f.parent()) {
-            Some(d) => d.to_path_buf(),
-            None => self.engine.instance.dir.clone(),
-        }
+        spill_dir(&self.engine.instance)
     }
 
     /// WHERE, the select list, ORDER BY / DISTINCT and TOP over `input`, each row sent as
@@ -626,4 +614,21 @@ fn sort_keys<'a>(q: &'a Query, names: &[String]) -> Vec<SortKey<'a>> {
             }
         })
         .collect()
+}
+
+/// Where sorts and spools of `instance` spill: tempdb's data directory.
+pub(super) fn spill_dir(instance: &extentdb_storage::instance::Instance) -> std::path::PathBuf {
+    let tempdb = instance.database(TEMPDB_ID);
+    let file = tempdb.and_then(|db| {
+        let g = db.read().unwrap();
+        g.catalog
+            .files
+            .iter()
+            .find(|f| f.file_type != extentdb_format::file_header::FileType::Log)
+            .map(|f| std::path::PathBuf::from(&f.physical_name))
+    });
+    match file.as_ref().and_then(|f| f.parent()) {
+        Some(d) => d.to_path_buf(),
+        None => instance.dir.clone(),
+    }
 }
