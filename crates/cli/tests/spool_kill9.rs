@@ -71,27 +71,11 @@ fn update_all(_: i64) -> String {
     "UPDATE u SET v = v + 1".into()
 }
 
-fn sort_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(sort_files(&p));
-        } else if p.to_string_lossy().contains("extentdb-sort-") {
-            out.push(p);
-        }
-    }
-    out
-}
-
 /// Proves statement atomicity and a clean database across SIGKILLs of a server running
 /// spooled INSERT ... SELECT and UPDATE statements on two sessions.
 #[test]
 fn spooled_statements_survive_sigkill_whole_or_not_at_all() {
-    let rounds: u64 = std::env::var("XDB_KILL_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(4, |n: u64| (n / 5).max(1));
+    let rounds = common::long_kill_rounds();
     let mut s = Server::start("spool-kill9", &[]);
     let mut c = s.connect();
     run(
@@ -211,8 +195,8 @@ fn check_after_kill(
         "round {round}: CHECKDB"
     );
     assert!(
-        sort_files(&s.dir).is_empty(),
+        common::sort_work_files(&s.dir).is_empty(),
         "round {round}: {:?}",
-        sort_files(&s.dir)
+        common::sort_work_files(&s.dir)
     );
 }

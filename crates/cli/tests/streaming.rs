@@ -225,24 +225,8 @@ fn sorts_and_groups_larger_than_their_memory_spill_and_stay_bounded() {
     let limit_kb = base_kb + (CAP_MB + 48) * 1024;
     assert!(peak_kb < limit_kb, "peak {peak_kb} kB, limit {limit_kb} kB");
     // The sort's work files are gone from tempdb's directory.
-    let leftovers: Vec<_> = walk(&s.dir)
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains("extentdb-sort-"))
-        .collect();
+    let leftovers = common::sort_work_files(&s.dir);
     assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 /// A batch of about `mb` MB on the wire (UTF-16) that holds its large-request slot for
@@ -393,10 +377,7 @@ fn int(v: &Value) -> i64 {
 }
 
 fn sort_files_left(s: &Server) -> Vec<std::path::PathBuf> {
-    walk(&s.dir)
-        .into_iter()
-        .filter(|p| p.to_string_lossy().contains("extentdb-sort-"))
-        .collect()
+    common::sort_work_files(&s.dir)
 }
 
 /// Proves UPDATE and DELETE spool what they match and change (issue 20 item 3): an UPDATE

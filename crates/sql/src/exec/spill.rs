@@ -490,33 +490,17 @@ impl SortedRows {
     }
 
     fn next_row(&mut self) -> Option<Result<Vec<Value>, SqlError>> {
-        match &mut self.rows {
-            Rows::Memory(rows) => rows.next().map(Ok),
-            Rows::Merge(merger) => match merger.next(&*self.compare) {
-                Ok(Some(row)) => Some(Ok(row)),
-                Ok(None) => {
-                    // Closes the last work file as soon as it is read to the end.
-                    self.rows = Rows::Done;
-                    None
-                }
-                Err(e) => {
-                    self.rows = Rows::Done;
-                    Some(Err(e))
-                }
-            },
-            Rows::Chain(chain) => match chain.next() {
-                Ok(Some(row)) => Some(Ok(row)),
-                Ok(None) => {
-                    self.rows = Rows::Done;
-                    None
-                }
-                Err(e) => {
-                    self.rows = Rows::Done;
-                    Some(Err(e))
-                }
-            },
-            Rows::Done => None,
+        let next = match &mut self.rows {
+            Rows::Memory(rows) => return rows.next().map(Ok),
+            Rows::Merge(merger) => merger.next(&*self.compare),
+            Rows::Chain(chain) => chain.next(),
+            Rows::Done => return None,
+        };
+        // The last work file closes as soon as it is read to the end (or fails).
+        if !matches!(next, Ok(Some(_))) {
+            self.rows = Rows::Done;
         }
+        next.transpose()
     }
 
     /// The next `n` rows (fewer only at the end): a window of a spool.
@@ -1503,7 +1487,11 @@ mod tests {
     #[test]
     fn leftover_work_files_are_removed_at_startup() {
         let dir = ScratchDir::new("leftover");
-        for name in ["extentdb-sort-1-2-0.tmp", "extentdb-sort-9-0-3.tmp", "tempdb.mdf"] {
+        for name in [
+            "extentdb-sort-1-2-0.tmp",
+            "extentdb-sort-9-0-3.tmp",
+            "tempdb.mdf",
+        ] {
             std::fs::write(dir.0.join(name), b"x").unwrap();
         }
         assert_eq!(remove_leftover_work_files(&dir.0), 2);
