@@ -20,12 +20,12 @@ over TDS and these cases run one after the other, each on its own connection(s) 
                (UTF-16, the size `serve --max-request-mb` limits) at once:
                SELECT LEN('xxx...'); an error (e.g. a refused oversized batch) is a valid
                outcome and its message number is recorded
-  update_all   UPDATE big SET id = id + 1: every row of the heap changed in one statement
-               (its matches spooled, then applied a window at a time); @@ROWCOUNT checked
   count_distinct
                SELECT COUNT(DISTINCT CONCAT(id, pad)) FROM big: a distinct value of 2 KB per
                row, every one different, through the aggregate's spilling sort; the count
                checked against the rows
+  update_all   UPDATE big SET id = id + 1: every row of the heap changed in one statement
+               (its matches spooled, then applied a window at a time); @@ROWCOUNT checked
 
 For each case: the server's RSS just before it (baseline, read once the RSS has settled, so
 memory the previous case frees late is not counted), its peak RSS during it (VmHWM of
@@ -37,11 +37,12 @@ and the server started again for the next case. The rule the cases are held to:
 
     ratio = peak_rss_mib / (1.5 * CAP + ALLOWANCE_MIB * connections);  held = ratio <= 1
 
-except update_all, whose limit adds UNDO: the old records of the rows it changes (the
-table's --table-mb), which the storage layer's open transaction keeps in its undo list
-until it ends (XactState.changes; not bounded yet). What the SQL layer holds for it (two
-spools and a window) is within the rule; before it spooled, it held every match and every
-changed row besides, twice the table again.
+update_all's ratio is recorded but not gated (UNGATED): the storage layer's open
+transaction keeps each change's undo action, for an UPDATE the row's old record, in memory
+until it ends (storage/src/xact.rs, XactState.changes), about the table's size; what the SQL
+layer holds for it (two spools and a window) is within the rule, and before it spooled it
+held every match and every changed row besides (8 GB for the full tables). It runs last, as
+the memory the undo list took is not all returned to the system when it is freed.
 
 Nothing here fails on a ratio: bench/report.py records the ratios and gates them only when
 its MEMORY_GATES is on. Writes bench/results/<date>-<host>-memory.json (or into
@@ -81,7 +82,10 @@ PAD = 2000          # CHAR(PAD): rows of id BIGINT + pad take 2,017 bytes, four 
 ROWS_PER_PAGE = 4
 SOURCE_ROWS = 16000  # rows of the source table each INSERT ... SELECT copies at most
 CASES = ["scan", "agg_max", "agg_sum", "clustered", "slow_client", "checkdb", "big_batches",
-         "update_all", "count_distinct"]
+         "count_distinct", "update_all"]
+# Cases whose ratio is recorded but not gated, and why (see the docstring).
+UNGATED = {"update_all": "the storage transaction's undo list holds each changed row's old "
+                         "record until the transaction ends (XactState.changes)"}
 # The case timeout (--case-timeout-s) as the client's request timeout.
 CASE_TIMEOUT_S = [1800]
 
@@ -541,9 +545,10 @@ def main():
             sql, conns, fn = specs[name]
             log(f"{name}: {sql}")
             rec = measure(pid, name, sql, conns, fn, ceiling_kb)
-            rec["undo_allowance_mib"] = a.table_mb if name == "update_all" else 0
-            rec["limit_mib"] = (HEADROOM * a.cap_mb + ALLOWANCE_MIB * conns
-                                + rec["undo_allowance_mib"])
+            rec["limit_mib"] = HEADROOM * a.cap_mb + ALLOWANCE_MIB * conns
+            rec["gated"] = name not in UNGATED
+            if not rec["gated"]:
+                rec["not_gated_because"] = UNGATED[name]
             rec["ratio"] = rec["peak_rss_mib"] / rec["limit_mib"]
             rec["held"] = rec["ratio"] <= 1
             if name in ("scan", "clustered", "agg_sum", "update_all", "count_distinct") \
