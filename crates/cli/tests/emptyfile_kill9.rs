@@ -37,10 +37,7 @@ fn assert_checkdb_clean(dir: &std::path::Path, when: &str) {
 
 #[test]
 fn emptyfile_killed_then_run_again_leaves_checkdb_clean() {
-    let rounds: u64 = std::env::var("XDB_KILL_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map_or(4, |n: u64| (n / 5).max(1));
+    let rounds = common::long_kill_rounds();
     let dir = std::env::temp_dir().join(format!("xdb-emptyfile-kill9-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     exec(

@@ -18,6 +18,7 @@ use common::tds::{all_rows, connect_at, run, Server};
 fn value(c: &mut extentdb_tds::client::Client, sql: &str) -> i64 {
     match &all_rows(&run(c, sql))[0][0] {
         Value::Int(v) => *v as i64,
+        Value::SmallInt(v) => *v as i64,
         Value::BigInt(v) => *v,
         other => panic!("{other:?}"),
     }
@@ -98,4 +99,204 @@ fn concurrent_increments_are_not_lost() {
             "{table}"
         );
     }
+}
+
+fn spawn_batch(s: &Server, sql: &'static str) -> thread::JoinHandle<Vec<(i32, Vec<Vec<Value>>)>> {
+    let addr = s.addr.clone();
+    thread::spawn(move || {
+        let mut c = connect_at(&addr, Some("iso"), 60).unwrap();
+        let r = c.batch(sql).unwrap();
+        let errs: Vec<i32> = r.errors().map(|e| e.number).collect();
+        vec![(errs.first().copied().unwrap_or(0), all_rows(&r))]
+    })
+}
+
+/// READ COMMITTED waits for another session's uncommitted change and reads what was
+/// committed; NOLOCK and READ UNCOMMITTED read it at once (it failed on 5f1faaf: every
+/// read saw the uncommitted 999).
+#[test]
+fn readers_wait_for_uncommitted_changes() {
+    let s = Server::start("iso-readers", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    run(
+        &mut a,
+        "BEGIN TRAN; UPDATE clu_t SET v = 999 WHERE id = 1; UPDATE heap_t SET v = 999 WHERE id = 1",
+    );
+    let mut dirty = s.connect_to(Some("iso"));
+    assert_eq!(
+        value(&mut dirty, "SELECT v FROM clu_t WITH (NOLOCK) WHERE id = 1"),
+        999
+    );
+    run(
+        &mut dirty,
+        "SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
+    );
+    assert_eq!(value(&mut dirty, "SELECT v FROM heap_t WHERE id = 1"), 999);
+    let reader = spawn_batch(
+        &s,
+        "SELECT v FROM clu_t WHERE id = 1; SELECT SUM(v) FROM heap_t",
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert!(!reader.is_finished(), "READ COMMITTED waits for A");
+    run(&mut a, "ROLLBACK");
+    let got = reader.join().unwrap();
+    assert_eq!(got[0].0, 0);
+    assert_eq!(got[0].1, vec![vec![Value::Int(100)], vec![Value::Int(300)]]);
+}
+
+/// SET LOCK_TIMEOUT ends a wait with 1222 (the transaction stays open), NOWAIT at once,
+/// READPAST skips the locked row; @@LOCK_TIMEOUT reports the setting.
+#[test]
+fn lock_timeout_nowait_and_readpast() {
+    let s = Server::start("iso-timeout", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    run(&mut a, "BEGIN TRAN; UPDATE clu_t SET v = 5 WHERE id = 1");
+    let mut b = s.connect_to(Some("iso"));
+    run(&mut b, "SET LOCK_TIMEOUT 200");
+    assert_eq!(value(&mut b, "SELECT @@LOCK_TIMEOUT"), 200);
+    run(&mut b, "BEGIN TRAN");
+    let started = std::time::Instant::now();
+    assert_eq!(
+        common::tds::numbers(&mut b, "SELECT v FROM clu_t WHERE id = 1"),
+        vec![1222]
+    );
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert_eq!(
+        value(&mut b, "SELECT @@TRANCOUNT"),
+        1,
+        "1222 ends the statement only"
+    );
+    run(&mut b, "ROLLBACK; SET LOCK_TIMEOUT -1");
+    assert_eq!(
+        common::tds::numbers(&mut b, "SELECT v FROM clu_t WITH (NOWAIT) WHERE id = 1"),
+        vec![1222]
+    );
+    let rows = all_rows(&run(&mut b, "SELECT id FROM clu_t WITH (READPAST)"));
+    assert_eq!(rows, vec![vec![Value::Int(2)]]);
+    run(&mut a, "COMMIT");
+}
+
+/// Two sessions each update a row the other holds: one is chosen as the victim (1205,
+/// its transaction rolled back), the other finishes; SET DEADLOCK_PRIORITY LOW makes B the
+/// victim whatever the timing.
+#[test]
+fn deadlock_victim_gets_1205_and_is_rolled_back() {
+    let s = Server::start("iso-deadlock", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    let mut b = s.connect_to(Some("iso"));
+    run(&mut b, "SET DEADLOCK_PRIORITY LOW");
+    run(
+        &mut a,
+        "BEGIN TRAN; UPDATE clu_t SET v = v + 1 WHERE id = 1",
+    );
+    run(
+        &mut b,
+        "BEGIN TRAN; UPDATE clu_t SET v = v + 10 WHERE id = 2",
+    );
+    let addr = s.addr.clone();
+    let a_waits = thread::spawn(move || {
+        let r = a
+            .batch("UPDATE clu_t SET v = v + 1 WHERE id = 2; COMMIT")
+            .unwrap();
+        let errs: Vec<i32> = r.errors().map(|e| e.number).collect();
+        drop(addr);
+        errs
+    });
+    thread::sleep(Duration::from_millis(200));
+    let r = b.batch("UPDATE clu_t SET v = v + 10 WHERE id = 1").unwrap();
+    let errs: Vec<(i32, u8)> = r.errors().map(|e| (e.number, e.severity)).collect();
+    assert_eq!(errs, vec![(1205, 13)]);
+    assert_eq!(
+        value(&mut b, "SELECT @@TRANCOUNT"),
+        0,
+        "the victim's transaction is rolled back"
+    );
+    assert_eq!(a_waits.join().unwrap(), Vec::<i32>::new());
+    let mut c = s.connect_to(Some("iso"));
+    let rows = all_rows(&run(&mut c, "SELECT v FROM clu_t ORDER BY id"));
+    assert_eq!(rows, vec![vec![Value::Int(101)], vec![Value::Int(201)]]);
+}
+
+/// What a DBA sees while B waits for A: sys.dm_tran_locks lists A's X lock granted and
+/// B's request waiting; sys.dm_exec_requests shows B suspended on LCK_M_S, blocked by A.
+#[test]
+fn dmvs_show_who_blocks_whom() {
+    let s = Server::start("iso-dmv", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    let a_spid = value(&mut a, "SELECT @@SPID");
+    run(&mut a, "BEGIN TRAN; UPDATE clu_t SET v = 7 WHERE id = 2");
+    let reader = spawn_batch(&s, "SELECT v FROM clu_t WHERE id = 2");
+    thread::sleep(Duration::from_millis(300));
+    let mut dba = s.connect_to(Some("iso"));
+    let locks = all_rows(&run(
+        &mut dba,
+        "SELECT resource_type, request_mode, request_status, request_session_id \
+         FROM sys.dm_tran_locks WHERE resource_type = 'KEY'",
+    ));
+    let text = |v: &Value| match v {
+        Value::Text(t) => t.clone(),
+        other => format!("{other:?}"),
+    };
+    let modes: Vec<(String, String)> = locks.iter().map(|r| (text(&r[1]), text(&r[2]))).collect();
+    assert!(modes.contains(&("X".into(), "GRANT".into())), "{modes:?}");
+    assert!(modes.contains(&("S".into(), "WAIT".into())), "{modes:?}");
+    let req = all_rows(&run(
+        &mut dba,
+        "SELECT status, wait_type, blocking_session_id FROM sys.dm_exec_requests \
+         WHERE blocking_session_id <> 0",
+    ));
+    assert_eq!(req.len(), 1, "{req:?}");
+    assert_eq!(text(&req[0][0]), "suspended");
+    assert_eq!(text(&req[0][1]), "LCK_M_S");
+    assert_eq!(req[0][2], Value::SmallInt(a_spid as i16));
+    run(&mut a, "COMMIT");
+    assert_eq!(reader.join().unwrap()[0].1, vec![vec![Value::Int(7)]]);
+}
+
+/// REPEATABLE READ keeps the rows it read locked until it ends; SERIALIZABLE keeps the
+/// table from new rows (an INSERT waits); SNAPSHOT is refused until row versioning
+/// exists (3952).
+#[test]
+fn repeatable_read_serializable_and_snapshot() {
+    let s = Server::start("iso-levels", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    run(
+        &mut a,
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; BEGIN TRAN",
+    );
+    assert_eq!(value(&mut a, "SELECT v FROM heap_t WHERE id = 1"), 100);
+    let writer = spawn_batch(&s, "UPDATE heap_t SET v = 1 WHERE id = 1");
+    thread::sleep(Duration::from_millis(300));
+    assert!(!writer.is_finished(), "the row read stays locked");
+    assert_eq!(
+        value(&mut a, "SELECT v FROM heap_t WHERE id = 1"),
+        100,
+        "read again: the same"
+    );
+    run(&mut a, "COMMIT");
+    assert_eq!(writer.join().unwrap()[0].0, 0);
+    run(
+        &mut a,
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN",
+    );
+    assert_eq!(value(&mut a, "SELECT COUNT(*) FROM clu_t"), 2);
+    let inserter = spawn_batch(&s, "INSERT INTO clu_t VALUES (3, 300)");
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        !inserter.is_finished(),
+        "no phantom while A's transaction lasts"
+    );
+    assert_eq!(value(&mut a, "SELECT COUNT(*) FROM clu_t"), 2);
+    run(&mut a, "COMMIT");
+    assert_eq!(inserter.join().unwrap()[0].0, 0);
+    run(&mut a, "SET TRANSACTION ISOLATION LEVEL SNAPSHOT");
+    assert_eq!(
+        common::tds::numbers(&mut a, "SELECT COUNT(*) FROM clu_t"),
+        vec![3952]
+    );
 }

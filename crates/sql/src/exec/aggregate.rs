@@ -14,12 +14,23 @@
 //!
 //! Groups come out in ascending key order (as a stream aggregate over sorted input gives
 //! them); SQL Server promises no order without ORDER BY.
+//!
+//! A DISTINCT aggregate (COUNT(DISTINCT x), SUM(DISTINCT x), ...) sends its group's
+//! non-NULL values through a spilling sort (`SortSpill`, `SORT_MEMORY_BYTES` each, work
+//! files in tempdb's directory past that) and folds each run of equal values once when the
+//! group ends, so what it holds does not grow with the group. Values are folded in
+//! ascending order, each distinct value as its first occurrence in scan order has it (the
+//! sort is stable); a float SUM(DISTINCT) may therefore round differently from one folded
+//! in scan order, as SQL Server's own plans may.
 
 use std::cmp::Ordering;
+use std::sync::{Arc, Mutex};
 
 use super::eval::RowCtx;
 use super::lower::not_yet;
 use super::select::{same_row, Source};
+use super::spill::SortSpill;
+use super::stream::{key_order, SORT_MEMORY_BYTES};
 use super::views::Rowset;
 use super::Session;
 use crate::ast::{Expr, ObjectName, OrderByItem, Query, Select, SelectItem};
@@ -279,8 +290,8 @@ fn result_of(upper: &str, t: SqlType) -> SqlType {
 }
 
 /// One aggregate computed row by row, so a group's rows need not be held: a count, the
-/// best value so far (MIN, MAX) or a running sum (SUM, AVG). DISTINCT keeps the distinct
-/// values seen.
+/// best value so far (MIN, MAX) or a running sum (SUM, AVG). DISTINCT sorts the group's
+/// values (spilling past its memory) and folds each distinct one at the end.
 pub(super) struct Accumulator {
     call: Expr,
     upper: String,
@@ -289,7 +300,15 @@ pub(super) struct Accumulator {
     count: i64,
     best: Option<Value>,
     sum: Option<Value>,
-    seen: Vec<Value>,
+    /// DISTINCT: the group's values so far, from its first one on.
+    distinct: Option<DistinctValues>,
+}
+
+/// A DISTINCT aggregate's values, sorted as they come; a comparison that fails is kept
+/// for `Accumulator::finish` to raise.
+struct DistinctValues {
+    sort: SortSpill,
+    failure: Arc<Mutex<Option<SqlError>>>,
 }
 
 impl Accumulator {
@@ -304,7 +323,7 @@ impl Accumulator {
             count: 0,
             best: None,
             sum: None,
-            seen: Vec::new(),
+            distinct: None,
         }
     }
 
@@ -332,19 +351,26 @@ impl Accumulator {
         if v.is_null() {
             return Ok(());
         }
-        if *distinct {
-            if self
-                .seen
-                .iter()
-                .any(|x| same_row(std::slice::from_ref(x), std::slice::from_ref(&v)))
-            {
-                return Ok(());
-            }
-            self.seen.push(v.clone());
-        }
-        let t = *self
-            .result_type
+        // The type comes from the first value in scan order, DISTINCT or not.
+        self.result_type
             .get_or_insert_with(|| result_of(&self.upper, type_of(&v)));
+        if *distinct {
+            let values = self.distinct.get_or_insert_with(|| {
+                let failure = Arc::new(Mutex::new(None));
+                let order = key_order(vec![false], failure.clone());
+                DistinctValues {
+                    sort: SortSpill::new(&s.spill_dir(), SORT_MEMORY_BYTES, order),
+                    failure,
+                }
+            });
+            return values.sort.push(vec![v]);
+        }
+        self.take(v)
+    }
+
+    /// Folds one value in.
+    fn take(&mut self, v: Value) -> Result<(), SqlError> {
+        let t = self.result_type();
         self.count += 1;
         match self.upper.as_str() {
             "COUNT" | "COUNT_BIG" => {}
@@ -389,7 +415,28 @@ impl Accumulator {
             .unwrap_or_else(|| result_of(&self.upper, SqlType::Int))
     }
 
-    pub(super) fn finish(&self) -> Result<Value, SqlError> {
+    /// Folds a DISTINCT aggregate's values in, each distinct one once (in ascending order).
+    fn fold_distinct(&mut self) -> Result<(), SqlError> {
+        let Some(values) = self.distinct.take() else {
+            return Ok(());
+        };
+        let mut last: Option<Vec<Value>> = None;
+        for row in values.sort.finish()? {
+            let row = row?;
+            if last.as_ref().is_some_and(|l| same_row(l, &row)) {
+                continue;
+            }
+            self.take(row[0].clone())?;
+            last = Some(row);
+        }
+        if let Some(e) = values.failure.lock().unwrap().take() {
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    pub(super) fn finish(&mut self) -> Result<Value, SqlError> {
+        self.fold_distinct()?;
         let t = self.result_type();
         match self.upper.as_str() {
             "COUNT" | "COUNT_BIG" => Ok(count_value(self.count, t)),
@@ -509,7 +556,7 @@ impl Session {
                 }
             }
             let first = g.first().map(|&i| rows[i].as_slice());
-            grouped_rows.push(group_row(&src, first, &accs).map_err(one)?);
+            grouped_rows.push(group_row(&src, first, &mut accs).map_err(one)?);
         }
         let grouped = grouped_source(&src, &types, grouped_rows);
         Ok((plan.query, plan.select, grouped))
@@ -662,7 +709,7 @@ pub(super) struct GroupingPlan {
 pub(super) fn group_row(
     src: &Source,
     first: Option<&[Value]>,
-    accs: &[Accumulator],
+    accs: &mut [Accumulator],
 ) -> Result<Vec<Value>, SqlError> {
     let mut row = match first {
         Some(r) => r.to_vec(),

@@ -7,19 +7,30 @@
 //! identity values are taken, PRIMARY KEY uniqueness is checked against the stored rows,
 //! and the rows are written. A failure anywhere leaves the table as it was.
 //!
+//! Memory does not grow with the table or the statement: INSERT ... SELECT, UPDATE and
+//! DELETE hold their rows in spools (`SortSpill::fifo`, spilled to work files in tempdb's
+//! directory past `SORT_MEMORY_BYTES`) and write them `SPOOL_WINDOW` rows at a time, all
+//! in the statement's one transaction; UPDATE and DELETE first find every row they change
+//! (a chunked scan into a spool) before changing any, so none is met twice (the Halloween
+//! problem). Key uniqueness goes through a spilling sort (`unique::KeyCheck`).
+//!
 //! Deliberately not here yet: UPDATE/DELETE ... FROM (joins), INSERT ... EXEC, OUTPUT,
 //! and isolation between the two phases (a concurrent session could change the rows in
 //! between; the CLI runs one session, the server will need locks).
 
-use std::collections::HashSet;
+use std::path::PathBuf;
 
+use extentdb_format::ids::PageId;
 use extentdb_storage::table::{Rid, SharedInsert};
 use extentdb_storage::Database;
 
 use super::errors;
 use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
+use super::spill::{SortSpill, SortedRows};
+use super::stream::SORT_MEMORY_BYTES;
 use super::tables::{Access, TableRef};
+use super::unique::KeyCheck;
 use super::xact::Shared;
 use super::{Out, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
@@ -69,36 +80,43 @@ fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
     Some((name.clone(), pos))
 }
 
-/// A comparable form of a key: text compares case-insensitively and without trailing
-/// spaces, as the default collation does.
-fn key_of(values: &[Value], pos: &[usize]) -> Vec<String> {
-    pos.iter()
-        .map(|&p| match &values[p] {
-            Value::Text(s) => format!("t{}", s.trim_end_matches(' ').to_lowercase()),
-            v => format!("{v:?}"),
-        })
-        .collect()
+/// Msg 2627 for a duplicate of primary key `constraint` whose values are `key`.
+fn duplicate_key(t: &TableRef, constraint: &str, key: &[Value]) -> Vec<SqlError> {
+    terminated(msg(
+        2627,
+        &[&"PRIMARY KEY", &constraint, &t.two_part(), &key_text(key)],
+    ))
 }
 
-/// Checks that no two of `rows` share a key (Msg 2627 names the first duplicate).
-fn check_unique<'a>(
-    t: &TableRef,
-    rows: impl IntoIterator<Item = &'a Vec<Value>>,
-) -> Result<(), Vec<SqlError>> {
-    let Some((name, pos)) = key_columns(t) else {
-        return Ok(());
-    };
-    let mut seen = HashSet::new();
-    for r in rows {
-        if !seen.insert(key_of(r, &pos)) {
-            let key: Vec<Value> = pos.iter().map(|&p| r[p].clone()).collect();
-            return Err(terminated(msg(
-                2627,
-                &[&"PRIMARY KEY", &name, &t.two_part(), &key_text(&key)],
-            )));
-        }
+/// Fails with Msg 2627 when `check` finds a duplicate key.
+fn check_keys(t: &TableRef, name: &str, check: KeyCheck) -> Result<(), Vec<SqlError>> {
+    match check.finish().map_err(terminated)? {
+        Some(key) => Err(duplicate_key(t, name, &key)),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// A RID as a spool keeps it: file, page and slot in one bigint's 64 bits.
+fn rid_value(rid: Rid) -> Value {
+    let bits = (u64::from(rid.0.file.0) << 48) | (u64::from(rid.0.page.0) << 16) | u64::from(rid.1);
+    Value::BigInt(bits as i64)
+}
+
+fn rid_of(v: &Value) -> Rid {
+    let Value::BigInt(bits) = v else {
+        unreachable!("a spooled row starts with its RID");
+    };
+    let bits = *bits as u64;
+    (
+        PageId::new((bits >> 48) as u16, (bits >> 16) as u32),
+        bits as u16,
+    )
+}
+
+/// The record of a row about to be written; its errors end the statement.
+fn record(t: &TableRef, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
+    t.encode(values)
+        .map_err(|e| e.into_iter().flat_map(terminated).collect())
 }
 
 /// An identity value as the column's type (Msg 8115 when it does not fit).
@@ -264,10 +282,8 @@ impl Session {
         let t = self.table_for(&ins.table, "INSERT")?;
         let targets = self.insert_targets(ins, &t)?;
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-        // A heap's NONCLUSTERED key is checked against all the new rows at once.
-        let whole = key_columns(&t).is_some() && t.entry.index_id == 0;
         let (rows, more, count) = match &ins.source {
-            InsertSource::Query(q) if !whole => {
+            InsertSource::Query(q) => {
                 let (spool, count) = self.spooled_insert_rows(ins, q, &t, &targets, identity)?;
                 (Vec::new(), Some(spool), count)
             }
@@ -283,6 +299,15 @@ impl Session {
                 (rows, None, count)
             }
         };
+        let locking = self.row_locking(&t, true, &ins.hints)?;
+        locking.table_intent()?;
+        if t.entry.index_id == 1 {
+            // Keys another open transaction deleted are waited for now, not with the
+            // database held (a key from an identity or a spool is new: never held).
+            for r in rows.iter().filter(|r| r.generate_identity.is_none()) {
+                locking.lock_new_key(&t.encode(&r.values)?)?;
+            }
+        }
         let db = t.db.clone();
         let env = self.growth_env();
         let mut p = InsertProgress {
@@ -290,6 +315,8 @@ impl Session {
             numbered: 0,
             inserted: 0,
             more,
+            prenumbered: false,
+            spill_dir: self.spill_dir(),
             last: None,
         };
         // Each closure runs at most once, one after the other.
@@ -297,8 +324,8 @@ impl Session {
         self.write_in_xact_sharing(
             t.db_id,
             &db,
-            |db, x| write_inserts_shared(db, x, &t, &env, &mut progress.borrow_mut()),
-            |db, x| write_inserts(db, x, &t, &mut progress.borrow_mut()),
+            |db, x| write_inserts_shared(db, x, (&t, &locking), &env, &mut progress.borrow_mut()),
+            |db, x| write_inserts(db, x, (&t, &locking), &mut progress.borrow_mut()),
         )?;
         if p.last.is_some() {
             self.last_identity = p.last;
@@ -319,15 +346,11 @@ impl Session {
         t: &TableRef,
         targets: &[usize],
         identity: Option<usize>,
-    ) -> Result<(super::spill::SortedRows, u64), Vec<SqlError>> {
-        use super::spill::SortSpill;
+    ) -> Result<(SortedRows, u64), Vec<SqlError>> {
         let one = |e| vec![e];
         let dir = self.spill_dir();
-        let fifo =
-            || -> Box<super::spill::RowCompare> { Box::new(|_, _| std::cmp::Ordering::Equal) };
-        let budget = super::stream::SORT_MEMORY_BYTES;
         let mut capture = Capture {
-            spool: SortSpill::new(&dir, budget, fifo()),
+            spool: SortSpill::fifo(&dir, SORT_MEMORY_BYTES),
             width: None,
             rows: 0,
             failed: None,
@@ -348,7 +371,7 @@ impl Session {
         }
         let n = self.top_count(&ins.top, capture.rows)?;
         let source = capture.spool.finish().map_err(one)?;
-        let mut spool = SortSpill::new(&dir, budget, fifo());
+        let mut spool = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
         let mut count = 0u64;
         for r in source.take(n) {
             let src = r.map_err(one)?.into_iter().map(Some).collect();
@@ -399,106 +422,108 @@ impl Session {
             return Err(vec![not_yet("UPDATE ... FROM")]);
         }
         let t = self.table_for(&u.table, "UPDATE")?;
-        let mut targets: Vec<Option<usize>> = Vec::with_capacity(u.assignments.len());
-        for a in &u.assignments {
-            targets.push(match &a.target {
-                AssignTarget::Variable(_) => None,
-                AssignTarget::Column(c) => {
-                    let i = t
-                        .column_index(c.name())
-                        .ok_or_else(|| vec![msg(207, &[&c.name()])])?;
-                    if t.entry.columns[i].identity.is_some() {
-                        return Err(vec![msg(8102, &[&t.entry.columns[i].name])]);
-                    }
-                    if targets.contains(&Some(i)) {
-                        return Err(vec![msg(264, &[&t.entry.columns[i].name])]);
-                    }
-                    Some(i)
-                }
-            });
-        }
+        let targets = update_targets(u, &t)?;
         // A variable assigned row by row may be what WHERE compares with: no seek then.
         let assigns_variable = targets.iter().any(Option::is_none);
         let access = match assigns_variable {
             true => Access::Scan,
             false => self.access_for(&t, u.where_clause.as_ref(), None),
         };
-        let mut matched = self.matching(&t, u.where_clause.as_ref(), access)?;
-        let limit = self.top_count(&u.top, matched.len())?;
-        matched.truncate(limit);
-        let columns = t.columns();
-        let mut changes: Vec<(usize, Vec<Value>)> = Vec::new();
-        for (i, (_, old)) in matched.iter().enumerate() {
-            let ctx = RowCtx {
-                columns: &columns,
-                values: old,
-                alias: None,
-                table: &t.entry.name,
-            };
-            let mut new = old.clone();
-            for (a, target) in u.assignments.iter().zip(&targets) {
-                let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
-                match (target, &a.target) {
-                    (Some(col), _) => {
-                        let v = match super::eval::compound(a.op) {
-                            Some(op) => ops::binary(op, &old[*col], &v).map_err(terminated)?,
-                            None => v,
-                        };
-                        let c = &t.entry.columns[*col];
-                        new[*col] = rowcodec::assign(t.types[*col], &v, &t.three_part(), &c.name)
-                            .map_err(terminated)?;
-                        if new[*col].is_null() && !c.is_nullable {
-                            return Err(terminated(msg(
-                                515,
-                                &[&c.name, &t.three_part(), &"UPDATE"],
-                            )));
-                        }
-                    }
-                    (None, AssignTarget::Variable(name)) => {
-                        self.assign(name, a.op, v).map_err(|e| vec![e])?;
-                    }
-                    (None, AssignTarget::Column(_)) => unreachable!("resolved above"),
-                }
+        let locking = self.row_locking(&t, true, &u.hints)?;
+        let (mut matched, found) = self.matching(&t, u.where_clause.as_ref(), access, &locking)?;
+        let limit = self.top_count(&u.top, found as usize)?;
+        let key =
+            key_columns(&t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
+        let one = |e| vec![e];
+        let dir = self.spill_dir();
+        let mut check = key
+            .as_ref()
+            .map(|(_, pos)| KeyCheck::new(pos.clone(), false, &dir, SORT_MEMORY_BYTES));
+        // Each change as [rid, old values..., new values...], in scan order.
+        let mut changes = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
+        let mut count = 0u64;
+        for row in matched.by_ref().take(limit) {
+            let mut row = row.map_err(one)?;
+            let new = self.updated_row(u, &t, &targets, &row[1..])?;
+            if let Some(c) = &mut check {
+                c.new_key(&new, count as i64).map_err(one)?;
+                c.cancel(&row[1..]).map_err(one)?;
             }
-            changes.push((i, new));
+            row.extend(new);
+            changes.push(row).map_err(one)?;
+            count += 1;
         }
-        let count = changes.len() as u64;
-        let key_touched = key_columns(&t)
-            .is_some_and(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
-        if key_touched {
-            // The new keys against every row the statement leaves as it is: changed rows
-            // first, so the duplicate reported is a new key.
-            let changed: HashSet<Rid> = changes.iter().map(|(i, _)| matched[*i].0).collect();
-            let mut unchanged = Vec::new();
-            t.each_row(Access::Scan, |rid, r| {
-                if !changed.contains(&rid) {
-                    unchanged.push(r);
-                }
-                Ok(true)
+        drop(matched);
+        if let (Some(mut c), Some((name, _))) = (check, &key) {
+            // The new keys against every row the statement leaves as it is.
+            t.each_row(Access::Scan, |_, r| {
+                c.existing(&r).map(|()| true).map_err(terminated)
             })?;
-            let order = changes.iter().map(|(_, new)| new).chain(unchanged.iter());
-            check_unique(&t, order)?;
+            check_keys(&t, name, c)?;
         }
-        let writes: Vec<(Rid, &Vec<Value>, Vec<Value>)> = changes
-            .into_iter()
-            .map(|(i, new)| (matched[i].0, &matched[i].1, new))
-            .collect();
+        let mut changes = changes.finish().map_err(one)?;
+        let width = t.entry.columns.len();
         let db = t.db.clone();
-        self.write_in_xact(t.db_id, &db, |db, x| {
-            let enc = |v: &Vec<Value>| {
-                t.encode(v)
-                    .map_err(|e| e.into_iter().flat_map(terminated).collect::<Vec<_>>())
-            };
-            for (rid, old, new) in &writes {
-                let (old, rec) = (enc(old)?, enc(new)?);
-                db.update_row_at(x, t.entry.object_id, *rid, &old, &rec)
-                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+        self.write_in_xact(t.db_id, &db, |db, x| loop {
+            let window = changes.window(SPOOL_WINDOW).map_err(one)?;
+            if window.is_empty() {
+                return Ok(());
             }
-            Ok(())
+            for row in window {
+                let (old, new) = row[1..].split_at(width);
+                let (rid, new) = (rid_of(&row[0]), record(&t, new)?);
+                let at = db
+                    .update_row_at(x, t.entry.object_id, rid, &record(&t, old)?, &new)
+                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+                if at != rid && t.entry.index_id != 1 {
+                    // A heap row that grew moved: its new RID is this transaction's too.
+                    locking.own_new_row(at, &new)?;
+                }
+            }
         })?;
         self.report_io(&t, out);
         self.rows_affected(count, out);
         Ok(())
+    }
+
+    /// A row's new values under UPDATE's SET (variables assigned as it goes).
+    fn updated_row(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+        old: &[Value],
+    ) -> Result<Vec<Value>, Vec<SqlError>> {
+        let columns = t.columns();
+        let ctx = RowCtx {
+            columns: &columns,
+            values: old,
+            alias: None,
+            table: &t.entry.name,
+        };
+        let mut new = old.to_vec();
+        for (a, target) in u.assignments.iter().zip(targets) {
+            let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
+            match (target, &a.target) {
+                (Some(col), _) => {
+                    let v = match super::eval::compound(a.op) {
+                        Some(op) => ops::binary(op, &old[*col], &v).map_err(terminated)?,
+                        None => v,
+                    };
+                    let c = &t.entry.columns[*col];
+                    new[*col] = rowcodec::assign(t.types[*col], &v, &t.three_part(), &c.name)
+                        .map_err(terminated)?;
+                    if new[*col].is_null() && !c.is_nullable {
+                        return Err(terminated(msg(515, &[&c.name, &t.three_part(), &"UPDATE"])));
+                    }
+                }
+                (None, AssignTarget::Variable(name)) => {
+                    self.assign(name, a.op, v).map_err(|e| vec![e])?;
+                }
+                (None, AssignTarget::Column(_)) => unreachable!("resolved above"),
+            }
+        }
+        Ok(new)
     }
 
     pub(super) fn delete(&mut self, d: &Delete, out: &mut Out) -> Result<(), Vec<SqlError>> {
@@ -507,42 +532,53 @@ impl Session {
         }
         let t = self.table_for(&d.table, "DELETE")?;
         let access = self.access_for(&t, d.where_clause.as_ref(), None);
-        let matched = self.matching(&t, d.where_clause.as_ref(), access)?;
-        let limit = self.top_count(&d.top, matched.len())?;
-        let rids: Vec<(Rid, &Vec<Value>)> = matched
-            .iter()
-            .take(limit)
-            .map(|(rid, row)| (*rid, row))
-            .collect();
+        let locking = self.row_locking(&t, true, &d.hints)?;
+        let (mut matched, found) = self.matching(&t, d.where_clause.as_ref(), access, &locking)?;
+        let limit = self.top_count(&d.top, found as usize)?;
+        let count = found.min(limit as u64);
+        let mut left = count as usize;
         let db = t.db.clone();
         self.write_in_xact(t.db_id, &db, |db, x| {
-            for (rid, old) in &rids {
-                let old = t
-                    .encode(old)
-                    .map_err(|e| e.into_iter().flat_map(terminated).collect::<Vec<_>>())?;
-                db.delete_row_at(x, t.entry.object_id, *rid, &old)
+            while left > 0 {
+                let window = matched
+                    .window(left.min(SPOOL_WINDOW))
+                    .map_err(|e| vec![e])?;
+                assert!(!window.is_empty(), "the spool holds every match it counted");
+                left -= window.len();
+                for row in window {
+                    db.delete_row_at(
+                        x,
+                        t.entry.object_id,
+                        rid_of(&row[0]),
+                        &record(&t, &row[1..])?,
+                    )
                     .map_err(|e| errors::map_data(&e, &t.db_name))?;
+                }
             }
             Ok(())
         })?;
         self.report_io(&t, out);
-        self.rows_affected(rids.len() as u64, out);
+        self.rows_affected(count, out);
         Ok(())
     }
 
-    /// The rows WHERE accepts, with their RIDs, all found before anything is written (so
-    /// the statement never meets its own changes: the Halloween problem). The table (or
-    /// the key ranges of a seek, `access`) is read a chunk at a time: what is held is the
-    /// matches, not the table.
+    /// The rows WHERE accepts, spooled as [rid, values...], all found before anything is
+    /// written (so the statement never meets its own changes: the Halloween problem), and
+    /// how many. The table is read a chunk at a time and the matches go to a spool: what
+    /// is held is a chunk and the spool's memory, not the table or the matches. Each row
+    /// read is locked as `locking` says (X for UPDATE and DELETE) before WHERE sees it, and
+    /// a row WHERE rejects is let go, so the rows spooled stay as read until written.
     fn matching(
         &mut self,
         t: &TableRef,
         filter: Option<&Expr>,
         access: Access,
-    ) -> Result<Vec<(Rid, Vec<Value>)>, Vec<SqlError>> {
+        locking: &super::locking::RowLocking,
+    ) -> Result<(SortedRows, u64), Vec<SqlError>> {
         let columns = t.columns();
-        let mut out = Vec::new();
-        t.each_row(access, |rid, r| {
+        let mut spool = SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES);
+        let mut found = 0u64;
+        t.each_row_locked(access, locking, |rid, r| {
             let keep = match filter {
                 None => true,
                 Some(w) => {
@@ -556,12 +592,40 @@ impl Session {
                 }
             };
             if keep {
-                out.push((rid, r));
+                let mut row = Vec::with_capacity(r.len() + 1);
+                row.push(rid_value(rid));
+                row.extend(r);
+                spool.push(row).map_err(|e| vec![e])?;
+                found += 1;
+                return Ok(true);
             }
-            Ok(true)
+            Ok(false)
         })?;
-        Ok(out)
+        Ok((spool.finish().map_err(|e| vec![e])?, found))
     }
+}
+
+/// UPDATE's SET targets: each assignment's column position, None for a variable.
+fn update_targets(u: &Update, t: &TableRef) -> Result<Vec<Option<usize>>, Vec<SqlError>> {
+    let mut targets: Vec<Option<usize>> = Vec::with_capacity(u.assignments.len());
+    for a in &u.assignments {
+        targets.push(match &a.target {
+            AssignTarget::Variable(_) => None,
+            AssignTarget::Column(c) => {
+                let i = t
+                    .column_index(c.name())
+                    .ok_or_else(|| vec![msg(207, &[&c.name()])])?;
+                if t.entry.columns[i].identity.is_some() {
+                    return Err(vec![msg(8102, &[&t.entry.columns[i].name])]);
+                }
+                if targets.contains(&Some(i)) {
+                    return Err(vec![msg(264, &[&t.entry.columns[i].name])]);
+                }
+                Some(i)
+            }
+        });
+    }
+    Ok(targets)
 }
 
 /// An INSERT's rows and how far its write phase took them: the first `numbered` have
@@ -573,7 +637,11 @@ struct InsertProgress {
     inserted: usize,
     /// The rows still to come, spooled (INSERT ... SELECT): taken `SPOOL_WINDOW` at a
     /// time once the window is in the table.
-    more: Option<super::spill::SortedRows>,
+    more: Option<SortedRows>,
+    /// Every row has its identity value already (`check_new_keys` numbered them all).
+    prenumbered: bool,
+    /// Where spools go (tempdb's directory).
+    spill_dir: PathBuf,
     /// The last identity value handed out (@@IDENTITY, SCOPE_IDENTITY()).
     last: Option<i64>,
 }
@@ -613,7 +681,7 @@ impl super::OutputSink for Capture {
     }
 }
 
-/// Rows of a spooled INSERT held at once.
+/// Rows of a spool (INSERT ... SELECT, UPDATE, DELETE) held at once while they are written.
 const SPOOL_WINDOW: usize = 1000;
 
 impl InsertProgress {
@@ -627,11 +695,11 @@ impl InsertProgress {
             return Ok(false);
         };
         self.rows.clear();
-        (self.numbered, self.inserted) = (0, 0);
-        for r in more.by_ref().take(SPOOL_WINDOW) {
-            self.rows
-                .push(NewRow::from_spooled(r.map_err(|e| vec![e])?));
-        }
+        let window = more.window(SPOOL_WINDOW).map_err(|e| vec![e])?;
+        self.rows
+            .extend(window.into_iter().map(NewRow::from_spooled));
+        self.numbered = if self.prenumbered { self.rows.len() } else { 0 };
+        self.inserted = 0;
         Ok(!self.rows.is_empty())
     }
 }
@@ -643,7 +711,7 @@ impl InsertProgress {
 fn write_inserts_shared(
     db: &Database,
     x: u64,
-    t: &TableRef,
+    (t, locking): (&TableRef, &super::locking::RowLocking),
     env: &extentdb_storage::log_growth::GrowthEnv,
     p: &mut InsertProgress,
 ) -> Result<Shared, Vec<SqlError>> {
@@ -673,7 +741,10 @@ fn write_inserts_shared(
         while p.inserted < p.rows.len() {
             let rec = t.encode(&p.rows[p.inserted].values)?;
             match db.insert_row_shared(x, oid, &rec, env).map_err(map)? {
-                SharedInsert::Inserted(_) => p.inserted += 1,
+                SharedInsert::Inserted(rid) => {
+                    locking.own_new_row(rid, &rec)?;
+                    p.inserted += 1;
+                }
                 SharedInsert::Declined => return Ok(Shared::Exclusive),
                 SharedInsert::Grow(g) => return Ok(Shared::Grow(g)),
             }
@@ -687,40 +758,21 @@ fn write_inserts_shared(
 fn write_inserts(
     db: &mut Database,
     x: u64,
-    t: &TableRef,
+    (t, locking): (&TableRef, &super::locking::RowLocking),
     p: &mut InsertProgress,
 ) -> Result<(), Vec<SqlError>> {
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
-    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+    // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
+    // over a heap is checked first, for every new row against every stored one (the shared
+    // path inserts none of those).
+    if let (Some((name, pos)), 0) = (key_columns(t), t.entry.index_id) {
+        check_new_keys(db, t, p, &name, pos)?;
+    }
     // A spooled INSERT goes window by window, all in the statement's transaction.
     while p.refill()? {
-        for r in &mut p.rows[p.numbered..] {
-            match (r.generate_identity, identity) {
-                (Some(pos), _) => {
-                    let v = db.next_identity(oid).map_err(map)?;
-                    r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
-                    p.last = Some(v);
-                }
-                (None, Some(pos)) => {
-                    // IDENTITY_INSERT: a value beyond the current one moves the identity on.
-                    let Ok(v) = as_i64(&r.values[pos]) else {
-                        continue;
-                    };
-                    db.note_identity(oid, v).map_err(map)?;
-                    p.last = Some(v);
-                }
-                (None, None) => {}
-            }
-        }
+        number_rows(db, t, &mut p.rows[p.numbered..], &mut p.last)?;
         p.numbered = p.rows.len();
-        // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
-        // over a heap is checked against every row (the shared path inserts none of those).
-        if key_columns(t).is_some() && t.entry.index_id == 0 {
-            let existing = t.rows(db)?;
-            let news = p.rows[p.inserted..].iter().map(|r| &r.values);
-            check_unique(t, existing.iter().map(|(_, v)| v).chain(news))?;
-        }
         while p.inserted < p.rows.len() {
             let r = &p.rows[p.inserted];
             let rec = t.encode(&r.values)?;
@@ -728,17 +780,85 @@ fn write_inserts(
                 Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
                     let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
                     let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
-                    return Err(terminated(msg(
-                        2627,
-                        &[&"PRIMARY KEY", &constraint, &t.two_part(), &key_text(&key)],
-                    )));
+                    return Err(duplicate_key(t, &constraint, &key));
                 }
                 other => {
-                    other.map_err(map)?;
+                    let rid = other.map_err(map)?;
+                    locking.own_new_row(rid, &rec)?;
                 }
             }
             p.inserted += 1;
         }
     }
     Ok(())
+}
+
+/// Identity values for `rows` that generate one; IDENTITY_INSERT's given values move the
+/// identity on.
+fn number_rows(
+    db: &mut Database,
+    t: &TableRef,
+    rows: &mut [NewRow],
+    last: &mut Option<i64>,
+) -> Result<(), Vec<SqlError>> {
+    let oid = t.entry.object_id;
+    let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
+    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+    for r in rows {
+        match (r.generate_identity, identity) {
+            (Some(pos), _) => {
+                let v = db.next_identity(oid).map_err(map)?;
+                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
+                *last = Some(v);
+            }
+            (None, Some(pos)) => {
+                // IDENTITY_INSERT: a value beyond the current one moves the identity on.
+                let Ok(v) = as_i64(&r.values[pos]) else {
+                    continue;
+                };
+                db.note_identity(oid, v).map_err(map)?;
+                *last = Some(v);
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A heap's NONCLUSTERED primary key: every new row's key (identity values taken first)
+/// against the stored rows' and each other's, before any row goes in (Msg 2627 names the
+/// first new row whose key is taken). A spooled INSERT's rows are numbered into a new
+/// spool, which the write phase then reads (`prenumbered`); what is held is a window, the
+/// check's sort and a scan chunk.
+fn check_new_keys(
+    db: &mut Database,
+    t: &TableRef,
+    p: &mut InsertProgress,
+    name: &str,
+    pos: Vec<usize>,
+) -> Result<(), Vec<SqlError>> {
+    let one = |e| vec![e];
+    let mut check = KeyCheck::new(pos, true, &p.spill_dir, SORT_MEMORY_BYTES);
+    if p.more.is_none() {
+        number_rows(db, t, &mut p.rows[p.numbered..], &mut p.last)?;
+        p.numbered = p.rows.len();
+        for (i, r) in p.rows[p.inserted..].iter().enumerate() {
+            check.new_key(&r.values, i as i64).map_err(one)?;
+        }
+    } else {
+        let mut numbered = SortSpill::fifo(&p.spill_dir, SORT_MEMORY_BYTES);
+        let mut index = 0i64;
+        while p.refill()? {
+            number_rows(db, t, &mut p.rows[p.numbered..], &mut p.last)?;
+            for r in p.rows.drain(p.inserted..) {
+                check.new_key(&r.values, index).map_err(one)?;
+                numbered.push(r.spooled()).map_err(one)?;
+                index += 1;
+            }
+        }
+        p.more = Some(numbered.finish().map_err(one)?);
+        p.prenumbered = true;
+    }
+    t.each_row_in(db, |r| check.existing(&r).map_err(terminated))?;
+    check_keys(t, name, check)
 }

@@ -357,68 +357,98 @@ pub(super) fn hint_locking(
     })
 }
 
-/// A row of a chunk whose lock must be waited for before it is read again.
-pub(super) struct Deferred {
-    pub index: usize,
-    pub resource: Resource,
+/// How far a chunk's rows are locked (`RowLocking::try_rows`): rows before `locked` are
+/// (or, under READ COMMITTED, were while read); `fresh` says, per row, whether this
+/// statement took its lock (only such a lock may be let go early: a lock the transaction
+/// held before is its own to keep).
+#[derive(Default)]
+pub(super) struct ChunkLocks {
+    pub locked: usize,
+    pub fresh: Vec<bool>,
 }
 
 impl RowLocking {
-    /// Locks the rows of a chunk read with the database held, without waiting; returns
-    /// those that must wait (in chunk order).
-    pub fn try_chunk(
+    /// Locks rows `from..` of a chunk, in order, with the database held and without
+    /// waiting, up to the first that would wait: rows are locked in scan order, as SQL
+    /// Server's scans take them, so two scans of one table never hold each other's rows
+    /// while waiting (no deadlock between them).
+    pub fn try_rows(
         &self,
         rows: &[(extentdb_storage::table::Rid, Vec<u8>)],
-    ) -> Result<Vec<Deferred>, Vec<SqlError>> {
+        locks: &mut ChunkLocks,
+    ) -> Result<(), Vec<SqlError>> {
+        locks.fresh.resize(rows.len(), false);
         let Some(mode) = self.plan.mode else {
-            return Ok(Vec::new());
+            locks.locked = rows.len();
+            return Ok(());
         };
         let mut l = self.locker.lock().unwrap();
-        let mut deferred = Vec::new();
-        for (index, (rid, rec)) in rows.iter().enumerate() {
-            let resource = self.name(*rid, rec)?;
-            match l.try_lock_row(resource, mode, Escalation::Auto) {
-                Ok(true) if !self.plan.keep => l.unlock(resource),
+        while locks.locked < rows.len() {
+            let (rid, rec) = &rows[locks.locked];
+            let r = self.name(*rid, rec)?;
+            let fresh = l.held(&r).is_none();
+            match l.try_lock_row(r, mode, Escalation::Auto) {
                 Ok(true) => {}
-                Ok(false) => deferred.push(Deferred { index, resource }),
+                Ok(false) => return Ok(()),
                 Err(e) => return Err(lock_error(e, self.spid)),
             }
+            if fresh && !self.plan.keep {
+                l.unlock(r);
+            }
+            locks.fresh[locks.locked] = fresh;
+            locks.locked += 1;
         }
-        Ok(deferred)
+        Ok(())
     }
 
-    /// Waits for a deferred row's lock; the caller holds no database (invariant 1).
-    /// Ok(false) for READPAST: the row is skipped.
-    pub fn wait(&self, r: Resource) -> Result<bool, Vec<SqlError>> {
-        let mode = self.plan.mode.expect("only locked reads defer");
+    /// Waits for the lock of the first row `try_rows` could not lock; the caller holds no
+    /// database (invariant 1). Ok(false) for READPAST (skip the row); NOWAIT gives 1222.
+    /// Returns whether the lock is this statement's (fresh).
+    pub fn wait_row(
+        &self,
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
+    ) -> Result<Option<bool>, Vec<SqlError>> {
+        let mode = self.plan.mode.expect("only locked reads wait");
         if self.plan.readpast {
-            return Ok(false);
+            return Ok(None);
         }
         if self.plan.nowait {
             return Err(vec![msg(1222, &[])]);
         }
+        let r = self.name(rid, rec)?;
         let mut l = self.locker.lock().unwrap();
+        let fresh = l.held(&r).is_none();
         l.lock_row(r, mode, Escalation::Auto)
             .map_err(|e| lock_error(e, self.spid))?;
-        Ok(true)
+        Ok(Some(fresh))
     }
 
-    /// After a deferred row was read again: a read lock under READ COMMITTED goes, and
-    /// so does the lock of a row that is no longer there.
-    pub fn read_done(&self, r: Resource, gone: bool) {
-        if !self.plan.keep || gone {
+    /// After a waited-for row was read again: a fresh read lock under READ COMMITTED goes,
+    /// and so does the fresh lock of a row that is no longer there.
+    pub fn read_done(
+        &self,
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
+        fresh: bool,
+        gone: bool,
+    ) -> Result<(), Vec<SqlError>> {
+        if fresh && (!self.plan.keep || gone) {
+            let r = self.name(rid, rec)?;
             self.locker.lock().unwrap().unlock(r);
         }
+        Ok(())
     }
 
     /// Lets go of the lock of a row the statement found it does not change (an UPDATE's
-    /// row WHERE rejects).
+    /// row WHERE rejects), if this statement took it (`fresh`).
     pub fn not_needed(
         &self,
         rid: extentdb_storage::table::Rid,
         rec: &[u8],
+        fresh: bool,
     ) -> Result<(), Vec<SqlError>> {
-        if self.plan.mode.is_some() {
+        if self.plan.mode.is_some() && fresh {
             let r = self.name(rid, rec)?;
             self.locker.lock().unwrap().unlock(r);
         }
@@ -432,16 +462,43 @@ impl RowLocking {
         rid: extentdb_storage::table::Rid,
         rec: &[u8],
     ) -> Result<(), Vec<SqlError>> {
+        if self.plan.table.is_some() {
+            return Ok(());
+        }
         let r = self.name(rid, rec)?;
         let mut l = self.locker.lock().unwrap();
         match l.try_lock_row(r, LockMode::X, Escalation::Auto) {
             Ok(true) => Ok(()),
-            Ok(false) => Err(vec![super::tables::corrupt(&format!(
-                "a new row's lock {} is held by another transaction",
-                r.description()
-            ))]),
+            // Only a key another open transaction deleted can be held already; INSERT
+            // waits for it beforehand (`lock_new_key`) except from a spool, which cannot
+            // wait with the database held and reports the conflict instead.
+            Ok(false) => Err(vec![msg(1222, &[])]),
             Err(e) => Err(lock_error(e, self.spid)),
         }
+    }
+
+    /// The table's intent lock for a statement that writes rows (IX), taken before the
+    /// database is held: a SERIALIZABLE reader's table lock makes it wait here.
+    pub fn table_intent(&self) -> Result<(), Vec<SqlError>> {
+        if self.plan.table.is_some() {
+            return Ok(());
+        }
+        let mut l = self.locker.lock().unwrap();
+        l.lock(self.names.table(), LockMode::IX)
+            .map_err(|e| lock_error(e, self.spid))
+    }
+
+    /// X on the key a new clustered row will have, waited for before the database is held
+    /// (another open transaction may have deleted that key).
+    pub fn lock_new_key(&self, rec: &[u8]) -> Result<(), Vec<SqlError>> {
+        if self.plan.table.is_some() {
+            return Ok(());
+        }
+        // A clustered row is named by its key alone: the RID does not enter the name.
+        let r = self.name((extentdb_format::PageId::NULL, 0), rec)?;
+        let mut l = self.locker.lock().unwrap();
+        l.lock_row(r, LockMode::X, Escalation::Auto)
+            .map_err(|e| lock_error(e, self.spid))
     }
 
     fn name(

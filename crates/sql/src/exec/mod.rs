@@ -50,6 +50,7 @@ mod spill;
 mod stream;
 mod table_ddl;
 mod tables;
+mod unique;
 pub mod views;
 mod xact;
 
@@ -207,6 +208,13 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(instance: Arc<Instance>) -> Arc<Engine> {
+        let removed = spill::remove_leftover_work_files(&stream::spill_dir(&instance));
+        if removed > 0 {
+            instance.errorlog.write(
+                "spid7s",
+                &format!("Removed {removed} sort work file(s) a previous run left in tempdb's directory."),
+            );
+        }
         Arc::new(Engine {
             instance,
             next_spid: AtomicU16::new(51),

@@ -279,8 +279,9 @@ impl Session {
                     None => {
                         let t = self.table_for(name, "SELECT")?;
                         let locking = self.row_locking(&t, false, hints)?;
-                        let mut chunks = super::tables::Chunks::new(&t, super::tables::Access::Scan)?
-                            .locked(&locking);
+                        let mut chunks =
+                            super::tables::Chunks::new(&t, super::tables::Access::Scan)?
+                                .locked(&locking);
                         let mut rows = Vec::new();
                         while let Some(chunk) = chunks.next_chunk()? {
                             for (_, rec) in chunk {

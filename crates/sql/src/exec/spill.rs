@@ -18,8 +18,16 @@
 //!         a spill fails ─▶ Failed: push and finish return that error again
 //! ```
 //!
+//! A *spool* ([`SortSpill::fifo`]) is the same machinery with no order: its rows come back
+//! in the order they were pushed, the buffer is never sorted, and `finish` reads the runs one
+//! after the other (then the tail) instead of merging them, so a spool of any size is read
+//! with one run's read buffer and never takes a merge pass. INSERT ... SELECT, UPDATE and
+//! DELETE hold their rows in spools; TOP PERCENT without ORDER BY counts through one.
+//!
 //! A work file is named `extentdb-sort-<pid>-<sort number>-<file number>.tmp` and lives
 //! only as an open descriptor: it is removed from the directory right after it is created.
+//! One a crash caught between the two is removed at the next start
+//! ([`remove_leftover_work_files`]).
 //!
 //! Run encoding (private to this module; nothing outside reads it, and nothing reads it
 //! after the sort ends, so it has no version): a row is `varint(record length)` then the
@@ -43,7 +51,7 @@
 //! 3. Memory while merging: the in-memory tail (within the budget), and for each run being
 //!    read, one read buffer (at most [`IO_BUFFER_BYTES`]) and one decoded row, plus one
 //!    record-sized decoding buffer; a merge pass adds one write buffer. At most `fan_in`
-//!    runs are read at once.
+//!    runs are read at once; a spool reads one run at a time.
 //! 4. Files: at most two work files are open at once (a pass reads one and writes the
 //!    next), and none is visible in the directory after its creation returns; if it could
 //!    not be removed then, it is removed when the sort is dropped. A panic leaves nothing
@@ -126,6 +134,8 @@ pub(super) struct SortSpill {
     /// The error that failed a spill: the runs may be incomplete, so the sort refuses
     /// further work and gives the same error again.
     failed: Option<SqlError>,
+    /// A spool: push order kept, runs read one after the other (no sort, no merge).
+    fifo: bool,
 }
 
 /// One sorted run: a segment of a work file.
@@ -159,7 +169,16 @@ impl SortSpill {
             space_limit: None,
             unlink_at_create: true,
             failed: None,
+            fifo: false,
         }
+    }
+
+    /// A spool: rows come back in the order they were pushed, spilled past `budget_bytes`
+    /// as a sort's are, read back run after run.
+    pub fn fifo(dir: &Path, budget_bytes: usize) -> Self {
+        let mut spool = SortSpill::new(dir, budget_bytes, Box::new(|_, _| Ordering::Equal));
+        spool.fifo = true;
+        spool
     }
 
     /// The same sort merging at most `fan_in` runs at once (at least 2).
@@ -223,8 +242,10 @@ impl SortSpill {
         if let Some(e) = self.failed {
             return Err(e);
         }
-        let compare = &*self.compare;
-        self.buffer.sort_by(|a, b| compare(a, b));
+        if !self.fifo {
+            let compare = &*self.compare;
+            self.buffer.sort_by(|a, b| compare(a, b));
+        }
         let tail = std::mem::take(&mut self.buffer);
         let spilled_runs = self.runs.len();
         let Some(writer) = self.writer.take() else {
@@ -238,6 +259,23 @@ impl SortSpill {
         };
         // Every run was flushed when it was written; the writer has nothing buffered.
         let mut work = writer.into_work_file();
+        if self.fifo {
+            let chain = Chain {
+                work,
+                runs: std::mem::take(&mut self.runs).into_iter(),
+                reading: None,
+                tail: tail.into_iter(),
+                sort_number: self.sort_number,
+                scratch: Vec::new(),
+            };
+            return Ok(SortedRows::new(
+                self.compare,
+                Rows::Chain(chain),
+                spilled_runs,
+                self.spilled_bytes,
+                0,
+            ));
+        }
         let tail_sources = usize::from(!tail.is_empty());
         let mut passes = 0;
         while self.runs.len() + tail_sources > self.fan_in {
@@ -266,8 +304,10 @@ impl SortSpill {
     /// Sorts the buffer and appends it to the work file as one run.
     fn spill(&mut self) -> Result<(), SqlError> {
         debug_assert!(!self.buffer.is_empty());
-        let compare = &*self.compare;
-        self.buffer.sort_by(|a, b| compare(a, b));
+        if !self.fifo {
+            let compare = &*self.compare;
+            self.buffer.sort_by(|a, b| compare(a, b));
+        }
         if self.writer.is_none() {
             self.writer = Some(self.create_writer()?);
         }
@@ -334,6 +374,24 @@ impl SortSpill {
     }
 }
 
+/// Removes the work files a process of this instance left behind (a crash between a work
+/// file's creation and its removal, invariant 4), as SQL Server starts with a clean tempdb;
+/// returns how many. Called at startup, under the instance lock, so no live sort owns one.
+pub(super) fn remove_leftover_work_files(dir: &Path) -> usize {
+    let mut removed = 0;
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("extentdb-sort-")
+            && name.ends_with(".tmp")
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Estimated heap bytes a row owns: its values, and the text and binary they point to.
 fn row_heap_bytes(row: &Vec<Value>) -> usize {
     let owned: usize = row
@@ -362,7 +420,38 @@ pub(super) struct SortedRows {
 enum Rows {
     Memory(std::vec::IntoIter<Vec<Value>>),
     Merge(Merger),
+    Chain(Chain),
     Done,
+}
+
+/// A spool's rows: its runs one after the other, then the in-memory tail.
+struct Chain {
+    work: Arc<WorkFile>,
+    runs: std::vec::IntoIter<Run>,
+    reading: Option<RunReader>,
+    tail: std::vec::IntoIter<Vec<Value>>,
+    sort_number: u64,
+    scratch: Vec<u8>,
+}
+
+impl Chain {
+    fn next(&mut self) -> Result<Option<Vec<Value>>, SqlError> {
+        loop {
+            if let Some(reader) = &mut self.reading {
+                if let Some(row) = reader.next_row(&mut self.scratch)? {
+                    return Ok(Some(row));
+                }
+                // A run read to its end (validated there) frees its blocks.
+                self.work.release(reader.start, reader.end - reader.start);
+            }
+            match self.runs.next() {
+                Some(run) => {
+                    self.reading = Some(RunReader::new(&self.work, run, self.sort_number));
+                }
+                None => return Ok(self.tail.next()),
+            }
+        }
+    }
 }
 
 #[allow(dead_code)]
@@ -401,22 +490,26 @@ impl SortedRows {
     }
 
     fn next_row(&mut self) -> Option<Result<Vec<Value>, SqlError>> {
-        match &mut self.rows {
-            Rows::Memory(rows) => rows.next().map(Ok),
-            Rows::Merge(merger) => match merger.next(&*self.compare) {
-                Ok(Some(row)) => Some(Ok(row)),
-                Ok(None) => {
-                    // Closes the last work file as soon as it is read to the end.
-                    self.rows = Rows::Done;
-                    None
-                }
-                Err(e) => {
-                    self.rows = Rows::Done;
-                    Some(Err(e))
-                }
-            },
-            Rows::Done => None,
+        let next = match &mut self.rows {
+            Rows::Memory(rows) => return rows.next().map(Ok),
+            Rows::Merge(merger) => merger.next(&*self.compare),
+            Rows::Chain(chain) => chain.next(),
+            Rows::Done => return None,
+        };
+        // The last work file closes as soon as it is read to the end (or fails).
+        if !matches!(next, Ok(Some(_))) {
+            self.rows = Rows::Done;
         }
+        next.transpose()
+    }
+
+    /// The next `n` rows (fewer only at the end): a window of a spool.
+    pub fn window(&mut self, n: usize) -> Result<Vec<Vec<Value>>, SqlError> {
+        let mut rows = Vec::with_capacity(n.min(1024));
+        for row in self.by_ref().take(n) {
+            rows.push(row?);
+        }
+        Ok(rows)
     }
 }
 
@@ -727,6 +820,8 @@ struct RunReader {
     path: PathBuf,
     sort_number: u64,
     rows_left: u64,
+    /// File offset of the run's first record.
+    start: u64,
     /// File offset of the next record.
     offset: u64,
     end: u64,
@@ -746,6 +841,7 @@ impl RunReader {
             path: work.path.clone(),
             sort_number,
             rows_left: run.rows,
+            start: run.offset,
             offset: run.offset,
             end,
         }
@@ -1155,6 +1251,32 @@ mod tests {
         assert!(dir.entries().is_empty());
     }
 
+    /// Proves a spool keeps push order: 3000 random rows through a 2 KiB budget spill more
+    /// runs than the fan-in, yet come back exactly as pushed, with no merge pass, in windows.
+    #[test]
+    fn a_spool_gives_rows_back_in_push_order_without_merging() {
+        let dir = ScratchDir::new("spool");
+        let rows = random_rows(0x5eed_0007, 3000);
+        let mut spool = SortSpill::fifo(&dir.0, 2048).with_fan_in(2);
+        for row in &rows {
+            spool.push(row.clone()).unwrap();
+        }
+        assert!(spool.spilled_runs() > DEFAULT_FAN_IN);
+        let mut out = spool.finish().unwrap();
+        assert_eq!(out.merge_passes(), 0);
+        let mut back = Vec::new();
+        loop {
+            let window = out.window(7).unwrap();
+            if window.is_empty() {
+                break;
+            }
+            assert!(window.len() == 7 || back.len() + window.len() == rows.len());
+            back.extend(window);
+        }
+        assert_eq!(back, rows);
+        assert!(dir.entries().is_empty());
+    }
+
     /// Proves multi-pass merges keep order and stability: fan-ins of 2 and 3 over hundreds of
     /// runs need several passes, for several seeds and budgets.
     #[test]
@@ -1359,6 +1481,22 @@ mod tests {
         }
         drop(sorted);
         assert!(dir.entries().is_empty());
+    }
+
+    /// Proves the startup sweep removes work files a crash left (and nothing else).
+    #[test]
+    fn leftover_work_files_are_removed_at_startup() {
+        let dir = ScratchDir::new("leftover");
+        for name in [
+            "extentdb-sort-1-2-0.tmp",
+            "extentdb-sort-9-0-3.tmp",
+            "tempdb.mdf",
+        ] {
+            std::fs::write(dir.0.join(name), b"x").unwrap();
+        }
+        assert_eq!(remove_leftover_work_files(&dir.0), 2);
+        assert_eq!(dir.entries(), vec!["tempdb.mdf".to_string()]);
+        std::fs::remove_file(dir.0.join("tempdb.mdf")).unwrap();
     }
 
     /// Proves the fallback of invariant 4: a work file whose name stayed in the directory

@@ -7,17 +7,20 @@
 //! `seek::access_for` finds in WHERE; the database held for each chunk's read only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
 //! computed row by row (`aggregate::Accumulator`)] → HAVING → the select list →
 //! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
-//! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP → the client. Other shapes (system
-//! views and table functions, TOP PERCENT with DISTINCT, grouped aggregates whose type
-//! depends on their values) take the whole source first (`select`); CTEs, OFFSET, INTO,
-//! WITH TIES and most query hints are refused (`select::refuse_unbuilt`).
+//! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP → the client. TOP PERCENT counts its
+//! rows first: through the sort (a spool without ORDER BY), and with DISTINCT through a
+//! second spool of the distinct rows. Other shapes (system views and table functions,
+//! grouped aggregates whose type depends on their values) take the whole source first
+//! (`select`); CTEs, OFFSET, INTO, WITH TIES and most query hints are refused
+//! (`select::refuse_unbuilt`).
 //!
 //! Invariants:
 //! 1. No lock on the database is held while rows go to the client (`Out`): a slow client
 //!    slows its own statement only.
 //! 2. Held at once: one scan chunk (`tables::Chunks`, 256 KB of records), at most `TYPING_ROWS`
 //!    projected rows while a computed column's type is unknown (`ColumnTyper`), a sort's
-//!    `SORT_MEMORY_BYTES` (spill.rs invariants 2 and 3), one group's accumulators.
+//!    `SORT_MEMORY_BYTES` (spill.rs invariants 2 and 3; TOP PERCENT with DISTINCT: the
+//!    sort's merge and a spool's), one group's accumulators (a DISTINCT aggregate's sort).
 //! 3. Sorted output is the materializing path's: ORDER BY keys with NULLs first, ties in
 //!    scan order (the sort is stable); groups in ascending key order, each group's
 //!    non-aggregate columns from its first row in scan order.
@@ -158,7 +161,7 @@ impl RowSource for Grouped<'_> {
             self.done = true;
             if self.key_len == 0 && !self.started {
                 self.types = accs.iter().map(Accumulator::result_type).collect();
-                let row = aggregate::group_row(self.src, None, &accs).map_err(one)?;
+                let row = aggregate::group_row(self.src, None, &mut accs).map_err(one)?;
                 return Ok(Some(row));
             }
             return Ok(None);
@@ -178,7 +181,7 @@ impl RowSource for Grouped<'_> {
             }
         }
         self.types = accs.iter().map(Accumulator::result_type).collect();
-        let row = aggregate::group_row(self.src, Some(&first[k..]), &accs).map_err(one)?;
+        let row = aggregate::group_row(self.src, Some(&first[k..]), &mut accs).map_err(one)?;
         Ok(Some(row))
     }
 }
@@ -186,7 +189,7 @@ impl RowSource for Grouped<'_> {
 /// Orders rows by their first `descending.len()` values: NULLs first, each key ascending
 /// or descending. A comparison that fails (values of types that do not compare) counts
 /// as equal and is kept in `failure` for the caller to raise.
-fn key_order(
+pub(super) fn key_order(
     descending: Vec<bool>,
     failure: Arc<Mutex<Option<SqlError>>>,
 ) -> Box<super::spill::RowCompare> {
@@ -256,9 +259,7 @@ impl Session {
         // What `refuse_unbuilt` let through: no CTE, OFFSET, INTO or WITH TIES; hints only
         // those extentdb always honours.
         let plain = s.into.is_none()
-            && s.top
-                .as_ref()
-                .is_none_or(|t| !(t.with_ties || t.percent && s.distinct))
+            && s.top.as_ref().is_none_or(|t| !t.with_ties)
             && s.items
                 .iter()
                 .all(|i| !matches!(i, SelectItem::Assign { .. }));
@@ -397,19 +398,7 @@ impl Session {
 
     /// Where sorts spill: tempdb's data directory.
     pub(super) fn spill_dir(&self) -> std::path::PathBuf {
-        let tempdb = self.engine.instance.database(TEMPDB_ID);
-        let file = tempdb.and_then(|db| {
-            let g = db.read().unwrap();
-            g.catalog
-                .files
-                .iter()
-                .find(|f| f.file_type != extentdb_format::file_header::FileType::Log)
-                .map(|f| std::path::PathBuf::from(&f.physical_name))
-        });
-        match file.as_ref().and_then(|f| f.parent()) {
-            Some(d) => d.to_path_buf(),
-            None => self.engine.instance.dir.clone(),
-        }
+        spill_dir(&self.engine.instance)
     }
 
     /// WHERE, the select list, ORDER BY / DISTINCT and TOP over `input`, each row sent as
@@ -524,8 +513,13 @@ impl Session {
             descending.extend(std::iter::repeat_n(false, width));
         }
         let failure = Arc::new(Mutex::new(None));
-        let order = key_order(descending, failure.clone());
-        let mut sort = SortSpill::new(&self.spill_dir(), SORT_MEMORY_BYTES, order);
+        // No keys (TOP PERCENT alone): a spool, which keeps input order without merging.
+        let mut sort = if descending.is_empty() {
+            SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES)
+        } else {
+            let order = key_order(descending, failure.clone());
+            SortSpill::new(&self.spill_dir(), SORT_MEMORY_BYTES, order)
+        };
         let mut count = 0u64;
         while let Some(r) = input.next_row(self)? {
             let v = self.project_row(s, Some(src), &r).map_err(one)?;
@@ -544,30 +538,75 @@ impl Session {
             sort.push(row).map_err(one)?;
             count += 1;
         }
-        let top = limit.map(|l| l.rows(count));
         let sorted = sort.finish().map_err(one)?;
         if let Some(e) = failure.lock().unwrap().take() {
             return Err(vec![e]);
         }
+        let mut rows = Deduplicated {
+            sorted,
+            keys: keys.len(),
+            distinct: s.distinct,
+            last: None,
+        };
+        let (mut spooled, top) = match limit {
+            // A percentage of the distinct rows: counted into a spool, then sent from it.
+            Some(Limit::Percent(p)) if s.distinct => {
+                let mut spool = SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES);
+                let mut distinct = 0u64;
+                for v in rows.by_ref() {
+                    spool.push(v.map_err(one)?).map_err(one)?;
+                    distinct += 1;
+                }
+                let spool = spool.finish().map_err(one)?;
+                (Some(spool), Some(Limit::Percent(p).rows(distinct)))
+            }
+            l => (None, l.map(|l| l.rows(count))),
+        };
+        let rows: &mut dyn Iterator<Item = Result<Vec<Value>, SqlError>> = match &mut spooled {
+            Some(spool) => spool,
+            None => &mut rows,
+        };
         out.columns(typer.types(false));
         let mut sent = 0u64;
-        let mut last: Option<Vec<Value>> = None;
-        for row in sorted {
+        for v in rows {
             if top.is_some_and(|n| sent >= n) || out.gone() || self.cancelled() {
                 break;
             }
-            let v = row.map_err(one)?.split_off(keys.len());
-            if s.distinct && last.as_ref().is_some_and(|l| same_row(l, &v)) {
-                continue;
-            }
-            if s.distinct {
-                last = Some(v.clone());
-            }
-            out.row(v);
+            out.row(v.map_err(one)?);
             sent += 1;
         }
         self.rows_affected(sent, out);
         Ok(())
+    }
+}
+
+/// A sort's rows without their sort keys, each DISTINCT row once (equal rows are adjacent:
+/// DISTINCT sorts by every column after the ORDER BY keys, which are select-list columns).
+struct Deduplicated {
+    sorted: SortedRows,
+    keys: usize,
+    distinct: bool,
+    last: Option<Vec<Value>>,
+}
+
+impl Iterator for Deduplicated {
+    type Item = Result<Vec<Value>, SqlError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let v = match self.sorted.next()? {
+                Ok(mut row) => row.split_off(self.keys),
+                Err(e) => return Some(Err(e)),
+            };
+            if !self.distinct {
+                return Some(Ok(v));
+            }
+            if self.last.as_ref().is_some_and(|l| same_row(l, &v)) {
+                continue;
+            }
+            self.last = Some(v.clone());
+            return Some(Ok(v));
+        }
     }
 }
 
@@ -592,4 +631,21 @@ fn sort_keys<'a>(q: &'a Query, names: &[String]) -> Vec<SortKey<'a>> {
             }
         })
         .collect()
+}
+
+/// Where sorts and spools of `instance` spill: tempdb's data directory.
+pub(super) fn spill_dir(instance: &extentdb_storage::instance::Instance) -> std::path::PathBuf {
+    let tempdb = instance.database(TEMPDB_ID);
+    let file = tempdb.and_then(|db| {
+        let g = db.read().unwrap();
+        g.catalog
+            .files
+            .iter()
+            .find(|f| f.file_type != extentdb_format::file_header::FileType::Log)
+            .map(|f| std::path::PathBuf::from(&f.physical_name))
+    });
+    match file.as_ref().and_then(|f| f.parent()) {
+        Some(d) => d.to_path_buf(),
+        None => instance.dir.clone(),
+    }
 }

@@ -84,17 +84,6 @@ impl TableRef {
             .position(|c| c.name.eq_ignore_ascii_case(name))
     }
 
-    /// Every live row with its RID, decoded.
-    pub fn rows(&self, db: &mut Database) -> Result<Vec<(Rid, Vec<Value>)>, Vec<SqlError>> {
-        let stored = db
-            .scan_rows(self.entry.object_id)
-            .map_err(|e| super::errors::map_data(&e, &self.db_name))?;
-        stored
-            .into_iter()
-            .map(|(rid, rec)| Ok((rid, self.decode(&rec)?)))
-            .collect()
-    }
-
     /// Calls `each` with every live row `access` reaches and its RID, reading the table a
     /// chunk at a time (`Chunks`), until `each` returns false: what is held is one chunk,
     /// not the table.
@@ -109,6 +98,41 @@ impl TableRef {
                 if !each(rid, self.decode(&rec)?)? {
                     return Ok(());
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// `each_row` for UPDATE and DELETE: each row is locked as `locking` says before `each`
+    /// sees it, and the lock of a row `each` does not keep (returns false for) is let go.
+    pub fn each_row_locked(
+        &self,
+        access: Access,
+        locking: &super::locking::RowLocking,
+        mut each: impl FnMut(Rid, Vec<Value>) -> Result<bool, Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        let mut chunks = Chunks::new(self, access)?.locked(locking);
+        while let Some(rows) = chunks.next_chunk()? {
+            for (i, (rid, rec)) in rows.into_iter().enumerate() {
+                if !each(rid, self.decode(&rec)?)? {
+                    locking.not_needed(rid, &rec, chunks.fresh(i))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `each_row` for a caller that holds the database already (a statement's write
+    /// phase): the same chunks, read through `db`.
+    pub fn each_row_in(
+        &self,
+        db: &mut Database,
+        mut each: impl FnMut(Vec<Value>) -> Result<(), Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        let mut chunks = Chunks::held(self, db, Access::Scan)?;
+        while let Some(rows) = chunks.next_chunk_in(db)? {
+            for (_, rec) in rows {
+                each(self.decode(&rec)?)?;
             }
         }
         Ok(())
@@ -156,16 +180,31 @@ pub(super) struct Chunks<'a> {
     /// How the rows read are locked (locking.rs); None reads without locks (a system
     /// path, or a caller that locks the table itself).
     locking: Option<&'a super::locking::RowLocking>,
+    /// Per row of the last chunk: its lock is this statement's (`ChunkLocks::fresh`).
+    fresh: Vec<bool>,
+    /// Per row of the last chunk: the seek range it came from.
+    ranges: Vec<usize>,
+    /// A heap scan resumed at a page after a wait skips that page's rows up to this one.
+    skip_through: Option<Rid>,
 }
 
 impl<'a> Chunks<'a> {
     pub fn new(t: &'a TableRef, access: Access) -> Result<Chunks<'a>, Vec<SqlError>> {
+        Chunks::held(t, &t.db.lock().unwrap(), access)
+    }
+
+    /// Chunks read through a database the caller holds (`next_chunk_in`).
+    pub fn held(
+        t: &'a TableRef,
+        db: &Database,
+        access: Access,
+    ) -> Result<Chunks<'a>, Vec<SqlError>> {
         assert!(
             access == Access::Scan || t.entry.index_id == 1,
             "a seek of heap {}",
             t.entry.name
         );
-        let origin = t.db.lock().unwrap().scan_origin(t.entry.object_id);
+        let origin = db.scan_origin(t.entry.object_id);
         let mut io = t.io.get();
         io.scans += match &access {
             Access::Scan => 1,
@@ -180,6 +219,9 @@ impl<'a> Chunks<'a> {
             range: 0,
             at: ScanPosition::Start,
             locking: None,
+            fresh: Vec::new(),
+            ranges: Vec::new(),
+            skip_through: None,
         })
     }
 
@@ -203,20 +245,98 @@ impl<'a> Chunks<'a> {
         }
     }
 
-    /// The next chunk's records with their RIDs; None past the last.
+    /// The next chunk's records with their RIDs; None past the last. With `locking`, rows
+    /// are locked in order with the database held until one would wait; that one is
+    /// waited for with the database let go and read again, and the chunk ends there: the
+    /// next call reads on after it, so rows read before a wait are never used stale.
     pub fn next_chunk(&mut self) -> Result<Option<StoredRows>, Vec<SqlError>> {
         if !self.more() {
             return Ok(None);
         }
         let t = self.t;
-        let oid = t.entry.object_id;
         let mut db = t.db.lock().unwrap();
+        let mut rows = self.read(&mut db)?;
+        let Some(l) = self.locking else {
+            return Ok(Some(rows));
+        };
+        let mut locks = super::locking::ChunkLocks::default();
+        l.try_rows(&rows, &mut locks)?;
+        drop(db);
+        if locks.locked < rows.len() {
+            self.wait_and_resume(l, &mut rows, &mut locks)?;
+        }
+        self.fresh = locks.fresh;
+        Ok(Some(rows))
+    }
+
+    /// Whether the lock of row `i` of the last chunk is this statement's.
+    pub fn fresh(&self, i: usize) -> bool {
+        self.fresh.get(i).copied().unwrap_or(false)
+    }
+
+    /// The first row whose lock must wait: the rest of the chunk is dropped (the scan
+    /// resumes after this row), the lock is waited for with no database held, and the row
+    /// is read again as it is now (gone if its change rolled back an insert or committed a
+    /// delete); READPAST skips it.
+    fn wait_and_resume(
+        &mut self,
+        l: &super::locking::RowLocking,
+        rows: &mut StoredRows,
+        locks: &mut super::locking::ChunkLocks,
+    ) -> Result<(), Vec<SqlError>> {
+        let i = locks.locked;
+        let (rid, rec) = rows[i].clone();
+        rows.truncate(i);
+        locks.fresh.truncate(i);
+        if let Access::Seek(_) = self.access {
+            self.range = self.ranges[i];
+        }
+        self.at = if self.t.entry.index_id == 1 {
+            ScanPosition::AfterRecord(rec.clone())
+        } else {
+            self.skip_through = Some(rid);
+            ScanPosition::HeapPage(rid.0)
+        };
+        let Some(fresh) = l.wait_row(rid, &rec)? else {
+            return Ok(());
+        };
+        let t = self.t;
+        let now =
+            t.db.lock()
+                .unwrap()
+                .current_row(t.entry.object_id, rid, &rec)
+                .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
+        l.read_done(rid, &rec, fresh, now.is_none())?;
+        if let Some(row) = now {
+            rows.push(row);
+            locks.fresh.push(fresh);
+        }
+        Ok(())
+    }
+
+    /// `next_chunk` through a database the caller holds (no row locks: the caller holds
+    /// the database for its whole statement).
+    pub fn next_chunk_in(
+        &mut self,
+        db: &mut Database,
+    ) -> Result<Option<StoredRows>, Vec<SqlError>> {
+        assert!(self.locking.is_none(), "locked reads let the database go");
+        if !self.more() {
+            return Ok(None);
+        }
+        self.read(db).map(Some)
+    }
+
+    /// One chunk: a scan reads one chunk per call; a seek goes on through its ranges while
+    /// the chunk has room.
+    fn read(&mut self, db: &mut Database) -> Result<StoredRows, Vec<SqlError>> {
+        self.ranges.clear();
+        let t = self.t;
+        let oid = t.entry.object_id;
         let mut rows: StoredRows = Vec::new();
         let mut bytes = 0;
         let mut reads = PageReads::default();
         let (mut calls, first) = (0usize, self.range);
-        // A scan reads one chunk per call; a seek goes on through its ranges while the
-        // chunk has room.
         while bytes < CHUNK_BYTES && self.range - first < CHUNK_RANGES && self.more() {
             let chunk = match &self.access {
                 Access::Scan if calls > 0 => break,
@@ -230,56 +350,18 @@ impl<'a> Chunks<'a> {
             calls += 1;
             bytes += chunk.rows.iter().map(|(_, r)| r.len()).sum::<usize>();
             reads.add(chunk.reads);
+            self.ranges.resize(rows.len(), self.range);
             rows.extend(chunk.rows);
+            self.ranges.resize(rows.len(), self.range);
             self.at = chunk.next;
         }
-        let deferred = match self.locking {
-            Some(l) => l.try_chunk(&rows)?,
-            None => Vec::new(),
-        };
-        drop(db);
+        if let Some((page, slot)) = self.skip_through.take() {
+            rows.retain(|(rid, _)| rid.0 != page || rid.1 > slot);
+        }
         let mut io = t.io.get();
         io.reads.add(reads);
         t.io.set(io);
-        if let (Some(l), false) = (self.locking, deferred.is_empty()) {
-            self.read_again(l, deferred, &mut rows)?;
-        }
-        Ok(Some(rows))
-    }
-
-    /// The rows whose locks had to wait: each is waited for with no database held, then
-    /// read again as it is now (changed, or gone if its change rolled back an insert or
-    /// committed a delete); READPAST skips them.
-    fn read_again(
-        &self,
-        l: &super::locking::RowLocking,
-        deferred: Vec<super::locking::Deferred>,
-        rows: &mut StoredRows,
-    ) -> Result<(), Vec<SqlError>> {
-        let t = self.t;
-        let mut gone = Vec::new();
-        for d in deferred {
-            if !l.wait(d.resource)? {
-                gone.push(d.index);
-                continue;
-            }
-            let (rid, rec) = &rows[d.index];
-            let now = t
-                .db
-                .lock()
-                .unwrap()
-                .current_row(t.entry.object_id, *rid, rec)
-                .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
-            l.read_done(d.resource, now.is_none());
-            match now {
-                Some(row) => rows[d.index] = row,
-                None => gone.push(d.index),
-            }
-        }
-        for i in gone.into_iter().rev() {
-            rows.remove(i);
-        }
-        Ok(())
+        Ok(rows)
     }
 }
 
