@@ -300,3 +300,40 @@ fn repeatable_read_serializable_and_snapshot() {
         vec![3952]
     );
 }
+
+/// KILL of a session waiting for a lock ends its wait: its request leaves the lock queue
+/// (sys.dm_tran_locks shows no WAIT) and the holder goes on.
+#[test]
+fn kill_ends_a_lock_wait() {
+    let s = Server::start("iso-kill", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    run(&mut a, "BEGIN TRAN; UPDATE heap_t SET v = 1 WHERE id = 1");
+    let addr = s.addr.clone();
+    let waiter = thread::spawn(move || {
+        let mut b = connect_at(&addr, Some("iso"), 60).unwrap();
+        let spid = value(&mut b, "SELECT @@SPID");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = thread::spawn(move || {
+            let r = b.batch("SELECT v FROM heap_t WHERE id = 1");
+            tx.send(()).unwrap();
+            r.map_or(true, |r| all_rows(&r).is_empty())
+        });
+        (spid, rx, t)
+    });
+    let (spid, done, t) = waiter.join().unwrap();
+    thread::sleep(Duration::from_millis(300));
+    assert!(done.try_recv().is_err(), "B waits for A");
+    let mut dba = s.connect_to(Some("iso"));
+    run(&mut dba, &format!("KILL {spid}"));
+    done.recv_timeout(Duration::from_secs(10))
+        .expect("KILL ended the wait");
+    assert!(t.join().unwrap(), "the killed batch returned no row");
+    let waits = all_rows(&run(
+        &mut dba,
+        "SELECT request_session_id FROM sys.dm_tran_locks WHERE request_status <> 'GRANT'",
+    ));
+    assert!(waits.is_empty(), "{waits:?}");
+    run(&mut a, "COMMIT");
+    assert_eq!(value(&mut dba, "SELECT v FROM heap_t WHERE id = 1"), 1);
+}

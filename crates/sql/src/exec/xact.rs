@@ -21,10 +21,10 @@
 //!    storage layer can place them beside other sessions' (heap INSERT), and the rest with
 //!    it held exclusively; either way they are one statement in one transaction.
 //!
-//! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, DDL inside
-//! a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE TABLE are
-//! immediate), and row locks (sessions see each other's uncommitted rows: statements other
-//! than INSERT into a heap hold the database exclusively, nothing more).
+//! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, and DDL
+//! inside a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE
+//! TABLE are immediate). Row locks are the session's `Locker` (locking.rs), released here
+//! when the transaction ends.
 
 use std::sync::Arc;
 
