@@ -187,7 +187,11 @@ fn deadlock_victim_gets_1205_and_is_rolled_back() {
     setup(&s);
     let mut a = s.connect_to(Some("iso"));
     let mut b = s.connect_to(Some("iso"));
-    run(&mut b, "SET DEADLOCK_PRIORITY LOW");
+    run(
+        &mut b,
+        "DBCC TRACEON (1222, -1) WITH NO_INFOMSGS; SET DEADLOCK_PRIORITY LOW",
+    );
+    let b_spid = value(&mut b, "SELECT @@SPID");
     run(
         &mut a,
         "BEGIN TRAN; UPDATE clu_t SET v = v + 1 WHERE id = 1",
@@ -218,6 +222,14 @@ fn deadlock_victim_gets_1205_and_is_rolled_back() {
     let mut c = s.connect_to(Some("iso"));
     let rows = all_rows(&run(&mut c, "SELECT v FROM clu_t ORDER BY id"));
     assert_eq!(rows, vec![vec![Value::Int(101)], vec![Value::Int(201)]]);
+    // Trace flag 1222: the deadlock's processes and resources in the ERRORLOG.
+    let log = s.errorlog();
+    assert!(log.contains("deadlock-list"), "{log}");
+    assert!(
+        log.contains(&format!("spid={b_spid} waitresource=KEY: ")),
+        "{log}"
+    );
+    assert!(log.contains("keylock ("), "{log}");
 }
 
 /// What a DBA sees while B waits for A: sys.dm_tran_locks lists A's X lock granted and

@@ -3,7 +3,9 @@
 //! (blocking_session_id, wait_type, wait_time, last_wait_type, wait_resource).
 
 use extentdb_storage::instance::{Instance, SessionInfo};
-use extentdb_storage::lock::{LockRow, Resource};
+use std::sync::{Arc, Weak};
+
+use extentdb_storage::lock::{DeadlockReport, LockRow, Resource};
 
 use super::views::{cols, text, Rowset};
 use crate::types::{SqlType, Value};
@@ -122,4 +124,48 @@ fn wait_resource(r: &Resource) -> String {
         Resource::Object { object, .. } => format!("OBJECT: {db}:{object}:0"),
         _ => format!("{}: {db}:{}", r.type_name(), r.description()),
     }
+}
+
+/// Trace flag 1222: each deadlock's participants and resources go to the ERRORLOG, in
+/// the shape of SQL Server's report (deadlock-list, the victim, process-list,
+/// resource-list).
+pub(super) fn log_deadlocks(inst: &Arc<Instance>) {
+    let weak: Weak<Instance> = Arc::downgrade(inst);
+    inst.locks
+        .set_deadlock_observer(Box::new(move |r: &DeadlockReport| {
+            let Some(inst) = weak.upgrade() else {
+                return;
+            };
+            if !inst.trace_flags.lock().unwrap().contains(&1222) {
+                return;
+            }
+            inst.errorlog.write("spid4s", &deadlock_text(r));
+        }));
+}
+
+fn deadlock_text(r: &DeadlockReport) -> String {
+    let mut lines = vec![
+        "deadlock-list".to_string(),
+        format!(" deadlock victim=process{:x}", r.victim),
+        "  process-list".to_string(),
+    ];
+    for (owner, spid, res, mode) in &r.participants {
+        lines.push(format!(
+            "   process id=process{owner:x} spid={spid} waitresource={} lockMode={}",
+            wait_resource(res),
+            mode.name()
+        ));
+    }
+    lines.push("  resource-list".to_string());
+    for (owner, _, res, mode) in &r.participants {
+        lines.push(format!(
+            "   {}lock {} dbid={} associatedObjectId={} waiter id=process{owner:x} mode={}",
+            res.type_name().to_ascii_lowercase(),
+            res.description(),
+            res.database_id(),
+            res.associated_entity_id(),
+            mode.name()
+        ));
+    }
+    lines.join("\n")
 }

@@ -215,6 +215,7 @@ impl Engine {
                 &format!("Removed {removed} sort work file(s) a previous run left in tempdb's directory."),
             );
         }
+        lock_views::log_deadlocks(&instance);
         Arc::new(Engine {
             instance,
             next_spid: AtomicU16::new(51),
