@@ -265,6 +265,37 @@ fn dmvs_show_who_blocks_whom() {
     assert_eq!(text(&req[0][0]), "suspended");
     assert_eq!(text(&req[0][1]), "LCK_M_S");
     assert_eq!(req[0][2], Value::SmallInt(a_spid as i16));
+    let tasks = all_rows(&run(
+        &mut dba,
+        "SELECT wait_type, blocking_session_id FROM sys.dm_os_waiting_tasks",
+    ));
+    assert_eq!(
+        tasks,
+        vec![vec![
+            Value::Text("LCK_M_S".into()),
+            Value::SmallInt(a_spid as i16)
+        ]]
+    );
+    let who2 = all_rows(&run(&mut dba, "EXEC sp_who2"));
+    let blocked: Vec<String> = who2
+        .iter()
+        .map(|r| text(&r[4]).trim().to_string())
+        .collect();
+    assert!(
+        blocked.contains(&a_spid.to_string()),
+        "sp_who2 BlkBy: {blocked:?}"
+    );
+    let who = all_rows(&run(&mut dba, "EXEC sp_who"));
+    assert!(who
+        .iter()
+        .any(|r| text(&r[5]).trim() == a_spid.to_string() && text(&r[2]) == "suspended"));
+    let sp_lock = all_rows(&run(&mut dba, "EXEC sp_lock"));
+    assert!(sp_lock
+        .iter()
+        .any(|r| text(&r[4]).trim() == "KEY" && text(&r[6]) == "X" && text(&r[7]) == "GRANT"));
+    assert!(sp_lock
+        .iter()
+        .any(|r| text(&r[4]).trim() == "KEY" && text(&r[6]) == "S" && text(&r[7]) == "WAIT"));
     run(&mut a, "COMMIT");
     assert_eq!(reader.join().unwrap()[0].1, vec![vec![Value::Int(7)]]);
 }

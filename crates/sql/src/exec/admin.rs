@@ -296,6 +296,23 @@ impl Session {
             "sp_spaceused" => self.sp_spaceused(&bind(super::space::SP_SPACEUSED_PARAMS)?, out),
             "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
+            "sp_who" | "sp_who2" => {
+                let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");
+                // Without VIEW SERVER STATE a login sees its own session only.
+                let rows = if self.view_server_state_scope("sys.dm_exec_sessions")? {
+                    own_rows(all, self.spid)
+                } else {
+                    all
+                };
+                self.send_rowset(rows, out);
+                Ok(())
+            }
+            "sp_lock" => {
+                self.view_server_state_scope("sys.dm_tran_locks")?;
+                let r = super::lock_views::sp_lock(&self.engine.instance);
+                self.send_rowset(r, out);
+                Ok(())
+            }
             "sp_cycle_errorlog" => {
                 let log = &self.engine.instance.errorlog;
                 log.write(&format!("spid{}", self.spid), "Attempting to cycle error log. This is an informational message only; no user action is required.");
@@ -455,4 +472,14 @@ mod tests {
         assert_eq!(super::days_from_civil(1970, 1, 1), 719_162);
         assert_eq!(super::days_from_civil(2016, 10, 4), 736_240);
     }
+}
+
+/// The rows of a session list whose first column (`spid`, `SPID`) is this session's.
+fn own_rows(mut r: super::views::Rowset, spid: u16) -> super::views::Rowset {
+    r.rows.retain(|row| match &row[0] {
+        Value::SmallInt(v) => *v as u16 == spid,
+        Value::Text(t) => t.trim() == spid.to_string(),
+        _ => false,
+    });
+    r
 }

@@ -169,3 +169,235 @@ fn deadlock_text(r: &DeadlockReport) -> String {
     }
     lines.join("\n")
 }
+
+/// What sp_who, sp_who2 and sys.dm_os_waiting_tasks show of a session's lock wait: the
+/// session blocking it (0 for none), the wait type and how long.
+fn session_wait(inst: &Instance, s: &SessionInfo) -> Option<(u16, &'static str, u64, Resource)> {
+    let owner = s.lock_owner.lock().unwrap().clone()?;
+    let w = owner.wait_info()?;
+    let blocker = inst
+        .locks
+        .blocking_sessions(&owner)
+        .first()
+        .copied()
+        .unwrap_or(0);
+    Some((blocker, w.mode.wait_type(), w.waited_ms, w.resource))
+}
+
+fn database_name(inst: &Instance, id: u16) -> Value {
+    match inst.database(id) {
+        Some(d) => text(&d.read().unwrap().name),
+        None => Value::Null,
+    }
+}
+
+/// sp_who (`two` false) and sp_who2 (true): one row per session, with the session that
+/// blocks it (blk, BlkBy).
+pub(super) fn sp_who(inst: &Instance, two: bool) -> Rowset {
+    use std::sync::atomic::Ordering;
+    let columns = if two {
+        cols(&[
+            ("SPID", SqlType::NVarChar(5)),
+            ("Status", SqlType::NVarChar(30)),
+            ("Login", SqlType::NVarChar(128)),
+            ("HostName", SqlType::NVarChar(128)),
+            ("BlkBy", SqlType::NVarChar(5)),
+            ("DBName", SqlType::NVarChar(128)),
+            ("Command", SqlType::NVarChar(32)),
+            ("CPUTime", SqlType::Int),
+            ("DiskIO", SqlType::BigInt),
+            ("LastBatch", SqlType::NVarChar(14)),
+            ("ProgramName", SqlType::NVarChar(128)),
+            ("SPID", SqlType::NVarChar(5)),
+            ("REQUESTID", SqlType::Int),
+        ])
+    } else {
+        cols(&[
+            ("spid", SqlType::SmallInt),
+            ("ecid", SqlType::SmallInt),
+            ("status", SqlType::NVarChar(30)),
+            ("loginame", SqlType::NVarChar(128)),
+            ("hostname", SqlType::NVarChar(128)),
+            ("blk", SqlType::NVarChar(5)),
+            ("dbname", SqlType::NVarChar(128)),
+            ("cmd", SqlType::NVarChar(32)),
+            ("request_id", SqlType::Int),
+        ])
+    };
+    let sessions: Vec<Arc<SessionInfo>> = inst.sessions.lock().unwrap().values().cloned().collect();
+    let rows = sessions
+        .iter()
+        .map(|s| {
+            let wait = session_wait(inst, s);
+            let running = s.running.load(Ordering::Acquire);
+            let status = match (&wait, running) {
+                (Some(_), _) => "suspended",
+                (None, true) => "runnable",
+                (None, false) => "sleeping",
+            };
+            let command = if running {
+                *s.command.lock().unwrap()
+            } else {
+                "AWAITING COMMAND"
+            };
+            let blk = wait.map_or(0, |w| w.0);
+            let db = database_name(inst, s.database_id.load(Ordering::Acquire));
+            let spid = s.session_id;
+            if two {
+                let blk = if blk == 0 {
+                    "  .".to_string()
+                } else {
+                    format!("{blk:>5}")
+                };
+                vec![
+                    text(&format!("{spid:<5}")),
+                    text(&status.to_ascii_uppercase()),
+                    text(&s.login_name),
+                    text(&s.host_name),
+                    text(&blk),
+                    db,
+                    text(command),
+                    Value::Int(0),
+                    Value::BigInt(0),
+                    text(&last_batch(s.last_request_start_us.load(Ordering::Acquire))),
+                    text(&s.program_name),
+                    text(&format!("{spid:<5}")),
+                    Value::Int(0),
+                ]
+            } else {
+                vec![
+                    Value::SmallInt(spid as i16),
+                    Value::SmallInt(0),
+                    text(status),
+                    text(&s.login_name),
+                    text(&s.host_name),
+                    text(&format!("{blk:<5}")),
+                    db,
+                    text(command),
+                    Value::Int(0),
+                ]
+            }
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+/// sp_who2's LastBatch: `MM/DD hh:mm:ss` in local time.
+fn last_batch(unix_us: i64) -> String {
+    let t = (unix_us / 1_000_000) as libc::time_t;
+    // SAFETY: localtime_r writes only into the tm we own.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    unsafe { libc::localtime_r(&t, &mut tm) };
+    format!(
+        "{:02}/{:02} {:02}:{:02}:{:02}",
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec
+    )
+}
+
+/// sp_lock: every lock, with sp_lock's short type names (RID, KEY, PAG, EXT, TAB, DB,
+/// FIL, MD, HBT, AU) and CNVT for a conversion waiting.
+pub(super) fn sp_lock(inst: &Instance) -> Rowset {
+    let columns = cols(&[
+        ("spid", SqlType::SmallInt),
+        ("dbid", SqlType::SmallInt),
+        ("ObjId", SqlType::Int),
+        ("IndId", SqlType::SmallInt),
+        ("Type", SqlType::NChar(4)),
+        ("Resource", SqlType::NChar(32)),
+        ("Mode", SqlType::NVarChar(8)),
+        ("Status", SqlType::NVarChar(5)),
+    ]);
+    let mut locks = inst.locks.locks();
+    locks.sort_by_key(|l| {
+        (
+            l.session_id,
+            l.resource.type_name(),
+            l.resource.description(),
+        )
+    });
+    let rows = locks
+        .iter()
+        .map(|l| {
+            let short = match l.resource {
+                Resource::Rid { .. } => "RID",
+                Resource::Key { .. } => "KEY",
+                Resource::Page { .. } => "PAG",
+                Resource::Extent { .. } => "EXT",
+                Resource::Object { .. } => "TAB",
+                Resource::Database { .. } => "DB",
+                Resource::File { .. } => "FIL",
+                Resource::Metadata { .. } => "MD",
+                Resource::Hobt { .. } => "HBT",
+                Resource::AllocationUnit { .. } => "AU",
+            };
+            let object = match l.resource {
+                Resource::Object { object, .. }
+                | Resource::Rid { object, .. }
+                | Resource::Key { object, .. }
+                | Resource::Page { object, .. } => object as i32,
+                _ => 0,
+            };
+            let index = match l.resource {
+                Resource::Key { .. } => 1,
+                _ => 0,
+            };
+            let status = match l.status {
+                "CONVERT" => "CNVT",
+                other => other,
+            };
+            vec![
+                Value::SmallInt(l.session_id as i16),
+                Value::SmallInt(l.resource.database_id() as i16),
+                Value::Int(object),
+                Value::SmallInt(index),
+                text(short),
+                text(&l.resource.description()),
+                text(l.mode.name()),
+                text(status),
+            ]
+        })
+        .collect();
+    Rowset { columns, rows }
+}
+
+/// sys.dm_os_waiting_tasks: the sessions waiting for a lock, with who blocks them.
+pub(super) fn waiting_tasks(inst: &Instance) -> Rowset {
+    let columns = cols(&[
+        ("session_id", SqlType::SmallInt),
+        ("exec_context_id", SqlType::Int),
+        ("wait_duration_ms", SqlType::BigInt),
+        ("wait_type", SqlType::NVarChar(60)),
+        ("blocking_session_id", SqlType::SmallInt),
+        ("blocking_exec_context_id", SqlType::Int),
+        ("resource_description", SqlType::NVarChar(3072)),
+    ]);
+    let sessions: Vec<Arc<SessionInfo>> = inst.sessions.lock().unwrap().values().cloned().collect();
+    let rows = sessions
+        .iter()
+        .filter_map(|s| {
+            let (blocker, wait_type, ms, r) = session_wait(inst, s)?;
+            Some(vec![
+                Value::SmallInt(s.session_id as i16),
+                Value::Int(0),
+                Value::BigInt(ms as i64),
+                text(wait_type),
+                if blocker == 0 {
+                    Value::Null
+                } else {
+                    Value::SmallInt(blocker as i16)
+                },
+                if blocker == 0 {
+                    Value::Null
+                } else {
+                    Value::Int(0)
+                },
+                text(&wait_resource(&r)),
+            ])
+        })
+        .collect();
+    Rowset { columns, rows }
+}
