@@ -380,3 +380,53 @@ fn kill_ends_a_lock_wait() {
     run(&mut a, "COMMIT");
     assert_eq!(value(&mut dba, "SELECT v FROM heap_t WHERE id = 1"), 1);
 }
+
+/// An open transaction as a DBA finds it: sys.dm_tran_session_transactions and
+/// sys.dm_tran_active_transactions list it, DBCC OPENTRAN names its session; after COMMIT
+/// there is none.
+#[test]
+fn open_transactions_are_listed() {
+    let s = Server::start("iso-opentran", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    let a_spid = value(&mut a, "SELECT @@SPID");
+    run(
+        &mut a,
+        "BEGIN TRAN; BEGIN TRAN; UPDATE heap_t SET v = v WHERE id = 1",
+    );
+    let mut dba = s.connect_to(Some("iso"));
+    let rows = all_rows(&run(
+        &mut dba,
+        "SELECT session_id, open_transaction_count FROM sys.dm_tran_session_transactions",
+    ));
+    assert_eq!(rows, vec![vec![Value::Int(a_spid as i32), Value::Int(2)]]);
+    let active = all_rows(&run(
+        &mut dba,
+        "SELECT name FROM sys.dm_tran_active_transactions",
+    ));
+    assert_eq!(active, vec![vec![Value::Text("user_transaction".into())]]);
+    let infos = |r: &extentdb_tds::client::Response| -> String {
+        r.outputs
+            .iter()
+            .filter_map(|o| match o {
+                extentdb_sql::exec::Output::Info(e) => Some(e.text.clone()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let open = infos(&run(&mut dba, "DBCC OPENTRAN"));
+    assert!(
+        open.contains(&format!("SPID (server process ID): {a_spid}")),
+        "{open}"
+    );
+    assert!(open.contains("Oldest active transaction:"), "{open}");
+    run(&mut a, "COMMIT; COMMIT");
+    let none = infos(&run(&mut dba, "DBCC OPENTRAN (iso)"));
+    assert!(none.contains("No active open transactions."), "{none}");
+    assert!(all_rows(&run(
+        &mut dba,
+        "SELECT * FROM sys.dm_tran_session_transactions"
+    ))
+    .is_empty());
+}

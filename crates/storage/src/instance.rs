@@ -98,6 +98,12 @@ pub struct SessionInfo {
     /// sys.dm_exec_sessions.
     pub lock_timeout_ms: std::sync::atomic::AtomicI32,
     pub deadlock_priority: std::sync::atomic::AtomicI32,
+    /// The explicit transaction (@@TRANCOUNT > 0): its nesting depth, its descriptor and
+    /// when it began (Unix microseconds), for sys.dm_tran_session_transactions,
+    /// sys.dm_tran_active_transactions and DBCC OPENTRAN; 0 when there is none.
+    pub open_transaction_count: std::sync::atomic::AtomicU32,
+    pub transaction_descriptor: std::sync::atomic::AtomicU64,
+    pub transaction_begin_us: std::sync::atomic::AtomicI64,
 }
 
 /// Why a database listed in master is not online (sys.databases.state_desc).

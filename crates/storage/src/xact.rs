@@ -145,6 +145,12 @@ impl Database {
     }
 
     /// True while `xact` is active in this database.
+    /// The BEGIN LSN of the oldest active transaction that has logged a change (DBCC
+    /// OPENTRAN).
+    pub fn oldest_active_lsn(&self) -> Option<Lsn> {
+        self.data.xacts.lock().oldest_first_lsn()
+    }
+
     pub fn is_active(&self, xact: XactId) -> bool {
         self.data.xacts.lock().active.contains_key(&xact)
     }

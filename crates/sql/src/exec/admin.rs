@@ -56,6 +56,7 @@ impl Session {
             "CHECKALLOC" => self.dbcc_check(CheckKind::CheckAlloc, d, &args, out)?,
             "CHECKCATALOG" => self.dbcc_check(CheckKind::CheckCatalog, d, &args, out)?,
             "DBINFO" => self.dbcc_dbinfo(d, &args, out)?,
+            "OPENTRAN" => self.dbcc_opentran(&args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }

@@ -50,6 +50,7 @@ mod spill;
 mod stream;
 mod table_ddl;
 mod tables;
+mod tran_views;
 mod unique;
 pub mod views;
 mod xact;
@@ -256,6 +257,9 @@ impl Engine {
             transaction_isolation_level: std::sync::atomic::AtomicI16::new(2),
             lock_timeout_ms: std::sync::atomic::AtomicI32::new(-1),
             deadlock_priority: std::sync::atomic::AtomicI32::new(0),
+            open_transaction_count: Default::default(),
+            transaction_descriptor: Default::default(),
+            transaction_begin_us: Default::default(),
         });
         self.instance
             .sessions

@@ -320,7 +320,7 @@ impl Session {
                 "TRACESTATUS" => true,
                 "SQLPERF" => self.has_server_permission("VIEW SERVER STATE"),
                 "CHECKDB" | "CHECKALLOC" | "CHECKCATALOG" | "CHECKTABLE" | "SHRINKFILE"
-                | "SHOWFILESTATS" => self.owns_dbcc_target(name, args),
+                | "SHOWFILESTATS" | "OPENTRAN" => self.owns_dbcc_target(name, args),
                 _ => self.is_sysadmin(),
             };
         if allowed {
@@ -339,7 +339,7 @@ impl Session {
     /// database passes, for the command to report (2520).
     fn owns_dbcc_target(&self, name: &str, args: &[crate::types::Value]) -> bool {
         use crate::types::Value;
-        let named = matches!(name, "CHECKDB" | "CHECKALLOC" | "CHECKCATALOG");
+        let named = matches!(name, "CHECKDB" | "CHECKALLOC" | "CHECKCATALOG" | "OPENTRAN");
         let target = match args.first() {
             Some(Value::Text(t)) if named => self.engine.instance.database_by_name(t),
             Some(

@@ -98,6 +98,8 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.dm_tran_locks" => super::lock_views::tran_locks(inst),
         "sys.dm_os_wait_stats" => super::lock_views::wait_stats(inst),
         "sys.dm_os_waiting_tasks" => super::lock_views::waiting_tasks(inst),
+        "sys.dm_tran_session_transactions" => super::tran_views::session_transactions(inst),
+        "sys.dm_tran_active_transactions" => super::tran_views::active_transactions(inst),
         "sys.dm_os_spinlock_stats" => spinlock_stats(inst),
         "sys.dm_os_performance_counters" => performance_counters(inst),
         "sys.server_principals" => super::principal_views::server_principals(inst, true),

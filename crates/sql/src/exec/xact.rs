@@ -72,6 +72,24 @@ impl Session {
             out.push(Output::EnvChange(EnvChange::BeginTransaction(
                 self.descriptor,
             )));
+            let info = &self.info;
+            info.transaction_descriptor
+                .store(self.descriptor, std::sync::atomic::Ordering::Release);
+            info.transaction_begin_us
+                .store(super::unix_us(), std::sync::atomic::Ordering::Release);
+        }
+        self.publish_trancount();
+    }
+
+    /// Shows other sessions this session's @@TRANCOUNT (sys.dm_tran_session_transactions).
+    fn publish_trancount(&self) {
+        use std::sync::atomic::Ordering;
+        self.info
+            .open_transaction_count
+            .store(self.trancount, Ordering::Release);
+        if self.trancount == 0 {
+            self.info.transaction_begin_us.store(0, Ordering::Release);
+            self.info.transaction_descriptor.store(0, Ordering::Release);
         }
     }
 
@@ -102,6 +120,7 @@ impl Session {
             return Err(vec![msg(3902, &[])]);
         }
         self.trancount -= 1;
+        self.publish_trancount();
         if self.trancount > 0 {
             return Ok(());
         }
@@ -149,6 +168,7 @@ impl Session {
     pub(super) fn rollback_all(&mut self) -> Vec<SqlError> {
         self.trancount = 0;
         self.descriptor = 0;
+        self.publish_trancount();
         let mut failed = Vec::new();
         let xacts = std::mem::take(&mut self.xacts);
         for (db_id, x) in xacts {
