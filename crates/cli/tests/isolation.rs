@@ -430,3 +430,81 @@ fn open_transactions_are_listed() {
     ))
     .is_empty());
 }
+
+/// Runs `first` on `a`, then `second` on `b`, each in its own thread (either may block),
+/// and returns the error numbers each batch gave.
+fn race(
+    s: &Server,
+    setup_a: &str,
+    setup_b: &str,
+    first: &'static str,
+    second: &'static str,
+) -> (Vec<i32>, Vec<i32>) {
+    let mut a = s.connect_to(Some("iso"));
+    let mut b = s.connect_to(Some("iso"));
+    run(&mut a, setup_a);
+    run(&mut b, setup_b);
+    let ta = thread::spawn(move || {
+        let r = a.batch(first).unwrap();
+        let e: Vec<i32> = r.errors().map(|e| e.number).collect();
+        let _ = a.batch("IF @@TRANCOUNT > 0 COMMIT");
+        e
+    });
+    thread::sleep(Duration::from_millis(200));
+    let tb = thread::spawn(move || {
+        let r = b.batch(second).unwrap();
+        let e: Vec<i32> = r.errors().map(|e| e.number).collect();
+        let _ = b.batch("IF @@TRANCOUNT > 0 COMMIT");
+        e
+    });
+    (ta.join().unwrap(), tb.join().unwrap())
+}
+
+/// P4 (lost update) under REPEATABLE READ: both read the row, both write from what they
+/// read; the read locks make the second writer a deadlock victim (1205) instead of
+/// overwriting the first's increment.
+#[test]
+fn lost_update_under_repeatable_read_is_a_deadlock() {
+    let s = Server::start("iso-p4", &[]);
+    setup(&s);
+    let level = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SET DEADLOCK_PRIORITY LOW";
+    let (ea, eb) = race(
+        &s,
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+        level,
+        "BEGIN TRAN; DECLARE @v INT; SELECT @v = v FROM clu_t WHERE id = 1; \
+         WAITFOR DELAY '00:00:00.400'; UPDATE clu_t SET v = @v + 1 WHERE id = 1",
+        "BEGIN TRAN; DECLARE @v INT; SELECT @v = v FROM clu_t WHERE id = 1; \
+         UPDATE clu_t SET v = @v + 1 WHERE id = 1",
+    );
+    assert_eq!((ea, eb), (vec![], vec![1205]));
+    let mut c = s.connect_to(Some("iso"));
+    assert_eq!(
+        value(&mut c, "SELECT v FROM clu_t WHERE id = 1"),
+        101,
+        "one increment, not lost"
+    );
+}
+
+/// G2-item (write skew) under SERIALIZABLE: two transactions each read both rows and
+/// change a different one; one of them is the victim, so both cannot commit on a stale
+/// read.
+#[test]
+fn write_skew_under_serializable_is_prevented() {
+    let s = Server::start("iso-g2", &[]);
+    setup(&s);
+    let level = "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE";
+    let (ea, eb) = race(
+        &s,
+        level,
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SET DEADLOCK_PRIORITY LOW",
+        "BEGIN TRAN; DECLARE @t INT; SELECT @t = SUM(v) FROM heap_t; \
+         WAITFOR DELAY '00:00:00.400'; UPDATE heap_t SET v = v - @t WHERE id = 1",
+        "BEGIN TRAN; DECLARE @t INT; SELECT @t = SUM(v) FROM heap_t; \
+         UPDATE heap_t SET v = v - @t WHERE id = 2",
+    );
+    assert_eq!((ea, eb), (vec![], vec![1205]));
+    let mut c = s.connect_to(Some("iso"));
+    let rows = all_rows(&run(&mut c, "SELECT v FROM heap_t ORDER BY id"));
+    assert_eq!(rows, vec![vec![Value::Int(-200)], vec![Value::Int(200)]]);
+}
