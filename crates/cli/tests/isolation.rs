@@ -508,3 +508,62 @@ fn write_skew_under_serializable_is_prevented() {
     let rows = all_rows(&run(&mut c, "SELECT v FROM heap_t ORDER BY id"));
     assert_eq!(rows, vec![vec![Value::Int(-200)], vec![Value::Int(200)]]);
 }
+
+/// Lock escalation: a transaction's 6,000th row lock on a table escalates to the table
+/// (one OBJECT X lock in sys.dm_tran_locks instead of 6,000 KEY locks) unless ALTER TABLE
+/// ... SET (LOCK_ESCALATION = DISABLE), which sys.tables shows and a restart keeps; other
+/// ALTER TABLE forms are refused (40517), a missing table is 4902.
+#[test]
+fn lock_escalation_and_its_table_option() {
+    let s = Server::start("iso-escalation", &[]);
+    let mut c = s.connect();
+    run(&mut c, "CREATE DATABASE iso");
+    run(
+        &mut c,
+        "USE iso; CREATE TABLE big (id INT NOT NULL PRIMARY KEY, v INT NOT NULL); \
+         CREATE TABLE big2 (id INT NOT NULL PRIMARY KEY, v INT NOT NULL); \
+         SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+         WHILE @i < 6000 BEGIN INSERT INTO big VALUES (@i, 0); INSERT INTO big2 VALUES (@i, 0); SET @i += 1; END; \
+         COMMIT",
+    );
+    run(&mut c, "ALTER TABLE big2 SET (LOCK_ESCALATION = DISABLE)");
+    let count = |c: &mut extentdb_tds::client::Client, kind: &str| {
+        value(c, &format!("SELECT COUNT(*) FROM sys.dm_tran_locks WHERE resource_type = '{kind}' AND request_session_id = @@SPID"))
+    };
+    run(&mut c, "BEGIN TRAN; UPDATE big SET v = 1");
+    assert_eq!(count(&mut c, "KEY"), 0, "escalated: no row locks left");
+    let modes = all_rows(&run(&mut c, "SELECT request_mode FROM sys.dm_tran_locks WHERE resource_type = 'OBJECT' AND request_session_id = @@SPID"));
+    assert_eq!(modes, vec![vec![Value::Text("X".into())]]);
+    run(&mut c, "COMMIT; BEGIN TRAN; UPDATE big2 SET v = 1");
+    assert_eq!(count(&mut c, "KEY"), 6000, "DISABLE keeps every row lock");
+    run(&mut c, "COMMIT");
+    let s = common::tds::restart(s);
+    let mut c = s.connect_to(Some("iso"));
+    let rows = all_rows(&run(
+        &mut c,
+        "SELECT name, lock_escalation, lock_escalation_desc FROM sys.tables ORDER BY name",
+    ));
+    assert_eq!(
+        rows,
+        vec![
+            vec![
+                Value::Text("big".into()),
+                Value::TinyInt(0),
+                Value::Text("TABLE".into())
+            ],
+            vec![
+                Value::Text("big2".into()),
+                Value::TinyInt(1),
+                Value::Text("DISABLE".into())
+            ],
+        ]
+    );
+    assert_eq!(
+        common::tds::numbers(&mut c, "ALTER TABLE big ADD w INT"),
+        vec![40517]
+    );
+    assert_eq!(
+        common::tds::numbers(&mut c, "ALTER TABLE nope SET (LOCK_ESCALATION = AUTO)"),
+        vec![4902]
+    );
+}

@@ -35,7 +35,7 @@ use crate::{
 /// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER. Version 6 added
 /// each table's identity value (`IdentityLast`) after its columns; older blobs decode with
 /// `IdentityLast::Unknown` for a table with an IDENTITY column.
-pub const CATALOG_VERSION: u16 = 6;
+pub const CATALOG_VERSION: u16 = 7;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -167,6 +167,37 @@ pub struct TableEntry {
     pub columns: Vec<ColumnEntry>,
     /// The IDENTITY column's value as kept (version 6); `Unused` for a table without one.
     pub identity_last: IdentityLast,
+    /// ALTER TABLE ... SET (LOCK_ESCALATION = ...) (version 7; TABLE before).
+    pub lock_escalation: LockEscalation,
+}
+
+/// sys.tables.lock_escalation: 0 TABLE (SQL Server's default), 1 DISABLE, 2 AUTO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LockEscalation {
+    #[default]
+    Table = 0,
+    Disable = 1,
+    Auto = 2,
+}
+
+impl LockEscalation {
+    pub fn from_code(v: u8) -> Option<LockEscalation> {
+        Some(match v {
+            0 => LockEscalation::Table,
+            1 => LockEscalation::Disable,
+            2 => LockEscalation::Auto,
+            _ => return None,
+        })
+    }
+
+    /// sys.tables.lock_escalation_desc.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockEscalation::Table => "TABLE",
+            LockEscalation::Disable => "DISABLE",
+            LockEscalation::Auto => "AUTO",
+        }
+    }
 }
 
 /// A table's identity value as the catalog keeps it (sys.identity_columns.last_value;
@@ -643,6 +674,9 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
         }
         IdentityLast::Unknown => w.u8(2),
     }
+    if version >= 7 {
+        w.u8(t.lock_escalation as u8);
+    }
 }
 
 fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableEntry, FormatError> {
@@ -708,6 +742,18 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
             }
         },
     };
+    let lock_escalation = match version {
+        ..=6 => LockEscalation::Table,
+        _ => {
+            let v = r.u8()?;
+            LockEscalation::from_code(v).ok_or_else(|| {
+                corrupt(
+                    PageId::NULL,
+                    format!("table {object_id} has unknown lock escalation {v}"),
+                )
+            })?
+        }
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -720,6 +766,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         primary_key,
         columns,
         identity_last,
+        lock_escalation,
     })
 }
 

@@ -7,7 +7,7 @@ use extentdb_format::bitmap::{self, new_bitmap_page};
 use extentdb_format::boot::BootPage;
 use extentdb_format::catalog::{
     self, Catalog, ColumnEntry, DatabaseEntry, FileEntry, FilegroupEntry, IdentityLast,
-    RecoveryModel, TableEntry, UserAccess,
+    LockEscalation, RecoveryModel, TableEntry, UserAccess,
 };
 use extentdb_format::file_header::{FileHeader, FileType};
 use extentdb_format::principals::{
@@ -266,6 +266,7 @@ fn catalog_fixture() {
                 },
             ],
             identity_last: IdentityLast::Through(1_234),
+            lock_escalation: LockEscalation::Auto,
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -339,18 +340,22 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 6);
-    assert_eq!(&c.encode()[..2], &6u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 7);
+    assert_eq!(&c.encode()[..2], &7u16.to_le_bytes());
+    lock_escalation_byte(c);
     let mut unknown = c.clone();
     unknown.tables[0].identity_last = IdentityLast::Unknown;
+    unknown.tables[0].lock_escalation = LockEscalation::Table;
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 6 without the tag and its value (nine bytes for `Through`).
-    assert_eq!(c.encode().len(), v5.len() + 9);
+    // Version 5 is version 7 without the identity tag and its value (nine bytes for
+    // `Through`) and the lock escalation byte.
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
+    online.tables[0].lock_escalation = LockEscalation::Table;
     online.databases.retain(|d| !d.offline);
     for d in &mut online.databases {
         d.user_access = UserAccess::MultiUser;
@@ -365,8 +370,34 @@ fn older_versions_decode(c: &Catalog) {
     assert!(e.contains("unknown state 3"), "{e}");
 }
 
-/// The identity tag (version 6) sits just before the principals: in this catalog, the
-/// value 1,234 (i64) follows tag 1, and the principals list (count 1) follows it.
+/// Version 7's lock escalation byte follows the identity value: a version 6 blob decodes
+/// as TABLE (SQL Server's default), and a code other than 0, 1, 2 is damage.
+fn lock_escalation_byte(c: &Catalog) {
+    let at = PageId::new(1, 16);
+    assert_eq!(c.tables[0].lock_escalation, LockEscalation::Auto);
+    let v6 = c.encode_version(6);
+    let mut table = c.clone();
+    table.tables[0].lock_escalation = LockEscalation::Table;
+    assert_eq!(Catalog::decode(&v6, at).unwrap(), table);
+    let blob = c.encode();
+    let value = 1_234i64.to_le_bytes();
+    let tag = blob
+        .windows(9)
+        .position(|w| w[0] == 1 && w[1..] == value)
+        .expect("tag 1 and the value");
+    assert_eq!(blob[tag + 9], 2, "AUTO after the identity value");
+    let mut b = blob.clone();
+    b[tag + 9] = 1;
+    let mut disabled = c.clone();
+    disabled.tables[0].lock_escalation = LockEscalation::Disable;
+    assert_eq!(Catalog::decode(&b, at).unwrap(), disabled);
+    b[tag + 9] = 3;
+    let e = Catalog::decode(&b, at).unwrap_err().to_string();
+    assert!(e.contains("unknown lock escalation 3"), "{e}");
+}
+
+/// The identity tag (version 6) sits just before the lock escalation byte (version 7) and
+/// the principals: in this catalog, the value 1,234 (i64) follows tag 1.
 fn identity_tags(c: &Catalog) {
     let at = PageId::new(1, 16);
     let blob = c.encode();

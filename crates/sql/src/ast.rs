@@ -51,6 +51,12 @@ pub enum StatementKind {
         options: Vec<String>,
         value: SetValue,
     },
+    /// `ALTER TABLE t SET (LOCK_ESCALATION = TABLE | AUTO | DISABLE)`: the only ALTER
+    /// TABLE built (`lock_escalation` upper-cased); any other is refused at parse.
+    AlterTableLockEscalation {
+        table: ObjectName,
+        lock_escalation: String,
+    },
     /// `SET IDENTITY_INSERT t ON|OFF`.
     SetIdentityInsert {
         table: ObjectName,

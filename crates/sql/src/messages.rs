@@ -209,6 +209,7 @@ static CATALOGUE: &[Entry] = &[
     e(926, 14, 1, "Database '%.*ls' cannot be opened. It has been marked SUSPECT by recovery. See the SQL Server errorlog for more information."),
     e(1101, 17, 1, "Could not allocate a new page for database '%.*ls' because of insufficient disk space in filegroup '%.*ls'. Create the necessary space by dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
     e(1205, 13, 51, "Transaction (Process ID %d) was deadlocked on %.*ls resources with another process and has been chosen as the deadlock victim. Rerun the transaction."),
+    e(4902, 16, 1, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."),
     e(1222, 16, 18, "Lock request time out period exceeded."),
     e(3952, 16, 1, "Snapshot isolation transaction failed accessing database '%.*ls' because snapshot isolation is not allowed in this database. Use ALTER DATABASE to allow snapshot isolation."),
     e(1065, 15, 1, "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements."),

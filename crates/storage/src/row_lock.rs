@@ -61,6 +61,27 @@ impl RowNames {
 }
 
 impl crate::Database {
+    /// ALTER TABLE ... SET (LOCK_ESCALATION = ...): kept in the catalog, saved at once.
+    pub fn set_lock_escalation(
+        &mut self,
+        object_id: u32,
+        value: extentdb_format::catalog::LockEscalation,
+    ) -> Result<(), StorageError> {
+        let Some(t) = self
+            .catalog
+            .tables
+            .iter_mut()
+            .find(|t| t.object_id == object_id)
+        else {
+            return Err(StorageError::TableNotFound(object_id));
+        };
+        if t.lock_escalation == value {
+            return Ok(());
+        }
+        t.lock_escalation = value;
+        self.save_catalog()
+    }
+
     /// The row a scan found as `rec` at `rid`, as it is now: after a wait for its lock the
     /// row may have changed, moved (a heap row that grew) or gone. A heap row is looked
     /// for at its RID, a clustered one by its key. None when no live row is there.

@@ -78,6 +78,7 @@ fn heap() -> TableEntry {
         primary_key: None,
         columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
         identity_last: Default::default(),
+        lock_escalation: Default::default(),
     }
 }
 

@@ -45,6 +45,7 @@ fn table() -> TableEntry {
         primary_key: None,
         columns: vec![col(1, 56, 4), col(2, 165, 8000)],
         identity_last: Default::default(),
+        lock_escalation: Default::default(),
     }
 }
 

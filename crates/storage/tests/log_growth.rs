@@ -36,6 +36,7 @@ fn table() -> TableEntry {
             default_sql: String::new(),
         }],
         identity_last: Default::default(),
+        lock_escalation: Default::default(),
     }
 }
 

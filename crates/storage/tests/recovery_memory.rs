@@ -92,6 +92,7 @@ fn table() -> TableEntry {
             default_sql: String::new(),
         }],
         identity_last: Default::default(),
+        lock_escalation: Default::default(),
     }
 }
 

@@ -151,11 +151,18 @@ impl Session {
             l.timeout = saved;
             got.map_err(|e| lock_error(e, self.spid))?;
         }
+        use extentdb_format::catalog::LockEscalation;
+        let escalation = match t.entry.lock_escalation {
+            LockEscalation::Disable => Escalation::Disable,
+            LockEscalation::Auto => Escalation::Auto,
+            LockEscalation::Table => Escalation::Table,
+        };
         Ok(RowLocking {
             locker,
             names,
             plan,
             spid: self.spid,
+            escalation,
         })
     }
 
@@ -274,6 +281,8 @@ pub(super) struct RowLocking {
     names: extentdb_storage::row_lock::RowNames,
     plan: LockPlan,
     spid: u16,
+    /// The table's LOCK_ESCALATION.
+    escalation: Escalation,
 }
 
 /// What one statement locks in one table (`hint_locking`).
@@ -387,7 +396,7 @@ impl RowLocking {
             let (rid, rec) = &rows[locks.locked];
             let r = self.name(*rid, rec)?;
             let fresh = l.held(&r).is_none();
-            match l.try_lock_row(r, mode, Escalation::Auto) {
+            match l.try_lock_row(r, mode, self.escalation) {
                 Ok(true) => {}
                 Ok(false) => return Ok(()),
                 Err(e) => return Err(lock_error(e, self.spid)),
@@ -419,7 +428,7 @@ impl RowLocking {
         let r = self.name(rid, rec)?;
         let mut l = self.locker.lock().unwrap();
         let fresh = l.held(&r).is_none();
-        l.lock_row(r, mode, Escalation::Auto)
+        l.lock_row(r, mode, self.escalation)
             .map_err(|e| lock_error(e, self.spid))?;
         Ok(Some(fresh))
     }
@@ -467,7 +476,7 @@ impl RowLocking {
         }
         let r = self.name(rid, rec)?;
         let mut l = self.locker.lock().unwrap();
-        match l.try_lock_row(r, LockMode::X, Escalation::Auto) {
+        match l.try_lock_row(r, LockMode::X, self.escalation) {
             Ok(true) => Ok(()),
             // Only a key another open transaction deleted can be held already; INSERT
             // waits for it beforehand (`lock_new_key`) except from a spool, which cannot
@@ -497,7 +506,7 @@ impl RowLocking {
         // A clustered row is named by its key alone: the RID does not enter the name.
         let r = self.name((extentdb_format::PageId::NULL, 0), rec)?;
         let mut l = self.locker.lock().unwrap();
-        l.lock_row(r, LockMode::X, Escalation::Auto)
+        l.lock_row(r, LockMode::X, self.escalation)
             .map_err(|e| lock_error(e, self.spid))
     }
 

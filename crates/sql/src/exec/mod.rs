@@ -690,6 +690,10 @@ impl Session {
             K::Update(u) => self.update(u, out)?,
             K::Delete(d) => self.delete(d, out)?,
             K::SetIdentityInsert { table, on } => self.set_identity_insert(table, *on)?,
+            K::AlterTableLockEscalation {
+                table,
+                lock_escalation,
+            } => self.alter_table_lock_escalation(table, lock_escalation)?,
             K::BeginTransaction { .. } => self.begin_transaction(out),
             K::Commit { .. } => self.commit_transaction(out)?,
             K::Rollback { .. } => self.rollback_transaction(out)?,

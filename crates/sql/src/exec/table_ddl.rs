@@ -220,6 +220,7 @@ impl Session {
             primary_key,
             columns,
             identity_last: Default::default(),
+            lock_escalation: Default::default(),
         };
         g.create_table(entry)
             .map_err(|e| errors::map(&e, errors::Context::Other))?;
@@ -289,6 +290,29 @@ impl Session {
     }
 
     /// SET IDENTITY_INSERT: on for at most one table per session (Msg 8107).
+    /// ALTER TABLE t SET (LOCK_ESCALATION = ...): kept in the catalog (sys.tables'
+    /// lock_escalation, lock_escalation_desc); DISABLE stops a statement's row locks on
+    /// the table from becoming a table lock, TABLE and AUTO allow it (no partitions here).
+    pub(super) fn alter_table_lock_escalation(
+        &mut self,
+        name: &ObjectName,
+        value: &str,
+    ) -> Result<(), Vec<SqlError>> {
+        use extentdb_format::catalog::LockEscalation;
+        let t = self
+            .find_table(name)?
+            .ok_or_else(|| vec![msg(4902, &[&name.joined()])])?;
+        self.require_table_alter(&t, msg(4902, &[&name.joined()]))?;
+        let v = match value {
+            "DISABLE" => LockEscalation::Disable,
+            "AUTO" => LockEscalation::Auto,
+            _ => LockEscalation::Table,
+        };
+        let mut g = t.db.lock().unwrap();
+        g.set_lock_escalation(t.entry.object_id, v)
+            .map_err(|e| errors::map(&e, errors::Context::Other))
+    }
+
     pub(super) fn set_identity_insert(
         &mut self,
         name: &ObjectName,

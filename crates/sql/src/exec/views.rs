@@ -458,6 +458,8 @@ fn tables(db: &Database) -> Rowset {
         ("type", SqlType::Char(2)),
         ("type_desc", SqlType::NVarChar(60)),
         ("create_date", SqlType::DateTime),
+        ("lock_escalation", SqlType::TinyInt),
+        ("lock_escalation_desc", SqlType::NVarChar(60)),
     ]);
     let rows = db
         .catalog
@@ -471,6 +473,8 @@ fn tables(db: &Database) -> Rowset {
                 text("U "),
                 text("USER_TABLE"),
                 Value::DateTime(ticks_from_unix_us(t.created_us)),
+                Value::TinyInt(t.lock_escalation as u8),
+                text(t.lock_escalation.name()),
             ]
         })
         .collect();

@@ -44,6 +44,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         primary_key: None,
         columns,
         identity_last: Default::default(),
+        lock_escalation: Default::default(),
     }
 }
 

@@ -112,6 +112,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         primary_key: clustered.then(|| ("PK_T".to_string(), vec![1])),
         columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
         identity_last: Default::default(),
+        lock_escalation: Default::default(),
     }
 }
 
