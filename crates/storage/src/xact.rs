@@ -64,17 +64,15 @@ pub(crate) struct Change {
     pub undo: Undo,
 }
 
-impl Change {
-    /// Memory the change takes in `XactState::changes` (invariant 2).
-    fn bytes(&self) -> usize {
-        let record = match &self.undo {
-            Undo::Slot(_, SlotAction::Insert { record, .. })
-            | Undo::Slot(_, SlotAction::Replace { record, .. }) => record.len(),
-            Undo::Slot(..) => 0,
-            Undo::Keyed(_, k) => k.record().len(),
-        };
-        std::mem::size_of::<Change>() + record
-    }
+/// Memory a change undone by `undo` takes in `XactState::changes` (invariant 2).
+fn change_bytes(undo: &Undo) -> usize {
+    let record = match undo {
+        Undo::Slot(_, SlotAction::Insert { record, .. })
+        | Undo::Slot(_, SlotAction::Replace { record, .. }) => record.len(),
+        Undo::Slot(..) => 0,
+        Undo::Keyed(_, k) => k.record().len(),
+    };
+    std::mem::size_of::<Change>() + record
 }
 
 #[derive(Debug, Default)]
@@ -105,14 +103,13 @@ impl XactState {
     /// Records a change logged at `lsn`: kept in `changes` while nothing is in the log
     /// alone and it fits `limit` bytes, else only counted (invariant 2).
     fn add_change(&mut self, lsn: Lsn, prev: Lsn, undo: &Undo, limit: usize) {
-        let change = Change {
-            prev,
-            undo: undo.clone(),
-        };
-        let size = change.bytes();
+        let size = change_bytes(undo);
         if self.changes.len() == self.undoable && self.change_bytes + size <= limit {
             self.change_bytes += size;
-            self.changes.push(change);
+            self.changes.push(Change {
+                prev,
+                undo: undo.clone(),
+            });
         } else if let Undo::Keyed(au, _) = undo {
             self.spilled_units.insert(*au);
         }
@@ -128,7 +125,7 @@ impl XactState {
             return Err(self.undo_next);
         }
         let c = self.changes.pop().expect("an undoable change");
-        self.change_bytes -= c.bytes();
+        self.change_bytes -= change_bytes(&c.undo);
         Ok(c)
     }
 }
