@@ -450,8 +450,8 @@ def gates(res):
     if "memory" in p and MEMORY_GATES:
         m = p["memory"]
         for c in m["cases"]:
-            # A case memory.py leaves ungated (update_all: the storage transaction's undo
-            # list) is recorded, not gated; its outcome still is.
+            # A case memory.py leaves ungated (its UNGATED, empty now) is recorded, not
+            # gated; its outcome still is.
             if c.get("gated", True):
                 gate(f"memory {c['case']}: peak RSS / ({m['headroom_factor']:g} x cap "
                      f"{m['cap_mib']} MiB + {m['allowance_mib_per_connection']} MiB x "

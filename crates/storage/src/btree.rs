@@ -344,10 +344,11 @@ impl Database {
         let needed = self.ghosts_needed(t.allocation_unit_id);
         // Byte 0 holds the record type (ghost or not); the rest is the version's bytes,
         // as `btree_find` matches them for an undo.
-        let is_needed = |r: &[u8]| {
-            needed
+        let is_needed = |r: &[u8]| match &needed {
+            None => true,
+            Some(needed) => needed
                 .iter()
-                .any(|n| n.len() == r.len() && n[1..] == r[1..])
+                .any(|n| n.len() == r.len() && n[1..] == r[1..]),
         };
         let recs = page_records(&old)?;
         let keep: Vec<&Vec<u8>> = recs

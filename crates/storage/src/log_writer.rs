@@ -421,6 +421,29 @@ fn scan_vlf_streaming(
     Ok(pos)
 }
 
+/// Reads records by LSN (`LogWriter::block_at`) keeping the last block read, as rollback and
+/// recovery's undo walk a transaction's chain newest first (its records mostly share
+/// blocks): one block held at a time. A block's records never change once appended, so a
+/// cached block serves every slot it holds.
+#[derive(Default)]
+pub struct RecordsByLsn {
+    block: Option<(u32, u32)>,
+    records: Vec<Vec<u8>>,
+}
+
+impl RecordsByLsn {
+    /// The record at `lsn`, as appended (possibly compressed).
+    pub fn get(&mut self, wal: &LogWriter, lsn: Lsn) -> Result<&[u8], StorageError> {
+        let key = Some((lsn.vlf_sequence, lsn.block));
+        if self.block != key || lsn.slot as usize >= self.records.len() {
+            self.block = None;
+            self.records = wal.block_at(lsn)?;
+            self.block = key;
+        }
+        Ok(&self.records[lsn.slot as usize])
+    }
+}
+
 struct State {
     files: Files,
     vlfs: Vec<VlfHeader>,
@@ -560,6 +583,45 @@ impl LogWriter {
         st.pending_payload += 4 + record.len();
         st.last = Some(lsn);
         Ok(lsn)
+    }
+
+    /// The records of the block holding `lsn` (as appended: possibly compressed), for
+    /// rollback reading a transaction's changes back (xact.rs invariant 2): the pending
+    /// block's from memory, a written one read back from its VLF (written blocks never
+    /// change, and the VLF of an active transaction's records is not reused, invariant 4).
+    /// `LogDamaged` when no valid block of that VLF use lies there or it lacks the slot.
+    pub fn block_at(&self, lsn: Lsn) -> Result<Vec<Vec<u8>>, StorageError> {
+        let missing = |why: &str| StorageError::LogDamaged(format!("log record {lsn}: {why}"));
+        let (file, v) = {
+            let st = self.state.lock().unwrap();
+            let cur = st.vlfs[st.cur];
+            let here = (st.pos / SECTOR_SIZE as u64) as u32;
+            if lsn.vlf_sequence == cur.sequence && lsn.block == here && !st.pending.is_empty() {
+                return Ok(st.pending.clone());
+            }
+            let Some(v) = st
+                .vlfs
+                .iter()
+                .find(|v| v.sequence == lsn.vlf_sequence)
+                .copied()
+            else {
+                return Err(missing("its VLF is no longer in the log"));
+            };
+            (io_file(&st.files, v.file_id)?.clone(), v)
+        };
+        let at = lsn.block as u64 * SECTOR_SIZE as u64;
+        if at < VLF_HEADER_AREA || at + SECTOR_SIZE as u64 > v.size {
+            return Err(missing("outside its VLF"));
+        }
+        let len = ((log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64).min(v.size - at);
+        let mut buf = vec![0u8; len as usize];
+        file.read_at(&mut buf, v.start_offset + at)?;
+        let b = log::decode_block(&buf, v.sequence, lsn.block, v.parity)
+            .ok_or_else(|| missing("no valid block there"))?;
+        if lsn.slot as usize >= b.records.len() {
+            return Err(missing("its block has no such slot"));
+        }
+        Ok(b.records)
     }
 
     /// Makes every record up to `upto` durable (group commit).

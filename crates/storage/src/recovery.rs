@@ -19,15 +19,17 @@
 //!    page then carries the record's LSN.
 //! 2. The first record touching a page in the redo window restores its whole content (a
 //!    page image or a format, see `xact`), so a page torn on disk is never read for redo.
-//! 3. A record of a loser that is not in the window means the log was truncated under an
-//!    active transaction: recovery fails (the database is marked SUSPECT) instead of
-//!    guessing.
+//! 3. A record of a loser that is not in the log (no valid block of its VLF's use there, or
+//!    not a record of that transaction) means the log was truncated under an active
+//!    transaction: recovery fails (the database is marked SUSPECT) instead of guessing.
 //! 4. Recovery's memory does not grow with the log: the log is read twice (log_writer.rs
 //!    invariant 6), the first pass finding the end and counting the records (the progress
 //!    meter's total, `RecoveryStats::records` and `log_bytes`), the second handing each
-//!    record to `Redo::step`; the analysis keeps the records of open transactions only (undo
-//!    follows them) and drops a transaction's at its COMMIT or ABORT. What stays is bounded
-//!    by the buffer pool's cap and by the transactions open at the crash, not by the log.
+//!    record to `Redo::step`; the analysis keeps each open transaction's BEGIN and last
+//!    LSN only, and undo reads a loser's records back from the log by LSN
+//!    (`LogWriter::block_at`), one block at a time. What stays is bounded by the buffer
+//!    pool's cap and by the number of transactions open at the crash, not by the log or
+//!    by their size.
 //!    (An instance opens its databases in its pool budget, `Database::open_in_budget`, so
 //!    the cap holds during recovery too.)
 //! 5. A clustered index root's move is whole or not at all: its log record
@@ -35,7 +37,7 @@
 //!    pointer (saved outside the log, after the record is durable) is put right after redo
 //!    when a crash came between the two (`finish_root_moves`).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,9 +45,9 @@ use std::time::{Duration, Instant};
 use extentdb_format::log_record::{LogRecordBody, XactId};
 use extentdb_format::{Lsn, Page, PageId, PageNo};
 
-use crate::log_writer::{find_log_end, for_each_record, LogExtent, LogWriter, Step};
+use crate::log_writer::{find_log_end, for_each_record, LogExtent, LogWriter, RecordsByLsn, Step};
 use crate::table::formatted_page;
-use crate::xact::{apply_action, set_lsn, Undo};
+use crate::xact::{apply_action, set_lsn, undo_record, UndoStep};
 use crate::{Database, StorageError};
 
 /// What recovery did, for the error log.
@@ -149,18 +151,16 @@ impl Database {
     }
 }
 
-/// A loser's records by LSN, and where its chain ends.
+/// The transaction table analysis builds: each open transaction's BEGIN and where its
+/// chain ends (undo reads the chain back from the log).
 #[derive(Default)]
 pub(crate) struct Analysis {
     open: BTreeMap<XactId, Lsn>,
     /// The BEGIN of each transaction still open.
     pub(crate) begins: BTreeMap<XactId, Lsn>,
-    /// The records of the transactions still open, which undo follows, and their LSNs by
-    /// transaction (invariant 4: a transaction's records are dropped at its COMMIT or ABORT).
-    by_lsn: HashMap<Lsn, LogRecordBody>,
-    lsns: HashMap<XactId, Vec<Lsn>>,
-    /// Records ever kept in `by_lsn`: the undo phase's work as the progress meter counts it
-    /// (an estimate from before committed records were dropped; kept so the figures stay).
+    /// Records of transactions seen (BEGIN and changes): the undo phase's work as the
+    /// progress meter counts it (an estimate: most of them commit). Undo reads a loser's
+    /// records back from the log by LSN (invariant 4), so none is kept here.
     tracked: usize,
     committed: usize,
     max_xact: XactId,
@@ -429,49 +429,26 @@ impl Database {
         Ok(Some(p.header()?.lsn))
     }
 
-    /// Undo (phase 2): rolls every loser back through its chain, logging compensations.
+    /// Undo (phase 2): rolls every loser back through its chain, logging compensations,
+    /// each record read back from the log by LSN (invariant 4), one block held at a time.
     fn undo_losers(&mut self, a: &Analysis, meter: &mut Meter<'_>) -> Result<(), StorageError> {
+        let wal = self.wal.clone().expect("attached");
+        let mut log = RecordsByLsn::default();
         for (&xact, &last) in &a.open {
             let mut at = last;
             let mut prev = last;
             loop {
                 meter.tick(3);
-                match a.by_lsn.get(&at) {
-                    Some(LogRecordBody::RowChange {
-                        prev: before,
-                        page,
-                        undo,
-                        ..
-                    }) => {
-                        let u = Undo::Slot(*page, undo.clone());
-                        prev = self.compensate(xact, prev, *before, &u)?;
-                        at = *before;
+                match undo_record(&wal, &mut log, xact, at)? {
+                    UndoStep::Change(before, undo) => {
+                        prev = self.compensate(xact, prev, before, &undo)?;
+                        at = before;
                     }
-                    Some(LogRecordBody::IndexChange {
-                        prev: before,
-                        allocation_unit_id,
-                        undo,
-                        ..
-                    }) => {
-                        let u = Undo::Keyed(*allocation_unit_id, undo.clone());
-                        prev = self.compensate(xact, prev, *before, &u)?;
-                        at = *before;
-                    }
-                    Some(LogRecordBody::Compensation { undo_next, .. }) => at = *undo_next,
-                    Some(LogRecordBody::BeginXact { .. }) => break,
-                    _ => {
-                        return Err(extentdb_format::corrupt(
-                            PageId::NULL,
-                            format!(
-                                "transaction {xact}: log record {at} needed for undo is missing"
-                            ),
-                        )
-                        .into())
-                    }
+                    UndoStep::Jump(undo_next) => at = undo_next,
+                    UndoStep::Begin => break,
                 }
             }
             let abort = LogRecordBody::AbortXact { xact, prev };
-            let wal = self.wal.clone().expect("attached");
             let lsn = wal.append(&abort.encode())?;
             wal.flush(lsn)?;
         }
@@ -606,8 +583,6 @@ fn track(a: &mut Analysis, lsn: Lsn, body: LogRecordBody) {
                 a.begins.insert(x, lsn);
             }
             a.open.insert(x, lsn);
-            a.by_lsn.insert(lsn, other);
-            a.lsns.entry(x).or_default().push(lsn);
             a.tracked += 1;
         }
     }
@@ -617,7 +592,4 @@ fn track(a: &mut Analysis, lsn: Lsn, body: LogRecordBody) {
 fn forget(a: &mut Analysis, x: XactId) {
     a.open.remove(&x);
     a.begins.remove(&x);
-    for lsn in a.lsns.remove(&x).unwrap_or_default() {
-        a.by_lsn.remove(&lsn);
-    }
 }

@@ -18,8 +18,14 @@
 //!
 //! Invariants:
 //! 1. A change is logged before the page is changed, and the page carries its LSN.
-//! 2. `changes` holds the transaction's undoable changes in LSN order; a savepoint is an
-//!    index into it.
+//! 2. A transaction's undoable changes (logged, not yet compensated) number `undoable`; a
+//!    savepoint is such a count. The oldest of them are kept in `changes`, in LSN order,
+//!    while their undo actions fit `UNDO_MEMORY_BYTES`; the rest, newer, are only in the
+//!    log: the newest at `undo_next`, each reaching the next older through its `prev`
+//!    (a compensation met on the way jumps to its `undo_next`), so rollback reads them back
+//!    by LSN (`LogWriter::block_at`), newest first, the last one's `prev` leading to the
+//!    newest change of `changes`. A change goes to `changes` only while none is in the log
+//!    alone. A transaction's memory for undo is so bounded, whatever its size.
 //! 3. The checkpoint never lets the log be reused past the first LSN of the oldest active
 //!    transaction (see `Database::checkpoint`).
 //! 4. A change is refused (log full, error 9002) unless the log's free space also covers
@@ -29,13 +35,19 @@
 //!    transaction ends (`table_in_use`; SQL Server's Sch-M lock waits the same way), so a
 //!    rollback never compensates into pages that have changed owner.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use extentdb_format::catalog::TableEntry;
 use extentdb_format::log_record::{self, KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::{data_page, Lsn, Page, PageId, PageType};
 
+use crate::log_writer::RecordsByLsn;
 use crate::{Database, StorageError};
+
+/// Bytes of undo actions one transaction keeps in memory (invariant 2): its changes past
+/// them are read back from the log when it rolls back. 4 MiB, as a 256 MB instance can
+/// give each of dozens of sessions.
+pub const UNDO_MEMORY_BYTES: usize = 4 << 20;
 
 /// How one change is undone: on its page and slot (heaps), or found again by key in a
 /// clustered index of allocation unit `.0` (rows move between pages there).
@@ -52,18 +64,70 @@ pub(crate) struct Change {
     pub undo: Undo,
 }
 
+/// Memory a change undone by `undo` takes in `XactState::changes` (invariant 2).
+fn change_bytes(undo: &Undo) -> usize {
+    let record = match undo {
+        Undo::Slot(_, SlotAction::Insert { record, .. })
+        | Undo::Slot(_, SlotAction::Replace { record, .. }) => record.len(),
+        Undo::Slot(..) => 0,
+        Undo::Keyed(_, k) => k.record().len(),
+    };
+    std::mem::size_of::<Change>() + record
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct XactState {
     /// LSN of BEGIN, once the first change logged it.
     pub first_lsn: Option<Lsn>,
     pub last_lsn: Lsn,
+    /// The oldest undoable changes, while they fit the bound (invariant 2), and their bytes.
     pub changes: Vec<Change>,
+    change_bytes: usize,
+    /// Undoable changes: those of `changes`, then those only in the log (invariant 2).
+    undoable: usize,
+    /// The newest undoable change's LSN (where rollback reads while `undoable` exceeds
+    /// `changes.len()`).
+    undo_next: Lsn,
+    /// The clustered indexes (allocation units) of changes kept only in the log: ghost
+    /// cleanup keeps all their ghosts, not knowing which of them undo needs.
+    spilled_units: BTreeSet<u64>,
     /// Log bytes kept free for the compensation records a rollback of this transaction
     /// would write (invariant 4).
     pub reserved_bytes: u64,
     /// The allocation units this transaction changed: DDL on their tables waits for it to
     /// end (invariant 5).
-    pub units: std::collections::BTreeSet<u64>,
+    pub units: BTreeSet<u64>,
+}
+
+impl XactState {
+    /// Records a change logged at `lsn`: kept in `changes` while nothing is in the log
+    /// alone and it fits `limit` bytes, else only counted (invariant 2).
+    fn add_change(&mut self, lsn: Lsn, prev: Lsn, undo: &Undo, limit: usize) {
+        let size = change_bytes(undo);
+        if self.changes.len() == self.undoable && self.change_bytes + size <= limit {
+            self.change_bytes += size;
+            self.changes.push(Change {
+                prev,
+                undo: undo.clone(),
+            });
+        } else if let Undo::Keyed(au, _) = undo {
+            self.spilled_units.insert(*au);
+        }
+        self.undoable += 1;
+        self.undo_next = lsn;
+    }
+
+    /// The newest undoable change if `changes` holds it, taken out of it; else the LSN of
+    /// the log record to read it from.
+    fn next_undo(&mut self) -> Result<Change, Lsn> {
+        debug_assert!(self.undoable >= self.changes.len(), "invariant 2");
+        if self.undoable > self.changes.len() {
+            return Err(self.undo_next);
+        }
+        let c = self.changes.pop().expect("an undoable change");
+        self.change_bytes -= change_bytes(&c.undo);
+        Ok(c)
+    }
 }
 
 /// The active transactions of one database.
@@ -71,6 +135,9 @@ pub(crate) struct XactState {
 pub(crate) struct XactTable {
     pub next_id: XactId,
     pub active: BTreeMap<XactId, XactState>,
+    /// Bytes of undo actions a transaction keeps in memory: `UNDO_MEMORY_BYTES` unless a
+    /// test lowered it (`Database::set_undo_memory_bytes`).
+    undo_memory_bytes: Option<usize>,
 }
 
 impl XactTable {
@@ -302,6 +369,7 @@ impl Database {
             let mut t = self.data.xacts.lock();
             let reserved: u64 = t.active.values().map(|x| x.reserved_bytes).sum();
             let sessions = t.active.len() as u64;
+            let limit = t.undo_memory_bytes.unwrap_or(UNDO_MEMORY_BYTES);
             let x = t.active.get_mut(&xact).expect("an active transaction");
             let prev = x.last_lsn;
             let body = match undo {
@@ -334,10 +402,7 @@ impl Database {
                 x.last_lsn = lsn;
                 x.reserved_bytes += reserve;
                 x.units.insert(au);
-                x.changes.push(Change {
-                    prev,
-                    undo: undo.clone(),
-                });
+                x.add_change(lsn, prev, undo, limit);
             }
             appended
         };
@@ -425,9 +490,14 @@ impl Database {
     /// clustered index of allocation unit `au` (its `KeyedUndo::Unghost`s): the ghosts that
     /// ghost cleanup must keep (btree.rs invariant 4). Every other ghost of the unit is a
     /// committed delete's, or an ended transaction's earlier version, that nothing reads.
-    pub(crate) fn ghosts_needed(&self, au: u64) -> Vec<Vec<u8>> {
+    /// None when a transaction has changes of the unit only in the log (invariant 2): then
+    /// every ghost of the unit is kept until it ends.
+    pub(crate) fn ghosts_needed(&self, au: u64) -> Option<Vec<Vec<u8>>> {
         let xacts = self.data.xacts.lock();
-        xacts
+        if xacts.active.values().any(|x| x.spilled_units.contains(&au)) {
+            return None;
+        }
+        let needed = xacts
             .active
             .values()
             .flat_map(|x| x.changes.iter())
@@ -437,42 +507,64 @@ impl Database {
                 }
                 _ => None,
             })
-            .collect()
+            .collect();
+        Some(needed)
     }
 
-    /// A savepoint: the position to which `rollback_to` returns.
+    /// A savepoint: the position to which `rollback_to` returns (a count of undoable
+    /// changes, invariant 2).
     pub fn savepoint(&self, xact: XactId) -> usize {
         self.data
             .xacts
             .lock()
             .active
             .get(&xact)
-            .map(|x| x.changes.len())
+            .map(|x| x.undoable)
             .unwrap_or(0)
     }
 
+    /// Lowers (or restores) the bytes of undo actions a transaction keeps in memory
+    /// (`UNDO_MEMORY_BYTES`), so tests reach the log-read path with small transactions.
+    pub fn set_undo_memory_bytes(&self, bytes: usize) {
+        self.data.xacts.lock().undo_memory_bytes = Some(bytes);
+    }
+
+    /// The changes of `xact` whose undo actions are kept in memory (invariant 2), their
+    /// bytes, and all its undoable changes.
+    pub fn undo_changes_in_memory(&self, xact: XactId) -> (usize, usize, usize) {
+        let t = self.data.xacts.lock();
+        t.active
+            .get(&xact)
+            .map(|x| (x.changes.len(), x.change_bytes, x.undoable))
+            .unwrap_or((0, 0, 0))
+    }
+
     /// Undoes the changes of `xact` made after `savepoint`, newest first, logging a CLR for
-    /// each; the transaction stays active.
+    /// each; the transaction stays active. Changes not kept in memory are read back from
+    /// the log (invariant 2), one block held at a time.
     pub fn rollback_to(&mut self, xact: XactId, savepoint: usize) -> Result<(), StorageError> {
+        let mut log = RecordsByLsn::default();
         loop {
             let Some(x) = self.data.xacts.get_mut().active.get_mut(&xact) else {
                 return Ok(());
             };
-            if x.changes.len() <= savepoint {
+            if x.undoable <= savepoint {
                 return Ok(());
             }
-            let c = x.changes.pop().expect("non-empty");
             let prev = x.last_lsn;
-            let result = self.compensate(xact, prev, c.prev, &c.undo);
+            let result = match x.next_undo() {
+                Ok(c) => self
+                    .compensate(xact, prev, c.prev, &c.undo)
+                    .map(|lsn| (lsn, c.prev)),
+                Err(at) => self.compensate_logged(xact, prev, at, &mut log),
+            };
             match result {
-                Ok(lsn) => {
-                    self.data
-                        .xacts
-                        .get_mut()
-                        .active
-                        .get_mut(&xact)
-                        .expect("active")
-                        .last_lsn = lsn
+                Ok((lsn, undo_next)) => {
+                    let x = self.data.xacts.get_mut().active.get_mut(&xact);
+                    let x = x.expect("active");
+                    x.last_lsn = lsn;
+                    x.undoable -= 1;
+                    x.undo_next = undo_next;
                 }
                 Err(e) => {
                     // Memory and the log may now disagree about what is undone: only
@@ -480,6 +572,29 @@ impl Database {
                     self.poison();
                     return Err(e);
                 }
+            }
+        }
+    }
+
+    /// Compensates the newest undoable change of `xact` at or before `at` in its chain, read
+    /// back from the log (compensations met on the way jump to their `undo_next`); returns
+    /// the CLR's LSN and the change's `prev`.
+    fn compensate_logged(
+        &mut self,
+        xact: XactId,
+        prev: Lsn,
+        mut at: Lsn,
+        log: &mut RecordsByLsn,
+    ) -> Result<(Lsn, Lsn), StorageError> {
+        let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
+        loop {
+            match undo_record(&wal, log, xact, at)? {
+                UndoStep::Change(before, undo) => {
+                    let lsn = self.compensate(xact, prev, before, &undo)?;
+                    return Ok((lsn, before));
+                }
+                UndoStep::Jump(next) => at = next,
+                UndoStep::Begin => return Err(missing_for_undo(xact, at)),
             }
         }
     }
@@ -546,4 +661,56 @@ impl Database {
             }
         }
     }
+}
+
+/// One step of walking a transaction's chain back for undo.
+pub(crate) enum UndoStep {
+    /// A change to undo: its `prev`, and how.
+    Change(Lsn, Undo),
+    /// A compensation: go on from its `undo_next`.
+    Jump(Lsn),
+    /// The transaction's BEGIN: nothing before it.
+    Begin,
+}
+
+/// The record of `xact` at `at`, read back from the log, as an undo step; corruption when it
+/// is no record of `xact`'s chain (the log lost it).
+pub(crate) fn undo_record(
+    wal: &crate::log_writer::LogWriter,
+    log: &mut RecordsByLsn,
+    xact: XactId,
+    at: Lsn,
+) -> Result<UndoStep, StorageError> {
+    let bytes = log_record::expand(log.get(wal, at)?)?;
+    let step = match LogRecordBody::decode(&bytes)? {
+        Some(LogRecordBody::RowChange {
+            xact: x,
+            prev,
+            page,
+            undo,
+            ..
+        }) if x == xact => UndoStep::Change(prev, Undo::Slot(page, undo)),
+        Some(LogRecordBody::IndexChange {
+            xact: x,
+            prev,
+            allocation_unit_id,
+            undo,
+            ..
+        }) if x == xact => UndoStep::Change(prev, Undo::Keyed(allocation_unit_id, undo)),
+        Some(LogRecordBody::Compensation {
+            xact: x, undo_next, ..
+        }) if x == xact => UndoStep::Jump(undo_next),
+        Some(LogRecordBody::BeginXact { xact: x }) if x == xact => UndoStep::Begin,
+        _ => return Err(missing_for_undo(xact, at)),
+    };
+    Ok(step)
+}
+
+/// A record of `xact`'s chain that undo needs is not in the log.
+pub(crate) fn missing_for_undo(xact: XactId, at: Lsn) -> StorageError {
+    extentdb_format::corrupt(
+        PageId::NULL,
+        format!("transaction {xact}: log record {at} needed for undo is missing"),
+    )
+    .into()
 }
