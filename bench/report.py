@@ -388,12 +388,15 @@ def part_concurrency(a, work, env):
 
 # ---- Gates (quick mode): gross regressions only, each a ratio from this run ----
 
-# The concurrency part's floor: extentdb's median at the most connections over its median at
-# one connection, per workload. Sessions that stopped running beside each other would give
-# about 1 (one at a time) and a lock convoy or a stall less; 8 connections on 2 cores
-# measured (docs/BENCHMARKS.md) from about 1.5 (point SELECT, CPU-bound) to about 5
-# (autocommit writes, which share log flushes).
-CONCURRENCY_SCALING_FLOOR = 0.5
+# The concurrency part's floors: extentdb's median at the most connections over its median at
+# one connection, per workload. The autocommit writes share log flushes, so sessions that
+# stopped running beside each other (or commits that stopped sharing a flush) bring them
+# near 1; they measured 3.2-4.7 (quick and full runs, docs/BENCHMARKS.md), and 1.16 for
+# UPDATE by key when it still scanned the table. The point SELECT is CPU-bound on 2 cores
+# shared with the client (1.5-2.6) and TPC-B contends on its 8 branches (1.76-1.95): for them
+# only a collapse below half the one-connection rate (a lock convoy, a stall) fails.
+CONCURRENCY_SCALING_FLOOR = {"update_by_key": 1.5, "insert_clustered": 1.5,
+                             "point_select": 0.5, "tpcb": 0.5}
 
 
 def _gate(name, value, limit, at_least=True):
@@ -404,8 +407,9 @@ def _gate(name, value, limit, at_least=True):
 
 def concurrency_gates(res):
     """The concurrency part's gates: every figure ran, extentdb at its most connections keeps
-    at least CONCURRENCY_SCALING_FLOOR of its one-connection rate, and what extentdb holds
-    matches what the client was acknowledged (inserts, TPC-B balances and history)."""
+    at least its workload's CONCURRENCY_SCALING_FLOOR times its one-connection rate, and what
+    extentdb holds matches what the client was acknowledged (inserts, TPC-B balances and
+    history)."""
     c = res["parts"].get("concurrency")
     if not c:
         return []
@@ -420,7 +424,8 @@ def concurrency_gates(res):
                        float(ok), 1))
         if ok and 1 in runs and hi > 1 and runs[1]["median"] > 0:
             g.append(_gate(f"concurrency {name}: extentdb {hi} conn. / 1 conn. (medians)",
-                           runs[hi]["median"] / runs[1]["median"], CONCURRENCY_SCALING_FLOOR))
+                           runs[hi]["median"] / runs[1]["median"],
+                           CONCURRENCY_SCALING_FLOOR.get(name, 0.5)))
     chk = c["checks"]["extentdb"]
     g.append(_gate("concurrency: acknowledged clustered inserts all present (1 = yes)",
                    float(chk.get("ins_ok") is True), 1))
