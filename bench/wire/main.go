@@ -3,7 +3,9 @@
 // statements (only the placeholder spelled $1 or @p1), the same keys (one seeded random
 // permutation), the same rows, rounds interleaved in alternating order (extentdb first in
 // even rounds, PostgreSQL first in odd ones). It prints one JSON document on stdout;
-// bench/wire.py starts the servers, runs it and writes the results file.
+// bench/wire.py starts the servers, runs it and writes the results file. -family picks the
+// workloads: wire (issue 20's statements, below) or concurrency (issue 21's four workloads at
+// 1, 2, 4 and 8 connections, concurrency.go). Without -pg it drives extentdb alone.
 //
 // Each figure is an operation rate (operations per second of wall time, all connections
 // together) per round; the JSON holds every round, the median, the minimum and the maximum,
