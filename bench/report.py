@@ -26,6 +26,10 @@ Parts (sizes are the seeds' own at --size-factor 1; the factor scales them for s
   memory   the server's peak RSS against --max-server-memory-mb on scans, aggregates, a
            clustered table, a slow client, DBCC CHECKDB and 8 large batches at once
            (bench/memory.py; gated only when MEMORY_GATES is on)
+  concurrency  sessions side by side (issue 21): point SELECT, UPDATE by key, autocommit
+           INSERT into a clustered table and pgbench's TPC-B-like transaction at 1, 2, 4 and
+           8 connections, extentdb against PostgreSQL over the wire (bench/wire.py --family
+           concurrency; extentdb alone in --quick), with the TPC-B invariant checked
 
 --quick runs every part at small sizes (PostgreSQL left out, SQLite kept) in a few minutes,
 renders the same report into bench/tmp, and exits 1 when a gross regression shows in a
@@ -50,7 +54,7 @@ import lib  # noqa: E402
 from lib import GB, ROOT  # noqa: E402
 
 PARTS = ["machine", "seed001", "seed002", "seed003", "seed004", "checkdb", "backup", "peers",
-         "memory"]
+         "memory", "concurrency"]
 # The memory part's gates (peak RSS within 1.5 x the cap plus the per-connection allowance,
 # bench/memory.py): on since the streaming executor landed (issue 20 item 3).
 MEMORY_GATES = True
@@ -375,7 +379,62 @@ def part_memory(a, work, env):
     return j
 
 
+def part_concurrency(a, work, env):
+    args = ["--family", "concurrency", "--dir", work, "--binary", a.binary]
+    args += ["--quick", "--no-postgres"] if a.quick else ["--rounds", str(max(3, a.rounds))]
+    j, _ = run_part_script("wire.py", args, env)
+    return j
+
+
 # ---- Gates (quick mode): gross regressions only, each a ratio from this run ----
+
+# The concurrency part's floors: extentdb's median at the most connections over its median at
+# one connection, per workload. The autocommit writes share log flushes, so sessions that
+# stopped running beside each other (or commits that stopped sharing a flush) bring them
+# near 1. Seven runs on 2026-11-26 (six quick, one full; load 3-5.7 on 2 cores) measured
+# UPDATE by key 2.63-4.73 (1.16 in the wire run of 2026-11-25 and 1.30 quick on build
+# 8fc95f2, when it scanned the table under a database-wide lock), the clustered INSERT
+# 2.16-4.67, the point SELECT 1.23-3.12 (CPU-bound on 2 cores shared with the client) and
+# TPC-B 1.76-2.73 (contending on its 8 branches): for the last two only a collapse below half
+# the one-connection rate (a lock convoy, a stall) fails.
+CONCURRENCY_SCALING_FLOOR = {"update_by_key": 1.5, "insert_clustered": 1.2,
+                             "point_select": 0.5, "tpcb": 0.5}
+
+
+def _gate(name, value, limit, at_least=True):
+    held = value >= limit if at_least else value <= limit
+    return {"gate": name, "value": round(value, 4), "limit": limit,
+            "kind": ">=" if at_least else "<=", "held": held}
+
+
+def concurrency_gates(res):
+    """The concurrency part's gates: every figure ran, extentdb at its most connections keeps
+    at least its workload's CONCURRENCY_SCALING_FLOOR times its one-connection rate, and what
+    extentdb holds matches what the client was acknowledged (inserts, TPC-B balances and
+    history)."""
+    c = res["parts"].get("concurrency")
+    if not c:
+        return []
+    g = []
+    by = {}
+    for f in c["figures"]:
+        by.setdefault(f["name"], {})[f["connections"]] = f["engines"]["extentdb"]
+    for name, runs in by.items():
+        hi = max(runs)
+        ok = all(r.get("runs") and not r.get("error") for r in runs.values())
+        g.append(_gate(f"concurrency {name}: every run completed on extentdb (1 = yes)",
+                       float(ok), 1))
+        if ok and 1 in runs and hi > 1 and runs[1]["median"] > 0:
+            g.append(_gate(f"concurrency {name}: extentdb {hi} conn. / 1 conn. (medians)",
+                           runs[hi]["median"] / runs[1]["median"],
+                           CONCURRENCY_SCALING_FLOOR.get(name, 0.5)))
+    chk = c["checks"]["extentdb"]
+    g.append(_gate("concurrency: acknowledged clustered inserts all present (1 = yes)",
+                   float(chk.get("ins_ok") is True), 1))
+    g.append(_gate("concurrency: TPC-B balances sum to the history's deltas, one history row "
+                   "per commit (1 = yes)", float(chk.get("tpcb_ok") is True), 1))
+    return g
+
 
 def gates(res):
     """(name, value, limit, held) for every gate whose part ran."""
@@ -549,6 +608,7 @@ def main():
         "backup": lambda: part_backup(a, work, env),
         "peers": lambda: part_peers(a, work, env),
         "memory": lambda: part_memory(a, work, env),
+        "concurrency": lambda: part_concurrency(a, work, env),
     }
     failed = {}
     try:
@@ -572,7 +632,7 @@ def main():
     res["failed_parts"] = failed
     if not a.merge:
         res["elapsed_s"] = round(time.time() - started, 1)
-    res["gates"] = gates(res)
+    res["gates"] = gates(res) + concurrency_gates(res)
     save()
     import report_render  # noqa: E402 (matplotlib is needed only here)
     md = report_render.render(res, out, stamp)

@@ -418,6 +418,66 @@ def sec_memory(m):
     return "\n\n".join(md), []
 
 
+def _conc_rate(r):
+    if not r or not r.get("runs"):
+        return "failed" if r and r.get("error") else "-"
+    return f"{r['median']:,.0f} [{r['min']:,.0f}-{r['max']:,.0f}]"
+
+
+def _conc_panel(ax, name, figs, engines):
+    """One workload: median rate against connections, the rounds' range as error bars."""
+    for e, color, marker in engines:
+        pts = [(f["connections"], f["engines"][e]) for f in figs
+               if f["engines"].get(e, {}).get("runs")]
+        if not pts:
+            continue
+        xs = [x for x, _ in pts]
+        med = [r["median"] for _, r in pts]
+        err = [[r["median"] - r["min"] for _, r in pts], [r["max"] - r["median"] for _, r in pts]]
+        ax.errorbar(xs, med, yerr=err, fmt=marker + "-", color=color, capsize=3,
+                    label="extentdb" if e == "extentdb" else "PostgreSQL")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([f["connections"] for f in figs])
+    ax.set_xticklabels([str(f["connections"]) for f in figs])
+    ax.set_ylim(bottom=0)
+    label(ax, "connections", figs[0]["unit"], name)
+
+
+def sec_concurrency(c, figdir):
+    """Issue 21's concurrency chart: throughput against connections, one panel per workload."""
+    names = list(dict.fromkeys(f["name"] for f in c["figures"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.8), squeeze=False)
+    engines = [("extentdb", ON, "o"), ("postgres", PEER, "s")]
+    for ax, name in zip(axes[0], names):
+        _conc_panel(ax, name, [f for f in c["figures"] if f["name"] == name], engines)
+    chart = _save(fig, figdir, "concurrency.png")
+    cfg = c["config"]
+    sc = cfg.get("tpcb_scale") or {}
+    rows = []
+    for f in c["figures"]:
+        x, p = f["engines"]["extentdb"], f["engines"].get("postgres")
+        v = f.get("ratio_extentdb_to_postgres")
+        rows.append([f["name"], f["connections"], f["unit"], _conc_rate(x), _conc_rate(p),
+                     "-" if v is None else fmt_x(v),
+                     f"{x.get('retries', 0)} / {p.get('retries', 0) if p else '-'}"])
+    checks = "; ".join(f"{e}: inserts {'ok' if ch.get('ins_ok') else '**NOT ok**'}, TPC-B "
+                       f"{'ok' if ch.get('tpcb_ok') else '**NOT ok**'} "
+                       f"({ch.get('tpcb_committed_by_client', 0):,} transactions)"
+                       for e, ch in c["checks"].items())
+    md = ["## Sessions side by side (bench/wire.py --family concurrency)",
+          f"One Go client over TCP on loopback, every statement prepared with parameters; "
+          f"{cfg['rounds']} rounds of {cfg['seconds_per_run']:g} s per figure, the engines "
+          f"alternating which runs first; medians with the rounds' range. kv holds "
+          f"{cfg['table_rows']:,} rows; TPC-B: {sc.get('branches')} branches, "
+          f"{sc.get('tellers_per_branch')} tellers and {sc.get('accounts_per_branch'):,} "
+          "accounts a branch. Retries: TPC-B transactions run again after a deadlock.",
+          table(["workload", "conns", "unit", "extentdb median [min-max]",
+                 "PostgreSQL median [min-max]", "extentdb / PG", "retries (extentdb / PG)"], rows),
+          f"Checks after the runs: {checks}.",
+          f"![concurrency]({os.path.basename(figdir)}/{chart})"]
+    return "\n\n".join(md), [chart]
+
+
 def render(res, out, stamp):
     figdir = os.path.join(out, stamp)
     os.makedirs(figdir, exist_ok=True)
@@ -443,6 +503,8 @@ def render(res, out, stamp):
         sections.append(sec_peers(p["peers"], figdir, p.get("backup")))
     if "memory" in p:
         sections.append(sec_memory(p["memory"]))
+    if "concurrency" in p:
+        sections.append(sec_concurrency(p["concurrency"], figdir))
     mode = "quick mode" if res["quick"] else f"size factor {res['size_factor']:g}"
     head = [f"# extentdb benchmark report: {res['host']}, {res['date'][:10]} ({mode})",
             f"Produced by `python3 bench/report.py{' --quick' if res['quick'] else ''}"

@@ -17,6 +17,24 @@ PostgreSQL runs with fsync, synchronous_commit and full_page_writes on. Workload
   update_by_key   UPDATE kv SET x = x + 1 WHERE k = ?, autocommit, 1 and 8 connections
   scan_aggregate  SELECT COUNT(*), SUM(x) FROM kv, 1 connection
 
+--family concurrency (issue 21) runs instead, each at 1, 2, 4 and 8 connections (--conns):
+
+  point_select      as above
+  update_by_key     as above
+  insert_clustered  INSERT INTO ins (k, x, pad) VALUES (?, ?, ?), autocommit, into a table
+                    clustered on k; every connection its own ascending run of new keys
+  tpcb              pgbench's built-in TPC-B-like transaction (UPDATE accounts, SELECT
+                    abalance, UPDATE tellers, UPDATE branches, INSERT history) between BEGIN
+                    TRANSACTION and COMMIT TRANSACTION, written once in the harness and sent
+                    with parameters; --tpcb-branches branches (10 tellers each) and
+                    --tpcb-accounts accounts a branch; a deadlock victim is run again with the
+                    same keys and counted (retries)
+
+and checks afterwards that each engine holds every acknowledged insert and that the TPC-B
+balances of accounts, tellers and branches each sum to the history's deltas, with one
+history row per committed transaction (the JSON's "checks"). --no-postgres runs extentdb
+alone (bench/report.py's quick mode does, for its gates).
+
 Every figure is --rounds runs per engine, rounds interleaved in alternating order (extentdb
 first in odd rounds, PostgreSQL first in even ones); it reports the median, minimum and
 maximum rate and the ratio of the medians extentdb / PostgreSQL. Memory per workload: each
@@ -29,11 +47,13 @@ same file system, with 512-byte writes (extentdb's log sector) and 8 KiB writes 
 WAL page): the durable-commit ceilings of that moment. A workload that fails against an engine is reported as failed with
 the server's message. Nothing asserts a timing.
 
-Writes bench/results/<date>-<host>-wire.json (or into $XDB_RESULTS_DIR; with --quick or
---only into bench/tmp/quick/, so a smoke test never overwrites the full figures).
+Writes bench/results/<date>-<host>-wire.json (-concurrency.json for that family; or into
+$XDB_RESULTS_DIR; with --quick, --only or --no-postgres into bench/tmp/quick/, so a smoke
+test never overwrites the full figures).
 
-Usage: bench/wire.py [--seconds S] [--rounds R] [--rows N] [--bulk-rows N] [--only a,b]
-                     [--dir PARENT] [--quick]
+Usage: bench/wire.py [--family wire|concurrency] [--seconds S] [--rounds R] [--rows N]
+                     [--bulk-rows N] [--conns 1,2,4,8] [--tpcb-branches N] [--tpcb-accounts N]
+                     [--only a,b] [--no-postgres] [--dir PARENT] [--quick]
 Needs Go (the modules come from the Go module proxy) and root or an installed PostgreSQL.
 """
 import argparse
@@ -52,6 +72,9 @@ from data_path import Postgres, run  # noqa: E402
 from tds import PASSWORD, Server  # noqa: E402
 
 WIRE = os.path.join(lib.ROOT, "bench", "wire")
+# Seconds per run of the quick concurrency family: 4 workloads x 4 connection counts x 2
+# rounds of extentdb alone stay near half a minute with the setup.
+QUICK_CONCURRENCY_SECONDS = 0.75
 
 
 def loadavg():
@@ -70,9 +93,11 @@ def table(figs):
              "| extentdb / PG | extentdb peak RSS | PG peak RSS (sum) | extentdb / PG peak Pss |",
              "|---|---|---|---|---|---|---|---|---|"]
     for f in figs:
-        x, p = f["engines"]["extentdb"], f["engines"]["postgres"]
+        x = f["engines"]["extentdb"]
+        p = f["engines"].get("postgres") or {"vmhwm_sum_kb": 0, "processes": 0,
+                                             "pss_peak_sampled_kb": 0}
         v = f["ratio_extentdb_to_postgres"]
-        ratio = "failed" if v is None else f"{v:.2f}x" if v >= 0.1 else f"{v:.3f}x"
+        ratio = "-" if not p.get("runs") else "failed" if v is None else f"{v:.2f}x" if v >= 0.1 else f"{v:.3f}x"
         lines.append(f"| {f['name']} | {f['connections']} | {f['unit']} | {fmt_rate(x)} | "
                      f"{fmt_rate(p)} | {ratio} | {x['vmhwm_sum_kb'] / 1024:,.0f} MiB | "
                      f"{p['vmhwm_sum_kb'] / 1024:,.0f} MiB ({p['processes']} proc.) | "
@@ -89,11 +114,20 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--dir", default=os.path.join(lib.ROOT, "bench", "tmp"))
     ap.add_argument("--binary", default=lib.BINARY)
-    ap.add_argument("--quick", action="store_true", help="1 s runs, 2 rounds, 2,000 rows")
+    ap.add_argument("--family", choices=("wire", "concurrency"), default="wire")
+    ap.add_argument("--conns", default="", help="connection counts (default 1,8; 1,2,4,8 for "
+                    "the concurrency family)")
+    ap.add_argument("--tpcb-branches", type=int, default=8)
+    ap.add_argument("--tpcb-accounts", type=int, default=10000, help="accounts per branch")
+    ap.add_argument("--no-postgres", action="store_true", help="extentdb alone")
+    ap.add_argument("--quick", action="store_true", help="1 s runs, 2 rounds, 2,000 rows "
+                    "(concurrency: 0.5 s runs, 1,000 accounts a branch)")
     a = ap.parse_args()
     if a.quick:
         a.seconds, a.rounds, a.rows, a.bulk_rows = 1, 2, 2000, 2000
-    if (a.quick or a.only) and not os.environ.get("XDB_RESULTS_DIR"):
+        if a.family == "concurrency":
+            a.seconds, a.tpcb_accounts = QUICK_CONCURRENCY_SECONDS, 1000
+    if (a.quick or a.only or a.no_postgres) and not os.environ.get("XDB_RESULTS_DIR"):
         # A smoke test or a partial run never overwrites the full figures.
         os.environ["XDB_RESULTS_DIR"] = os.path.join(lib.ROOT, "bench", "tmp", "quick")
     started = time.time()
@@ -110,18 +144,29 @@ def main():
         srv.sqlcmd("CREATE DATABASE bench ON (NAME = bench, FILENAME = 'bench.mdf', SIZE = 2GB, "
                    "FILEGROWTH = 1GB) LOG ON (NAME = bench_log, FILENAME = 'bench_log.ldf', "
                    "SIZE = 1GB, FILEGROWTH = 512MB)")
-        pg = Postgres(work, tcp=True)
-        with open(os.path.join(pg.data, "postmaster.pid")) as f:
-            pg_pid = int(f.readline())
-        settings = {k: pg.psql_c(f"SHOW {k}").strip() for k in
-                    ("fsync", "synchronous_commit", "full_page_writes", "wal_sync_method",
-                     "shared_buffers")}
         xdb_dsn = (f"sqlserver://sa:{urllib.parse.quote(PASSWORD, safe='')}@127.0.0.1:{srv.port}"
                    "?database=bench&encrypt=disable")
-        pg_dsn = f"postgres://postgres@127.0.0.1:{pg.port}/postgres?sslmode=disable"
-        cmd = [harness, "-xdb", xdb_dsn, "-pg", pg_dsn, "-xdb-pid", str(srv.proc.pid),
-               "-pg-pid", str(pg_pid), "-seconds", str(a.seconds), "-rounds", str(a.rounds),
-               "-rows", str(a.rows), "-bulk-rows", str(a.bulk_rows), "-sync-dir", work]
+        cmd = [harness, "-xdb", xdb_dsn, "-xdb-pid", str(srv.proc.pid),
+               "-seconds", str(a.seconds), "-rounds", str(a.rounds), "-rows", str(a.rows),
+               "-bulk-rows", str(a.bulk_rows), "-family", a.family,
+               "-tpcb-branches", str(a.tpcb_branches), "-tpcb-accounts", str(a.tpcb_accounts)]
+        settings = {}
+        if not a.no_postgres:
+            pg = Postgres(work, tcp=True)
+            with open(os.path.join(pg.data, "postmaster.pid")) as f:
+                pg_pid = int(f.readline())
+            settings = {k: pg.psql_c(f"SHOW {k}").strip() for k in
+                        ("fsync", "synchronous_commit", "full_page_writes", "wal_sync_method",
+                         "shared_buffers", "default_transaction_isolation")}
+            if settings["synchronous_commit"] != "on" or settings["fsync"] != "on":
+                sys.exit(f"PostgreSQL does not commit durably: {settings}")
+            pg_dsn = f"postgres://postgres@127.0.0.1:{pg.port}/postgres?sslmode=disable"
+            cmd += ["-pg", pg_dsn, "-pg-pid", str(pg_pid)]
+        if not a.quick:
+            # The bare fdatasync loops (single-connection commit-bound figures).
+            cmd += ["-sync-dir", work]
+        if a.conns:
+            cmd += ["-conns", a.conns]
         if a.only:
             cmd += ["-only", a.only]
         load_before = loadavg()
@@ -143,10 +188,15 @@ def main():
                       f"[{min(b):,.0f}-{max(b):,.0f}], 8 KiB {lib.median(b8):,.0f}/s "
                       f"[{min(b8):,.0f}-{max(b8):,.0f}]")
         print("row checks: " + json.dumps(res["checks"]))
+        for e, c in res["checks"].items():
+            for k, v in c.items():
+                if k.endswith("_ok") and not v:
+                    print(f"CHECK FAILED on {e}: {k} ({json.dumps(c)})")
         out = {"benchmark": "wire", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "host": lib.host(), "quick": a.quick, "machine": lib.machine_info(work),
                "go": run(["go", "version"]).stdout.strip(),
-               "postgres_version": pg.version, "postgres_settings": settings,
+               "family": a.family,
+               "postgres_version": pg.version if pg else None, "postgres_settings": settings,
                "extentdb_settings": {"durability": "every autocommit statement and COMMIT "
                                      "waits for its log flush", "max_server_memory_mb": 1024,
                                      "database": "bench: 2 GB data, 1 GB log"},
@@ -161,7 +211,7 @@ def main():
                          "PostgreSQL's peak RSS is summed over its processes, counting shared "
                          "memory once per process; Pss sums share it out",
                          "the client, both servers and any other work on the machine share its cores"]}
-        lib.write_results("wire", out)
+        lib.write_results("wire" if a.family == "wire" else "concurrency", out)
         print(f"({time.time() - started:.0f} s)")
     finally:
         if srv:

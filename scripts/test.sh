@@ -79,6 +79,10 @@ if [ "${XDB_SKIP_BENCH:-}" != 1 ]; then
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
       "matplotlib==$MATPLOTLIB_VERSION" || warn "pip install matplotlib failed"
   fi
+  # Its concurrency part builds bench/wire/ with Go 1.25 or later, installed on this project's
+  # machines (Debian's golang-go is too old for its go.mod); the modules come from the Go
+  # module proxy, pinned by bench/wire/go.sum.
+  command -v go >/dev/null 2>&1 || warn "go not found: the report's concurrency part will fail"
   # Its memory part (bench/memory.py) drives the server with python-tds.
   if ! python3 -c 'import pytds' >/dev/null 2>&1; then
     python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true

@@ -3,7 +3,9 @@
 // statements (only the placeholder spelled $1 or @p1), the same keys (one seeded random
 // permutation), the same rows, rounds interleaved in alternating order (extentdb first in
 // even rounds, PostgreSQL first in odd ones). It prints one JSON document on stdout;
-// bench/wire.py starts the servers, runs it and writes the results file.
+// bench/wire.py starts the servers, runs it and writes the results file. -family picks the
+// workloads: wire (issue 20's statements, below) or concurrency (issue 21's four workloads at
+// 1, 2, 4 and 8 connections, concurrency.go). Without -pg it drives extentdb alone.
 //
 // Each figure is an operation rate (operations per second of wall time, all connections
 // together) per round; the JSON holds every round, the median, the minimum and the maximum,
@@ -43,6 +45,8 @@ type engine struct {
 	pid   int  // the server process (PostgreSQL: the postmaster)
 	multi bool // count the server's child processes too
 	tsql  bool // T-SQL placeholders (@p1) instead of $1
+	// Transactions run again after a deadlock or serialization failure, in the current run.
+	retries atomic.Int64
 }
 
 // sqlText spells a statement written with $N placeholders for the engine.
@@ -204,6 +208,8 @@ type run struct {
 	Rate    float64 `json:"rate"`
 	// Position of this engine in the round (0 = ran first).
 	Position int `json:"position"`
+	// Transactions run again after a deadlock victim's or serialization failure's error.
+	Retries int64 `json:"retries,omitempty"`
 }
 
 type engineResult struct {
@@ -217,6 +223,7 @@ type engineResult struct {
 	Processes  int     `json:"processes"`
 	PssPeakKB  int64   `json:"pss_peak_sampled_kb"`
 	PeakReset  bool    `json:"peak_reset"`
+	Retries    int64   `json:"retries,omitempty"`
 }
 
 type figure struct {
@@ -375,16 +382,38 @@ func median(xs []float64) float64 {
 // ---------------------------------------------------------------- main
 
 type config struct {
-	Seconds     float64 `json:"seconds_per_run"`
-	Rounds      int     `json:"rounds"`
-	Rows        int     `json:"table_rows"`
-	BulkRows    int     `json:"bulk_rows"`
-	Seed        int64   `json:"key_seed"`
-	Conns       []int   `json:"connections"`
-	Only        string  `json:"only,omitempty"`
-	GoVersion   string  `json:"go_client"`
-	PadChars    int     `json:"pad_chars"`
-	Description string  `json:"description"`
+	Seconds     float64    `json:"seconds_per_run"`
+	Rounds      int        `json:"rounds"`
+	Rows        int        `json:"table_rows"`
+	BulkRows    int        `json:"bulk_rows"`
+	Seed        int64      `json:"key_seed"`
+	Family      string     `json:"family"`
+	Conns       []int      `json:"connections"`
+	TPCB        *tpcbScale `json:"tpcb_scale,omitempty"`
+	Only        string     `json:"only,omitempty"`
+	GoVersion   string     `json:"go_client"`
+	PadChars    int        `json:"pad_chars"`
+	Description string     `json:"description"`
+}
+
+// parseConns reads -conns, or gives the family's default.
+func parseConns(list, family string) []int {
+	if list == "" {
+		if family == "concurrency" {
+			return []int{1, 2, 4, 8}
+		}
+		return []int{1, 8}
+	}
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 255 {
+			fmt.Fprintf(os.Stderr, "-conns: %q is not a connection count of 1 to 255\n", f)
+			os.Exit(2)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func must(err error, what string) {
@@ -406,15 +435,24 @@ func main() {
 	seed := flag.Int64("seed", 20261125, "seed of the key permutation")
 	only := flag.String("only", "", "comma-separated workload names to run (default all)")
 	syncDir := flag.String("sync-dir", "", "directory on the servers' file system for the fdatasync baseline (none if empty)")
+	family := flag.String("family", "wire", "wire (the statements of issue 20) or concurrency (issue 21: four workloads at 1, 2, 4 and 8 connections)")
+	connList := flag.String("conns", "", "comma-separated connection counts (default 1,8 for wire, 1,2,4,8 for concurrency)")
+	branches := flag.Int("tpcb-branches", 8, "TPC-B branches (10 tellers each)")
+	accounts := flag.Int("tpcb-accounts", 10000, "TPC-B accounts per branch (pgbench: 100,000)")
 	flag.Parse()
-	if *xdbDSN == "" || *pgDSN == "" {
-		fmt.Fprintln(os.Stderr, "usage: wire -xdb DSN -pg DSN [-xdb-pid P -pg-pid P] [-seconds S] [-rounds R] [-rows N] [-bulk-rows N]")
+	if *xdbDSN == "" || (*family != "wire" && *family != "concurrency") {
+		fmt.Fprintln(os.Stderr, "usage: wire -xdb DSN [-pg DSN] [-family wire|concurrency] [-conns 1,2,4,8] [-xdb-pid P -pg-pid P] [-seconds S] [-rounds R] [-rows N] [-bulk-rows N]")
 		os.Exit(2)
 	}
 	const pad = 200
 	cfg := config{Seconds: *seconds, Rounds: *rounds, Rows: *rows, BulkRows: *bulk, Seed: *seed,
-		Conns: []int{1, 8}, Only: *only, PadChars: pad, GoVersion: runtime.Version(),
+		Family: *family, Conns: parseConns(*connList, *family), Only: *only, PadChars: pad,
+		GoVersion:   runtime.Version(),
 		Description: "database/sql; go-mssqldb (extentdb) and pgx stdlib (PostgreSQL) over TCP on 127.0.0.1"}
+	scale := tpcbScale{Branches: *branches, TellersPerBranch: tellersPerBranch, AccountsPerBranch: *accounts}
+	if *family == "concurrency" {
+		cfg.TPCB = &scale
+	}
 	open := func(driver, dsn string) *sql.DB {
 		db, err := sql.Open(driver, dsn)
 		must(err, "open "+driver)
@@ -425,8 +463,10 @@ func main() {
 		return db
 	}
 	xdb := &engine{Name: "extentdb", db: open("sqlserver", *xdbDSN), pid: *xdbPID, tsql: true}
-	pg := &engine{Name: "postgres", db: open("pgx", *pgDSN), pid: *pgPID, multi: true}
-	engines := []*engine{xdb, pg}
+	engines := []*engine{xdb}
+	if *pgDSN != "" {
+		engines = append(engines, &engine{Name: "postgres", db: open("pgx", *pgDSN), pid: *pgPID, multi: true})
+	}
 	ctx := context.Background()
 
 	// The keys: one random permutation of 1..rows shared by both engines (and of 1..bulk for
@@ -475,6 +515,9 @@ func main() {
 		if n != int64(*rows) {
 			fmt.Fprintf(os.Stderr, "%s: kv holds %d rows, expected %d\n", e.Name, n, *rows)
 			os.Exit(1)
+		}
+		if *family == "concurrency" {
+			must(setupConcurrency(ctx, e, scale), e.Name+": concurrency tables")
 		}
 	}
 
@@ -531,54 +574,67 @@ func main() {
 			workloads = append(workloads, &x)
 		}
 	}
-	add(workload{Name: "select1", Unit: "queries/s", SQL: "SELECT 1",
-		prepare: stmtOp("SELECT 1", nil, 1)}, cfg.Conns)
-	add(workload{Name: "seed004_insert", Unit: "rows/s", SQL: "INSERT INTO bigrows DEFAULT VALUES",
-		prepare: stmtOp("INSERT INTO bigrows DEFAULT VALUES", nil, 0)}, cfg.Conns)
-	bulkSQL := "INSERT INTO load_r (k, x, pad) VALUES ($1, $2, $3)"
-	add(workload{Name: "bulk_load", Unit: "rows/s", SQL: bulkSQL + " (prepared; all rows in one transaction)",
-		Count: *bulk,
-		prepare: func(ctx context.Context, e *engine, c *sql.Conn, round, worker, conns int) (op, func() error, error) {
-			tbl := fmt.Sprintf("load_%d", round)
-			if e.Name == "postgres" {
-				if _, err := c.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
+	pointSelect := workload{Name: "point_select", Unit: "queries/s", SQL: "SELECT x, pad FROM kv WHERE k = $1",
+		prepare: stmtOp("SELECT x, pad FROM kv WHERE k = $1", byKey, 1)}
+	updateByKey := workload{Name: "update_by_key", Unit: "updates/s", SQL: "UPDATE kv SET x = x + 1 WHERE k = $1",
+		prepare: stmtOp("UPDATE kv SET x = x + 1 WHERE k = $1", byKey, 0)}
+	if *family == "concurrency" {
+		add(pointSelect, cfg.Conns)
+		add(updateByKey, cfg.Conns)
+		add(workload{Name: "insert_clustered", Unit: "rows/s",
+			SQL:     "INSERT INTO ins (k, x, pad) VALUES ($1, $2, $3) (autocommit; keys disjoint per connection)",
+			prepare: insertClustered}, cfg.Conns)
+		add(workload{Name: "tpcb", Unit: "transactions/s",
+			SQL:     "BEGIN TRANSACTION; " + strings.Join(tpcbStatements, "; ") + "; COMMIT TRANSACTION",
+			prepare: tpcbPrepare(scale, *seed)}, cfg.Conns)
+	} else {
+		add(workload{Name: "select1", Unit: "queries/s", SQL: "SELECT 1",
+			prepare: stmtOp("SELECT 1", nil, 1)}, cfg.Conns)
+		add(workload{Name: "seed004_insert", Unit: "rows/s", SQL: "INSERT INTO bigrows DEFAULT VALUES",
+			prepare: stmtOp("INSERT INTO bigrows DEFAULT VALUES", nil, 0)}, cfg.Conns)
+		bulkSQL := "INSERT INTO load_r (k, x, pad) VALUES ($1, $2, $3)"
+		add(workload{Name: "bulk_load", Unit: "rows/s", SQL: bulkSQL + " (prepared; all rows in one transaction)",
+			Count: *bulk,
+			prepare: func(ctx context.Context, e *engine, c *sql.Conn, round, worker, conns int) (op, func() error, error) {
+				tbl := fmt.Sprintf("load_%d", round)
+				if e.Name == "postgres" {
+					if _, err := c.ExecContext(ctx, "DROP TABLE IF EXISTS "+tbl); err != nil {
+						return nil, nil, err
+					}
+				}
+				if _, err := c.ExecContext(ctx, "CREATE TABLE "+tbl+" (k INT PRIMARY KEY, x INT NOT NULL, pad CHAR(200) NOT NULL)"); err != nil {
 					return nil, nil, err
 				}
-			}
-			if _, err := c.ExecContext(ctx, "CREATE TABLE "+tbl+" (k INT PRIMARY KEY, x INT NOT NULL, pad CHAR(200) NOT NULL)"); err != nil {
-				return nil, nil, err
-			}
-			tx, err := c.BeginTx(ctx, nil)
-			if err != nil {
-				return nil, nil, err
-			}
-			st, err := tx.PrepareContext(ctx, e.sqlText(strings.Replace(bulkSQL, "load_r", tbl, 1)))
-			if err != nil {
-				tx.Rollback()
-				return nil, nil, err
-			}
-			f := func(ctx context.Context, seq int) error {
-				k := bulkPerm[seq] + 1
-				_, err := st.ExecContext(ctx, k, k%1000, padOf(k))
-				return err
-			}
-			done := false
-			cl := func() error {
-				if done {
-					return nil
+				tx, err := c.BeginTx(ctx, nil)
+				if err != nil {
+					return nil, nil, err
 				}
-				done = true
-				st.Close()
-				return tx.Commit()
-			}
-			return f, cl, nil
-		}}, []int{1})
-	add(workload{Name: "point_select", Unit: "queries/s", SQL: "SELECT x, pad FROM kv WHERE k = $1",
-		prepare: stmtOp("SELECT x, pad FROM kv WHERE k = $1", byKey, 1)}, cfg.Conns)
-	add(workload{Name: "update_by_key", Unit: "updates/s", SQL: "UPDATE kv SET x = x + 1 WHERE k = $1",
-		prepare: stmtOp("UPDATE kv SET x = x + 1 WHERE k = $1", byKey, 0)}, cfg.Conns)
-	add(workload{Name: "scan_aggregate", Unit: "scans/s", SQL: "SELECT COUNT(*), SUM(x) FROM kv",
-		prepare: stmtOp("SELECT COUNT(*), SUM(x) FROM kv", nil, 1)}, []int{1})
+				st, err := tx.PrepareContext(ctx, e.sqlText(strings.Replace(bulkSQL, "load_r", tbl, 1)))
+				if err != nil {
+					tx.Rollback()
+					return nil, nil, err
+				}
+				f := func(ctx context.Context, seq int) error {
+					k := bulkPerm[seq] + 1
+					_, err := st.ExecContext(ctx, k, k%1000, padOf(k))
+					return err
+				}
+				done := false
+				cl := func() error {
+					if done {
+						return nil
+					}
+					done = true
+					st.Close()
+					return tx.Commit()
+				}
+				return f, cl, nil
+			}}, []int{1})
+		add(pointSelect, cfg.Conns)
+		add(updateByKey, cfg.Conns)
+		add(workload{Name: "scan_aggregate", Unit: "scans/s", SQL: "SELECT COUNT(*), SUM(x) FROM kv",
+			prepare: stmtOp("SELECT COUNT(*), SUM(x) FROM kv", nil, 1)}, []int{1})
+	}
 
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -588,7 +644,8 @@ func main() {
 	}
 	dur := time.Duration(*seconds * float64(time.Second))
 	var figures []*figure
-	inserted := map[string]int64{}
+	// Operations each engine acknowledged, by workload (the row checks compare them).
+	counted := map[string]map[string]int64{}
 	for _, w := range workloads {
 		if len(want) > 0 && !want[w.Name] {
 			continue
@@ -603,9 +660,12 @@ func main() {
 			samplers[e.Name] = startSampler(e)
 		}
 		for round := 0; round < *rounds; round++ {
-			order := []*engine{xdb, pg}
+			// extentdb first in even rounds (counted from 0), last in odd ones.
+			order := append([]*engine(nil), engines...)
 			if round%2 == 1 {
-				order = []*engine{pg, xdb}
+				for i, j := 0, len(order)-1; i < j; i, j = i+1, j-1 {
+					order[i], order[j] = order[j], order[i]
+				}
 			}
 			if *syncDir != "" && w.Conns == 1 && (w.Name == "seed004_insert" || w.Name == "update_by_key") {
 				v, err := syncLoop(*syncDir, time.Second, 512)
@@ -631,19 +691,24 @@ func main() {
 					}
 					r.Processes = len(e.pids())
 				}
+				e.retries.Store(0)
 				ops, secs, err := runOnce(e, w, round, dur, atEnd)
+				retries := e.retries.Swap(0)
+				r.Retries += retries
+				if counted[w.Name] == nil {
+					counted[w.Name] = map[string]int64{}
+				}
+				// Acknowledged operations count even in a run that then failed.
+				counted[w.Name][e.Name] += ops
 				if err != nil {
 					r.Error = err.Error()
 					fmt.Fprintf(os.Stderr, "%s %d conn: %s FAILED: %v\n", w.Name, w.Conns, e.Name, err)
 					continue
 				}
-				if w.Name == "seed004_insert" {
-					inserted[e.Name] += ops
-				}
 				rate := float64(ops) / secs
-				r.Runs = append(r.Runs, run{Round: round + 1, Ops: ops, Seconds: secs, Rate: rate, Position: pos})
-				fmt.Fprintf(os.Stderr, "round %d %-15s %d conn: %-8s %12.1f %s (%d in %.2f s)\n",
-					round+1, w.Name, w.Conns, e.Name, rate, w.Unit, ops, secs)
+				r.Runs = append(r.Runs, run{Round: round + 1, Ops: ops, Seconds: secs, Rate: rate, Position: pos, Retries: retries})
+				fmt.Fprintf(os.Stderr, "round %d %-16s %d conn: %-8s %12.1f %s (%d in %.2f s, %d retries)\n",
+					round+1, w.Name, w.Conns, e.Name, rate, w.Unit, ops, secs, retries)
 			}
 		}
 		for _, e := range engines {
@@ -663,7 +728,7 @@ func main() {
 			}
 		}
 		a, b := fig.Engines["extentdb"], fig.Engines["postgres"]
-		if a.Error == "" && b.Error == "" && b.Median > 0 {
+		if b != nil && a.Error == "" && b.Error == "" && b.Median > 0 {
 			v := a.Median / b.Median
 			fig.Ratio = &v
 		}
@@ -680,14 +745,19 @@ func main() {
 			c["bigrows"] = "error: " + err.Error()
 		} else {
 			c["bigrows_rows"] = n
-			c["bigrows_inserted_by_client"] = inserted[e.Name]
-			c["bigrows_ok"] = n == inserted[e.Name]
+			c["bigrows_inserted_by_client"] = counted["seed004_insert"][e.Name]
+			c["bigrows_ok"] = n == counted["seed004_insert"][e.Name]
 		}
 		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(x) FROM kv").Scan(&n, &s); err != nil {
 			c["kv"] = "error: " + err.Error()
 		} else {
 			c["kv_rows"] = n
 			c["kv_ok"] = n == int64(*rows)
+		}
+		if *family == "concurrency" {
+			for k, v := range concurrencyChecks(ctx, e, counted["insert_clustered"][e.Name], counted["tpcb"][e.Name], scale) {
+				c[k] = v
+			}
 		}
 		checks[e.Name] = c
 	}
