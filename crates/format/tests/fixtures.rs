@@ -380,11 +380,7 @@ fn lock_escalation_byte(c: &Catalog) {
     table.tables[0].lock_escalation = LockEscalation::Table;
     assert_eq!(Catalog::decode(&v6, at).unwrap(), table);
     let blob = c.encode();
-    let value = 1_234i64.to_le_bytes();
-    let tag = blob
-        .windows(9)
-        .position(|w| w[0] == 1 && w[1..] == value)
-        .expect("tag 1 and the value");
+    let tag = identity_tag_at(&blob);
     assert_eq!(blob[tag + 9], 2, "AUTO after the identity value");
     let mut b = blob.clone();
     b[tag + 9] = 1;
@@ -396,16 +392,20 @@ fn lock_escalation_byte(c: &Catalog) {
     assert!(e.contains("unknown lock escalation 3"), "{e}");
 }
 
+/// Where this catalog's identity tag 1 and its value 1,234 (i64) stand in `blob`.
+fn identity_tag_at(blob: &[u8]) -> usize {
+    let value = 1_234i64.to_le_bytes();
+    blob.windows(9)
+        .position(|w| w[0] == 1 && w[1..] == value)
+        .expect("tag 1 and the value")
+}
+
 /// The identity tag (version 6) sits just before the lock escalation byte (version 7) and
 /// the principals: in this catalog, the value 1,234 (i64) follows tag 1.
 fn identity_tags(c: &Catalog) {
     let at = PageId::new(1, 16);
     let blob = c.encode();
-    let value = 1_234i64.to_le_bytes();
-    let tag = blob
-        .windows(9)
-        .position(|w| w[0] == 1 && w[1..] == value)
-        .expect("tag 1 and the value");
+    let tag = identity_tag_at(&blob);
     let mut unused = c.clone();
     unused.tables[0].identity_last = IdentityLast::Unused;
     let mut b = blob[..tag].to_vec();

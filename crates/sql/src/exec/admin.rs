@@ -464,6 +464,16 @@ impl Session {
     }
 }
 
+/// The rows of a session list whose first column (`spid`, `SPID`) is this session's.
+fn own_rows(mut r: super::views::Rowset, spid: u16) -> super::views::Rowset {
+    r.rows.retain(|row| match &row[0] {
+        Value::SmallInt(v) => *v as u16 == spid,
+        Value::Text(t) => t.trim() == spid.to_string(),
+        _ => false,
+    });
+    r
+}
+
 #[cfg(test)]
 mod tests {
     /// Pins the calendar arithmetic against known day numbers.
@@ -473,14 +483,4 @@ mod tests {
         assert_eq!(super::days_from_civil(1970, 1, 1), 719_162);
         assert_eq!(super::days_from_civil(2016, 10, 4), 736_240);
     }
-}
-
-/// The rows of a session list whose first column (`spid`, `SPID`) is this session's.
-fn own_rows(mut r: super::views::Rowset, spid: u16) -> super::views::Rowset {
-    r.rows.retain(|row| match &row[0] {
-        Value::SmallInt(v) => *v as u16 == spid,
-        Value::Text(t) => t.trim() == spid.to_string(),
-        _ => false,
-    });
-    r
 }

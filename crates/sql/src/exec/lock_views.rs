@@ -86,9 +86,7 @@ pub(super) fn wait_stats(inst: &Instance) -> Rowset {
 /// sys.dm_exec_requests' blocking_session_id, wait_type, wait_time, last_wait_type and
 /// wait_resource of a session (0 and NULLs when it waits for no lock).
 pub(super) fn request_wait(inst: &Instance, s: &SessionInfo) -> Vec<Value> {
-    let owner = s.lock_owner.lock().unwrap().clone();
-    let wait = owner.as_ref().and_then(|o| o.wait_info().map(|w| (o, w)));
-    let Some((owner, w)) = wait else {
+    let Some((blocker, wait_type, ms, r)) = session_wait(inst, s) else {
         return vec![
             Value::SmallInt(0),
             Value::Null,
@@ -97,18 +95,12 @@ pub(super) fn request_wait(inst: &Instance, s: &SessionInfo) -> Vec<Value> {
             text(""),
         ];
     };
-    let blocker = inst
-        .locks
-        .blocking_sessions(owner)
-        .first()
-        .copied()
-        .unwrap_or(0);
     vec![
         Value::SmallInt(blocker as i16),
-        text(w.mode.wait_type()),
-        Value::Int(w.waited_ms.min(i32::MAX as u64) as i32),
-        text(w.mode.wait_type()),
-        text(&wait_resource(&w.resource)),
+        text(wait_type),
+        Value::Int(ms.min(i32::MAX as u64) as i32),
+        text(wait_type),
+        text(&wait_resource(&r)),
     ]
 }
 
