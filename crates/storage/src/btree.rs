@@ -42,6 +42,7 @@ use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout, RecordType};
 use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
 
+use crate::access::{Needs, Step};
 use crate::scan::{KeyPrefix, KeyRange, PageReads, ScanChunk, ScanPosition};
 use crate::table::{layouts, Rid};
 use crate::xact::set_lsn;
@@ -179,13 +180,36 @@ impl Database {
             .page(&self.data_files, self.wal.as_deref(), pid)
     }
 
-    /// `cached`'s copy, read without caching it (scans).
-    fn tree_page(&mut self, pid: PageId) -> Result<Page, StorageError> {
-        let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+    /// `cached`'s copy, read without caching it (scans), through the pool's latch: a
+    /// reader sharing the database (`DbLock::read`) reads so. Counted in `reads`.
+    fn tree_page(&self, pid: PageId, reads: &mut PageReads) -> Result<Page, StorageError> {
+        let p = {
+            let mut pool = self.data.pool.lock();
+            reads.visit(pool.contains(pid));
+            pool.peek(&self.data_files, pid)?
+        };
         if p.is_unformatted() {
             return Err(self.incorrect_page_id(pid, PageId::NULL));
         }
         Ok(p)
+    }
+
+    /// `f` of tree page `pid`, cached (a seek's path stays for the next seek) and read
+    /// under the pool's latch, which `f` must not take again. Counted in `reads`.
+    fn with_tree_page<R>(
+        &self,
+        pid: PageId,
+        reads: &mut PageReads,
+        f: impl FnOnce(&Page) -> Result<R, StorageError>,
+    ) -> Result<R, StorageError> {
+        let mut pool = self.data.pool.lock();
+        reads.visit(pool.contains(pid));
+        let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
+        if p.is_unformatted() {
+            drop(pool);
+            return Err(self.incorrect_page_id(pid, PageId::NULL));
+        }
+        f(p)
     }
 
     /// Creates the empty root (a leaf) of a new clustered index; the format is durable
@@ -564,150 +588,197 @@ impl Database {
         Ok(())
     }
 
-    /// The slot range of records with key `k` in a leaf, and where a new one would go.
-    fn leaf_position(
+    /// Splits the leaf for `record` (its ghosts cleaned first) until it has room for it,
+    /// holding the database exclusively (`Needs::LeafRoom`).
+    pub(crate) fn make_leaf_room(
         &mut self,
-        ki: &KeyInfo,
-        leaf: PageId,
-        k: &[Option<&[u8]>],
-    ) -> Result<(u16, Option<(u16, bool)>), StorageError> {
-        let p = self.cached(leaf)?.clone();
-        let mut insert_at = 0u16;
-        let mut found = None;
-        for (slot, r) in data_page::records(&p) {
-            let r = r?;
-            match ki.cmp(&ki.key(r)?, k) {
-                Ordering::Less => insert_at = slot + 1,
-                Ordering::Equal => {
-                    insert_at = slot + 1;
-                    let ghost = record::is_ghost(r);
-                    if !ghost || found.is_none() {
-                        found = Some((slot, ghost));
-                    }
-                }
-                Ordering::Greater => break,
-            }
-        }
-        Ok((insert_at, found))
+        t: &TableEntry,
+        record: &[u8],
+    ) -> Result<(), StorageError> {
+        let ki = KeyInfo::of(t);
+        let k = ki.key(record)?;
+        self.descend(t, &ki, &k, Some(record.len()))?;
+        Ok(())
     }
 
-    /// Inserts a row into the clustered index; a live row with the same key is a
-    /// duplicate (PRIMARY KEY violation).
+    /// Inserts a row into clustered index `t` (access.rs), beside other sessions: into its
+    /// leaf under the leaf's latch, when the leaf has room (else `Needs::LeafRoom`); a
+    /// live row with the same key is a duplicate (PRIMARY KEY violation). `also` more log
+    /// bytes must fit after the row's record.
     pub(crate) fn btree_insert(
-        &mut self,
+        &self,
         xact: XactId,
         t: &TableEntry,
         rec: &[u8],
-    ) -> Result<Rid, StorageError> {
+        also: u64,
+    ) -> Result<Step<Rid>, StorageError> {
         let ki = KeyInfo::of(t);
         let k = ki.key(rec)?;
-        let leaf = self.descend(t, &ki, &k, Some(rec.len()))?;
-        let (slot, found) = self.leaf_position(&ki, leaf, &k)?;
+        let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
+        let _latch = self.data.page_latches.hold(leaf);
+        let (slot, found, room) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+            let (slot, found) = leaf_position(&ki, p, &k)?;
+            Ok((slot, found, data_page::can_insert(p, rec.len(), true)))
+        })?;
         if matches!(found, Some((_, false))) {
-            return Err(StorageError::DuplicateKey {
-                table: t.name.clone(),
-                constraint: t
-                    .primary_key
-                    .as_ref()
-                    .map(|p| p.0.clone())
-                    .unwrap_or_default(),
-            });
+            return Err(duplicate_key(t));
         }
-        self.index_change(
-            xact,
-            t,
-            leaf,
-            SlotAction::Insert {
-                slot,
+        if !room {
+            return Ok(Step::Needs(Needs::LeafRoom {
+                object_id: t.object_id,
                 record: rec.to_vec(),
-            },
-            KeyedUndo::Remove {
-                record: rec.to_vec(),
-            },
-        )?;
-        Ok((leaf, slot))
+            }));
+        }
+        let redo = SlotAction::Insert {
+            slot,
+            record: rec.to_vec(),
+        };
+        let undo = KeyedUndo::Remove {
+            record: rec.to_vec(),
+        };
+        Ok(match self.index_change(xact, t, leaf, redo, undo, also)? {
+            true => Step::Done((leaf, slot)),
+            false => Step::Needs(Needs::LogGrowth),
+        })
     }
 
     /// Finds the live row with `rec`'s key, or with `ghost` the ghost that is exactly
     /// `rec` (one key may have several ghosts, its earlier versions): (leaf, slot, record).
     pub(crate) fn btree_find(
-        &mut self,
+        &self,
         t: &TableEntry,
         ki: &KeyInfo,
         rec: &[u8],
         ghost: bool,
     ) -> Result<(PageId, u16, Vec<u8>), StorageError> {
         let k = ki.key(rec)?;
-        let leaf = self.descend(t, ki, &k, None)?;
-        let p = self.cached(leaf)?.clone();
-        // Byte 0 holds the record type (ghost or not); the rest must match exactly.
-        let same_version = |r: &[u8]| r.len() == rec.len() && r[1..] == rec[1..];
-        for (slot, r) in data_page::records(&p) {
-            let r = r?;
-            if record::is_ghost(r) == ghost
-                && ki.cmp(&ki.key(r)?, &k) == Ordering::Equal
-                && (!ghost || same_version(r))
-            {
-                return Ok((leaf, slot, r.to_vec()));
-            }
-        }
-        Err(StorageError::RowNotFound {
-            page: leaf,
-            slot: u16::MAX,
+        let leaf = self.leaf_for(t, ki, &k, &mut PageReads::default())?;
+        let found = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+            find_in_leaf(ki, p, rec, ghost)
+        })?;
+        found
+            .map(|(slot, r)| (leaf, slot, r))
+            .ok_or(StorageError::RowNotFound {
+                page: leaf,
+                slot: u16::MAX,
+            })
+    }
+
+    /// Changes the live row with `rec`'s key, under its leaf's latch: `change` gets its
+    /// slot and record and gives the change's redo action and keyed undo.
+    fn change_live_row(
+        &self,
+        xact: XactId,
+        t: &TableEntry,
+        rec: &[u8],
+        also: u64,
+        change: impl FnOnce(u16, Vec<u8>) -> (SlotAction, KeyedUndo),
+    ) -> Result<Step<Rid>, StorageError> {
+        let ki = KeyInfo::of(t);
+        let k = ki.key(rec)?;
+        let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
+        let _latch = self.data.page_latches.hold(leaf);
+        let found = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+            find_in_leaf(&ki, p, rec, false)
+        })?;
+        let Some((slot, cur)) = found else {
+            return Err(StorageError::RowNotFound {
+                page: leaf,
+                slot: u16::MAX,
+            });
+        };
+        let (redo, undo) = change(slot, cur);
+        Ok(match self.index_change(xact, t, leaf, redo, undo, also)? {
+            true => Step::Done((leaf, slot)),
+            false => Step::Needs(Needs::LogGrowth),
         })
     }
 
-    /// Deletes the row with `old`'s key (it becomes a ghost).
+    /// Deletes the row with `old`'s key (it becomes a ghost), beside other sessions.
+    /// `also` more log bytes must fit after its record.
     pub(crate) fn btree_delete(
-        &mut self,
+        &self,
         xact: XactId,
         t: &TableEntry,
         old: &[u8],
-    ) -> Result<(), StorageError> {
-        let ki = KeyInfo::of(t);
-        let (leaf, slot, cur) = self.btree_find(t, &ki, old, false)?;
-        self.index_change(
-            xact,
-            t,
-            leaf,
-            SlotAction::Ghost { slot },
-            KeyedUndo::Unghost { record: cur },
-        )
+        also: u64,
+    ) -> Result<Step<()>, StorageError> {
+        let step = self.change_live_row(xact, t, old, also, |slot, cur| {
+            (
+                SlotAction::Ghost { slot },
+                KeyedUndo::Unghost { record: cur },
+            )
+        })?;
+        Ok(match step {
+            Step::Done(_) => Step::Done(()),
+            Step::Needs(n) => Step::Needs(n),
+        })
     }
 
-    /// Replaces the row with `old`'s key by `new` (in place when the key and length stay).
+    /// Replaces the row with `old`'s key by `new`: in place, beside other sessions, when
+    /// the key and length stay; else the row moves (access.rs invariant 3), holding the
+    /// database: the new record's leaf is given room first, then the old record is
+    /// deleted and the new one inserted.
     pub(crate) fn btree_update(
-        &mut self,
+        &self,
         xact: XactId,
         t: &TableEntry,
         old: &[u8],
         new: &[u8],
-    ) -> Result<Rid, StorageError> {
+    ) -> Result<Step<Rid>, StorageError> {
         let ki = KeyInfo::of(t);
         let same_key = ki.cmp(&ki.key(old)?, &ki.key(new)?) == Ordering::Equal;
         if same_key && old.len() == new.len() {
-            let (leaf, slot, cur) = self.btree_find(t, &ki, old, false)?;
-            self.index_change(
-                xact,
-                t,
-                leaf,
-                SlotAction::Replace {
-                    slot,
-                    record: new.to_vec(),
-                },
-                KeyedUndo::Replace { record: cur },
-            )?;
-            return Ok((leaf, slot));
+            return self.change_live_row(xact, t, old, 0, |slot, cur| {
+                let record = new.to_vec();
+                (
+                    SlotAction::Replace { slot, record },
+                    KeyedUndo::Replace { record: cur },
+                )
+            });
         }
-        self.btree_delete(xact, t, old)?;
-        self.btree_insert(xact, t, new)
+        if !self.held_exclusively {
+            return Ok(Step::Needs(Needs::Exclusive));
+        }
+        if let Some(needs) = self.leaf_room_for(t, &ki, new, !same_key)? {
+            return Ok(Step::Needs(needs));
+        }
+        let also = crate::xact::change_bytes_bound(new.len());
+        if let Step::Needs(n) = self.btree_delete(xact, t, old, also)? {
+            return Ok(Step::Needs(n));
+        }
+        match self.btree_insert(xact, t, new, 0)? {
+            Step::Done(rid) => Ok(Step::Done(rid)),
+            Step::Needs(n) => Err(self.second_change_failed(n)),
+        }
+    }
+
+    /// What the leaf for `rec` lacks before a row moves there: room (`LeafRoom`); with
+    /// `new_key`, a live row with its key is a duplicate, found before anything changes.
+    fn leaf_room_for(
+        &self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        rec: &[u8],
+        new_key: bool,
+    ) -> Result<Option<Needs>, StorageError> {
+        let k = ki.key(rec)?;
+        let leaf = self.leaf_for(t, ki, &k, &mut PageReads::default())?;
+        let (found, room) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+            let (_, found) = leaf_position(ki, p, &k)?;
+            Ok((found, data_page::can_insert(p, rec.len(), true)))
+        })?;
+        if new_key && matches!(found, Some((_, false))) {
+            return Err(duplicate_key(t));
+        }
+        Ok((!room).then(|| Needs::LeafRoom {
+            object_id: t.object_id,
+            record: rec.to_vec(),
+        }))
     }
 
     /// Every live leaf row in key order.
-    pub(crate) fn btree_scan(
-        &mut self,
-        t: &TableEntry,
-    ) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+    pub(crate) fn btree_scan(&self, t: &TableEntry) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         Ok(self
             .btree_range_chunk(t, &KeyRange::all(), None, usize::MAX)?
             .rows)
@@ -718,7 +789,7 @@ impl Database {
     /// invariants 1, 4 and 5). A bounded range descends to its start and stops at the
     /// first key past its end; the whole range reads from the first leaf to the last.
     pub(crate) fn btree_range_chunk(
-        &mut self,
+        &self,
         t: &TableEntry,
         range: &KeyRange,
         after: Option<&[u8]>,
@@ -736,7 +807,6 @@ impl Database {
             (None, Some(p)) => self.leaf_for(t, &ki, p, &mut reads)?,
             (None, None) => self.leftmost_leaf(t, &ki, &mut reads)?,
         };
-        // The descent read (and counted) the first leaf.
         let mut counted = Some(at);
         let bounded = after_key.is_some() || *range != KeyRange::all();
         let mut rows = Vec::new();
@@ -751,10 +821,11 @@ impl Database {
                 };
                 return Ok(ScanChunk { rows, next, reads });
             }
-            if counted.take() != Some(at) {
-                reads.visit(self.data.pool.get_mut().contains(at));
-            }
-            let p = self.tree_page(at)?;
+            // The descent read (and counted) the first leaf.
+            let p = match counted.take() == Some(at) {
+                true => self.tree_page(at, &mut PageReads::default())?,
+                false => self.tree_page(at, &mut reads)?,
+            };
             for (slot, r) in data_page::records(&p) {
                 let r = r?;
                 if bounded {
@@ -789,7 +860,7 @@ impl Database {
     /// The leaf whose range holds key (or key prefix) `k`, read through the pool (a seek's
     /// path stays cached for the next seek), each level counted in `reads`.
     fn leaf_for(
-        &mut self,
+        &self,
         t: &TableEntry,
         ki: &KeyInfo,
         k: &[Option<&[u8]>],
@@ -798,27 +869,28 @@ impl Database {
         let mut at = t.root_page;
         // A level's children are one level down (invariant 3): no tree is deeper than 255.
         for _ in 0..=u8::MAX as usize {
-            reads.visit(self.data.pool.get_mut().contains(at));
-            let p = self.cached(at)?;
-            if p.header()?.level == 0 {
-                return Ok(at);
+            let child = self.with_tree_page(at, reads, |p| match p.header()?.level {
+                0 => Ok(None),
+                _ => Self::child_for(ki, p, k).map(Some),
+            })?;
+            match child {
+                None => return Ok(at),
+                Some(c) => at = c,
             }
-            at = Self::child_for(ki, p, k)?;
         }
         Err(extentdb_format::corrupt(at, "index levels loop").into())
     }
 
     /// The first leaf: down the leftmost child of each level.
     fn leftmost_leaf(
-        &mut self,
+        &self,
         t: &TableEntry,
         ki: &KeyInfo,
         reads: &mut PageReads,
     ) -> Result<PageId, StorageError> {
         let mut at = t.root_page;
         loop {
-            reads.visit(self.data.pool.get_mut().contains(at));
-            let p = self.tree_page(at)?;
+            let p = self.tree_page(at, reads)?;
             if p.header()?.level == 0 {
                 return Ok(at);
             }
@@ -868,6 +940,67 @@ impl Database {
 }
 
 /// Sets a page's sibling links.
+/// The slot range of records with key `k` in leaf `p`: where a new one would go, and the
+/// live record with that key (else its first ghost) as (slot, ghost).
+fn leaf_position(
+    ki: &KeyInfo,
+    p: &Page,
+    k: &[Option<&[u8]>],
+) -> Result<(u16, Option<(u16, bool)>), StorageError> {
+    let mut insert_at = 0u16;
+    let mut found = None;
+    for (slot, r) in data_page::records(p) {
+        let r = r?;
+        match ki.cmp(&ki.key(r)?, k) {
+            Ordering::Less => insert_at = slot + 1,
+            Ordering::Equal => {
+                insert_at = slot + 1;
+                let ghost = record::is_ghost(r);
+                if !ghost || found.is_none() {
+                    found = Some((slot, ghost));
+                }
+            }
+            Ordering::Greater => break,
+        }
+    }
+    Ok((insert_at, found))
+}
+
+/// In leaf `p`, the live row with `rec`'s key, or with `ghost` the ghost that is exactly
+/// `rec`: (slot, record).
+fn find_in_leaf(
+    ki: &KeyInfo,
+    p: &Page,
+    rec: &[u8],
+    ghost: bool,
+) -> Result<Option<(u16, Vec<u8>)>, StorageError> {
+    let k = ki.key(rec)?;
+    // Byte 0 holds the record type (ghost or not); the rest must match exactly.
+    let same_version = |r: &[u8]| r.len() == rec.len() && r[1..] == rec[1..];
+    for (slot, r) in data_page::records(p) {
+        let r = r?;
+        if record::is_ghost(r) == ghost
+            && ki.cmp(&ki.key(r)?, &k) == Ordering::Equal
+            && (!ghost || same_version(r))
+        {
+            return Ok(Some((slot, r.to_vec())));
+        }
+    }
+    Ok(None)
+}
+
+/// A PRIMARY KEY violation on clustered index `t`.
+fn duplicate_key(t: &TableEntry) -> StorageError {
+    StorageError::DuplicateKey {
+        table: t.name.clone(),
+        constraint: t
+            .primary_key
+            .as_ref()
+            .map(|p| p.0.clone())
+            .unwrap_or_default(),
+    }
+}
+
 fn link(p: &mut Page, prev: PageId, next: PageId) -> Result<(), StorageError> {
     let mut h = p.header()?;
     h.prev_page = prev;

@@ -103,6 +103,13 @@ pub struct Database {
     /// User allocation units whose IAM chains were found damaged at open (allocation.rs
     /// invariant 8): nothing they might own is freed.
     pub(crate) damaged_chains: Vec<crate::allocation::DamagedChain>,
+    /// True while nothing else runs in the database (access.rs): set by `DbLock` while it
+    /// is held exclusively, and for a database no `DbLock` shares. Written only through
+    /// `&mut`, so a session sharing the database reads false.
+    pub(crate) held_exclusively: bool,
+    /// Set once the log's checkpoint or growth ahead of need was seen to in this
+    /// exclusive hold (`Needs::LogSpace`).
+    pub(crate) log_attended: bool,
 }
 
 fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
@@ -234,6 +241,8 @@ impl Database {
             growing_for_system_pages: false,
             page_moves: 0,
             damaged_chains: Vec::new(),
+            held_exclusively: true,
+            log_attended: false,
         };
         db.wrap_files();
         db.format_catalog_unit()?;
@@ -382,6 +391,8 @@ impl Database {
             growing_for_system_pages: false,
             page_moves: 0,
             damaged_chains: Vec::new(),
+            held_exclusively: true,
+            log_attended: false,
             boot: files.boot,
             catalog: files.catalog,
             data_files: files.data_files,

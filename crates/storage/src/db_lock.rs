@@ -7,7 +7,9 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::{LockResult, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::Database;
+use crate::access::{Held, Needs, Step};
+use crate::log_growth::GrowthEnv;
+use crate::{Database, StorageError};
 
 /// A database shared between sessions and the instance's background threads.
 ///
@@ -40,18 +42,98 @@ impl Drop for DbGuard<'_> {
         if std::thread::panicking() {
             self.0.poison_after_panic();
         }
+        self.0.held_exclusively = false;
+    }
+}
+
+/// Poisons the database when dropped by a panic's unwinding while it was shared: the panic
+/// may have left a change half made.
+struct PoisonOnPanic<'a>(&'a DbLock);
+
+impl Drop for PoisonOnPanic<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            if let Ok(db) = self.0.read() {
+                db.poison_after_panic();
+            }
+        }
     }
 }
 
 impl DbLock {
-    pub fn new(db: Database) -> DbLock {
+    pub fn new(mut db: Database) -> DbLock {
+        db.held_exclusively = false;
         DbLock(RwLock::new(db))
     }
 
     /// Holds the database exclusively. Never `Err` (see the type's invariant).
     pub fn lock(&self) -> LockResult<DbGuard<'_>> {
-        let guard = self.0.write().unwrap_or_else(|e| e.into_inner());
+        let mut guard = self.0.write().unwrap_or_else(|e| e.into_inner());
+        guard.held_exclusively = true;
+        guard.log_attended = false;
         Ok(DbGuard(guard))
+    }
+
+    /// Runs `op`, a row operation or a batch of them (access.rs), sharing the database
+    /// with other sessions; what it needs is provided holding the database exclusively,
+    /// where `op` runs again until it is done or says it may share the database again
+    /// (`Needs::Share`). A growth to prepare is prepared holding no lock. `env` is the
+    /// session's: how the growths it causes initialize and report; `map` gives a failed
+    /// provision as `op`'s error.
+    pub fn run<T, E>(
+        &self,
+        env: &GrowthEnv,
+        map: impl Fn(StorageError) -> E,
+        mut op: impl FnMut(Held<'_>) -> Result<Step<T>, E>,
+    ) -> Result<T, E> {
+        // A panic from here on may leave a change half made: the database needs reopening.
+        let _panic_guard = PoisonOnPanic(self);
+        loop {
+            // The shared guard ends with this statement, before any lock below.
+            let step = op(Held::Shared(&self.read().unwrap()))?;
+            let needs = match step {
+                Step::Done(t) => return Ok(t),
+                // Prepared, the operation runs again sharing the database; not prepared
+                // (a full disk), it runs holding it and grows, or fails to grow, as SQL
+                // Server reports it (5149 in the ERRORLOG, 1105 to the client).
+                Step::Needs(Needs::Growth(p)) => match p.run() {
+                    Ok(_) => continue,
+                    Err(_) => Needs::Exclusive,
+                },
+                Step::Needs(n) => n,
+            };
+            if let Some(t) = self.run_exclusive(env, needs, &map, &mut op)? {
+                return Ok(t);
+            }
+        }
+    }
+
+    /// `run`'s exclusive part: provides `needs` and runs `op` again until it is done
+    /// (Some) or may share the database again (None).
+    fn run_exclusive<T, E>(
+        &self,
+        env: &GrowthEnv,
+        mut needs: Needs,
+        map: &impl Fn(StorageError) -> E,
+        op: &mut impl FnMut(Held<'_>) -> Result<Step<T>, E>,
+    ) -> Result<Option<T>, E> {
+        let mut guard = self.lock().unwrap();
+        guard.set_growth_env(env.clone());
+        loop {
+            let kind = std::mem::discriminant(&needs);
+            guard.provide(needs).map_err(map)?;
+            needs = match op(Held::Exclusive(&mut guard))? {
+                Step::Done(t) => return Ok(Some(t)),
+                Step::Needs(Needs::Share) => return Ok(None),
+                Step::Needs(n) => n,
+            };
+            // access.rs invariant 4.
+            assert_ne!(
+                kind,
+                std::mem::discriminant(&needs),
+                "{needs:?} needed twice"
+            );
+        }
     }
 
     /// Shares the database with other readers: only `&self` paths. Never `Err`.
@@ -61,6 +143,8 @@ impl DbLock {
 
     /// The database, once no one else holds the lock.
     pub fn into_inner(self) -> Database {
-        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+        let mut db = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
+        db.held_exclusively = true;
+        db
     }
 }

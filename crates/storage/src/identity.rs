@@ -10,9 +10,11 @@
 //!
 //! The bound moves:
 //! - at CREATE and TRUNCATE TABLE: one block from the seed, saved with the table's entry;
-//! - when a value would pass it: one block on (`next_identity`, the database held
-//!   exclusively; the shared path declines the row instead, `next_identity_shared`);
-//! - when SET IDENTITY_INSERT stores a value past it: to that value (`note_identity`);
+//! - when a value would pass it: one block on (`next_identity` needs it,
+//!   `Needs::IdentityBlock`, and `reserve_identity_block` saves it with the database held
+//!   exclusively);
+//! - when SET IDENTITY_INSERT stores a value past it: to that value (`note_identity`,
+//!   `raise_identity_bound`);
 //! - at open (`reserve_identity_blocks`): one block past the value the catalog holds, so
 //!   sessions sharing the database take values at once from the first insert;
 //! - at a clean close (`release_identity_blocks`, SHUTDOWN and SET OFFLINE): back to the
@@ -37,6 +39,7 @@ use extentdb_format::catalog::{IdentityLast, TableEntry};
 use extentdb_format::key::type_id;
 use extentdb_format::record;
 
+use crate::access::{Needs, Step};
 use crate::table::layouts;
 use crate::{Database, StorageError};
 
@@ -77,6 +80,15 @@ fn within(bound: IdentityLast, v: i64, inc: i64) -> bool {
     }
 }
 
+/// True when `value` lies past `current` in the increment's direction.
+fn beyond(current: i64, value: i64, inc: i64) -> bool {
+    if inc >= 0 {
+        value > current
+    } else {
+        value < current
+    }
+}
+
 /// The bound of a block starting at `first`.
 fn block_from(first: i64, inc: i64, block: i64) -> IdentityLast {
     IdentityLast::Through(first.saturating_add(inc.saturating_mul(block - 1)))
@@ -105,58 +117,76 @@ fn last_known(t: &TableEntry, known: &HashMap<u32, Option<i64>>) -> Option<Optio
 
 impl Database {
     /// The next identity value of the table's IDENTITY column (not rolled back, as in
-    /// SQL Server), reserving a block in the catalog when it lies past the bound.
-    pub fn next_identity(&mut self, object_id: u32) -> Result<i64, StorageError> {
+    /// SQL Server), beside other sessions (access.rs). Needs a block reserved in the
+    /// catalog first when the value lies past the bound, or when no catalog keeps the
+    /// table's value (version 5: found by a scan).
+    pub fn next_identity(&self, object_id: u32) -> Result<Step<i64>, StorageError> {
+        let t = self
+            .table_by_id(object_id)
+            .ok_or(StorageError::TableNotFound(object_id))?;
+        let (_, seed, inc, _) = identity_column(t).ok_or(StorageError::TableNotFound(object_id))?;
+        let block = Needs::IdentityBlock { object_id };
+        let mut known = self.data.identity.lock();
+        let Some(last) = last_known(t, &known) else {
+            return Ok(Step::Needs(block));
+        };
+        let next = next_after(last, seed, inc)?;
+        if !within(t.identity_last, next, inc) {
+            return Ok(Step::Needs(block));
+        }
+        known.insert(object_id, Some(next));
+        Ok(Step::Done(next))
+    }
+
+    /// Reserves the block of identity values after the table's last one in the catalog
+    /// (`Needs::IdentityBlock`).
+    pub(crate) fn reserve_identity_block(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
         let (_, seed, inc, block) =
             identity_column(&t).ok_or(StorageError::TableNotFound(object_id))?;
         let last = self.last_identity(&t)?;
         let next = next_after(last, seed, inc)?;
-        if !within(t.identity_last, next, inc) {
-            self.data.identity.get_mut().insert(object_id, last);
-            self.set_identity_bounds(&[(object_id, block_from(next, inc, block))])?;
-        }
-        self.data.identity.get_mut().insert(object_id, Some(next));
-        Ok(next)
-    }
-
-    /// `next_identity` for a session sharing the database: None when the next value lies
-    /// past the bound (a block must be reserved, which saves the catalog) or the table's
-    /// value is not kept by its catalog (version 5: found by a scan); the caller then takes
-    /// the value with the database held exclusively.
-    pub fn next_identity_shared(&self, object_id: u32) -> Result<Option<i64>, StorageError> {
-        let t = self
-            .table_by_id(object_id)
-            .ok_or(StorageError::TableNotFound(object_id))?;
-        let (_, seed, inc, _) = identity_column(t).ok_or(StorageError::TableNotFound(object_id))?;
-        let mut known = self.data.identity.lock();
-        let Some(last) = last_known(t, &known) else {
-            return Ok(None);
-        };
-        let next = next_after(last, seed, inc)?;
-        if !within(t.identity_last, next, inc) {
-            return Ok(None);
-        }
-        known.insert(object_id, Some(next));
-        Ok(Some(next))
+        self.data.identity.get_mut().insert(object_id, last);
+        self.set_identity_bounds(&[(object_id, block_from(next, inc, block))])
     }
 
     /// A value stored explicitly (SET IDENTITY_INSERT ON): past the current value, in the
     /// increment's direction, it becomes the current value, made durable first when it
-    /// lies past the bound.
-    pub fn note_identity(&mut self, object_id: u32, value: i64) -> Result<(), StorageError> {
+    /// lies past the bound (`Needs::IdentityBound`).
+    pub fn note_identity(&self, object_id: u32, value: i64) -> Result<Step<()>, StorageError> {
+        let t = self
+            .table_by_id(object_id)
+            .ok_or(StorageError::TableNotFound(object_id))?;
+        let (_, seed, inc, _) = identity_column(t).ok_or(StorageError::TableNotFound(object_id))?;
+        let bound = Needs::IdentityBound { object_id, value };
+        let mut known = self.data.identity.lock();
+        let Some(last) = last_known(t, &known) else {
+            return Ok(Step::Needs(bound));
+        };
+        if !beyond(last.unwrap_or_else(|| seed.saturating_sub(inc)), value, inc) {
+            return Ok(Step::Done(()));
+        }
+        if !within(t.identity_last, value, inc) {
+            return Ok(Step::Needs(bound));
+        }
+        known.insert(object_id, Some(value));
+        Ok(Step::Done(()))
+    }
+
+    /// `note_identity`'s value past the bound (or the table's value not kept by its
+    /// catalog): the current value, and the catalog's bound, once it is past them.
+    pub(crate) fn raise_identity_bound(
+        &mut self,
+        object_id: u32,
+        value: i64,
+    ) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
         let (_, seed, inc, _) =
             identity_column(&t).ok_or(StorageError::TableNotFound(object_id))?;
         let current = self
             .last_identity(&t)?
             .unwrap_or_else(|| seed.saturating_sub(inc));
-        let beyond = if inc >= 0 {
-            value > current
-        } else {
-            value < current
-        };
-        if !beyond {
+        if !beyond(current, value, inc) {
             return Ok(());
         }
         self.data.identity.get_mut().insert(object_id, Some(value));

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 pub use extentdb_lock as lock;
 
+pub mod access;
 pub mod allocation;
 pub mod backup;
 pub mod btree;

@@ -907,6 +907,15 @@ pub struct GrowthPreparation {
     env: GrowthEnv,
 }
 
+impl std::fmt::Debug for GrowthPreparation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let files: Vec<(u16, u32, u32)> = self.files.iter().map(|f| (f.0, f.2, f.3)).collect();
+        f.debug_struct("GrowthPreparation")
+            .field("files", &files)
+            .finish()
+    }
+}
+
 impl GrowthPreparation {
     /// Initializes the growth's space (zeros at device speed with IFI off, fallocate with
     /// it) under the filegroup's growth lock, so the filegroup's other sessions wait for this

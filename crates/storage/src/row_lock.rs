@@ -86,7 +86,7 @@ impl crate::Database {
     /// row may have changed, moved (a heap row that grew) or gone. A heap row is looked
     /// for at its RID, a clustered one by its key. None when no live row is there.
     pub fn current_row(
-        &mut self,
+        &self,
         object_id: u32,
         rid: Rid,
         rec: &[u8],

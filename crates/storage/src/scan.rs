@@ -138,7 +138,7 @@ impl Database {
     /// Reads rows of `object_id` from `at` until about `max_bytes` of records are taken
     /// (invariant 1); the database may be let go of between chunks.
     pub fn scan_chunk(
-        &mut self,
+        &self,
         object_id: u32,
         origin: ScanOrigin,
         at: &ScanPosition,
@@ -178,7 +178,7 @@ impl Database {
     /// `max_bytes` of records are taken (invariants 1 and 4): a seek. A heap has no key to
     /// seek on; asking it for a range is a caller's error.
     pub fn seek_chunk(
-        &mut self,
+        &self,
         object_id: u32,
         origin: ScanOrigin,
         range: &KeyRange,
@@ -207,7 +207,7 @@ impl Database {
 
     /// A heap's pages from `from` (the first page when None) in allocation order.
     pub(crate) fn heap_scan_chunk(
-        &mut self,
+        &self,
         au: u64,
         from: Option<PageId>,
         max_bytes: usize,
@@ -239,7 +239,7 @@ impl Database {
             }
             let (file, extent) = extents[index];
             let pid = PageId::new(file, extent.first_page().0 + page_in_extent);
-            reads.visit(self.data.pool.get_mut().contains(pid));
+            reads.visit(self.data.pool.lock().contains(pid));
             bytes += self.heap_page_rows(au, pid, &mut rows)?;
             page_in_extent += 1;
             if page_in_extent == PAGES_PER_EXTENT {
@@ -257,12 +257,12 @@ impl Database {
     /// Appends the live rows of heap page `pid` (if it is one of unit `au`'s); returns
     /// their bytes. A zero page the PFS calls allocated is damage (table.rs invariant 4).
     fn heap_page_rows(
-        &mut self,
+        &self,
         au: u64,
         pid: PageId,
         rows: &mut Vec<(Rid, Vec<u8>)>,
     ) -> Result<usize, StorageError> {
-        let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+        let p = self.data.pool.lock().peek(&self.data_files, pid)?;
         if !is_heap_page(&p, au) {
             if p.is_unformatted() && self.page_allocated(pid)? {
                 return Err(self.incorrect_page_id(pid, extentdb_format::PageId::NULL));

@@ -16,23 +16,24 @@
 //! forwarding records in extentdb yet).
 //!
 //! Deliberately not here yet: PFS fullness bits of data pages (not maintained, so space
-//! freed by deletes is not reused by later inserts), ghost cleanup, forwarding records,
-//! B-trees (PRIMARY KEY is recorded and enforced by the SQL layer over a heap), row locks
-//! (isolation between sessions' transactions).
+//! freed by deletes is not reused by later inserts), heap ghost cleanup, forwarding
+//! records. (Clustered tables are btree.rs's; row locks are the SQL layer's.)
 //!
-//! Sessions sharing the database insert rows at once (`insert_row_shared`): one at a time
-//! into one heap (its insert lock), at once into different heaps; the buffer pool, heap
-//! cursors and identity values are latched (docs/ARCHITECTURE.md, "Locks inside a
-//! database").
+//! Sessions sharing the database change heap rows at once (`heap_insert`, `heap_update`,
+//! `heap_delete`, reached through access.rs): inserts one at a time into one heap (its
+//! insert lock) and at once into different heaps, each page changed under its latch; the
+//! buffer pool, heap cursors and identity values are latched (docs/ARCHITECTURE.md, "Locks
+//! inside a database").
 //!
 //! Invariants:
 //! 1. Every page of a table's extents is unformatted, another unit's, or a data page of the
 //!    table's unit whose records are valid (`data_page::check_invariants`).
 //! 2. `HeapCursor.next_index` pages of the cursor's extent are taken (in use by the heap,
 //!    or left unformatted when their format failed); the rest of that extent is free.
-//! 3. A heap's cursor and pages change only under its insert lock or with the database
-//!    held exclusively, so a shared insert's page is changed by no one between the logging
-//!    of its row and its application (xact.rs `try_log_change`).
+//! 3. A heap's cursor changes only under its insert lock or with the database held
+//!    exclusively, and a page's rows only under the page's latch (access.rs invariant 2),
+//!    so a change's page is changed by no one between its logging and its application
+//!    (xact.rs `try_log_change`).
 //! 4. A heap page is marked allocated in the PFS only after its format is logged
 //!    (allocation.rs invariant 5): a page taken whose format failed is zero and free, a
 //!    zero page the PFS calls allocated is damage, and a scan reaching one fails (Msg 824)
@@ -46,6 +47,7 @@ use extentdb_format::log_record::{LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout};
 use extentdb_format::{data_page, ExtentNo, Page, PageId, PageType, PAGES_PER_EXTENT};
 
+use crate::access::{Needs, Step};
 use crate::buffer_pool::{BufferPool, DEFAULT_CAPACITY_PAGES};
 use crate::latch::Latch;
 use crate::proportional_fill::SharedAllocation;
@@ -54,16 +56,6 @@ use crate::{Database, StorageError};
 
 /// A row's address: page and slot.
 pub type Rid = (PageId, u16);
-
-/// What `Database::insert_row_shared` did with a row.
-pub enum SharedInsert {
-    Inserted(Rid),
-    /// Nothing logged: insert the row holding the database exclusively.
-    Declined,
-    /// Nothing logged: run this growth's preparation holding no database lock, then try
-    /// the row again.
-    Grow(crate::proportional_fill::GrowthPreparation),
-}
 
 /// Where a heap inserts next.
 #[derive(Debug, Clone, Copy, Default)]
@@ -96,7 +88,7 @@ impl HeapCursor {
 
 /// The data path's state inside a database: buffer pool, transactions, heap cursors and
 /// identity values handed out. The first four are latched (`Latch`): sessions sharing the
-/// database insert into heaps at once (`insert_row_shared`).
+/// database change rows at once (access.rs).
 pub struct DataPath {
     pub(crate) pool: Latch<BufferPool>,
     pub(crate) xacts: Latch<crate::xact::XactTable>,
@@ -110,6 +102,8 @@ pub struct DataPath {
     /// Each heap's insert lock (by allocation unit): sessions sharing the database insert
     /// into one heap one at a time, into different heaps at once.
     pub(crate) insert_locks: Latch<HashMap<u64, Arc<Mutex<()>>>>,
+    /// Page latches: a shared change holds its page's (access.rs invariant 2).
+    pub(crate) page_latches: crate::access::PageLatches,
     pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
     pub(crate) growth: crate::log_growth::LogGrowth,
     pub(crate) checkpoint: crate::checkpoint::CheckpointState,
@@ -136,6 +130,7 @@ impl DataPath {
             identity: Default::default(),
             full_scans: Default::default(),
             insert_locks: Default::default(),
+            page_latches: Default::default(),
             recovery: None,
             growth: Default::default(),
             checkpoint: Default::default(),
@@ -322,83 +317,53 @@ impl Database {
         Ok(orphans.len())
     }
 
-    /// Inserts one record into the table's heap within `xact`.
-    pub fn insert_row(
-        &mut self,
-        xact: XactId,
-        object_id: u32,
-        rec: &[u8],
-    ) -> Result<Rid, StorageError> {
-        let t = self.table_or_err(object_id)?;
-        self.ensure_log_space()?;
-        if t.index_id == 1 {
-            return self.btree_insert(xact, &t, rec);
-        }
-        let page = self.insert_target(&t, rec.len())?;
-        let slot = data_page::slot_count(self.data.pool.get_mut().page(
-            &self.data_files,
-            self.wal.as_deref(),
-            page,
-        )?);
-        let (redo, undo) = insert_actions(slot, rec);
-        self.change_page(xact, t.allocation_unit_id, page, redo, undo)?;
-        Ok((page, slot))
-    }
-
-    /// `insert_row` for a session sharing the database (`DbLock::read`) with others
-    /// inserting at once: sessions insert into different heaps at once and into one heap
-    /// one at a time (its insert lock), and allocate extents without the database's lock
-    /// (`allocate_extent_shared`). Declined, with nothing of the row logged, when the row
-    /// needs the database held exclusively: a clustered index, a heap whose cursor is not
-    /// known yet, a new IAM page, a filegroup that must grow, or a log needing a checkpoint
-    /// or growth; the caller then inserts the row with `insert_row`. With IFI off, a
-    /// filegroup that must grow gives first its growth's preparation (`Grow`), for the
-    /// caller to run holding no database lock before it tries the row again. `env` is the
-    /// inserting session's (what `set_growth_env` would set for an exclusive statement).
-    pub fn insert_row_shared(
+    /// Inserts `rec` into heap `t` within `xact` (access.rs), beside other sessions:
+    /// sessions insert into different heaps at once and into one heap one at a time (its
+    /// insert lock), allocating extents without the database's lock (`allocate_shared`).
+    /// Needs the database held first for a heap whose cursor is not known yet, a new page
+    /// when that takes a new IAM page or a filegroup's growth, or the log grown; with IFI
+    /// off, a filegroup's growth is prepared first holding no lock (`Needs::Growth`).
+    /// `also` more log bytes must fit after the row's record (a move's second change,
+    /// access.rs invariant 3).
+    pub(crate) fn heap_insert(
         &self,
         xact: XactId,
-        object_id: u32,
+        t: &TableEntry,
         rec: &[u8],
         env: &crate::log_growth::GrowthEnv,
-    ) -> Result<SharedInsert, StorageError> {
-        self.check_writable()?;
-        let t = self
-            .table_by_id(object_id)
-            .ok_or(StorageError::TableNotFound(object_id))?;
-        if t.index_id != 0 || self.log_needs_attention() {
-            return Ok(SharedInsert::Declined);
-        }
+        also: u64,
+    ) -> Result<Step<Rid>, StorageError> {
         let au = t.allocation_unit_id;
+        let room = Needs::HeapRoom {
+            object_id: t.object_id,
+            len: rec.len(),
+        };
         let lock = self.data.insert_locks.lock().entry(au).or_default().clone();
         let _inserting = lock.lock().unwrap_or_else(|e| e.into_inner());
         let Some(c) = self.data.cursors.lock().get(&au).copied() else {
-            return Ok(SharedInsert::Declined);
+            return Ok(Step::Needs(room));
         };
-        let room = |pid: PageId| -> Result<Option<u16>, StorageError> {
+        let fits = |pid: PageId| -> Result<bool, StorageError> {
             let mut pool = self.data.pool.lock();
             let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
-            Ok(data_page::can_insert(p, rec.len(), true).then(|| data_page::slot_count(p)))
+            Ok(data_page::can_insert(p, rec.len(), true))
         };
-        let (page, slot) = match c.current.map(|cur| (cur, room(cur))) {
-            Some((cur, Ok(Some(slot)))) => (cur, slot),
-            Some((_, Err(e))) => return Err(e),
+        let page = match c.current {
+            Some(cur) if fits(cur)? => cur,
             _ => {
                 let (file, extent, index) = match c.next_in_extent() {
                     Some(next) => next,
+                    // Held exclusively, the allocator that also prepares growths ahead.
+                    None if self.held_exclusively => return Ok(Step::Needs(room)),
                     None => match self.allocate_shared(au, t.data_space_id, env)? {
                         SharedAllocation::Extent(f, e) => (f, e, 0),
-                        SharedAllocation::NeedsGrowth => {
-                            // Zeros take long enough to keep out of every database lock;
-                            // an instant growth is not worth a second step.
-                            if !env.policy.instant {
-                                if let Some(p) = self.growth_preparation(t.data_space_id, env) {
-                                    return Ok(SharedInsert::Grow(p));
-                                }
+                        SharedAllocation::NeedsGrowth if !env.policy.instant => {
+                            match self.growth_preparation(t.data_space_id, env) {
+                                Some(p) => return Ok(Step::Needs(Needs::Growth(p))),
+                                None => return Ok(Step::Needs(room)),
                             }
-                            return Ok(SharedInsert::Declined);
                         }
-                        SharedAllocation::NeedsExclusive => return Ok(SharedInsert::Declined),
+                        _ => return Ok(Step::Needs(room)),
                     },
                 };
                 let pid = PageId::new(file, extent.first_page().0 + index);
@@ -410,18 +375,23 @@ impl Database {
                 if let Some(c) = self.data.cursors.lock().get_mut(&au) {
                     c.current = Some(pid);
                 }
-                (pid, 0)
+                pid
             }
         };
+        let _latch = self.data.page_latches.hold(page);
+        let slot = {
+            let mut pool = self.data.pool.lock();
+            data_page::slot_count(pool.page(&self.data_files, self.wal.as_deref(), page)?)
+        };
         let (redo, undo) = insert_actions(slot, rec);
-        Ok(match self.change_page_shared(xact, au, page, redo, undo)? {
-            true => SharedInsert::Inserted((page, slot)),
-            false => SharedInsert::Declined,
+        Ok(match self.change_page(xact, au, page, redo, undo, also)? {
+            true => Step::Done((page, slot)),
+            false => Step::Needs(Needs::LogGrowth),
         })
     }
 
     /// Every live (non-ghost) record of the table with its RID, in allocation order.
-    pub fn scan_rows(&mut self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+    pub fn scan_rows(&self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
         let t = self.table_or_err(object_id)?;
         self.count_full_scan();
         if t.index_id == 1 {
@@ -432,101 +402,74 @@ impl Database {
             .rows)
     }
 
-    /// Deletes the row `old` that a scan found at `rid`: by RID in a heap, by key in a
-    /// clustered index (where rows move between pages as pages split).
-    pub fn delete_row_at(
-        &mut self,
+    /// Deletes heap `t`'s row at `rid` (it becomes a ghost until the transaction ends),
+    /// under its page's latch.
+    pub(crate) fn heap_delete(
+        &self,
         xact: XactId,
-        object_id: u32,
+        t: &TableEntry,
         rid: Rid,
-        old: &[u8],
-    ) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?;
-        if t.index_id == 1 {
-            self.ensure_log_space()?;
-            return self.btree_delete(xact, &t, old);
-        }
-        self.delete_row(xact, object_id, rid)
-    }
-
-    /// Replaces the row `old` that a scan found at `rid` by `new`; returns its position.
-    pub fn update_row_at(
-        &mut self,
-        xact: XactId,
-        object_id: u32,
-        rid: Rid,
-        old: &[u8],
-        new: &[u8],
-    ) -> Result<Rid, StorageError> {
-        let t = self.table_or_err(object_id)?;
-        if t.index_id == 1 {
-            self.ensure_log_space()?;
-            return self.btree_update(xact, &t, old, new);
-        }
-        self.update_row(xact, object_id, rid, new)
-    }
-
-    /// Deletes the row at `rid` of a heap (it becomes a ghost until the transaction ends).
-    pub fn delete_row(
-        &mut self,
-        xact: XactId,
-        object_id: u32,
-        rid: Rid,
-    ) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?;
-        self.ensure_log_space()?;
-        self.live_record(&t, rid)?;
-        self.change_page(
-            xact,
-            t.allocation_unit_id,
-            rid.0,
-            SlotAction::Ghost { slot: rid.1 },
-            SlotAction::Unghost { slot: rid.1 },
+    ) -> Result<Step<()>, StorageError> {
+        let _latch = self.data.page_latches.hold(rid.0);
+        self.live_record(t, rid)?;
+        let ghost = SlotAction::Ghost { slot: rid.1 };
+        let unghost = SlotAction::Unghost { slot: rid.1 };
+        Ok(
+            match self.change_page(xact, t.allocation_unit_id, rid.0, ghost, unghost, 0)? {
+                true => Step::Done(()),
+                false => Step::Needs(Needs::LogGrowth),
+            },
         )
     }
 
-    /// Replaces the row at `rid`; returns its RID afterwards (new when the length changed).
-    pub fn update_row(
-        &mut self,
+    /// Replaces heap `t`'s row at `rid` by `rec`; returns its RID afterwards. In place,
+    /// under its page's latch, when the length stays; else the row moves (access.rs
+    /// invariant 3): the new copy goes in first, with room in the log for the old one's
+    /// delete, then the old one is deleted.
+    pub(crate) fn heap_update(
+        &self,
         xact: XactId,
-        object_id: u32,
+        t: &TableEntry,
         rid: Rid,
         rec: &[u8],
-    ) -> Result<Rid, StorageError> {
-        let t = self.table_or_err(object_id)?;
-        self.ensure_log_space()?;
-        let old = self.live_record(&t, rid)?;
-        if old.len() == rec.len() {
-            self.change_page(
-                xact,
-                t.allocation_unit_id,
-                rid.0,
-                SlotAction::Replace {
-                    slot: rid.1,
+        env: &crate::log_growth::GrowthEnv,
+    ) -> Result<Step<Rid>, StorageError> {
+        {
+            let _latch = self.data.page_latches.hold(rid.0);
+            let old = self.live_record(t, rid)?;
+            if old.len() == rec.len() {
+                let slot = rid.1;
+                let redo = SlotAction::Replace {
+                    slot,
                     record: rec.to_vec(),
-                },
-                SlotAction::Replace {
-                    slot: rid.1,
-                    record: old,
-                },
-            )?;
-            return Ok(rid);
+                };
+                let undo = SlotAction::Replace { slot, record: old };
+                return Ok(
+                    match self.change_page(xact, t.allocation_unit_id, rid.0, redo, undo, 0)? {
+                        true => Step::Done(rid),
+                        false => Step::Needs(Needs::LogGrowth),
+                    },
+                );
+            }
         }
-        self.delete_row(xact, object_id, rid)?;
-        self.insert_row(xact, object_id, rec)
+        if !self.held_exclusively {
+            return Ok(Step::Needs(Needs::Exclusive));
+        }
+        let delete_bytes = crate::xact::change_bytes_bound(0);
+        let at = match self.heap_insert(xact, t, rec, env, delete_bytes)? {
+            Step::Done(at) => at,
+            Step::Needs(n) => return Ok(Step::Needs(n)),
+        };
+        match self.heap_delete(xact, t, rid)? {
+            Step::Done(()) => Ok(Step::Done(at)),
+            Step::Needs(n) => Err(self.second_change_failed(n)),
+        }
     }
 
     /// The record at `rid`, which must be a live row of the table.
-    pub(crate) fn live_record(
-        &mut self,
-        t: &TableEntry,
-        rid: Rid,
-    ) -> Result<Vec<u8>, StorageError> {
-        let p = self
-            .data
-            .pool
-            .get_mut()
-            .page(&self.data_files, self.wal.as_deref(), rid.0)?;
+    pub(crate) fn live_record(&self, t: &TableEntry, rid: Rid) -> Result<Vec<u8>, StorageError> {
+        let mut pool = self.data.pool.lock();
+        let p = pool.page(&self.data_files, self.wal.as_deref(), rid.0)?;
         let stale = || StorageError::RowNotFound {
             page: rid.0,
             slot: rid.1,
@@ -542,7 +485,11 @@ impl Database {
 
     /// A page of the heap with room for a record of `len` bytes, formatting a new page
     /// (and allocating an extent) when the current one is full.
-    fn insert_target(&mut self, t: &TableEntry, len: usize) -> Result<PageId, StorageError> {
+    pub(crate) fn insert_target(
+        &mut self,
+        t: &TableEntry,
+        len: usize,
+    ) -> Result<PageId, StorageError> {
         let au = t.allocation_unit_id;
         if !self.data.cursors.get_mut().contains_key(&au) {
             let c = self.recover_cursor(au)?;

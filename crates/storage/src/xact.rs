@@ -155,6 +155,13 @@ const LOG_MARGIN_BYTES: u64 = 128 << 10;
 /// allocation-page images of a new extent, each at most a page.
 const UNCHECKED_BYTES_PER_XACT: u64 = 4 * (8 << 10);
 
+/// Log bytes at most of one change of a record of `record_len` bytes and of its
+/// compensation's reservation: what a row move's first change keeps free in the log for
+/// its second (access.rs invariant 3).
+pub(crate) fn change_bytes_bound(record_len: usize) -> u64 {
+    2 * (record_len as u64 + 64 + 512)
+}
+
 /// Log bytes a compensation record for `undo` may take, padding to a sector included.
 fn clr_reservation(undo: &SlotAction) -> u64 {
     let record = match undo {
@@ -282,64 +289,37 @@ impl Database {
     }
 
     /// Logs and applies one change of `xact` to a heap page (invariant 1), undone by slot.
+    /// False, with nothing logged, when the log must grow first (`Needs::LogGrowth`) or
+    /// hold `also` more bytes after this record.
     pub(crate) fn change_page(
-        &mut self,
-        xact: XactId,
-        au: u64,
-        page: PageId,
-        redo: SlotAction,
-        undo: SlotAction,
-    ) -> Result<(), StorageError> {
-        let reserve = clr_reservation(&undo);
-        self.log_change(xact, au, page, redo, Undo::Slot(page, undo), reserve)
-    }
-
-    /// `change_page` for a session sharing the database (`insert_row_shared`): false, with
-    /// nothing of the change logged, when the log must grow first (which needs the database
-    /// held exclusively).
-    pub(crate) fn change_page_shared(
         &self,
         xact: XactId,
         au: u64,
         page: PageId,
         redo: SlotAction,
         undo: SlotAction,
+        also: u64,
     ) -> Result<bool, StorageError> {
         let reserve = clr_reservation(&undo);
-        self.try_log_change(xact, au, page, &redo, &Undo::Slot(page, undo), reserve)
+        let undo = Undo::Slot(page, undo);
+        self.try_log_change(xact, au, page, &redo, &undo, (reserve, also))
     }
 
-    /// Logs and applies one change of `xact` to a page of clustered index `t`, undone by key.
+    /// Logs and applies one change of `xact` to a page of clustered index `t`, undone by
+    /// key; false as `change_page` says.
     pub(crate) fn index_change(
-        &mut self,
+        &self,
         xact: XactId,
         t: &TableEntry,
         page: PageId,
         redo: SlotAction,
         undo: KeyedUndo,
-    ) -> Result<(), StorageError> {
+        also: u64,
+    ) -> Result<bool, StorageError> {
         let reserve = (undo.record().len() + 64 + 512) as u64;
         let au = t.allocation_unit_id;
-        self.log_change(xact, au, page, redo, Undo::Keyed(au, undo), reserve)
-    }
-
-    /// One change with the database held exclusively: the write-ahead path, growing the log
-    /// (FILEGROWTH up to MAXSIZE) while its free space is what stands in the way.
-    fn log_change(
-        &mut self,
-        xact: XactId,
-        au: u64,
-        page: PageId,
-        redo: SlotAction,
-        undo: Undo,
-        reserve: u64,
-    ) -> Result<(), StorageError> {
-        while !self.try_log_change(xact, au, page, &redo, &undo, reserve)? {
-            if !self.grow_log_now()? {
-                return Err(StorageError::LogFull(self.log_full_reason()));
-            }
-        }
-        Ok(())
+        let undo = Undo::Keyed(au, undo);
+        self.try_log_change(xact, au, page, &redo, &undo, (reserve, also))
     }
 
     /// The write-ahead path of every change, whether the database is held exclusively or
@@ -350,8 +330,8 @@ impl Database {
     /// The reservation check, the append and the transaction's bookkeeping happen under
     /// the transaction table's latch, so concurrent sessions never both pass the check on
     /// the same free space. The page is changed after the latch is released: only the
-    /// change's own session changes a page between its logging and its application (a
-    /// heap page under its heap's insert lock; every other change holds the database).
+    /// change's own session changes a page between its logging and its application (it
+    /// holds the page's latch, access.rs invariant 2, or the database exclusively).
     fn try_log_change(
         &self,
         xact: XactId,
@@ -359,7 +339,7 @@ impl Database {
         page: PageId,
         redo: &SlotAction,
         undo: &Undo,
-        reserve: u64,
+        (reserve, also): (u64, u64),
     ) -> Result<bool, StorageError> {
         self.check_writable()?;
         self.ensure_begun(xact)?;
@@ -394,7 +374,7 @@ impl Database {
             // session may append unchecked before its next change (a page image, a page
             // format, an allocation's two map images) while sharing the database.
             let margin = LOG_MARGIN_BYTES + UNCHECKED_BYTES_PER_XACT * sessions;
-            if wal.free_bytes() < bytes.len() as u64 + reserve + reserved + margin {
+            if wal.free_bytes() < bytes.len() as u64 + reserve + also + reserved + margin {
                 return Ok(false);
             }
             let appended = wal.append(&bytes);

@@ -109,7 +109,7 @@ fn online_backup_restores_one_consistent_instant() {
         let x = g.begin_xact();
         for k in 0..50u32 {
             for &t in &tables {
-                g.insert_row(x, t, &row(2_000_000 + k, &[7u8; 100]))
+                g.now(|d| d.insert_row(x, t, &row(2_000_000 + k, &[7u8; 100]), d.growth_env()))
                     .unwrap();
             }
         }
@@ -189,7 +189,8 @@ fn spawn_writer(
                 for _ in 0..BATCH {
                     let v = vec![(k % 251) as u8; 200 + (k as usize * 13) % 400];
                     for &t in &tables {
-                        g.insert_row(x, t, &row(k as u32, &v)).unwrap();
+                        g.now(|d| d.insert_row(x, t, &row(k as u32, &v), d.growth_env()))
+                            .unwrap();
                     }
                     k += 1;
                 }
@@ -242,8 +243,15 @@ fn log_backups_under_load_restore_in_sequence() {
         let mut g = db.lock().unwrap();
         let x = g.begin_xact();
         for k in 0..30u32 {
-            g.insert_row(x, tables[0], &row(3_000_000 + k, &[9u8; 80]))
-                .unwrap();
+            g.now(|d| {
+                d.insert_row(
+                    x,
+                    tables[0],
+                    &row(3_000_000 + k, &[9u8; 80]),
+                    d.growth_env(),
+                )
+            })
+            .unwrap();
         }
         x
     };

@@ -104,7 +104,7 @@ fn transaction(
                 if std::env::var("XDB_TRACE").is_ok() {
                     eprintln!("x{x} insert {k} -> {}x{}", v.len(), v[0]);
                 }
-                db.insert_row(x, t, &row(k, &v))?;
+                db.now(|d| d.insert_row(x, t, &row(k, &v), d.growth_env()))?;
                 trial.insert(k, v);
             }
             5..=6 if !after.is_empty() => {
@@ -116,7 +116,7 @@ fn transaction(
                 if std::env::var("XDB_TRACE").is_ok() {
                     eprintln!("x{x} delete {k}");
                 }
-                db.delete_row_at(x, t, rid, &old)?;
+                db.now(|d| d.delete_row_at(x, t, (rid, &old)))?;
                 trial.remove(&k);
             }
             7..=8 if !after.is_empty() => {
@@ -134,7 +134,7 @@ fn transaction(
                         old.len()
                     );
                 }
-                db.update_row_at(x, t, rid, &old, &row(k, &v))?;
+                db.now(|d| d.update_row_at(x, t, (rid, &old), &row(k, &v), d.growth_env()))?;
                 trial.insert(k, v);
             }
             _ => {}
@@ -391,7 +391,8 @@ fn crash_loop(clustered: bool, online: bool) {
         );
         // The recovered database takes new work and recovers it again.
         let x = db.begin_xact();
-        db.insert_row(x, t, &row(1_000_000, b"after")).unwrap();
+        db.now(|d| d.insert_row(x, t, &row(1_000_000, b"after"), d.growth_env()))
+            .unwrap();
         let lsn = db.commit_xact(x).unwrap().unwrap();
         db.wal().unwrap().flush(lsn).unwrap();
         drop(db);
@@ -412,21 +413,25 @@ fn commit_rollback_and_open_transaction_at_crash() {
     let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..100 {
-        db.insert_row(x, t, &row(k, &[k as u8; 300])).unwrap();
+        db.now(|d| d.insert_row(x, t, &row(k, &[k as u8; 300]), d.growth_env()))
+            .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     let x = db.begin_xact();
     let (rid, _) = find(&mut db, t, 5).unwrap().unwrap();
-    db.delete_row(x, t, rid).unwrap();
-    db.insert_row(x, t, &row(500, b"gone")).unwrap();
+    db.now(|d| d.delete_row_at(x, t, (rid, &[]))).unwrap();
+    db.now(|d| d.insert_row(x, t, &row(500, b"gone"), d.growth_env()))
+        .unwrap();
     db.rollback_xact(x).unwrap();
     assert_eq!(contents(&mut db, t).unwrap().len(), 100);
     // An open transaction whose changes reach the disk (checkpoint) before the crash.
     let x = db.begin_xact();
     let (rid, _) = find(&mut db, t, 7).unwrap().unwrap();
-    db.update_row(x, t, rid, &row(7, b"uncommitted")).unwrap();
-    db.insert_row(x, t, &row(900, b"uncommitted")).unwrap();
+    db.now(|d| d.update_row_at(x, t, (rid, &[]), &row(7, b"uncommitted"), d.growth_env()))
+        .unwrap();
+    db.now(|d| d.insert_row(x, t, &row(900, b"uncommitted"), d.growth_env()))
+        .unwrap();
     db.checkpoint().unwrap();
     drop(db);
     fs.crash();
@@ -465,7 +470,7 @@ fn buffer_pools_share_the_instance_budget() {
     for k in 0..300u32 {
         for (db, t) in dbs.iter_mut() {
             let x = db.begin_xact();
-            db.insert_row(x, *t, &row(scramble(k), &[7u8; 3000]))
+            db.now(|d| d.insert_row(x, *t, &row(scramble(k), &[7u8; 3000]), d.growth_env()))
                 .unwrap();
             let lsn = db.commit_xact(x).unwrap().unwrap();
             db.wal().unwrap().flush(lsn).unwrap();
@@ -493,16 +498,19 @@ fn recovery_reports_progress_by_phase() {
     let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..400 {
-        db.insert_row(x, t, &row(k, &[1; 40])).unwrap();
+        db.now(|d| d.insert_row(x, t, &row(k, &[1; 40]), d.growth_env()))
+            .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     let loser = db.begin_xact();
     for k in 1000..1300 {
-        db.insert_row(loser, t, &row(k, &[2; 40])).unwrap();
+        db.now(|d| d.insert_row(loser, t, &row(k, &[2; 40]), d.growth_env()))
+            .unwrap();
     }
     let probe = db.begin_xact();
-    db.insert_row(probe, t, &row(5000, b"flush")).unwrap();
+    db.now(|d| d.insert_row(probe, t, &row(5000, b"flush"), d.growth_env()))
+        .unwrap();
     let lsn = db.commit_xact(probe).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     drop(db);

@@ -21,7 +21,8 @@ fn reuse_freed_extent_for_iam(db: &mut Database, online: bool) -> u64 {
     let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..200u32 {
-        db.insert_row(x, t, &row(k, &[7u8; 900])).unwrap();
+        db.now(|d| d.insert_row(x, t, &row(k, &[7u8; 900]), d.growth_env()))
+            .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();

@@ -14,6 +14,7 @@ use extentdb_format::catalog::{self, ColumnEntry, IdentityLast, TableEntry};
 use extentdb_format::record::{self, ColumnLayout};
 use extentdb_format::{FileId, PageId};
 use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::access::Step;
 use extentdb_storage::{Database, StorageError};
 
 const LAYOUT: [ColumnLayout; 2] = [ColumnLayout::Fixed(2), ColumnLayout::Variable];
@@ -50,11 +51,18 @@ fn stored(db: &mut Database, oid: u32) -> Vec<i64> {
         .collect()
 }
 
-/// A value as the SQL layer takes it: shared when the bound covers it, else exclusively.
+/// A value as the SQL layer takes it: shared when the bound covers it, else after the
+/// block is reserved holding the database.
 fn take(db: &mut Database, oid: u32) -> Result<i64, StorageError> {
-    match db.next_identity_shared(oid)? {
-        Some(v) => Ok(v),
-        None => db.next_identity(oid),
+    db.now(|d| d.next_identity(oid))
+}
+
+/// A value taken by a session sharing the database: None when it needs the database held
+/// (a block to reserve).
+fn shared(db: &Database, oid: u32) -> Option<i64> {
+    match db.next_identity(oid).unwrap() {
+        Step::Done(v) => Some(v),
+        Step::Needs(_) => None,
     }
 }
 
@@ -65,7 +73,7 @@ fn insert(db: &mut Database, oid: u32, n: usize) -> Result<Vec<i64>, StorageErro
     for _ in 0..n {
         let v = take(db, oid)?;
         values.push(v);
-        db.insert_row(x, oid, &record(v, b"row"))?;
+        db.now(|d| d.insert_row(x, oid, &record(v, b"row"), d.growth_env()))?;
     }
     if let Some(lsn) = db.commit_xact(x)? {
         db.wal().unwrap().flush(lsn)?;
@@ -95,8 +103,8 @@ fn clean_close_continues_exactly_without_reading_the_table() {
     assert_eq!(insert(&mut db, down, 3).unwrap(), vec![0, -3, -6]);
     insert(&mut db, trunc, 4).unwrap();
     // IDENTITY_INSERT: a value below the current one changes nothing, one past it moves it.
-    db.note_identity(down, -2).unwrap();
-    db.note_identity(down, -700).unwrap();
+    db.now(|d| d.note_identity(down, -2)).unwrap();
+    db.now(|d| d.note_identity(down, -700)).unwrap();
     db.truncate_table(trunc).unwrap();
     assert_eq!(insert(&mut db, trunc, 2).unwrap(), vec![10, 15]);
     db.checkpoint_for_close().unwrap();
@@ -108,9 +116,9 @@ fn clean_close_continues_exactly_without_reading_the_table() {
 
     let mut db = reopen(&fs);
     assert_eq!(db.full_scans(), 0);
-    assert_eq!(db.next_identity_shared(up).unwrap(), Some(251));
-    assert_eq!(db.next_identity_shared(down).unwrap(), Some(-703));
-    assert_eq!(db.next_identity(trunc).unwrap(), 20);
+    assert_eq!(shared(&db, up), Some(251));
+    assert_eq!(shared(&db, down), Some(-703));
+    assert_eq!(db.now(|d| d.next_identity(trunc)).unwrap(), 20);
     assert_eq!(db.current_identity(up).unwrap(), Some(251));
     assert_eq!(
         db.full_scans(),
@@ -157,7 +165,7 @@ fn crash_never_repeats_a_value() {
                 rows.iter().all(|v| handed[i].contains(v)),
                 "seed {seed}: a stored value was never handed out"
             );
-            let next = db.next_identity(oid).unwrap();
+            let next = db.now(|d| d.next_identity(oid)).unwrap();
             assert!(
                 !handed[i].contains(&next),
                 "seed {seed}: value {next} handed out again after the crash"
@@ -215,7 +223,7 @@ fn workload(
             let v = if next() % 50 == 0 {
                 let cur = db.current_identity(oid).unwrap().unwrap_or(0);
                 let v = cur + inc * (1 + (next() % 150) as i64);
-                if db.note_identity(oid, v).is_err() {
+                if db.now(|d| d.note_identity(oid, v)).is_err() {
                     // It may have become durable: the next value may follow it.
                     failed_note[i] = Some(v);
                     return true;
@@ -228,7 +236,10 @@ fn workload(
                 }
             };
             handed[i].insert(v);
-            if db.insert_row(x, oid, &record(v, b"row")).is_err() {
+            if db
+                .now(|d| d.insert_row(x, oid, &record(v, b"row"), d.growth_env()))
+                .is_err()
+            {
                 return true;
             }
         }
@@ -258,18 +269,18 @@ fn version_5_catalog_finds_its_value_once() {
 
     let mut db = reopen(&fs);
     assert_eq!(db.catalog.tables[0].identity_last, IdentityLast::Unknown);
-    assert_eq!(db.next_identity_shared(oid).unwrap(), None);
+    assert_eq!(shared(&db, oid), None);
     assert_eq!(db.full_scans(), 0);
-    assert_eq!(db.next_identity(oid).unwrap(), 41);
+    assert_eq!(db.now(|d| d.next_identity(oid)).unwrap(), 41);
     assert_eq!(db.full_scans(), 1, "the value was found by one scan");
-    assert_eq!(db.next_identity_shared(oid).unwrap(), Some(42));
-    assert_eq!(db.next_identity(oid).unwrap(), 43);
+    assert_eq!(shared(&db, oid), Some(42));
+    assert_eq!(db.now(|d| d.next_identity(oid)).unwrap(), 43);
     assert_eq!(db.full_scans(), 1, "and only once");
     db.checkpoint_for_close().unwrap();
     drop(db);
 
     let mut db = reopen(&fs);
-    assert_eq!(db.next_identity_shared(oid).unwrap(), Some(44));
+    assert_eq!(shared(&db, oid), Some(44));
     assert_eq!(db.full_scans(), 0);
     let mut values = stored(&mut db, oid);
     values.sort();

@@ -99,7 +99,8 @@ fn log_cut_at_every_sector_boundary() {
             // Bytes that do not compress, so the log spans many sectors.
             let len = 1 + (next() % 700) as usize;
             let v: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            db.insert_row(x, t, &row(k, &v)).unwrap();
+            db.now(|d| d.insert_row(x, t, &row(k, &v), d.growth_env()))
+                .unwrap();
             after.insert(k, v);
         }
         if i % 4 == 3 {
@@ -111,7 +112,7 @@ fn log_cut_at_every_sector_boundary() {
                     .try_into()
                     .unwrap(),
             );
-            db.delete_row(x, t, rid).unwrap();
+            db.now(|d| d.delete_row_at(x, t, (rid, &[]))).unwrap();
             after.remove(&k);
         }
         if i % 7 == 6 {
@@ -125,7 +126,8 @@ fn log_cut_at_every_sector_boundary() {
     }
     // A transaction left open: never visible after any cut.
     let x = db.begin_xact();
-    db.insert_row(x, t, &row(999_999, b"open")).unwrap();
+    db.now(|d| d.insert_row(x, t, &row(999_999, b"open"), d.growth_env()))
+        .unwrap();
     db.wal()
         .unwrap()
         .flush(Lsn {

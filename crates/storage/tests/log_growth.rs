@@ -70,7 +70,7 @@ fn db(fs: &SimFileSystem, growth: u32, max_pages: i32) -> Database {
 /// Inserts rows in one transaction until the log is full; returns how many went in.
 fn fill(db: &mut Database, t: u32, x: u64, limit: u32) -> Result<u32, StorageError> {
     for i in 0..limit {
-        match db.insert_row(x, t, &row(i)) {
+        match db.now(|d| d.insert_row(x, t, &row(i), d.growth_env())) {
             Ok(_) => {}
             Err(StorageError::LogFull(_)) => return Ok(i),
             Err(e) => return Err(e),
@@ -94,12 +94,13 @@ fn full_log_without_growth_still_rolls_back() {
     // The log is reusable again after a checkpoint.
     db.checkpoint().unwrap();
     let x = db.begin_xact();
-    db.insert_row(x, t, &row(1)).unwrap();
+    db.now(|d| d.insert_row(x, t, &row(1), d.growth_env()))
+        .unwrap();
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     drop(db);
     fs.crash();
-    let mut db = Database::open(&fs, Path::new("/sim/Grow.mdf")).unwrap();
+    let db = Database::open(&fs, Path::new("/sim/Grow.mdf")).unwrap();
     assert_eq!(db.scan_rows(t).unwrap().len(), 1);
 }
 
@@ -121,7 +122,7 @@ fn long_transaction_grows_the_log_to_maxsize() {
     db.wal().unwrap().flush(lsn).unwrap();
     drop(db);
     fs.crash();
-    let mut db = Database::open(&fs, Path::new("/sim/Grow.mdf")).unwrap();
+    let db = Database::open(&fs, Path::new("/sim/Grow.mdf")).unwrap();
     assert_eq!(db.scan_rows(t).unwrap().len() as u32, n);
     let vlf_bytes: u64 = db.vlfs().unwrap().iter().map(|v| v.size).sum();
     assert_eq!(vlf_bytes + 8192, 128 * 6 * 8192, "VLFs tile the grown file");
@@ -135,13 +136,14 @@ fn crash_after_growth_with_open_transaction() {
     let t = db.create_table(table()).unwrap();
     let x = db.begin_xact();
     for i in 0..600 {
-        db.insert_row(x, t, &row(i)).unwrap();
+        db.now(|d| d.insert_row(x, t, &row(i), d.growth_env()))
+            .unwrap();
     }
     assert!(db.log_growth_stats().0 >= 1);
     db.checkpoint().unwrap();
     drop(db);
     fs.crash();
-    let mut db = Database::open(&fs, Path::new("/sim/Grow.mdf")).unwrap();
+    let db = Database::open(&fs, Path::new("/sim/Grow.mdf")).unwrap();
     assert_eq!(db.recovery_stats().unwrap().rolled_back, 1);
     assert!(db.scan_rows(t).unwrap().is_empty());
 }
@@ -162,7 +164,7 @@ fn data_file_autogrows_to_maxsize() {
     let mut n = 0;
     let err = loop {
         let x = db.begin_xact();
-        match db.insert_row(x, t, &row(n)) {
+        match db.now(|d| d.insert_row(x, t, &row(n), d.growth_env())) {
             Ok(_) => {
                 let lsn = db.commit_xact(x).unwrap().unwrap();
                 db.wal().unwrap().flush(lsn).unwrap();
@@ -180,7 +182,7 @@ fn data_file_autogrows_to_maxsize() {
     assert!(n > 1000, "{n} rows");
     drop(db);
     fs.crash();
-    let mut db = Database::open(&fs, &root.join("Data.mdf")).unwrap();
+    let db = Database::open(&fs, &root.join("Data.mdf")).unwrap();
     assert_eq!(db.scan_rows(t).unwrap().len() as u32, n);
     assert_eq!(db.catalog.files[0].size_pages, 640);
 }
@@ -219,7 +221,7 @@ fn data_file_growth_prepared_in_the_background_with_ifi_off() {
             for batch in 0..130u32 {
                 let x = db.begin_xact();
                 for k in batch * 20..(batch + 1) * 20 {
-                    db.insert_row(x, t, &common::row(k, &[7; 3000]))?;
+                    db.now(|d| d.insert_row(x, t, &common::row(k, &[7; 3000]), d.growth_env()))?;
                 }
                 let lsn = db.commit_xact(x)?.unwrap();
                 db.wal().unwrap().flush(lsn)?;
@@ -239,7 +241,7 @@ fn data_file_growth_prepared_in_the_background_with_ifi_off() {
         drop(db);
         fs.set_faults(Faults::default());
         fs.crash();
-        let mut db = Database::open(&fs, &root.join("Grow.mdf")).unwrap();
+        let db = Database::open(&fs, &root.join("Grow.mdf")).unwrap();
         let n = db.scan_rows(t).unwrap().len() as u32;
         assert!(
             n == committed || (failed && n == committed + 20),

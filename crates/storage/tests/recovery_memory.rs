@@ -131,14 +131,17 @@ fn recovery_of_a_large_log_holds_a_bounded_buffer() {
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
     let t = db.create_table(table()).unwrap();
     let x = db.begin_xact();
-    let rid = db.insert_row(x, t, &row(0)).unwrap();
+    let rid = db
+        .now(|d| d.insert_row(x, t, &row(0), d.growth_env()))
+        .unwrap();
     db.commit_xact(x).unwrap();
     db.checkpoint().unwrap();
     let updates = 9_000u32;
     let mut last = None;
     for i in 1..=updates {
         let x = db.begin_xact();
-        db.update_row(x, t, rid, &row(i)).unwrap();
+        db.now(|d| d.update_row_at(x, t, (rid, &[]), &row(i), d.growth_env()))
+            .unwrap();
         last = db.commit_xact(x).unwrap();
     }
     db.wal().unwrap().flush(last.unwrap()).unwrap();
@@ -146,7 +149,7 @@ fn recovery_of_a_large_log_holds_a_bounded_buffer() {
     drop(db);
 
     let before = reset_peak();
-    let mut db = Database::open(fs.as_ref(), &dir.join("Big.mdf")).unwrap();
+    let db = Database::open(fs.as_ref(), &dir.join("Big.mdf")).unwrap();
     let peak = PEAK.load(Ordering::Relaxed) - before;
     let stats = db.recovery_stats().unwrap().clone();
     eprintln!(
@@ -190,14 +193,17 @@ fn recovery_of_a_large_open_transaction_holds_a_bounded_buffer() {
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &s).unwrap();
     let t = db.create_table(table()).unwrap();
     let x = db.begin_xact();
-    let rid = db.insert_row(x, t, &row(0)).unwrap();
+    let rid = db
+        .now(|d| d.insert_row(x, t, &row(0), d.growth_env()))
+        .unwrap();
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     db.checkpoint().unwrap();
     let updates = 9_000u32;
     let x = db.begin_xact();
     for i in 1..=updates {
-        db.update_row(x, t, rid, &row(i)).unwrap();
+        db.now(|d| d.update_row_at(x, t, (rid, &[]), &row(i), d.growth_env()))
+            .unwrap();
     }
     let everything = extentdb_format::Lsn {
         vlf_sequence: u32::MAX,
@@ -209,7 +215,7 @@ fn recovery_of_a_large_open_transaction_holds_a_bounded_buffer() {
     drop(db);
 
     let before = reset_peak();
-    let mut db = Database::open(fs.as_ref(), &dir.join("Loser.mdf")).unwrap();
+    let db = Database::open(fs.as_ref(), &dir.join("Loser.mdf")).unwrap();
     let peak = PEAK.load(Ordering::Relaxed) - before;
     let stats = db.recovery_stats().unwrap().clone();
     eprintln!(

@@ -72,8 +72,8 @@ fn seeks_return_exactly_the_rows_of_the_range() {
     };
     let x = db.begin_xact();
     let rows = db.scan_rows(tree).unwrap();
-    for (rid, _) in rows.iter().step_by(10) {
-        db.delete_row(x, tree, *rid).unwrap();
+    for (rid, rec) in rows.iter().step_by(10) {
+        db.now(|d| d.delete_row_at(x, tree, (*rid, rec))).unwrap();
     }
     db.commit_xact(x).unwrap();
     let live: Vec<u32> = all

@@ -1,7 +1,7 @@
 //! Heap INSERT by sessions sharing a database: each session holds the database shared
-//! (`DbLock::read`) while `insert_row_shared` places its row, as the SQL layer's
-//! `write_in_xact_sharing` does, and inserts the row with the database held exclusively
-//! (`insert_row`) when the shared path declines it (a new IAM page, a growth, the log).
+//! (`DbLock::read`) while `insert_row` places its row, as storage's `DbLock::run` does for
+//! the SQL layer, and inserts the row with the database held exclusively (`Database::now`)
+//! when it needs something first (a new IAM page, a growth, the log).
 //! Transactions begin and commit with the database shared; one in eight rolls back
 //! (exclusively). Five sessions: two share heap A, three have their own (B; C and D), in
 //! two filegroups: PRIMARY (A, B) of three equal files (every skip target 1: lock-free
@@ -11,7 +11,7 @@
 //! afterwards, and again after a close without a checkpoint and a reopen (redo), every
 //! table holds exactly the rows of its committed transactions with the values written,
 //! CHECKALLOC and CHECKDB find nothing, both paths were taken, and sessions were inside
-//! `insert_row_shared` at once.
+//! `insert_row` at once.
 //!
 //! `shared_inserts_survive_crashes` (simulated file system, a buffer pool of a few pages so
 //! pages are evicted under the pool's latch while others insert): the power is cut at a
@@ -34,11 +34,11 @@ use extentdb_format::file_header::FileType;
 use extentdb_format::record;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::access::{Needs, Step};
 use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
-use extentdb_storage::table::SharedInsert;
 use extentdb_storage::{Database, NewDatabase, NewFile, StorageError};
 
 /// Database `Ins` in `root`: PRIMARY with three equal 2 MB files, FG2 with a 1 MB and a
@@ -111,7 +111,7 @@ struct Counters {
     exclusive: AtomicU64,
     /// Growths the sessions initialized holding no database lock (IFI off).
     grown: AtomicU64,
-    /// Sessions inside `insert_row_shared` now, and the most at once.
+    /// Sessions inside a shared `insert_row` now, and the most at once.
     inside: AtomicUsize,
     peak: AtomicUsize,
 }
@@ -146,29 +146,30 @@ fn session(
             next += 1;
             let rec = row(k, &payload(k));
             // The row shared; a growth's preparation (IFI off) holding no lock, then the
-            // row again; declined, the row exclusively.
+            // row again; needing anything else, the row exclusively once it is provided.
             loop {
                 let placed = {
                     let g = db.read().unwrap();
                     let now = c.inside.fetch_add(1, Ordering::SeqCst) + 1;
                     c.peak.fetch_max(now, Ordering::SeqCst);
-                    let r = g.insert_row_shared(x, table, &rec, env);
+                    let r = g.insert_row(x, table, &rec, env);
                     c.inside.fetch_sub(1, Ordering::SeqCst);
                     r
                 };
                 match placed {
-                    Ok(SharedInsert::Inserted(_)) => {
+                    Ok(Step::Done(_)) => {
                         c.shared.fetch_add(1, Ordering::Relaxed);
                     }
-                    Ok(SharedInsert::Grow(p)) => {
+                    Ok(Step::Needs(Needs::Growth(p))) => {
                         if let Err(e) = p.run() {
                             return (out, Some(e));
                         }
                         c.grown.fetch_add(1, Ordering::Relaxed);
                         continue;
                     }
-                    Ok(SharedInsert::Declined) => {
-                        if let Err(e) = db.lock().unwrap().insert_row(x, table, &rec) {
+                    Ok(Step::Needs(_)) => {
+                        let mut g = db.lock().unwrap();
+                        if let Err(e) = g.now(|d| d.insert_row(x, table, &rec, env)) {
                             return (out, Some(e));
                         }
                         c.exclusive.fetch_add(1, Ordering::Relaxed);
@@ -352,7 +353,7 @@ fn sessions_insert_at_once_and_lose_nothing() {
     );
     assert!(
         peak >= 2,
-        "sessions were never inside insert_row_shared at once"
+        "sessions were never inside a shared insert_row at once"
     );
     assert!(
         grown > 0,

@@ -50,8 +50,10 @@ fn figures_add_up() {
     let tree = db.create_table(named(table_entry(true), "C")).unwrap();
     let x = db.begin_xact();
     for k in 0..400 {
-        db.insert_row(x, heap, &row(k, &[7; 500])).unwrap();
-        db.insert_row(x, tree, &row(k, &[9; 500])).unwrap();
+        db.now(|d| d.insert_row(x, heap, &row(k, &[7; 500]), d.growth_env()))
+            .unwrap();
+        db.now(|d| d.insert_row(x, tree, &row(k, &[9; 500]), d.growth_env()))
+            .unwrap();
     }
     db.commit_xact(x).unwrap();
 
@@ -82,7 +84,7 @@ fn figures_add_up() {
 
     let x = db.begin_xact();
     for (rid, rec) in db.scan_rows(heap).unwrap().into_iter().take(10) {
-        db.delete_row_at(x, heap, rid, &rec).unwrap();
+        db.now(|d| d.delete_row_at(x, heap, (rid, &rec))).unwrap();
     }
     db.commit_xact(x).unwrap();
     let after = space_of(&mut db, heap);

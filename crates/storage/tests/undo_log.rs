@@ -60,16 +60,23 @@ fn changes(
         for (i, (rid, old)) in rows.into_iter().enumerate() {
             let key = u32::from_le_bytes(old[4..8].try_into().unwrap());
             if i % del == del - 1 {
-                db.delete_row_at(x, t, rid, &old)?;
+                db.now(|d| d.delete_row_at(x, t, (rid, &old)))?;
             } else {
                 let len = MIN_ROW + (key as usize * 13 + round as usize * 101) % 500;
                 let v = vec![(key % 241) as u8 ^ round as u8; len];
-                db.update_row_at(x, t, rid, &old, &row(key, &v))?;
+                db.now(|d| d.update_row_at(x, t, (rid, &old), &row(key, &v), d.growth_env()))?;
             }
         }
         for k in 0..inserts {
             let key = 2_000_000 + round * 10_000 + k;
-            db.insert_row(x, t, &row(key, &vec![round as u8; MIN_ROW + k as usize]))?;
+            db.now(|d| {
+                d.insert_row(
+                    x,
+                    t,
+                    &row(key, &vec![round as u8; MIN_ROW + k as usize]),
+                    d.growth_env(),
+                )
+            })?;
         }
     }
     Ok(())

@@ -21,7 +21,9 @@
 use std::path::PathBuf;
 
 use extentdb_format::ids::PageId;
-use extentdb_storage::table::{Rid, SharedInsert};
+use extentdb_storage::access::{Held, Needs, Step};
+use extentdb_storage::log_growth::GrowthEnv;
+use extentdb_storage::table::Rid;
 use extentdb_storage::Database;
 
 use super::errors;
@@ -31,7 +33,6 @@ use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
 use super::tables::{Access, TableRef};
 use super::unique::KeyCheck;
-use super::xact::Shared;
 use super::{Out, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
 use crate::convert::{convert, data_type_name};
@@ -316,17 +317,13 @@ impl Session {
             inserted: 0,
             more,
             prenumbered: false,
+            keys_checked: false,
             spill_dir: self.spill_dir(),
             last: None,
         };
-        // Each closure runs at most once, one after the other.
-        let progress = std::cell::RefCell::new(&mut p);
-        self.write_in_xact_sharing(
-            t.db_id,
-            &db,
-            |db, x| write_inserts_shared(db, x, (&t, &locking), &env, &mut progress.borrow_mut()),
-            |db, x| write_inserts(db, x, (&t, &locking), &mut progress.borrow_mut()),
-        )?;
+        self.write_in_xact(t.db_id, &db, |db, x| {
+            write_inserts(db, x, (&t, &locking), &env, &mut p)
+        })?;
         if p.last.is_some() {
             self.last_identity = p.last;
         }
@@ -464,21 +461,35 @@ impl Session {
         let mut changes = changes.finish().map_err(one)?;
         let width = t.entry.columns.len();
         let db = t.db.clone();
-        self.write_in_xact(t.db_id, &db, |db, x| loop {
-            let window = changes.window(SPOOL_WINDOW).map_err(one)?;
-            if window.is_empty() {
-                return Ok(());
-            }
-            for row in window {
-                let (old, new) = row[1..].split_at(width);
-                let (rid, new) = (rid_of(&row[0]), record(&t, new)?);
-                let at = db
-                    .update_row_at(x, t.entry.object_id, rid, &record(&t, old)?, &new)
-                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
-                if at != rid && t.entry.index_id != 1 {
-                    // A heap row that grew moved: its new RID is this transaction's too.
-                    locking.own_new_row(at, &new)?;
+        let env = self.growth_env();
+        let (mut window, mut at) = (Vec::new(), 0usize);
+        self.write_in_xact(t.db_id, &db, |db, x| {
+            let mut done = 0;
+            loop {
+                if at == window.len() {
+                    (window, at) = (changes.window(SPOOL_WINDOW).map_err(one)?, 0);
+                    if window.is_empty() {
+                        return Ok(Step::Done(()));
+                    }
                 }
+                if db.held_exclusively() && done > 0 {
+                    return Ok(Step::Needs(Needs::Share));
+                }
+                let row: &Vec<Value> = &window[at];
+                let (old, new) = row[1..].split_at(width);
+                let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
+                let step = db
+                    .update_row_at(x, t.entry.object_id, (rid, &old), &new, &env)
+                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+                match step {
+                    Step::Needs(n) => return Ok(Step::Needs(n)),
+                    // A heap row that grew moved: its new RID is this transaction's too.
+                    Step::Done(moved) if moved != rid && t.entry.index_id != 1 => {
+                        locking.own_new_row(moved, &new)?
+                    }
+                    Step::Done(_) => {}
+                }
+                (at, done) = (at + 1, done + 1);
             }
         })?;
         self.report_io(&t, out);
@@ -538,24 +549,34 @@ impl Session {
         let count = found.min(limit as u64);
         let mut left = count as usize;
         let db = t.db.clone();
+        let (mut window, mut at) = (Vec::new(), 0usize);
         self.write_in_xact(t.db_id, &db, |db, x| {
-            while left > 0 {
-                let window = matched
-                    .window(left.min(SPOOL_WINDOW))
-                    .map_err(|e| vec![e])?;
-                assert!(!window.is_empty(), "the spool holds every match it counted");
-                left -= window.len();
-                for row in window {
-                    db.delete_row_at(
-                        x,
-                        t.entry.object_id,
-                        rid_of(&row[0]),
-                        &record(&t, &row[1..])?,
-                    )
-                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+            let mut done = 0;
+            loop {
+                if at == window.len() {
+                    if left == 0 {
+                        return Ok(Step::Done(()));
+                    }
+                    let w = matched
+                        .window(left.min(SPOOL_WINDOW))
+                        .map_err(|e| vec![e])?;
+                    assert!(!w.is_empty(), "the spool holds every match it counted");
+                    left -= w.len();
+                    (window, at) = (w, 0);
                 }
+                if db.held_exclusively() && done > 0 {
+                    return Ok(Step::Needs(Needs::Share));
+                }
+                let row: &Vec<Value> = &window[at];
+                let old = record(&t, &row[1..])?;
+                let step = db
+                    .delete_row_at(x, t.entry.object_id, (rid_of(&row[0]), &old))
+                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
+                if let Step::Needs(n) = step {
+                    return Ok(Step::Needs(n));
+                }
+                (at, done) = (at + 1, done + 1);
             }
-            Ok(())
         })?;
         self.report_io(&t, out);
         self.rows_affected(count, out);
@@ -640,6 +661,8 @@ struct InsertProgress {
     more: Option<SortedRows>,
     /// Every row has its identity value already (`check_new_keys` numbered them all).
     prenumbered: bool,
+    /// A heap's NONCLUSTERED primary key was checked for every new row.
+    keys_checked: bool,
     /// Where spools go (tempdb's directory).
     spill_dir: PathBuf,
     /// The last identity value handed out (@@IDENTITY, SCOPE_IDENTITY()).
@@ -704,122 +727,139 @@ impl InsertProgress {
     }
 }
 
-/// The write phase of INSERT with the database shared: identity values and records of a
-/// heap with no key to check, while the storage layer can place them beside other
-/// sessions' (`Database::insert_row_shared`), as far as it can: `write_inserts` goes on
-/// from where this stopped.
-fn write_inserts_shared(
-    db: &Database,
+/// The write phase of INSERT, one step of `write_in_xact` (storage's access.rs): identity
+/// values and records row by row beside other sessions; held exclusively after a
+/// provision, one row, then back to sharing. A heap's NONCLUSTERED primary key is checked,
+/// and its rows inserted, holding the database throughout (`insert_checked`).
+fn write_inserts(
+    db: Held<'_>,
     x: u64,
     (t, locking): (&TableRef, &super::locking::RowLocking),
-    env: &extentdb_storage::log_growth::GrowthEnv,
+    env: &GrowthEnv,
     p: &mut InsertProgress,
-) -> Result<Shared, Vec<SqlError>> {
-    if t.entry.index_id != 0 || key_columns(t).is_some() {
-        return Ok(Shared::Exclusive);
+) -> Result<Step<()>, Vec<SqlError>> {
+    if let (Some(key), 0) = (key_columns(t), t.entry.index_id) {
+        let Held::Exclusive(db) = db else {
+            return Ok(Step::Needs(Needs::Exclusive));
+        };
+        insert_checked(db, x, (t, locking), env, p, key)?;
+        return Ok(Step::Done(()));
     }
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
-    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+    let mut done = 0;
     while p.refill()? {
         while p.numbered < p.rows.len() {
-            let r = &mut p.rows[p.numbered];
-            match (r.generate_identity, identity) {
-                (Some(pos), _) => {
-                    let Some(v) = db.next_identity_shared(oid).map_err(map)? else {
-                        return Ok(Shared::Exclusive);
-                    };
-                    r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
-                    p.last = Some(v);
-                }
-                // IDENTITY_INSERT moves the identity on: `write_inserts` does it.
-                (None, Some(_)) => return Ok(Shared::Exclusive),
-                (None, None) => {}
+            if db.held_exclusively() && done > 0 {
+                return Ok(Step::Needs(Needs::Share));
             }
-            p.numbered += 1;
+            if let Step::Needs(n) = number_row(&db, t, &mut p.rows[p.numbered], &mut p.last)? {
+                return Ok(Step::Needs(n));
+            }
+            (p.numbered, done) = (p.numbered + 1, done + 1);
         }
         while p.inserted < p.rows.len() {
-            let rec = t.encode(&p.rows[p.inserted].values)?;
-            match db.insert_row_shared(x, oid, &rec, env).map_err(map)? {
-                SharedInsert::Inserted(rid) => {
-                    locking.own_new_row(rid, &rec)?;
-                    p.inserted += 1;
-                }
-                SharedInsert::Declined => return Ok(Shared::Exclusive),
-                SharedInsert::Grow(g) => return Ok(Shared::Grow(g)),
+            if db.held_exclusively() && done > 0 {
+                return Ok(Step::Needs(Needs::Share));
             }
+            let r = &p.rows[p.inserted];
+            let rec = t.encode(&r.values)?;
+            match db.insert_row(x, oid, &rec, env) {
+                Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
+                    let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
+                    let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
+                    return Err(duplicate_key(t, &constraint, &key));
+                }
+                Err(e) => return Err(map(e)),
+                Ok(Step::Needs(n)) => return Ok(Step::Needs(n)),
+                Ok(Step::Done(rid)) => locking.own_new_row(rid, &rec)?,
+            }
+            (p.inserted, done) = (p.inserted + 1, done + 1);
         }
     }
-    Ok(Shared::Done)
+    Ok(Step::Done(()))
 }
 
-/// The write phase of INSERT with the database held exclusively, from where
-/// `write_inserts_shared` stopped: identity values, key check, records.
-fn write_inserts(
+/// INSERT into a heap with a NONCLUSTERED primary key, holding the database throughout so
+/// no other statement adds a key between the check and the rows: every new row's key is
+/// checked first (`check_new_keys`), then the rows go in.
+fn insert_checked(
     db: &mut Database,
     x: u64,
     (t, locking): (&TableRef, &super::locking::RowLocking),
+    env: &GrowthEnv,
     p: &mut InsertProgress,
+    (name, pos): (String, Vec<usize>),
 ) -> Result<(), Vec<SqlError>> {
     let oid = t.entry.object_id;
     let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
-    // A clustered index enforces its key itself as rows go in; a NONCLUSTERED primary key
-    // over a heap is checked first, for every new row against every stored one (the shared
-    // path inserts none of those).
-    if let (Some((name, pos)), 0) = (key_columns(t), t.entry.index_id) {
+    if !p.keys_checked {
         check_new_keys(db, t, p, &name, pos)?;
+        p.keys_checked = true;
     }
     // A spooled INSERT goes window by window, all in the statement's transaction.
     while p.refill()? {
         number_rows(db, t, &mut p.rows[p.numbered..], &mut p.last)?;
         p.numbered = p.rows.len();
         while p.inserted < p.rows.len() {
-            let r = &p.rows[p.inserted];
-            let rec = t.encode(&r.values)?;
-            match db.insert_row(x, oid, &rec) {
-                Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
-                    let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
-                    let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
-                    return Err(duplicate_key(t, &constraint, &key));
-                }
-                other => {
-                    let rid = other.map_err(map)?;
-                    locking.own_new_row(rid, &rec)?;
-                }
-            }
+            let rec = t.encode(&p.rows[p.inserted].values)?;
+            let rid = db.now(|d| d.insert_row(x, oid, &rec, env)).map_err(map)?;
+            locking.own_new_row(rid, &rec)?;
             p.inserted += 1;
         }
     }
     Ok(())
 }
 
-/// Identity values for `rows` that generate one; IDENTITY_INSERT's given values move the
+/// Row `r`'s identity value if it generates one; IDENTITY_INSERT's given value moves the
 /// identity on.
+fn number_row(
+    db: &Database,
+    t: &TableRef,
+    r: &mut NewRow,
+    last: &mut Option<i64>,
+) -> Result<Step<()>, Vec<SqlError>> {
+    let oid = t.entry.object_id;
+    let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
+    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+    match (r.generate_identity, identity) {
+        (Some(pos), _) => match db.next_identity(oid).map_err(map)? {
+            Step::Done(v) => {
+                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
+                *last = Some(v);
+            }
+            Step::Needs(n) => return Ok(Step::Needs(n)),
+        },
+        (None, Some(pos)) => {
+            // IDENTITY_INSERT: a value beyond the current one moves the identity on.
+            let Ok(v) = as_i64(&r.values[pos]) else {
+                return Ok(Step::Done(()));
+            };
+            if let Step::Needs(n) = db.note_identity(oid, v).map_err(map)? {
+                return Ok(Step::Needs(n));
+            }
+            *last = Some(v);
+        }
+        (None, None) => {}
+    }
+    Ok(Step::Done(()))
+}
+
+/// `number_row` for each of `rows`, holding the database (what a row needs is provided).
 fn number_rows(
     db: &mut Database,
     t: &TableRef,
     rows: &mut [NewRow],
     last: &mut Option<i64>,
 ) -> Result<(), Vec<SqlError>> {
-    let oid = t.entry.object_id;
-    let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
-    let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
     for r in rows {
-        match (r.generate_identity, identity) {
-            (Some(pos), _) => {
-                let v = db.next_identity(oid).map_err(map)?;
-                r.values[pos] = identity_value(t.types[pos], v).map_err(terminated)?;
-                *last = Some(v);
+        loop {
+            match number_row(db, t, r, last)? {
+                Step::Done(()) => break,
+                Step::Needs(n) => db
+                    .provide(n)
+                    .map_err(|e| errors::map_data(&e, &t.db_name))?,
             }
-            (None, Some(pos)) => {
-                // IDENTITY_INSERT: a value beyond the current one moves the identity on.
-                let Ok(v) = as_i64(&r.values[pos]) else {
-                    continue;
-                };
-                db.note_identity(oid, v).map_err(map)?;
-                *last = Some(v);
-            }
-            (None, None) => {}
         }
     }
     Ok(())

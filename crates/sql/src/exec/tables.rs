@@ -190,7 +190,7 @@ pub(super) struct Chunks<'a> {
 
 impl<'a> Chunks<'a> {
     pub fn new(t: &'a TableRef, access: Access) -> Result<Chunks<'a>, Vec<SqlError>> {
-        Chunks::held(t, &t.db.lock().unwrap(), access)
+        Chunks::held(t, &t.db.read().unwrap(), access)
     }
 
     /// Chunks read through a database the caller holds (`next_chunk_in`).
@@ -254,8 +254,9 @@ impl<'a> Chunks<'a> {
             return Ok(None);
         }
         let t = self.t;
-        let mut db = t.db.lock().unwrap();
-        let mut rows = self.read(&mut db)?;
+        // Reads share the database (storage reads pages through the pool's latch).
+        let db = t.db.read().unwrap();
+        let mut rows = self.read(&db)?;
         let Some(l) = self.locking else {
             return Ok(Some(rows));
         };
@@ -302,7 +303,7 @@ impl<'a> Chunks<'a> {
         };
         let t = self.t;
         let now =
-            t.db.lock()
+            t.db.read()
                 .unwrap()
                 .current_row(t.entry.object_id, rid, &rec)
                 .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
@@ -329,7 +330,7 @@ impl<'a> Chunks<'a> {
 
     /// One chunk: a scan reads one chunk per call; a seek goes on through its ranges while
     /// the chunk has room.
-    fn read(&mut self, db: &mut Database) -> Result<StoredRows, Vec<SqlError>> {
+    fn read(&mut self, db: &Database) -> Result<StoredRows, Vec<SqlError>> {
         self.ranges.clear();
         let t = self.t;
         let oid = t.entry.object_id;

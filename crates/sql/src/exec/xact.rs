@@ -17,9 +17,10 @@
 //!    open (SQL Server with XACT_ABORT OFF).
 //! 3. A commit is acknowledged only after the log is flushed to its LSN; the flush happens
 //!    after the database's lock is released, so committers in other sessions share it.
-//! 4. A statement's writes run with the database shared (`DbLock::read`) as far as the
-//!    storage layer can place them beside other sessions' (heap INSERT), and the rest with
-//!    it held exclusively; either way they are one statement in one transaction.
+//! 4. A statement's writes run with the database shared (`DbLock::run`): each row
+//!    operation beside other sessions', the database held exclusively only while a change
+//!    of its structure is made for a row (storage's access.rs); either way they are one
+//!    statement in one transaction.
 //!
 //! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, and DDL
 //! inside a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE
@@ -30,36 +31,11 @@ use std::sync::Arc;
 
 use extentdb_storage::db_lock::DbLock;
 
-use extentdb_storage::Database;
+use extentdb_storage::access::{Held, Step};
 
 use super::errors;
 use super::{EnvChange, Out, Output, Session};
 use crate::messages::{msg, SqlError};
-
-/// Poisons its database when dropped by a panic's unwinding (`write_in_xact_sharing`).
-struct PoisonOnPanic<'a>(&'a Arc<DbLock>);
-
-impl Drop for PoisonOnPanic<'_> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            if let Ok(db) = self.0.read() {
-                db.poison_after_panic();
-            }
-        }
-    }
-}
-
-/// Where the shared half of a statement's writes stopped (`write_in_xact_sharing`).
-pub(super) enum Shared {
-    /// Every write is done.
-    Done,
-    /// The rest needs the database held exclusively.
-    Exclusive,
-    /// A filegroup's growth to initialize holding no lock on the database (a session
-    /// waiting to hold it exclusively would stop every other session meanwhile); then the
-    /// shared half goes on.
-    Grow(extentdb_storage::proportional_fill::GrowthPreparation),
-}
 
 impl Session {
     pub(super) fn begin_transaction(&mut self, out: &mut Out) {
@@ -197,39 +173,17 @@ impl Session {
     }
 
     /// Runs one statement's writes to database `db_id` inside the session's transaction
-    /// (invariants 1 to 3): `f` gets the locked database and the transaction to write in.
-    pub(super) fn write_in_xact<T>(
-        &mut self,
-        db_id: u16,
-        db: &Arc<DbLock>,
-        f: impl FnOnce(&mut Database, u64) -> Result<T, Vec<SqlError>>,
-    ) -> Result<T, Vec<SqlError>> {
-        let mut out = None;
-        let mut f = Some(f);
-        self.write_in_xact_sharing(
-            db_id,
-            db,
-            |_, _| Ok(Shared::Exclusive),
-            |db, x| {
-                out = Some(f.take().expect("called once")(db, x)?);
-                Ok(())
-            },
-        )?;
-        Ok(out.expect("the exclusive part ran"))
-    }
-
-    /// `write_in_xact` for a statement whose writes can run beside other sessions': `shared`
-    /// gets the database shared (`DbLock::read`) and goes as far as it can (`Shared`);
-    /// a growth it needs is initialized holding no lock on the database, and `shared` runs
-    /// again; `rest` finishes with the database held exclusively (and only if needed). The
-    /// transaction begins, and commits, with the database shared too (its commit record is
+    /// (invariants 1 to 4): `step` gets the database and the transaction to write in, and
+    /// runs as storage's `DbLock::run` says (access.rs): sharing the database, and holding
+    /// it exclusively only after a change of its structure a row needed, until it says it
+    /// may share it again (`Needs::Share`). Each call goes on from where the last stopped.
+    /// The transaction begins, and commits, with the database shared (its commit record is
     /// one append); a failure's rollback holds it exclusively.
-    pub(super) fn write_in_xact_sharing(
+    pub(super) fn write_in_xact(
         &mut self,
         db_id: u16,
         db: &Arc<DbLock>,
-        mut shared: impl FnMut(&Database, u64) -> Result<Shared, Vec<SqlError>>,
-        rest: impl FnOnce(&mut Database, u64) -> Result<(), Vec<SqlError>>,
+        step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
         let (x, savepoint) = {
             let guard = db.read().unwrap();
@@ -243,34 +197,10 @@ impl Session {
         if !autocommit && self.xacts.insert(db_id, x).is_none() {
             self.publish_xacts();
         }
-        // A panic from here on may leave a change half made, or the autocommit transaction
-        // active with no session to end it: the database then needs reopening.
-        let _panic_guard = PoisonOnPanic(db);
-        let result = loop {
-            // The shared guard ends with this statement, before any lock below.
-            let step = shared(&db.read().unwrap(), x);
-            match step {
-                Ok(Shared::Grow(p)) => match p.run() {
-                    Ok(_) => continue,
-                    // The space could not be prepared (a full disk): the exclusive path
-                    // grows (or fails to grow) the filegroup itself and reports it as
-                    // SQL Server does (5149 in the ERRORLOG, 1105 to the client).
-                    Err(_) => break Ok(false),
-                },
-                other => break other.map(|s| matches!(s, Shared::Done)),
-            }
-        };
-        let result = match result {
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                let mut guard = db.lock().unwrap();
-                // Autogrowth during this statement initializes and reports as this
-                // session would.
-                guard.set_growth_env(self.growth_env());
-                rest(&mut guard, x)
-            }
-            Err(e) => Err(e),
-        };
+        let name = db.read().unwrap().name.clone();
+        let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &name);
+        let mut step = step;
+        let result = db.run(&self.growth_env(), map, |db| step(db, x));
         match result {
             Ok(()) if autocommit => commit(db, x),
             Ok(()) => Ok(()),

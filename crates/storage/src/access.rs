@@ -1,0 +1,280 @@
+//! The access methods' row operations, one path each: `insert_row`, `update_row_at`,
+//! `delete_row_at` (heap.rs's and btree.rs's halves behind them) and `next_identity`.
+//!
+//! Every row operation takes `&self`, so a session sharing the database (`DbLock::read`)
+//! runs it beside other sessions. When the row cannot go in without a change to the
+//! database's structure (a leaf split, a heap's new page or extent, a log checkpoint or
+//! growth, an identity block saved in the catalog), the operation changes nothing and
+//! says what it needs (`Needs`). The caller then holds the database exclusively, has the
+//! structure changed (`Database::provide`) and runs the same operation again, still holding
+//! it: `DbLock::run` for sessions, `Database::now` for a caller that already holds it.
+//!
+//! Invariants:
+//! 1. An operation that returns `Step::Needs` has logged no change of the row (a heap page
+//!    it formatted for the row stays, empty, as its heap's current page).
+//! 2. A shared operation changes a page only while holding that page's latch
+//!    (`PageLatches::hold`, SQL Server's PAGELATCH_EX), which it takes after its heap's
+//!    insert lock and before any other latch, and never holds two page latches at once.
+//!    Readers copy pages under the buffer pool's latch, which every change is applied
+//!    under, so a reader sees a page before or after a change, never inside it.
+//! 3. A change that moves a row (a clustered key or length change, a heap row that grew)
+//!    needs the database held exclusively (`Needs::Exclusive`): it is two changes, and
+//!    everything the second needs is checked before the first is made.
+//! 4. Holding the database exclusively, an operation run again after `provide` does not
+//!    need the same thing twice in a row (`Database::now` asserts it): each provision
+//!    makes the room it was asked for, so a session always progresses.
+//!
+//! Lock order inside a database (docs/ARCHITECTURE.md): the database (`DbLock`), a heap's
+//! insert lock, one page latch, then the transaction table's latch, the log's, the buffer
+//! pool's.
+
+use std::sync::{Mutex, MutexGuard};
+
+use extentdb_format::catalog::TableEntry;
+use extentdb_format::log_record::XactId;
+use extentdb_format::PageId;
+
+use crate::log_growth::GrowthEnv;
+use crate::proportional_fill::GrowthPreparation;
+use crate::table::Rid;
+use crate::{Database, StorageError};
+
+/// The database as a caller of row operations holds it (`DbLock::run`): shared with other
+/// sessions, or exclusively, for a caller whose statement must hold it throughout.
+pub enum Held<'a> {
+    Shared(&'a Database),
+    Exclusive(&'a mut Database),
+}
+
+impl std::ops::Deref for Held<'_> {
+    type Target = Database;
+    fn deref(&self) -> &Database {
+        match self {
+            Held::Shared(db) => db,
+            Held::Exclusive(db) => db,
+        }
+    }
+}
+
+/// What a row operation did: done, or nothing yet because it needs something first.
+#[must_use]
+#[derive(Debug)]
+pub enum Step<T> {
+    Done(T),
+    Needs(Needs),
+}
+
+/// What a row operation needs before it can be done (invariant 1: it changed nothing).
+#[derive(Debug)]
+pub enum Needs {
+    /// The log checkpointed or grown ahead of need (`ensure_log_space`).
+    LogSpace,
+    /// The log grown now: a change's record and the rollback reservations do not fit.
+    LogGrowth,
+    /// A page of heap `object_id` with room for a record of `len` bytes as its insert
+    /// cursor's page (a cursor rebuilt after open, a new page, extent or IAM page, a
+    /// filegroup grown).
+    HeapRoom { object_id: u32, len: usize },
+    /// The leaf of clustered index `object_id` for record `record` split (its ghosts
+    /// cleaned first) until it has room for it.
+    LeafRoom { object_id: u32, record: Vec<u8> },
+    /// A block of identity values for table `object_id` saved in the catalog, past its
+    /// last value (found by a scan when no catalog keeps it).
+    IdentityBlock { object_id: u32 },
+    /// Identity value `value` stored explicitly (IDENTITY_INSERT) made the table's bound.
+    IdentityBound { object_id: u32, value: i64 },
+    /// Nothing to change: the operation only has to run with the database held
+    /// exclusively (invariant 3).
+    Exclusive,
+    /// A filegroup's growth to initialize holding no lock on the database (with instant
+    /// file initialization off, zeros take long enough to keep out of every lock); then
+    /// the operation runs again, shared.
+    Growth(GrowthPreparation),
+    /// From a caller's batch of operations, run holding the database exclusively after a
+    /// provision: one row went in, and the rest may share the database again.
+    Share,
+}
+
+impl Needs {
+    /// The need without its payload, for invariant 4's check.
+    fn kind(&self) -> std::mem::Discriminant<Needs> {
+        std::mem::discriminant(self)
+    }
+}
+
+/// Page latches: one mutex per stripe of page ids, so memory stays fixed whatever the
+/// database's size; two pages in one stripe only wait for each other (invariant 2 keeps
+/// that from deadlocking: no one holds two).
+pub(crate) struct PageLatches(Vec<Mutex<()>>);
+
+/// Stripes of page latches per database.
+const PAGE_LATCH_STRIPES: usize = 1024;
+
+impl Default for PageLatches {
+    fn default() -> Self {
+        PageLatches((0..PAGE_LATCH_STRIPES).map(|_| Mutex::new(())).collect())
+    }
+}
+
+impl PageLatches {
+    /// Holds page `pid`'s latch exclusively until the guard drops.
+    pub(crate) fn hold(&self, pid: PageId) -> MutexGuard<'_, ()> {
+        let h = (pid.file.0 as usize).wrapping_mul(0x9E37_79B9) ^ pid.page.0 as usize;
+        let m = &self.0[h % PAGE_LATCH_STRIPES];
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Database {
+    /// Table `object_id` for a row operation, once the database takes changes and the log
+    /// needs nothing first (else `Err(Needs::LogSpace)`).
+    fn row_target(&self, object_id: u32) -> Result<Result<&TableEntry, Needs>, StorageError> {
+        self.check_writable()?;
+        let t = self
+            .table_by_id(object_id)
+            .ok_or(StorageError::TableNotFound(object_id))?;
+        Ok(match self.log_wants_space() {
+            true => Err(Needs::LogSpace),
+            false => Ok(t),
+        })
+    }
+
+    /// Inserts record `rec` into table `object_id` within `xact`: into its clustered
+    /// index's leaf, or its heap's current page. `env` is the inserting session's (how a
+    /// growth it causes initializes and reports).
+    pub fn insert_row(
+        &self,
+        xact: XactId,
+        object_id: u32,
+        rec: &[u8],
+        env: &GrowthEnv,
+    ) -> Result<Step<Rid>, StorageError> {
+        let t = match self.row_target(object_id)? {
+            Ok(t) => t,
+            Err(n) => return Ok(Step::Needs(n)),
+        };
+        match t.index_id {
+            1 => self.btree_insert(xact, t, rec, 0),
+            _ => self.heap_insert(xact, t, rec, env, 0),
+        }
+    }
+
+    /// Replaces the row `old` that a scan found at `rid` by `new`; gives its position
+    /// afterwards. By key in a clustered index (where rows move between pages as pages
+    /// split), by RID in a heap.
+    pub fn update_row_at(
+        &self,
+        xact: XactId,
+        object_id: u32,
+        (rid, old): (Rid, &[u8]),
+        new: &[u8],
+        env: &GrowthEnv,
+    ) -> Result<Step<Rid>, StorageError> {
+        let t = match self.row_target(object_id)? {
+            Ok(t) => t,
+            Err(n) => return Ok(Step::Needs(n)),
+        };
+        match t.index_id {
+            1 => self.btree_update(xact, t, old, new),
+            _ => self.heap_update(xact, t, rid, new, env),
+        }
+    }
+
+    /// Deletes the row `old` that a scan found at `rid` (it becomes a ghost until its
+    /// transaction ends): by key in a clustered index, by RID in a heap.
+    pub fn delete_row_at(
+        &self,
+        xact: XactId,
+        object_id: u32,
+        (rid, old): (Rid, &[u8]),
+    ) -> Result<Step<()>, StorageError> {
+        let t = match self.row_target(object_id)? {
+            Ok(t) => t,
+            Err(n) => return Ok(Step::Needs(n)),
+        };
+        match t.index_id {
+            1 => self.btree_delete(xact, t, old, 0),
+            _ => self.heap_delete(xact, t, rid),
+        }
+    }
+
+    /// The error for a row move whose second change found it needs something (access.rs
+    /// invariant 3 checked what it needs before the first): a log that filled meanwhile.
+    /// The statement's rollback undoes the first change.
+    pub(crate) fn second_change_failed(&self, needs: Needs) -> StorageError {
+        match needs {
+            Needs::LogGrowth | Needs::LogSpace => StorageError::LogFull(self.log_full_reason()),
+            other => unreachable!("invariant 3: a row move's second change needs {other:?}"),
+        }
+    }
+
+    /// True while nothing else runs in this database: held through `DbLock::lock`, or not
+    /// shared at all (open, recovery, tools, tests).
+    pub fn held_exclusively(&self) -> bool {
+        self.held_exclusively
+    }
+
+    /// The growth environment the database's own operations use (`set_growth_env`).
+    pub fn growth_env(&self) -> &GrowthEnv {
+        &self.data.growth.env
+    }
+
+    /// Whether an operation sharing the database must first have the log seen to: a
+    /// checkpoint or growth ahead of need, done once per exclusive hold.
+    pub(crate) fn log_wants_space(&self) -> bool {
+        !self.log_attended && self.log_needs_attention()
+    }
+
+    /// Makes what `needs` asks for, holding the database exclusively. A need that only
+    /// asks for the database (`Exclusive`, `Share`) or a growth a session could not
+    /// prepare (`Growth`: the operation, run again here, asks for the room itself)
+    /// changes nothing.
+    pub fn provide(&mut self, needs: Needs) -> Result<(), StorageError> {
+        match needs {
+            Needs::LogSpace => {
+                self.ensure_log_space()?;
+                self.log_attended = true;
+            }
+            Needs::LogGrowth => {
+                if !self.grow_log_now()? {
+                    return Err(StorageError::LogFull(self.log_full_reason()));
+                }
+            }
+            Needs::HeapRoom { object_id, len } => {
+                let t = self.table_or_err(object_id)?;
+                self.insert_target(&t, len)?;
+            }
+            Needs::LeafRoom { object_id, record } => {
+                let t = self.table_or_err(object_id)?;
+                self.make_leaf_room(&t, &record)?;
+            }
+            Needs::IdentityBlock { object_id } => self.reserve_identity_block(object_id)?,
+            Needs::IdentityBound { object_id, value } => {
+                self.raise_identity_bound(object_id, value)?
+            }
+            Needs::Exclusive | Needs::Growth(_) | Needs::Share => {}
+        }
+        Ok(())
+    }
+
+    /// Runs row operation `op` with the database held (`&mut self`): what it needs is
+    /// provided and it runs again, until done (invariant 4).
+    pub fn now<T>(
+        &mut self,
+        mut op: impl FnMut(&Database) -> Result<Step<T>, StorageError>,
+    ) -> Result<T, StorageError> {
+        self.log_attended = false;
+        let mut last = None;
+        loop {
+            match op(self)? {
+                Step::Done(t) => return Ok(t),
+                Step::Needs(n) => {
+                    let kind = n.kind();
+                    assert_ne!(last, Some(kind), "invariant 4: {n:?} needed twice");
+                    last = Some(kind);
+                    self.provide(n)?;
+                }
+            }
+        }
+    }
+}
