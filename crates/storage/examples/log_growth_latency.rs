@@ -202,7 +202,7 @@ fn holder(
         let x = {
             let mut g = db.lock().unwrap();
             let x = g.begin_xact();
-            if let Err(e) = g.now(|d| d.insert_row(x, t, &small_row(), d.growth_env())) {
+            if let Err(e) = g.now(|d| d.insert_row(x, t, (&small_row(), d.growth_env()), None)) {
                 let _ = ready.send(Err(format!("holder insert: {e}")));
                 return Err(format!("holder insert: {e}"));
             }
@@ -252,7 +252,7 @@ fn committer(
                 let mut g = db.lock().unwrap();
                 let _held = Held(Instant::now(), &mut worst.0);
                 let x = g.begin_xact();
-                match g.now(|d| d.insert_row(x, t, &row, d.growth_env())) {
+                match g.now(|d| d.insert_row(x, t, (&row, d.growth_env()), None)) {
                     Ok(_) => g
                         .commit_xact(x)
                         .map(|l| (l, g.log_growth_stats().0))

@@ -113,7 +113,7 @@ fn load_and_crash(fs: &OsFileSystem, a: &Args) -> (u64, u32) {
     while wal.used_bytes() < a.log_mb * MB {
         let xact = db.begin_xact();
         for _ in 0..50 {
-            db.now(|d| d.insert_row(xact, t, &random_row(&mut x), d.growth_env()))
+            db.now(|d| d.insert_row(xact, t, (&random_row(&mut x), d.growth_env()), None))
                 .unwrap();
         }
         let lsn = db.commit_xact(xact).unwrap().unwrap();
@@ -122,7 +122,7 @@ fn load_and_crash(fs: &OsFileSystem, a: &Args) -> (u64, u32) {
     }
     let open = db.begin_xact();
     for _ in 0..a.open_rows {
-        db.now(|d| d.insert_row(open, t, &random_row(&mut x), d.growth_env()))
+        db.now(|d| d.insert_row(open, t, (&random_row(&mut x), d.growth_env()), None))
             .unwrap();
     }
     wal.flush(wal.end_lsn()).unwrap();

@@ -24,6 +24,13 @@
 //!    need the same thing twice in a row (`Database::now` asserts it): each provision
 //!    makes the room it was asked for, so a session always progresses.
 //!
+//! 5. A reader with a row gate copies a page and passes its rows through the gate under
+//!    the page's latch, and a writer places a new row only after its gate, under the same
+//!    latch: a row is read and locked, or placed and locked, as one step against other
+//!    sessions' changes, so a reader never takes a row's lock having read a value that
+//!    another session changed (and committed) since, nor reads a new row before its
+//!    writer's lock covers it.
+//!
 //! Lock order inside a database (docs/ARCHITECTURE.md): the database (`DbLock`), a heap's
 //! insert lock, one page latch, then the transaction table's latch, the log's, the buffer
 //! pool's.
@@ -55,6 +62,13 @@ impl std::ops::Deref for Held<'_> {
         }
     }
 }
+
+/// What a caller does with a row under its page's latch (access.rs invariant 5): the SQL
+/// layer's row lock, taken without waiting. A reader's gate says whether it may take a row
+/// it read (false ends its chunk at that row: `ScanChunk::refused`); a writer's, called
+/// before a new row becomes visible, whether it may place it (false fails the operation,
+/// `StorageError::RowRefused`, with nothing changed, the caller knowing why).
+pub type RowGate<'a, 'g> = Option<&'a mut (dyn FnMut(Rid, &[u8]) -> bool + 'g)>;
 
 /// What a row operation did: done, or nothing yet because it needs something first.
 #[must_use]
@@ -141,42 +155,43 @@ impl Database {
 
     /// Inserts record `rec` into table `object_id` within `xact`: into its clustered
     /// index's leaf, or its heap's current page. `env` is the inserting session's (how a
-    /// growth it causes initializes and reports).
+    /// growth it causes initializes and reports); the new row passes `gate` before other
+    /// sessions' gated readers can see it (invariant 5).
     pub fn insert_row(
         &self,
         xact: XactId,
         object_id: u32,
-        rec: &[u8],
-        env: &GrowthEnv,
+        (rec, env): (&[u8], &GrowthEnv),
+        gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
         let t = match self.row_target(object_id)? {
             Ok(t) => t,
             Err(n) => return Ok(Step::Needs(n)),
         };
         match t.index_id {
-            1 => self.btree_insert(xact, t, rec, 0),
-            _ => self.heap_insert(xact, t, rec, env, 0),
+            1 => self.btree_insert(xact, t, (rec, 0), gate),
+            _ => self.heap_insert(xact, t, rec, (env, 0), gate),
         }
     }
 
     /// Replaces the row `old` that a scan found at `rid` by `new`; gives its position
     /// afterwards. By key in a clustered index (where rows move between pages as pages
-    /// split), by RID in a heap.
+    /// split), by RID in a heap. A row that moves passes `gate` at its new place.
     pub fn update_row_at(
         &self,
         xact: XactId,
         object_id: u32,
         (rid, old): (Rid, &[u8]),
-        new: &[u8],
-        env: &GrowthEnv,
+        (new, env): (&[u8], &GrowthEnv),
+        gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
         let t = match self.row_target(object_id)? {
             Ok(t) => t,
             Err(n) => return Ok(Step::Needs(n)),
         };
         match t.index_id {
-            1 => self.btree_update(xact, t, old, new),
-            _ => self.heap_update(xact, t, rid, new, env),
+            1 => self.btree_update(xact, t, (old, new), gate),
+            _ => self.heap_update(xact, t, rid, new, env, gate),
         }
     }
 

@@ -42,7 +42,7 @@ use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout, RecordType};
 use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
 
-use crate::access::{Needs, Step};
+use crate::access::{Needs, RowGate, Step};
 use crate::scan::{KeyPrefix, KeyRange, PageReads, ScanChunk, ScanPosition};
 use crate::table::{layouts, Rid};
 use crate::xact::set_lsn;
@@ -604,13 +604,14 @@ impl Database {
     /// Inserts a row into clustered index `t` (access.rs), beside other sessions: into its
     /// leaf under the leaf's latch, when the leaf has room (else `Needs::LeafRoom`); a
     /// live row with the same key is a duplicate (PRIMARY KEY violation). `also` more log
-    /// bytes must fit after the row's record.
+    /// bytes must fit after the row's record. The new row goes through `gate` before the
+    /// leaf's latch is let go (access.rs invariant 5).
     pub(crate) fn btree_insert(
         &self,
         xact: XactId,
         t: &TableEntry,
-        rec: &[u8],
-        also: u64,
+        (rec, also): (&[u8], u64),
+        gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
         let ki = KeyInfo::of(t);
         let k = ki.key(rec)?;
@@ -636,10 +637,14 @@ impl Database {
         let undo = KeyedUndo::Remove {
             record: rec.to_vec(),
         };
-        Ok(match self.index_change(xact, t, leaf, redo, undo, also)? {
-            true => Step::Done((leaf, slot)),
-            false => Step::Needs(Needs::LogGrowth),
-        })
+        if !self.index_change(xact, t, leaf, redo, undo, also)? {
+            return Ok(Step::Needs(Needs::LogGrowth));
+        }
+        // Still under the leaf's latch: no gated reader sees the row before the gate.
+        match gate.is_none_or(|g| g((leaf, slot), rec)) {
+            true => Ok(Step::Done((leaf, slot))),
+            false => Err(StorageError::RowRefused),
+        }
     }
 
     /// Finds the live row with `rec`'s key, or with `ghost` the ghost that is exactly
@@ -723,8 +728,8 @@ impl Database {
         &self,
         xact: XactId,
         t: &TableEntry,
-        old: &[u8],
-        new: &[u8],
+        (old, new): (&[u8], &[u8]),
+        gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
         let ki = KeyInfo::of(t);
         let same_key = ki.cmp(&ki.key(old)?, &ki.key(new)?) == Ordering::Equal;
@@ -747,7 +752,7 @@ impl Database {
         if let Step::Needs(n) = self.btree_delete(xact, t, old, also)? {
             return Ok(Step::Needs(n));
         }
-        match self.btree_insert(xact, t, new, 0)? {
+        match self.btree_insert(xact, t, (new, 0), gate)? {
             Step::Done(rid) => Ok(Step::Done(rid)),
             Step::Needs(n) => Err(self.second_change_failed(n)),
         }
@@ -779,73 +784,58 @@ impl Database {
 
     /// Every live leaf row in key order.
     pub(crate) fn btree_scan(&self, t: &TableEntry) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+        let all = KeyRange::all();
         Ok(self
-            .btree_range_chunk(t, &KeyRange::all(), None, usize::MAX)?
+            .btree_range_chunk(t, &all, (None, usize::MAX), None)?
             .rows)
     }
 
     /// Live leaf rows in key order inside `range` and after the row `after` (from the
     /// range's start when None), leaf by leaf until about `max_bytes` are taken (scan.rs
-    /// invariants 1, 4 and 5). A bounded range descends to its start and stops at the
-    /// first key past its end; the whole range reads from the first leaf to the last.
+    /// invariants 1, 4 and 5), each through `gate` under its leaf's latch (access.rs
+    /// invariant 5). A bounded range descends to its start and stops at the first key past
+    /// its end; the whole range reads from the first leaf to the last.
     pub(crate) fn btree_range_chunk(
         &self,
         t: &TableEntry,
         range: &KeyRange,
-        after: Option<&[u8]>,
-        max_bytes: usize,
+        (after, max_bytes): (Option<&[u8]>, usize),
+        mut gate: RowGate<'_, '_>,
     ) -> Result<ScanChunk, StorageError> {
         let ki = KeyInfo::of(t);
-        let after_key = after.map(|r| ki.key(r)).transpose()?;
+        let read = RangeRead {
+            ki: &ki,
+            range,
+            after: after.map(|r| ki.key(r)).transpose()?,
+        };
         let lower = match &range.lower {
             Bound::Included(p) | Bound::Excluded(p) => Some(borrow(p)),
             Bound::Unbounded => None,
         };
         let mut reads = PageReads::default();
-        let mut at = match (&after_key, &lower) {
+        let mut at = match (&read.after, &lower) {
             (Some(k), _) => self.leaf_for(t, &ki, k, &mut reads)?,
             (None, Some(p)) => self.leaf_for(t, &ki, p, &mut reads)?,
             (None, None) => self.leftmost_leaf(t, &ki, &mut reads)?,
         };
         let mut counted = Some(at);
-        let bounded = after_key.is_some() || *range != KeyRange::all();
-        let mut rows = Vec::new();
-        let mut bytes = 0usize;
-        let mut seen = 0usize;
+        let (mut rows, mut bytes, mut seen) = (Vec::new(), 0usize, 0usize);
         while !at.is_null() {
             if bytes >= max_bytes {
                 let last = rows.last().map(|(_, r): &(Rid, Vec<u8>)| r.clone());
-                let next = match last {
-                    Some(r) => ScanPosition::AfterRecord(r),
-                    None => unreachable!("bytes were taken, so a row was"),
-                };
-                return Ok(ScanChunk { rows, next, reads });
+                let next = ScanPosition::AfterRecord(last.expect("bytes were taken, so a row"));
+                return Ok(ScanChunk::to(rows, next, reads));
             }
+            let _latch = gate.is_some().then(|| self.data.page_latches.hold(at));
             // The descent read (and counted) the first leaf.
             let p = match counted.take() == Some(at) {
                 true => self.tree_page(at, &mut PageReads::default())?,
                 false => self.tree_page(at, &mut reads)?,
             };
-            for (slot, r) in data_page::records(&p) {
-                let r = r?;
-                if bounded {
-                    let k = ki.key(r)?;
-                    if after_key
-                        .as_ref()
-                        .is_some_and(|a| ki.cmp(&k, a) != Ordering::Greater)
-                        || ki.below(&k, &range.lower)
-                    {
-                        continue;
-                    }
-                    if ki.above(&k, &range.upper) {
-                        let next = ScanPosition::End;
-                        return Ok(ScanChunk { rows, next, reads });
-                    }
-                }
-                if !record::is_ghost(r) {
-                    bytes += r.len();
-                    rows.push(((at, slot), r.to_vec()));
-                }
+            match read.take_leaf(at, &p, (&mut rows, &mut bytes), gate.as_deref_mut())? {
+                LeafEnd::Next => {}
+                LeafEnd::Past => return Ok(ScanChunk::to(rows, ScanPosition::End, reads)),
+                LeafEnd::Refused(row) => return Ok(ScanChunk::refused(rows, reads, row)),
             }
             at = p.header()?.next_page;
             seen += 1;
@@ -853,8 +843,7 @@ impl Database {
                 return Err(extentdb_format::corrupt(at, "leaf chain loops").into());
             }
         }
-        let next = ScanPosition::End;
-        Ok(ScanChunk { rows, next, reads })
+        Ok(ScanChunk::to(rows, ScanPosition::End, reads))
     }
 
     /// The leaf whose range holds key (or key prefix) `k`, read through the pool (a seek's
@@ -940,6 +929,62 @@ impl Database {
 }
 
 /// Sets a page's sibling links.
+/// A range read's bounds (`btree_range_chunk`): the range, and the key it goes on after.
+struct RangeRead<'a> {
+    ki: &'a KeyInfo,
+    range: &'a KeyRange,
+    after: Option<Vec<Option<&'a [u8]>>>,
+}
+
+/// Where a leaf's rows left a range read.
+enum LeafEnd {
+    /// Read on to the next leaf.
+    Next,
+    /// A key past the range's end: the read is over.
+    Past,
+    /// The gate refused this row: the chunk ends before it.
+    Refused((Rid, Vec<u8>)),
+}
+
+impl RangeRead<'_> {
+    /// Takes leaf `at`'s live rows inside the range and after `after` into `rows` (their
+    /// bytes added to `bytes`), each through `gate`.
+    fn take_leaf(
+        &self,
+        at: PageId,
+        p: &Page,
+        (rows, bytes): (&mut Vec<(Rid, Vec<u8>)>, &mut usize),
+        mut gate: RowGate<'_, '_>,
+    ) -> Result<LeafEnd, StorageError> {
+        let ki = self.ki;
+        let bounded = self.after.is_some() || *self.range != KeyRange::all();
+        for (slot, r) in data_page::records(p) {
+            let r = r?;
+            if bounded {
+                let k = ki.key(r)?;
+                let done = |a: &Vec<Option<&[u8]>>| ki.cmp(&k, a) != Ordering::Greater;
+                if self.after.as_ref().is_some_and(done) || ki.below(&k, &self.range.lower) {
+                    continue;
+                }
+                if ki.above(&k, &self.range.upper) {
+                    return Ok(LeafEnd::Past);
+                }
+            }
+            if record::is_ghost(r) {
+                continue;
+            }
+            if let Some(g) = gate.as_deref_mut() {
+                if !g((at, slot), r) {
+                    return Ok(LeafEnd::Refused(((at, slot), r.to_vec())));
+                }
+            }
+            *bytes += r.len();
+            rows.push(((at, slot), r.to_vec()));
+        }
+        Ok(LeafEnd::Next)
+    }
+}
+
 /// The slot range of records with key `k` in leaf `p`: where a new one would go, and the
 /// live record with that key (else its first ghost) as (slot, ghost).
 fn leaf_position(

@@ -294,7 +294,7 @@ impl Database {
                 if at == crate::scan::ScanPosition::End {
                     break;
                 }
-                let chunk = self.scan_chunk(t.object_id, origin, &at, 1 << 20)?;
+                let chunk = self.scan_chunk(t.object_id, origin, &at, 1 << 20, None)?;
                 (rows, at) = (chunk.rows, chunk.next);
                 continue;
             };

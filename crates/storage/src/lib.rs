@@ -43,6 +43,7 @@ pub mod scan;
 pub mod snapshot;
 pub mod space;
 pub mod table;
+pub mod transaction;
 pub mod xact;
 
 pub use database::{Database, NewDatabase, NewFile};
@@ -60,6 +61,9 @@ pub use instance::Instance;
 /// Every failure of the storage engine, with the context the SQL layer needs.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
+    /// A row gate refused a row (access.rs `RowGate`): nothing was changed.
+    #[error("the row was refused by its lock")]
+    RowRefused,
     #[error(transparent)]
     Io(#[from] extentdb_io::IoError),
     #[error(transparent)]

@@ -14,8 +14,9 @@
 //!    rather than a row missed or returned twice. A clustered scan checks the unit only:
 //!    it goes on by key wherever the pages went.
 //! 3. Rows inserted behind a heap scan's position are not returned, rows ahead of it are,
-//!    as in SQL Server's allocation-order scans without locks (isolation between sessions'
-//!    transactions is issue 21's lock manager).
+//!    as in SQL Server's allocation-order scans. A chunk read with a row gate (the SQL
+//!    layer's row locks) passes each row through it under the row's page latch (access.rs
+//!    invariant 5) and ends at the first row it refuses (`ScanChunk::refused`).
 //! 4. A seek (`seek_chunk`) is a clustered scan of one key range: it descends to the
 //!    range's lower bound (or to its position), returns the live rows whose keys lie in the
 //!    range, in key order, and ends at the first key past the upper bound. It returns
@@ -27,6 +28,7 @@ use std::ops::Bound;
 
 use extentdb_format::{data_page, record, PageId, PAGES_PER_EXTENT};
 
+use crate::access::RowGate;
 use crate::table::{is_heap_page, Rid};
 use crate::{Database, StorageError};
 
@@ -37,6 +39,8 @@ pub enum ScanPosition {
     Start,
     /// A heap: the next page to read.
     HeapPage(PageId),
+    /// A heap: after this row (its page's rows up to its slot are passed over).
+    AfterHeapRow(Rid),
     /// A clustered index: after the row of this record (its key).
     AfterRecord(Vec<u8>),
     /// Past the last row.
@@ -103,12 +107,45 @@ impl PageReads {
     }
 }
 
+/// A row as a scan gives it: its RID and record.
+pub type StoredRow = (Rid, Vec<u8>);
+
 /// One chunk's rows, where the next chunk begins, and the pages it read.
 #[derive(Debug)]
 pub struct ScanChunk {
     pub rows: Vec<(Rid, Vec<u8>)>,
     pub next: ScanPosition,
     pub reads: PageReads,
+    /// The row the reader's gate refused, which ended the chunk: the caller waits for it
+    /// and goes on from it (`next` is then `End`).
+    pub refused: Option<StoredRow>,
+}
+
+impl ScanChunk {
+    /// A chunk ended by a refused row.
+    pub(crate) fn refused(
+        rows: Vec<(Rid, Vec<u8>)>,
+        reads: PageReads,
+        row: (Rid, Vec<u8>),
+    ) -> ScanChunk {
+        let next = ScanPosition::End;
+        ScanChunk {
+            rows,
+            next,
+            reads,
+            refused: Some(row),
+        }
+    }
+
+    /// A chunk that read on to `next`.
+    pub(crate) fn to(rows: Vec<(Rid, Vec<u8>)>, next: ScanPosition, reads: PageReads) -> Self {
+        ScanChunk {
+            rows,
+            next,
+            reads,
+            refused: None,
+        }
+    }
 }
 
 impl Database {
@@ -143,33 +180,35 @@ impl Database {
         origin: ScanOrigin,
         at: &ScanPosition,
         max_bytes: usize,
+        gate: RowGate<'_, '_>,
     ) -> Result<ScanChunk, StorageError> {
         let t = self.table_or_err(object_id)?;
         if t.allocation_unit_id != origin.allocation_unit_id {
             return Err(StorageError::ScanMoved);
         }
         match at {
-            ScanPosition::End => Ok(ScanChunk {
-                rows: Vec::new(),
-                next: ScanPosition::End,
-                reads: PageReads::default(),
-            }),
+            ScanPosition::End => Ok(ScanChunk::to(
+                Vec::new(),
+                ScanPosition::End,
+                PageReads::default(),
+            )),
             _ if t.index_id == 1 => {
                 let after = match at {
                     ScanPosition::AfterRecord(r) => Some(r.as_slice()),
                     _ => None,
                 };
-                self.btree_range_chunk(&t, &KeyRange::all(), after, max_bytes)
+                self.btree_range_chunk(&t, &KeyRange::all(), (after, max_bytes), gate)
             }
             _ => {
                 if self.page_moves != origin.page_moves {
                     return Err(StorageError::ScanMoved);
                 }
                 let from = match at {
-                    ScanPosition::HeapPage(p) => Some(*p),
+                    ScanPosition::HeapPage(p) => Some((*p, None)),
+                    ScanPosition::AfterHeapRow((p, slot)) => Some((*p, Some(*slot))),
                     _ => None,
                 };
-                self.heap_scan_chunk(t.allocation_unit_id, from, max_bytes)
+                self.heap_scan_chunk(t.allocation_unit_id, from, max_bytes, gate)
             }
         }
     }
@@ -181,9 +220,9 @@ impl Database {
         &self,
         object_id: u32,
         origin: ScanOrigin,
-        range: &KeyRange,
-        at: &ScanPosition,
+        (range, at): (&KeyRange, &ScanPosition),
         max_bytes: usize,
+        gate: RowGate<'_, '_>,
     ) -> Result<ScanChunk, StorageError> {
         let t = self.table_or_err(object_id)?;
         assert_eq!(t.index_id, 1, "a seek on {}, which is a heap", t.name);
@@ -192,28 +231,30 @@ impl Database {
         }
         let after = match at {
             ScanPosition::End => {
-                return Ok(ScanChunk {
-                    rows: Vec::new(),
-                    next: ScanPosition::End,
-                    reads: PageReads::default(),
-                })
+                let next = ScanPosition::End;
+                return Ok(ScanChunk::to(Vec::new(), next, PageReads::default()));
             }
             ScanPosition::AfterRecord(r) => Some(r.as_slice()),
             ScanPosition::Start => None,
-            ScanPosition::HeapPage(p) => panic!("a seek resumed at heap page {p}"),
+            ScanPosition::HeapPage(p) | ScanPosition::AfterHeapRow((p, _)) => {
+                panic!("a seek resumed at heap page {p}")
+            }
         };
-        self.btree_range_chunk(&t, range, after, max_bytes)
+        self.btree_range_chunk(&t, range, (after, max_bytes), gate)
     }
 
-    /// A heap's pages from `from` (the first page when None) in allocation order.
+    /// A heap's pages from `from` (the first page when None; on it, the rows after the
+    /// slot given) in allocation order.
     pub(crate) fn heap_scan_chunk(
         &self,
         au: u64,
-        from: Option<PageId>,
+        from: Option<(PageId, Option<u16>)>,
         max_bytes: usize,
+        mut gate: RowGate<'_, '_>,
     ) -> Result<ScanChunk, StorageError> {
         let extents = self.extents_of(au)?;
-        let (mut index, mut page_in_extent) = match from {
+        let mut after = from.and_then(|(_, slot)| slot);
+        let (mut index, mut page_in_extent) = match from.map(|(p, _)| p) {
             None => (0, 0),
             Some(p) => {
                 let e = p.page.0 / PAGES_PER_EXTENT;
@@ -231,52 +272,60 @@ impl Database {
             if bytes >= max_bytes {
                 let (file, extent) = extents[index];
                 let next = PageId::new(file, extent.first_page().0 + page_in_extent);
-                return Ok(ScanChunk {
-                    rows,
-                    next: ScanPosition::HeapPage(next),
-                    reads,
-                });
+                return Ok(ScanChunk::to(rows, ScanPosition::HeapPage(next), reads));
             }
             let (file, extent) = extents[index];
             let pid = PageId::new(file, extent.first_page().0 + page_in_extent);
             reads.visit(self.data.pool.lock().contains(pid));
-            bytes += self.heap_page_rows(au, pid, &mut rows)?;
+            let page = (pid, after.take());
+            let (taken, refused) = self.heap_page_rows(au, page, &mut rows, gate.as_deref_mut())?;
+            if let Some(row) = refused {
+                return Ok(ScanChunk::refused(rows, reads, row));
+            }
+            bytes += taken;
             page_in_extent += 1;
             if page_in_extent == PAGES_PER_EXTENT {
                 page_in_extent = 0;
                 index += 1;
             }
         }
-        Ok(ScanChunk {
-            rows,
-            next: ScanPosition::End,
-            reads,
-        })
+        Ok(ScanChunk::to(rows, ScanPosition::End, reads))
     }
 
-    /// Appends the live rows of heap page `pid` (if it is one of unit `au`'s); returns
-    /// their bytes. A zero page the PFS calls allocated is damage (table.rs invariant 4).
+    /// Appends the live rows of heap page `pid` (if it is one of unit `au`'s) after slot
+    /// `after` (all when None) that `gate` lets through, holding the page's latch meanwhile
+    /// when there is a gate (access.rs invariant 5); returns their bytes, and the row the
+    /// gate refused, which ends the page. A zero page the PFS calls allocated is damage
+    /// (table.rs invariant 4).
     fn heap_page_rows(
         &self,
         au: u64,
-        pid: PageId,
+        (pid, after): (PageId, Option<u16>),
         rows: &mut Vec<(Rid, Vec<u8>)>,
-    ) -> Result<usize, StorageError> {
+        mut gate: RowGate<'_, '_>,
+    ) -> Result<(usize, Option<StoredRow>), StorageError> {
+        let _latch = gate.is_some().then(|| self.data.page_latches.hold(pid));
         let p = self.data.pool.lock().peek(&self.data_files, pid)?;
         if !is_heap_page(&p, au) {
             if p.is_unformatted() && self.page_allocated(pid)? {
                 return Err(self.incorrect_page_id(pid, extentdb_format::PageId::NULL));
             }
-            return Ok(0);
+            return Ok((0, None));
         }
         let mut bytes = 0;
         for (slot, rec) in data_page::records(&p) {
             let rec = rec?;
-            if !record::is_ghost(rec) {
-                bytes += rec.len();
-                rows.push(((pid, slot), rec.to_vec()));
+            if record::is_ghost(rec) || after.is_some_and(|a| slot <= a) {
+                continue;
             }
+            if let Some(g) = gate.as_deref_mut() {
+                if !g((pid, slot), rec) {
+                    return Ok((bytes, Some(((pid, slot), rec.to_vec()))));
+                }
+            }
+            bytes += rec.len();
+            rows.push(((pid, slot), rec.to_vec()));
         }
-        Ok(bytes)
+        Ok((bytes, None))
     }
 }

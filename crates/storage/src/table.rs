@@ -47,7 +47,7 @@ use extentdb_format::log_record::{LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout};
 use extentdb_format::{data_page, ExtentNo, Page, PageId, PageType, PAGES_PER_EXTENT};
 
-use crate::access::{Needs, Step};
+use crate::access::{Needs, RowGate, Step};
 use crate::buffer_pool::{BufferPool, DEFAULT_CAPACITY_PAGES};
 use crate::latch::Latch;
 use crate::proportional_fill::SharedAllocation;
@@ -324,14 +324,15 @@ impl Database {
     /// when that takes a new IAM page or a filegroup's growth, or the log grown; with IFI
     /// off, a filegroup's growth is prepared first holding no lock (`Needs::Growth`).
     /// `also` more log bytes must fit after the row's record (a move's second change,
-    /// access.rs invariant 3).
+    /// access.rs invariant 3). The new row goes through `gate` before its page's latch is
+    /// let go (access.rs invariant 5).
     pub(crate) fn heap_insert(
         &self,
         xact: XactId,
         t: &TableEntry,
         rec: &[u8],
-        env: &crate::log_growth::GrowthEnv,
-        also: u64,
+        (env, also): (&crate::log_growth::GrowthEnv, u64),
+        gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
         let au = t.allocation_unit_id;
         let room = Needs::HeapRoom {
@@ -384,10 +385,14 @@ impl Database {
             data_page::slot_count(pool.page(&self.data_files, self.wal.as_deref(), page)?)
         };
         let (redo, undo) = insert_actions(slot, rec);
-        Ok(match self.change_page(xact, au, page, redo, undo, also)? {
-            true => Step::Done((page, slot)),
-            false => Step::Needs(Needs::LogGrowth),
-        })
+        if !self.change_page(xact, au, page, redo, undo, also)? {
+            return Ok(Step::Needs(Needs::LogGrowth));
+        }
+        // Still under the page's latch: no gated reader sees the row before the gate.
+        match gate.is_none_or(|g| g((page, slot), rec)) {
+            true => Ok(Step::Done((page, slot))),
+            false => Err(StorageError::RowRefused),
+        }
     }
 
     /// Every live (non-ghost) record of the table with its RID, in allocation order.
@@ -398,7 +403,7 @@ impl Database {
             return self.btree_scan(&t);
         }
         Ok(self
-            .heap_scan_chunk(t.allocation_unit_id, None, usize::MAX)?
+            .heap_scan_chunk(t.allocation_unit_id, None, usize::MAX, None)?
             .rows)
     }
 
@@ -433,6 +438,7 @@ impl Database {
         rid: Rid,
         rec: &[u8],
         env: &crate::log_growth::GrowthEnv,
+        gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
         {
             let _latch = self.data.page_latches.hold(rid.0);
@@ -456,7 +462,7 @@ impl Database {
             return Ok(Step::Needs(Needs::Exclusive));
         }
         let delete_bytes = crate::xact::change_bytes_bound(0);
-        let at = match self.heap_insert(xact, t, rec, env, delete_bytes)? {
+        let at = match self.heap_insert(xact, t, rec, (env, delete_bytes), gate)? {
             Step::Done(at) => at,
             Step::Needs(n) => return Ok(Step::Needs(n)),
         };

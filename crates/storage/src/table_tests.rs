@@ -91,7 +91,7 @@ fn big_row(k: u32) -> Vec<u8> {
 fn insert_committed(db: &mut Database, t: u32, keys: std::ops::Range<u32>) {
     let x = db.begin_xact();
     for k in keys {
-        db.now(|d| d.insert_row(x, t, &big_row(k), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&big_row(k), d.growth_env()), None))
             .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();

@@ -109,8 +109,15 @@ fn online_backup_restores_one_consistent_instant() {
         let x = g.begin_xact();
         for k in 0..50u32 {
             for &t in &tables {
-                g.now(|d| d.insert_row(x, t, &row(2_000_000 + k, &[7u8; 100]), d.growth_env()))
-                    .unwrap();
+                g.now(|d| {
+                    d.insert_row(
+                        x,
+                        t,
+                        (&row(2_000_000 + k, &[7u8; 100]), d.growth_env()),
+                        None,
+                    )
+                })
+                .unwrap();
             }
         }
         x
@@ -189,7 +196,7 @@ fn spawn_writer(
                 for _ in 0..BATCH {
                     let v = vec![(k % 251) as u8; 200 + (k as usize * 13) % 400];
                     for &t in &tables {
-                        g.now(|d| d.insert_row(x, t, &row(k as u32, &v), d.growth_env()))
+                        g.now(|d| d.insert_row(x, t, (&row(k as u32, &v), d.growth_env()), None))
                             .unwrap();
                     }
                     k += 1;
@@ -247,8 +254,8 @@ fn log_backups_under_load_restore_in_sequence() {
                 d.insert_row(
                     x,
                     tables[0],
-                    &row(3_000_000 + k, &[9u8; 80]),
-                    d.growth_env(),
+                    (&row(3_000_000 + k, &[9u8; 80]), d.growth_env()),
+                    None,
                 )
             })
             .unwrap();

@@ -48,7 +48,7 @@ fn checks_beside_a_writer_see_one_instant() {
                         let key = k.wrapping_mul(2_654_435_761) % 1_000_003;
                         let v = vec![(k % 251) as u8; 200 + (k as usize * 13) % 500];
                         for &t in &tables {
-                            g.now(|d| d.insert_row(x, t, &row(key, &v), d.growth_env()))
+                            g.now(|d| d.insert_row(x, t, (&row(key, &v), d.growth_env()), None))
                                 .unwrap();
                         }
                         k += 1;

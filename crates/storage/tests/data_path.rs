@@ -104,7 +104,7 @@ fn transaction(
                 if std::env::var("XDB_TRACE").is_ok() {
                     eprintln!("x{x} insert {k} -> {}x{}", v.len(), v[0]);
                 }
-                db.now(|d| d.insert_row(x, t, &row(k, &v), d.growth_env()))?;
+                db.now(|d| d.insert_row(x, t, (&row(k, &v), d.growth_env()), None))?;
                 trial.insert(k, v);
             }
             5..=6 if !after.is_empty() => {
@@ -134,7 +134,9 @@ fn transaction(
                         old.len()
                     );
                 }
-                db.now(|d| d.update_row_at(x, t, (rid, &old), &row(k, &v), d.growth_env()))?;
+                db.now(|d| {
+                    d.update_row_at(x, t, (rid, &old), (&row(k, &v), d.growth_env()), None)
+                })?;
                 trial.insert(k, v);
             }
             _ => {}
@@ -391,7 +393,7 @@ fn crash_loop(clustered: bool, online: bool) {
         );
         // The recovered database takes new work and recovers it again.
         let x = db.begin_xact();
-        db.now(|d| d.insert_row(x, t, &row(1_000_000, b"after"), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&row(1_000_000, b"after"), d.growth_env()), None))
             .unwrap();
         let lsn = db.commit_xact(x).unwrap().unwrap();
         db.wal().unwrap().flush(lsn).unwrap();
@@ -413,7 +415,7 @@ fn commit_rollback_and_open_transaction_at_crash() {
     let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..100 {
-        db.now(|d| d.insert_row(x, t, &row(k, &[k as u8; 300]), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&row(k, &[k as u8; 300]), d.growth_env()), None))
             .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
@@ -421,16 +423,24 @@ fn commit_rollback_and_open_transaction_at_crash() {
     let x = db.begin_xact();
     let (rid, _) = find(&mut db, t, 5).unwrap().unwrap();
     db.now(|d| d.delete_row_at(x, t, (rid, &[]))).unwrap();
-    db.now(|d| d.insert_row(x, t, &row(500, b"gone"), d.growth_env()))
+    db.now(|d| d.insert_row(x, t, (&row(500, b"gone"), d.growth_env()), None))
         .unwrap();
     db.rollback_xact(x).unwrap();
     assert_eq!(contents(&mut db, t).unwrap().len(), 100);
     // An open transaction whose changes reach the disk (checkpoint) before the crash.
     let x = db.begin_xact();
     let (rid, _) = find(&mut db, t, 7).unwrap().unwrap();
-    db.now(|d| d.update_row_at(x, t, (rid, &[]), &row(7, b"uncommitted"), d.growth_env()))
-        .unwrap();
-    db.now(|d| d.insert_row(x, t, &row(900, b"uncommitted"), d.growth_env()))
+    db.now(|d| {
+        d.update_row_at(
+            x,
+            t,
+            (rid, &[]),
+            (&row(7, b"uncommitted"), d.growth_env()),
+            None,
+        )
+    })
+    .unwrap();
+    db.now(|d| d.insert_row(x, t, (&row(900, b"uncommitted"), d.growth_env()), None))
         .unwrap();
     db.checkpoint().unwrap();
     drop(db);
@@ -470,8 +480,15 @@ fn buffer_pools_share_the_instance_budget() {
     for k in 0..300u32 {
         for (db, t) in dbs.iter_mut() {
             let x = db.begin_xact();
-            db.now(|d| d.insert_row(x, *t, &row(scramble(k), &[7u8; 3000]), d.growth_env()))
-                .unwrap();
+            db.now(|d| {
+                d.insert_row(
+                    x,
+                    *t,
+                    (&row(scramble(k), &[7u8; 3000]), d.growth_env()),
+                    None,
+                )
+            })
+            .unwrap();
             let lsn = db.commit_xact(x).unwrap().unwrap();
             db.wal().unwrap().flush(lsn).unwrap();
             assert!(
@@ -498,18 +515,18 @@ fn recovery_reports_progress_by_phase() {
     let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..400 {
-        db.now(|d| d.insert_row(x, t, &row(k, &[1; 40]), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&row(k, &[1; 40]), d.growth_env()), None))
             .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     let loser = db.begin_xact();
     for k in 1000..1300 {
-        db.now(|d| d.insert_row(loser, t, &row(k, &[2; 40]), d.growth_env()))
+        db.now(|d| d.insert_row(loser, t, (&row(k, &[2; 40]), d.growth_env()), None))
             .unwrap();
     }
     let probe = db.begin_xact();
-    db.now(|d| d.insert_row(probe, t, &row(5000, b"flush"), d.growth_env()))
+    db.now(|d| d.insert_row(probe, t, (&row(5000, b"flush"), d.growth_env()), None))
         .unwrap();
     let lsn = db.commit_xact(probe).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();

@@ -39,7 +39,7 @@ fn filled(db: &mut Database, name: &str, clustered: bool) -> u32 {
     let t = db.create_table(e).unwrap();
     let x = db.begin_xact();
     for k in 0..300u32 {
-        db.now(|d| d.insert_row(x, t, &row(k, &[5u8; 700]), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&row(k, &[5u8; 700]), d.growth_env()), None))
             .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
@@ -62,7 +62,7 @@ fn drop_and_truncate_give_back_the_unit_its_row_and_its_iam_pages() {
         db.drop_table(t).unwrap();
         db.truncate_table(keep).unwrap();
         let x = db.begin_xact();
-        db.now(|d| d.insert_row(x, keep, &row(i, &[1u8; 700]), d.growth_env()))
+        db.now(|d| d.insert_row(x, keep, (&row(i, &[1u8; 700]), d.growth_env()), None))
             .unwrap();
         db.commit_xact(x).unwrap();
     }

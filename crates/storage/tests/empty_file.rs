@@ -143,8 +143,15 @@ fn emptyfile_moves_everything_and_remove_file_follows() {
     // New rows go elsewhere while the file is being emptied.
     let x = db.begin_xact();
     for k in 0..200 {
-        db.now(|d| d.insert_row(x, tables[0], &row(2_000_000 + k, &[9; 900]), d.growth_env()))
-            .unwrap();
+        db.now(|d| {
+            d.insert_row(
+                x,
+                tables[0],
+                (&row(2_000_000 + k, &[9; 900]), d.growth_env()),
+                None,
+            )
+        })
+        .unwrap();
     }
     db.commit_xact(x).unwrap();
     assert_eq!(owned_in(&db, &tables, f), 0);
@@ -254,8 +261,15 @@ fn shrinkfile_to_a_target_gives_back_free_space_at_the_end() {
     // New rows still find room (in the other files), and everything survives a crash.
     let x = db.begin_xact();
     for k in 0..100 {
-        db.now(|d| d.insert_row(x, tables[1], &row(3_000_000 + k, &[5; 800]), d.growth_env()))
-            .unwrap();
+        db.now(|d| {
+            d.insert_row(
+                x,
+                tables[1],
+                (&row(3_000_000 + k, &[5; 800]), d.growth_env()),
+                None,
+            )
+        })
+        .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
@@ -306,7 +320,7 @@ fn rebalance_evens_out_used_fractions() {
                 steps += 1;
                 // Another session's work between steps.
                 let x = db.begin_xact();
-                db.now(|d| d.insert_row(x, tables[0], &row(k, &[3; 200]), d.growth_env()))?;
+                db.now(|d| d.insert_row(x, tables[0], (&row(k, &[3; 200]), d.growth_env()), None))?;
                 let lsn = db.commit_xact(x)?.unwrap();
                 db.wal().unwrap().flush(lsn)?;
                 before[0].push(row(k, &[3; 200]));
@@ -411,8 +425,15 @@ fn remove_file_unlinks_its_iam_pages_and_survives_a_crash_at_any_io() {
         }
         let x = db.begin_xact();
         for k in 0..300 {
-            db.now(|d| d.insert_row(x, tables[0], &row(3_000_000 + k, &[7; 900]), d.growth_env()))
-                .unwrap();
+            db.now(|d| {
+                d.insert_row(
+                    x,
+                    tables[0],
+                    (&row(3_000_000 + k, &[7; 900]), d.growth_env()),
+                    None,
+                )
+            })
+            .unwrap();
         }
         db.commit_xact(x).unwrap();
         let report = db.check_alloc().unwrap();

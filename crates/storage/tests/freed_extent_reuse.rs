@@ -21,7 +21,7 @@ fn reuse_freed_extent_for_iam(db: &mut Database, online: bool) -> u64 {
     let t = db.create_table(table_entry(false)).unwrap();
     let x = db.begin_xact();
     for k in 0..200u32 {
-        db.now(|d| d.insert_row(x, t, &row(k, &[7u8; 900]), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&row(k, &[7u8; 900]), d.growth_env()), None))
             .unwrap();
     }
     let lsn = db.commit_xact(x).unwrap().unwrap();

@@ -73,7 +73,7 @@ fn insert(db: &mut Database, oid: u32, n: usize) -> Result<Vec<i64>, StorageErro
     for _ in 0..n {
         let v = take(db, oid)?;
         values.push(v);
-        db.now(|d| d.insert_row(x, oid, &record(v, b"row"), d.growth_env()))?;
+        db.now(|d| d.insert_row(x, oid, (&record(v, b"row"), d.growth_env()), None))?;
     }
     if let Some(lsn) = db.commit_xact(x)? {
         db.wal().unwrap().flush(lsn)?;
@@ -237,7 +237,7 @@ fn workload(
             };
             handed[i].insert(v);
             if db
-                .now(|d| d.insert_row(x, oid, &record(v, b"row"), d.growth_env()))
+                .now(|d| d.insert_row(x, oid, (&record(v, b"row"), d.growth_env()), None))
                 .is_err()
             {
                 return true;

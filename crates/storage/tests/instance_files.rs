@@ -223,7 +223,7 @@ fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
                 })
                 .collect();
             let xact = db.begin_xact();
-            db.now(|d| d.insert_row(xact, t, &common::row(k, &v), d.growth_env()))
+            db.now(|d| d.insert_row(xact, t, (&common::row(k, &v), d.growth_env()), None))
                 .unwrap();
             let lsn = db.commit_xact(xact).unwrap().unwrap();
             db.wal().unwrap().flush(lsn).unwrap();

@@ -99,7 +99,7 @@ fn log_cut_at_every_sector_boundary() {
             // Bytes that do not compress, so the log spans many sectors.
             let len = 1 + (next() % 700) as usize;
             let v: Vec<u8> = (0..len).map(|_| next() as u8).collect();
-            db.now(|d| d.insert_row(x, t, &row(k, &v), d.growth_env()))
+            db.now(|d| d.insert_row(x, t, (&row(k, &v), d.growth_env()), None))
                 .unwrap();
             after.insert(k, v);
         }
@@ -126,7 +126,7 @@ fn log_cut_at_every_sector_boundary() {
     }
     // A transaction left open: never visible after any cut.
     let x = db.begin_xact();
-    db.now(|d| d.insert_row(x, t, &row(999_999, b"open"), d.growth_env()))
+    db.now(|d| d.insert_row(x, t, (&row(999_999, b"open"), d.growth_env()), None))
         .unwrap();
     db.wal()
         .unwrap()

@@ -70,7 +70,7 @@ fn db(fs: &SimFileSystem, growth: u32, max_pages: i32) -> Database {
 /// Inserts rows in one transaction until the log is full; returns how many went in.
 fn fill(db: &mut Database, t: u32, x: u64, limit: u32) -> Result<u32, StorageError> {
     for i in 0..limit {
-        match db.now(|d| d.insert_row(x, t, &row(i), d.growth_env())) {
+        match db.now(|d| d.insert_row(x, t, (&row(i), d.growth_env()), None)) {
             Ok(_) => {}
             Err(StorageError::LogFull(_)) => return Ok(i),
             Err(e) => return Err(e),
@@ -94,7 +94,7 @@ fn full_log_without_growth_still_rolls_back() {
     // The log is reusable again after a checkpoint.
     db.checkpoint().unwrap();
     let x = db.begin_xact();
-    db.now(|d| d.insert_row(x, t, &row(1), d.growth_env()))
+    db.now(|d| d.insert_row(x, t, (&row(1), d.growth_env()), None))
         .unwrap();
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
@@ -136,7 +136,7 @@ fn crash_after_growth_with_open_transaction() {
     let t = db.create_table(table()).unwrap();
     let x = db.begin_xact();
     for i in 0..600 {
-        db.now(|d| d.insert_row(x, t, &row(i), d.growth_env()))
+        db.now(|d| d.insert_row(x, t, (&row(i), d.growth_env()), None))
             .unwrap();
     }
     assert!(db.log_growth_stats().0 >= 1);
@@ -164,7 +164,7 @@ fn data_file_autogrows_to_maxsize() {
     let mut n = 0;
     let err = loop {
         let x = db.begin_xact();
-        match db.now(|d| d.insert_row(x, t, &row(n), d.growth_env())) {
+        match db.now(|d| d.insert_row(x, t, (&row(n), d.growth_env()), None)) {
             Ok(_) => {
                 let lsn = db.commit_xact(x).unwrap().unwrap();
                 db.wal().unwrap().flush(lsn).unwrap();
@@ -221,7 +221,9 @@ fn data_file_growth_prepared_in_the_background_with_ifi_off() {
             for batch in 0..130u32 {
                 let x = db.begin_xact();
                 for k in batch * 20..(batch + 1) * 20 {
-                    db.now(|d| d.insert_row(x, t, &common::row(k, &[7; 3000]), d.growth_env()))?;
+                    db.now(|d| {
+                        d.insert_row(x, t, (&common::row(k, &[7; 3000]), d.growth_env()), None)
+                    })?;
                 }
                 let lsn = db.commit_xact(x)?.unwrap();
                 db.wal().unwrap().flush(lsn)?;

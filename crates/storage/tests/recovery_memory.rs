@@ -132,7 +132,7 @@ fn recovery_of_a_large_log_holds_a_bounded_buffer() {
     let t = db.create_table(table()).unwrap();
     let x = db.begin_xact();
     let rid = db
-        .now(|d| d.insert_row(x, t, &row(0), d.growth_env()))
+        .now(|d| d.insert_row(x, t, (&row(0), d.growth_env()), None))
         .unwrap();
     db.commit_xact(x).unwrap();
     db.checkpoint().unwrap();
@@ -140,7 +140,7 @@ fn recovery_of_a_large_log_holds_a_bounded_buffer() {
     let mut last = None;
     for i in 1..=updates {
         let x = db.begin_xact();
-        db.now(|d| d.update_row_at(x, t, (rid, &[]), &row(i), d.growth_env()))
+        db.now(|d| d.update_row_at(x, t, (rid, &[]), (&row(i), d.growth_env()), None))
             .unwrap();
         last = db.commit_xact(x).unwrap();
     }
@@ -194,7 +194,7 @@ fn recovery_of_a_large_open_transaction_holds_a_bounded_buffer() {
     let t = db.create_table(table()).unwrap();
     let x = db.begin_xact();
     let rid = db
-        .now(|d| d.insert_row(x, t, &row(0), d.growth_env()))
+        .now(|d| d.insert_row(x, t, (&row(0), d.growth_env()), None))
         .unwrap();
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
@@ -202,7 +202,7 @@ fn recovery_of_a_large_open_transaction_holds_a_bounded_buffer() {
     let updates = 9_000u32;
     let x = db.begin_xact();
     for i in 1..=updates {
-        db.now(|d| d.update_row_at(x, t, (rid, &[]), &row(i), d.growth_env()))
+        db.now(|d| d.update_row_at(x, t, (rid, &[]), (&row(i), d.growth_env()), None))
             .unwrap();
     }
     let everything = extentdb_format::Lsn {

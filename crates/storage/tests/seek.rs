@@ -25,7 +25,9 @@ fn seek_keys(db: &mut Database, t: u32, range: &KeyRange, max_bytes: usize) -> (
     let origin = db.scan_origin(t).unwrap();
     let (mut at, mut keys, mut reads) = (ScanPosition::Start, Vec::new(), 0);
     while at != ScanPosition::End {
-        let chunk = db.seek_chunk(t, origin, range, &at, max_bytes).unwrap();
+        let chunk = db
+            .seek_chunk(t, origin, (range, &at), max_bytes, None)
+            .unwrap();
         keys.extend(chunk.rows.iter().map(|(_, r)| key_of(r)));
         reads += chunk.reads.logical;
         at = chunk.next;

@@ -152,7 +152,7 @@ fn session(
                     let g = db.read().unwrap();
                     let now = c.inside.fetch_add(1, Ordering::SeqCst) + 1;
                     c.peak.fetch_max(now, Ordering::SeqCst);
-                    let r = g.insert_row(x, table, &rec, env);
+                    let r = g.insert_row(x, table, (&rec, env), None);
                     c.inside.fetch_sub(1, Ordering::SeqCst);
                     r
                 };
@@ -169,7 +169,7 @@ fn session(
                     }
                     Ok(Step::Needs(_)) => {
                         let mut g = db.lock().unwrap();
-                        if let Err(e) = g.now(|d| d.insert_row(x, table, &rec, env)) {
+                        if let Err(e) = g.now(|d| d.insert_row(x, table, (&rec, env), None)) {
                             return (out, Some(e));
                         }
                         c.exclusive.fetch_add(1, Ordering::Relaxed);

@@ -50,9 +50,9 @@ fn figures_add_up() {
     let tree = db.create_table(named(table_entry(true), "C")).unwrap();
     let x = db.begin_xact();
     for k in 0..400 {
-        db.now(|d| d.insert_row(x, heap, &row(k, &[7; 500]), d.growth_env()))
+        db.now(|d| d.insert_row(x, heap, (&row(k, &[7; 500]), d.growth_env()), None))
             .unwrap();
-        db.now(|d| d.insert_row(x, tree, &row(k, &[9; 500]), d.growth_env()))
+        db.now(|d| d.insert_row(x, tree, (&row(k, &[9; 500]), d.growth_env()), None))
             .unwrap();
     }
     db.commit_xact(x).unwrap();

@@ -64,7 +64,9 @@ fn changes(
             } else {
                 let len = MIN_ROW + (key as usize * 13 + round as usize * 101) % 500;
                 let v = vec![(key % 241) as u8 ^ round as u8; len];
-                db.now(|d| d.update_row_at(x, t, (rid, &old), &row(key, &v), d.growth_env()))?;
+                db.now(|d| {
+                    d.update_row_at(x, t, (rid, &old), (&row(key, &v), d.growth_env()), None)
+                })?;
             }
         }
         for k in 0..inserts {
@@ -73,8 +75,11 @@ fn changes(
                 d.insert_row(
                     x,
                     t,
-                    &row(key, &vec![round as u8; MIN_ROW + k as usize]),
-                    d.growth_env(),
+                    (
+                        &row(key, &vec![round as u8; MIN_ROW + k as usize]),
+                        d.growth_env(),
+                    ),
+                    None,
                 )
             })?;
         }

@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 
 use extentdb_format::ids::PageId;
-use extentdb_storage::access::{Held, Needs, Step};
+use extentdb_storage::access::{Held, Needs, RowGate, Step};
 use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::table::Rid;
 use extentdb_storage::Database;
@@ -478,16 +478,15 @@ impl Session {
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
                 let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
-                let step = db
-                    .update_row_at(x, t.entry.object_id, (rid, &old), &new, &env)
-                    .map_err(|e| errors::map_data(&e, &t.db_name))?;
-                match step {
-                    Step::Needs(n) => return Ok(Step::Needs(n)),
-                    // A heap row that grew moved: its new RID is this transaction's too.
-                    Step::Done(moved) if moved != rid && t.entry.index_id != 1 => {
-                        locking.own_new_row(moved, &new)?
-                    }
-                    Step::Done(_) => {}
+                let oid = t.entry.object_id;
+                // A heap row that grows moves: its new RID is this transaction's too.
+                let step = with_new_row_lock(&locking, |g| {
+                    let g = g.filter(|_| t.entry.index_id != 1);
+                    db.update_row_at(x, oid, (rid, &old), (&new, &env), g)
+                })?
+                .map_err(|e| errors::map_data(&e, &t.db_name))?;
+                if let Step::Needs(n) = step {
+                    return Ok(Step::Needs(n));
                 }
                 (at, done) = (at + 1, done + 1);
             }
@@ -764,7 +763,7 @@ fn write_inserts(
             }
             let r = &p.rows[p.inserted];
             let rec = t.encode(&r.values)?;
-            match db.insert_row(x, oid, &rec, env) {
+            match with_new_row_lock(locking, |g| db.insert_row(x, oid, (&rec, env), g))? {
                 Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
                     let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
                     let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
@@ -772,7 +771,7 @@ fn write_inserts(
                 }
                 Err(e) => return Err(map(e)),
                 Ok(Step::Needs(n)) => return Ok(Step::Needs(n)),
-                Ok(Step::Done(rid)) => locking.own_new_row(rid, &rec)?,
+                Ok(Step::Done(_)) => {}
             }
             (p.inserted, done) = (p.inserted + 1, done + 1);
         }
@@ -803,12 +802,39 @@ fn insert_checked(
         p.numbered = p.rows.len();
         while p.inserted < p.rows.len() {
             let rec = t.encode(&p.rows[p.inserted].values)?;
-            let rid = db.now(|d| d.insert_row(x, oid, &rec, env)).map_err(map)?;
-            locking.own_new_row(rid, &rec)?;
+            with_new_row_lock(locking, |mut g| {
+                db.now(|d| d.insert_row(x, oid, (&rec, env), g.as_deref_mut()))
+            })?
+            .map_err(map)?;
             p.inserted += 1;
         }
     }
     Ok(())
+}
+
+/// Runs a row operation whose new row (an insert's, a moved heap row's) is locked X for
+/// the statement's transaction (`own_new_row`) under its page's latch, before another
+/// session's locked read can see it (storage's `RowGate`); a refused row gives the lock's
+/// error, anything else is the operation's result.
+fn with_new_row_lock<T>(
+    locking: &super::locking::RowLocking,
+    op: impl FnOnce(RowGate<'_, '_>) -> Result<T, extentdb_storage::StorageError>,
+) -> Result<Result<T, extentdb_storage::StorageError>, Vec<SqlError>> {
+    let mut failure = None;
+    let result = {
+        let mut gate = |rid: Rid, rec: &[u8]| match locking.own_new_row(rid, rec) {
+            Ok(()) => true,
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        };
+        op(Some(&mut gate))
+    };
+    match (result, failure) {
+        (Err(extentdb_storage::StorageError::RowRefused), Some(e)) => Err(e),
+        (result, _) => Ok(result),
+    }
 }
 
 /// Row `r`'s identity value if it generates one; IDENTITY_INSERT's given value moves the

@@ -377,40 +377,43 @@ pub(super) struct ChunkLocks {
 }
 
 impl RowLocking {
-    /// Locks rows `from..` of a chunk, in order, with the database held and without
-    /// waiting, up to the first that would wait: rows are locked in scan order, as SQL
-    /// Server's scans take them, so two scans of one table never hold each other's rows
-    /// while waiting (no deadlock between them).
-    pub fn try_rows(
+    /// Whether reads lock rows (not NOLOCK / READ UNCOMMITTED).
+    pub fn locks_rows(&self) -> bool {
+        self.plan.mode.is_some()
+    }
+
+    /// Locks one row a chunk read, without waiting: storage calls it under the row's page
+    /// latch (its `RowGate`), so the row is read and locked as one step. Rows are locked in
+    /// scan order, as SQL Server's scans take them, so two scans of one table never hold
+    /// each other's rows while waiting (no deadlock between them). False when the lock
+    /// would wait. Under READ COMMITTED a fresh lock goes at once.
+    pub fn try_row(
         &self,
-        rows: &[(extentdb_storage::table::Rid, Vec<u8>)],
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
         locks: &mut ChunkLocks,
-    ) -> Result<(), Vec<SqlError>> {
-        locks.fresh.resize(rows.len(), false);
-        let Some(mode) = self.plan.mode else {
-            locks.locked = rows.len();
-            return Ok(());
-        };
-        let mut l = self.locker.lock().unwrap();
-        while locks.locked < rows.len() {
-            let (rid, rec) = &rows[locks.locked];
-            let r = self.name(*rid, rec)?;
+    ) -> Result<bool, Vec<SqlError>> {
+        if let Some(mode) = self.plan.mode {
+            let r = self.name(rid, rec)?;
+            let mut l = self.locker.lock().unwrap();
             let fresh = l.held(&r).is_none();
             match l.try_lock_row(r, mode, self.escalation) {
                 Ok(true) => {}
-                Ok(false) => return Ok(()),
+                Ok(false) => return Ok(false),
                 Err(e) => return Err(lock_error(e, self.spid)),
             }
             if fresh && !self.plan.keep {
                 l.unlock(r);
             }
-            locks.fresh[locks.locked] = fresh;
-            locks.locked += 1;
+            locks.fresh.push(fresh);
+        } else {
+            locks.fresh.push(false);
         }
-        Ok(())
+        locks.locked += 1;
+        Ok(true)
     }
 
-    /// Waits for the lock of the first row `try_rows` could not lock; the caller holds no
+    /// Waits for the lock of the row `try_row` could not lock; the caller holds no
     /// database (invariant 1). Ok(false) for READPAST (skip the row); NOWAIT gives 1222.
     /// Returns whether the lock is this statement's (fresh).
     pub fn wait_row(

@@ -6,8 +6,9 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use extentdb_storage::access::RowGate;
 use extentdb_storage::db_lock::DbLock;
-use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition};
+use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition, StoredRow};
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record;
@@ -182,10 +183,6 @@ pub(super) struct Chunks<'a> {
     locking: Option<&'a super::locking::RowLocking>,
     /// Per row of the last chunk: its lock is this statement's (`ChunkLocks::fresh`).
     fresh: Vec<bool>,
-    /// Per row of the last chunk: the seek range it came from.
-    ranges: Vec<usize>,
-    /// A heap scan resumed at a page after a wait skips that page's rows up to this one.
-    skip_through: Option<Rid>,
 }
 
 impl<'a> Chunks<'a> {
@@ -220,8 +217,6 @@ impl<'a> Chunks<'a> {
             at: ScanPosition::Start,
             locking: None,
             fresh: Vec::new(),
-            ranges: Vec::new(),
-            skip_through: None,
         })
     }
 
@@ -245,26 +240,39 @@ impl<'a> Chunks<'a> {
         }
     }
 
-    /// The next chunk's records with their RIDs; None past the last. With `locking`, rows
-    /// are locked in order with the database held until one would wait; that one is
-    /// waited for with the database let go and read again, and the chunk ends there: the
-    /// next call reads on after it, so rows read before a wait are never used stale.
+    /// The next chunk's records with their RIDs; None past the last. With `locking`, each
+    /// row is locked as it is read, under its page's latch (storage's `RowGate`), until one
+    /// would wait: the chunk ends before that row, which is waited for with the database
+    /// let go and read again; the next call reads on after it. So no row is taken with a
+    /// value another session changed since it was read.
     pub fn next_chunk(&mut self) -> Result<Option<StoredRows>, Vec<SqlError>> {
         if !self.more() {
             return Ok(None);
         }
         let t = self.t;
-        // Reads share the database (storage reads pages through the pool's latch).
-        let db = t.db.read().unwrap();
-        let mut rows = self.read(&db)?;
-        let Some(l) = self.locking else {
-            return Ok(Some(rows));
+        let Some(l) = self.locking.filter(|l| l.locks_rows()) else {
+            // Reads share the database (storage reads pages through the pool's latch).
+            let db = t.db.read().unwrap();
+            return self.read(&db, None).map(|(rows, _)| Some(rows));
         };
         let mut locks = super::locking::ChunkLocks::default();
-        l.try_rows(&rows, &mut locks)?;
-        drop(db);
-        if locks.locked < rows.len() {
-            self.wait_and_resume(l, &mut rows, &mut locks)?;
+        let mut failure = None;
+        let (mut rows, refused) = {
+            let db = t.db.read().unwrap();
+            let mut gate = |rid: Rid, rec: &[u8]| match l.try_row(rid, rec, &mut locks) {
+                Ok(taken) => taken,
+                Err(e) => {
+                    failure = Some(e);
+                    false
+                }
+            };
+            self.read(&db, Some(&mut gate))?
+        };
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        if let Some(row) = refused {
+            self.wait_and_resume(l, row, &mut rows, &mut locks)?;
         }
         self.fresh = locks.fresh;
         Ok(Some(rows))
@@ -275,28 +283,20 @@ impl<'a> Chunks<'a> {
         self.fresh.get(i).copied().unwrap_or(false)
     }
 
-    /// The first row whose lock must wait: the rest of the chunk is dropped (the scan
-    /// resumes after this row), the lock is waited for with no database held, and the row
-    /// is read again as it is now (gone if its change rolled back an insert or committed a
-    /// delete); READPAST skips it.
+    /// The row whose lock must wait (`refused`, which ended the chunk): the scan resumes
+    /// after it, the lock is waited for with no database held, and the row is read again as
+    /// it is now (gone if its change rolled back an insert or committed a delete); READPAST
+    /// skips it.
     fn wait_and_resume(
         &mut self,
         l: &super::locking::RowLocking,
+        (rid, rec): StoredRow,
         rows: &mut StoredRows,
         locks: &mut super::locking::ChunkLocks,
     ) -> Result<(), Vec<SqlError>> {
-        let i = locks.locked;
-        let (rid, rec) = rows[i].clone();
-        rows.truncate(i);
-        locks.fresh.truncate(i);
-        if let Access::Seek(_) = self.access {
-            self.range = self.ranges[i];
-        }
-        self.at = if self.t.entry.index_id == 1 {
-            ScanPosition::AfterRecord(rec.clone())
-        } else {
-            self.skip_through = Some(rid);
-            ScanPosition::HeapPage(rid.0)
+        self.at = match self.t.entry.index_id {
+            1 => ScanPosition::AfterRecord(rec.clone()),
+            _ => ScanPosition::AfterHeapRow(rid),
         };
         let Some(fresh) = l.wait_row(rid, &rec)? else {
             return Ok(());
@@ -317,52 +317,54 @@ impl<'a> Chunks<'a> {
 
     /// `next_chunk` through a database the caller holds (no row locks: the caller holds
     /// the database for its whole statement).
-    pub fn next_chunk_in(
-        &mut self,
-        db: &mut Database,
-    ) -> Result<Option<StoredRows>, Vec<SqlError>> {
+    pub fn next_chunk_in(&mut self, db: &Database) -> Result<Option<StoredRows>, Vec<SqlError>> {
         assert!(self.locking.is_none(), "locked reads let the database go");
         if !self.more() {
             return Ok(None);
         }
-        self.read(db).map(Some)
+        self.read(db, None).map(|(rows, _)| Some(rows))
     }
 
     /// One chunk: a scan reads one chunk per call; a seek goes on through its ranges while
-    /// the chunk has room.
-    fn read(&mut self, db: &Database) -> Result<StoredRows, Vec<SqlError>> {
-        self.ranges.clear();
+    /// the chunk has room. Each row passes `gate`; the row it refuses ends the chunk and
+    /// is returned apart (the position is then the caller's to set: `wait_and_resume`).
+    fn read(
+        &mut self,
+        db: &Database,
+        mut gate: RowGate<'_, '_>,
+    ) -> Result<(StoredRows, Option<StoredRow>), Vec<SqlError>> {
         let t = self.t;
         let oid = t.entry.object_id;
         let mut rows: StoredRows = Vec::new();
         let mut bytes = 0;
         let mut reads = PageReads::default();
         let (mut calls, first) = (0usize, self.range);
+        let mut refused = None;
         while bytes < CHUNK_BYTES && self.range - first < CHUNK_RANGES && self.more() {
+            let g = gate.as_deref_mut();
             let chunk = match &self.access {
                 Access::Scan if calls > 0 => break,
-                Access::Scan => db.scan_chunk(oid, self.origin, &self.at, CHUNK_BYTES),
+                Access::Scan => db.scan_chunk(oid, self.origin, &self.at, CHUNK_BYTES, g),
                 Access::Seek(r) => {
                     let max = CHUNK_BYTES - bytes;
-                    db.seek_chunk(oid, self.origin, &r[self.range], &self.at, max)
+                    db.seek_chunk(oid, self.origin, (&r[self.range], &self.at), max, g)
                 }
             }
             .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
             calls += 1;
             bytes += chunk.rows.iter().map(|(_, r)| r.len()).sum::<usize>();
             reads.add(chunk.reads);
-            self.ranges.resize(rows.len(), self.range);
             rows.extend(chunk.rows);
-            self.ranges.resize(rows.len(), self.range);
+            if chunk.refused.is_some() {
+                refused = chunk.refused;
+                break;
+            }
             self.at = chunk.next;
-        }
-        if let Some((page, slot)) = self.skip_through.take() {
-            rows.retain(|(rid, _)| rid.0 != page || rid.1 > slot);
         }
         let mut io = t.io.get();
         io.reads.add(reads);
         t.io.set(io);
-        Ok(rows)
+        Ok((rows, refused))
     }
 }
 

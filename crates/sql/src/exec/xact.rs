@@ -151,13 +151,13 @@ impl Session {
             let Some(db) = self.engine.instance.database(db_id) else {
                 continue;
             };
-            let mut g = db.lock().unwrap();
-            if let Err(e) = g.rollback_xact(x) {
+            if let Err(e) = db.rollback(x) {
+                let name = db.read().unwrap().name.clone();
                 self.engine.instance.errorlog.write(
                     &format!("spid{}", self.spid),
-                    &format!("The rollback of a transaction in database '{}' failed: {e}. The database needs a reopen; recovery will finish the undo.", g.name),
+                    &format!("The rollback of a transaction in database '{name}' failed: {e}. The database needs a reopen; recovery will finish the undo."),
                 );
-                failed.push(msg(3314, &[&g.name, &"(0:0:0)"]));
+                failed.push(msg(3314, &[&name, &"(0:0:0)"]));
             }
         }
         self.publish_xacts();
@@ -185,14 +185,12 @@ impl Session {
         db: &Arc<DbLock>,
         step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
-        let (x, savepoint) = {
-            let guard = db.read().unwrap();
-            let x = match self.xacts.get(&db_id) {
-                Some(x) if self.trancount > 0 && guard.is_active(*x) => *x,
-                _ => guard.begin_xact(),
-            };
-            (x, guard.savepoint(x))
-        };
+        let open = self
+            .xacts
+            .get(&db_id)
+            .copied()
+            .filter(|_| self.trancount > 0);
+        let (x, savepoint) = db.begin(open);
         let autocommit = self.trancount == 0;
         if !autocommit && self.xacts.insert(db_id, x).is_none() {
             self.publish_xacts();
@@ -205,11 +203,9 @@ impl Session {
             Ok(()) if autocommit => commit(db, x),
             Ok(()) => Ok(()),
             Err(mut e) => {
-                let mut guard = db.lock().unwrap();
-                let undone = if autocommit {
-                    guard.rollback_xact(x)
-                } else {
-                    guard.rollback_to(x, savepoint)
+                let undone = match autocommit {
+                    true => db.rollback(x),
+                    false => db.rollback_to(x, savepoint),
                 };
                 if let Err(re) = undone {
                     e.extend(errors::map(&re, errors::Context::Other));
@@ -220,21 +216,13 @@ impl Session {
     }
 }
 
-/// Commits `x` and waits for its commit record to be durable, flushing outside the lock
-/// (invariant 3).
+/// Commits `x` and waits for its commit record to be durable (storage's transaction.rs
+/// flushes outside the database's lock: invariant 3).
 fn commit(db: &Arc<DbLock>, x: u64) -> Result<(), Vec<SqlError>> {
-    let name = db.read().unwrap().name.clone();
-    let map = |e: &extentdb_storage::StorageError| match e {
-        extentdb_storage::StorageError::LogFailed => vec![msg(9001, &[&name])],
-        _ => errors::map(e, errors::Context::Other),
-    };
-    let (lsn, wal) = {
-        let guard = db.read().unwrap();
-        let lsn = guard.commit_xact(x).map_err(|e| map(&e))?;
-        (lsn, guard.wal())
-    };
-    if let (Some(lsn), Some(wal)) = (lsn, wal) {
-        wal.flush(lsn).map_err(|e| map(&e))?;
-    }
-    Ok(())
+    db.commit(x).map_err(|e| match e {
+        extentdb_storage::StorageError::LogFailed => {
+            vec![msg(9001, &[&db.read().unwrap().name])]
+        }
+        e => errors::map(&e, errors::Context::Other),
+    })
 }

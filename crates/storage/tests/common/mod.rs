@@ -142,7 +142,7 @@ pub fn insert_scrambled(db: &mut extentdb_storage::Database, tables: &[u32], row
             let key = k.wrapping_mul(2_654_435_761) % 1_000_003;
             let v = vec![(k % 251) as u8; 300 + (k as usize * 7) % 700];
             for &t in tables {
-                db.now(|d| d.insert_row(x, t, &row(key, &v), d.growth_env()))
+                db.now(|d| d.insert_row(x, t, (&row(key, &v), d.growth_env()), None))
                     .unwrap();
             }
         }
