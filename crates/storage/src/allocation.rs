@@ -111,8 +111,9 @@ pub(crate) enum Claim {
     Extent(ExtentNo),
     /// The file has no free extent.
     Full,
-    /// The unit has no IAM page for the free extent's interval of the file yet.
-    NeedsIam,
+    /// The unit has no IAM page for this GAM interval of the file (that of the free
+    /// extent found) yet.
+    NeedsIam(u32),
 }
 
 impl Database {
@@ -334,18 +335,19 @@ impl Database {
     }
 
     /// Claims a free extent of file `file_id` for `au` under the file's allocation lock,
-    /// for sessions sharing the database (`&self`); the unit's IAM page for the extent's
-    /// interval must exist already (creating one changes the chain or the catalog, which
-    /// needs the database to itself: `allocate_extent_lazy`).
-    pub(crate) fn claim_extent_shared(&self, au: u64, file_id: u16) -> Result<Claim, StorageError> {
+    /// beside other sessions claiming at once (`&self`); the unit's IAM page for the
+    /// extent's interval must exist already (creating one changes the chain or the
+    /// catalog, which needs the database to itself: `allocate_extent_lazy`).
+    pub(crate) fn claim_extent(&self, au: u64, file_id: u16) -> Result<Claim, StorageError> {
         self.check_writable()?;
         let file = self.unit_file(au, file_id)?;
         let _allocation = file.cache.allocation_lock();
         let Some(extent) = file.find_free_extent()? else {
             return Ok(Claim::Full);
         };
-        let Some(iam_at) = self.find_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)? else {
-            return Ok(Claim::NeedsIam);
+        let interval = extent.0 / GAM_INTERVAL_EXTENTS;
+        let Some(iam_at) = self.find_iam(au, file_id, interval)? else {
+            return Ok(Claim::NeedsIam(interval));
         };
         file.claim_extent(extent)?;
         self.set_iam_bit(iam_at, extent, true)?;
@@ -382,23 +384,18 @@ impl Database {
     ) -> Result<Option<ExtentNo>, StorageError> {
         self.check_writable()?;
         self.ensure_log_space()?;
-        let file = self.unit_file(au, file_id)?;
-        let Some(mut extent) = file.find_free_extent()? else {
-            return Ok(None);
-        };
-        // A new IAM page may take an extent of file 1 for system pages, perhaps this very
-        // one: look again after it exists, until the choice holds.
-        let iam_at = loop {
-            let iam_at = self.ensure_iam(au, file_id, extent.0 / GAM_INTERVAL_EXTENTS)?;
-            match self.data_files[&file_id].find_free_extent()? {
-                Some(e) if e == extent => break iam_at,
-                Some(e) => extent = e,
-                None => return Ok(None),
+        loop {
+            match self.claim_extent(au, file_id)? {
+                Claim::Extent(e) => return Ok(Some(e)),
+                Claim::Full => return Ok(None),
+                // A new IAM page may take an extent of file 1 for system pages, perhaps
+                // the one just found: the claim looks again once the page exists (each
+                // round makes the page of another interval, so this ends).
+                Claim::NeedsIam(interval) => {
+                    self.ensure_iam(au, file_id, interval)?;
+                }
             }
-        };
-        self.data_files[&file_id].claim_extent(extent)?;
-        self.set_iam_bit(iam_at, extent, true)?;
-        Ok(Some(extent))
+        }
     }
 
     /// Returns an extent of `au` in file `file_id` to the file's free space, durably.

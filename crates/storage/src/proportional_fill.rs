@@ -22,7 +22,7 @@
 //!
 //! Sessions allocating at once share a filegroup's round robin through `SharedFill`: the
 //! algorithm behind the FGCB_PRP_FILL lock while some skip target is above 1, a lock-free
-//! round robin when all are 1 (seed 004's exception). `Database::allocate_extent_shared`
+//! round robin when all are 1 (seed 004's exception). `Database::allocate_by_fill`
 //! allocates with the database shared (`&self`), each extent claimed under its file's
 //! allocation lock; what needs the database to itself (growth, a new IAM page, the log)
 //! falls back to `allocate_extent_by_fill`. docs/ARCHITECTURE.md lists the lock order.
@@ -496,12 +496,20 @@ use crate::allocation::Claim;
 use crate::log_growth::GrowthEnv;
 use crate::{Database, StorageError};
 
-/// What an allocation by a session sharing the database found (`allocate_shared`).
-pub(crate) enum SharedAllocation {
+/// What one step of an allocation by fill found (`allocate_by_fill`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allocation {
     Extent(u16, ExtentNo),
-    /// Every file of the filegroup is full.
+    /// The round robin chose this file and the unit has no IAM page for its free
+    /// extent's interval: one is made holding the database (`allocate_extent_lazy`).
+    NeedsIam(u16),
+    /// Every file of the filegroup is full, counted again from the maps: it must grow.
     NeedsGrowth,
-    /// A new IAM page, or a log needing a checkpoint or growth.
+    /// The round robin believes every file full, but the maps show free extents (freed
+    /// since): the counts are set again, holding the database.
+    NeedsRecount,
+    /// The log needs a checkpoint or growth first, or the filegroup's round robin is not
+    /// set up since open.
     NeedsExclusive,
 }
 
@@ -638,86 +646,75 @@ impl Database {
         au: u64,
         ds: u16,
         env: &GrowthEnv,
-        exclusive: bool,
     ) -> Result<FillStep, StorageError> {
         let e_extents = env.e_extents.max(1);
         loop {
-            let deferred = if exclusive {
-                fill.take_deferred()
-            } else {
-                None
+            // A turn a session sharing the database handed back goes to the next
+            // allocation holding it.
+            let deferred = match self.held_exclusively {
+                true => fill.take_deferred(),
+                false => None,
             };
             let pick = deferred.map_or_else(|| fill.next_file(e_extents), Pick::File);
             match pick {
                 Pick::Due => self.recalculate_due(fill, ds, env)?,
                 Pick::AllFull => return Ok(FillStep::AllFull),
-                Pick::File(file_id) => match self.claim_extent_shared(au, file_id)? {
+                Pick::File(file_id) => match self.claim_extent(au, file_id)? {
                     Claim::Extent(e) => {
                         fill.allocated(file_id);
                         return Ok(FillStep::Extent(file_id, e));
                     }
                     // Counted free, found full (extents taken outside the round robin).
                     Claim::Full => fill.set_free(file_id, 0),
-                    Claim::NeedsIam => return Ok(FillStep::NeedsIam(file_id)),
+                    Claim::NeedsIam(_) => return Ok(FillStep::NeedsIam(file_id)),
                 },
             }
         }
     }
 
-    /// An extent for allocation unit `au` of filegroup `ds` by proportional fill, for a
-    /// session that shares the database with others allocating at once (`&self`). The
+    /// One step of an allocation by proportional fill of an extent for allocation unit
+    /// `au` of filegroup `ds`, beside other sessions allocating at once (`&self`). The
     /// file is chosen without any filegroup-wide lock when every skip target is 1 (seed
     /// 004's FGCB_PRP_FILL exception), under FGCB_PRP_FILL otherwise; the extent is claimed
     /// under the chosen file's allocation lock, so sessions never receive the same extent.
-    ///
-    /// None when the allocation needs the database to itself: the filegroup is full (it
-    /// must grow), the unit needs a new IAM page (a catalog change), or the log needs a
-    /// checkpoint or growth first. The caller then calls `allocate_extent_by_fill` with
-    /// the database held exclusively.
-    pub fn allocate_extent_shared(
-        &self,
-        au: u64,
-        ds: u16,
-    ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
-        Ok(match self.allocate_shared(au, ds, &self.data.growth.env)? {
-            SharedAllocation::Extent(file_id, e) => Some((file_id, e)),
-            SharedAllocation::NeedsExclusive | SharedAllocation::NeedsGrowth => None,
-        })
-    }
-
-    /// `allocate_extent_shared`, saying why it found no extent: a filegroup whose files
-    /// are all full (counted again from the maps, as the believed counts miss extents
-    /// freed since) must grow; anything else needs the database held exclusively. `env` is
-    /// the allocating session's (-E, trace flags, its spid in the error log).
-    pub(crate) fn allocate_shared(
+    /// Anything else (`Allocation::Needs*`) is made holding the database exclusively
+    /// (`allocate_extent_by_fill`); a session sharing it hands a turn whose file needs an
+    /// IAM page back to that next exclusive allocation, so the round robin gives each file
+    /// the same extents as if nothing had been handed back. `env` is the allocating
+    /// session's (-E, trace flags, its spid in the error log).
+    pub fn allocate_by_fill(
         &self,
         au: u64,
         ds: u16,
         env: &GrowthEnv,
-    ) -> Result<SharedAllocation, StorageError> {
+    ) -> Result<Allocation, StorageError> {
         self.check_writable()?;
-        if self.log_needs_attention() {
-            return Ok(SharedAllocation::NeedsExclusive);
-        }
         let Some(fill) = self.data.fill.get(&ds) else {
-            return Ok(SharedAllocation::NeedsExclusive);
+            return Ok(Allocation::NeedsExclusive);
         };
-        Ok(match self.fill_step(fill, au, ds, env, false)? {
-            FillStep::Extent(file_id, e) => SharedAllocation::Extent(file_id, e),
+        if self.log_wants_space() {
+            return Ok(Allocation::NeedsExclusive);
+        }
+        Ok(match self.fill_step(fill, au, ds, env)? {
+            FillStep::Extent(file_id, e) => Allocation::Extent(file_id, e),
             FillStep::NeedsIam(file_id) => {
-                fill.defer(file_id);
-                SharedAllocation::NeedsExclusive
+                if !self.held_exclusively {
+                    fill.defer(file_id);
+                }
+                Allocation::NeedsIam(file_id)
             }
+            // Every file believed full: count again (deallocations are not tracked).
             FillStep::AllFull if self.free_extents_by_file(ds)?.iter().all(|f| f.1 == 0) => {
-                SharedAllocation::NeedsGrowth
+                Allocation::NeedsGrowth
             }
-            FillStep::AllFull => SharedAllocation::NeedsExclusive,
+            FillStep::AllFull => Allocation::NeedsRecount,
         })
     }
 
-    /// An extent for allocation unit `au` of filegroup `ds`, by proportional fill; when no
-    /// file has a free extent, the filegroup grows (one file, or all of them with
-    /// AUTOGROW_ALL_FILES). None when it cannot grow (the caller raises 1105).
+    /// An extent for allocation unit `au` of filegroup `ds`, by proportional fill
+    /// (`allocate_by_fill`), holding the database: an IAM page made, the counts set again,
+    /// or, when no file has a free extent, the filegroup grown (one file, or all of them
+    /// with AUTOGROW_ALL_FILES). None when it cannot grow (the caller raises 1105).
     pub fn allocate_extent_by_fill(
         &mut self,
         au: u64,
@@ -729,50 +726,58 @@ impl Database {
         }
         loop {
             self.ensure_log_space()?;
-            let fill = &self.data.fill[&ds];
-            let got = match self.fill_step(fill, au, ds, &self.data.growth.env, true)? {
-                FillStep::Extent(file_id, e) => Some((file_id, e)),
-                FillStep::NeedsIam(file_id) => {
-                    let got = self.allocate_extent_lazy(au, file_id)?;
-                    let fill = &self.data.fill[&ds];
-                    match got {
-                        Some(e) => {
-                            fill.allocated(file_id);
-                            Some((file_id, e))
-                        }
-                        None => {
-                            fill.set_free(file_id, 0);
-                            None
-                        }
-                    }
-                }
-                FillStep::AllFull => {
-                    // Every file believed full: count again (deallocations are not
-                    // tracked), then grow.
-                    let free = self.free_extents_by_file(ds)?;
-                    let fill = &self.data.fill[&ds];
-                    if free.iter().any(|f| f.1 > 0) {
-                        for (id, n) in free {
-                            fill.set_free(id, n);
-                        }
-                        continue;
-                    }
-                    let grown = self.autogrow_filegroup(ds)?;
-                    if grown.is_empty() {
-                        return Ok(None);
-                    }
-                    for id in grown {
-                        let n = self.data_files[&id].free_extents()?;
+            self.log_attended = true;
+            let env = self.data.growth.env.clone();
+            let got = match self.allocate_by_fill(au, ds, &env)? {
+                Allocation::Extent(file_id, e) => Some((file_id, e)),
+                Allocation::NeedsIam(file_id) => self.allocate_with_iam(au, ds, file_id)?,
+                Allocation::NeedsRecount => {
+                    for (id, n) in self.free_extents_by_file(ds)? {
                         self.data.fill[&ds].set_free(id, n);
                     }
                     None
                 }
+                Allocation::NeedsGrowth if self.grow_for_fill(ds)? => None,
+                Allocation::NeedsGrowth => return Ok(None),
+                Allocation::NeedsExclusive => unreachable!("the log was seen to"),
             };
             if let Some(got) = got {
-                self.prepare_filegroup_growth(ds)?;
+                self.prepare_growth_ahead(ds)?;
                 return Ok(Some(got));
             }
         }
+    }
+
+    /// The extent of file `file_id` the round robin chose, with the IAM page it needs.
+    fn allocate_with_iam(
+        &mut self,
+        au: u64,
+        ds: u16,
+        file_id: u16,
+    ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
+        let got = self.allocate_extent_lazy(au, file_id)?;
+        let fill = &self.data.fill[&ds];
+        Ok(match got {
+            Some(e) => {
+                fill.allocated(file_id);
+                Some((file_id, e))
+            }
+            None => {
+                fill.set_free(file_id, 0);
+                None
+            }
+        })
+    }
+
+    /// Grows filegroup `ds` for an allocation that found every file full, and counts the
+    /// grown files' free extents; false when no file could grow.
+    fn grow_for_fill(&mut self, ds: u16) -> Result<bool, StorageError> {
+        let grown = self.autogrow_filegroup(ds)?;
+        for &id in &grown {
+            let n = self.data_files[&id].free_extents()?;
+            self.data.fill[&ds].set_free(id, n);
+        }
+        Ok(!grown.is_empty())
     }
 
     /// Reports a data file's autogrowth with its duration (SQL Server's message 5145);
@@ -877,7 +882,7 @@ pub(crate) struct DataGrowthPrep {
 
 /// How a committed growth's space was initialized ahead of its commit.
 enum Prepared {
-    /// By a background thread (IFI off, `prepare_filegroup_growth`).
+    /// By a background thread (IFI off, `prepare_growth_ahead`).
     Background,
     /// By a session sharing the database, taking this long.
     Session(std::time::Duration),
@@ -984,7 +989,7 @@ impl Database {
     }
 
     /// Data-file growths committed from a preparation by a session sharing the database
-    /// (`prepare_filegroup_growth_shared`).
+    /// (`initialize_filegroup_growth`).
     pub fn shared_growths_committed(&self) -> u64 {
         self.data.data_growth.shared_committed
     }
@@ -992,7 +997,7 @@ impl Database {
     /// After an allocation in filegroup `ds`: with IFI off and the filegroup's free extents
     /// down to half of the growth that would come next, starts initializing that growth
     /// (every file's with AUTOGROW_ALL_FILES) in the background.
-    fn prepare_filegroup_growth(&mut self, ds: u16) -> Result<(), StorageError> {
+    fn prepare_growth_ahead(&mut self, ds: u16) -> Result<(), StorageError> {
         let env = &self.data.growth.env;
         if env.policy.instant || !env.prepare_ahead {
             return Ok(());
@@ -1089,7 +1094,7 @@ impl Database {
     }
 
     /// True while a session initializes a growth of filegroup `ds`
-    /// (`prepare_filegroup_growth_shared`).
+    /// (`initialize_filegroup_growth`).
     pub fn filegroup_growth_in_progress(&self, ds: u16) -> bool {
         self.growth_lock(ds).try_lock().is_err()
     }
@@ -1100,7 +1105,7 @@ impl Database {
     /// run it holding no lock, `growth_preparation`). Sessions allocating in other
     /// filegroups go on meanwhile; sessions of this one wait on the filegroup's growth lock
     /// and find the growth prepared. Returns the files prepared (or already prepared).
-    pub fn prepare_filegroup_growth_shared(&self, ds: u16) -> Result<Vec<u16>, StorageError> {
+    pub fn initialize_filegroup_growth(&self, ds: u16) -> Result<Vec<u16>, StorageError> {
         self.check_writable()?;
         match self.growth_preparation(ds, &self.data.growth.env) {
             Some(p) => p.run(),

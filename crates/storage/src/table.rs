@@ -50,7 +50,7 @@ use extentdb_format::{data_page, ExtentNo, Page, PageId, PageType, PAGES_PER_EXT
 use crate::access::{Needs, RowGate, Step};
 use crate::buffer_pool::{BufferPool, DEFAULT_CAPACITY_PAGES};
 use crate::latch::Latch;
-use crate::proportional_fill::SharedAllocation;
+use crate::proportional_fill::Allocation;
 use crate::xact::set_lsn;
 use crate::{Database, StorageError};
 
@@ -319,7 +319,7 @@ impl Database {
 
     /// Inserts `rec` into heap `t` within `xact` (access.rs), beside other sessions:
     /// sessions insert into different heaps at once and into one heap one at a time (its
-    /// insert lock), allocating extents without the database's lock (`allocate_shared`).
+    /// insert lock), allocating extents without the database's lock (`allocate_by_fill`).
     /// Needs the database held first for a heap whose cursor is not known yet, a new page
     /// when that takes a new IAM page or a filegroup's growth, or the log grown; with IFI
     /// off, a filegroup's growth is prepared first holding no lock (`Needs::Growth`).
@@ -356,9 +356,9 @@ impl Database {
                     Some(next) => next,
                     // Held exclusively, the allocator that also prepares growths ahead.
                     None if self.held_exclusively => return Ok(Step::Needs(room)),
-                    None => match self.allocate_shared(au, t.data_space_id, env)? {
-                        SharedAllocation::Extent(f, e) => (f, e, 0),
-                        SharedAllocation::NeedsGrowth if !env.policy.instant => {
+                    None => match self.allocate_by_fill(au, t.data_space_id, env)? {
+                        Allocation::Extent(f, e) => (f, e, 0),
+                        Allocation::NeedsGrowth if !env.policy.instant => {
                             match self.growth_preparation(t.data_space_id, env) {
                                 Some(p) => return Ok(Step::Needs(Needs::Growth(p))),
                                 None => return Ok(Step::Needs(room)),

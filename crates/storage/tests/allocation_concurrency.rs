@@ -39,6 +39,7 @@ use extentdb_format::{bitmap, iam, ExtentNo, PageId, GAM_INTERVAL_EXTENTS};
 use extentdb_io::os::OsFileSystem;
 use extentdb_storage::check_alloc::{AllocError, Claimant};
 use extentdb_storage::checkpoint::Checkpointer;
+use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::{proportional_fill, Database, NewDatabase};
 
 const THREADS: usize = 4;
@@ -478,12 +479,12 @@ fn the_check_catches_broken_maps() {
 #[derive(Default, Debug)]
 struct SharedRoundStats {
     allocations: usize,
-    /// Allocations served by `allocate_extent_shared` (no exclusive access).
+    /// Allocations served by `allocate_by_fill` (no exclusive access).
     shared: usize,
     /// Allocations that needed the database to itself (growth, a new IAM page, the log).
     exclusive: usize,
     deallocations: usize,
-    /// Most threads inside `allocate_extent_shared` at one moment.
+    /// Most threads inside `allocate_by_fill` at one moment.
     most_at_once: usize,
     /// FGCB_PRP_FILL during the round (differences of the counters).
     prp_fill: extentdb_storage::proportional_fill::PrpFillStats,
@@ -491,12 +492,12 @@ struct SharedRoundStats {
 
 /// Runs one round in which each unit's thread allocates `ALLOCATIONS_PER_ROUND` extents of
 /// filegroup `ds` as a session sharing the database would: under a read lock of
-/// `RwLock<Database>` through `allocate_extent_shared`, so threads allocate at once, and
+/// `DbLock` through `allocate_by_fill`, so threads allocate at once, and
 /// only when that returns None under the write lock through `allocate_extent_by_fill`.
 /// About every `DEALLOCATE_EVERY` iterations a thread frees one of its extents (under the
 /// write lock).
 fn shared_round(
-    db: &Arc<std::sync::RwLock<Database>>,
+    db: &Arc<DbLock>,
     units: Vec<Unit>,
     ds: u16,
     seed: u64,
@@ -520,7 +521,7 @@ fn shared_round(
                         let g = db.read().unwrap();
                         let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                         most.fetch_max(now, Ordering::SeqCst);
-                        let got = g.allocate_extent_shared(unit.au, ds);
+                        let got = common::shared_extent(&g, unit.au, ds);
                         in_flight.fetch_sub(1, Ordering::SeqCst);
                         got.unwrap_or_else(|e| panic!("unit {}: allocation {i}: {e}", unit.au))
                     };
@@ -531,7 +532,7 @@ fn shared_round(
                         }
                         None => {
                             exclusive += 1;
-                            let mut g = db.write().unwrap();
+                            let mut g = db.lock().unwrap();
                             match g.allocate_extent_by_fill(unit.au, ds) {
                                 Ok(Some(x)) => x,
                                 Ok(None) => panic!("unit {}: no growth possible (1105)", unit.au),
@@ -543,7 +544,7 @@ fn shared_round(
                     if xorshift(&mut rng).is_multiple_of(DEALLOCATE_EVERY) {
                         let k = (xorshift(&mut rng) % unit.held.len() as u64) as usize;
                         let (f, e) = unit.held.swap_remove(k);
-                        db.write()
+                        db.lock()
                             .unwrap()
                             .deallocate_extent(unit.au, f, e)
                             .unwrap_or_else(|err| {
@@ -604,11 +605,8 @@ fn shared_database(root: &Path, sizes_pages: [u32; 3]) -> (Database, Vec<Unit>) 
     (db, units)
 }
 
-fn into_owned(db: Arc<std::sync::RwLock<Database>>) -> Database {
-    Arc::into_inner(db)
-        .expect("threads joined")
-        .into_inner()
-        .unwrap()
+fn into_owned(db: Arc<DbLock>) -> Database {
+    Arc::into_inner(db).expect("threads joined").into_inner()
 }
 
 /// Proves seed 004's FGCB_PRP_FILL point with sessions allocating at once (issue 4, item 6):
@@ -630,7 +628,7 @@ fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
         "equal files choose without FGCB_PRP_FILL: {stats:?}"
     );
     let sizes = size_pages(&db);
-    let shared = Arc::new(std::sync::RwLock::new(db));
+    let shared = Arc::new(DbLock::new(db));
     let (units, stats) = shared_round(&shared, units, 1, 0x5eed_0011);
     let db = into_owned(shared);
     eprintln!("equal files: {stats:?}");
@@ -670,7 +668,7 @@ fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
     let (stats, lock_free) = db.prp_fill_stats(1).unwrap();
     assert!(!lock_free, "unequal files take FGCB_PRP_FILL: {stats:?}");
     let sizes = size_pages(&db);
-    let shared = Arc::new(std::sync::RwLock::new(db));
+    let shared = Arc::new(DbLock::new(db));
     let (units, stats) = shared_round(&shared, units, 1, 0x5eed_0012);
     let mut db = into_owned(shared);
     eprintln!("unequal files: {stats:?}");
@@ -699,7 +697,7 @@ fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
 /// 6). Filegroup A has one 1 MB file growing 64 MB with IFI off (the growth writes 64 MB
 /// of zeros); filegroup B two equal 320 MB files that never grow. One thread fills A: when its
 /// shared allocation finds A full, it initializes A's growth under A's growth lock while
-/// sharing the database (`prepare_filegroup_growth_shared`), then commits it exclusively.
+/// sharing the database (`initialize_filegroup_growth`), then commits it exclusively.
 /// Two threads allocate in B throughout, under the shared lock. Counted from the engine's
 /// own state: B allocations that began and ended while A's growth was being initialized.
 #[test]
@@ -752,7 +750,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
     let a_pages = |db: &Database| db.data_files[&3].size_pages;
     let a_before = a_pages(&db);
 
-    let db = Arc::new(std::sync::RwLock::new(db));
+    let db = Arc::new(DbLock::new(db));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let grower = {
         let (db, done) = (db.clone(), done.clone());
@@ -760,11 +758,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
             let mut held = Vec::new();
             let mut prepared = 0;
             while a_pages(&db.read().unwrap()) < a_before + GROWTHS * 64 * mb {
-                let got = db
-                    .read()
-                    .unwrap()
-                    .allocate_extent_shared(au_a, ds_a)
-                    .unwrap();
+                let got = common::shared_extent(&db.read().unwrap(), au_a, ds_a).unwrap();
                 let x = match got {
                     Some(x) => x,
                     None => {
@@ -780,9 +774,9 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                             .all(|f| f.free == 0);
                         if full {
                             let g = db.read().unwrap();
-                            prepared += g.prepare_filegroup_growth_shared(ds_a).unwrap().len();
+                            prepared += g.initialize_filegroup_growth(ds_a).unwrap().len();
                         }
-                        let mut g = db.write().unwrap();
+                        let mut g = db.lock().unwrap();
                         g.allocate_extent_by_fill(au_a, ds_a)
                             .unwrap()
                             .expect("A grows")
@@ -805,7 +799,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                     std::thread::sleep(std::time::Duration::from_micros(200));
                     let g = db.read().unwrap();
                     let before = g.filegroup_growth_in_progress(ds_a);
-                    let got = g.allocate_extent_shared(unit.au, ds_b).unwrap();
+                    let got = common::shared_extent(&g, unit.au, ds_b).unwrap();
                     let after = g.filegroup_growth_in_progress(ds_a);
                     drop(g);
                     let x = match got {
@@ -814,7 +808,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                             x
                         }
                         None => db
-                            .write()
+                            .lock()
                             .unwrap()
                             .allocate_extent_by_fill(unit.au, ds_b)
                             .unwrap()

@@ -188,3 +188,18 @@ pub fn assert_checkdb_clean(db: &extentdb_storage::Database, when: &str) {
         check.findings
     );
 }
+
+/// An extent by proportional fill for a session sharing the database (`allocate_by_fill`,
+/// with the database's own growth settings); None when the allocation needs it held
+/// exclusively (`allocate_extent_by_fill`).
+pub fn shared_extent(
+    db: &extentdb_storage::Database,
+    au: u64,
+    ds: u16,
+) -> Result<Option<(u16, extentdb_format::ExtentNo)>, extentdb_storage::StorageError> {
+    use extentdb_storage::proportional_fill::Allocation;
+    Ok(match db.allocate_by_fill(au, ds, db.growth_env())? {
+        Allocation::Extent(file_id, e) => Some((file_id, e)),
+        _ => None,
+    })
+}
