@@ -255,7 +255,11 @@ impl Tx {
                 self.waiting = Some(sql.to_string());
                 return;
             }
-            assert!(started.elapsed() < PATIENCE, "{}: `{sql}` ran on", self.name);
+            assert!(
+                started.elapsed() < PATIENCE,
+                "{}: `{sql}` ran on",
+                self.name
+            );
             thread::sleep(Duration::from_millis(10));
         }
     }
@@ -462,7 +466,11 @@ fn pmp_read_predicate(level: Level) {
         assert_eq!(seen, kv(&[(3, 30)]), "{level:?}");
         t1.ok("COMMIT");
     }
-    assert_eq!(sc.committed(), kv(&[(1, 10), (2, 20), (3, 30)]), "{level:?}");
+    assert_eq!(
+        sc.committed(),
+        kv(&[(1, 10), (2, 20), (3, 30)]),
+        "{level:?}"
+    );
 }
 
 fn pmp_write_predicate(level: Level) {
@@ -593,7 +601,11 @@ fn g_single_predicate(level: Level) {
         assert_eq!(t1.ok(again), kv(&[(3, 30)]), "{level:?}");
         t1.ok("COMMIT");
     }
-    assert_eq!(sc.committed(), kv(&[(1, 10), (2, 20), (3, 30)]), "{level:?}");
+    assert_eq!(
+        sc.committed(),
+        kv(&[(1, 10), (2, 20), (3, 30)]),
+        "{level:?}"
+    );
 }
 
 fn g_single_write_predicate(level: Level) {
@@ -704,12 +716,19 @@ fn snapshot_is_refused() {
         &format!("ALTER DATABASE {DB} SET ALLOW_SNAPSHOT_ISOLATION ON"),
     );
     assert_eq!(refused, vec![40517]);
-    run(&mut c, "SET TRANSACTION ISOLATION LEVEL SNAPSHOT; BEGIN TRAN");
+    run(
+        &mut c,
+        "SET TRANSACTION ISOLATION LEVEL SNAPSHOT; BEGIN TRAN",
+    );
     for sql in [
         format!("SELECT * FROM {}", sc.table),
         format!("UPDATE {} SET value = 0", sc.table),
     ] {
-        assert_eq!(common::tds::errors(&mut c, &sql), vec![(3952, 16, 1)], "{sql}");
+        assert_eq!(
+            common::tds::errors(&mut c, &sql),
+            vec![(3952, 16, 1)],
+            "{sql}"
+        );
     }
     run(&mut c, "IF @@TRANCOUNT > 0 ROLLBACK");
     assert_eq!(sc.committed(), kv(&[(1, 10), (2, 20)]));
