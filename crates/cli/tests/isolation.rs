@@ -16,12 +16,7 @@ mod common;
 use common::tds::{all_rows, connect_at, run, Server};
 
 fn value(c: &mut extentdb_tds::client::Client, sql: &str) -> i64 {
-    match &all_rows(&run(c, sql))[0][0] {
-        Value::Int(v) => *v as i64,
-        Value::SmallInt(v) => *v as i64,
-        Value::BigInt(v) => *v,
-        other => panic!("{other:?}"),
-    }
+    common::tds::int(&all_rows(&run(c, sql))[0][0])
 }
 
 fn setup(s: &Server) {

@@ -144,3 +144,15 @@ pub fn restart(s: Server) -> Server {
     drop(s);
     Server::start_in(dir, &[])
 }
+
+/// An integer value of any width (a count, @@SPID, @@TRANCOUNT).
+pub fn int(v: &extentdb_sql::types::Value) -> i64 {
+    use extentdb_sql::types::Value;
+    match v {
+        Value::TinyInt(v) => *v as i64,
+        Value::SmallInt(v) => *v as i64,
+        Value::Int(v) => *v as i64,
+        Value::BigInt(v) => *v,
+        other => panic!("not an integer: {other:?}"),
+    }
+}

@@ -291,6 +291,11 @@ pub(super) struct LockPlan {
     /// Each row's lock; None for no row locks (READ UNCOMMITTED, NOLOCK, or a table lock
     /// that covers them).
     pub mode: Option<LockMode>,
+    /// UPDATE and DELETE: the rows they read are locked U (the table U under
+    /// SERIALIZABLE), which readers' S locks let in, and each row WHERE keeps goes to X
+    /// before it changes (`RowLocking::changes`), as SQL Server's update locks do: two
+    /// writers of one row queue at its U instead of both converting a read lock to X.
+    pub changes_to_x: bool,
     /// Keep row locks to the transaction's end (writes, REPEATABLE READ, SERIALIZABLE,
     /// HOLDLOCK, UPDLOCK, XLOCK); else let go once the row is read (READ COMMITTED).
     pub keep: bool,
@@ -337,9 +342,9 @@ pub(super) fn hint_locking(
             "SNAPSHOT isolation (row versioning, issue 25)",
         )]);
     }
-    let row_mode = if write || xlock {
+    let row_mode = if xlock {
         LockMode::X
-    } else if updlock {
+    } else if write || updlock {
         LockMode::U
     } else {
         LockMode::S
@@ -350,15 +355,12 @@ pub(super) fn hint_locking(
         table = Some(LockMode::U);
     }
     if level == Isolation::Serializable && table.is_none() {
-        table = Some(if row_mode == LockMode::S {
-            LockMode::S
-        } else {
-            LockMode::X
-        });
+        table = Some(row_mode);
     }
     let unlocked = level == Isolation::ReadUncommitted && !write && !updlock && !xlock;
     Ok(LockPlan {
         mode: (!unlocked && table.is_none()).then_some(row_mode),
+        changes_to_x: write && !xlock,
         keep: write || updlock || xlock || level != Isolation::ReadCommitted,
         table: if unlocked { None } else { table },
         readpast,
@@ -491,13 +493,39 @@ impl RowLocking {
 
     /// The table's intent lock for a statement that writes rows (IX), taken before the
     /// database is held: a SERIALIZABLE reader's table lock makes it wait here.
+    /// Under SERIALIZABLE the plan's table U becomes X: an INSERT reads no rows first.
     pub fn table_intent(&self) -> Result<(), Vec<SqlError>> {
-        if self.plan.table.is_some() {
+        let mode = match self.plan.table {
+            None => LockMode::IX,
+            Some(LockMode::U) => LockMode::X,
+            Some(_) => return Ok(()),
+        };
+        let mut l = self.locker.lock().unwrap();
+        l.lock(self.names.table(), mode)
+            .map_err(|e| lock_error(e, self.spid))
+    }
+
+    /// A row UPDATE or DELETE read and WHERE kept: its U lock (or the table's, under
+    /// SERIALIZABLE) goes to X before the row changes, waiting with no database held
+    /// (invariant 1). Nobody changed the row meanwhile: U excludes other writers.
+    pub fn changes(
+        &self,
+        rid: extentdb_storage::table::Rid,
+        rec: &[u8],
+    ) -> Result<(), Vec<SqlError>> {
+        if !self.plan.changes_to_x {
             return Ok(());
         }
         let mut l = self.locker.lock().unwrap();
-        l.lock(self.names.table(), LockMode::IX)
-            .map_err(|e| lock_error(e, self.spid))
+        let got = match (self.plan.table, self.plan.mode) {
+            (Some(LockMode::U), _) => l.lock(self.names.table(), LockMode::X),
+            (None, Some(_)) => {
+                let r = self.name(rid, rec)?;
+                l.lock_row(r, LockMode::X, self.escalation)
+            }
+            _ => Ok(()),
+        };
+        got.map_err(|e| lock_error(e, self.spid))
     }
 
     /// X on the key a new clustered row will have, waited for before the database is held
@@ -557,10 +585,14 @@ mod tests {
         assert_eq!((p.mode, p.keep), (Some(LockMode::U), true));
         let p = plan(ReadUncommitted, true, &[]).unwrap();
         assert_eq!(
-            (p.mode, p.keep),
-            (Some(LockMode::X), true),
-            "writes lock at any level"
+            (p.mode, p.keep, p.changes_to_x),
+            (Some(LockMode::U), true, true),
+            "writes lock at any level: U, then X on the rows they change"
         );
+        let p = plan(Serializable, true, &[]).unwrap();
+        assert_eq!((p.mode, p.table), (None, Some(LockMode::U)));
+        let p = plan(ReadCommitted, true, &["XLOCK"]).unwrap();
+        assert_eq!((p.mode, p.changes_to_x), (Some(LockMode::X), false));
         assert_eq!(
             plan(ReadCommitted, true, &["TABLOCK"]).unwrap().table,
             Some(LockMode::X)

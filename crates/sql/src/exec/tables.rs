@@ -105,7 +105,8 @@ impl TableRef {
     }
 
     /// `each_row` for UPDATE and DELETE: each row is locked as `locking` says before `each`
-    /// sees it, and the lock of a row `each` does not keep (returns false for) is let go.
+    /// sees it; the lock of a row `each` does not keep (returns false for) is let go, and
+    /// that of a row it keeps goes to X (`RowLocking::changes`).
     pub fn each_row_locked(
         &self,
         access: Access,
@@ -115,7 +116,9 @@ impl TableRef {
         let mut chunks = Chunks::new(self, access)?.locked(locking);
         while let Some(rows) = chunks.next_chunk()? {
             for (i, (rid, rec)) in rows.into_iter().enumerate() {
-                if !each(rid, self.decode(&rec)?)? {
+                if each(rid, self.decode(&rec)?)? {
+                    locking.changes(rid, &rec)?;
+                } else {
                     locking.not_needed(rid, &rec, chunks.fresh(i))?;
                 }
             }
