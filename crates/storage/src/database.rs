@@ -108,7 +108,7 @@ pub struct Database {
     /// `&mut`, so a session sharing the database reads false.
     pub(crate) held_exclusively: bool,
     /// Set once the log's checkpoint or growth ahead of need was seen to in this
-    /// exclusive hold (`Needs::LogSpace`).
+    /// exclusive hold (`Needs::LogSpace`); false again when the hold ends (`DbGuard`).
     pub(crate) log_attended: bool,
 }
 

@@ -43,6 +43,8 @@ impl Drop for DbGuard<'_> {
             self.0.poison_after_panic();
         }
         self.0.held_exclusively = false;
+        // Sessions sharing the database see to the log again (`Needs::LogSpace`).
+        self.0.log_attended = false;
     }
 }
 
