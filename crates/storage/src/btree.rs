@@ -45,7 +45,6 @@ use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
 use crate::access::{Needs, RowGate, Step};
 use crate::scan::{KeyPrefix, KeyRange, PageReads, ScanChunk, ScanPosition};
 use crate::table::{layouts, Rid};
-use crate::xact::set_lsn;
 use crate::{Database, StorageError};
 
 /// A key: its columns' stored values (None for NULL).
@@ -578,14 +577,8 @@ impl Database {
         );
         let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
         let lsn = wal.append(&extentdb_format::log_record::compact(body.encode()))?;
-        for (pid, mut pg) in images {
-            set_lsn(&mut pg, lsn)?;
-            self.data
-                .pool
-                .get_mut()
-                .install(&self.data_files, Some(&wal), pid, pg)?;
-        }
-        Ok(())
+        // Every image in the pool, or the database poisoned (xact.rs invariant 6).
+        self.install_logged(lsn, images)
     }
 
     /// Splits the leaf for `record` (its ghosts cleaned first) until it has room for it,

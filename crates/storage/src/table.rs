@@ -618,10 +618,7 @@ impl Database {
         let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
         let lsn = wal.append(&body.encode())?;
         let p = formatted_page(&body, lsn)?;
-        self.data
-            .pool
-            .lock()
-            .install(&self.data_files, Some(&wal), pid, p)?;
+        self.install_logged(lsn, vec![(pid, p)])?;
         // Only now, after the format's record (allocation.rs invariant 5).
         self.mark_page_allocated(pid, au)?;
         Ok(lsn)

@@ -34,6 +34,12 @@
 //! 5. A table another transaction has changed is not dropped or truncated before that
 //!    transaction ends (`table_in_use`; SQL Server's Sch-M lock waits the same way), so a
 //!    rollback never compensates into pages that have changed owner.
+//! 6. A page change that is logged is in the pool, or the database is poisoned (refuses
+//!    changes until reopened and recovered): a change logged but not applied, and a logged
+//!    whole page (a split's images, a format) the pool failed to install (the eviction
+//!    making room for it could not write its victim), poison it. Otherwise other sessions
+//!    would go on from the stale copy and log it: a later split logging a parent without
+//!    the separator of the split before it (an orphaned leaf, CHECKDB 8977 and 8981).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -388,7 +394,8 @@ impl Database {
         };
         let lsn = appended.map_err(|e| self.log_error(e))?;
         if let Err(e) = self.apply_logged(page, redo, lsn) {
-            // Logged but not applied: memory and the log disagree until recovery.
+            // Logged but not applied: memory and the log disagree until recovery
+            // (invariant 6).
             self.poison();
             return Err(e);
         }
@@ -408,6 +415,24 @@ impl Database {
         set_lsn(p, lsn)?;
         pool.mark_dirty(page);
         Ok(())
+    }
+
+    /// Puts whole pages that the record at `lsn` logged (a split's images, a format) in
+    /// the pool, stamped with `lsn`; any failure poisons the database (invariant 6).
+    pub(crate) fn install_logged(
+        &self,
+        lsn: Lsn,
+        images: Vec<(PageId, Page)>,
+    ) -> Result<(), StorageError> {
+        let installed = images.into_iter().try_for_each(|(pid, mut page)| {
+            set_lsn(&mut page, lsn)?;
+            let mut pool = self.data.pool.lock();
+            pool.install(&self.data_files, self.wal.as_deref(), pid, page)
+        });
+        if installed.is_err() {
+            self.poison();
+        }
+        installed
     }
 
     /// Logs the page's whole image when its LSN is older than the redo start (or the redo

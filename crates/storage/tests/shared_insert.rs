@@ -22,20 +22,24 @@
 //! a longer loop.
 
 mod common;
-use common::{ctx, file, row, table_entry, Quiet, LAYOUT};
+use common::{
+    all_succeeded, checkpointer_collecting, close_without_checkpoint, crash_and_reopen, cut_after,
+    fresh_dir,
+};
+use common::{
+    assert_checkdb_clean, ctx, file, row, seed_count, table_entry, table_rows, Quiet, Rng,
+};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Barrier};
 
 use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
-use extentdb_format::record;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_storage::access::{Needs, Step};
-use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
@@ -92,16 +96,6 @@ fn create_tables(db: &mut Database) -> [u32; 4] {
 fn payload(k: u32) -> Vec<u8> {
     let len = 40 + (k.wrapping_mul(2_654_435_761) % 661) as usize;
     (0..len).map(|i| (k as usize + i) as u8).collect()
-}
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 /// How the sessions' rows went in.
@@ -233,53 +227,19 @@ fn run_sessions(
         .collect()
 }
 
-/// Each table's rows as key -> value.
-fn contents(db: &mut Database, t: u32) -> BTreeMap<u32, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    for (_, rec) in db.scan_rows(t).unwrap() {
-        let cols = record::decode(&LAYOUT, &rec).unwrap();
-        let k = u32::from_le_bytes(cols[0].unwrap().try_into().unwrap());
-        assert!(
-            out.insert(k, cols[1].unwrap().to_vec()).is_none(),
-            "key {k} twice in table {t}"
-        );
-    }
-    out
-}
-
-/// CHECKALLOC and CHECKDB (full, not PHYSICAL_ONLY) find nothing.
-fn assert_checks_clean(db: &Database, when: &str) {
-    let alloc = db.check_alloc().unwrap();
-    assert!(
-        alloc.errors.is_empty(),
-        "{when}: CHECKALLOC: {:?}",
-        alloc.errors
-    );
-    let src = db.check_source().unwrap();
-    let r = check_database(
-        &src,
-        &CheckOptions {
-            maxdop: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert!(r.findings.is_empty(), "{when}: CHECKDB: {:?}", r.findings);
-}
-
 /// The sessions' tables: sessions 0 and 1 share A, sessions 2, 3 and 4 have B, C and D.
 fn session_tables(t: [u32; 4]) -> [u32; 5] {
     [t[0], t[0], t[1], t[2], t[3]]
 }
 
 /// Every table holds exactly its sessions' committed rows, with their values.
-fn assert_exactly_committed(db: &mut Database, tables: &[u32], outcomes: &[Outcome], when: &str) {
+fn assert_exactly_committed(db: &Database, tables: &[u32], outcomes: &[Outcome], when: &str) {
     let mut want: BTreeMap<u32, BTreeSet<u32>> = BTreeMap::new();
     for (t, o) in tables.iter().zip(outcomes) {
         want.entry(*t).or_default().extend(&o.committed);
     }
     for (t, keys) in want {
-        let got = contents(db, t);
+        let got = table_rows(db, t);
         let got_keys: BTreeSet<u32> = got.keys().copied().collect();
         assert_eq!(
             got_keys.len(),
@@ -297,40 +257,26 @@ fn assert_exactly_committed(db: &mut Database, tables: &[u32], outcomes: &[Outco
 
 #[test]
 fn sessions_insert_at_once_and_lose_nothing() {
-    let dir = std::env::temp_dir().join(format!("xdb-shared-insert-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("shared-insert");
     let fs = OsFileSystem::new();
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 1024)).unwrap();
     let tables = session_tables(create_tables(&mut db));
     let db = Arc::new(DbLock::new(db));
-    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
-    let errs = errors.clone();
-    let checkpointer = Checkpointer::spawn(&db, move |name, e| {
-        errs.lock()
-            .unwrap()
-            .push(format!("checkpoint of {name}: {e}"))
-    });
+    let (checkpointer, errors) = checkpointer_collecting(&db);
     let c = Arc::new(Counters::default());
     let transactions = if cfg!(debug_assertions) { 100 } else { 1000 };
     // IFI off: growths are zeroed, by the sessions holding no database lock.
     let results = run_sessions(&db, false, &tables, transactions, 0x5eed_1234, &c);
     drop(checkpointer);
     assert!(errors.lock().unwrap().is_empty(), "{:?}", errors.lock());
-    let outcomes: Vec<Outcome> = results
-        .into_iter()
-        .map(|(o, e)| {
-            assert!(e.is_none(), "a session failed: {e:?}");
-            o
-        })
-        .collect();
+    let outcomes = all_succeeded(results);
     let (shared, exclusive) = (
         c.shared.load(Ordering::Relaxed),
         c.exclusive.load(Ordering::Relaxed),
     );
     let peak = c.peak.load(Ordering::Relaxed);
     let grown = c.grown.load(Ordering::Relaxed);
-    let mut db = Arc::into_inner(db).expect("sessions joined").into_inner();
+    let db = Arc::into_inner(db).expect("sessions joined").into_inner();
     let fills: Vec<_> = [1u16, 2]
         .iter()
         .map(|&ds| db.prp_fill_stats(ds).expect("a filegroup"))
@@ -373,27 +319,21 @@ fn sessions_insert_at_once_and_lose_nothing() {
         db.catalog.files.iter().any(|f| f.size_pages > 384),
         "the filegroups grew while sessions inserted"
     );
-    assert_exactly_committed(&mut db, &tables, &outcomes, "after the sessions");
-    assert_checks_clean(&db, "after the sessions");
+    assert_exactly_committed(&db, &tables, &outcomes, "after the sessions");
+    assert_checkdb_clean(&db, "after the sessions");
 
     // A close without a checkpoint once the log is flushed: the rows come back by redo.
-    let wal = db.wal().expect("a log writer");
-    wal.flush(wal.end_lsn()).unwrap();
-    drop(wal);
-    drop(db);
-    let mut db = Database::open(fs.as_ref(), &dir.join("Ins.mdf")).unwrap();
-    assert_exactly_committed(&mut db, &tables, &outcomes, "after recovery");
-    assert_checks_clean(&db, "after recovery");
+    close_without_checkpoint(db);
+    let db = Database::open(fs.as_ref(), &dir.join("Ins.mdf")).unwrap();
+    assert_exactly_committed(&db, &tables, &outcomes, "after recovery");
+    assert_checkdb_clean(&db, "after recovery");
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn shared_inserts_survive_crashes() {
-    let seeds: u64 = std::env::var("XDB_SHARED_CRASH_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(if cfg!(debug_assertions) { 8 } else { 100 });
+    let seeds = seed_count("XDB_SHARED_CRASH_SEEDS", 8, 100);
     let root = Path::new("/sim");
     let (mut cut_while_running, mut committed_rows, mut shared_rows) = (0, 0, 0);
     // Extents the sweep at open freed (allocations cut between their two steps).
@@ -406,29 +346,21 @@ fn shared_inserts_survive_crashes() {
         let tables = session_tables(create_tables(&mut db));
         let db = Arc::new(DbLock::new(db));
         let checkpointer = Checkpointer::spawn(&db, |_, _| {});
-        let cut = fs.io_count() + 10 + rng.below(260);
-        fs.set_faults(Faults {
-            fail_io_at: Some((cut, libc::EIO)),
-            ..Default::default()
-        });
+        cut_after(&fs, 10 + rng.below(260));
         let c = Arc::new(Counters::default());
         let results = run_sessions(&db, seed % 2 == 0, &tables, 40, seed, &c);
         drop(checkpointer);
         cut_while_running += usize::from(results.iter().any(|r| r.1.is_some()));
         committed_rows += results.iter().map(|r| r.0.committed.len()).sum::<usize>();
         shared_rows += c.shared.load(Ordering::Relaxed);
-        drop(Arc::into_inner(db).expect("sessions joined").into_inner());
-        fs.set_faults(Faults::default());
-        fs.crash();
-        let mut db = Database::open(&fs, &root.join("Ins.mdf"))
-            .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        let db = crash_and_reopen(db, &fs, &root.join("Ins.mdf"), seed);
         swept += db.recovery_stats().map_or(0, |r| r.unowned_extents_freed);
         let mut by_table: BTreeMap<u32, Vec<&Outcome>> = BTreeMap::new();
         for (t, (o, _)) in tables.iter().zip(&results) {
             by_table.entry(*t).or_default().push(o);
         }
         for (t, outcomes) in by_table {
-            let got = contents(&mut db, t);
+            let got = table_rows(&db, t);
             for (k, v) in &got {
                 assert_eq!(v, &payload(*k), "seed {seed}: table {t} key {k}'s value");
             }

@@ -203,3 +203,119 @@ pub fn shared_extent(
         _ => None,
     })
 }
+
+/// A small xorshift generator: a seed fixes a workload (never 0: it would stay 0).
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A value in 0..n.
+    pub fn below(&mut self, n: u64) -> u64 {
+        assert!(self.0 != 0 && n > 0, "a zero seed or an empty range");
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// How many seeds a crash loop runs: the number in environment variable `var`, else
+/// `debug` or `release` by how the test was built.
+pub fn seed_count(var: &str, debug: u64, release: u64) -> u64 {
+    std::env::var(var)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) {
+            debug
+        } else {
+            release
+        })
+}
+
+/// The rows of a `LAYOUT` table as key -> value; a key found twice fails the test.
+pub fn table_rows(
+    db: &extentdb_storage::Database,
+    object_id: u32,
+) -> std::collections::BTreeMap<u32, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    for (_, rec) in db.scan_rows(object_id).unwrap() {
+        let cols = record::decode(&LAYOUT, &rec).unwrap();
+        let k = u32::from_le_bytes(cols[0].unwrap().try_into().unwrap());
+        let v = cols[1].unwrap().to_vec();
+        assert!(
+            out.insert(k, v).is_none(),
+            "key {k} twice in table {object_id}"
+        );
+    }
+    out
+}
+
+/// A background checkpointer for `db` whose failures are collected, not ignored.
+pub fn checkpointer_collecting(
+    db: &std::sync::Arc<extentdb_storage::db_lock::DbLock>,
+) -> (
+    extentdb_storage::checkpoint::Checkpointer,
+    std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) {
+    let errors = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let errs = errors.clone();
+    let checkpointer = extentdb_storage::checkpoint::Checkpointer::spawn(db, move |name, e| {
+        errs.lock()
+            .unwrap()
+            .push(format!("checkpoint of {name}: {e}"))
+    });
+    (checkpointer, errors)
+}
+
+/// What every session did, once none stopped on an error.
+pub fn all_succeeded<O, E: std::fmt::Debug>(results: Vec<(O, Option<E>)>) -> Vec<O> {
+    results
+        .into_iter()
+        .map(|(o, e)| {
+            assert!(e.is_none(), "a session failed: {e:?}");
+            o
+        })
+        .collect()
+}
+
+/// Closes `db` without a checkpoint once its log is durable (the next open redoes it).
+pub fn close_without_checkpoint(db: extentdb_storage::Database) {
+    let wal = db.wal().expect("a log writer");
+    wal.flush(wal.end_lsn()).unwrap();
+    drop(wal);
+    drop(db);
+}
+
+/// Cuts the power of `fs` once the sessions sharing `db` are done (faults off, unsynced
+/// writes dropped or torn) and opens the database at `mdf` again through recovery.
+pub fn crash_and_reopen(
+    db: std::sync::Arc<extentdb_storage::db_lock::DbLock>,
+    fs: &extentdb_io::sim::SimFileSystem,
+    mdf: &Path,
+    seed: u64,
+) -> extentdb_storage::Database {
+    drop(
+        std::sync::Arc::into_inner(db)
+            .expect("sessions joined")
+            .into_inner(),
+    );
+    fs.set_faults(extentdb_io::sim::Faults::default());
+    fs.crash();
+    extentdb_storage::Database::open(fs, mdf)
+        .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"))
+}
+
+/// An empty directory `xdb-NAME-PID` under the system's temp directory.
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("xdb-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Arms `fs` to fail (EIO, the power cut) its I/O `after` I/Os from now.
+pub fn cut_after(fs: &extentdb_io::sim::SimFileSystem, after: u64) {
+    fs.set_faults(extentdb_io::sim::Faults {
+        fail_io_at: Some((fs.io_count() + after, libc::EIO)),
+        ..Default::default()
+    });
+}
