@@ -140,17 +140,21 @@ impl PageLatches {
 }
 
 impl Database {
-    /// Table `object_id` for a row operation, once the database takes changes and the log
-    /// needs nothing first (else `Err(Needs::LogSpace)`).
-    fn row_target(&self, object_id: u32) -> Result<Result<&TableEntry, Needs>, StorageError> {
+    /// Runs row operation `op` on table `object_id` (clustered or not), once the database
+    /// takes changes and the log needs nothing first (else `Needs::LogSpace`).
+    fn on_table<T>(
+        &self,
+        object_id: u32,
+        op: impl FnOnce(&TableEntry, bool) -> Result<Step<T>, StorageError>,
+    ) -> Result<Step<T>, StorageError> {
         self.check_writable()?;
         let t = self
             .table_by_id(object_id)
             .ok_or(StorageError::TableNotFound(object_id))?;
-        Ok(match self.log_wants_space() {
-            true => Err(Needs::LogSpace),
-            false => Ok(t),
-        })
+        match self.log_wants_space() {
+            true => Ok(Step::Needs(Needs::LogSpace)),
+            false => op(t, t.index_id == 1),
+        }
     }
 
     /// Inserts record `rec` into table `object_id` within `xact`: into its clustered
@@ -164,14 +168,10 @@ impl Database {
         (rec, env): (&[u8], &GrowthEnv),
         gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
-        let t = match self.row_target(object_id)? {
-            Ok(t) => t,
-            Err(n) => return Ok(Step::Needs(n)),
-        };
-        match t.index_id {
-            1 => self.btree_insert(xact, t, (rec, 0), gate),
-            _ => self.heap_insert(xact, t, rec, (env, 0), gate),
-        }
+        self.on_table(object_id, |t, clustered| match clustered {
+            true => self.btree_insert(xact, t, (rec, 0), gate),
+            false => self.heap_insert(xact, t, rec, (env, 0), gate),
+        })
     }
 
     /// Replaces the row `old` that a scan found at `rid` by `new`; gives its position
@@ -185,14 +185,10 @@ impl Database {
         (new, env): (&[u8], &GrowthEnv),
         gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
-        let t = match self.row_target(object_id)? {
-            Ok(t) => t,
-            Err(n) => return Ok(Step::Needs(n)),
-        };
-        match t.index_id {
-            1 => self.btree_update(xact, t, (old, new), gate),
-            _ => self.heap_update(xact, t, rid, new, env, gate),
-        }
+        self.on_table(object_id, |t, clustered| match clustered {
+            true => self.btree_update(xact, t, (old, new), gate),
+            false => self.heap_update(xact, t, rid, new, env, gate),
+        })
     }
 
     /// Deletes the row `old` that a scan found at `rid` (it becomes a ghost until its
@@ -203,14 +199,10 @@ impl Database {
         object_id: u32,
         (rid, old): (Rid, &[u8]),
     ) -> Result<Step<()>, StorageError> {
-        let t = match self.row_target(object_id)? {
-            Ok(t) => t,
-            Err(n) => return Ok(Step::Needs(n)),
-        };
-        match t.index_id {
-            1 => self.btree_delete(xact, t, old, 0),
-            _ => self.heap_delete(xact, t, rid),
-        }
+        self.on_table(object_id, |t, clustered| match clustered {
+            true => self.btree_delete(xact, t, old, 0),
+            false => self.heap_delete(xact, t, rid),
+        })
     }
 
     /// The error for a row move whose second change found it needs something (access.rs
