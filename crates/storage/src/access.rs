@@ -111,7 +111,7 @@ pub enum Needs {
 
 impl Needs {
     /// The need without its payload, for invariant 4's check.
-    fn kind(&self) -> std::mem::Discriminant<Needs> {
+    pub(crate) fn kind(&self) -> std::mem::Discriminant<Needs> {
         std::mem::discriminant(self)
     }
 }
@@ -219,6 +219,13 @@ impl Database {
     /// shared at all (open, recovery, tools, tests).
     pub fn held_exclusively(&self) -> bool {
         self.held_exclusively
+    }
+
+    /// For a batch of row operations run by `DbLock::run`: `Needs::Share` once `done` rows
+    /// went in while the database is held exclusively (after a provision, one row, then
+    /// the rest share it again); None while the batch may go on.
+    pub fn share_again<T>(&self, done: usize) -> Option<Step<T>> {
+        (self.held_exclusively && done > 0).then_some(Step::Needs(Needs::Share))
     }
 
     /// The growth environment the database's own operations use (`set_growth_env`).

@@ -122,7 +122,7 @@ impl DbLock {
         let mut guard = self.lock().unwrap();
         guard.set_growth_env(env.clone());
         loop {
-            let kind = std::mem::discriminant(&needs);
+            let kind = needs.kind();
             guard.provide(needs).map_err(map)?;
             needs = match op(Held::Exclusive(&mut guard))? {
                 Step::Done(t) => return Ok(Some(t)),
@@ -130,11 +130,7 @@ impl DbLock {
                 Step::Needs(n) => n,
             };
             // access.rs invariant 4.
-            assert_ne!(
-                kind,
-                std::mem::discriminant(&needs),
-                "{needs:?} needed twice"
-            );
+            assert_ne!(kind, needs.kind(), "{needs:?} needed twice");
         }
     }
 

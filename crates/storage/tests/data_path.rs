@@ -421,20 +421,20 @@ fn commit_rollback_and_open_transaction_at_crash() {
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     let x = db.begin_xact();
-    let (rid, _) = find(&mut db, t, 5).unwrap().unwrap();
-    db.now(|d| d.delete_row_at(x, t, (rid, &[]))).unwrap();
+    let (rid, old) = find(&mut db, t, 5).unwrap().unwrap();
+    db.now(|d| d.delete_row_at(x, t, (rid, &old))).unwrap();
     db.now(|d| d.insert_row(x, t, (&row(500, b"gone"), d.growth_env()), None))
         .unwrap();
     db.rollback_xact(x).unwrap();
     assert_eq!(contents(&mut db, t).unwrap().len(), 100);
     // An open transaction whose changes reach the disk (checkpoint) before the crash.
     let x = db.begin_xact();
-    let (rid, _) = find(&mut db, t, 7).unwrap().unwrap();
+    let (rid, old) = find(&mut db, t, 7).unwrap().unwrap();
     db.now(|d| {
         d.update_row_at(
             x,
             t,
-            (rid, &[]),
+            (rid, &old),
             (&row(7, b"uncommitted"), d.growth_env()),
             None,
         )

@@ -112,7 +112,7 @@ fn log_cut_at_every_sector_boundary() {
                     .try_into()
                     .unwrap(),
             );
-            db.now(|d| d.delete_row_at(x, t, (rid, &[]))).unwrap();
+            db.now(|d| d.delete_row_at(x, t, (rid, &rec))).unwrap();
             after.remove(&k);
         }
         if i % 7 == 6 {

@@ -121,9 +121,7 @@ fn row(i: u32) -> Vec<u8> {
 #[test]
 fn recovery_of_a_large_log_holds_a_bounded_buffer() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("xdb-recovery-memory-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("recovery-memory");
     let fs = extentdb_io::os::OsFileSystem::new();
     let mut s = spec("Big", &dir);
     // 160 MB of log: nothing makes room by a checkpoint while the updates run.
@@ -140,7 +138,7 @@ fn recovery_of_a_large_log_holds_a_bounded_buffer() {
     let mut last = None;
     for i in 1..=updates {
         let x = db.begin_xact();
-        db.now(|d| d.update_row_at(x, t, (rid, &[]), (&row(i), d.growth_env()), None))
+        db.now(|d| d.update_row_at(x, t, (rid, &row(i - 1)), (&row(i), d.growth_env()), None))
             .unwrap();
         last = db.commit_xact(x).unwrap();
     }
@@ -178,9 +176,7 @@ fn recovery_of_a_large_log_holds_a_bounded_buffer() {
 #[test]
 fn recovery_of_a_large_open_transaction_holds_a_bounded_buffer() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("xdb-recovery-undo-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("recovery-undo");
     let fs = extentdb_io::os::OsFileSystem::new();
     let mut s = spec("Loser", &dir);
     // 160 MB of log: the updates, the space kept for their compensations, and those.
@@ -202,7 +198,7 @@ fn recovery_of_a_large_open_transaction_holds_a_bounded_buffer() {
     let updates = 9_000u32;
     let x = db.begin_xact();
     for i in 1..=updates {
-        db.now(|d| d.update_row_at(x, t, (rid, &[]), (&row(i), d.growth_env()), None))
+        db.now(|d| d.update_row_at(x, t, (rid, &row(i - 1)), (&row(i), d.growth_env()), None))
             .unwrap();
     }
     let everything = extentdb_format::Lsn {

@@ -472,8 +472,8 @@ impl Session {
                         return Ok(Step::Done(()));
                     }
                 }
-                if db.held_exclusively() && done > 0 {
-                    return Ok(Step::Needs(Needs::Share));
+                if let Some(share) = db.share_again(done) {
+                    return Ok(share);
                 }
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
@@ -563,8 +563,8 @@ impl Session {
                     left -= w.len();
                     (window, at) = (w, 0);
                 }
-                if db.held_exclusively() && done > 0 {
-                    return Ok(Step::Needs(Needs::Share));
+                if let Some(share) = db.share_again(done) {
+                    return Ok(share);
                 }
                 let row: &Vec<Value> = &window[at];
                 let old = record(&t, &row[1..])?;
@@ -749,8 +749,8 @@ fn write_inserts(
     let mut done = 0;
     while p.refill()? {
         while p.numbered < p.rows.len() {
-            if db.held_exclusively() && done > 0 {
-                return Ok(Step::Needs(Needs::Share));
+            if let Some(share) = db.share_again(done) {
+                return Ok(share);
             }
             if let Step::Needs(n) = number_row(&db, t, &mut p.rows[p.numbered], &mut p.last)? {
                 return Ok(Step::Needs(n));
@@ -758,8 +758,8 @@ fn write_inserts(
             (p.numbered, done) = (p.numbered + 1, done + 1);
         }
         while p.inserted < p.rows.len() {
-            if db.held_exclusively() && done > 0 {
-                return Ok(Step::Needs(Needs::Share));
+            if let Some(share) = db.share_again(done) {
+                return Ok(share);
             }
             let r = &p.rows[p.inserted];
             let rec = t.encode(&r.values)?;
