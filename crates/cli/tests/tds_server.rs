@@ -250,6 +250,52 @@ fn attention_cancels_a_running_batch() {
 }
 
 #[test]
+fn attention_ends_a_lock_wait_and_the_blocked_session_goes_on() {
+    let s = Server::start("attention_lock", &[]);
+    let mut a = s.connect();
+    ok(
+        a.batch("CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES (1, 10)")
+            .unwrap(),
+    );
+    ok(a.batch("BEGIN TRAN; UPDATE t SET v = 11 WHERE k = 1")
+        .unwrap());
+    let mut b = s.connect();
+    let spid_b = spid(&mut b);
+    b.send_batch("UPDATE t SET v = v + 100 WHERE k = 1")
+        .unwrap();
+    let mut watcher = s.connect();
+    let waiting = format!(
+        "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {spid_b} AND wait_type LIKE 'LCK_M_%'"
+    );
+    wait_until("b's lock wait", || count(&mut watcher, &waiting) == 1);
+    b.attention().unwrap();
+    let r = b.read_response().unwrap();
+    assert!(r.attention_acknowledged(), "{r:?}");
+    assert_eq!(count(&mut watcher, &waiting), 0);
+    ok(a.batch("COMMIT").unwrap());
+    // The cancelled UPDATE changed nothing; b's session goes on.
+    assert_eq!(count(&mut b, "SELECT v FROM t WHERE k = 1"), 11);
+}
+
+#[test]
+fn a_client_that_goes_away_mid_request_ends_its_batch() {
+    let s = Server::start("attention_gone", &[]);
+    let mut c = s.connect();
+    let spid_c = spid(&mut c);
+    c.send_batch("DECLARE @i int = 0; WHILE 1 = 1 SET @i = @i + 1;")
+        .unwrap();
+    let mut watcher = s.connect();
+    let session = format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = {spid_c}");
+    let running = format!(
+        "SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {spid_c} AND status = 'running'"
+    );
+    wait_until("the loop's request", || count(&mut watcher, &running) == 1);
+    drop(c);
+    // The batch stops, and the session with it: nothing runs on for a client that left.
+    wait_until("the session to end", || count(&mut watcher, &session) == 0);
+}
+
+#[test]
 fn rpc_with_typed_and_output_parameters() {
     let s = Server::start("rpc", &[]);
     let mut c = s.connect();

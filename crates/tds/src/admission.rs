@@ -9,8 +9,9 @@
 //! 1. At most `slots` requests larger than `threshold` are held at once; a slot is taken
 //!    before the request's bytes beyond the threshold are read, and given back when its
 //!    `Permit` is dropped (after the request's answer).
-//! 2. Waiting for a slot holds no lock of the engine: the reader thread waits before the
-//!    request reaches the session, and the client's further packets wait in its socket.
+//! 2. Waiting for a slot holds no lock of the engine: the connection's thread waits while
+//!    reading the request, before it reaches the session, and the client's further packets
+//!    wait in its socket.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};

@@ -7,6 +7,7 @@
 //! and `extentdb-storage` (the instance and its error log); the `cli` crate uses it.
 
 pub mod admission;
+pub mod attention;
 pub mod client;
 pub mod login7;
 pub mod login_guard;

@@ -2,7 +2,8 @@
 //! session (its own spid, database, SET options and transaction).
 //!
 //! A connection: PRELOGIN, LOGIN7 (SQL authentication against the instance's logins), then
-//! requests until the client leaves. After login a reader thread reads the socket so that
+//! requests until the client leaves. The connection's thread reads its own requests; while
+//! one runs, the socket is armed with the process's attention watcher (attention.rs), so
 //! an attention (cancel) reaches the running batch at once: it sets the session's cancel
 //! flag, the batch stops before its next statement or loop iteration, and the server
 //! answers with DONE and the ATTN bit.
@@ -25,7 +26,6 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -119,18 +119,20 @@ enum Transport {
 }
 
 impl Transport {
-    fn try_clone(&self) -> std::io::Result<Transport> {
-        Ok(match self {
-            Transport::Tcp(s) => Transport::Tcp(s.try_clone()?),
-            Transport::Unix(s) => Transport::Unix(s.try_clone()?),
-        })
-    }
-
     fn shutdown(&self) {
         let _ = match self {
             Transport::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
             Transport::Unix(s) => s.shutdown(std::net::Shutdown::Both),
         };
+    }
+}
+
+impl std::os::fd::AsRawFd for Transport {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        match self {
+            Transport::Tcp(s) => s.as_raw_fd(),
+            Transport::Unix(s) => s.as_raw_fd(),
+        }
     }
 }
 
@@ -302,7 +304,8 @@ struct Prepared {
 
 struct Connection {
     options: ServerOptions,
-    writer: Transport,
+    /// The connection's byte stream, read and written by its own thread only.
+    stream: Transport,
     packet_size: usize,
     session: Session,
     /// The database the login chose (sp_reset_connection returns to it).
@@ -310,16 +313,17 @@ struct Connection {
     prepared: HashMap<i32, Prepared>,
     next_handle: i32,
     /// Attentions already answered by a cancelled request's DONE(ATTN), whose messages
-    /// are still to come through the channel.
+    /// are still to be read from the stream.
     answered_attentions: usize,
     /// Set when the running RPC call's statements raised an error (DONEPROC's ERROR bit).
     proc_error: bool,
 }
 
-/// What the reader thread passes on.
-/// What the reader thread passes on: a request, and the large-request slot it holds
-/// (admission.rs).
-type Incoming = Result<(Request, Option<Permit>), TdsError>;
+/// A request read, and the large-request slot it holds (admission.rs).
+type Incoming = (Request, Option<Permit>);
+
+/// How often an idle connection looks at its session's KILL flag.
+const IDLE_CHECK: Duration = Duration::from_millis(200);
 
 impl Connection {
     fn run(
@@ -372,8 +376,7 @@ impl Connection {
         let Some(m) = m else {
             return Ok(());
         };
-        let mut reader = transport.try_clone()?;
-        let mut writer = transport;
+        let mut stream = transport;
         if m.kind != PacketType::Login7 {
             return Err(TdsError::Protocol("expected LOGIN7"));
         }
@@ -402,7 +405,7 @@ impl Connection {
                 t.message(&failure.client, &options.server_name);
                 t.done(token::DONE, token::DONE_ERROR, 0, 0);
                 write_message(
-                    &mut writer,
+                    &mut stream,
                     PacketType::TabularResult,
                     &t.buf,
                     INITIAL_PACKET_SIZE,
@@ -444,7 +447,7 @@ impl Connection {
                 t.message(&failed, &options.server_name);
                 t.done(token::DONE, token::DONE_ERROR, 0, 0);
                 write_message(
-                    &mut writer,
+                    &mut stream,
                     PacketType::TabularResult,
                     &t.buf,
                     packet_size,
@@ -464,7 +467,7 @@ impl Connection {
         t.login_ack(login7::TDS_74, prelogin::SERVER_VERSION);
         t.done(token::DONE, token::DONE_FINAL, 0, 0);
         write_message(
-            &mut writer,
+            &mut stream,
             PacketType::TabularResult,
             &t.buf,
             packet_size,
@@ -475,39 +478,10 @@ impl Connection {
         }
         drop(standing.pending);
 
-        // Requests. The reader thread owns the read half.
-        let cancel = session.cancel_flag();
-        let (tx, rx) = mpsc::channel::<Incoming>();
-        let limit = options.max_request_bytes;
-        let large = standing.large.clone();
-        let reader_thread = std::thread::Builder::new()
-            .name("tds-reader".into())
-            .spawn(move || loop {
-                let mut permit = None;
-                let mut admit = || {
-                    permit = large.acquire();
-                    permit.is_some()
-                };
-                match read_request(&mut reader, packet_size, limit, large.threshold, &mut admit) {
-                    Ok(Some(m)) => {
-                        if matches!(&m, Request::Message(m) if m.kind == PacketType::Attention) {
-                            cancel.store(true, Ordering::Release);
-                        }
-                        if tx.send(Ok((m, permit))).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => return,
-                    Err(e) => {
-                        let _ = tx.send(Err(e));
-                        return;
-                    }
-                }
-            })?;
         let login_database = session.database_id;
         let mut conn = Connection {
             options,
-            writer,
+            stream,
             packet_size,
             session,
             login_database,
@@ -516,22 +490,44 @@ impl Connection {
             answered_attentions: 0,
             proc_error: false,
         };
-        let result = conn.serve(rx);
-        // Closing the socket ends the reader thread.
-        conn.writer.shutdown();
-        let _ = reader_thread.join();
+        let result = conn.serve(&standing.large);
+        conn.stream.shutdown();
         result
     }
 
-    fn serve(&mut self, rx: mpsc::Receiver<Incoming>) -> Result<(), TdsError> {
+    /// The next request, read by this thread once the client sends one; None when the
+    /// client leaves or the session is killed (KILL is seen within `IDLE_CHECK`).
+    fn next_request(&mut self, large: &Arc<LargeRequests>) -> Result<Option<Incoming>, TdsError> {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
         loop {
             if self.session.killed() {
-                return Ok(());
+                return Ok(None);
             }
-            let m = match rx.recv_timeout(std::time::Duration::from_millis(200)) {
-                Ok(m) => m?,
-                Err(mpsc::RecvTimeoutError::Timeout) => continue,
-                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(()),
+            if crate::attention::readable_within(fd, IDLE_CHECK)? {
+                break;
+            }
+        }
+        let mut permit = None;
+        let mut admit = || {
+            permit = large.acquire();
+            permit.is_some()
+        };
+        let limit = self.options.max_request_bytes;
+        let m = read_request(
+            &mut self.stream,
+            self.packet_size,
+            limit,
+            large.threshold,
+            &mut admit,
+        )?;
+        Ok(m.map(|m| (m, permit)))
+    }
+
+    fn serve(&mut self, large: &Arc<LargeRequests>) -> Result<(), TdsError> {
+        let watch = crate::attention::AttentionWatch::get()?;
+        loop {
+            let Some(m) = self.next_request(large)? else {
+                return Ok(());
             };
             // The slot (if any) is given back when this request's answer is sent.
             let (m, _permit) = m;
@@ -548,17 +544,20 @@ impl Connection {
                 self.prepared.clear();
                 reply.t.env_text(token::ENV_RESET_ACK, "", "");
             }
-            match m.kind {
-                PacketType::Attention => {
-                    if self.answered_attentions > 0 {
-                        self.answered_attentions -= 1;
-                    } else {
-                        self.session.take_cancel();
-                        reply.t.done(token::DONE, token::DONE_ATTN, 0, 0);
-                        reply.finish(&mut self.writer)?;
-                    }
-                    continue;
+            if m.kind == PacketType::Attention {
+                if self.answered_attentions > 0 {
+                    self.answered_attentions -= 1;
+                } else {
+                    self.session.take_cancel();
+                    reply.t.done(token::DONE, token::DONE_ATTN, 0, 0);
+                    reply.finish(&mut self.stream)?;
                 }
+                continue;
+            }
+            // While the request runs, bytes from the client are its attention.
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
+            let armed = watch.arm(fd, &self.session.cancel_flag())?;
+            match m.kind {
                 PacketType::SqlBatch => {
                     let text = request::sql_batch(&m.payload)?;
                     drop(m);
@@ -595,6 +594,9 @@ impl Connection {
                 }
                 _ => return Err(TdsError::Protocol("unexpected message type after login")),
             }
+            // Disarmed before the answer's last packet: the client may send its next
+            // request as soon as that arrives (attention.rs invariant 1).
+            drop(armed);
             if self.session.take_cancel() {
                 // Invariant 3: a cancelled request's answer ends with DONE and ATTN; what
                 // went out already is followed by it, else it is the whole answer.
@@ -604,7 +606,7 @@ impl Connection {
                 }
                 reply.t.done(token::DONE, token::DONE_ATTN, 0, 0);
             }
-            reply.finish(&mut self.writer)?;
+            reply.finish(&mut self.stream)?;
         }
     }
 
@@ -641,7 +643,7 @@ impl Connection {
             token::DONE
         };
         finish(&mut reply.t, done, true, self.session.trancount() > 0);
-        reply.finish(&mut self.writer)?;
+        reply.finish(&mut self.stream)?;
         Ok(())
     }
 
@@ -678,7 +680,7 @@ impl Connection {
         let mut sink = Streaming {
             encoder: Encoder::new(done_token, &self.options.server_name),
             reply,
-            writer: &mut self.writer,
+            writer: &mut self.stream,
             failed: None,
         };
         f(&mut self.session, &mut sink);
