@@ -322,6 +322,7 @@ impl Session {
             "@@SERVERNAME" => Value::Text(hostname()),
             "@@TRANCOUNT" => Value::Int(self.trancount as i32),
             "@@LOCK_TIMEOUT" => Value::Int(self.lock_timeout_ms() as i32),
+            "@@TEXTSIZE" => Value::Int(self.options.textsize as i32),
             "@@IDENTITY" => identity_value(self.last_identity),
             "@@ERROR" => Value::Int(0),
             _ => Value::Null,

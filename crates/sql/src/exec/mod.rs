@@ -44,6 +44,7 @@ mod security;
 mod security_ddl;
 mod seek;
 mod select;
+mod set_options;
 mod shrink;
 mod space;
 mod spill;
@@ -277,6 +278,7 @@ impl Engine {
             nocount: false,
             statistics_io: false,
             implicit_transactions: false,
+            options: Default::default(),
             rowcount: 0,
             trancount: 0,
             xacts: BTreeMap::new(),
@@ -325,6 +327,8 @@ pub struct Session {
     /// SET IMPLICIT_TRANSACTIONS ON: with @@TRANCOUNT 0, a statement that reads or writes
     /// a table begins a transaction first (mssql-jdbc's setAutoCommit(false)).
     implicit_transactions: bool,
+    /// XACT_ABORT, TEXTSIZE and the other SET options set_options.rs keeps.
+    options: set_options::SessionOptions,
     rowcount: i64,
     /// @@TRANCOUNT: nesting depth of BEGIN TRANSACTION.
     trancount: u32,
@@ -440,6 +444,7 @@ impl Session {
             .last_request_start_us
             .store(unix_us(), Ordering::Release);
         let mut out = Out::new(sink);
+        out.textsize = self.options.textsize;
         match parse_batch(batch) {
             Err(e) => out.push(Output::Error(parse_error(e))),
             Ok(statements) => {
@@ -475,6 +480,7 @@ impl Session {
         self.declared_by.clear();
         self.nocount = false;
         self.implicit_transactions = false;
+        self.options = Default::default();
         self.rowcount = 0;
         self.identity_insert = None;
         self.last_identity = None;
@@ -581,8 +587,12 @@ impl Session {
         match result {
             Ok(flow) => flow,
             Err(errors) => {
-                // A deadlock victim's transaction is rolled back whole (invariant 3).
-                let mut abort = locking::is_deadlock(&errors) && self.end_victim(out);
+                // A deadlock victim's transaction is rolled back whole (invariant 3), and
+                // so is any transaction under SET XACT_ABORT ON once a statement fails.
+                let failed = errors.iter().any(|e| !e.is_info());
+                let mut abort = (locking::is_deadlock(&errors)
+                    || (failed && self.options.xact_abort))
+                    && self.end_victim(out);
                 for e in errors {
                     abort |= aborts_batch(&e);
                     self.log_event(&e);
@@ -654,7 +664,10 @@ impl Session {
             K::WaitFor { delay, value } => self.waitfor(*delay, value)?,
             K::Declare(decls) => self.declare(decls)?,
             K::SetVariable { name, op, value } => self.set_variable(name, *op, value)?,
-            K::SetOption { options, value } => self.set_option(options, value)?,
+            K::SetOption { options, value } => {
+                self.set_option(options, value)?;
+                out.textsize = self.options.textsize;
+            }
             K::Use { database } => {
                 if let Some(e) = self.unopened_error(database) {
                     return Err(vec![e]);
@@ -712,17 +725,7 @@ impl Session {
         if self.set_locking_option(options, value)? {
             return Ok(());
         }
-        let on = matches!(value, crate::ast::SetValue::On);
-        if options.iter().any(|o| o == "NOCOUNT") {
-            self.nocount = on;
-        }
-        if options.iter().any(|o| o == "IMPLICIT_TRANSACTIONS") {
-            self.implicit_transactions = on;
-        }
-        if options.iter().any(|o| o == "STATISTICS IO") {
-            self.statistics_io = on;
-        }
-        Ok(())
+        self.set_session_option(options, value)
     }
 
     /// SET STATISTICS IO's report of a statement's reads of table `t` (Msg 3615). Only

@@ -7,6 +7,8 @@
 //!    row as long as the columns; nothing else comes between them.
 //! 2. Once a sink says its receiver is gone, nothing more reaches it: the batch stops as if
 //!    cancelled (`Out::gone`).
+//! 3. No value of a varchar(max), nvarchar(max) or varbinary(max) column reaches a sink
+//!    longer than the session's SET TEXTSIZE (`Out::textsize`).
 
 use super::Output;
 use crate::types::{SqlType, Value};
@@ -49,6 +51,10 @@ pub struct Out<'a> {
     reported: u64,
     /// Columns of the result set being streamed (invariant 1), None between result sets.
     streaming: Option<usize>,
+    /// The long columns of that result set: (index, nvarchar) (invariant 3).
+    long_columns: Vec<(usize, bool)>,
+    /// SET TEXTSIZE of the session running the batch.
+    pub textsize: u32,
     gone: bool,
 }
 
@@ -58,31 +64,48 @@ impl<'a> Out<'a> {
             sink,
             reported: 0,
             streaming: None,
+            long_columns: Vec::new(),
+            textsize: super::set_options::DEFAULT_TEXTSIZE,
             gone: false,
         }
     }
 
-    pub fn push(&mut self, o: Output) {
-        match &o {
+    pub fn push(&mut self, mut o: Output) {
+        match &mut o {
             Output::Row(r) => {
                 assert_eq!(Some(r.len()), self.streaming, "row shape (invariant 1)");
+                self.cut_long_values(r);
             }
             Output::Columns(c) => {
                 self.streaming = Some(c.len());
+                self.long_columns = long_columns(c);
+                self.reported += 1;
+            }
+            Output::Rows { columns, rows } => {
+                self.long_columns = long_columns(columns);
+                rows.iter_mut().for_each(|r| self.cut_long_values(r));
+                self.streaming = None;
                 self.reported += 1;
             }
             other => {
                 self.streaming = None;
-                if matches!(
-                    other,
-                    Output::Rows { .. } | Output::RowsAffected(_) | Output::Error(_)
-                ) {
+                if matches!(other, Output::RowsAffected(_) | Output::Error(_)) {
                     self.reported += 1;
                 }
             }
         }
         if !self.gone {
             self.gone = !self.sink.emit(o);
+        }
+    }
+
+    /// Invariant 3.
+    fn cut_long_values(&self, row: &mut [Value]) {
+        if self.textsize == super::set_options::DEFAULT_TEXTSIZE {
+            return;
+        }
+        for &(i, unicode) in &self.long_columns {
+            super::set_options::cut_to_textsize(&mut row[i], unicode, self.textsize);
         }
     }
 
@@ -110,6 +133,21 @@ impl<'a> Out<'a> {
     pub fn gone(&self) -> bool {
         self.gone
     }
+}
+
+/// The columns SET TEXTSIZE cuts: (index, nvarchar).
+fn long_columns(columns: &[(String, SqlType)]) -> Vec<(usize, bool)> {
+    use crate::types::MAX_LENGTH;
+    let long = |t: &SqlType| match *t {
+        SqlType::VarChar(MAX_LENGTH) | SqlType::VarBinary(MAX_LENGTH) => Some(false),
+        SqlType::NVarChar(MAX_LENGTH) => Some(true),
+        _ => None,
+    };
+    columns
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (_, t))| long(t).map(|u| (i, u)))
+        .collect()
 }
 
 /// Runs `f` with an `Out` that collects, and returns what it collected.
