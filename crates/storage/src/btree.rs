@@ -883,13 +883,13 @@ impl Database {
         }
     }
 
-    /// Undoes a keyed change: finds the row by key and applies the physical undo; returns
-    /// (page, physical action) for the compensation record.
+    /// The leaf and slot action that compensate a keyed undo, with the leaf's latch held
+    /// (xact.rs invariant 7): the row is found by key in its leaf under that latch.
     pub(crate) fn btree_undo_target(
-        &mut self,
+        &self,
         allocation_unit_id: u64,
         undo: &KeyedUndo,
-    ) -> Result<(PageId, SlotAction), StorageError> {
+    ) -> Result<(PageId, SlotAction, std::sync::MutexGuard<'_, ()>), StorageError> {
         let t = self
             .catalog
             .tables
@@ -898,26 +898,31 @@ impl Database {
             .cloned()
             .ok_or(StorageError::AllocationUnitNotFound(allocation_unit_id))?;
         let ki = KeyInfo::of(&t);
-        Ok(match undo {
-            KeyedUndo::Remove { record } => {
-                let (leaf, slot, _) = self.btree_find(&t, &ki, record, false)?;
-                (leaf, SlotAction::Remove { slot })
-            }
-            KeyedUndo::Unghost { record } => {
-                let (leaf, slot, _) = self.btree_find(&t, &ki, record, true)?;
-                (leaf, SlotAction::Unghost { slot })
-            }
-            KeyedUndo::Replace { record } => {
-                let (leaf, slot, _) = self.btree_find(&t, &ki, record, false)?;
-                (
-                    leaf,
-                    SlotAction::Replace {
-                        slot,
-                        record: record.clone(),
-                    },
-                )
-            }
-        })
+        let (record, ghost) = match undo {
+            KeyedUndo::Remove { record } | KeyedUndo::Replace { record } => (record, false),
+            KeyedUndo::Unghost { record } => (record, true),
+        };
+        let k = ki.key(record)?;
+        let leaf = self.leaf_for(&t, &ki, &k, &mut PageReads::default())?;
+        let latch = self.data.page_latches.hold(leaf);
+        let found = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+            find_in_leaf(&ki, p, record, ghost)
+        })?;
+        let Some((slot, _)) = found else {
+            return Err(StorageError::RowNotFound {
+                page: leaf,
+                slot: u16::MAX,
+            });
+        };
+        let action = match undo {
+            KeyedUndo::Remove { .. } => SlotAction::Remove { slot },
+            KeyedUndo::Unghost { .. } => SlotAction::Unghost { slot },
+            KeyedUndo::Replace { record } => SlotAction::Replace {
+                slot,
+                record: record.clone(),
+            },
+        };
+        Ok((leaf, action, latch))
     }
 }
 

@@ -8,13 +8,19 @@
 //!    record. The record is appended with the database shared and the flush waits holding
 //!    nothing of it, so committers of many sessions share one flush (group commit) and a
 //!    flush never holds up a session that wants the database exclusively.
-//! 2. A rollback holds the database exclusively while it compensates (its undo finds rows
-//!    by key in B-trees whose shape only an exclusive holder changes).
+//! 2. A rollback shares the database with other sessions (xact.rs invariant 7), taking it
+//!    again every `UNDO_STEPS_PER_SHARE` compensations, so a long rollback never keeps
+//!    out a session that needs the database exclusively (a split, a log growth) for
+//!    longer than those steps.
 
 use extentdb_format::log_record::XactId;
 
 use crate::db_lock::DbLock;
+use crate::log_writer::RecordsByLsn;
 use crate::StorageError;
+
+/// Compensations a rollback makes per taking of the database (invariant 2).
+const UNDO_STEPS_PER_SHARE: usize = 64;
 
 impl DbLock {
     /// The transaction a statement writes in, and the savepoint its failure rolls back to:
@@ -43,11 +49,20 @@ impl DbLock {
 
     /// Rolls `x` back whole (invariant 2).
     pub fn rollback(&self, x: XactId) -> Result<(), StorageError> {
-        self.lock().unwrap().rollback_xact(x)
+        self.rollback_to(x, 0)?;
+        self.read().unwrap().end_rolled_back(x)
     }
 
     /// Rolls `x` back to `savepoint` (a failed statement's changes), leaving it active.
     pub fn rollback_to(&self, x: XactId, savepoint: usize) -> Result<(), StorageError> {
-        self.lock().unwrap().rollback_to(x, savepoint)
+        let mut log = RecordsByLsn::default();
+        loop {
+            let db = self.read().unwrap();
+            for _ in 0..UNDO_STEPS_PER_SHARE {
+                if !db.rollback_step(x, savepoint, &mut log)? {
+                    return Ok(());
+                }
+            }
+        }
     }
 }

@@ -40,6 +40,11 @@
 //!    making room for it could not write its victim), poison it. Otherwise other sessions
 //!    would go on from the stale copy and log it: a later split logging a parent without
 //!    the separator of the split before it (an orphaned leaf, CHECKDB 8977 and 8981).
+//! 7. Undo runs sharing the database beside other sessions' row operations: a
+//!    compensation holds its page's latch from finding the slot (a B-tree row by key: other
+//!    sessions' inserts into the leaf move slots, and only an exclusive holder, never
+//!    beside it, changes the tree's shape) to applying its logged CLR, and a transaction is
+//!    undone by its own session only.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -546,37 +551,52 @@ impl Database {
 
     /// Undoes the changes of `xact` made after `savepoint`, newest first, logging a CLR for
     /// each; the transaction stays active. Changes not kept in memory are read back from
-    /// the log (invariant 2), one block held at a time.
-    pub fn rollback_to(&mut self, xact: XactId, savepoint: usize) -> Result<(), StorageError> {
+    /// the log (invariant 2), one block held at a time. Runs sharing the database
+    /// (invariant 7).
+    pub fn rollback_to(&self, xact: XactId, savepoint: usize) -> Result<(), StorageError> {
         let mut log = RecordsByLsn::default();
-        loop {
-            let Some(x) = self.data.xacts.get_mut().active.get_mut(&xact) else {
-                return Ok(());
+        while self.rollback_step(xact, savepoint, &mut log)? {}
+        Ok(())
+    }
+
+    /// Compensates the newest change of `xact` made after `savepoint`; false when none is
+    /// left. `log` keeps the log block last read back between steps.
+    pub(crate) fn rollback_step(
+        &self,
+        xact: XactId,
+        savepoint: usize,
+        log: &mut RecordsByLsn,
+    ) -> Result<bool, StorageError> {
+        let (prev, next) = {
+            let mut t = self.data.xacts.lock();
+            let Some(x) = t.active.get_mut(&xact) else {
+                return Ok(false);
             };
             if x.undoable <= savepoint {
-                return Ok(());
+                return Ok(false);
             }
-            let prev = x.last_lsn;
-            let result = match x.next_undo() {
-                Ok(c) => self
-                    .compensate(xact, prev, c.prev, &c.undo)
-                    .map(|lsn| (lsn, c.prev)),
-                Err(at) => self.compensate_logged(xact, prev, at, &mut log),
-            };
-            match result {
-                Ok((lsn, undo_next)) => {
-                    let x = self.data.xacts.get_mut().active.get_mut(&xact);
-                    let x = x.expect("active");
-                    x.last_lsn = lsn;
-                    x.undoable -= 1;
-                    x.undo_next = undo_next;
-                }
-                Err(e) => {
-                    // Memory and the log may now disagree about what is undone: only
-                    // recovery can settle it.
-                    self.poison();
-                    return Err(e);
-                }
+            (x.last_lsn, x.next_undo())
+        };
+        let result = match next {
+            Ok(c) => self
+                .compensate(xact, prev, c.prev, &c.undo)
+                .map(|lsn| (lsn, c.prev)),
+            Err(at) => self.compensate_logged(xact, prev, at, log),
+        };
+        match result {
+            Ok((lsn, undo_next)) => {
+                let mut t = self.data.xacts.lock();
+                let x = t.active.get_mut(&xact).expect("active");
+                x.last_lsn = lsn;
+                x.undoable -= 1;
+                x.undo_next = undo_next;
+                Ok(true)
+            }
+            Err(e) => {
+                // Memory and the log may now disagree about what is undone: only
+                // recovery can settle it.
+                self.poison();
+                Err(e)
             }
         }
     }
@@ -585,7 +605,7 @@ impl Database {
     /// back from the log (compensations met on the way jump to their `undo_next`); returns
     /// the CLR's LSN and the change's `prev`.
     fn compensate_logged(
-        &mut self,
+        &self,
         xact: XactId,
         prev: Lsn,
         mut at: Lsn,
@@ -605,15 +625,17 @@ impl Database {
     }
 
     /// Logs and applies the compensation of one change; returns the CLR's LSN.
+    /// The page's latch is held from finding the change's slot to applying its CLR
+    /// (invariant 7).
     pub(crate) fn compensate(
-        &mut self,
+        &self,
         xact: XactId,
         prev: Lsn,
         undo_next: Lsn,
         undo: &Undo,
     ) -> Result<Lsn, StorageError> {
-        let (page, action) = match undo {
-            Undo::Slot(page, action) => (*page, action.clone()),
+        let (page, action, _latch) = match undo {
+            Undo::Slot(page, action) => (*page, action.clone(), self.data.page_latches.hold(*page)),
             Undo::Keyed(au, k) => self.btree_undo_target(*au, k)?,
         };
         let body = LogRecordBody::Compensation {
@@ -629,9 +651,19 @@ impl Database {
     }
 
     /// Rolls `xact` back completely and ends it.
-    pub fn rollback_xact(&mut self, xact: XactId) -> Result<(), StorageError> {
+    pub fn rollback_xact(&self, xact: XactId) -> Result<(), StorageError> {
         self.rollback_to(xact, 0)?;
-        if let Some(x) = self.data.xacts.get_mut().active.remove(&xact) {
+        self.end_rolled_back(xact)
+    }
+
+    /// Ends `xact`, every change of which is compensated, with its ABORT record.
+    pub(crate) fn end_rolled_back(&self, xact: XactId) -> Result<(), StorageError> {
+        let removed = self.data.xacts.lock().active.remove(&xact);
+        if let Some(x) = removed {
+            debug_assert_eq!(
+                x.undoable, 0,
+                "a transaction ends rolled back only when undone"
+            );
             if x.first_lsn.is_some() {
                 self.log(&LogRecordBody::AbortXact {
                     xact,

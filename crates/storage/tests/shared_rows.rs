@@ -605,3 +605,73 @@ fn a_split_cut_short_leaves_no_stale_page() {
     );
     assert!(failed > 0, "no failed I/O failed the split's insert");
 }
+
+/// A rollback shares the database (xact.rs invariant 7, transaction.rs invariant 2):
+/// while one session undoes a transaction of many rows, another session inserts rows into
+/// the same leaves and sees the rollback half done, which a rollback holding the database
+/// exclusively would never let it see. Afterwards the table holds exactly the second
+/// session's rows, and CHECKDB is clean.
+#[test]
+fn a_rollback_runs_beside_other_sessions_row_changes() {
+    let dir = fresh_dir("shared-rollback");
+    let fs = OsFileSystem::new();
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 4096)).unwrap();
+    let table = db.create_table(table_entry(true)).unwrap();
+    // The transaction to roll back: even keys, small rows, so its undo stays in memory.
+    let undone = db.begin_xact();
+    const ROWS: u32 = 6_000;
+    for k in 0..ROWS {
+        db.now(|d| {
+            d.insert_row(
+                undone,
+                table,
+                (&row(2 * k, b"undo me"), d.growth_env()),
+                None,
+            )
+        })
+        .unwrap();
+    }
+    let db = Arc::new(DbLock::new(db));
+    let undoable = |db: &DbLock| db.read().unwrap().undo_changes_in_memory(undone).2;
+    assert_eq!(undoable(&db), ROWS as usize);
+    let started = Arc::new(Barrier::new(2));
+    let roller = {
+        let (db, started) = (db.clone(), started.clone());
+        std::thread::spawn(move || {
+            started.wait();
+            db.rollback(undone).unwrap();
+        })
+    };
+    // The other session: odd keys, in the same leaves, until the rollback is over.
+    started.wait();
+    let (x, _) = db.begin(None);
+    let (mut mine, mut seen_half_done) = (BTreeMap::new(), 0);
+    let env = GrowthEnv::default();
+    for k in 0.. {
+        let left = undoable(&db);
+        if left == 0 && roller.is_finished() {
+            break;
+        }
+        let value = vec![k as u8; 40];
+        db.run(
+            &env,
+            |e| e,
+            |h| h.insert_row(x, table, (&row(2 * k + 1, &value), &env), None),
+        )
+        .unwrap();
+        mine.insert(2 * k + 1, value);
+        if left > 0 && left < ROWS as usize && undoable(&db) > 0 {
+            seen_half_done += 1;
+        }
+    }
+    roller.join().unwrap();
+    db.commit(x).unwrap();
+    assert!(
+        seen_half_done > 0,
+        "no row change ran while the rollback was half done ({} rows inserted)",
+        mine.len()
+    );
+    let db = Arc::into_inner(db).expect("sessions joined").into_inner();
+    assert_rows(&table_rows(&db, table), &mine, "after the rollback");
+    assert_checkdb_clean(&db, "after the rollback");
+}
