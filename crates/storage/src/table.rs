@@ -211,9 +211,13 @@ impl Database {
         Ok(id)
     }
 
-    /// Drops a table and gives its extents back.
+    /// Drops a table and gives its extents back. No open transaction may have changed it
+    /// (xact.rs invariant 5).
     pub fn drop_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
+        // A failed rollback poisons the database and may leave its transaction open.
+        self.check_writable()?;
+        self.assert_no_open_changes(object_id);
         // A damaged chain fails here, before the catalog changes (allocation.rs invariant 8).
         self.iam_chain(t.allocation_unit_id)?;
         self.change_catalog(|c| {
@@ -225,9 +229,13 @@ impl Database {
     }
 
     /// Empties a table: a new allocation unit takes its place, the old one's extents go
-    /// back to the files. The identity value restarts from the seed.
+    /// back to the files. The identity value restarts from the seed. No open transaction
+    /// may have changed it (xact.rs invariant 5).
     pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?;
+        // A failed rollback poisons the database and may leave its transaction open.
+        self.check_writable()?;
+        self.assert_no_open_changes(object_id);
         self.iam_chain(t.allocation_unit_id)?;
         let au = self.create_allocation_unit(t.data_space_id)?;
         let mut fresh = t.clone();

@@ -31,9 +31,12 @@
 //! 4. A change is refused (log full, error 9002) unless the log's free space also covers
 //!    the compensation records that rolling back every active transaction would write, so
 //!    a rollback, or the undo phase of recovery, never finds the log full.
-//! 5. A table another transaction has changed is not dropped or truncated before that
-//!    transaction ends (`table_in_use`; SQL Server's Sch-M lock waits the same way), so a
-//!    rollback never compensates into pages that have changed owner.
+//! 5. A table an open transaction has changed is not dropped or truncated before that
+//!    transaction ends, so a rollback never compensates into pages that have changed
+//!    owner (asserted by `drop_table` and `truncate_table`: `assert_no_open_changes`).
+//!    The SQL layer keeps it true with the table's Sch-M lock, which waits for every
+//!    other transaction's lock on the table (each change is made under one), and by
+//!    refusing (226) DDL on a table the session's own transaction changed.
 //! 6. A page change that is logged is in the pool, or the database is poisoned (refuses
 //!    changes until reopened and recovered): a change logged but not applied, and a logged
 //!    whole page (a split's images, a format) the pool failed to install (the eviction
@@ -458,12 +461,15 @@ impl Database {
         Ok(())
     }
 
-    /// True while a transaction other than `except` has changed table `object_id` and not
-    /// ended (invariant 5): DROP and TRUNCATE TABLE wait for it.
-    pub fn table_in_use(&self, object_id: u32, except: Option<XactId>) -> bool {
-        self.changers_of(object_id)
-            .iter()
-            .any(|id| Some(*id) != except)
+    /// Invariant 5: no open transaction has changed table `object_id`, which is about to
+    /// be dropped or emptied.
+    pub(crate) fn assert_no_open_changes(&self, object_id: u32) {
+        let changers = self.changers_of(object_id);
+        assert!(
+            changers.is_empty(),
+            "table {object_id} dropped or emptied while open transactions {changers:?} \
+             have changed it (xact.rs invariant 5)"
+        );
     }
 
     /// True if transaction `xact` has changed table `object_id` (its allocation unit).

@@ -120,3 +120,32 @@ fn a_drop_cut_short_by_a_crash_leaves_no_unit_behind() {
         assert_checkdb_clean(&db, &format!("seed {seed}"));
     }
 }
+
+/// xact.rs invariant 5 is asserted, not only kept by the SQL layer's Sch-M lock: dropping
+/// or emptying a table an open transaction has changed panics before anything changes
+/// (a rollback would otherwise compensate into pages the table no longer owns).
+#[test]
+fn a_table_an_open_transaction_changed_is_not_dropped_or_emptied() {
+    for truncate in [false, true] {
+        let fs = SimFileSystem::new(77, Faults::default());
+        let root = Path::new("/sim");
+        let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec("Open", root)).unwrap();
+        let t = filled(&mut db, "Busy", truncate);
+        let x = db.begin_xact();
+        db.now(|d| d.insert_row(x, t, (&row(9_999, &[7u8; 70]), d.growth_env()), None))
+            .unwrap();
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            if truncate {
+                db.truncate_table(t)
+            } else {
+                db.drop_table(t)
+            }
+        }));
+        let message = dropped
+            .expect_err("the drop went ahead of the open transaction")
+            .downcast::<String>()
+            .map(|m| *m)
+            .unwrap_or_default();
+        assert!(message.contains("xact.rs invariant 5"), "{message}");
+    }
+}

@@ -13,6 +13,13 @@
 //!    change that locked it is durable or undone.
 //! 3. A deadlock victim's whole transaction is rolled back and the batch ends (Msg 1205);
 //!    a lock timeout ends the statement only (Msg 1222), as in SQL Server.
+//! 4. Schema locks, on the table's OBJECT resource: a statement that changes a table's
+//!    definition, drops it or empties it holds Sch-M, taken before the database is held
+//!    and kept to its transaction's end (invariant 2); a read that locks no rows
+//!    (NOLOCK, READ UNCOMMITTED) holds Sch-S for the statement. Sch-M waits for every
+//!    other transaction's lock on the table (the intent locks every write takes), so no
+//!    table is dropped or emptied under an open transaction that changed it (storage's
+//!    xact.rs invariant 5) or under a running unlocked read.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -79,6 +86,8 @@ pub(super) struct SessionLocks {
     /// SET DEADLOCK_PRIORITY, -10 to 10.
     pub deadlock_priority: i32,
     pub isolation: Isolation,
+    /// The Sch-S locks this statement took (invariant 4): let go at its end.
+    statement_schema: Vec<Resource>,
 }
 
 impl Default for SessionLocks {
@@ -88,6 +97,7 @@ impl Default for SessionLocks {
             timeout_ms: -1,
             deadlock_priority: 0,
             isolation: Isolation::ReadCommitted,
+            statement_schema: Vec::new(),
         }
     }
 }
@@ -151,6 +161,9 @@ impl Session {
             l.timeout = saved;
             got.map_err(|e| lock_error(e, self.spid))?;
         }
+        if plan.mode.is_none() && plan.table.is_none() {
+            self.statement_schema_stability(&locker, names.table())?;
+        }
         use extentdb_format::catalog::LockEscalation;
         let escalation = match t.entry.lock_escalation {
             LockEscalation::Disable => Escalation::Disable,
@@ -166,9 +179,45 @@ impl Session {
         })
     }
 
+    /// Sch-S on `table` for this statement (invariant 4): a read that locks no rows keeps
+    /// the table from being dropped or emptied under it, and waits for a transaction that
+    /// holds Sch-M there. A lock the transaction holds on the table already covers it.
+    fn statement_schema_stability(
+        &mut self,
+        locker: &Arc<Mutex<Locker>>,
+        table: Resource,
+    ) -> Result<(), Vec<SqlError>> {
+        let mut l = locker.lock().unwrap();
+        if l.held(&table).is_some() {
+            return Ok(());
+        }
+        l.lock(table, LockMode::SchS)
+            .map_err(|e| lock_error(e, self.spid))?;
+        self.locks.statement_schema.push(table);
+        Ok(())
+    }
+
+    /// Sch-M on table `t` (invariant 4), waited for with no database held (invariant 1)
+    /// as any lock is: SET LOCK_TIMEOUT (1222), deadlock victims (1205), attention and
+    /// KILL. Held to the transaction's end. A lock the session's own transaction holds
+    /// on the table (an intent lock of its DML) converts.
+    pub(super) fn schema_modification(
+        &mut self,
+        t: &super::tables::TableRef,
+    ) -> Result<(), Vec<SqlError>> {
+        let table = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry).table();
+        let locker = self.locker();
+        let mut l = locker.lock().unwrap();
+        l.lock(table, LockMode::SchM)
+            .map_err(|e| lock_error(e, self.spid))?;
+        debug_assert_eq!(l.held(&table), Some(LockMode::SchM));
+        Ok(())
+    }
+
     /// The transaction ended (or the autocommit statement did): every lock goes
     /// (invariant 2).
     pub(super) fn release_locks(&mut self) {
+        self.locks.statement_schema.clear();
         if let Some(l) = self.locks.locker.take() {
             l.lock().unwrap().release_all();
             *self.info.lock_owner.lock().unwrap() = None;
@@ -180,6 +229,22 @@ impl Session {
     pub(super) fn statement_locks_start(&mut self) {
         if let Some(l) = self.locks.locker.as_ref() {
             l.lock().unwrap().statement_start();
+        }
+    }
+
+    /// A statement ended inside a transaction: its Sch-S locks go (invariant 4), unless
+    /// the transaction has since taken more on the table (a Sch-S converted to IX by a
+    /// write in the same statement is the transaction's to keep).
+    pub(super) fn statement_locks_end(&mut self) {
+        let taken = std::mem::take(&mut self.locks.statement_schema);
+        let Some(l) = self.locks.locker.as_ref() else {
+            return;
+        };
+        let mut l = l.lock().unwrap();
+        for r in taken {
+            if l.held(&r) == Some(LockMode::SchS) {
+                l.unlock(r);
+            }
         }
     }
 

@@ -580,9 +580,12 @@ impl Session {
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
         self.statement_locks_start();
         let result = self.statement(s, out);
-        // Outside a transaction a statement's locks end with it (locking.rs invariant 2).
+        // Outside a transaction a statement's locks end with it (locking.rs invariant 2);
+        // inside one, its Sch-S locks do (invariant 4).
         if self.trancount == 0 {
             self.release_locks();
+        } else {
+            self.statement_locks_end();
         }
         match result {
             Ok(flow) => flow,

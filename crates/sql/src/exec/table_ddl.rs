@@ -1,5 +1,7 @@
-//! CREATE TABLE, DROP TABLE, TRUNCATE TABLE and SET IDENTITY_INSERT: from the syntax tree
-//! to catalog entries, with SQL Server's checks and messages for bad definitions.
+//! CREATE TABLE, DROP TABLE, TRUNCATE TABLE, ALTER TABLE and SET IDENTITY_INSERT: from
+//! the syntax tree to catalog entries, with SQL Server's checks and messages for bad
+//! definitions. DROP, TRUNCATE and ALTER TABLE hold the table's Sch-M lock
+//! (`lock_for_table_ddl`, locking.rs invariant 4) before they hold its database.
 //!
 //! A table is a heap. A PRIMARY KEY is recorded (name and key columns) and enforced by
 //! DML over the heap; its columns become NOT NULL as in SQL Server.
@@ -233,19 +235,22 @@ impl Session {
         names: &[ObjectName],
     ) -> Result<(), Vec<SqlError>> {
         for n in names {
+            let gone = || msg(3701, &[&"drop", &"table", &n.joined()]);
             let Some(t) = self.find_table(n)? else {
                 if if_exists {
                     continue;
                 }
-                return Err(vec![msg(3701, &[&"drop", &"table", &n.joined()])]);
+                return Err(vec![gone()]);
             };
-            self.require_table_alter(&t, msg(3701, &[&"drop", &"table", &n.joined()]))?;
+            self.require_table_alter(&t, gone())?;
+            self.refuse_own_changes(&t, "DROP TABLE")?;
+            let mut g = self.lock_for_table_ddl(&t, gone())?;
+            g.drop_table(t.entry.object_id)
+                .map_err(|e| errors::map(&e, errors::Context::Other))?;
+            drop(g);
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;
             }
-            self.lock_for_table_ddl(&t, "DROP TABLE")?
-                .drop_table(t.entry.object_id)
-                .map_err(|e| errors::map(&e, errors::Context::Other))?;
         }
         Ok(())
     }
@@ -255,44 +260,56 @@ impl Session {
             .find_table(name)?
             .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
         self.require_table_alter(&t, msg(1088, &[&name.joined()]))?;
+        self.refuse_own_changes(&t, "TRUNCATE TABLE")?;
         let result = self
-            .lock_for_table_ddl(&t, "TRUNCATE TABLE")?
+            .lock_for_table_ddl(&t, msg(4701, &[&name.joined()]))?
             .truncate_table(t.entry.object_id);
         result.map_err(|e| errors::map(&e, errors::Context::Other))
     }
 
-    /// Table `t`'s database held exclusively once no other session's transaction has
-    /// changed the table (storage's xact.rs invariant 5; SQL Server's Sch-M lock waits the
-    /// same way): the wait happens outside the lock, so those transactions can end, and an
-    /// attention ends it.
-    fn lock_for_table_ddl<'a>(
+    /// DDL is not transactional here yet: after dropping or emptying a table its own
+    /// transaction changed, ROLLBACK would undo into pages that changed owner (Msg 226).
+    /// Nothing else can change that while the session runs this statement.
+    fn refuse_own_changes(
         &self,
-        t: &'a super::tables::TableRef,
+        t: &super::tables::TableRef,
         statement: &str,
-    ) -> Result<extentdb_storage::db_lock::DbGuard<'a>, Vec<SqlError>> {
-        let own = self.xacts.get(&t.db_id).copied();
-        loop {
-            let g = t.db.lock().unwrap();
-            // DDL is not transactional here yet: after dropping or emptying a table its own
-            // transaction changed, ROLLBACK would undo into pages that changed owner.
-            if own.is_some_and(|x| g.table_changed_by(t.entry.object_id, x)) {
-                return Err(vec![msg(226, &[&statement])]);
-            }
-            if !g.table_in_use(t.entry.object_id, own) {
-                return Ok(g);
-            }
-            drop(g);
-            if self.cancelled() {
-                return Err(Vec::new());
-            }
-            std::thread::sleep(std::time::Duration::from_millis(5));
+    ) -> Result<(), Vec<SqlError>> {
+        let Some(own) = self.xacts.get(&t.db_id).copied() else {
+            return Ok(());
+        };
+        if t.db
+            .read()
+            .unwrap()
+            .table_changed_by(t.entry.object_id, own)
+        {
+            return Err(vec![msg(226, &[&statement])]);
         }
+        Ok(())
     }
 
-    /// SET IDENTITY_INSERT: on for at most one table per session (Msg 8107).
+    /// Table `t` under Sch-M (locking.rs invariant 4: waited for with no database held,
+    /// kept to the transaction's end), then its database held exclusively for the change.
+    /// Sch-M granted, no other transaction holds any lock on the table, so none has an
+    /// open change in it (storage's xact.rs invariant 5, asserted there). The table may
+    /// have been dropped while the lock was waited for: `gone` then.
+    fn lock_for_table_ddl<'a>(
+        &mut self,
+        t: &'a super::tables::TableRef,
+        gone: SqlError,
+    ) -> Result<extentdb_storage::db_lock::DbGuard<'a>, Vec<SqlError>> {
+        self.schema_modification(t)?;
+        let g = t.db.lock().unwrap();
+        if g.table_by_id(t.entry.object_id).is_none() {
+            return Err(vec![gone]);
+        }
+        Ok(g)
+    }
+
     /// ALTER TABLE t SET (LOCK_ESCALATION = ...): kept in the catalog (sys.tables'
     /// lock_escalation, lock_escalation_desc); DISABLE stops a statement's row locks on
     /// the table from becoming a table lock, TABLE and AUTO allow it (no partitions here).
+    /// A change of the table's definition: under Sch-M, as SQL Server's ALTER TABLE.
     pub(super) fn alter_table_lock_escalation(
         &mut self,
         name: &ObjectName,
@@ -308,11 +325,13 @@ impl Session {
             "AUTO" => LockEscalation::Auto,
             _ => LockEscalation::Table,
         };
-        let mut g = t.db.lock().unwrap();
+        let mut g = self.lock_for_table_ddl(&t, msg(4902, &[&name.joined()]))?;
         g.set_lock_escalation(t.entry.object_id, v)
             .map_err(|e| errors::map(&e, errors::Context::Other))
     }
 
+    /// SET IDENTITY_INSERT: on for at most one table per session (Msg 8107). A session
+    /// setting, not a change of the table: it takes no lock.
     pub(super) fn set_identity_insert(
         &mut self,
         name: &ObjectName,
