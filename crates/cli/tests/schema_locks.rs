@@ -391,3 +391,48 @@ fn an_attention_ends_a_waiting_drop() {
     assert_eq!(value(&mut b, "SELECT COUNT(*) FROM t"), 2, "t stays");
     assert_checkdb_clean(&mut b, "sl");
 }
+
+/// A read takes its table's intent lock before its first row, as SQL Server does: a
+/// REPEATABLE READ transaction that read an empty table keeps IS on it, and DROP TABLE
+/// waits for that transaction; a READ COMMITTED read inside a transaction lets its IS go
+/// with the statement, and DROP goes through.
+#[test]
+fn a_read_of_no_rows_holds_the_table_as_its_isolation_level_says() {
+    let s = Server::start("schema_locks_empty", &[]);
+    setup(&s);
+    let mut a = connect_at(&s.addr, Some("sl"), 60).unwrap();
+    let mut c = connect_at(&s.addr, Some("sl"), 60).unwrap();
+    run(
+        &mut a,
+        "CREATE TABLE e (k INT NOT NULL PRIMARY KEY); CREATE TABLE e2 (k INT)",
+    );
+    let spid_a = value(&mut a, "SELECT @@SPID");
+    run(
+        &mut a,
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; BEGIN TRAN; SELECT k FROM e",
+    );
+    assert_eq!(
+        object_locks(&mut c),
+        vec![("IS".into(), "GRANT".into(), spid_a)]
+    );
+    let (spid_b, done) = spawn_batch(&s, "", "DROP TABLE e");
+    wait_until("DROP to wait for the reader", || {
+        request(&mut c, spid_b).is_some_and(|(w, by)| w == "LCK_M_SCH_M" && by == spid_a)
+    });
+    run(&mut a, "COMMIT");
+    let errors = done.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(errors.is_empty(), "{errors:?}");
+    // READ COMMITTED: the IS is the statement's; the transaction keeps nothing on e2.
+    run(
+        &mut a,
+        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; BEGIN TRAN; SELECT k FROM e2",
+    );
+    assert!(
+        object_locks(&mut c).is_empty(),
+        "{:?}",
+        object_locks(&mut c)
+    );
+    run(&mut c, "SET LOCK_TIMEOUT 2000; DROP TABLE e2");
+    run(&mut a, "COMMIT");
+    assert_checkdb_clean(&mut c, "sl");
+}

@@ -16,10 +16,13 @@
 //! 4. Schema locks, on the table's OBJECT resource: a statement that changes a table's
 //!    definition, drops it or empties it holds Sch-M, taken before the database is held
 //!    and kept to its transaction's end (invariant 2); a read that locks no rows
-//!    (NOLOCK, READ UNCOMMITTED) holds Sch-S for the statement. Sch-M waits for every
-//!    other transaction's lock on the table (the intent locks every write takes), so no
-//!    table is dropped or emptied under an open transaction that changed it (storage's
-//!    xact.rs invariant 5) or under a running unlocked read.
+//!    (NOLOCK, READ UNCOMMITTED) holds Sch-S for the statement, and every other read
+//!    its table's intent lock from before its first row (for the statement under READ
+//!    COMMITTED, else to the transaction's end). Sch-M waits for every other
+//!    transaction's lock on the table (the intent locks every write takes), so no table
+//!    is dropped or emptied under an open transaction that changed it (storage's xact.rs
+//!    invariant 5), under a running read, or under a repeatable read's transaction, rows
+//!    or none.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -86,8 +89,9 @@ pub(super) struct SessionLocks {
     /// SET DEADLOCK_PRIORITY, -10 to 10.
     pub deadlock_priority: i32,
     pub isolation: Isolation,
-    /// The Sch-S locks this statement took (invariant 4): let go at its end.
-    statement_schema: Vec<Resource>,
+    /// The table locks this statement took for itself only (invariant 4: Sch-S, a READ
+    /// COMMITTED read's intent lock), and their modes: let go at its end.
+    statement_schema: Vec<(Resource, LockMode)>,
 }
 
 impl Default for SessionLocks {
@@ -161,8 +165,15 @@ impl Session {
             l.timeout = saved;
             got.map_err(|e| lock_error(e, self.spid))?;
         }
-        if plan.mode.is_none() && plan.table.is_none() {
-            self.statement_schema_stability(&locker, names.table())?;
+        match (plan.mode, plan.table) {
+            (None, None) => self.statement_table_lock(&locker, names.table(), LockMode::SchS)?,
+            (Some(row), None) if plan.keep => {
+                let mut l = locker.lock().unwrap();
+                l.lock(names.table(), row.intent())
+                    .map_err(|e| lock_error(e, self.spid))?;
+            }
+            (Some(row), None) => self.statement_table_lock(&locker, names.table(), row.intent())?,
+            (_, Some(_)) => {}
         }
         use extentdb_format::catalog::LockEscalation;
         let escalation = match t.entry.lock_escalation {
@@ -179,21 +190,23 @@ impl Session {
         })
     }
 
-    /// Sch-S on `table` for this statement (invariant 4): a read that locks no rows keeps
-    /// the table from being dropped or emptied under it, and waits for a transaction that
-    /// holds Sch-M there. A lock the transaction holds on the table already covers it.
-    fn statement_schema_stability(
+    /// `mode` on `table` for this statement only (invariant 4): Sch-S for a read that
+    /// locks no rows, which keeps the table from being dropped or emptied under it; the
+    /// intent lock of a read whose row locks go as each row is read (READ COMMITTED), taken
+    /// before the first row as SQL Server does, so a table without rows is held too. A
+    /// lock the transaction holds on the table already covers it.
+    fn statement_table_lock(
         &mut self,
         locker: &Arc<Mutex<Locker>>,
         table: Resource,
+        mode: LockMode,
     ) -> Result<(), Vec<SqlError>> {
         let mut l = locker.lock().unwrap();
         if l.held(&table).is_some() {
             return Ok(());
         }
-        l.lock(table, LockMode::SchS)
-            .map_err(|e| lock_error(e, self.spid))?;
-        self.locks.statement_schema.push(table);
+        l.lock(table, mode).map_err(|e| lock_error(e, self.spid))?;
+        self.locks.statement_schema.push((table, mode));
         Ok(())
     }
 
@@ -232,17 +245,17 @@ impl Session {
         }
     }
 
-    /// A statement ended inside a transaction: its Sch-S locks go (invariant 4), unless
-    /// the transaction has since taken more on the table (a Sch-S converted to IX by a
-    /// write in the same statement is the transaction's to keep).
+    /// A statement ended inside a transaction: the table locks it took for itself go
+    /// (invariant 4), unless the transaction has since taken more on the table (a Sch-S or
+    /// IS converted to IX by a write in the same statement is the transaction's to keep).
     pub(super) fn statement_locks_end(&mut self) {
         let taken = std::mem::take(&mut self.locks.statement_schema);
         let Some(l) = self.locks.locker.as_ref() else {
             return;
         };
         let mut l = l.lock().unwrap();
-        for r in taken {
-            if l.held(&r) == Some(LockMode::SchS) {
+        for (r, mode) in taken {
+            if l.held(&r) == Some(mode) {
                 l.unlock(r);
             }
         }
