@@ -135,7 +135,16 @@ impl PageLatches {
     pub(crate) fn hold(&self, pid: PageId) -> MutexGuard<'_, ()> {
         let h = (pid.file.0 as usize).wrapping_mul(0x9E37_79B9) ^ pid.page.0 as usize;
         let m = &self.0[h % PAGE_LATCH_STRIPES];
-        m.lock().unwrap_or_else(|e| e.into_inner())
+        match m.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            // Another session holds it: a PAGELATCH_EX wait (waits.rs).
+            Err(std::sync::TryLockError::WouldBlock) => {
+                crate::waits::timed(crate::waits::WaitType::PageLatchEx, || {
+                    m.lock().unwrap_or_else(|e| e.into_inner())
+                })
+            }
+        }
     }
 }
 

@@ -216,7 +216,7 @@ impl BufferPool {
             let file = files
                 .get(&pid.file.0)
                 .ok_or_else(|| StorageError::FileNotFound(pid.file.0.to_string()))?;
-            let page = file.read_page(pid.page)?;
+            let page = read_page(file, pid)?;
             self.make_room(files, wal)?;
             self.insert(pid, page);
         }
@@ -238,7 +238,7 @@ impl BufferPool {
         let file = files
             .get(&pid.file.0)
             .ok_or_else(|| StorageError::FileNotFound(pid.file.0.to_string()))?;
-        file.read_page(pid.page)
+        read_page(file, pid)
     }
 
     /// A copy of the page if it is cached, and whether it is dirty; never reads the disk.
@@ -442,6 +442,13 @@ impl BufferPool {
 }
 
 /// Writes one page in place, the log first (invariant 1), through the gate (invariant 4).
+/// A page read from its file: a PAGEIOLATCH_SH wait (waits.rs).
+fn read_page(file: &DataFile, pid: PageId) -> Result<Page, StorageError> {
+    crate::waits::timed(crate::waits::WaitType::PageIoLatchSh, || {
+        file.read_page(pid.page)
+    })
+}
+
 fn write_back(
     files: &BTreeMap<u16, DataFile>,
     wal: Option<&LogWriter>,

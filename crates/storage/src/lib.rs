@@ -44,6 +44,7 @@ pub mod snapshot;
 pub mod space;
 pub mod table;
 pub mod transaction;
+pub mod waits;
 pub mod xact;
 
 pub use database::{Database, NewDatabase, NewFile};

@@ -17,6 +17,7 @@ use extentdb_format::log_record::XactId;
 
 use crate::db_lock::DbLock;
 use crate::log_writer::RecordsByLsn;
+use crate::waits::{self, WaitType};
 use crate::StorageError;
 
 /// Compensations a rollback makes per taking of the database (invariant 2).
@@ -42,7 +43,9 @@ impl DbLock {
             (db.commit_xact(x)?, db.wal())
         };
         match (lsn, wal) {
-            (Some(lsn), Some(wal)) => wal.flush(lsn),
+            // A commit another's flush already covered does not wait (no WRITELOG).
+            (Some(lsn), Some(wal)) if wal.durable_lsn().is_some_and(|d| d >= lsn) => Ok(()),
+            (Some(lsn), Some(wal)) => waits::timed(WaitType::WriteLog, || wal.flush(lsn)),
             _ => Ok(()),
         }
     }

@@ -57,7 +57,8 @@ fn lock_row(l: &LockRow) -> Vec<Value> {
     ]
 }
 
-/// sys.dm_os_wait_stats: the lock waits by mode (LCK_M_S, LCK_M_X, ...).
+/// sys.dm_os_wait_stats: the lock waits by mode (LCK_M_S, LCK_M_X, ...), then storage's
+/// (WRITELOG, PAGELATCH_EX, PAGEIOLATCH_SH: storage's waits.rs).
 pub(super) fn wait_stats(inst: &Instance) -> Rowset {
     let columns = cols(&[
         ("wait_type", SqlType::NVarChar(60)),
@@ -70,6 +71,7 @@ pub(super) fn wait_stats(inst: &Instance) -> Rowset {
         .locks
         .wait_stats()
         .into_iter()
+        .chain(extentdb_storage::waits::stats())
         .map(|w| {
             vec![
                 text(w.wait_type),
