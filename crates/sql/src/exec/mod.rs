@@ -18,13 +18,13 @@ use extentdb_storage::Instance;
 
 use crate::ast::{Statement, StatementKind};
 use crate::messages::{msg, SqlError};
-use crate::parser::parse_batch;
 use crate::types::{SqlType, Value};
 pub use output::{Collect, Out, OutputSink};
 
 mod admin;
 mod aggregate;
 mod backup;
+mod batch_cache;
 pub mod checkdb;
 mod db_state;
 pub mod ddl;
@@ -285,6 +285,7 @@ impl Engine {
             descriptor: 0,
             cancel,
             locks: Default::default(),
+            batches: Default::default(),
         }
     }
 }
@@ -342,6 +343,8 @@ pub struct Session {
     cancel: Arc<AtomicBool>,
     /// The transaction's locks and the session's locking settings (`locking.rs`).
     locks: locking::SessionLocks,
+    /// The batches this session parsed, by text (`batch_cache.rs`).
+    batches: batch_cache::BatchCache,
 }
 
 impl Drop for Session {
@@ -440,7 +443,9 @@ impl Session {
             .last_request_start_us
             .store(unix_us(), Ordering::Release);
         let mut out = Out::new(sink);
-        match parse_batch(batch) {
+        let stats = &self.engine.instance.sql_statistics;
+        stats.batch_requests.fetch_add(1, Ordering::Relaxed);
+        match self.batches.parse(batch, &stats.compilations) {
             Err(e) => out.push(Output::Error(parse_error(e))),
             Ok(statements) => {
                 self.run_block(&statements, &mut out);

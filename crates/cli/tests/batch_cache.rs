@@ -1,0 +1,167 @@
+//! A session's cache of parsed batches (`sql/src/exec/batch_cache.rs`) over real TDS
+//! connections: a text sent again through sp_executesql is not parsed again (SQL
+//! Statistics' "SQL Compilations/sec" stays put while "Batch Requests/sec" counts every
+//! call), and a cached text still binds its names afresh at every run, so DROP TABLE,
+//! CREATE TABLE of the same name with other columns, ALTER TABLE and USE of another
+//! database between two runs of one text, by this session or another, give the answer the
+//! catalog of that moment gives.
+
+mod common;
+
+use common::tds::{all_rows, int, ok, rows, run, Server};
+use extentdb_sql::types::{SqlType, Value};
+use extentdb_tds::client::{Client, Response};
+
+const COUNTERS: &str = "SELECT counter_name, cntr_value FROM sys.dm_os_performance_counters \
+                        WHERE object_name LIKE 'SQLServer:SQL Statistics%'";
+
+/// (Batch Requests/sec, SQL Compilations/sec) as `c` reads them now.
+fn counters(c: &mut Client) -> (i64, i64) {
+    let r = run(c, COUNTERS);
+    let value = |name: &str| {
+        rows(&r)
+            .iter()
+            .find(|row| matches!(&row[0], Value::Text(t) if t.trim_end() == name))
+            .map(|row| int(&row[1]))
+            .unwrap_or_else(|| panic!("no counter {name}"))
+    };
+    (value("Batch Requests/sec"), value("SQL Compilations/sec"))
+}
+
+/// Runs `text` through sp_executesql with `@k` = `k`.
+fn exec(c: &mut Client, text: &str, k: i32) -> Response {
+    c.execute_sql(text, &[("@k", SqlType::Int, Value::Int(k))])
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+}
+
+fn error_numbers(r: &Response) -> Vec<i32> {
+    r.errors().map(|e| e.number).collect()
+}
+
+/// Two sessions each run one text 50 times: each parses it once (the compilations grow by
+/// two), while every call counts as a batch request.
+#[test]
+fn repeated_text_is_parsed_once_per_session() {
+    let s = Server::start("batch-cache-count", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    run(
+        &mut a,
+        "CREATE TABLE kv (k INT PRIMARY KEY, x INT NOT NULL)",
+    );
+    run(&mut a, "INSERT INTO kv VALUES (1, 10), (2, 20), (3, 30)");
+    // The first read parses the counter query; the second, from the cache, does not.
+    counters(&mut a);
+    let (batches0, compiled0) = counters(&mut a);
+    let text = "SELECT x FROM kv WHERE k = @k";
+    for i in 0..50 {
+        for c in [&mut a, &mut b] {
+            let k = i % 3 + 1;
+            assert_eq!(rows(&ok(exec(c, text, k))), vec![vec![Value::Int(k * 10)]]);
+        }
+    }
+    let (batches1, compiled1) = counters(&mut a);
+    assert_eq!(compiled1 - compiled0, 2, "one parse per session");
+    assert_eq!(batches1 - batches0, 101, "100 calls and the counter query");
+}
+
+/// DROP TABLE, then CREATE TABLE of the same name with other columns, by another session
+/// between two runs of one cached text: the text fails with 208 while the table is gone and
+/// then returns the new table's columns and rows.
+#[test]
+fn drop_and_create_of_the_same_name_between_runs() {
+    let s = Server::start("batch-cache-ddl", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    run(&mut a, "CREATE TABLE t (k INT PRIMARY KEY, v INT NOT NULL)");
+    run(&mut a, "INSERT INTO t VALUES (1, 100)");
+    let text = "SELECT * FROM t WHERE k = @k";
+    for c in [&mut a, &mut b] {
+        assert_eq!(
+            rows(&ok(exec(c, text, 1))),
+            vec![vec![Value::Int(1), Value::Int(100)]]
+        );
+    }
+    run(&mut b, "DROP TABLE t");
+    for c in [&mut a, &mut b] {
+        assert_eq!(error_numbers(&exec(c, text, 1)), vec![208]);
+    }
+    run(
+        &mut b,
+        "CREATE TABLE t (k INT PRIMARY KEY, name VARCHAR(10) NOT NULL, w BIGINT NULL)",
+    );
+    run(&mut b, "INSERT INTO t VALUES (1, 'one', 7)");
+    let expected = vec![vec![
+        Value::Int(1),
+        Value::Text("one".into()),
+        Value::BigInt(7),
+    ]];
+    for c in [&mut a, &mut b] {
+        assert_eq!(rows(&ok(exec(c, text, 1))), expected);
+    }
+    // An UPDATE text cached before the change writes the new table's column.
+    let update = "UPDATE t SET w = w + 1 WHERE k = @k";
+    ok(exec(&mut a, update, 1));
+    run(&mut b, "DROP TABLE t");
+    run(&mut b, "CREATE TABLE t (k INT PRIMARY KEY, w INT NOT NULL)");
+    run(&mut b, "INSERT INTO t VALUES (1, 40)");
+    ok(exec(&mut a, update, 1));
+    assert_eq!(
+        rows(&run(&mut b, "SELECT k, w FROM t")),
+        vec![vec![Value::Int(1), Value::Int(41)]]
+    );
+}
+
+/// ALTER TABLE by another session between two runs of a cached text that reads what it
+/// changed: the second run sees the new setting.
+#[test]
+fn alter_table_between_runs() {
+    let s = Server::start("batch-cache-alter", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    run(&mut a, "CREATE TABLE t (k INT PRIMARY KEY)");
+    let text = "SELECT lock_escalation_desc FROM sys.tables WHERE name = 't' AND @k = 1";
+    let desc = |r: Response| all_rows(&ok(r));
+    assert_eq!(
+        desc(exec(&mut a, text, 1)),
+        vec![vec![Value::Text("TABLE".into())]]
+    );
+    run(&mut b, "ALTER TABLE t SET (LOCK_ESCALATION = DISABLE)");
+    assert_eq!(
+        desc(exec(&mut a, text, 1)),
+        vec![vec![Value::Text("DISABLE".into())]]
+    );
+}
+
+/// One text run in one database, then after USE in another that has a table of the same
+/// name with other rows and columns: each run reads its current database's table.
+#[test]
+fn same_text_in_another_database() {
+    let s = Server::start("batch-cache-db", &[]);
+    let mut a = s.connect();
+    run(&mut a, "CREATE DATABASE one");
+    run(&mut a, "CREATE DATABASE two");
+    run(
+        &mut a,
+        "USE one; CREATE TABLE t (k INT PRIMARY KEY, v INT NOT NULL)",
+    );
+    run(&mut a, "INSERT INTO t VALUES (1, 111)");
+    run(
+        &mut a,
+        "USE two; CREATE TABLE t (k INT PRIMARY KEY, v VARCHAR(5) NOT NULL)",
+    );
+    run(&mut a, "INSERT INTO t VALUES (1, 'two')");
+    let text = "SELECT v FROM t WHERE k = @k";
+    run(&mut a, "USE one");
+    assert_eq!(
+        rows(&ok(exec(&mut a, text, 1))),
+        vec![vec![Value::Int(111)]]
+    );
+    run(&mut a, "USE two");
+    assert_eq!(
+        rows(&ok(exec(&mut a, text, 1))),
+        vec![vec![Value::Text("two".into())]]
+    );
+    run(&mut a, "USE master");
+    assert_eq!(error_numbers(&exec(&mut a, text, 1)), vec![208]);
+}
