@@ -1,14 +1,15 @@
 //! A session's cache of parsed batches (`sql/src/exec/batch_cache.rs`) over real TDS
 //! connections: a text sent again through sp_executesql is not parsed again (SQL
 //! Statistics' "SQL Compilations/sec" stays put while "Batch Requests/sec" counts every
-//! call), and a cached text still binds its names afresh at every run, so DROP TABLE,
-//! CREATE TABLE of the same name with other columns, ALTER TABLE and USE of another
-//! database between two runs of one text, by this session or another, give the answer the
-//! catalog of that moment gives.
+//! call), and a table a session resolved is used again only under the catalog state it
+//! was read from (`table_cache.rs`, `Database::catalog_version`), so DROP TABLE, CREATE
+//! TABLE of the same name with other columns, ALTER TABLE and USE of another database
+//! between two runs of one text, by this session or another, give the answer the catalog
+//! of that moment gives.
 
 mod common;
 
-use common::tds::{all_rows, int, ok, rows, run, Server};
+use common::tds::{int, ok, rows, run, Server};
 use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, Response};
 
@@ -112,25 +113,35 @@ fn drop_and_create_of_the_same_name_between_runs() {
     );
 }
 
-/// ALTER TABLE by another session between two runs of a cached text that reads what it
-/// changed: the second run sees the new setting.
+/// ALTER TABLE ... SET (LOCK_ESCALATION = DISABLE) by another session between two runs of
+/// one cached UPDATE text: the first run's 6,000 row locks escalate to one table lock, the
+/// second's stay row locks, as the table's new setting says.
 #[test]
 fn alter_table_between_runs() {
     let s = Server::start("batch-cache-alter", &[]);
     let mut a = s.connect();
     let mut b = s.connect();
-    run(&mut a, "CREATE TABLE t (k INT PRIMARY KEY)");
-    let text = "SELECT lock_escalation_desc FROM sys.tables WHERE name = 't' AND @k = 1";
-    let desc = |r: Response| all_rows(&ok(r));
-    assert_eq!(
-        desc(exec(&mut a, text, 1)),
-        vec![vec![Value::Text("TABLE".into())]]
+    run(
+        &mut a,
+        "CREATE TABLE big (id INT NOT NULL PRIMARY KEY, v INT NOT NULL); \
+         SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+         WHILE @i < 6000 BEGIN INSERT INTO big VALUES (@i, 0); SET @i += 1; END; COMMIT",
     );
-    run(&mut b, "ALTER TABLE t SET (LOCK_ESCALATION = DISABLE)");
-    assert_eq!(
-        desc(exec(&mut a, text, 1)),
-        vec![vec![Value::Text("DISABLE".into())]]
-    );
+    let update = "UPDATE big SET v = v + 1 WHERE id >= @k";
+    let key_locks = |c: &mut Client| {
+        let sql = "SELECT COUNT(*) FROM sys.dm_tran_locks \
+                   WHERE resource_type = 'KEY' AND request_session_id = @@SPID";
+        int(&rows(&run(c, sql))[0][0])
+    };
+    run(&mut a, "BEGIN TRAN");
+    ok(exec(&mut a, update, 0));
+    assert_eq!(key_locks(&mut a), 0, "escalated to the table");
+    run(&mut a, "COMMIT");
+    run(&mut b, "ALTER TABLE big SET (LOCK_ESCALATION = DISABLE)");
+    run(&mut a, "BEGIN TRAN");
+    ok(exec(&mut a, update, 0));
+    assert_eq!(key_locks(&mut a), 6000, "DISABLE keeps every row lock");
+    run(&mut a, "COMMIT");
 }
 
 /// One text run in one database, then after USE in another that has a table of the same

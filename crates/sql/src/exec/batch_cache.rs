@@ -21,8 +21,10 @@
 //! 3. The cache is the session's own (`&mut Session`), so it takes no lock; two sessions
 //!    running one text each hold their own tree.
 //!
-//! It does not cache plans, bound tables or the seek ranges a WHERE clause gives: those
-//! depend on the catalog and the parameters, and are made at each run.
+//! It does not cache plans or the seek ranges a WHERE clause gives (they depend on the
+//! parameters and are made at each run) nor the tables names resolve to: those the
+//! session keeps apart, each with the catalog state it was read under (`table_cache.rs`),
+//! so DDL makes the next run resolve the name again.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -48,6 +48,7 @@ mod shrink;
 mod space;
 mod spill;
 mod stream;
+mod table_cache;
 mod table_ddl;
 mod tables;
 mod tran_views;
@@ -286,6 +287,7 @@ impl Engine {
             cancel,
             locks: Default::default(),
             batches: Default::default(),
+            tables: Default::default(),
         }
     }
 }
@@ -345,6 +347,8 @@ pub struct Session {
     locks: locking::SessionLocks,
     /// The batches this session parsed, by text (`batch_cache.rs`).
     batches: batch_cache::BatchCache,
+    /// The tables this session resolved, by name and catalog state (`table_cache.rs`).
+    tables: std::cell::RefCell<table_cache::TableCache>,
 }
 
 impl Drop for Session {
