@@ -956,12 +956,12 @@ impl RangeRead<'_> {
     ) -> Result<LeafEnd, StorageError> {
         let ki = self.ki;
         let bounded = self.after.is_some() || *self.range != KeyRange::all();
-        for (slot, r) in data_page::records(p) {
+        let first = self.first_slot(p)?;
+        for (slot, r) in data_page::records(p).skip_while(|(slot, _)| *slot < first) {
             let r = r?;
             if bounded {
                 let k = ki.key(r)?;
-                let done = |a: &Vec<Option<&[u8]>>| ki.cmp(&k, a) != Ordering::Greater;
-                if self.after.as_ref().is_some_and(done) || ki.below(&k, &self.range.lower) {
+                if self.skips(&k) {
                     continue;
                 }
                 if ki.above(&k, &self.range.upper) {
@@ -980,6 +980,50 @@ impl RangeRead<'_> {
             rows.push(((at, slot), r.to_vec()));
         }
         Ok(LeafEnd::Next)
+    }
+}
+
+impl RangeRead<'_> {
+    /// True when the read passes over key `k`: at or before the key it goes on after, or
+    /// below the range's lower bound. True for a prefix of a leaf's slots (invariant 1).
+    fn skips(&self, k: &[Option<&[u8]>]) -> bool {
+        let ki = self.ki;
+        self.after
+            .as_ref()
+            .is_some_and(|a| ki.cmp(k, a) != Ordering::Greater)
+            || ki.below(k, &self.range.lower)
+    }
+
+    /// The first slot of leaf `p` the read may take: every record before it is one the
+    /// read `skips`. A binary search over the slot array (keys ascend in slot order,
+    /// invariant 1), so a seek decodes a few keys of its leaf instead of every key before
+    /// its own; 0 when nothing bounds the start, or when it meets an empty slot (the
+    /// search needs a dense array; the scan then skips record by record).
+    fn first_slot(&self, p: &Page) -> Result<u16, StorageError> {
+        if self.after.is_none() && matches!(self.range.lower, Bound::Unbounded) {
+            return Ok(0);
+        }
+        // Every slot below lo is skipped; none at or after hi is.
+        let (mut lo, mut hi) = (0u16, data_page::slot_count(p));
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some(r) = data_page::record(p, mid)? else {
+                return Ok(0);
+            };
+            if self.skips(&self.ki.key(r)?) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        assert!(
+            lo == 0 || {
+                let r = data_page::record(p, lo - 1).ok().flatten().expect("dense");
+                self.skips(&self.ki.key(r).expect("decoded above"))
+            },
+            "the slot before the first taken is skipped"
+        );
+        Ok(lo)
     }
 }
 

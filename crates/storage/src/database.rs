@@ -110,6 +110,18 @@ pub struct Database {
     /// Set once the log's checkpoint or growth ahead of need was seen to in this
     /// exclusive hold (`Needs::LogSpace`); false again when the hold ends (`DbGuard`).
     pub(crate) log_attended: bool,
+    /// Names this state of `catalog` (`catalog_version`): taken afresh from a process-wide
+    /// count when the database is made or opened, at every catalog save, and whenever the
+    /// catalog is put back or replaced, so no two states of any database's catalog in the
+    /// process share a number.
+    catalog_version: u64,
+}
+
+/// The process-wide count `Database::catalog_version` numbers take from.
+static CATALOG_VERSIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn fresh_catalog_version() -> u64 {
+    CATALOG_VERSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 fn new_guid(fs: &dyn FileSystem) -> [u8; 16] {
@@ -238,6 +250,7 @@ impl Database {
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
             logged_catalog: (0, PageId::NULL),
+            catalog_version: fresh_catalog_version(),
             growing_for_system_pages: false,
             page_moves: 0,
             damaged_chains: Vec::new(),
@@ -403,6 +416,7 @@ impl Database {
             poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            catalog_version: fresh_catalog_version(),
         };
         db.wrap_files();
         db
@@ -522,6 +536,9 @@ impl Database {
     /// may come after the first boot page made the change durable, so any failure poisons
     /// the database: its outcome is settled only by reopening.
     pub fn save_catalog(&mut self) -> Result<(), StorageError> {
+        // The catalog in memory changed before this save; whatever it comes to, it is a
+        // new state (failed saves put the old one back, a new state again).
+        self.catalog_changed();
         self.check_writable()?;
         // Before anything is written, so a refusal leaves the database writable.
         self.catalog
@@ -870,6 +887,7 @@ impl Database {
         if let Err(e) = result {
             let ids: Vec<u16> = added.iter().map(|a| a.0).collect();
             self.catalog.files.retain(|f| !ids.contains(&f.file_id));
+            self.catalog_changed();
             // Once poisoned, the durable catalog may list these files: keep them for reopening.
             if !self.is_poisoned() {
                 for (_, f, _) in &added {
@@ -1058,6 +1076,7 @@ impl Database {
         change(entry);
         if let Err(e) = self.save_catalog() {
             self.catalog = before;
+            self.catalog_changed();
             return Err(e);
         }
         Ok(())
@@ -1110,6 +1129,7 @@ impl Database {
         }
         if let Err(e) = self.save_catalog() {
             self.catalog = before;
+            self.catalog_changed();
             // The copies stay marked: a save that failed after its boot pages may have
             // published them. The sweep at open frees whichever chain nothing reaches.
             return Err(e);
@@ -1222,6 +1242,18 @@ impl Database {
 
     /// Applies a catalog-only change (filegroups, recovery model) and saves, or changes
     /// nothing if the change or the save fails.
+    /// The number of the catalog's present state: equal numbers, read from any of the
+    /// process's databases, mean the same catalog unchanged (the SQL layer's sessions keep
+    /// the tables they resolved under it).
+    pub fn catalog_version(&self) -> u64 {
+        self.catalog_version
+    }
+
+    /// Gives the catalog's new state a number no other state had.
+    pub(crate) fn catalog_changed(&mut self) {
+        self.catalog_version = fresh_catalog_version();
+    }
+
     pub fn change_catalog(
         &mut self,
         change: impl FnOnce(&mut Catalog) -> Result<(), StorageError>,
@@ -1232,6 +1264,7 @@ impl Database {
         let result = change(&mut self.catalog).and_then(|_| self.save_catalog());
         if result.is_err() {
             self.catalog = before;
+            self.catalog_changed();
         }
         result
     }

@@ -63,6 +63,18 @@ pub struct RequestProgress {
     pub percent_complete: f32,
 }
 
+/// SQL Server's "SQLServer:SQL Statistics" counters, cumulative since the instance started
+/// (sys.dm_os_performance_counters, as its per-second counters are): counted by the SQL
+/// layer, kept here so every session adds to one count.
+#[derive(Debug, Default)]
+pub struct SqlStatistics {
+    /// "Batch Requests/sec": batches run (a SQL batch, or one RPC call's text).
+    pub batch_requests: std::sync::atomic::AtomicU64,
+    /// "SQL Compilations/sec": batches parsed; a batch a session's cache of parsed batches
+    /// answers is not compiled again.
+    pub compilations: std::sync::atomic::AtomicU64,
+}
+
 /// A connected session as sys.dm_exec_sessions shows it; the flags let KILL reach it.
 #[derive(Debug)]
 pub struct SessionInfo {
@@ -215,6 +227,8 @@ pub struct Instance {
     pub access_turn: Mutex<()>,
     /// The lock manager every session's transactions lock rows and tables through.
     pub locks: Arc<extentdb_lock::LockManager>,
+    /// The SQL layer's request counters (sys.dm_os_performance_counters' SQL Statistics).
+    pub sql_statistics: SqlStatistics,
     /// This process's hold on the directory (instance_lock.rs), for the instance's life.
     _lock: crate::instance_lock::InstanceLock,
 }
@@ -352,6 +366,7 @@ impl Instance {
             state_change: Mutex::new(()),
             access_turn: Mutex::new(()),
             locks: extentdb_lock::LockManager::new(),
+            sql_statistics: SqlStatistics::default(),
             _lock: lock,
         };
         inst.log_startup();

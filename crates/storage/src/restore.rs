@@ -652,6 +652,7 @@ impl Database {
         self.boot.catalog_bytes = blob.len() as u32;
         self.boot.catalog_crc = crc32c::crc32c(&blob);
         self.catalog = new;
+        self.catalog_changed();
         Ok(())
     }
 

@@ -141,3 +141,31 @@ fn a_page_taken_whose_format_never_got_logged_is_no_damage() {
     assert_eq!(db.scan_rows(t).unwrap().len(), 6);
     assert_clean(&db, "after more inserts");
 }
+
+/// Proves every catalog change gives the catalog a number it never had, and two databases
+/// never share one (database.rs `catalog_version`, which sessions' resolved tables rely
+/// on): CREATE, TRUNCATE and DROP TABLE each change it, reading does not, and another
+/// database's numbers are its own.
+#[test]
+fn every_catalog_change_takes_a_new_catalog_version() {
+    let fs = SimFileSystem::new(12, Faults::default());
+    let mut db = new_db(&fs);
+    let other = new_db(&SimFileSystem::new(13, Faults::default()));
+    let mut seen = vec![db.catalog_version(), other.catalog_version()];
+    let mut fresh = |v: u64| {
+        assert!(!seen.contains(&v), "version {v} seen before");
+        seen.push(v);
+    };
+    let t = db.create_table(heap()).unwrap();
+    fresh(db.catalog_version());
+    let before = db.catalog_version();
+    assert!(db.table("dbo", "H").is_some());
+    assert_eq!(db.catalog_version(), before, "reading changes nothing");
+    db.truncate_table(t).unwrap();
+    fresh(db.catalog_version());
+    db.drop_table(t).unwrap();
+    fresh(db.catalog_version());
+    let again = db.create_table(heap()).unwrap();
+    assert!(db.table_by_id(again).is_some());
+    fresh(db.catalog_version());
+}

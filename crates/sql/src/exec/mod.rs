@@ -18,13 +18,13 @@ use extentdb_storage::Instance;
 
 use crate::ast::{Statement, StatementKind};
 use crate::messages::{msg, SqlError};
-use crate::parser::parse_batch;
 use crate::types::{SqlType, Value};
 pub use output::{Collect, Out, OutputSink};
 
 mod admin;
 mod aggregate;
 mod backup;
+mod batch_cache;
 pub mod checkdb;
 mod db_state;
 pub mod ddl;
@@ -49,6 +49,7 @@ mod shrink;
 mod space;
 mod spill;
 mod stream;
+mod table_cache;
 mod table_ddl;
 mod tables;
 mod tran_views;
@@ -287,6 +288,8 @@ impl Engine {
             descriptor: 0,
             cancel,
             locks: Default::default(),
+            batches: Default::default(),
+            tables: Default::default(),
         }
     }
 }
@@ -346,6 +349,10 @@ pub struct Session {
     cancel: Arc<AtomicBool>,
     /// The transaction's locks and the session's locking settings (`locking.rs`).
     locks: locking::SessionLocks,
+    /// The batches this session parsed, by text (`batch_cache.rs`).
+    batches: batch_cache::BatchCache,
+    /// The tables this session resolved, by name and catalog state (`table_cache.rs`).
+    tables: std::cell::RefCell<table_cache::TableCache>,
 }
 
 impl Drop for Session {
@@ -445,7 +452,9 @@ impl Session {
             .store(unix_us(), Ordering::Release);
         let mut out = Out::new(sink);
         out.textsize = self.options.textsize;
-        match parse_batch(batch) {
+        let stats = &self.engine.instance.sql_statistics;
+        stats.batch_requests.fetch_add(1, Ordering::Relaxed);
+        match self.batches.parse(batch, &stats.compilations) {
             Err(e) => out.push(Output::Error(parse_error(e))),
             Ok(statements) => {
                 self.run_block(&statements, &mut out);

@@ -26,9 +26,10 @@ use crate::types::{SqlType, Value};
 pub(super) struct TableRef {
     pub db_id: u16,
     pub db: Arc<DbLock>,
-    pub db_name: String,
-    pub entry: TableEntry,
-    pub types: Vec<SqlType>,
+    pub db_name: Arc<str>,
+    /// Shared with the session's resolved tables (`table_cache.rs`), not copied.
+    pub entry: Arc<TableEntry>,
+    pub types: Arc<[SqlType]>,
     /// What the statement's reads of the table cost so far (SET STATISTICS IO).
     pub io: Cell<TableIo>,
 }
@@ -55,7 +56,7 @@ impl TableRef {
         self.entry
             .columns
             .iter()
-            .zip(&self.types)
+            .zip(self.types.iter())
             .map(|(c, t)| (c.name.clone(), *t))
             .collect()
     }
@@ -146,7 +147,7 @@ impl TableRef {
         let lay = layouts(&self.entry);
         let cols = record::decode(&lay, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
         cols.iter()
-            .zip(&self.types)
+            .zip(self.types.iter())
             .map(|(b, t)| rowcodec::decode(*t, *b).map_err(|e| vec![corrupt(&e)]))
             .collect()
     }
@@ -154,7 +155,7 @@ impl TableRef {
     /// The record of a row whose values already have their column types.
     pub fn encode(&self, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
         let mut bytes = Vec::with_capacity(values.len());
-        for (v, t) in values.iter().zip(&self.types) {
+        for (v, t) in values.iter().zip(self.types.iter()) {
             bytes.push(rowcodec::encode(*t, v).map_err(|e| vec![e])?);
         }
         let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_deref()).collect();
@@ -393,6 +394,21 @@ pub(super) fn corrupt(reason: &str) -> SqlError {
     }
 }
 
+/// A catalog entry as a statement uses it: shared, with its columns' SQL types.
+fn resolve(t: &TableEntry, db_name: &str) -> Result<super::table_cache::Resolved, Vec<SqlError>> {
+    let types: Vec<SqlType> = t
+        .columns
+        .iter()
+        .map(column_type)
+        .collect::<Result<_, _>>()
+        .map_err(|e| vec![e])?;
+    Ok(super::table_cache::Resolved {
+        entry: Arc::new(t.clone()),
+        types: types.into(),
+        db_name: db_name.into(),
+    })
+}
+
 /// The SQL type of a catalog column.
 pub(super) fn column_type(c: &ColumnEntry) -> Result<SqlType, SqlError> {
     rowcodec::sql_type(StoredType {
@@ -432,29 +448,38 @@ impl Session {
             .ok_or_else(|| vec![msg(911, &[&self.current_db_name()])])
     }
 
-    /// The user table `name` names, if it exists.
+    /// The user table `name` names, if it exists: as this session resolved it before
+    /// under the same catalog state (`table_cache.rs`), else from the catalog.
     pub(super) fn find_table(&self, name: &ObjectName) -> Result<Option<TableRef>, Vec<SqlError>> {
         let (db_id, db) = self.object_database(name)?;
         let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
-        let (entry, db_name) = {
+        let resolved = {
             let g = db.read().unwrap();
-            match g.table(schema, name.name()) {
-                Some(t) => (t.clone(), g.name.clone()),
-                None => return Ok(None),
+            let version = g.catalog_version();
+            let kept = self
+                .tables
+                .borrow()
+                .get(db_id, schema, name.name(), version)
+                .cloned();
+            match kept {
+                Some(r) => r,
+                None => {
+                    let Some(t) = g.table(schema, name.name()) else {
+                        return Ok(None);
+                    };
+                    let r = resolve(t, &g.name)?;
+                    let mut tables = self.tables.borrow_mut();
+                    tables.keep(db_id, schema, name.name(), version, r.clone());
+                    r
+                }
             }
         };
-        let types = entry
-            .columns
-            .iter()
-            .map(column_type)
-            .collect::<Result<_, _>>()
-            .map_err(|e| vec![e])?;
         Ok(Some(TableRef {
             db_id,
             db,
-            db_name,
-            entry,
-            types,
+            db_name: resolved.db_name,
+            entry: resolved.entry,
+            types: resolved.types,
             io: Cell::new(TableIo::default()),
         }))
     }

@@ -654,11 +654,14 @@ fn spinlock_stats(inst: &Instance) -> Rowset {
     Rowset { columns, rows }
 }
 
-/// sys.dm_os_performance_counters: the counters extentdb keeps, one row each. Today that
-/// is Access Methods' "Full Scans/sec" (cumulative, as SQL Server's per-second counters
-/// are: cntr_type 272696576, PERF_COUNTER_BULK_COUNT): full scans of tables begun since
-/// the instance started, summed over its open databases.
+/// sys.dm_os_performance_counters: the counters extentdb keeps, one row each, cumulative
+/// since the instance started (as SQL Server's per-second counters are: cntr_type
+/// 272696576, PERF_COUNTER_BULK_COUNT): Access Methods' "Full Scans/sec" (full scans of
+/// tables begun, summed over the open databases), and SQL Statistics' "Batch
+/// Requests/sec" and "SQL Compilations/sec" (batches run, and those parsed rather than
+/// taken from their session's cache of parsed batches).
 fn performance_counters(inst: &Instance) -> Rowset {
+    use std::sync::atomic::Ordering;
     const PERF_COUNTER_BULK_COUNT: i32 = 272_696_576;
     let columns = cols(&[
         ("object_name", SqlType::NChar(128)),
@@ -674,13 +677,32 @@ fn performance_counters(inst: &Instance) -> Rowset {
         .sum();
     // nchar(128): padded with spaces, as SQL Server's are.
     let nchar = |s: &str| text(&format!("{s:<128}"));
-    let rows = vec![vec![
-        nchar("SQLServer:Access Methods"),
-        nchar("Full Scans/sec"),
-        nchar(""),
-        Value::BigInt(full_scans as i64),
-        Value::Int(PERF_COUNTER_BULK_COUNT),
-    ]];
+    let stats = &inst.sql_statistics;
+    let counters = [
+        ("SQLServer:Access Methods", "Full Scans/sec", full_scans),
+        (
+            "SQLServer:SQL Statistics",
+            "Batch Requests/sec",
+            stats.batch_requests.load(Ordering::Relaxed),
+        ),
+        (
+            "SQLServer:SQL Statistics",
+            "SQL Compilations/sec",
+            stats.compilations.load(Ordering::Relaxed),
+        ),
+    ];
+    let rows = counters
+        .iter()
+        .map(|(object, counter, value)| {
+            vec![
+                nchar(object),
+                nchar(counter),
+                nchar(""),
+                Value::BigInt(*value as i64),
+                Value::Int(PERF_COUNTER_BULK_COUNT),
+            ]
+        })
+        .collect();
     Rowset { columns, rows }
 }
 
