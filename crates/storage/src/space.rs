@@ -127,7 +127,7 @@ impl Database {
     }
 
     /// What allocation unit `au` reserves and holds, read from its pages.
-    pub fn unit_space(&mut self, au: u64) -> Result<UnitSpace, StorageError> {
+    pub fn unit_space(&self, au: u64) -> Result<UnitSpace, StorageError> {
         let extents = self.extents_of(au)?;
         let mut space = UnitSpace {
             reserved_pages: extents.len() as u64 * PAGES_PER_EXTENT as u64,
@@ -137,7 +137,7 @@ impl Database {
         for (file, extent) in extents {
             for i in 0..PAGES_PER_EXTENT {
                 let pid = PageId::new(file, extent.first_page().0 + i);
-                let page = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+                let page = self.data.pool.lock().peek(&self.data_files, pid)?;
                 count_page(&page, au, &mut space)?;
             }
         }

@@ -178,7 +178,7 @@ impl Session {
         };
         let pid = PageId::new(file, page);
         let lines = {
-            let d = db.lock().unwrap();
+            let d = db.read().unwrap();
             let (p, dirty) = match d.read_page_current(pid) {
                 Ok(x) => x,
                 Err(StorageError::PageOutOfRange { .. } | StorageError::FileNotFound(_)) => {
@@ -230,7 +230,7 @@ impl Session {
         let db =
             db.ok_or_else(|| vec![msg(2520, &[&args.first().map(to_text).unwrap_or_default()])])?;
         let (vlfs, checkpoint_seq) = {
-            let d = db.lock().unwrap();
+            let d = db.read().unwrap();
             let vlfs = d
                 .vlfs()
                 .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;

@@ -339,7 +339,7 @@ impl Session {
             }
         };
         let src = {
-            let d = db.lock().unwrap();
+            let d = db.read().unwrap();
             d.check_source()
                 .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?
         };
@@ -474,7 +474,7 @@ impl Session {
     ) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.dbcc_database(args.first())?;
         let fields: Vec<(&str, String)> = {
-            let g = db.lock().unwrap();
+            let g = db.read().unwrap();
             let b = &g.boot;
             let time = |us: i64| {
                 if us == 0 {

@@ -373,7 +373,7 @@ impl Session {
         fg: &str,
     ) -> Result<u64, Vec<SqlError>> {
         let ds = {
-            let d = db.lock().unwrap();
+            let d = db.read().unwrap();
             d.filegroup_by_name(fg)
                 .map(|g| g.data_space_id)
                 .ok_or_else(|| vec![msg(5014, &[&"filegroup", &fg, &d.name])])?
@@ -525,7 +525,7 @@ fn add_files(
     fg: &str,
 ) -> Result<(), Vec<SqlError>> {
     let (existing, fg_ok, db_name) = {
-        let d = db.lock().unwrap();
+        let d = db.read().unwrap();
         let names: Vec<String> = d.catalog.files.iter().map(|f| f.name.clone()).collect();
         (
             names,

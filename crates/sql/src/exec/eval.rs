@@ -371,7 +371,7 @@ impl Session {
                 let db = inst.database(self.database_id);
                 match (text_arg(0), db) {
                     (Some(n), Some(db)) => db
-                        .lock()
+                        .read()
                         .unwrap()
                         .file_by_name(&n)
                         .map(|f| Value::SmallInt(f.file_id as i16))
@@ -386,7 +386,7 @@ impl Session {
                 };
                 let db = inst.database(self.database_id);
                 db.and_then(|db| {
-                    db.lock()
+                    db.read()
                         .unwrap()
                         .catalog
                         .files
@@ -406,7 +406,7 @@ impl Session {
             },
             "FILEPROPERTY" => match (text_arg(0), text_arg(1), inst.database(self.database_id)) {
                 (Some(file), Some(property), Some(db)) => {
-                    let db = db.lock().unwrap();
+                    let db = db.read().unwrap();
                     super::space::file_property(&db, &file, &property)?
                 }
                 _ => Value::Null,

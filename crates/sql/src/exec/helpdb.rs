@@ -163,7 +163,7 @@ impl Session {
             return Err(vec![super::lower::not_yet("sp_helpfile @filename")]);
         }
         let (_, db) = self.current_database()?;
-        let r = help_file(&db.lock().unwrap());
+        let r = help_file(&db.read().unwrap());
         out.push(r.into());
         Ok(())
     }
@@ -176,7 +176,7 @@ impl Session {
         let mut rows = Vec::new();
         let mut files = None;
         for (id, handle) in inst.databases() {
-            let name = handle.lock().unwrap().name.clone();
+            let name = handle.read().unwrap().name.clone();
             if wanted
                 .as_ref()
                 .is_some_and(|w| !w.eq_ignore_ascii_case(&name))
@@ -185,7 +185,7 @@ impl Session {
             }
             // DATABASEPROPERTYEX takes the database's lock, so status comes first.
             let status = status_text(&inst, &name);
-            let db = handle.lock().unwrap();
+            let db = handle.read().unwrap();
             rows.push(help_db_row(id, &db, status).map_err(|e| vec![e])?);
             files = wanted.as_ref().map(|_| help_file(&db));
         }

@@ -171,7 +171,7 @@ fn show_file_stats(db: &Database) -> Result<Rowset, StorageError> {
 
 /// The space of every table of `db` and the system space, summed (sp_spaceused's database
 /// form).
-fn database_space(db: &mut Database) -> Result<UnitSpace, StorageError> {
+fn database_space(db: &Database) -> Result<UnitSpace, StorageError> {
     let mut total = db.system_space()?;
     let units: Vec<u64> = db
         .catalog
@@ -248,7 +248,7 @@ impl Session {
             return Err(vec![msg(2526, &[])]);
         }
         let (_, db) = self.current_database()?;
-        let r = show_file_stats(&db.lock().unwrap()).map_err(storage_error)?;
+        let r = show_file_stats(&db.read().unwrap()).map_err(storage_error)?;
         self.send_rowset(r, out);
         Ok(())
     }
@@ -275,8 +275,8 @@ impl Session {
 
     fn database_space_used(&mut self, one_set: bool, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let (_, db) = self.current_database()?;
-        let mut db = db.lock().unwrap();
-        let total = database_space(&mut db).map_err(storage_error)?;
+        let db = db.read().unwrap();
+        let total = database_space(&db).map_err(storage_error)?;
         let (columns, row) = database_size(&db, &total);
         let (usage_columns, usage_row) = (cols(&USAGE_COLUMNS), usage_texts(&total).to_vec());
         if one_set {
@@ -293,7 +293,7 @@ impl Session {
 
     fn table_space_used(&mut self, objname: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.spaceused_table(objname)?;
-        let space = t.db.lock().unwrap().unit_space(t.entry.allocation_unit_id);
+        let space = t.db.read().unwrap().unit_space(t.entry.allocation_unit_id);
         let space = space.map_err(storage_error)?;
         // rows = CONVERT(char(20), @rowCount).
         let rows = convert(&Value::BigInt(space.rows as i64), SqlType::Char(20), None);

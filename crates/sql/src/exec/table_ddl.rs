@@ -357,7 +357,7 @@ impl Session {
                     .instance
                     .database(other.0)
                     .and_then(|db| {
-                        let g = db.lock().unwrap();
+                        let g = db.read().unwrap();
                         g.table_by_id(other.1)
                             .map(|x| format!("{}.{}.{}", g.name, x.schema_name, x.name))
                     })

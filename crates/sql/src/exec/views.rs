@@ -81,7 +81,7 @@ fn local_offset_seconds(unix_s: i64) -> i64 {
 pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowset, StorageError>> {
     if name == "sys.dm_db_file_space_usage" {
         let db = inst.database(current_db)?;
-        let db = db.lock().unwrap();
+        let db = db.read().unwrap();
         return Some(super::space::file_space_usage(&db, current_db));
     }
     Some(Ok(match name {
@@ -89,7 +89,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.databases" => databases(inst),
         "sys.database_files" => {
             let db = inst.database(current_db)?;
-            let db = db.lock().unwrap();
+            let db = db.read().unwrap();
             database_files(&db, None)
         }
         "sys.master_files" => master_files(inst),
@@ -113,7 +113,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         ),
         "sys.dm_db_log_space_usage" => {
             let db = inst.database(current_db)?;
-            let (total, used) = db.lock().unwrap().log_space();
+            let (total, used) = db.read().unwrap().log_space();
             Rowset {
                 columns: cols(&[
                     ("database_id", SqlType::Int),
@@ -137,18 +137,18 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         | "sys.partitions"
         | "sys.allocation_units" => {
             let db = inst.database(current_db)?;
-            let mut db = db.lock().unwrap();
+            let db = db.read().unwrap();
             match name {
                 "sys.tables" => tables(&db),
                 "sys.columns" => columns(&db),
                 "sys.indexes" => indexes(&db),
-                "sys.partitions" => return Some(partitions(&mut db)),
-                _ => return Some(allocation_units(&mut db)),
+                "sys.partitions" => return Some(partitions(&db)),
+                _ => return Some(allocation_units(&db)),
             }
         }
         "sys.filegroups" => {
             let db = inst.database(current_db)?;
-            let db = db.lock().unwrap();
+            let db = db.read().unwrap();
             filegroups(&db.catalog.filegroups)
         }
         _ => return None,
@@ -235,7 +235,7 @@ fn databases(inst: &Instance) -> Rowset {
     let access_of = |id: u16| access.get(&id).copied().unwrap_or_default();
     let mut rows = Vec::new();
     for (id, db) in inst.databases() {
-        let db = db.lock().unwrap();
+        let db = db.read().unwrap();
         let rm = db.catalog.recovery_model;
         let (wait, wait_desc) = db.log_reuse_wait();
         // A failed write or sync (or a panic) left memory and disk possibly apart: the
@@ -390,7 +390,7 @@ fn master_files(inst: &Instance) -> Rowset {
         rows: Vec::new(),
     };
     for (id, db) in inst.databases() {
-        let db = db.lock().unwrap();
+        let db = db.read().unwrap();
         out.rows.extend(database_files(&db, Some(id)).rows);
     }
     out
@@ -437,7 +437,7 @@ pub fn log_space(inst: &Instance) -> Rowset {
         .databases()
         .into_iter()
         .map(|(_, db)| {
-            let db = db.lock().unwrap();
+            let db = db.read().unwrap();
             let (total, used) = db.log_space();
             vec![
                 text(&db.name),
@@ -567,7 +567,7 @@ fn table_units(db: &Database) -> Vec<(u32, u64, u8, u16)> {
         .collect()
 }
 
-fn partitions(db: &mut Database) -> Result<Rowset, StorageError> {
+fn partitions(db: &Database) -> Result<Rowset, StorageError> {
     let columns = cols(&[
         ("partition_id", SqlType::BigInt),
         ("object_id", SqlType::Int),
@@ -591,7 +591,7 @@ fn partitions(db: &mut Database) -> Result<Rowset, StorageError> {
     Ok(Rowset { columns, rows })
 }
 
-fn allocation_units(db: &mut Database) -> Result<Rowset, StorageError> {
+fn allocation_units(db: &Database) -> Result<Rowset, StorageError> {
     let columns = cols(&[
         ("allocation_unit_id", SqlType::BigInt),
         ("type", SqlType::TinyInt),
@@ -633,7 +633,7 @@ fn spinlock_stats(inst: &Instance) -> Rowset {
     ]);
     let (mut collisions, mut spins, mut sleep_us, mut backoffs) = (0u64, 0u64, 0u64, 0u64);
     for (_, db) in inst.databases() {
-        let db = db.lock().unwrap();
+        let db = db.read().unwrap();
         for g in &db.catalog.filegroups {
             if let Some((s, _)) = db.prp_fill_stats(g.data_space_id) {
                 collisions += s.collisions;
