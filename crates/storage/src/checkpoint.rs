@@ -9,14 +9,17 @@
 //! stalled commits for 300 ms in the log-growth benchmark). The background `Checkpointer`
 //! runs it when the log asks for one (`log_growth::ensure_log_space`).
 //!
-//! An online checkpoint, step by step (L = under the database's lock, U = unlocked):
+//! An online checkpoint, step by step (L = holding the database exclusively, S = sharing
+//! it, U = not holding it):
 //! 1. L `checkpoint_begin`: cp := end of log. The dirty pages now are the work list; the
 //!    pool's write gate starts recording; from now on a page's first change logs its image
 //!    when its LSN is below cp (torn-page protection for the redo start cp).
-//! 2. For each batch of the list: L copy the pages still dirty (with their LSNs); U flush
+//! 2. For each batch of the list: S copy the pages still dirty (with their LSNs); U flush
 //!    the log to the batch's highest LSN, write the copies through the gate (a copy older
-//!    than a version already written, by an eviction meanwhile, is dropped); L mark clean
-//!    the pages unchanged since their copy.
+//!    than a version already written, by an eviction meanwhile, is dropped); S mark clean
+//!    the pages unchanged since their copy. (S = with the database shared: a copy and a
+//!    mark are each made under the pool's latch, which every page change is applied
+//!    under, so a batch never waits for, or stops, the sessions changing rows.)
 //! 3. L write each file's cached allocation pages (log first); U fsync every data file.
 //! 4. L `checkpoint_end`: the log is kept from min(cp, oldest active BEGIN); the boot page
 //!    records cp (unless a newer checkpoint already did) and is saved.
@@ -173,17 +176,19 @@ impl Database {
         }))
     }
 
-    /// Step 2, locked half: copies the next batch; None when the list is done.
+    /// Step 2, shared half: copies the next batch; None when the list is done. On an error
+    /// (the database no longer writable) the caller abandons the run
+    /// (`checkpoint_abandoned`).
     pub fn checkpoint_next_batch(
-        &mut self,
+        &self,
         run: &mut CheckpointRun,
     ) -> Result<Option<CheckpointBatch>, StorageError> {
-        self.checkpoint_check(run)?;
+        self.check_writable()?;
         let mut pages = Vec::new();
         while pages.len() < BATCH_PAGES && run.next < run.pending.len() {
             let pid = run.pending[run.next];
             run.next += 1;
-            if let Some((p, lsn)) = self.data.pool.get_mut().dirty_copy(pid) {
+            if let Some((p, lsn)) = self.data.pool.lock().dirty_copy(pid) {
                 pages.push((pid, p, lsn));
             }
         }
@@ -196,11 +201,18 @@ impl Database {
         }))
     }
 
-    /// Step 2, second locked half: pages unchanged since their copy are clean.
-    pub fn checkpoint_batch_written(&mut self, batch: &CheckpointBatch) {
+    /// Step 2, second shared half: pages unchanged since their copy are clean.
+    pub fn checkpoint_batch_written(&self, batch: &CheckpointBatch) {
+        let mut pool = self.data.pool.lock();
         for (pid, _, lsn) in &batch.pages {
-            self.data.pool.get_mut().mark_clean_if(*pid, *lsn);
+            pool.mark_clean_if(*pid, *lsn);
         }
+    }
+
+    /// Ends a run whose step found the database no longer writable (it is poisoned or
+    /// taken offline already).
+    pub fn checkpoint_abandoned(&mut self, run: &CheckpointRun) {
+        self.checkpoint_abandon(run);
     }
 
     /// Step 3, locked half: allocation pages written; returns the files to sync.
@@ -316,12 +328,19 @@ pub fn checkpoint_online(db: &DbLock) -> Result<bool, StorageError> {
     };
     let mut unsynced = 0usize;
     loop {
-        let batch = db.lock().unwrap().checkpoint_next_batch(&mut run)?;
+        let batch = db.read().unwrap().checkpoint_next_batch(&mut run);
+        let batch = match batch {
+            Ok(b) => b,
+            Err(e) => {
+                db.lock().unwrap().checkpoint_abandoned(&run);
+                return Err(e);
+            }
+        };
         let Some(batch) = batch else { break };
         if let Err(e) = batch.write(&run) {
             return fail(&run, e);
         }
-        db.lock().unwrap().checkpoint_batch_written(&batch);
+        db.read().unwrap().checkpoint_batch_written(&batch);
         // Paced: a commit's log flush shares the device with these writes, and a cache
         // flush waits for every write queued before it; a sync every few MB keeps that
         // queue short (SQL Server throttles checkpoint I/O by its latency for the same
