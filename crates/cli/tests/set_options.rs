@@ -2,8 +2,10 @@
 //! exec/set_options.rs), never accepted and ignored; what one session sets is its own.
 
 mod common;
-use common::tds::{all_rows, int, numbers, run, Server};
+use common::tds::{all_rows, errors, int, numbers, run, Server};
+use extentdb_sql::exec::Output;
 use extentdb_sql::types::Value;
+use extentdb_tds::client::Client;
 
 #[test]
 fn options_the_engine_does_not_behave_as_are_refused_and_change_nothing() {
@@ -20,7 +22,6 @@ fn options_the_engine_does_not_behave_as_are_refused_and_change_nothing() {
     for (sql, number) in [
         ("SET ANSI_NULLS OFF", 40517),
         ("SET QUOTED_IDENTIFIER OFF", 40517),
-        ("SET ROWCOUNT 5", 40517),
         ("SET DATEFORMAT dmy", 40517),
         ("SET LANGUAGE Deutsch", 40517),
         ("SET SHOWPLAN_XML ON", 40517),
@@ -115,4 +116,207 @@ fn xact_abort_rolls_back_the_transaction_and_ends_the_batch() {
     run(&mut b, "COMMIT");
     let n = all_rows(&run(&mut a, "SELECT COUNT(*) FROM t"));
     assert_eq!(int(&n[0][0]), 3);
+}
+
+/// The first column of every row of a batch's result sets, as integers.
+fn ints(c: &mut Client, sql: &str) -> Vec<i64> {
+    all_rows(&run(c, sql)).iter().map(|r| int(&r[0])).collect()
+}
+
+/// The "(n rows affected)" counts of a batch, in order.
+fn affected(c: &mut Client, sql: &str) -> Vec<u64> {
+    run(c, sql)
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::RowsAffected(n) => Some(*n),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Table `t` with keys 1..=n and v = 100 - k (so ORDER BY v runs opposite to the key).
+fn table_of(c: &mut Client, n: i64) {
+    let values: Vec<String> = (1..=n).map(|k| format!("({k}, {})", 100 - k)).collect();
+    run(
+        c,
+        &format!(
+            "CREATE TABLE t (k int PRIMARY KEY, v int); INSERT INTO t VALUES {}",
+            values.join(", ")
+        ),
+    );
+}
+
+/// Sends `sql` as a batch whose packet carries RESETCONNECTION (a pooled connection
+/// handed to a new user: sp_reset_connection), and reads its response.
+fn batch_after_reset(c: &mut Client, sql: &str) -> extentdb_tds::client::Response {
+    let mut payload = extentdb_tds::request::all_headers_with(0);
+    payload.extend(sql.encode_utf16().flat_map(u16::to_le_bytes));
+    let len = (payload.len() + 8) as u16;
+    let mut packet = vec![0x01, 0x01 | 0x08];
+    packet.extend_from_slice(&len.to_be_bytes());
+    packet.extend_from_slice(&[0, 0, 1, 0]);
+    packet.extend(payload);
+    c.send_raw(&packet).unwrap();
+    common::tds::ok(c.read_response().unwrap())
+}
+
+#[test]
+fn rowcount_caps_what_a_select_returns_after_order_by_and_top_for_its_session_only() {
+    // Session a sets ROWCOUNT 3 over a 10-row table; every SELECT shape returns at most 3
+    // rows (the first in ORDER BY's order, the smaller of TOP and ROWCOUNT), an aggregate
+    // still counts every row, and session b, SET ROWCOUNT 0 and a reset connection see all.
+    let s = Server::start("set_rowcount_select", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    table_of(&mut a, 10);
+    run(&mut a, "SET ROWCOUNT 3");
+    assert_eq!(ints(&mut a, "SELECT k FROM t"), vec![1, 2, 3]);
+    assert_eq!(affected(&mut a, "SELECT k FROM t WHERE k > 2"), vec![3]);
+    assert_eq!(ints(&mut a, "SELECT k FROM t; SELECT @@ROWCOUNT")[3], 3);
+    assert_eq!(ints(&mut a, "SELECT k FROM t ORDER BY v"), vec![10, 9, 8]);
+    assert_eq!(
+        ints(&mut a, "SELECT TOP 5 k FROM t ORDER BY k DESC"),
+        vec![10, 9, 8]
+    );
+    assert_eq!(
+        ints(&mut a, "SELECT TOP 2 k FROM t ORDER BY v"),
+        vec![10, 9]
+    );
+    assert_eq!(ints(&mut a, "SELECT TOP 5 k FROM t"), vec![1, 2, 3]);
+    assert_eq!(
+        ints(&mut a, "SELECT DISTINCT v % 5 FROM t ORDER BY 1"),
+        vec![0, 1, 2]
+    );
+    assert_eq!(ints(&mut a, "SELECT COUNT(*) FROM t"), vec![10]);
+    assert_eq!(
+        ints(&mut a, "SELECT k, COUNT(*) FROM t GROUP BY k"),
+        vec![1, 2, 3]
+    );
+    assert_eq!(
+        all_rows(&run(&mut a, "SELECT name FROM sys.databases")).len(),
+        3
+    );
+    // An assignment SELECT stops after ROWCOUNT rows too: the last it sees is the third.
+    assert_eq!(
+        ints(&mut a, "DECLARE @x int; SELECT @x = k FROM t; SELECT @x"),
+        vec![3]
+    );
+    // Session b never set it.
+    assert_eq!(ints(&mut b, "SELECT k FROM t").len(), 10);
+    // A variable sets it; 0 turns it off.
+    assert_eq!(
+        ints(
+            &mut a,
+            "DECLARE @n int = 4; SET ROWCOUNT @n; SELECT k FROM t"
+        )
+        .len(),
+        4
+    );
+    run(&mut a, "SET ROWCOUNT 0");
+    assert_eq!(ints(&mut a, "SELECT k FROM t ORDER BY v").len(), 10);
+    // sp_reset_connection gives the next user ROWCOUNT 0.
+    run(&mut a, "SET ROWCOUNT 2");
+    assert_eq!(ints(&mut a, "SELECT k FROM t").len(), 2);
+    assert_eq!(
+        all_rows(&batch_after_reset(&mut a, "SELECT k FROM t")).len(),
+        10
+    );
+}
+
+#[test]
+fn rowcount_caps_insert_update_and_delete_and_sets_at_at_rowcount() {
+    // Under ROWCOUNT 2 each data modification without TOP changes two rows and says so
+    // (@@ROWCOUNT, rows affected); one with TOP ignores ROWCOUNT, as SQL Server does;
+    // session b's statements change every row meanwhile.
+    let s = Server::start("set_rowcount_dml", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    table_of(&mut a, 10);
+    run(&mut a, "CREATE TABLE u (k int)");
+    run(&mut a, "SET ROWCOUNT 2");
+    let counts = "SELECT @@ROWCOUNT";
+    let step = |c: &mut Client, sql: &str| ints(c, &format!("{sql}; {counts}"))[0];
+    assert_eq!(step(&mut a, "INSERT INTO u VALUES (1), (2), (3)"), 2);
+    assert_eq!(
+        affected(&mut a, "INSERT INTO u SELECT k FROM t WHERE k > 5"),
+        vec![2]
+    );
+    assert_eq!(step(&mut a, "INSERT INTO u SELECT k FROM t ORDER BY v"), 2);
+    assert_eq!(step(&mut a, "INSERT TOP (3) INTO u SELECT k FROM t"), 3);
+    assert_eq!(
+        ints(&mut b, "SELECT k FROM u ORDER BY k"),
+        vec![1, 1, 2, 2, 3, 6, 7, 9, 10]
+    );
+    assert_eq!(step(&mut a, "UPDATE t SET v = 0 WHERE k > 4"), 2);
+    assert_eq!(ints(&mut b, "SELECT k FROM t WHERE v = 0"), vec![5, 6]);
+    assert_eq!(step(&mut a, "DELETE FROM t WHERE v <> 0"), 2);
+    assert_eq!(ints(&mut b, "SELECT COUNT(*) FROM t"), vec![8]);
+    assert_eq!(step(&mut a, "DELETE TOP (3) FROM t WHERE v <> 0"), 3);
+    // b is unaffected: its UPDATE changes every row.
+    assert_eq!(affected(&mut b, "UPDATE t SET v = 1"), vec![5]);
+    // The search stops at the cap: rows past it are neither changed nor locked, so b
+    // writes one at once while a's transaction is still open.
+    run(&mut a, "SET ROWCOUNT 1; BEGIN TRAN; UPDATE t SET v = 2");
+    assert_eq!(
+        affected(
+            &mut b,
+            "SET LOCK_TIMEOUT 2000; UPDATE t SET v = 3 WHERE k = 10"
+        ),
+        vec![1]
+    );
+    run(&mut a, "COMMIT");
+    assert_eq!(
+        ints(&mut b, "SELECT v FROM t ORDER BY k"),
+        vec![2, 1, 1, 1, 3]
+    );
+    run(&mut a, "SET ROWCOUNT 0");
+    assert_eq!(affected(&mut a, "DELETE FROM u"), vec![9]);
+}
+
+#[test]
+fn the_batched_delete_idiom_removes_every_row_in_steps() {
+    // SET ROWCOUNT 10 with DELETE in a WHILE loop until @@ROWCOUNT = 0: 25 rows go in
+    // three steps of at most 10, while another session still sees the rest between runs.
+    let s = Server::start("set_rowcount_loop", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    table_of(&mut a, 25);
+    let r = run(
+        &mut a,
+        "SET ROWCOUNT 10; DECLARE @steps int = 0; \
+         WHILE 1 = 1 BEGIN DELETE FROM t WHERE k > 0; IF @@ROWCOUNT = 0 BREAK; \
+         SET @steps = @steps + 1; END; SET ROWCOUNT 0; SELECT @steps",
+    );
+    assert_eq!(all_rows(&r), vec![vec![Value::Int(3)]]);
+    let steps: Vec<u64> = r
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::RowsAffected(n) => Some(*n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, vec![10, 10, 5, 0, 1]);
+    assert_eq!(ints(&mut b, "SELECT COUNT(*) FROM t"), vec![0]);
+}
+
+#[test]
+fn a_negative_or_null_rowcount_is_refused_and_changes_nothing() {
+    // SQL Server's grammar has no sign after SET ROWCOUNT (Msg 102 near '-'); a variable
+    // that is negative, NULL or not an integer is Msg 507 state 2; the setting stays 3.
+    let s = Server::start("set_rowcount_bad", &[]);
+    let mut a = s.connect();
+    table_of(&mut a, 5);
+    run(&mut a, "SET ROWCOUNT 3");
+    assert_eq!(errors(&mut a, "SET ROWCOUNT -1"), vec![(102, 15, 1)]);
+    for bad in [
+        "DECLARE @n int = -5; SET ROWCOUNT @n",
+        "DECLARE @n int = NULL; SET ROWCOUNT @n",
+        "DECLARE @n varchar(5) = '4'; SET ROWCOUNT @n",
+        "DECLARE @n bigint = 3000000000; SET ROWCOUNT @n",
+    ] {
+        assert_eq!(errors(&mut a, bad), vec![(507, 16, 2)], "{bad}");
+    }
+    assert_eq!(ints(&mut a, "SELECT k FROM t").len(), 3);
 }

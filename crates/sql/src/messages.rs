@@ -156,6 +156,7 @@ static CATALOGUE: &[Entry] = &[
     e(257, 16, 3, "Implicit conversion from data type %ls to %ls is not allowed. Use the CONVERT function to run this query."),
     e(281, 16, 1, "%d is not a valid style number when converting from %ls to a character string."), // unverified
     e(402, 16, 1, "The data types %.*ls and %.*ls are incompatible in the %ls operator."), // unverified
+    e(507, 16, 2, "Invalid argument for SET ROWCOUNT. Must be a non-null non-negative integer."),
     e(515, 16, 2, "Cannot insert the value NULL into column '%.*ls', table '%.*ls'; column does not allow nulls. %ls fails."),
     e(517, 16, 1, "Adding a value to a '%ls' column caused an overflow."),
     e(529, 16, 2, "Explicit conversion from data type %ls to %ls is not allowed."),

@@ -1501,6 +1501,13 @@ impl Parser {
             });
         }
         let options = self.comma_list(|p| p.set_option_name())?;
+        // SET ROWCOUNT { number | @number_var }: no sign, no expression (`SET ROWCOUNT -1`
+        // is a syntax error near '-', as in SQL Server).
+        let rowcount_value =
+            self.check_kind(&TokenKind::Integer) || self.check_kind(&TokenKind::Variable);
+        if options.iter().any(|o| o == "ROWCOUNT") && !rowcount_value {
+            return Err(self.error());
+        }
         let value = if self.eat_word("ON") {
             SetValue::On
         } else if self.eat_word("OFF") {

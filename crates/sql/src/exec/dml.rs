@@ -155,8 +155,13 @@ impl NewRow {
 }
 
 impl Session {
+    /// How many of `rows` an INSERT, UPDATE or DELETE changes: its TOP's, else SET
+    /// ROWCOUNT's (SQL Server ignores SET ROWCOUNT for a statement with TOP), else all.
     fn top_count(&mut self, top: &Option<Top>, rows: usize) -> Result<usize, Vec<SqlError>> {
-        let Some(top) = top else { return Ok(rows) };
+        let Some(top) = top else {
+            let cap = self.rowcount_cap().unwrap_or(u64::MAX);
+            return Ok(rows.min(usize::try_from(cap).unwrap_or(usize::MAX)));
+        };
         let n = as_i64(&self.eval(&top.count, None).map_err(|e| vec![e])?)
             .map_err(|e| vec![e])?
             .max(0) as usize;
@@ -352,7 +357,13 @@ impl Session {
             rows: 0,
             failed: None,
         };
-        match self.select_streamed(q, &mut Out::new(&mut capture)) {
+        // The query's own result is capped by SET ROWCOUNT only when the INSERT has no TOP
+        // (with TOP, SQL Server ignores SET ROWCOUNT); `top_count` caps what is inserted.
+        let streamed = match ins.top {
+            Some(_) => self.without_rowcount(|s| s.select_streamed(q, &mut Out::new(&mut capture))),
+            None => self.select_streamed(q, &mut Out::new(&mut capture)),
+        };
+        match streamed {
             Some(done) => done?,
             None => {
                 let (columns, rows) = self.query_result(q)?;
@@ -427,7 +438,9 @@ impl Session {
             false => self.access_for(&t, u.where_clause.as_ref(), None),
         };
         let locking = self.row_locking(&t, true, &u.hints)?;
-        let (mut matched, found) = self.matching(&t, u.where_clause.as_ref(), access, &locking)?;
+        let stop = self.rowcount_stop(&u.top);
+        let (mut matched, found) =
+            self.matching(&t, u.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&u.top, found as usize)?;
         let key =
             key_columns(&t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
@@ -543,7 +556,9 @@ impl Session {
         let t = self.table_for(&d.table, "DELETE")?;
         let access = self.access_for(&t, d.where_clause.as_ref(), None);
         let locking = self.row_locking(&t, true, &d.hints)?;
-        let (mut matched, found) = self.matching(&t, d.where_clause.as_ref(), access, &locking)?;
+        let stop = self.rowcount_stop(&d.top);
+        let (mut matched, found) =
+            self.matching(&t, d.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&d.top, found as usize)?;
         let count = found.min(limit as u64);
         let mut left = count as usize;
@@ -588,17 +603,19 @@ impl Session {
     /// is held is a chunk and the spool's memory, not the table or the matches. Each row
     /// read is locked as `locking` says (X for UPDATE and DELETE) before WHERE sees it, and
     /// a row WHERE rejects is let go, so the rows spooled stay as read until written.
+    /// With `stop`, the search ends at that many matches (SET ROWCOUNT): the rest of the
+    /// table is neither read nor locked.
     fn matching(
         &mut self,
         t: &TableRef,
         filter: Option<&Expr>,
-        access: Access,
+        (access, stop): (Access, Option<u64>),
         locking: &super::locking::RowLocking,
     ) -> Result<(SortedRows, u64), Vec<SqlError>> {
         let columns = t.columns();
         let mut spool = SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES);
         let mut found = 0u64;
-        t.each_row_locked(access, locking, |rid, r| {
+        t.each_row_locked(access, locking, stop, |rid, r| {
             let keep = match filter {
                 None => true,
                 Some(w) => {
@@ -621,7 +638,14 @@ impl Session {
             }
             Ok(false)
         })?;
+        assert!(stop.is_none_or(|n| found <= n), "matched past SET ROWCOUNT");
         Ok((spool.finish().map_err(|e| vec![e])?, found))
+    }
+
+    /// Where an UPDATE's or DELETE's search for rows may stop: at SET ROWCOUNT's cap when
+    /// the statement has no TOP (`top_count` then keeps every match found).
+    fn rowcount_stop(&self, top: &Option<Top>) -> Option<u64> {
+        top.is_none().then(|| self.rowcount_cap()).flatten()
     }
 }
 

@@ -181,7 +181,8 @@ impl Session {
         if let Some(done) = self.select_streamed(q, out) {
             return done;
         }
-        let (columns, result) = self.query_result(q)?;
+        let (columns, mut result) = self.query_result(q)?;
+        self.cap_rows(&mut result);
         let n = result.len() as u64;
         out.push(Output::Rows {
             columns,
@@ -583,7 +584,8 @@ impl Session {
             ..q.clone()
         };
         Some((|| {
-            let (_, rows) = self.query_result(&query)?;
+            let (_, mut rows) = self.query_result(&query)?;
+            self.cap_rows(&mut rows);
             for r in &rows {
                 for (i, item) in s.items.iter().enumerate() {
                     if let SelectItem::Assign { variable, op, .. } = item {
@@ -597,9 +599,19 @@ impl Session {
         })())
     }
 
-    /// `SELECT @v = expr, ...`: assigns from each qualifying row in turn (the last wins).
+    /// A materialized result cut to SET ROWCOUNT's cap (the streamed paths stop reading
+    /// there instead).
+    fn cap_rows<T>(&self, rows: &mut Vec<T>) {
+        if let Some(n) = self.rowcount_cap() {
+            rows.truncate(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+    }
+
+    /// `SELECT @v = expr, ...`: assigns from each qualifying row in turn (the last wins),
+    /// as many as SET ROWCOUNT lets.
     fn assignment_select(&mut self, s: &Select, src: Option<&Source>) -> Result<(), SqlError> {
-        let rows = self.filtered_rows(s, src)?;
+        let mut rows = self.filtered_rows(s, src)?;
+        self.cap_rows(&mut rows);
         for r in &rows {
             for item in &s.items {
                 if let SelectItem::Assign {

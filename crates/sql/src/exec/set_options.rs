@@ -2,18 +2,22 @@
 //! built here, fixed, or refused, and none is accepted and ignored.
 //!
 //! - **Built**: NOCOUNT, IMPLICIT_TRANSACTIONS, STATISTICS IO, XACT_ABORT, TEXTSIZE,
+//!   ROWCOUNT (`SessionOptions::rowcount`, applied by `Session::rowcount_cap`),
 //!   ANSI_DEFAULTS (its IMPLICIT_TRANSACTIONS part; the other options it sets are fixed ON
 //!   here), CURSOR_CLOSE_ON_COMMIT (kept; no cursor exists yet for it to close).
 //! - **Fixed**: the engine always behaves as one value of the option says (ANSI_NULLS ON:
 //!   `NULL = NULL` is unknown; QUOTED_IDENTIFIER ON: `"x"` names a column; ...). That value
 //!   is accepted, since clients send it when they connect, and any other is refused with
 //!   Msg 40517, so a script that needs the other behaviour stops instead of running wrong.
-//! - **Not built** (ROWCOUNT other than 0, SHOWPLAN_*, STATISTICS TIME / XML / PROFILE,
-//!   FMTONLY, NOEXEC, PARSEONLY, CONTEXT_INFO, ...): only their "off" value is accepted.
+//! - **Not built** (SHOWPLAN_*, STATISTICS TIME / XML / PROFILE, FMTONLY, NOEXEC,
+//!   PARSEONLY, CONTEXT_INFO, ...): only their "off" value is accepted.
 //!
 //! Invariants:
 //! 1. A SET naming several options changes nothing unless every one is accepted.
 //! 2. An option no table here names is refused with Msg 195 (not a recognized SET option).
+//! 3. SET ROWCOUNT holds 0 (off) or a positive int; anything else (NULL, negative, not an
+//!    integer) is Msg 507 and leaves the setting as it was. A negative literal never gets
+//!    here: SQL Server's grammar has no sign there, so the parser refuses it (Msg 102).
 
 use super::Session;
 use crate::ast::SetValue;
@@ -33,6 +37,9 @@ pub struct SessionOptions {
     pub textsize: u32,
     /// SET CURSOR_CLOSE_ON_COMMIT (kept for the cursors to come).
     pub cursor_close_on_commit: bool,
+    /// SET ROWCOUNT n: a SELECT returns, and an INSERT, UPDATE or DELETE without TOP
+    /// changes, at most n rows (`Session::rowcount_cap`); 0 is off. At most `i32::MAX`.
+    pub rowcount: u32,
 }
 
 /// @@TEXTSIZE when no SET TEXTSIZE was run, and after SET TEXTSIZE 0. SQL Server's own
@@ -46,6 +53,7 @@ impl Default for SessionOptions {
             xact_abort: false,
             textsize: DEFAULT_TEXTSIZE,
             cursor_close_on_commit: false,
+            rowcount: 0,
         }
     }
 }
@@ -96,10 +104,10 @@ const SWITCHES: &[(&str, Switch)] = &[
     ("CURSOR_CLOSE_ON_COMMIT", Switch::Built),
 ];
 
-/// Options that take a value, and the only values the engine behaves as (their defaults).
+/// Options that take a value, and the only values the engine behaves as (their defaults);
+/// ROWCOUNT has its own (`accept_rowcount`).
 const VALUED: &[&str] = &[
     "TEXTSIZE",
-    "ROWCOUNT",
     "DATEFORMAT",
     "DATEFIRST",
     "LANGUAGE",
@@ -111,6 +119,7 @@ const VALUED: &[&str] = &[
 enum Change {
     Switch(&'static str, bool),
     TextSize(u32),
+    RowCount(u32),
     Nothing,
 }
 
@@ -130,6 +139,7 @@ impl Session {
             match c {
                 Change::Switch(name, on) => self.apply_switch(name, on),
                 Change::TextSize(n) => self.options.textsize = n,
+                Change::RowCount(n) => self.options.rowcount = n,
                 Change::Nothing => {}
             }
         }
@@ -140,10 +150,60 @@ impl Session {
         if let Some((name, switch)) = SWITCHES.iter().find(|(n, _)| *n == option) {
             return accept_switch(name, *switch, value);
         }
+        if option == "ROWCOUNT" {
+            return self.accept_rowcount(value);
+        }
         if VALUED.contains(&option) {
             return self.accept_valued(option, value);
         }
         Err(msg(195, &[&option, &"SET option"]))
+    }
+
+    /// SET ROWCOUNT { number | @number_var } (invariant 3).
+    fn accept_rowcount(&mut self, value: &SetValue) -> Result<Change, SqlError> {
+        let SetValue::Expr(e) = value else {
+            return Err(msg(102, &[&"ROWCOUNT"]));
+        };
+        let n = match self.eval(e, None)? {
+            Value::TinyInt(i) => i64::from(i),
+            Value::SmallInt(i) => i64::from(i),
+            Value::Int(i) => i64::from(i),
+            Value::BigInt(i) => i,
+            _ => -1,
+        };
+        match u32::try_from(n) {
+            Ok(n) if n <= i32::MAX as u32 => Ok(Change::RowCount(n)),
+            _ => Err(msg(507, &[])),
+        }
+    }
+
+    /// How many rows SET ROWCOUNT lets the current statement return or change; None when
+    /// it is off. A SELECT takes the smaller of this and its TOP; an INSERT, UPDATE or
+    /// DELETE takes this only when it has no TOP of its own (SQL Server ignores SET
+    /// ROWCOUNT for a data modification with TOP).
+    pub(super) fn rowcount_cap(&self) -> Option<u64> {
+        assert!(self.options.rowcount <= i32::MAX as u32, "invariant 3");
+        match self.options.rowcount {
+            0 => None,
+            n => Some(u64::from(n)),
+        }
+    }
+
+    /// `limit` (a TOP's rows, or None) lowered to SET ROWCOUNT's cap when that is smaller.
+    pub(super) fn capped_by_rowcount(&self, limit: Option<u64>) -> Option<u64> {
+        match (limit, self.rowcount_cap()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs `f` as if SET ROWCOUNT were 0, then puts the setting back (the query inside an
+    /// INSERT with TOP, which SQL Server runs uncapped).
+    pub(super) fn without_rowcount<T>(&mut self, f: impl FnOnce(&mut Session) -> T) -> T {
+        let kept = std::mem::take(&mut self.options.rowcount);
+        let r = f(self);
+        self.options.rowcount = kept;
+        r
     }
 
     fn apply_switch(&mut self, name: &str, on: bool) {
@@ -201,7 +261,7 @@ fn accept_switch(name: &'static str, switch: Switch, value: &SetValue) -> Result
     }
 }
 
-/// TEXTSIZE, ROWCOUNT, DATEFIRST, QUERY_GOVERNOR_COST_LIMIT given a number.
+/// TEXTSIZE, DATEFIRST, QUERY_GOVERNOR_COST_LIMIT given a number.
 fn accept_number(option: &str, v: &Value) -> Result<Change, SqlError> {
     let n = match *v {
         Value::TinyInt(i) => i64::from(i),
@@ -214,9 +274,7 @@ fn accept_number(option: &str, v: &Value) -> Result<Change, SqlError> {
         // 0 (and -1, as drivers send) give the default; SQL Server stores any positive int.
         ("TEXTSIZE", 0 | -1) => Ok(Change::TextSize(DEFAULT_TEXTSIZE)),
         ("TEXTSIZE", n) if n > 0 && n <= i64::from(i32::MAX) => Ok(Change::TextSize(n as u32)),
-        ("ROWCOUNT", 0) | ("DATEFIRST", 7) | ("QUERY_GOVERNOR_COST_LIMIT", 0) => {
-            Ok(Change::Nothing)
-        }
+        ("DATEFIRST", 7) | ("QUERY_GOVERNOR_COST_LIMIT", 0) => Ok(Change::Nothing),
         _ => Err(not_built(option)),
     }
 }
@@ -224,7 +282,6 @@ fn accept_number(option: &str, v: &Value) -> Result<Change, SqlError> {
 /// The refusal of a value the engine does not behave as.
 fn not_built(option: &str) -> SqlError {
     let what = match option {
-        "ROWCOUNT" => "SET ROWCOUNT other than 0",
         "DATEFORMAT" => "SET DATEFORMAT other than mdy",
         "DATEFIRST" => "SET DATEFIRST other than 7",
         "LANGUAGE" => "SET LANGUAGE other than us_english",

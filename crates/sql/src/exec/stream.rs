@@ -7,7 +7,8 @@
 //! `seek::access_for` finds in WHERE; the database held for each chunk's read only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
 //! computed row by row (`aggregate::Accumulator`)] → HAVING → the select list →
 //! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
-//! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP → the client. TOP PERCENT counts its
+//! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP (lowered to SET ROWCOUNT's cap when
+//! that is smaller) → the client; an unsorted result stops reading at its limit. TOP PERCENT counts its
 //! rows first: through the sort (a spool without ORDER BY), and with DISTINCT through a
 //! second spool of the distinct rows. Other shapes (system views and table functions,
 //! grouped aggregates whose type depends on their values) take the whole source first
@@ -440,7 +441,7 @@ impl Session {
             // TOP PERCENT needs the count first: through the sort (with no keys, in input
             // order), which spills past its memory.
             None | Some(Limit::Rows(_)) if q.order_by.is_empty() && !s.distinct => {
-                let top = top.map(|l| l.rows(0));
+                let top = self.capped_by_rowcount(top.map(|l| l.rows(0)));
                 self.send_unsorted(s, src, input, typer, top, out)
             }
             _ => self.send_sorted(q, s, src, input, typer, top, out),
@@ -562,6 +563,8 @@ impl Session {
             }
             l => (None, l.map(|l| l.rows(count))),
         };
+        // SET ROWCOUNT counts the rows sent, after ORDER BY and DISTINCT, like TOP.
+        let top = self.capped_by_rowcount(top);
         let rows: &mut dyn Iterator<Item = Result<Vec<Value>, SqlError>> = match &mut spooled {
             Some(spool) => spool,
             None => &mut rows,

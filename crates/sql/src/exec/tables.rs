@@ -107,23 +107,36 @@ impl TableRef {
 
     /// `each_row` for UPDATE and DELETE: each row is locked as `locking` says before `each`
     /// sees it; the lock of a row `each` does not keep (returns false for) is let go, and
-    /// that of a row it keeps goes to X (`RowLocking::changes`).
+    /// that of a row it keeps goes to X (`RowLocking::changes`). With `keep_at_most`, the
+    /// scan ends once `each` kept that many (SET ROWCOUNT): the rest of the chunk, locked
+    /// with it but never shown to `each`, is let go too.
     pub fn each_row_locked(
         &self,
         access: Access,
         locking: &super::locking::RowLocking,
+        keep_at_most: Option<u64>,
         mut each: impl FnMut(Rid, Vec<Value>) -> Result<bool, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
         let mut chunks = Chunks::new(self, access)?.locked(locking);
+        let mut kept = 0u64;
         while let Some(rows) = chunks.next_chunk()? {
             for (i, (rid, rec)) in rows.into_iter().enumerate() {
-                if each(rid, self.decode(&rec)?)? {
+                let full = keep_at_most.is_some_and(|n| kept >= n);
+                if !full && each(rid, self.decode(&rec)?)? {
                     locking.changes(rid, &rec)?;
+                    kept += 1;
                 } else {
                     locking.not_needed(rid, &rec, chunks.fresh(i))?;
                 }
             }
+            if keep_at_most.is_some_and(|n| kept >= n) {
+                break;
+            }
         }
+        assert!(
+            keep_at_most.is_none_or(|n| kept <= n),
+            "kept past the limit"
+        );
         Ok(())
     }
 
