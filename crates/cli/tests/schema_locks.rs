@@ -9,12 +9,11 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use extentdb_sql::exec::Output;
 use extentdb_sql::types::Value;
 use extentdb_tds::client::Client;
 
 mod common;
-use common::tds::{all_rows, connect_at, int, numbers, run, Server};
+use common::tds::{all_rows, assert_checkdb_clean, connect_at, int, numbers, run, Server};
 
 fn value(c: &mut Client, sql: &str) -> i64 {
     int(&all_rows(&run(c, sql))[0][0])
@@ -33,19 +32,6 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
         assert!(t.elapsed() < Duration::from_secs(15), "timed out: {what}");
         thread::sleep(Duration::from_millis(50));
     }
-}
-
-fn assert_checkdb_clean(c: &mut Client, db: &str) {
-    let r = run(c, &format!("DBCC CHECKDB ({db})"));
-    let want =
-        format!("CHECKDB found 0 allocation errors and 0 consistency errors in database '{db}'.");
-    assert!(
-        r.outputs
-            .iter()
-            .any(|o| matches!(o, Output::Info(m) if m.text == want)),
-        "{:?}",
-        r.outputs
-    );
 }
 
 /// A database `sl` with t (clustered, 3 rows), h (a heap, 2 rows) and u (clustered).
@@ -158,7 +144,7 @@ fn drop_table_waits_for_a_writer_as_a_visible_sch_m_wait() {
     assert_eq!(errs, Vec::<i32>::new());
     assert_eq!(numbers(&mut a, "SELECT COUNT(*) FROM t"), vec![208]);
     assert!(object_locks(&mut dba).is_empty(), "every lock let go");
-    assert_checkdb_clean(&mut dba, "sl");
+    assert_checkdb_clean(&mut dba, "sl", "at the end");
 }
 
 /// SET LOCK_TIMEOUT ends a schema-lock wait with 1222 and changes nothing: TRUNCATE and
@@ -221,7 +207,7 @@ fn lock_timeout_ends_a_truncate_or_alter_with_1222() {
     assert_eq!(locks, vec![("Sch-M".into(), "GRANT".into(), mine)]);
     run(&mut c, "COMMIT");
     assert_eq!(value(&mut c, "SELECT COUNT(*) FROM h"), 0);
-    assert_checkdb_clean(&mut c, "sl");
+    assert_checkdb_clean(&mut c, "sl", "at the end");
 }
 
 /// A deadlock through a schema lock is found: A holds a row of u and waits for a row of
@@ -287,7 +273,7 @@ fn a_deadlock_through_sch_m_has_a_victim() {
             assert_eq!(numbers(&mut c, "SELECT COUNT(*) FROM u"), vec![208]);
         }
         assert!(object_locks(&mut c).is_empty(), "every lock let go");
-        assert_checkdb_clean(&mut c, "sl");
+        assert_checkdb_clean(&mut c, "sl", "at the end");
     }
 }
 
@@ -354,7 +340,7 @@ fn a_nolock_scan_holds_sch_s_and_drop_waits_for_it() {
         .expect("DROP ends with the scan");
     assert_eq!(errs, Vec::<i32>::new());
     assert_eq!(numbers(&mut r, "SELECT COUNT(*) FROM big"), vec![208]);
-    assert_checkdb_clean(&mut dba, "sl");
+    assert_checkdb_clean(&mut dba, "sl", "at the end");
 }
 
 /// An attention ends a DROP TABLE waiting for Sch-M: its request leaves the lock queue,
@@ -389,7 +375,7 @@ fn an_attention_ends_a_waiting_drop() {
     assert_eq!(value(&mut b, "SELECT 7"), 7);
     run(&mut a, "COMMIT");
     assert_eq!(value(&mut b, "SELECT COUNT(*) FROM t"), 2, "t stays");
-    assert_checkdb_clean(&mut b, "sl");
+    assert_checkdb_clean(&mut b, "sl", "at the end");
 }
 
 /// A read takes its table's intent lock before its first row, as SQL Server does: a
@@ -434,5 +420,5 @@ fn a_read_of_no_rows_holds_the_table_as_its_isolation_level_says() {
     );
     run(&mut c, "SET LOCK_TIMEOUT 2000; DROP TABLE e2");
     run(&mut a, "COMMIT");
-    assert_checkdb_clean(&mut c, "sl");
+    assert_checkdb_clean(&mut c, "sl", "at the end");
 }

@@ -12,7 +12,7 @@ use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, ConnectOptions, Response};
 
 mod common;
-use common::tds::{connect_at, ok, rows, Server, PASSWORD};
+use common::tds::{assert_checkdb_clean, connect_at, ok, rows, Server, PASSWORD};
 
 fn scalar(c: &mut Client, sql: &str) -> Value {
     rows(&ok(c.batch(sql).unwrap()))[0][0].clone()
@@ -32,20 +32,6 @@ fn spid(c: &mut Client) -> i16 {
         Value::SmallInt(n) => n,
         v => panic!("{v:?}"),
     }
-}
-
-/// DBCC CHECKDB of `db` reports no allocation and no consistency error.
-fn assert_checkdb_clean(c: &mut Client, db: &str, when: &str) {
-    let r = ok(c.batch(&format!("DBCC CHECKDB ({db})")).unwrap());
-    let want =
-        format!("CHECKDB found 0 allocation errors and 0 consistency errors in database '{db}'.");
-    assert!(
-        r.outputs
-            .iter()
-            .any(|o| matches!(o, Output::Info(m) if m.text == want)),
-        "{when}: {:?}",
-        r.outputs
-    );
 }
 
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {

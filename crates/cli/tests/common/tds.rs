@@ -156,3 +156,19 @@ pub fn int(v: &extentdb_sql::types::Value) -> i64 {
         other => panic!("not an integer: {other:?}"),
     }
 }
+
+/// DBCC CHECKDB of `db` reports no allocation and no consistency error (`when` says at
+/// which point of the test, for the failure's message).
+#[allow(dead_code)]
+pub fn assert_checkdb_clean(c: &mut Client, db: &str, when: &str) {
+    let r = ok(c.batch(&format!("DBCC CHECKDB ({db})")).unwrap());
+    let want =
+        format!("CHECKDB found 0 allocation errors and 0 consistency errors in database '{db}'.");
+    assert!(
+        r.outputs
+            .iter()
+            .any(|o| matches!(o, extentdb_sql::exec::Output::Info(m) if m.text == want)),
+        "{when}: {:?}",
+        r.outputs
+    );
+}
