@@ -310,6 +310,8 @@ fn a_negative_or_null_rowcount_is_refused_and_changes_nothing() {
     table_of(&mut a, 5);
     run(&mut a, "SET ROWCOUNT 3");
     assert_eq!(errors(&mut a, "SET ROWCOUNT -1"), vec![(102, 15, 1)]);
+    // One number or variable, no expression: the batch does not run.
+    assert_eq!(errors(&mut a, "SET ROWCOUNT 5 + 1"), vec![(102, 15, 1)]);
     for bad in [
         "DECLARE @n int = -5; SET ROWCOUNT @n",
         "DECLARE @n int = NULL; SET ROWCOUNT @n",

@@ -1505,8 +1505,13 @@ impl Parser {
         // is a syntax error near '-', as in SQL Server).
         let rowcount_value =
             self.check_kind(&TokenKind::Integer) || self.check_kind(&TokenKind::Variable);
-        if options.iter().any(|o| o == "ROWCOUNT") && !rowcount_value {
-            return Err(self.error());
+        if options.iter().any(|o| o == "ROWCOUNT") {
+            if !rowcount_value {
+                return Err(self.error());
+            }
+            // The one token: `SET ROWCOUNT 5 + 1` is a syntax error near '+'.
+            let value = SetValue::Expr(self.primary()?);
+            return Ok(StatementKind::SetOption { options, value });
         }
         let value = if self.eat_word("ON") {
             SetValue::On
