@@ -282,6 +282,24 @@ fn a_client_that_goes_away_mid_request_ends_its_batch() {
 }
 
 #[test]
+fn kill_ends_a_session_blocked_in_a_request_its_client_never_finished() {
+    let s = Server::start("kill_stalled", &[]);
+    let mut c = s.connect();
+    let spid_c = spid(&mut c);
+    // A SQLBatch packet header announcing 64 bytes, then 8 of them: the server's thread
+    // waits for the rest.
+    c.send_raw(&[1, 1, 0, 64, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        .unwrap();
+    let mut dba = s.connect();
+    let session = format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE session_id = {spid_c}");
+    assert_eq!(count(&mut dba, &session), 1);
+    ok(dba.batch(&format!("KILL {spid_c}")).unwrap());
+    wait_until("the killed session to end", || {
+        count(&mut dba, &session) == 0
+    });
+}
+
+#[test]
 fn rpc_with_typed_and_output_parameters() {
     let s = Server::start("rpc", &[]);
     let mut c = s.connect();

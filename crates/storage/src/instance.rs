@@ -116,6 +116,44 @@ pub struct SessionInfo {
     pub open_transaction_count: std::sync::atomic::AtomicU32,
     pub transaction_descriptor: std::sync::atomic::AtomicU64,
     pub transaction_begin_us: std::sync::atomic::AtomicI64,
+    /// What KILL does beside setting the flags: the TDS server shuts the connection's
+    /// socket down, so a thread blocked reading a request the client never finished wakes.
+    pub kill_hook: KillHook,
+}
+
+/// A session's way to be woken by KILL (`SessionInfo::kill`).
+#[derive(Default)]
+pub struct KillHook(Mutex<Option<Box<dyn Fn() + Send + Sync>>>);
+
+impl std::fmt::Debug for KillHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KillHook")
+    }
+}
+
+impl KillHook {
+    pub fn set(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+}
+
+impl SessionInfo {
+    /// KILL: the running batch is cancelled, the connection closes (its hook wakes a thread
+    /// blocked on the client) and its transaction rolls back when its thread drops it.
+    pub fn kill(&self) {
+        use std::sync::atomic::Ordering;
+        self.killed.store(true, Ordering::Release);
+        self.cancel.store(true, Ordering::Release);
+        if let Some(hook) = self
+            .kill_hook
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            hook();
+        }
+    }
 }
 
 /// Why a database listed in master is not online (sys.databases.state_desc).

@@ -119,6 +119,20 @@ enum Transport {
 }
 
 impl Transport {
+    fn try_clone(&self) -> std::io::Result<Transport> {
+        Ok(match self {
+            Transport::Tcp(s) => Transport::Tcp(s.try_clone()?),
+            Transport::Unix(s) => Transport::Unix(s.try_clone()?),
+        })
+    }
+
+    fn shutdown_read(&self) {
+        let _ = match self {
+            Transport::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
+            Transport::Unix(s) => s.shutdown(std::net::Shutdown::Read),
+        };
+    }
+
     fn shutdown(&self) {
         let _ = match self {
             Transport::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
@@ -478,6 +492,10 @@ impl Connection {
         }
         drop(standing.pending);
 
+        // KILL shuts the socket's read side: a thread blocked in a request the client
+        // never finished wakes (EOF) and the connection ends.
+        let for_kill = stream.try_clone()?;
+        session.set_kill_hook(Box::new(move || for_kill.shutdown_read()));
         let login_database = session.database_id;
         let mut conn = Connection {
             options,

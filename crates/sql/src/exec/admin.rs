@@ -456,10 +456,7 @@ impl Session {
         let Some(info) = sessions.get(&(spid as u16)) else {
             return Err(vec![msg(6106, &[&spid])]);
         };
-        info.killed
-            .store(true, std::sync::atomic::Ordering::Release);
-        info.cancel
-            .store(true, std::sync::atomic::Ordering::Release);
+        info.kill();
         Ok(())
     }
 }

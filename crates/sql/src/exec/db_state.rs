@@ -298,8 +298,7 @@ impl Session {
         }
         let victims = self.sessions_in(id);
         for s in &victims {
-            s.killed.store(true, Ordering::Release);
-            s.cancel.store(true, Ordering::Release);
+            s.kill();
         }
         if !self.wait_sessions_out(id, KILL_WAIT) {
             return Err(failed(msg(5061, &[&name])));

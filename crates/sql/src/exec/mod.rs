@@ -262,6 +262,7 @@ impl Engine {
             open_transaction_count: Default::default(),
             transaction_descriptor: Default::default(),
             transaction_begin_us: Default::default(),
+            kill_hook: Default::default(),
         });
         self.instance
             .sessions
@@ -536,6 +537,12 @@ impl Session {
             std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
         }
         Ok(())
+    }
+
+    /// What KILL does to this session's connection besides cancelling its batch
+    /// (`SessionInfo::kill`).
+    pub fn set_kill_hook(&self, hook: Box<dyn Fn() + Send + Sync>) {
+        self.info.kill_hook.set(hook);
     }
 
     pub fn cancel_flag(&self) -> Arc<AtomicBool> {
