@@ -178,7 +178,7 @@ impl Database {
 
     /// Step 2, shared half: copies the next batch; None when the list is done. On an error
     /// (the database no longer writable) the caller abandons the run
-    /// (`checkpoint_abandoned`).
+    /// (`checkpoint_abandon`).
     pub fn checkpoint_next_batch(
         &self,
         run: &mut CheckpointRun,
@@ -207,12 +207,6 @@ impl Database {
         for (pid, _, lsn) in &batch.pages {
             pool.mark_clean_if(*pid, *lsn);
         }
-    }
-
-    /// Ends a run whose step found the database no longer writable (it is poisoned or
-    /// taken offline already).
-    pub fn checkpoint_abandoned(&mut self, run: &CheckpointRun) {
-        self.checkpoint_abandon(run);
     }
 
     /// Step 3, locked half: allocation pages written; returns the files to sync.
@@ -332,7 +326,7 @@ pub fn checkpoint_online(db: &DbLock) -> Result<bool, StorageError> {
         let batch = match batch {
             Ok(b) => b,
             Err(e) => {
-                db.lock().unwrap().checkpoint_abandoned(&run);
+                db.lock().unwrap().checkpoint_abandon(&run);
                 return Err(e);
             }
         };
