@@ -3,44 +3,98 @@
 //!
 //! A connection's own thread reads its requests (no hand-off between threads per request,
 //! which cost more than a point SELECT itself). While a request runs, nobody reads the
-//! socket, so the connection's descriptor is *armed* here: one watcher thread for the whole
-//! process waits in `epoll_wait` on every armed descriptor and, when one becomes readable,
-//! sets that session's cancel flag. A TDS client sends nothing while its request's answer is
-//! incomplete but an attention (there is no MARS here), so bytes arriving then are an
-//! attention, or the client going away; either way the batch stops at its next check. The
-//! attention message itself is read by the connection's thread after the request, as
-//! before (server.rs `answered_attentions`).
+//! socket, so one watcher thread for the whole process waits in `epoll_wait` on the
+//! descriptors of running requests and, when one becomes readable, sets that session's
+//! cancel flag. A TDS client sends nothing while its request's answer is incomplete but an
+//! attention (there is no MARS here), so bytes arriving then are an attention, or the
+//! client going away; either way the batch stops at its next check. The attention message
+//! itself is read by the connection's thread after the request, as before (server.rs
+//! `answered_attentions`).
+//!
+//! A request is *armed* (its descriptor registered with epoll) only once it has run for
+//! `GRACE`: the watcher sweeps the running requests every `GRACE` and arms the ones that
+//! are older. Most requests end sooner and cost two atomic stores, not two `epoll_ctl`
+//! calls (a tenth of a point SELECT's server time when every request was armed). Bytes
+//! that arrived before the arming are seen by it: epoll reports a descriptor that is
+//! readable, or whose peer has gone, when it is added.
 //!
 //! Invariants:
-//! 1. A registration sets a cancel flag only while it is armed: `disarm` (the `Armed`
-//!    guard's drop) removes it under the same mutex the watcher holds to set the flag, so
-//!    once the guard is gone no event, however late, touches the session.
+//! 1. A registration sets a cancel flag only while its request runs: the request's end
+//!    (`Running`'s drop) removes the registration under the same mutex the watcher holds
+//!    to set the flag and to arm, so once the guard is gone no event, however late,
+//!    touches the session, and no sweep arms it.
 //! 2. Every arming has its own token: an event the watcher dequeued for an earlier arming
 //!    of the same descriptor finds no entry and is dropped.
 //! 3. A registration is one-shot (EPOLLONESHOT): the watcher wakes at most once per
 //!    request, whatever the client sends.
+//! 4. A slot goes IDLE -> RUNNING (its connection's thread, a request starts) -> ARMED (the
+//!    watcher, under the mutex, registering it) -> IDLE (its connection's thread: at once
+//!    from RUNNING by compare-and-swap, from ARMED under the mutex after removing the
+//!    registration). A slot is ARMED exactly while `Registry::armed` holds its token.
 
 use std::collections::HashMap;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How long a request runs before its descriptor is armed; also the sweep interval, so an
+/// attention is noticed within about twice this.
+pub const GRACE: Duration = Duration::from_millis(2);
+/// The watcher's wait when no connection is registered.
+const IDLE_TICK: Duration = Duration::from_millis(100);
+
+const IDLE: u8 = 0;
+const RUNNING: u8 = 1;
+const ARMED: u8 = 2;
 
 /// The process's one watcher.
 pub struct AttentionWatch {
     epoll: RawFd,
-    armed: Mutex<HashMap<u64, Registration>>,
+    registry: Mutex<Registry>,
     next_token: AtomicU64,
+    /// Armings so far (tests: short requests are never armed).
+    armings: AtomicU64,
 }
 
-struct Registration {
+#[derive(Default)]
+struct Registry {
+    /// Every connection's slot, running or not.
+    slots: Vec<Arc<Slot>>,
+    /// Armed slots by the token of their arming (invariant 4).
+    armed: HashMap<u64, Arc<Slot>>,
+}
+
+/// One connection's descriptor and cancel flag, and whether a request runs (invariant 4).
+struct Slot {
     fd: RawFd,
     cancel: Arc<AtomicBool>,
+    state: AtomicU8,
+    /// When the running request started, in µs since `epoch()`.
+    since: AtomicU64,
+    /// The token of the current arming, valid while ARMED.
+    token: AtomicU64,
 }
 
-/// A descriptor armed for one request; dropping it disarms.
-pub struct Armed<'a> {
-    watch: &'a AttentionWatch,
-    token: u64,
+/// A connection's place with the watcher; dropping it (before the descriptor closes)
+/// removes it.
+pub struct Watched {
+    watch: &'static AttentionWatch,
+    slot: Arc<Slot>,
+}
+
+/// A request running on a watched connection; dropping it ends the watch of that request.
+pub struct Running<'a> {
+    watched: &'a Watched,
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_us() -> u64 {
+    epoch().elapsed().as_micros() as u64
 }
 
 impl AttentionWatch {
@@ -62,8 +116,9 @@ impl AttentionWatch {
         }
         let watch: &'static AttentionWatch = Box::leak(Box::new(AttentionWatch {
             epoll,
-            armed: Mutex::new(HashMap::new()),
+            registry: Mutex::default(),
             next_token: AtomicU64::new(1),
+            armings: AtomicU64::new(0),
         }));
         std::thread::Builder::new()
             .name("tds-attention".into())
@@ -71,73 +126,149 @@ impl AttentionWatch {
         Ok(watch)
     }
 
-    /// Arms `fd`: until the guard drops, bytes readable on it set `cancel`.
-    pub fn arm(&self, fd: RawFd, cancel: &Arc<AtomicBool>) -> std::io::Result<Armed<'_>> {
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let registration = Registration {
+    /// Registers a connection: from now on its requests (`Watched::running`) are watched.
+    pub fn register(&'static self, fd: RawFd, cancel: &Arc<AtomicBool>) -> Watched {
+        let slot = Arc::new(Slot {
             fd,
             cancel: cancel.clone(),
-        };
-        self.lock().insert(token, registration);
-        let mut event = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32,
-            u64: token,
-        };
-        // SAFETY: `event` outlives the call; the kernel copies it.
-        let rc = unsafe { libc::epoll_ctl(self.epoll, libc::EPOLL_CTL_ADD, fd, &mut event) };
-        if rc < 0 {
-            let e = std::io::Error::last_os_error();
-            self.lock().remove(&token);
-            return Err(e);
-        }
-        Ok(Armed { watch: self, token })
+            state: AtomicU8::new(IDLE),
+            since: AtomicU64::new(0),
+            token: AtomicU64::new(0),
+        });
+        self.lock().slots.push(slot.clone());
+        Watched { watch: self, slot }
     }
 
-    fn disarm(&self, token: u64) {
-        let removed = self.lock().remove(&token);
-        let registration = removed.expect("an armed descriptor is registered until disarmed");
-        // SAFETY: a null event is allowed for EPOLL_CTL_DEL. The descriptor is still open
-        // (the connection owns it and outlives its `Armed` guard).
-        let rc = unsafe {
-            libc::epoll_ctl(
-                self.epoll,
-                libc::EPOLL_CTL_DEL,
-                registration.fd,
-                std::ptr::null_mut(),
-            )
-        };
-        debug_assert!(rc == 0, "EPOLL_CTL_DEL of an armed descriptor failed");
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Registration>> {
-        self.armed.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn watch(&self) {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 32];
+        let mut last_sweep = 0u64;
         loop {
+            let tick = if self.lock().slots.is_empty() {
+                IDLE_TICK
+            } else {
+                GRACE
+            };
             // SAFETY: `events` is a valid buffer of the length passed.
             let n = unsafe {
-                libc::epoll_wait(self.epoll, events.as_mut_ptr(), events.len() as i32, -1)
+                libc::epoll_wait(
+                    self.epoll,
+                    events.as_mut_ptr(),
+                    events.len() as i32,
+                    tick.as_millis() as i32,
+                )
             };
-            if n < 0 {
-                continue; // EINTR
-            }
-            let armed = self.lock();
-            for e in &events[..n as usize] {
+            let mut registry = self.lock();
+            for e in &events[..n.max(0) as usize] {
                 // Invariants 1 and 2: only a registration still armed is cancelled.
-                let token = e.u64;
-                if let Some(r) = armed.get(&token) {
-                    r.cancel.store(true, Ordering::Release);
+                if let Some(s) = registry.armed.get(&{ e.u64 }) {
+                    s.cancel.store(true, Ordering::Release);
                 }
             }
+            let now = now_us();
+            if now.saturating_sub(last_sweep) >= GRACE.as_micros() as u64 {
+                self.arm_overdue(&mut registry, now);
+                last_sweep = now;
+            }
+        }
+    }
+
+    /// Arms every request that has run for `GRACE` (invariant 4: RUNNING -> ARMED under
+    /// the mutex).
+    fn arm_overdue(&self, registry: &mut Registry, now: u64) {
+        let grace = GRACE.as_micros() as u64;
+        let overdue: Vec<Arc<Slot>> = registry
+            .slots
+            .iter()
+            .filter(|s| {
+                s.state.load(Ordering::Acquire) == RUNNING
+                    && now.saturating_sub(s.since.load(Ordering::Acquire)) >= grace
+            })
+            .cloned()
+            .collect();
+        for s in overdue {
+            if s.state
+                .compare_exchange(RUNNING, ARMED, Ordering::AcqRel, Ordering::Acquire)
+                .is_err()
+            {
+                continue; // the request ended meanwhile
+            }
+            let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+            s.token.store(token, Ordering::Release);
+            let mut event = libc::epoll_event {
+                events: (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLONESHOT) as u32,
+                u64: token,
+            };
+            // SAFETY: `event` outlives the call; the kernel copies it. The descriptor is
+            // open: its connection removes its slot (under this mutex) before closing it.
+            let rc = unsafe { libc::epoll_ctl(self.epoll, libc::EPOLL_CTL_ADD, s.fd, &mut event) };
+            if rc == 0 {
+                registry.armed.insert(token, s);
+                self.armings.fetch_add(1, Ordering::Relaxed);
+            } else {
+                // Not armed: the next sweep tries again.
+                s.state.store(RUNNING, Ordering::Release);
+            }
+        }
+    }
+
+    /// Removes an arming, under the mutex (invariants 1 and 4).
+    fn disarm(&self, registry: &mut Registry, slot: &Slot) {
+        if slot.state.load(Ordering::Acquire) == ARMED {
+            let token = slot.token.load(Ordering::Acquire);
+            let removed = registry.armed.remove(&token);
+            debug_assert!(
+                removed.is_some(),
+                "an ARMED slot is registered (invariant 4)"
+            );
+            // SAFETY: a null event is allowed for EPOLL_CTL_DEL; the descriptor is open.
+            let rc = unsafe {
+                libc::epoll_ctl(
+                    self.epoll,
+                    libc::EPOLL_CTL_DEL,
+                    slot.fd,
+                    std::ptr::null_mut(),
+                )
+            };
+            debug_assert!(rc == 0, "EPOLL_CTL_DEL of an armed descriptor failed");
+        }
+        slot.state.store(IDLE, Ordering::Release);
+    }
+}
+
+impl Watched {
+    /// A request starts: watched until the guard drops.
+    pub fn running(&self) -> Running<'_> {
+        let s = &self.slot;
+        debug_assert_eq!(s.state.load(Ordering::Acquire), IDLE);
+        s.since.store(now_us(), Ordering::Release);
+        s.state.store(RUNNING, Ordering::Release);
+        Running { watched: self }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let w = self.watched;
+        let fast =
+            w.slot
+                .state
+                .compare_exchange(RUNNING, IDLE, Ordering::AcqRel, Ordering::Acquire);
+        if fast.is_err() {
+            let mut registry = w.watch.lock();
+            w.watch.disarm(&mut registry, &w.slot);
         }
     }
 }
 
-impl Drop for Armed<'_> {
+impl Drop for Watched {
     fn drop(&mut self) {
-        self.watch.disarm(self.token);
+        let mut registry = self.watch.lock();
+        self.watch.disarm(&mut registry, &self.slot);
+        registry.slots.retain(|s| !Arc::ptr_eq(s, &self.slot));
     }
 }
 
@@ -185,28 +316,36 @@ mod tests {
     }
 
     #[test]
-    fn bytes_on_an_armed_descriptor_cancel_and_a_disarmed_one_never_does() {
+    fn bytes_during_a_request_cancel_and_between_requests_never_do() {
         let watch = AttentionWatch::get().unwrap();
         let (mut client, server) = UnixStream::pair().unwrap();
         let cancel = Arc::new(AtomicBool::new(false));
+        let watched = watch.register(server.as_raw_fd(), &cancel);
         {
-            let _armed = watch.arm(server.as_raw_fd(), &cancel).unwrap();
+            let _running = watched.running();
             assert!(!set_within(&cancel, Duration::from_millis(50)));
             client.write_all(&[6, 1, 0, 8, 0, 0, 1, 0]).unwrap();
             assert!(set_within(&cancel, Duration::from_secs(5)));
         }
         cancel.store(false, Ordering::Release);
-        // Disarmed, with bytes still unread and more coming: nothing sets the flag.
+        // Between requests, with bytes still unread and more coming: nothing sets the flag.
         client.write_all(&[6]).unwrap();
         assert!(!set_within(&cancel, Duration::from_millis(100)));
-        // Armed again (a new token) with bytes already there: set at once.
-        let armed = watch.arm(server.as_raw_fd(), &cancel).unwrap();
+        // The next request (a new arming, a new token) with bytes already there: set once
+        // it is armed, within the grace and a sweep.
+        let running = watched.running();
         assert!(set_within(&cancel, Duration::from_secs(5)));
-        drop(armed);
-        assert!(!watch
-            .lock()
+        drop(running);
+        drop(watched);
+        let registry = watch.lock();
+        assert!(!registry
+            .armed
             .values()
-            .any(|r| Arc::ptr_eq(&r.cancel, &cancel)));
+            .any(|s| Arc::ptr_eq(&s.cancel, &cancel)));
+        assert!(!registry
+            .slots
+            .iter()
+            .any(|s| Arc::ptr_eq(&s.cancel, &cancel)));
     }
 
     #[test]
@@ -214,9 +353,31 @@ mod tests {
         let watch = AttentionWatch::get().unwrap();
         let (client, server) = UnixStream::pair().unwrap();
         let cancel = Arc::new(AtomicBool::new(false));
-        let _armed = watch.arm(server.as_raw_fd(), &cancel).unwrap();
+        let watched = watch.register(server.as_raw_fd(), &cancel);
+        let _running = watched.running();
         drop(client);
         assert!(set_within(&cancel, Duration::from_secs(5)));
+    }
+
+    /// Requests shorter than the grace cost no `epoll_ctl`: of 2,000 immediate ones, only
+    /// those a sweep happened to catch (a thread descheduled past `GRACE`) were armed.
+    #[test]
+    fn short_requests_are_never_armed() {
+        let watch = AttentionWatch::get().unwrap();
+        let (_client, server) = UnixStream::pair().unwrap();
+        let cancel = Arc::new(AtomicBool::new(false));
+        let watched = watch.register(server.as_raw_fd(), &cancel);
+        let before = watch.armings.load(Ordering::Relaxed);
+        for _ in 0..2_000 {
+            drop(watched.running());
+        }
+        let armed = watch.armings.load(Ordering::Relaxed) - before;
+        assert!(armed < 200, "{armed} of 2,000 short requests were armed");
+        // One that runs past the grace is armed.
+        let running = watched.running();
+        std::thread::sleep(GRACE * 10);
+        assert!(watch.armings.load(Ordering::Relaxed) > before + armed);
+        drop(running);
     }
 
     #[test]

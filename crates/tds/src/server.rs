@@ -542,7 +542,9 @@ impl Connection {
     }
 
     fn serve(&mut self, large: &Arc<LargeRequests>) -> Result<(), TdsError> {
-        let watch = crate::attention::AttentionWatch::get()?;
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
+        let watched =
+            crate::attention::AttentionWatch::get()?.register(fd, &self.session.cancel_flag());
         loop {
             let Some(m) = self.next_request(large)? else {
                 return Ok(());
@@ -573,8 +575,7 @@ impl Connection {
                 continue;
             }
             // While the request runs, bytes from the client are its attention.
-            let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
-            let armed = watch.arm(fd, &self.session.cancel_flag())?;
+            let running = watched.running();
             match m.kind {
                 PacketType::SqlBatch => {
                     let text = request::sql_batch(&m.payload)?;
@@ -614,7 +615,7 @@ impl Connection {
             }
             // Disarmed before the answer's last packet: the client may send its next
             // request as soon as that arrives (attention.rs invariant 1).
-            drop(armed);
+            drop(running);
             if self.session.take_cancel() {
                 // Invariant 3: a cancelled request's answer ends with DONE and ATTN; what
                 // went out already is followed by it, else it is the whole answer.
