@@ -272,30 +272,6 @@ impl Drop for Watched {
     }
 }
 
-/// Waits up to `timeout` for `fd` to become readable (or closed); false on timeout.
-pub fn readable_within(fd: RawFd, timeout: std::time::Duration) -> std::io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut p, 1, ms) };
-    match rc {
-        0 => Ok(false),
-        n if n > 0 => Ok(true),
-        _ => {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -378,14 +354,5 @@ mod tests {
         std::thread::sleep(GRACE * 10);
         assert!(watch.armings.load(Ordering::Relaxed) > before + armed);
         drop(running);
-    }
-
-    #[test]
-    fn readable_within_times_out_then_sees_bytes() {
-        let (mut client, server) = UnixStream::pair().unwrap();
-        let fd = server.as_raw_fd();
-        assert!(!readable_within(fd, Duration::from_millis(20)).unwrap());
-        client.write_all(b"x").unwrap();
-        assert!(readable_within(fd, Duration::from_millis(1000)).unwrap());
     }
 }

@@ -126,6 +126,13 @@ impl Transport {
         })
     }
 
+    fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+        match self {
+            Transport::Tcp(s) => s.set_read_timeout(t),
+            Transport::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
     fn shutdown_read(&self) {
         let _ = match self {
             Transport::Tcp(s) => s.shutdown(std::net::Shutdown::Read),
@@ -320,6 +327,8 @@ struct Connection {
     options: ServerOptions,
     /// The connection's byte stream, read and written by its own thread only.
     stream: Transport,
+    /// What was received from `stream` and not yet read (inbox.rs).
+    inbox: crate::inbox::Inbox,
     packet_size: usize,
     session: Session,
     /// The database the login chose (sp_reset_connection returns to it).
@@ -500,6 +509,7 @@ impl Connection {
         let mut conn = Connection {
             options,
             stream,
+            inbox: Default::default(),
             packet_size,
             session,
             login_database,
@@ -514,16 +524,11 @@ impl Connection {
     }
 
     /// The next request, read by this thread once the client sends one; None when the
-    /// client leaves or the session is killed (KILL is seen within `IDLE_CHECK`).
+    /// client leaves or the session is killed (KILL is seen within `IDLE_CHECK`: the
+    /// socket's receive timeout, inbox.rs).
     fn next_request(&mut self, large: &Arc<LargeRequests>) -> Result<Option<Incoming>, TdsError> {
-        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
-        loop {
-            if self.session.killed() {
-                return Ok(None);
-            }
-            if crate::attention::readable_within(fd, IDLE_CHECK)? {
-                break;
-            }
+        if self.session.killed() {
+            return Ok(None);
         }
         let mut permit = None;
         let mut admit = || {
@@ -531,17 +536,25 @@ impl Connection {
             permit.is_some()
         };
         let limit = self.options.max_request_bytes;
+        let info = &self.session;
+        let killed = || info.killed();
+        let mut reader = self.inbox.reader(&mut self.stream, &killed);
         let m = read_request(
-            &mut self.stream,
+            &mut reader,
             self.packet_size,
             limit,
             large.threshold,
             &mut admit,
-        )?;
-        Ok(m.map(|m| (m, permit)))
+        );
+        match m {
+            Err(TdsError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionAborted => Ok(None),
+            Err(e) => Err(e),
+            Ok(m) => Ok(m.map(|m| (m, permit))),
+        }
     }
 
     fn serve(&mut self, large: &Arc<LargeRequests>) -> Result<(), TdsError> {
+        self.stream.set_read_timeout(Some(IDLE_CHECK))?;
         let fd = std::os::fd::AsRawFd::as_raw_fd(&self.stream);
         let watched =
             crate::attention::AttentionWatch::get()?.register(fd, &self.session.cancel_flag());
@@ -576,6 +589,13 @@ impl Connection {
             }
             // While the request runs, bytes from the client are its attention.
             let running = watched.running();
+            if self.inbox.pending() {
+                // Bytes that came with the request came while it was outstanding: an
+                // attention (inbox.rs invariant 2), as the watcher would have seen them.
+                self.session
+                    .cancel_flag()
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
             match m.kind {
                 PacketType::SqlBatch => {
                     let text = request::sql_batch(&m.payload)?;
