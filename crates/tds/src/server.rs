@@ -340,6 +340,9 @@ struct Connection {
     answered_attentions: usize,
     /// Set when the running RPC call's statements raised an error (DONEPROC's ERROR bit).
     proc_error: bool,
+    /// The last sp_executesql parameter definition list and its parse: a client that
+    /// repeats one statement sends the same list with every call.
+    last_definitions: Option<(String, Arc<[ParameterDefinition]>)>,
 }
 
 /// A request read, and the large-request slot it holds (admission.rs).
@@ -517,6 +520,7 @@ impl Connection {
             next_handle: 1,
             answered_attentions: 0,
             proc_error: false,
+            last_definitions: None,
         };
         let result = conn.serve(&standing.large);
         conn.stream.shutdown();
@@ -780,14 +784,23 @@ impl Connection {
                         .trim_start_matches('@')
                         .eq_ignore_ascii_case("params") =>
             {
-                (
-                    parse_parameter_definitions(&text_of(&p.value)).map_err(SqlError::from)?,
-                    &params[2..],
-                )
+                (self.definitions(text_of(&p.value))?, &params[2..])
             }
-            _ => (Vec::new(), &params[1.min(params.len())..]),
+            _ => (Arc::from([]), &params[1.min(params.len())..]),
         };
         self.run_with(&text, &definitions, values, reply, 0)
+    }
+
+    /// The parse of a parameter definition list, the last one's kept.
+    fn definitions(&mut self, text: String) -> Result<Arc<[ParameterDefinition]>, SqlError> {
+        if let Some((last, defs)) = &self.last_definitions {
+            if *last == text {
+                return Ok(defs.clone());
+            }
+        }
+        let defs: Arc<[ParameterDefinition]> = parse_parameter_definitions(&text)?.into();
+        self.last_definitions = Some((text, defs.clone()));
+        Ok(defs)
     }
 
     fn sp_prepare(&mut self, params: &[RpcParam], reply: &mut Reply, execute: bool) -> RpcResult {
