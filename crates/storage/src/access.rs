@@ -264,11 +264,11 @@ impl Database {
                 }
             }
             Needs::HeapRoom { object_id, len } => {
-                let t = self.table_or_err(object_id)?;
+                let t = self.table_or_err(object_id)?.clone();
                 self.insert_target(&t, len)?;
             }
             Needs::LeafRoom { object_id, record } => {
-                let t = self.table_or_err(object_id)?;
+                let t = self.table_or_err(object_id)?.clone();
                 self.make_leaf_room(&t, &record)?;
             }
             Needs::IdentityBlock { object_id } => self.reserve_identity_block(object_id)?,

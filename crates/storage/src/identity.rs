@@ -141,7 +141,7 @@ impl Database {
     /// Reserves the block of identity values after the table's last one in the catalog
     /// (`Needs::IdentityBlock`).
     pub(crate) fn reserve_identity_block(&mut self, object_id: u32) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_or_err(object_id)?.clone();
         let (_, seed, inc, block) =
             identity_column(&t).ok_or(StorageError::TableNotFound(object_id))?;
         let last = self.last_identity(&t)?;
@@ -180,7 +180,7 @@ impl Database {
         object_id: u32,
         value: i64,
     ) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_or_err(object_id)?.clone();
         let (_, seed, inc, _) =
             identity_column(&t).ok_or(StorageError::TableNotFound(object_id))?;
         let current = self
@@ -199,7 +199,7 @@ impl Database {
     /// The table's identity value as sys.identity_columns.last_value shows it: the last
     /// value handed out, None before the first.
     pub fn current_identity(&mut self, object_id: u32) -> Result<Option<i64>, StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_or_err(object_id)?.clone();
         identity_column(&t).ok_or(StorageError::TableNotFound(object_id))?;
         self.last_identity(&t)
     }

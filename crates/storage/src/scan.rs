@@ -197,7 +197,7 @@ impl Database {
                     ScanPosition::AfterRecord(r) => Some(r.as_slice()),
                     _ => None,
                 };
-                self.btree_range_chunk(&t, &KeyRange::all(), (after, max_bytes), gate)
+                self.btree_range_chunk(t, &KeyRange::all(), (after, max_bytes), gate)
             }
             _ => {
                 if self.page_moves != origin.page_moves {
@@ -240,7 +240,7 @@ impl Database {
                 panic!("a seek resumed at heap page {p}")
             }
         };
-        self.btree_range_chunk(&t, range, (after, max_bytes), gate)
+        self.btree_range_chunk(t, range, (after, max_bytes), gate)
     }
 
     /// A heap's pages from `from` (the first page when None; on it, the rows after the

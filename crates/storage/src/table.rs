@@ -176,9 +176,8 @@ impl Database {
             .find(|t| t.object_id == object_id)
     }
 
-    pub(crate) fn table_or_err(&self, object_id: u32) -> Result<TableEntry, StorageError> {
+    pub(crate) fn table_or_err(&self, object_id: u32) -> Result<&TableEntry, StorageError> {
         self.table_by_id(object_id)
-            .cloned()
             .ok_or(StorageError::TableNotFound(object_id))
     }
 
@@ -214,7 +213,7 @@ impl Database {
     /// Drops a table and gives its extents back. No open transaction may have changed it
     /// (xact.rs invariant 5).
     pub fn drop_table(&mut self, object_id: u32) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_or_err(object_id)?.clone();
         // A failed rollback poisons the database and may leave its transaction open.
         self.check_writable()?;
         self.assert_no_open_changes(object_id);
@@ -232,7 +231,7 @@ impl Database {
     /// back to the files. The identity value restarts from the seed. No open transaction
     /// may have changed it (xact.rs invariant 5).
     pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_or_err(object_id)?.clone();
         // A failed rollback poisons the database and may leave its transaction open.
         self.check_writable()?;
         self.assert_no_open_changes(object_id);
@@ -408,7 +407,7 @@ impl Database {
         let t = self.table_or_err(object_id)?;
         self.count_full_scan();
         if t.index_id == 1 {
-            return self.btree_scan(&t);
+            return self.btree_scan(t);
         }
         Ok(self
             .heap_scan_chunk(t.allocation_unit_id, None, usize::MAX, None)?
