@@ -147,7 +147,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool) -> Run {
     );
     let start_pages = 8 * PAGES_PER_MB;
     let target_pages = start_pages + a.growths * a.growth_mb * PAGES_PER_MB;
-    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let db = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let pause = Duration::from_secs_f64(1.0 / a.a_rate as f64);

@@ -193,7 +193,7 @@ struct Run {
 
 /// Thread A: one open transaction holding the log until `stop`, then rolled back.
 fn holder(
-    db: Arc<extentdb_storage::db_lock::DbLock>,
+    db: Arc<extentdb_storage::shared::SharedDatabase>,
     t: u32,
     stop: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<(), String>>,
@@ -235,7 +235,7 @@ impl Drop for Held<'_> {
 
 /// Thread B: autocommit inserts of one 4 KB row until `growths` growths or `cap`.
 fn committer(
-    db: Arc<extentdb_storage::db_lock::DbLock>,
+    db: Arc<extentdb_storage::shared::SharedDatabase>,
     t: u32,
     growths: u64,
     cap: Duration,
@@ -352,7 +352,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, mode: Mode, round: u32) -> Run {
     let small = db
         .create_table(table("Holder", vec![column("i", 56, 4)]))
         .unwrap();
-    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let db = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     // The background checkpoint thread, as the instance gives every database.
     let checkpointer =
         Checkpointer::spawn(&db, |name, e| panic!("checkpoint of {name} failed: {e}"));
@@ -429,7 +429,7 @@ fn logged_init_ms(log: &ErrorLog) -> Vec<u64> {
 /// background (the next one starts as soon as the last is committed), and the database has
 /// no call that waits for it on close: wait until the log file has stopped growing, so its
 /// zeros do not share the disk with the next run.
-fn close(db: Arc<extentdb_storage::db_lock::DbLock>, a: &Args) {
+fn close(db: Arc<extentdb_storage::shared::SharedDatabase>, a: &Args) {
     let db = Arc::into_inner(db).expect("threads joined").into_inner();
     drop(db);
     let (mdf, ldf) = paths(&a.dir);

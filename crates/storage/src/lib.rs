@@ -22,7 +22,6 @@ pub mod checkpoint;
 pub mod config;
 pub mod data_file;
 pub mod database;
-pub mod db_lock;
 pub mod db_state;
 pub mod errorlog;
 pub mod file_init;
@@ -40,6 +39,7 @@ pub mod recovery;
 pub mod restore;
 pub mod row_lock;
 pub mod scan;
+pub mod shared;
 pub mod snapshot;
 pub mod space;
 pub mod table;
@@ -58,6 +58,7 @@ pub fn now_us() -> i64 {
         .unwrap_or(0)
 }
 pub use instance::Instance;
+pub use shared::SharedDatabase;
 
 /// Every failure of the storage engine, with the context the SQL layer needs.
 #[derive(Debug, thiserror::Error)]

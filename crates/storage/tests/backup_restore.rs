@@ -28,7 +28,7 @@ fn source(
     std::path::PathBuf,
     Arc<dyn extentdb_io::FileSystem>,
     Instance,
-    Arc<extentdb_storage::db_lock::DbLock>,
+    Arc<extentdb_storage::shared::SharedDatabase>,
 ) {
     let dir = std::env::temp_dir().join(format!("xdb-{tag}-{}", std::process::id()));
     let fs = set_up_instance(&dir);
@@ -180,7 +180,7 @@ fn online_backup_restores_one_consistent_instant() {
 /// A writer committing batches of BATCH rows into `tables` until `stop`; `committed`
 /// counts the rows committed.
 fn spawn_writer(
-    db: &Arc<extentdb_storage::db_lock::DbLock>,
+    db: &Arc<extentdb_storage::shared::SharedDatabase>,
     tables: &[u32],
     committed: &Arc<AtomicU64>,
     stop: &Arc<AtomicBool>,

@@ -30,7 +30,7 @@ fn checks_beside_a_writer_see_one_instant() {
     db.set_pool_budget(extentdb_storage::buffer_pool::PoolBudget::new(256))
         .unwrap();
     let tables = heap_and_tree(&mut db);
-    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let db = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     let inserted = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
 

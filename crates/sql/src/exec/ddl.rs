@@ -431,7 +431,10 @@ impl Session {
                 .drop_database(name)
                 .map_err(|e| map(&e, Context::Other));
         }
-        let allowed = |(id, db): &(u16, std::sync::Arc<extentdb_storage::db_lock::DbLock>)| {
+        let allowed = |(id, db): &(
+            u16,
+            std::sync::Arc<extentdb_storage::shared::SharedDatabase>,
+        )| {
             self.has_server_permission("ALTER ANY DATABASE")
                 || self.is_db_owner(*id, &db.read().unwrap())
         };

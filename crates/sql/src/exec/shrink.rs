@@ -19,8 +19,8 @@ impl Session {
         args: &[Value],
         out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
-        let (db_id, db_lock) = self.current_database()?;
-        let mut db = db_lock.lock().unwrap();
+        let (db_id, shared) = self.current_database()?;
+        let mut db = shared.lock().unwrap();
         let file = match args.first() {
             Some(Value::Text(name)) => db.file_by_name(name).cloned(),
             Some(v) => match super::eval::as_i64(v) {
@@ -59,7 +59,7 @@ impl Session {
                             return Err(Vec::new());
                         }
                         std::thread::sleep(std::time::Duration::from_millis(5));
-                        db = db_lock.lock().unwrap();
+                        db = shared.lock().unwrap();
                     }
                     other => {
                         other.map_err(cannot_empty)?;

@@ -297,7 +297,7 @@ impl Session {
         &mut self,
         t: &'a super::tables::TableRef,
         gone: SqlError,
-    ) -> Result<extentdb_storage::db_lock::DbGuard<'a>, Vec<SqlError>> {
+    ) -> Result<extentdb_storage::shared::DbGuard<'a>, Vec<SqlError>> {
         self.schema_modification(t)?;
         let g = t.db.lock().unwrap();
         if g.table_by_id(t.entry.object_id).is_none() {

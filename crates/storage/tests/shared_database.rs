@@ -1,4 +1,4 @@
-//! A panic while a session holds a database (db_lock.rs's invariant): the lock stays
+//! A panic while a session holds a database (shared.rs's invariant): the lock stays
 //! usable, the database refuses changes until reopened, and other databases, master
 //! included, go on.
 
@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Arc;
 
-use extentdb_storage::db_lock::DbLock;
+use extentdb_storage::shared::SharedDatabase;
 use extentdb_storage::{Database, StorageError};
 
 #[test]
@@ -21,7 +21,7 @@ fn a_panic_holding_a_database_poisons_it_not_its_lock() {
         &common::spec("p", &root),
     )
     .unwrap();
-    let shared = Arc::new(DbLock::new(db));
+    let shared = Arc::new(SharedDatabase::new(db));
     for exclusive in [true, false] {
         let s = shared.clone();
         let master = inst.master();
