@@ -42,6 +42,7 @@ pub mod scan;
 pub mod shared;
 pub mod snapshot;
 pub mod space;
+pub mod structure;
 pub mod table;
 pub mod transaction;
 pub mod waits;
@@ -195,6 +196,10 @@ pub enum StorageError {
     IdentityOverflow,
     #[error("the operation was cancelled")]
     Cancelled,
+    /// A structure change validated against one catalog state found another when it held
+    /// the database (structure.rs invariant 2): nothing changed; validate again.
+    #[error("the catalog changed since the change was validated")]
+    CatalogChanged,
     /// The log cannot take the change (Msg 9002); the reason is log_reuse_wait_desc's
     /// word for what holds it (ACTIVE_TRANSACTION, LOG_BACKUP ...).
     #[error("the transaction log is full due to '{0}': no inactive VLF can be reused")]
