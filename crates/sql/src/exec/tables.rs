@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use extentdb_storage::access::RowGate;
 use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition, StoredRow};
-use extentdb_storage::shared::SharedDatabase;
+use extentdb_storage::SharedDatabase;
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record;

@@ -17,10 +17,11 @@
 //!    open (SQL Server with XACT_ABORT OFF).
 //! 3. A commit is acknowledged only after the log is flushed to its LSN; the flush happens
 //!    after the database's lock is released, so committers in other sessions share it.
-//! 4. A statement's writes run with the database shared (`SharedDatabase::run`): each row
-//!    operation beside other sessions', the database held exclusively only while a change
-//!    of its structure is made for a row (storage's access.rs); either way they are one
-//!    statement in one transaction.
+//! 4. A statement's writes go through storage's `SharedDatabase::run`, which chooses how
+//!    the database is held: shared for each row operation beside other sessions', held
+//!    exclusively only while a change of its structure is made for a row (storage's
+//!    access.rs); either way they are one statement in one transaction. This layer never
+//!    holds a database exclusively itself (`exec/structure.rs`).
 //!
 //! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, and DDL
 //! inside a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE
@@ -29,7 +30,7 @@
 
 use std::sync::Arc;
 
-use extentdb_storage::shared::SharedDatabase;
+use extentdb_storage::SharedDatabase;
 
 use extentdb_storage::access::{Held, Step};
 
