@@ -265,7 +265,7 @@ fn measure(
                             }
                             _ => {
                                 drop(g);
-                                let mut g = db.lock().unwrap();
+                                let mut g = db.lock_for_tests();
                                 let t0 = Instant::now();
                                 let (f, _) = g
                                     .allocate_extent_by_fill(au, 1)
@@ -278,7 +278,7 @@ fn measure(
                         *per_file.entry(file_id).or_insert(0) += 1;
                         continue;
                     }
-                    let mut g = db.lock().unwrap();
+                    let mut g = db.lock_for_tests();
                     let t0 = Instant::now();
                     let file_id = match path {
                         AllocPath::Fill | AllocPath::FillFlush => {

@@ -200,7 +200,7 @@ fn holder(
 ) -> JoinHandle<Result<(), String>> {
     std::thread::spawn(move || {
         let x = {
-            let mut g = db.lock().unwrap();
+            let mut g = db.lock_for_tests();
             let x = g.begin_xact();
             if let Err(e) = g.now(|d| d.insert_row(x, t, (&small_row(), d.growth_env()), None)) {
                 let _ = ready.send(Err(format!("holder insert: {e}")));
@@ -212,8 +212,7 @@ fn holder(
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        db.lock()
-            .unwrap()
+        db.lock_for_tests()
             .rollback_xact(x)
             .map_err(|e| format!("holder rollback: {e}"))
     })
@@ -242,14 +241,14 @@ fn committer(
     progress: Arc<AtomicU64>,
 ) -> JoinHandle<Committed> {
     std::thread::spawn(move || {
-        let wal = db.lock().unwrap().wal().expect("a log writer");
+        let wal = db.lock_for_tests().wal().expect("a log writer");
         let (mut lat, mut at_growth) = (Vec::with_capacity(1 << 18), Vec::new());
         let (started, mut seen, mut worst) = (Instant::now(), 0, (0u64, 0u64));
         let row = big_row(0);
         while started.elapsed() < cap {
             let t0 = Instant::now();
             let step = {
-                let mut g = db.lock().unwrap();
+                let mut g = db.lock_for_tests();
                 let _held = Held(Instant::now(), &mut worst.0);
                 let x = g.begin_xact();
                 match g.now(|d| d.insert_row(x, t, (&row, d.growth_env()), None)) {
@@ -403,8 +402,8 @@ fn run_mode(fs: &OsFileSystem, a: &Args, mode: Mode, round: u32) -> Run {
         Err(e) => run.failure = Some(e),
     }
     drop(checkpointer);
-    let (growths, wait_us) = db.lock().unwrap().log_growth_stats();
-    run.checkpoints = db.lock().unwrap().checkpoints_completed();
+    let (growths, wait_us) = db.lock_for_tests().log_growth_stats();
+    run.checkpoints = db.lock_for_tests().checkpoints_completed();
     (run.growths, run.longest_wait_ms) = (growths, wait_us as f64 / 1000.0);
     run.init_ms = logged_init_ms(&errorlog);
     close(db, a);

@@ -6,7 +6,10 @@
 //! holds it exclusively inside storage for the whole change.
 //!
 //! Invariants:
-//! 1. A panic never makes the lock itself unusable (see `SharedDatabase`).
+//! 1. Nothing outside this crate holds the database exclusively: `lock` and `DbGuard` are
+//!    `pub(crate)` (the compiler checks it), and storage's own integration tests reach it
+//!    only through `lock_for_tests`, which crates/sql's boundary test forbids there.
+//! 2. A panic never makes the lock itself unusable (see `SharedDatabase`).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{LockResult, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -26,7 +29,7 @@ pub struct SharedDatabase(RwLock<Database>);
 
 /// The database held exclusively. Dropped by a panic's unwinding, it poisons the database:
 /// the panic may have left it half way through a change.
-pub struct DbGuard<'a>(RwLockWriteGuard<'a, Database>);
+pub(crate) struct DbGuard<'a>(RwLockWriteGuard<'a, Database>);
 
 impl Deref for DbGuard<'_> {
     type Target = Database;
@@ -72,8 +75,9 @@ impl SharedDatabase {
         SharedDatabase(RwLock::new(db))
     }
 
-    /// Holds the database exclusively. Never `Err` (see the type's invariant).
-    pub fn lock(&self) -> LockResult<DbGuard<'_>> {
+    /// Holds the database exclusively. Never `Err` (see the type's invariant). Crate-private
+    /// (invariant 1): callers outside storage use the handle's structure changes.
+    pub(crate) fn lock(&self) -> LockResult<DbGuard<'_>> {
         let mut guard = self.0.write().unwrap_or_else(|e| e.into_inner());
         guard.held_exclusively = true;
         guard.log_attended = false;
@@ -136,6 +140,14 @@ impl SharedDatabase {
             // access.rs invariant 4.
             assert_ne!(kind, needs.kind(), "{needs:?} needed twice");
         }
+    }
+
+    /// Holds the database exclusively, for storage's own integration tests and examples
+    /// only (they drive the allocator and transactions as a session's exclusive path
+    /// does). Nothing else calls it (invariant 1; crates/sql/tests/boundary.rs).
+    #[doc(hidden)]
+    pub fn lock_for_tests(&self) -> impl std::ops::DerefMut<Target = Database> + '_ {
+        self.lock().unwrap()
     }
 
     /// Shares the database with other readers: only `&self` paths. Never `Err`.

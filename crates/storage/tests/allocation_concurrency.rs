@@ -133,7 +133,7 @@ fn concurrent_round(
             .unwrap()
             .push(format!("checkpoint of {name}: {e}"))
     });
-    let checkpoints_before = db.lock().unwrap().checkpoints_completed();
+    let checkpoints_before = db.lock_for_tests().checkpoints_completed();
     let start = Arc::new(Barrier::new(units.len()));
     // The thread that allocated last, updated under the database lock.
     let last = Arc::new(AtomicUsize::new(usize::MAX));
@@ -158,7 +158,7 @@ fn concurrent_round(
                 start.wait();
                 for i in 0..ALLOCATIONS_PER_ROUND {
                     {
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         if last.swap(me, Ordering::Relaxed) != me {
                             handoffs.fetch_add(1, Ordering::Relaxed);
                         }
@@ -177,7 +177,7 @@ fn concurrent_round(
                     if xorshift(&mut rng).is_multiple_of(DEALLOCATE_EVERY) {
                         let k = (xorshift(&mut rng) % unit.held.len() as u64) as usize;
                         let (f, e) = unit.held.swap_remove(k);
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         g.deallocate_extent(unit.au, f, e).unwrap_or_else(|err| {
                             panic!("unit {}: deallocate {f}:{}: {err}", unit.au, e.0)
                         });
@@ -206,7 +206,7 @@ fn concurrent_round(
     let reuse = freed_by.lock().unwrap();
     (stats.reused, stats.reused_from_other_unit) = (reuse.1, reuse.2);
     stats.handoffs = handoffs.load(Ordering::Relaxed);
-    stats.checkpoints = db.lock().unwrap().checkpoints_completed() - checkpoints_before;
+    stats.checkpoints = db.lock_for_tests().checkpoints_completed() - checkpoints_before;
     (units, stats)
 }
 
@@ -532,7 +532,7 @@ fn shared_round(
                         }
                         None => {
                             exclusive += 1;
-                            let mut g = db.lock().unwrap();
+                            let mut g = db.lock_for_tests();
                             match g.allocate_extent_by_fill(unit.au, ds) {
                                 Ok(Some(x)) => x,
                                 Ok(None) => panic!("unit {}: no growth possible (1105)", unit.au),
@@ -544,8 +544,7 @@ fn shared_round(
                     if xorshift(&mut rng).is_multiple_of(DEALLOCATE_EVERY) {
                         let k = (xorshift(&mut rng) % unit.held.len() as u64) as usize;
                         let (f, e) = unit.held.swap_remove(k);
-                        db.lock()
-                            .unwrap()
+                        db.lock_for_tests()
                             .deallocate_extent(unit.au, f, e)
                             .unwrap_or_else(|err| {
                                 panic!("unit {}: deallocate {f}:{}: {err}", unit.au, e.0)
@@ -776,7 +775,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                             let g = db.read().unwrap();
                             prepared += g.initialize_filegroup_growth(ds_a).unwrap().len();
                         }
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         g.allocate_extent_by_fill(au_a, ds_a)
                             .unwrap()
                             .expect("A grows")
@@ -808,8 +807,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                             x
                         }
                         None => db
-                            .lock()
-                            .unwrap()
+                            .lock_for_tests()
                             .allocate_extent_by_fill(unit.au, ds_b)
                             .unwrap()
                             .expect("B has room"),

@@ -26,9 +26,9 @@ fn a_panic_holding_a_database_poisons_it_not_its_lock() {
         let s = shared.clone();
         let master = inst.master();
         let panicked = std::thread::spawn(move || {
-            let _m = master.lock().unwrap();
+            let _m = master.lock_for_tests();
             if exclusive {
-                let _g = s.lock().unwrap();
+                let _g = s.lock_for_tests();
                 panic!("on purpose, holding the database exclusively");
             }
             let _g = s.read().unwrap();
@@ -38,7 +38,7 @@ fn a_panic_holding_a_database_poisons_it_not_its_lock() {
         assert!(panicked.is_err());
     }
     // Both locks still answer; the database says it needs a reopen (Msg 945 upstream).
-    let mut g = shared.lock().expect("the lock is usable after a panic");
+    let mut g = shared.lock_for_tests(); // panics if the lock were unusable
     assert!(g.is_poisoned());
     assert!(matches!(
         g.change_catalog(|_| Ok(())),
@@ -49,7 +49,7 @@ fn a_panic_holding_a_database_poisons_it_not_its_lock() {
     // master was held exclusively by the panicking thread too: poisoned, still readable.
     let master = inst.master();
     assert!(master.read().is_ok());
-    assert!(master.lock().unwrap().is_poisoned());
+    assert!(master.lock_for_tests().is_poisoned());
     drop(inst);
     let _ = std::fs::remove_dir_all(&dir);
 }

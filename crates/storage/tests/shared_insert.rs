@@ -162,7 +162,7 @@ fn session(
                         continue;
                     }
                     Ok(Step::Needs(_)) => {
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         if let Err(e) = g.now(|d| d.insert_row(x, table, (&rec, env), None)) {
                             return (out, Some(e));
                         }
@@ -175,7 +175,7 @@ fn session(
             keys.push(k);
         }
         if rng.below(8) == 0 {
-            if let Err(e) = db.lock().unwrap().rollback_xact(x) {
+            if let Err(e) = db.lock_for_tests().rollback_xact(x) {
                 return (out, Some(e));
             }
             continue;
