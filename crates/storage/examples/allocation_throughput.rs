@@ -7,7 +7,7 @@
 //! - `unequal`: files sized 1:2:4:8 (skip targets 8, 4, 2, 1).
 //!
 //! With 1 and 2 threads (each with its own allocation unit, the database shared as
-//! `Arc<DbLock>`, the exclusive lock taken per allocation as the instance's mutex is,
+//! `Arc<SharedDatabase>`, the exclusive lock taken per allocation as the instance's mutex is,
 //! except on the shared path) it measures four paths:
 //! - `fill`: `allocate_extent_by_fill`, the path a transaction takes (the allocation pages'
 //!   log records become durable with the transaction's commit, not here);
@@ -15,7 +15,7 @@
 //!   `allocate_extent` gives each extent;
 //! - `direct`: `allocate_extent(au, file_id)` with the thread choosing files round robin
 //!   itself, no proportional fill (it flushes the log per extent).
-//! - `shared`: `allocate_by_fill` under a read lock of `DbLock`, as
+//! - `shared`: `allocate_by_fill` under a read lock of `SharedDatabase`, as
 //!   sessions sharing the database allocate: two threads allocate at once, choosing their
 //!   file without any filegroup-wide lock when every skip target is 1 (`equal`) and under
 //!   FGCB_PRP_FILL otherwise (`unequal`), whose acquisitions and collisions are reported.
@@ -49,8 +49,8 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
-use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::proportional_fill::Allocation;
+use extentdb_storage::shared::SharedDatabase;
 use std::time::Instant;
 
 use extentdb_format::catalog::RecoveryModel;
@@ -170,7 +170,7 @@ enum AllocPath {
     FillFlush,
     /// `allocate_extent` on files chosen round robin by the thread (flushes per extent).
     Direct,
-    /// `allocate_by_fill` under a read lock of `DbLock`, as sessions
+    /// `allocate_by_fill` under a read lock of `SharedDatabase`, as sessions
     /// sharing the database allocate (threads at once; FGCB_PRP_FILL only while some skip
     /// target is above 1), `allocate_extent_by_fill` under the write lock when it needs
     /// the database to itself.
@@ -240,7 +240,7 @@ fn measure(
     let checkpoints_before = db.checkpoints_completed();
     let wal = db.wal().expect("a log writer");
     let prp_before = db.prp_fill_stats(1).unwrap().0;
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
     let start = Arc::new(Barrier::new(threads + 1));
     let handles: Vec<_> = units
         .iter()
@@ -265,7 +265,7 @@ fn measure(
                             }
                             _ => {
                                 drop(g);
-                                let mut g = db.lock().unwrap();
+                                let mut g = db.lock_for_tests();
                                 let t0 = Instant::now();
                                 let (f, _) = g
                                     .allocate_extent_by_fill(au, 1)
@@ -278,7 +278,7 @@ fn measure(
                         *per_file.entry(file_id).or_insert(0) += 1;
                         continue;
                     }
-                    let mut g = db.lock().unwrap();
+                    let mut g = db.lock_for_tests();
                     let t0 = Instant::now();
                     let file_id = match path {
                         AllocPath::Fill | AllocPath::FillFlush => {

@@ -147,7 +147,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool) -> Run {
     );
     let start_pages = 8 * PAGES_PER_MB;
     let target_pages = start_pages + a.growths * a.growth_mb * PAGES_PER_MB;
-    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let db = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let pause = Duration::from_secs_f64(1.0 / a.a_rate as f64);
@@ -156,7 +156,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool) -> Run {
         std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(pause);
-                let mut g = db.lock().unwrap();
+                let mut g = db.lock_for_tests();
                 g.allocate_extent_by_fill(au_a, ds_a)
                     .unwrap()
                     .expect("A grows");
@@ -171,8 +171,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, prepare_ahead: bool) -> Run {
     let mut lat_us = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let t = Instant::now();
-        db.lock()
-            .unwrap()
+        db.lock_for_tests()
             .allocate_extent_by_fill(au_b, ds_b)
             .unwrap()
             .expect("B has room");

@@ -193,14 +193,14 @@ struct Run {
 
 /// Thread A: one open transaction holding the log until `stop`, then rolled back.
 fn holder(
-    db: Arc<extentdb_storage::db_lock::DbLock>,
+    db: Arc<extentdb_storage::shared::SharedDatabase>,
     t: u32,
     stop: Arc<AtomicBool>,
     ready: mpsc::Sender<Result<(), String>>,
 ) -> JoinHandle<Result<(), String>> {
     std::thread::spawn(move || {
         let x = {
-            let mut g = db.lock().unwrap();
+            let mut g = db.lock_for_tests();
             let x = g.begin_xact();
             if let Err(e) = g.now(|d| d.insert_row(x, t, (&small_row(), d.growth_env()), None)) {
                 let _ = ready.send(Err(format!("holder insert: {e}")));
@@ -212,8 +212,7 @@ fn holder(
         while !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        db.lock()
-            .unwrap()
+        db.lock_for_tests()
             .rollback_xact(x)
             .map_err(|e| format!("holder rollback: {e}"))
     })
@@ -235,21 +234,21 @@ impl Drop for Held<'_> {
 
 /// Thread B: autocommit inserts of one 4 KB row until `growths` growths or `cap`.
 fn committer(
-    db: Arc<extentdb_storage::db_lock::DbLock>,
+    db: Arc<extentdb_storage::shared::SharedDatabase>,
     t: u32,
     growths: u64,
     cap: Duration,
     progress: Arc<AtomicU64>,
 ) -> JoinHandle<Committed> {
     std::thread::spawn(move || {
-        let wal = db.lock().unwrap().wal().expect("a log writer");
+        let wal = db.lock_for_tests().wal().expect("a log writer");
         let (mut lat, mut at_growth) = (Vec::with_capacity(1 << 18), Vec::new());
         let (started, mut seen, mut worst) = (Instant::now(), 0, (0u64, 0u64));
         let row = big_row(0);
         while started.elapsed() < cap {
             let t0 = Instant::now();
             let step = {
-                let mut g = db.lock().unwrap();
+                let mut g = db.lock_for_tests();
                 let _held = Held(Instant::now(), &mut worst.0);
                 let x = g.begin_xact();
                 match g.now(|d| d.insert_row(x, t, (&row, d.growth_env()), None)) {
@@ -352,7 +351,7 @@ fn run_mode(fs: &OsFileSystem, a: &Args, mode: Mode, round: u32) -> Run {
     let small = db
         .create_table(table("Holder", vec![column("i", 56, 4)]))
         .unwrap();
-    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let db = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     // The background checkpoint thread, as the instance gives every database.
     let checkpointer =
         Checkpointer::spawn(&db, |name, e| panic!("checkpoint of {name} failed: {e}"));
@@ -403,8 +402,8 @@ fn run_mode(fs: &OsFileSystem, a: &Args, mode: Mode, round: u32) -> Run {
         Err(e) => run.failure = Some(e),
     }
     drop(checkpointer);
-    let (growths, wait_us) = db.lock().unwrap().log_growth_stats();
-    run.checkpoints = db.lock().unwrap().checkpoints_completed();
+    let (growths, wait_us) = db.lock_for_tests().log_growth_stats();
+    run.checkpoints = db.lock_for_tests().checkpoints_completed();
     (run.growths, run.longest_wait_ms) = (growths, wait_us as f64 / 1000.0);
     run.init_ms = logged_init_ms(&errorlog);
     close(db, a);
@@ -429,7 +428,7 @@ fn logged_init_ms(log: &ErrorLog) -> Vec<u64> {
 /// background (the next one starts as soon as the last is committed), and the database has
 /// no call that waits for it on close: wait until the log file has stopped growing, so its
 /// zeros do not share the disk with the next run.
-fn close(db: Arc<extentdb_storage::db_lock::DbLock>, a: &Args) {
+fn close(db: Arc<extentdb_storage::shared::SharedDatabase>, a: &Args) {
     let db = Arc::into_inner(db).expect("threads joined").into_inner();
     drop(db);
     let (mdf, ldf) = paths(&a.dir);

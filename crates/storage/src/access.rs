@@ -1,13 +1,13 @@
 //! The access methods' row operations, one path each: `insert_row`, `update_row_at`,
 //! `delete_row_at` (heap.rs's and btree.rs's halves behind them) and `next_identity`.
 //!
-//! Every row operation takes `&self`, so a session sharing the database (`DbLock::read`)
+//! Every row operation takes `&self`, so a session sharing the database (`SharedDatabase::read`)
 //! runs it beside other sessions. When the row cannot go in without a change to the
 //! database's structure (a leaf split, a heap's new page or extent, a log checkpoint or
 //! growth, an identity block saved in the catalog), the operation changes nothing and
 //! says what it needs (`Needs`). The caller then holds the database exclusively, has the
 //! structure changed (`Database::provide`) and runs the same operation again, still holding
-//! it: `DbLock::run` for sessions, `Database::now` for a caller that already holds it.
+//! it: `SharedDatabase::run` for sessions, `Database::now` for a caller that already holds it.
 //!
 //! Invariants:
 //! 1. An operation that returns `Step::Needs` has logged no change of the row (a heap page
@@ -31,7 +31,7 @@
 //!    another session changed (and committed) since, nor reads a new row before its
 //!    writer's lock covers it.
 //!
-//! Lock order inside a database (docs/ARCHITECTURE.md): the database (`DbLock`), a heap's
+//! Lock order inside a database (docs/ARCHITECTURE.md): the database (`SharedDatabase`), a heap's
 //! insert lock, one page latch, then the transaction table's latch, the log's, the buffer
 //! pool's.
 
@@ -46,7 +46,7 @@ use crate::proportional_fill::GrowthPreparation;
 use crate::table::Rid;
 use crate::{Database, StorageError};
 
-/// The database as a caller of row operations holds it (`DbLock::run`): shared with other
+/// The database as a caller of row operations holds it (`SharedDatabase::run`): shared with other
 /// sessions, or exclusively, for a caller whose statement must hold it throughout.
 pub enum Held<'a> {
     Shared(&'a Database),
@@ -224,13 +224,13 @@ impl Database {
         }
     }
 
-    /// True while nothing else runs in this database: held through `DbLock::lock`, or not
+    /// True while nothing else runs in this database: held through `SharedDatabase::lock`, or not
     /// shared at all (open, recovery, tools, tests).
     pub fn held_exclusively(&self) -> bool {
         self.held_exclusively
     }
 
-    /// For a batch of row operations run by `DbLock::run`: `Needs::Share` once `done` rows
+    /// For a batch of row operations run by `SharedDatabase::run`: `Needs::Share` once `done` rows
     /// went in while the database is held exclusively (after a provision, one row, then
     /// the rest share it again); None while the batch may go on.
     pub fn share_again<T>(&self, done: usize) -> Option<Step<T>> {

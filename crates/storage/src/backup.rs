@@ -244,7 +244,7 @@ impl Database {
 
 /// BACKUP DATABASE (full or differential) and BACKUP LOG: see the module docs.
 pub fn backup_database(
-    db: &crate::db_lock::DbLock,
+    db: &crate::shared::SharedDatabase,
     req: &BackupRequest<'_>,
 ) -> Result<BackupOutcome, StorageError> {
     let started = Instant::now();

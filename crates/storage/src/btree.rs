@@ -180,7 +180,7 @@ impl Database {
     }
 
     /// `cached`'s copy, read without caching it (scans), through the pool's latch: a
-    /// reader sharing the database (`DbLock::read`) reads so. Counted in `reads`.
+    /// reader sharing the database (`SharedDatabase::read`) reads so. Counted in `reads`.
     fn tree_page(&self, pid: PageId, reads: &mut PageReads) -> Result<Page, StorageError> {
         let p = {
             let mut pool = self.data.pool.lock();

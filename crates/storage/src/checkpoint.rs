@@ -37,7 +37,7 @@
 //! 1. At most one online checkpoint runs per database (`CheckpointState::running`).
 //! 2. The boot page's checkpoint LSN never moves backwards.
 
-use crate::db_lock::DbLock;
+use crate::shared::SharedDatabase;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::JoinHandle;
@@ -304,7 +304,7 @@ impl CheckpointBatch {
 /// An online checkpoint of a shared database (steps 1-4), the lock taken per step.
 /// Returns false when the database has no log.
 /// Waits for one already running to finish first.
-pub fn checkpoint_online(db: &DbLock) -> Result<bool, StorageError> {
+pub fn checkpoint_online(db: &SharedDatabase) -> Result<bool, StorageError> {
     let mut run = loop {
         let mut g = db.lock().unwrap();
         if g.wal.is_none() {
@@ -389,12 +389,12 @@ impl Checkpointer {
     /// Starts the thread and tells the database to ask it for checkpoints. `on_error`
     /// reports a failed checkpoint (the database is then poisoned and needs a reopen).
     pub fn spawn(
-        db: &Arc<DbLock>,
+        db: &Arc<SharedDatabase>,
         on_error: impl Fn(&str, &StorageError) + Send + 'static,
     ) -> Checkpointer {
         let request = Arc::new(CheckpointRequest::default());
         db.lock().unwrap().data.checkpoint.request = Some(request.clone());
-        let weak: Weak<DbLock> = Arc::downgrade(db);
+        let weak: Weak<SharedDatabase> = Arc::downgrade(db);
         let req = request.clone();
         let thread = std::thread::Builder::new()
             .name("checkpoint".into())

@@ -103,8 +103,8 @@ pub struct Database {
     /// User allocation units whose IAM chains were found damaged at open (allocation.rs
     /// invariant 8): nothing they might own is freed.
     pub(crate) damaged_chains: Vec<crate::allocation::DamagedChain>,
-    /// True while nothing else runs in the database (access.rs): set by `DbLock` while it
-    /// is held exclusively, and for a database no `DbLock` shares. Written only through
+    /// True while nothing else runs in the database (access.rs): set by `SharedDatabase` while it
+    /// is held exclusively, and for a database no `SharedDatabase` shares. Written only through
     /// `&mut`, so a session sharing the database reads false.
     pub(crate) held_exclusively: bool,
     /// Set once the log's checkpoint or growth ahead of need was seen to in this
@@ -495,7 +495,7 @@ impl Database {
     }
 
     /// Marks the database as needing a reopen (recovery) before further changes.
-    /// A session panicked while it held or shared the database (`DbLock`), perhaps half
+    /// A session panicked while it held or shared the database (`SharedDatabase`), perhaps half
     /// way through a change: the database refuses further changes until it is reopened, as
     /// it does after a failed write, and recovery settles what was done.
     pub fn poison_after_panic(&self) {

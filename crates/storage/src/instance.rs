@@ -51,7 +51,7 @@ pub struct SetupOptions {
     pub sa_password: Option<String>,
 }
 
-pub type DbHandle = Arc<crate::db_lock::DbLock>;
+pub type DbHandle = Arc<crate::shared::SharedDatabase>;
 
 /// A long-running request as sys.dm_exec_requests shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -243,7 +243,7 @@ pub struct Instance {
     /// instance does).
     checkpointers: Mutex<
         Vec<(
-            std::sync::Weak<crate::db_lock::DbLock>,
+            std::sync::Weak<crate::shared::SharedDatabase>,
             crate::checkpoint::Checkpointer,
         )>,
     >,
@@ -519,7 +519,7 @@ impl Instance {
                 );
             }
         }
-        let h = Arc::new(crate::db_lock::DbLock::new(db));
+        let h = Arc::new(crate::shared::SharedDatabase::new(db));
         self.spawn_checkpointer(&h);
         h
     }
@@ -912,7 +912,7 @@ impl Instance {
 
     fn register_locked(
         &self,
-        master: &mut crate::db_lock::DbGuard<'_>,
+        master: &mut crate::shared::DbGuard<'_>,
         db: Database,
         id: u16,
     ) -> Result<(), StorageError> {
@@ -931,7 +931,7 @@ impl Instance {
         Ok(())
     }
 
-    fn database_by_name_locked(&self, master: &crate::db_lock::DbGuard<'_>, name: &str) -> bool {
+    fn database_by_name_locked(&self, master: &crate::shared::DbGuard<'_>, name: &str) -> bool {
         master.name.eq_ignore_ascii_case(name)
             || self.databases.lock().unwrap().iter().any(|(id, d)| {
                 *id != MASTER_ID && d.lock().unwrap().name.eq_ignore_ascii_case(name)

@@ -1,6 +1,6 @@
 //! `Latch`: the short-term lock on one in-memory structure of a database (buffer pool,
 //! transaction table, heap cursors, identity values) that sessions sharing the database
-//! (`DbLock::read`) take for a few instructions at a time. SQL Server calls these latches,
+//! (`SharedDatabase::read`) take for a few instructions at a time. SQL Server calls these latches,
 //! as against the locks that protect rows for a transaction's life.
 //!
 //! A path that holds the database exclusively (`&mut Database`) reaches the structure

@@ -22,7 +22,6 @@ pub mod checkpoint;
 pub mod config;
 pub mod data_file;
 pub mod database;
-pub mod db_lock;
 pub mod db_state;
 pub mod errorlog;
 pub mod file_init;
@@ -40,8 +39,10 @@ pub mod recovery;
 pub mod restore;
 pub mod row_lock;
 pub mod scan;
+pub mod shared;
 pub mod snapshot;
 pub mod space;
+pub mod structure;
 pub mod table;
 pub mod transaction;
 pub mod waits;
@@ -58,6 +59,7 @@ pub fn now_us() -> i64 {
         .unwrap_or(0)
 }
 pub use instance::Instance;
+pub use shared::SharedDatabase;
 
 /// Every failure of the storage engine, with the context the SQL layer needs.
 #[derive(Debug, thiserror::Error)]
@@ -194,6 +196,10 @@ pub enum StorageError {
     IdentityOverflow,
     #[error("the operation was cancelled")]
     Cancelled,
+    /// A structure change validated against one catalog state found another when it held
+    /// the database (structure.rs invariant 2): nothing changed; validate again.
+    #[error("the catalog changed since the change was validated")]
+    CatalogChanged,
     /// The log cannot take the change (Msg 9002); the reason is log_reuse_wait_desc's
     /// word for what holds it (ACTIVE_TRANSACTION, LOG_BACKUP ...).
     #[error("the transaction log is full due to '{0}': no inactive VLF can be reused")]

@@ -1,5 +1,5 @@
 //! The transaction API a session sees of one database: a statement's writes go into a
-//! transaction begun or continued here (`begin`), row by row through `DbLock::run`
+//! transaction begun or continued here (`begin`), row by row through `SharedDatabase::run`
 //! (access.rs); `commit` acknowledges it once durable; `rollback` and `rollback_to` undo
 //! it, or a failed statement's part of it.
 //!
@@ -15,15 +15,15 @@
 
 use extentdb_format::log_record::XactId;
 
-use crate::db_lock::DbLock;
 use crate::log_writer::RecordsByLsn;
+use crate::shared::SharedDatabase;
 use crate::waits::{self, WaitType};
 use crate::StorageError;
 
 /// Compensations a rollback makes per taking of the database (invariant 2).
 const UNDO_STEPS_PER_SHARE: usize = 64;
 
-impl DbLock {
+impl SharedDatabase {
     /// The transaction a statement writes in, and the savepoint its failure rolls back to:
     /// `open` (the session's transaction in this database) while it is active, else a new
     /// one.

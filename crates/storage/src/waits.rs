@@ -1,7 +1,7 @@
 //! The waits of storage that are not lock waits, counted as sys.dm_os_wait_stats shows
 //! them (the lock manager counts LCK_M_*):
 //! - WRITELOG: a commit waiting for the log flush that makes it durable
-//!   (`DbLock::commit`);
+//!   (`SharedDatabase::commit`);
 //! - PAGELATCH_EX: a row operation waiting for a page latch another session holds
 //!   (`access::PageLatches::hold`);
 //! - PAGEIOLATCH_SH: a page read from its file into the buffer pool, or for a scan that

@@ -1,6 +1,6 @@
 //! Concurrent extent allocation through proportional fill, on the real file system.
 //!
-//! Four threads share one database as the instance shares it (`Arc<extentdb_storage::db_lock::DbLock>`), each
+//! Four threads share one database as the instance shares it (`Arc<extentdb_storage::shared::SharedDatabase>`), each
 //! with its own allocation unit in PRIMARY, and allocate extents at once through
 //! `allocate_extent_by_fill`, now and then deallocating one of their own extents so that
 //! freed extents are reused. PRIMARY has three data files of unequal sizes (skip targets
@@ -39,7 +39,7 @@ use extentdb_format::{bitmap, iam, ExtentNo, PageId, GAM_INTERVAL_EXTENTS};
 use extentdb_io::os::OsFileSystem;
 use extentdb_storage::check_alloc::{AllocError, Claimant};
 use extentdb_storage::checkpoint::Checkpointer;
-use extentdb_storage::db_lock::DbLock;
+use extentdb_storage::shared::SharedDatabase;
 use extentdb_storage::{proportional_fill, Database, NewDatabase};
 
 const THREADS: usize = 4;
@@ -119,7 +119,7 @@ fn xorshift(s: &mut u64) -> u64 {
 /// by proportional fill from PRIMARY, deallocating one of its own extents about every
 /// `DEALLOCATE_EVERY` iterations. Takes the lock per operation, as sessions do.
 fn concurrent_round(
-    db: &Arc<extentdb_storage::db_lock::DbLock>,
+    db: &Arc<extentdb_storage::shared::SharedDatabase>,
     units: Vec<Unit>,
     seed: u64,
 ) -> (Vec<Unit>, RoundStats) {
@@ -133,7 +133,7 @@ fn concurrent_round(
             .unwrap()
             .push(format!("checkpoint of {name}: {e}"))
     });
-    let checkpoints_before = db.lock().unwrap().checkpoints_completed();
+    let checkpoints_before = db.lock_for_tests().checkpoints_completed();
     let start = Arc::new(Barrier::new(units.len()));
     // The thread that allocated last, updated under the database lock.
     let last = Arc::new(AtomicUsize::new(usize::MAX));
@@ -158,7 +158,7 @@ fn concurrent_round(
                 start.wait();
                 for i in 0..ALLOCATIONS_PER_ROUND {
                     {
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         if last.swap(me, Ordering::Relaxed) != me {
                             handoffs.fetch_add(1, Ordering::Relaxed);
                         }
@@ -177,7 +177,7 @@ fn concurrent_round(
                     if xorshift(&mut rng).is_multiple_of(DEALLOCATE_EVERY) {
                         let k = (xorshift(&mut rng) % unit.held.len() as u64) as usize;
                         let (f, e) = unit.held.swap_remove(k);
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         g.deallocate_extent(unit.au, f, e).unwrap_or_else(|err| {
                             panic!("unit {}: deallocate {f}:{}: {err}", unit.au, e.0)
                         });
@@ -206,7 +206,7 @@ fn concurrent_round(
     let reuse = freed_by.lock().unwrap();
     (stats.reused, stats.reused_from_other_unit) = (reuse.1, reuse.2);
     stats.handoffs = handoffs.load(Ordering::Relaxed);
-    stats.checkpoints = db.lock().unwrap().checkpoints_completed() - checkpoints_before;
+    stats.checkpoints = db.lock_for_tests().checkpoints_completed() - checkpoints_before;
     (units, stats)
 }
 
@@ -308,7 +308,7 @@ fn size_pages(db: &Database) -> Vec<(u16, u32)> {
         .collect()
 }
 
-fn into_database(db: Arc<extentdb_storage::db_lock::DbLock>) -> Database {
+fn into_database(db: Arc<extentdb_storage::shared::SharedDatabase>) -> Database {
     Arc::into_inner(db).expect("threads joined").into_inner()
 }
 
@@ -339,7 +339,7 @@ fn concurrent_allocation_keeps_the_maps_consistent() {
     );
 
     // Round 1 on the new database.
-    let shared = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let shared = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     let (units, stats) = concurrent_round(&shared, units, 0x5eed_0001);
     let mut db = into_database(shared);
     let summary = check_maps(&db, &units).unwrap_or_else(|e| panic!("after round 1: {e}"));
@@ -378,7 +378,7 @@ fn concurrent_allocation_keeps_the_maps_consistent() {
     assert_eq!(size_pages(&db), sizes_after, "the grown sizes are durable");
 
     // Round 2 on the reopened database: freed extents are reused, the filegroup grows on.
-    let shared = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let shared = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     let (units, stats) = concurrent_round(&shared, units, 0x5eed_0002);
     let db = into_database(shared);
     let summary = check_maps(&db, &units).unwrap_or_else(|e| panic!("after round 2: {e}"));
@@ -492,12 +492,12 @@ struct SharedRoundStats {
 
 /// Runs one round in which each unit's thread allocates `ALLOCATIONS_PER_ROUND` extents of
 /// filegroup `ds` as a session sharing the database would: under a read lock of
-/// `DbLock` through `allocate_by_fill`, so threads allocate at once, and
+/// `SharedDatabase` through `allocate_by_fill`, so threads allocate at once, and
 /// only when that returns None under the write lock through `allocate_extent_by_fill`.
 /// About every `DEALLOCATE_EVERY` iterations a thread frees one of its extents (under the
 /// write lock).
 fn shared_round(
-    db: &Arc<DbLock>,
+    db: &Arc<SharedDatabase>,
     units: Vec<Unit>,
     ds: u16,
     seed: u64,
@@ -532,7 +532,7 @@ fn shared_round(
                         }
                         None => {
                             exclusive += 1;
-                            let mut g = db.lock().unwrap();
+                            let mut g = db.lock_for_tests();
                             match g.allocate_extent_by_fill(unit.au, ds) {
                                 Ok(Some(x)) => x,
                                 Ok(None) => panic!("unit {}: no growth possible (1105)", unit.au),
@@ -544,8 +544,7 @@ fn shared_round(
                     if xorshift(&mut rng).is_multiple_of(DEALLOCATE_EVERY) {
                         let k = (xorshift(&mut rng) % unit.held.len() as u64) as usize;
                         let (f, e) = unit.held.swap_remove(k);
-                        db.lock()
-                            .unwrap()
+                        db.lock_for_tests()
                             .deallocate_extent(unit.au, f, e)
                             .unwrap_or_else(|err| {
                                 panic!("unit {}: deallocate {f}:{}: {err}", unit.au, e.0)
@@ -605,7 +604,7 @@ fn shared_database(root: &Path, sizes_pages: [u32; 3]) -> (Database, Vec<Unit>) 
     (db, units)
 }
 
-fn into_owned(db: Arc<DbLock>) -> Database {
+fn into_owned(db: Arc<SharedDatabase>) -> Database {
     Arc::into_inner(db).expect("threads joined").into_inner()
 }
 
@@ -628,7 +627,7 @@ fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
         "equal files choose without FGCB_PRP_FILL: {stats:?}"
     );
     let sizes = size_pages(&db);
-    let shared = Arc::new(DbLock::new(db));
+    let shared = Arc::new(SharedDatabase::new(db));
     let (units, stats) = shared_round(&shared, units, 1, 0x5eed_0011);
     let db = into_owned(shared);
     eprintln!("equal files: {stats:?}");
@@ -668,7 +667,7 @@ fn shared_allocation_takes_no_filegroup_lock_when_every_skip_target_is_one() {
     let (stats, lock_free) = db.prp_fill_stats(1).unwrap();
     assert!(!lock_free, "unequal files take FGCB_PRP_FILL: {stats:?}");
     let sizes = size_pages(&db);
-    let shared = Arc::new(DbLock::new(db));
+    let shared = Arc::new(SharedDatabase::new(db));
     let (units, stats) = shared_round(&shared, units, 1, 0x5eed_0012);
     let mut db = into_owned(shared);
     eprintln!("unequal files: {stats:?}");
@@ -750,7 +749,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
     let a_pages = |db: &Database| db.data_files[&3].size_pages;
     let a_before = a_pages(&db);
 
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let grower = {
         let (db, done) = (db.clone(), done.clone());
@@ -776,7 +775,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                             let g = db.read().unwrap();
                             prepared += g.initialize_filegroup_growth(ds_a).unwrap().len();
                         }
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         g.allocate_extent_by_fill(au_a, ds_a)
                             .unwrap()
                             .expect("A grows")
@@ -808,8 +807,7 @@ fn a_growth_in_one_filegroup_does_not_block_allocation_in_another() {
                             x
                         }
                         None => db
-                            .lock()
-                            .unwrap()
+                            .lock_for_tests()
                             .allocate_extent_by_fill(unit.au, ds_b)
                             .unwrap()
                             .expect("B has room"),

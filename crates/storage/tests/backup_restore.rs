@@ -28,7 +28,7 @@ fn source(
     std::path::PathBuf,
     Arc<dyn extentdb_io::FileSystem>,
     Instance,
-    Arc<extentdb_storage::db_lock::DbLock>,
+    Arc<extentdb_storage::shared::SharedDatabase>,
 ) {
     let dir = std::env::temp_dir().join(format!("xdb-{tag}-{}", std::process::id()));
     let fs = set_up_instance(&dir);
@@ -101,11 +101,11 @@ fn check(db: &Database) -> (Vec<u64>, usize) {
 #[test]
 fn online_backup_restores_one_consistent_instant() {
     let (dir, fs, inst, db) = source("backup-restore");
-    let tables = heap_and_tree(&mut db.lock().unwrap());
+    let tables = heap_and_tree(&mut db.lock_for_tests());
 
     // A transaction that stays open across the backup: its rows must not survive a restore.
     let open = {
-        let mut g = db.lock().unwrap();
+        let mut g = db.lock_for_tests();
         let x = g.begin_xact();
         for k in 0..50u32 {
             for &t in &tables {
@@ -137,8 +137,8 @@ fn online_backup_restores_one_consistent_instant() {
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
     assert!(after > before, "the writer committed during the backup");
-    db.lock().unwrap().commit_xact(open).unwrap();
-    assert_eq!(check(&db.lock().unwrap()).1, 0, "the source checks clean");
+    db.lock_for_tests().commit_xact(open).unwrap();
+    assert_eq!(check(&db.lock_for_tests()).1, 0, "the source checks clean");
     assert_eq!(outcome.position, 1);
     verify_backup_set(&bak, 1, true).unwrap();
 
@@ -148,7 +148,7 @@ fn online_backup_restores_one_consistent_instant() {
         .restore_database(&c, &restore_as_copy(&bak, true))
         .unwrap();
     let (_, copy) = inst.database_by_name("Copy").unwrap();
-    let (rows, findings) = check(&copy.lock().unwrap());
+    let (rows, findings) = check(&copy.lock_for_tests());
     assert_eq!(findings, 0, "the restored database checks clean");
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0], rows[1], "heap and tree hold the same rows");
@@ -171,7 +171,7 @@ fn online_backup_restores_one_consistent_instant() {
     drop(inst);
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let (_, copy) = inst.database_by_name("Copy").expect("listed in master");
-    let (rows2, findings2) = check(&copy.lock().unwrap());
+    let (rows2, findings2) = check(&copy.lock_for_tests());
     assert_eq!((rows2, findings2), (rows, 0));
     inst.shutdown();
     let _ = std::fs::remove_dir_all(&dir);
@@ -180,7 +180,7 @@ fn online_backup_restores_one_consistent_instant() {
 /// A writer committing batches of BATCH rows into `tables` until `stop`; `committed`
 /// counts the rows committed.
 fn spawn_writer(
-    db: &Arc<extentdb_storage::db_lock::DbLock>,
+    db: &Arc<extentdb_storage::shared::SharedDatabase>,
     tables: &[u32],
     committed: &Arc<AtomicU64>,
     stop: &Arc<AtomicBool>,
@@ -191,7 +191,7 @@ fn spawn_writer(
         let mut k = committed.load(Ordering::SeqCst);
         while !stop.load(Ordering::Relaxed) && k < 60_000 {
             {
-                let mut g = db.lock().unwrap();
+                let mut g = db.lock_for_tests();
                 let x = g.begin_xact();
                 for _ in 0..BATCH {
                     let v = vec![(k % 251) as u8; 200 + (k as usize * 13) % 400];
@@ -224,11 +224,10 @@ fn waits_for(committed: &AtomicU64, rows: u64) {
 #[test]
 fn log_backups_under_load_restore_in_sequence() {
     let (dir, fs, inst, db) = source("log-backup");
-    db.lock()
-        .unwrap()
+    db.lock_for_tests()
         .set_recovery_model(RecoveryModel::Full)
         .unwrap();
-    let tables = heap_and_tree(&mut db.lock().unwrap());
+    let tables = heap_and_tree(&mut db.lock_for_tests());
     let committed = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let writer = spawn_writer(&db, &tables, &committed, &stop);
@@ -247,7 +246,7 @@ fn log_backups_under_load_restore_in_sequence() {
     waits_for(&committed, committed.load(Ordering::SeqCst) + 2_000);
     // A transaction open across the last log backup.
     let open = {
-        let mut g = db.lock().unwrap();
+        let mut g = db.lock_for_tests();
         let x = g.begin_xact();
         for k in 0..30u32 {
             g.now(|d| {
@@ -267,7 +266,7 @@ fn log_backups_under_load_restore_in_sequence() {
     let after = committed.load(Ordering::SeqCst);
     stop.store(true, Ordering::Relaxed);
     writer.join().unwrap();
-    db.lock().unwrap().commit_xact(open).unwrap();
+    db.lock_for_tests().commit_xact(open).unwrap();
 
     let c = ctx(fs.as_ref(), true, &Quiet);
     let steps = [(full, false), (log1, false), (log2, true)];
@@ -290,7 +289,7 @@ fn log_backups_under_load_restore_in_sequence() {
     let (_, copy) = inst
         .database_by_name("Copy")
         .expect("online after the last log");
-    let (rows, findings) = check(&copy.lock().unwrap());
+    let (rows, findings) = check(&copy.lock_for_tests());
     assert_eq!(findings, 0, "the restored database checks clean");
     assert_eq!(rows[0], rows[1], "heap and tree hold the same rows");
     let n = rows[0];
@@ -321,8 +320,8 @@ fn a_failed_backup_leaves_the_file_as_it_was() {
     inst.create_database(&ctx(fs.as_ref(), true, &Quiet), &s)
         .unwrap();
     let (_, db) = inst.database_by_name("Cut").unwrap();
-    let tables = heap_and_tree(&mut db.lock().unwrap());
-    common::insert_scrambled(&mut db.lock().unwrap(), &tables, 2000);
+    let tables = heap_and_tree(&mut db.lock_for_tests());
+    common::insert_scrambled(&mut db.lock_for_tests(), &tables, 2000);
     let bak = dir.join("backup/cut.bak");
     std::fs::create_dir_all(bak.parent().unwrap()).unwrap();
     let cancel = AtomicBool::new(false);

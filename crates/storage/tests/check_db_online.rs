@@ -30,7 +30,7 @@ fn checks_beside_a_writer_see_one_instant() {
     db.set_pool_budget(extentdb_storage::buffer_pool::PoolBudget::new(256))
         .unwrap();
     let tables = heap_and_tree(&mut db);
-    let db = Arc::new(extentdb_storage::db_lock::DbLock::new(db));
+    let db = Arc::new(extentdb_storage::shared::SharedDatabase::new(db));
     let inserted = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
 
@@ -42,7 +42,7 @@ fn checks_beside_a_writer_see_one_instant() {
             let mut batches = 0u32;
             while !stop.load(Ordering::Relaxed) && k < 40_000 {
                 {
-                    let mut g = db.lock().unwrap();
+                    let mut g = db.lock_for_tests();
                     let x = g.begin_xact();
                     for _ in 0..20 {
                         let key = k.wrapping_mul(2_654_435_761) % 1_000_003;
@@ -70,7 +70,7 @@ fn checks_beside_a_writer_see_one_instant() {
     let mut seen = Vec::new();
     while checks < 12 {
         let (src, expected) = {
-            let g = db.lock().unwrap();
+            let g = db.lock_for_tests();
             (g.check_source().unwrap(), inserted.load(Ordering::SeqCst))
         };
         // Slowed down (a pause per 1 MB read) so the writer changes many pages mid-check.

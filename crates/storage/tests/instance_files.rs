@@ -34,7 +34,7 @@ fn instance_lifecycle() {
     ));
     let (_, db) = inst.database_by_name("Company").unwrap();
     {
-        let mut db = db.lock().unwrap();
+        let mut db = db.lock_for_tests();
         // 5 MB primary: 80 extents less the two system extents and one catalog extent.
         assert_eq!(db.data_files[&1].free_extents().unwrap(), 77);
         db.add_files(
@@ -58,7 +58,7 @@ fn instance_lifecycle() {
     drop(inst);
     let inst = Instance::start(fs.clone(), &dir, &[]).unwrap();
     let (_, db) = inst.database_by_name("company").unwrap();
-    assert_eq!(db.lock().unwrap().catalog.files.len(), 2);
+    assert_eq!(db.lock_for_tests().catalog.files.len(), 2);
     drop(db);
     inst.drop_database("Company").unwrap();
     assert!(!root.join("Company.mdf").exists());
@@ -208,7 +208,7 @@ fn damaged_log_is_suspect_and_missing_log_is_recovery_pending() {
             inst.create_database(&ctx, &s).unwrap();
         }
         let (_, db) = inst.database_by_name("Damaged").unwrap();
-        let mut db = db.lock().unwrap();
+        let mut db = db.lock_for_tests();
         let t = db.create_table(common::table_entry(false)).unwrap();
         // ~3 MB of incompressible log in committed transactions, no checkpoint after.
         let mut x = 0x9e37_79b9u64;

@@ -1,5 +1,5 @@
 //! Heap INSERT by sessions sharing a database: each session holds the database shared
-//! (`DbLock::read`) while `insert_row` places its row, as storage's `DbLock::run` does for
+//! (`SharedDatabase::read`) while `insert_row` places its row, as storage's `SharedDatabase::run` does for
 //! the SQL layer, and inserts the row with the database held exclusively (`Database::now`)
 //! when it needs something first (a new IAM page, a growth, the log).
 //! Transactions begin and commit with the database shared; one in eight rolls back
@@ -41,8 +41,8 @@ use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_storage::access::{Needs, Step};
 use extentdb_storage::checkpoint::Checkpointer;
-use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
+use extentdb_storage::shared::SharedDatabase;
 use extentdb_storage::{Database, NewDatabase, NewFile, StorageError};
 
 /// Database `Ins` in `root`: PRIMARY with three equal 2 MB files, FG2 with a 1 MB and a
@@ -121,7 +121,7 @@ struct Outcome {
 /// One session: `transactions` transactions of 1 to 16 rows into `table`, keys
 /// `me * 1_000_000 + n`; stops at the first error (a cut power), returning it.
 fn session(
-    db: &DbLock,
+    db: &SharedDatabase,
     env: &GrowthEnv,
     table: u32,
     me: u32,
@@ -162,7 +162,7 @@ fn session(
                         continue;
                     }
                     Ok(Step::Needs(_)) => {
-                        let mut g = db.lock().unwrap();
+                        let mut g = db.lock_for_tests();
                         if let Err(e) = g.now(|d| d.insert_row(x, table, (&rec, env), None)) {
                             return (out, Some(e));
                         }
@@ -175,7 +175,7 @@ fn session(
             keys.push(k);
         }
         if rng.below(8) == 0 {
-            if let Err(e) = db.lock().unwrap().rollback_xact(x) {
+            if let Err(e) = db.lock_for_tests().rollback_xact(x) {
                 return (out, Some(e));
             }
             continue;
@@ -200,7 +200,7 @@ fn session(
 
 /// Runs `tables.len()` sessions at once, session i into `tables[i]`.
 fn run_sessions(
-    db: &Arc<DbLock>,
+    db: &Arc<SharedDatabase>,
     instant: bool,
     tables: &[u32],
     transactions: u32,
@@ -261,7 +261,7 @@ fn sessions_insert_at_once_and_lose_nothing() {
     let fs = OsFileSystem::new();
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 1024)).unwrap();
     let tables = session_tables(create_tables(&mut db));
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
     let (checkpointer, errors) = checkpointer_collecting(&db);
     let c = Arc::new(Counters::default());
     let transactions = if cfg!(debug_assertions) { 100 } else { 1000 };
@@ -344,7 +344,7 @@ fn shared_inserts_survive_crashes() {
         let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec(root, 512)).unwrap();
         db.set_buffer_pool_pages(8 + rng.below(24) as usize);
         let tables = session_tables(create_tables(&mut db));
-        let db = Arc::new(DbLock::new(db));
+        let db = Arc::new(SharedDatabase::new(db));
         let checkpointer = Checkpointer::spawn(&db, |_, _| {});
         cut_after(&fs, 10 + rng.below(260));
         let c = Arc::new(Counters::default());

@@ -1,5 +1,5 @@
 //! INSERT, UPDATE and DELETE of a clustered table by sessions sharing a database: every row
-//! change goes through `DbLock::run`, as the SQL layer's statements do, sharing the database
+//! change goes through `SharedDatabase::run`, as the SQL layer's statements do, sharing the database
 //! while the leaf has room and the row stays in place, and holding it exclusively for a leaf
 //! split (`Needs::LeafRoom`), a row that moves (a length change, `Needs::Exclusive`), the log
 //! and growths. Five sessions, each in its own transactions of one to three statements (one
@@ -42,8 +42,8 @@ use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_storage::access::{Held, Needs, Step};
 use extentdb_storage::checkpoint::Checkpointer;
-use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
+use extentdb_storage::shared::SharedDatabase;
 use extentdb_storage::table::Rid;
 use extentdb_storage::{Database, NewDatabase, StorageError};
 
@@ -156,7 +156,7 @@ struct Outcome {
 
 /// A session changing its own keys of one clustered table.
 struct Session<'a> {
-    db: &'a DbLock,
+    db: &'a SharedDatabase,
     env: GrowthEnv,
     table: u32,
     me: u32,
@@ -229,7 +229,7 @@ impl Session<'_> {
         }
     }
 
-    /// Makes `change` in transaction `x` through `DbLock::run`, counting how the database
+    /// Makes `change` in transaction `x` through `SharedDatabase::run`, counting how the database
     /// was held; the new row (an insert's, a moved row's) passes the row gate exactly once,
     /// where it was placed.
     fn apply(&mut self, x: XactId, change: &Change) -> Result<(), StorageError> {
@@ -346,7 +346,7 @@ fn placed_at(step: Step<Rid>) -> Step<Option<Rid>> {
 /// Runs `SESSIONS` sessions of `transactions` transactions each on `table` at once; each
 /// stops at its first error (a cut power), which it returns beside what it committed.
 fn run_sessions(
-    db: &Arc<DbLock>,
+    db: &Arc<SharedDatabase>,
     (table, instant): (u32, bool),
     transactions: u32,
     seed: u64,
@@ -429,7 +429,7 @@ fn sessions_change_one_clustered_table_at_once() {
     let fs = OsFileSystem::new();
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 1024)).unwrap();
     let table = db.create_table(table_entry(true)).unwrap();
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
     let (checkpointer, errors) = checkpointer_collecting(&db);
     let c = Arc::new(Counters::default());
     let transactions = if cfg!(debug_assertions) { 40 } else { 300 };
@@ -508,7 +508,7 @@ fn concurrent_row_changes_survive_crashes() {
         let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec(root, 512)).unwrap();
         db.set_buffer_pool_pages(8 + rng.below(24) as usize);
         let table = db.create_table(table_entry(true)).unwrap();
-        let db = Arc::new(DbLock::new(db));
+        let db = Arc::new(SharedDatabase::new(db));
         let checkpointer = Checkpointer::spawn(&db, |_, _| {});
         cut_after(&fs, 10 + rng.below(400));
         let c = Arc::new(Counters::default());
@@ -631,8 +631,8 @@ fn a_rollback_runs_beside_other_sessions_row_changes() {
         })
         .unwrap();
     }
-    let db = Arc::new(DbLock::new(db));
-    let undoable = |db: &DbLock| db.read().unwrap().undo_changes_in_memory(undone).2;
+    let db = Arc::new(SharedDatabase::new(db));
+    let undoable = |db: &SharedDatabase| db.read().unwrap().undo_changes_in_memory(undone).2;
     assert_eq!(undoable(&db), ROWS as usize);
     let started = Arc::new(Barrier::new(2));
     let roller = {

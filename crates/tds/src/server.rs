@@ -18,8 +18,8 @@
 //! 4. Passwords never reach the error log.
 //! 5. A panic in a connection's thread ends that connection only: it is caught, written
 //!    to the error log (3624), and the database the session held is poisoned (needs a
-//!    reopen) while its lock stays usable (`DbLock`), so master and every other database
-//!    go on serving logins and sessions.
+//!    reopen) while its lock stays usable (`SharedDatabase`), so master and every other
+//!    database go on serving logins and sessions.
 //! 6. Connections that have not logged in cannot keep others out (login_guard.rs).
 
 use std::collections::HashMap;

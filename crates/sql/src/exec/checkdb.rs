@@ -326,7 +326,7 @@ impl Session {
                     .map_or("dbo", |s| s.trim_matches(['[', ']']))
                     .to_string();
                 let id = db
-                    .lock()
+                    .read()
                     .unwrap()
                     .table(&schema, bare)
                     .map(|t| t.object_id)
@@ -383,9 +383,7 @@ impl Session {
         };
         if clean && kind == CheckKind::CheckDb {
             let now = super::ddl::now_unix_us();
-            db.lock()
-                .unwrap()
-                .record_clean_check(now)
+            db.record_clean_check(now)
                 .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
         }
         for o in lines {

@@ -12,9 +12,12 @@ use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_storage::database::{OpContext, MIN_FILE_PAGES};
 use extentdb_storage::instance::LogSink;
-use extentdb_storage::{Instance, NewDatabase, NewFile, StorageError};
+use extentdb_storage::log_growth::GrowthEnv;
+use extentdb_storage::structure::{FileChange, FileEntryChange, FilegroupChange};
+use extentdb_storage::{Database, Instance, NewDatabase, NewFile, StorageError};
 
 use super::errors::{map, Context};
+use super::structure::validated_change;
 use super::Session;
 use crate::messages::{msg, SqlError};
 
@@ -331,36 +334,20 @@ impl Session {
         inst.create_database(&ctx, &new_db)
             .map_err(|e| map(&e, Context::CreateDatabase))?;
         // The new database's first proportional fill calculation (trace flag 1165).
+        // With the new database's first proportional fill calculation (trace flag 1165).
         if let Some((_, db)) = inst.database_by_name(&new_db.name) {
-            let mut db = db.lock().unwrap();
-            db.set_growth_env(self.growth_env());
-            db.recalculate_proportional_fill()
+            db.complete_creation(&self.growth_env(), self.owner_sid())
                 .map_err(|e| map(&e, Context::CreateDatabase))?;
-            self.record_owner(&mut db)?;
         }
         Ok(())
     }
 
-    /// The creator owns a new database (dbo maps to its login; sa's when none is stored).
-    fn record_owner(&self, db: &mut extentdb_storage::Database) -> Result<(), Vec<SqlError>> {
-        let Some(login) = self.login() else {
-            return Ok(());
-        };
-        if login.sid == extentdb_storage::logins::SA_SID {
-            return Ok(());
-        }
-        db.change_catalog(|c| {
-            c.security
-                .principals
-                .push(extentdb_format::principals::PrincipalEntry {
-                    principal_id: extentdb_format::principals::DBO,
-                    name: "dbo".into(),
-                    kind: extentdb_format::principals::PrincipalKind::SqlUser,
-                    sid: login.sid.clone(),
-                });
-            Ok(())
-        })
-        .map_err(|e| map(&e, Context::CreateDatabase))
+    /// The creator owns a new database: dbo maps to its login, unless that is sa (whose
+    /// sid dbo has when none is stored).
+    fn owner_sid(&self) -> Option<Vec<u8>> {
+        self.login()
+            .map(|login| login.sid.clone())
+            .filter(|sid| sid.as_slice() != extentdb_storage::logins::SA_SID)
     }
 
     /// ALTER DATABASE ... MODIFY FILEGROUP fg REBALANCE: one extent per step, the database's
@@ -370,6 +357,7 @@ impl Session {
         &mut self,
         database_id: u16,
         db: &extentdb_storage::instance::DbHandle,
+        env: &GrowthEnv,
         fg: &str,
     ) -> Result<u64, Vec<SqlError>> {
         let ds = {
@@ -393,7 +381,7 @@ impl Session {
         let result = (|| {
             let mut moved = 0u64;
             loop {
-                let step = db.lock().unwrap().rebalance_step(ds);
+                let step = db.rebalance_step(env, ds);
                 match step.map_err(|e| map(&e, Context::AlterDatabase))? {
                     None => std::thread::sleep(std::time::Duration::from_millis(20)),
                     Some(0) => return Ok(moved),
@@ -431,7 +419,7 @@ impl Session {
                 .drop_database(name)
                 .map_err(|e| map(&e, Context::Other));
         }
-        let allowed = |(id, db): &(u16, std::sync::Arc<extentdb_storage::db_lock::DbLock>)| {
+        let allowed = |(id, db): &(u16, extentdb_storage::instance::DbHandle)| {
             self.has_server_permission("ALTER ANY DATABASE")
                 || self.is_db_owner(*id, &db.read().unwrap())
         };
@@ -466,45 +454,54 @@ impl Session {
         }
         let sink = self.sink();
         let ctx = self.op_context(&sink);
-        db.lock().unwrap().set_growth_env(self.growth_env());
+        let env = self.growth_env();
         let to_err = |e: StorageError| map(&e, Context::AlterDatabase);
         let mut info = Vec::new();
         match action {
             AlterAction::AddFiles { files, filegroup } => {
                 let fg = filegroup.clone().unwrap_or_else(|| "PRIMARY".into());
-                add_files(&inst, &db, &ctx, files, FileType::Rows, &fg)?;
+                add_files(&inst, &db, (&env, &ctx), files, FileType::Rows, &fg)?;
             }
             AlterAction::AddLogFiles(files) => {
-                add_files(&inst, &db, &ctx, files, FileType::Log, "")?
+                add_files(&inst, &db, (&env, &ctx), files, FileType::Log, "")?
             }
-            AlterAction::AddFilegroup(fg) => add_filegroup(&mut db.lock().unwrap(), fg)?,
-            AlterAction::RemoveFilegroup(fg) => remove_filegroup(&mut db.lock().unwrap(), fg)?,
+            AlterAction::AddFilegroup(fg) => {
+                if fg.eq_ignore_ascii_case("DEFAULT") {
+                    return Err(vec![msg(5051, &[])]);
+                }
+                db.add_filegroup(&env, fg).map_err(to_err)?
+            }
+            AlterAction::RemoveFilegroup(fg) => db
+                .remove_filegroup(&env, fg)
+                .map_err(|e| filegroup_error(&db, e))?,
             AlterAction::RemoveFile(file) => {
-                let mut db = db.lock().unwrap();
                 let real = db
-                    .file_by_name(file)
-                    .map(|f| f.name.clone())
-                    .ok_or_else(|| vec![msg(5041, &[file])])?;
-                db.remove_file(inst.fs.as_ref(), &real).map_err(to_err)?;
+                    .remove_file(&env, inst.fs.as_ref(), file)
+                    .map_err(to_err)?;
                 info.push(msg(5044, &[&"file", &real]));
             }
-            AlterAction::ModifyFile(spec) => modify_file(&mut db.lock().unwrap(), &ctx, spec)?,
+            AlterAction::ModifyFile(spec) => validated_change(
+                &db,
+                |d| file_change(d, spec),
+                |version, change| db.modify_file(&env, &ctx, version, change),
+                to_err,
+            )?,
             AlterAction::ModifyName(new_name) => {
                 inst.rename_database(id, new_name).map_err(to_err)?;
                 info.push(SqlError::print(format!(
                     "The database name '{new_name}' has been set."
                 )));
             }
-            AlterAction::ModifyFilegroup { name, property } => {
-                modify_filegroup(&mut db.lock().unwrap(), name, property)?
-            }
-            AlterAction::SetRecovery(rm) => {
-                let rm = *rm;
-                db.lock().unwrap().set_recovery_model(rm).map_err(to_err)?;
-            }
+            AlterAction::ModifyFilegroup { name, property } => validated_change(
+                &db,
+                |d| filegroup_change(d, name, property),
+                |version, (ds, change)| db.modify_filegroup(&env, version, ds, &change),
+                to_err,
+            )?,
+            AlterAction::SetRecovery(rm) => db.set_recovery_model(&env, *rm).map_err(to_err)?,
             AlterAction::Unchanged => {}
             AlterAction::Rebalance(fg) => {
-                let moved = self.rebalance(id, &db, fg)?;
+                let moved = self.rebalance(id, &db, &env, fg)?;
                 info.push(SqlError::print(format!(
                     "REBALANCE of filegroup '{fg}' moved {moved} extents. This is an informational message only. No user action is required."
                 )));
@@ -519,7 +516,7 @@ impl Session {
 fn add_files(
     inst: &Instance,
     db: &extentdb_storage::instance::DbHandle,
-    ctx: &OpContext<'_>,
+    (env, ctx): (&GrowthEnv, &OpContext<'_>),
     files: &[FileSpec],
     file_type: FileType,
     fg: &str,
@@ -549,71 +546,27 @@ fn add_files(
         })
         .collect::<Result<_, _>>()?;
     check_new_files(inst, &new, &existing, Context::AlterDatabase)?;
-    db.lock()
-        .unwrap()
-        .add_files(ctx, &new)
+    db.add_files(env, ctx, &new)
         .map_err(|e| map(&e, Context::AlterDatabase))
 }
 
-fn add_filegroup(db: &mut extentdb_storage::Database, fg: &str) -> Result<(), Vec<SqlError>> {
-    if fg.eq_ignore_ascii_case("DEFAULT") {
-        return Err(vec![msg(5051, &[])]);
-    }
-    if db.filegroup_by_name(fg).is_some() {
-        return Err(vec![msg(5035, &[&fg])]);
-    }
-    let fg = fg.to_string();
-    db.change_catalog(|c| {
-        let id = c
-            .filegroups
-            .iter()
-            .map(|g| g.data_space_id)
-            .max()
-            .unwrap_or(1)
-            + 1;
-        c.filegroups.push(extentdb_format::catalog::FilegroupEntry {
-            data_space_id: id,
-            name: fg,
-            is_default: false,
-            is_autogrow_all_files: false,
-            is_read_only: false,
-        });
-        Ok(())
-    })
-    .map_err(|e| map(&e, Context::AlterDatabase))
-}
-
-fn remove_filegroup(db: &mut extentdb_storage::Database, fg: &str) -> Result<(), Vec<SqlError>> {
-    let g = db
-        .filegroup_by_name(fg)
-        .cloned()
-        .ok_or_else(|| vec![msg(5014, &[&"filegroup", &fg, &db.name])])?;
-    if g.data_space_id == 1 {
-        return Err(vec![msg(5020, &[])]);
-    }
-    if db
-        .catalog
-        .files
-        .iter()
-        .any(|f| f.data_space_id == g.data_space_id)
-    {
-        return Err(vec![msg(5042, &[&"filegroup", &g.name])]);
-    }
-    db.change_catalog(|c| {
-        c.filegroups.retain(|x| x.data_space_id != g.data_space_id);
-        if g.is_default {
-            c.filegroups[0].is_default = true;
+/// REMOVE FILEGROUP's failures: 5014 names the database.
+fn filegroup_error(db: &extentdb_storage::instance::DbHandle, e: StorageError) -> Vec<SqlError> {
+    match e {
+        StorageError::FilegroupNotFound(fg) => {
+            let name = db.read().unwrap().name.clone();
+            vec![msg(5014, &[&"filegroup", &fg, &name])]
         }
-        Ok(())
-    })
-    .map_err(|e| map(&e, Context::AlterDatabase))
+        other => map(&other, Context::AlterDatabase),
+    }
 }
 
-fn modify_filegroup(
-    db: &mut extentdb_storage::Database,
+/// MODIFY FILEGROUP checked against `db`: the filegroup's data space and its change.
+fn filegroup_change(
+    db: &Database,
     name: &str,
     property: &FilegroupProperty,
-) -> Result<(), Vec<SqlError>> {
+) -> Result<(u16, FilegroupChange), Vec<SqlError>> {
     let g = db
         .filegroup_by_name(name)
         .cloned()
@@ -633,31 +586,19 @@ fn modify_filegroup(
             return Err(vec![msg(5035, &[n])]);
         }
     }
-    let property = property.clone();
-    db.change_catalog(|c| {
-        for x in c.filegroups.iter_mut() {
-            let this = x.data_space_id == g.data_space_id;
-            match &property {
-                FilegroupProperty::Default => x.is_default = this,
-                FilegroupProperty::AutogrowSingleFile if this => x.is_autogrow_all_files = false,
-                FilegroupProperty::AutogrowAllFiles if this => x.is_autogrow_all_files = true,
-                FilegroupProperty::ReadOnly(r) if this => x.is_read_only = *r,
-                FilegroupProperty::Name(n) if this => x.name = n.clone(),
-                _ => {}
-            }
-        }
-        Ok(())
-    })
-    .map_err(|e| map(&e, Context::AlterDatabase))
+    let change = match property {
+        FilegroupProperty::Default => FilegroupChange::MakeDefault,
+        FilegroupProperty::AutogrowSingleFile => FilegroupChange::AutogrowAllFiles(false),
+        FilegroupProperty::AutogrowAllFiles => FilegroupChange::AutogrowAllFiles(true),
+        FilegroupProperty::ReadOnly(r) => FilegroupChange::ReadOnly(*r),
+        FilegroupProperty::Name(n) => FilegroupChange::Rename(n.clone()),
+    };
+    Ok((g.data_space_id, change))
 }
 
-/// MODIFY FILE: SIZE grows (5039 if not larger, 5040 beyond MAXSIZE); MAXSIZE, FILEGROWTH
-/// and NEWNAME change the catalog.
-fn modify_file(
-    db: &mut extentdb_storage::Database,
-    ctx: &OpContext<'_>,
-    spec: &FileSpec,
-) -> Result<(), Vec<SqlError>> {
+/// MODIFY FILE checked against `db`: SIZE grows (5039 if not larger, 5040 beyond MAXSIZE);
+/// MAXSIZE, FILEGROWTH and NEWNAME change the catalog.
+fn file_change(db: &Database, spec: &FileSpec) -> Result<FileChange, Vec<SqlError>> {
     let name = spec.name.clone().unwrap_or_default();
     let entry = db
         .file_by_name(&name)
@@ -699,29 +640,20 @@ fn modify_file(
             return Err(vec![msg(1828, &[n])]);
         }
     }
-    if let Some(s) = new_size {
-        db.grow_file(ctx, entry.file_id, s as u32)
-            .map_err(|e| map(&e, Context::AlterDatabase))?;
-    }
-    if spec.max_size.is_some() || spec.growth.is_some() || spec.new_name.is_some() {
-        let growth = spec.growth;
-        let new_name = spec.new_name.clone();
-        db.update_file_entry(entry.file_id, |f| {
-            f.max_size_pages = max_pages;
-            match growth {
-                Some(Growth::Percent(p)) => (f.growth, f.is_percent_growth) = (p, true),
-                Some(Growth::Bytes(b)) => {
-                    (f.growth, f.is_percent_growth) = (pages_of(b).min(MAX_PAGES) as u32, false)
-                }
-                None => {}
-            }
-            if let Some(n) = new_name {
-                f.name = n;
-            }
-        })
-        .map_err(|e| map(&e, Context::AlterDatabase))?;
-    }
-    Ok(())
+    let changes_entry = spec.max_size.is_some() || spec.growth.is_some() || spec.new_name.is_some();
+    let growth = spec.growth.map(|g| match g {
+        Growth::Percent(p) => (p, true),
+        Growth::Bytes(b) => (pages_of(b).min(MAX_PAGES) as u32, false),
+    });
+    Ok(FileChange {
+        file_id: entry.file_id,
+        grow_to_pages: new_size.map(|s| s as u32),
+        entry: changes_entry.then(|| FileEntryChange {
+            max_size_pages: max_pages,
+            growth,
+            new_name: spec.new_name.clone(),
+        }),
+    })
 }
 
 pub(super) fn now_unix_us() -> i64 {

@@ -3,10 +3,10 @@
 //! and SET DEADLOCK_PRIORITY, and the messages of a lock that is not granted (1222, 1205).
 //!
 //! Invariants:
-//! 1. A lock is waited for only while the session holds no database (`DbLock`): a session
-//!    holding a database while it waits for a row would stop the holder of that row from
-//!    ever finishing. Under a database guard locks are only *tried* (`try_row`); a row that
-//!    would wait is waited for after the guard is gone (`wait_row`) and read again.
+//! 1. A lock is waited for only while the session holds no database (`SharedDatabase`):
+//!    a session holding a database while it waits for a row would stop the holder of that
+//!    row from ever finishing. Under a database guard locks are only *tried* (`try_row`); a
+//!    row that would wait is waited for after the guard is gone (`wait_row`) and read again.
 //! 2. Locks last until the transaction ends: an autocommit statement's at the statement's
 //!    end (after its commit is durable), an explicit transaction's at COMMIT (after the
 //!    log flush) or ROLLBACK (after the undo). Nobody can see or change a row before the

@@ -49,6 +49,7 @@ mod shrink;
 mod space;
 mod spill;
 mod stream;
+mod structure;
 mod table_cache;
 mod table_ddl;
 mod tables;

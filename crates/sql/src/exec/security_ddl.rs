@@ -4,20 +4,20 @@
 //! scope. The checks themselves are in `security.rs`.
 
 use extentdb_format::catalog::Catalog;
-use extentdb_format::principals::{
-    self, PermissionClass, PermissionEntry, PermissionState, PrincipalEntry, PrincipalKind, DBO,
-};
+use extentdb_format::principals::{self, PermissionClass, PermissionState, DBO};
 use extentdb_storage::logins::SERVER_ROLES;
-use extentdb_storage::StorageError;
+use extentdb_storage::structure::{PermissionChange, PrincipalChange};
+use extentdb_storage::{Database, StorageError};
 
 use super::security::{DATABASE_PERMISSIONS, OBJECT_PERMISSIONS, SERVER_PERMISSIONS};
+use super::structure::validated_change;
 use super::Session;
 use crate::ast::{PermissionAction, PermissionStatement, Securable};
 use crate::messages::{msg, SqlError};
 
 /// A database change's storage failure as messages.
-fn storage(e: &StorageError) -> Vec<SqlError> {
-    super::errors::map(e, super::errors::Context::Other)
+fn storage(e: StorageError) -> Vec<SqlError> {
+    super::errors::map(&e, super::errors::Context::Other)
 }
 
 impl Session {
@@ -59,51 +59,43 @@ impl Session {
             .get(login)
             .map(|l| l.sid)
             .ok_or_else(|| vec![msg(15007, &[&login])])?;
-        let mut g = db.lock().unwrap();
-        self.require_db_manage(db_id, &g, "ALTER ANY USER")?;
-        let sec = &g.catalog.security;
-        if sec.principal(name).is_some() || is_fixed_name(name) {
-            return Err(vec![msg(15023, &[&name])]);
-        }
-        let owner = super::security::owner_sid(sec);
-        if sid == owner || sec.principals.iter().any(|p| p.sid == sid) {
-            return Err(vec![msg(15063, &[])]);
-        }
-        g.change_catalog(|c| {
-            let sec = &mut c.security;
-            let id = sec.next_principal_id();
-            sec.principals.push(PrincipalEntry {
-                principal_id: id,
-                name: name.to_string(),
-                kind: PrincipalKind::SqlUser,
-                sid,
-            });
-            sec.permissions.push(database_grant("CONNECT", id));
-            Ok(())
-        })
-        .map_err(|e| storage(&e))
+        let check = |g: &Database| {
+            self.require_db_manage(db_id, g, "ALTER ANY USER")?;
+            let sec = &g.catalog.security;
+            if sec.principal(name).is_some() || is_fixed_name(name) {
+                return Err(vec![msg(15023, &[&name])]);
+            }
+            let owner = super::security::owner_sid(sec);
+            if sid == owner || sec.principals.iter().any(|p| p.sid == sid) {
+                return Err(vec![msg(15063, &[])]);
+            }
+            let (name, sid) = (name.to_string(), sid.clone());
+            Ok(PrincipalChange::AddUser { name, sid })
+        };
+        validated_change(&db, check, |v, c| db.change_principals(v, c), storage)
     }
 
     /// DROP USER: its memberships and permissions go with it.
     pub(super) fn drop_user(&mut self, name: &str, if_exists: bool) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.current_database()?;
-        let mut g = db.lock().unwrap();
-        self.require_db_manage(db_id, &g, "ALTER ANY USER")?;
-        let Some(user) = g.catalog.security.principal(name).cloned() else {
-            if if_exists {
-                return Ok(());
+        let check = |g: &Database| {
+            self.require_db_manage(db_id, g, "ALTER ANY USER")?;
+            let Some(user) = g.catalog.security.principal(name) else {
+                if if_exists {
+                    return Ok(None);
+                }
+                return Err(vec![msg(15151, &[&"drop", &"user", &name])]);
+            };
+            if user.principal_id == DBO {
+                return Err(vec![msg(15405, &[&"dbo"])]);
             }
-            return Err(vec![msg(15151, &[&"drop", &"user", &name])]);
+            Ok(Some(PrincipalChange::DropPrincipal(user.principal_id)))
         };
-        if user.principal_id == DBO {
-            return Err(vec![msg(15405, &[&"dbo"])]);
-        }
-        let id = user.principal_id;
-        g.change_catalog(|c| {
-            remove_principal(c, id);
-            Ok(())
-        })
-        .map_err(|e| storage(&e))
+        let make = |v, change: Option<PrincipalChange>| match change {
+            Some(c) => db.change_principals(v, c),
+            None => Ok(()),
+        };
+        validated_change(&db, check, make, storage)
     }
 
     /// ALTER ROLE fixed_role ADD | DROP MEMBER user: db_owner for db_owner, else db_owner
@@ -115,28 +107,26 @@ impl Session {
         member: &str,
     ) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.current_database()?;
-        let mut g = db.lock().unwrap();
         let Some(role_id) = principals::fixed_role(role) else {
             return Err(vec![msg(15151, &[&"alter", &"role", &role])]);
         };
-        let allowed = self.is_db_owner(db_id, &g)
-            || (!role.eq_ignore_ascii_case("db_owner")
-                && self.in_db_role(db_id, &g, "db_securityadmin"));
-        if !allowed {
-            return Err(vec![msg(15247, &[])]);
-        }
-        let Some(m) = g.catalog.security.principal(member).map(|p| p.principal_id) else {
-            return Err(vec![msg(15151, &[&"alter", &"user", &member])]);
-        };
-        g.change_catalog(|c| {
-            let members = &mut c.security.role_members;
-            members.retain(|&(r, x)| !(r == role_id && x == m));
-            if add {
-                members.push((role_id, m));
+        let check = |g: &Database| {
+            let allowed = self.is_db_owner(db_id, g)
+                || (!role.eq_ignore_ascii_case("db_owner")
+                    && self.in_db_role(db_id, g, "db_securityadmin"));
+            if !allowed {
+                return Err(vec![msg(15247, &[])]);
             }
-            Ok(())
-        })
-        .map_err(|e| storage(&e))
+            let Some(m) = g.catalog.security.principal(member).map(|p| p.principal_id) else {
+                return Err(vec![msg(15151, &[&"alter", &"user", &member])]);
+            };
+            Ok(PrincipalChange::RoleMember {
+                role: role_id,
+                member: m,
+                add,
+            })
+        };
+        validated_change(&db, check, |v, c| db.change_principals(v, c), storage)
     }
 
     /// GRANT / DENY / REVOKE.
@@ -224,28 +214,33 @@ impl Session {
         {
             return Err(vec![msg(15151, &[&"find", &"permission", &x])]);
         }
-        let mut g = db.lock().unwrap();
-        let grantor_ok =
-            self.is_db_owner(db_id, &g) || self.in_db_role(db_id, &g, "db_securityadmin");
-        if !grantor_ok {
-            return Err(vec![msg(4613, &[])]);
-        }
-        let mut grantees = Vec::new();
-        for who in &p.principals {
-            grantees.push(
-                principal_id(&g.catalog, who)
-                    .ok_or_else(|| vec![msg(15151, &[&"find", &"user", who])])?,
-            );
-        }
-        g.change_catalog(|c| {
-            for &grantee in &grantees {
-                for perm in &p.permissions {
-                    set_permission(c, class, major_id, perm, grantee, p);
-                }
+        let state = match p.action {
+            PermissionAction::Grant if p.with_grant_option => Some(PermissionState::GrantWithGrant),
+            PermissionAction::Grant => Some(PermissionState::Grant),
+            PermissionAction::Deny => Some(PermissionState::Deny),
+            PermissionAction::Revoke => None,
+        };
+        let check = |g: &Database| {
+            let grantor_ok =
+                self.is_db_owner(db_id, g) || self.in_db_role(db_id, g, "db_securityadmin");
+            if !grantor_ok {
+                return Err(vec![msg(4613, &[])]);
             }
-            Ok(())
-        })
-        .map_err(|e| storage(&e))
+            let mut changes = Vec::new();
+            for who in &p.principals {
+                let grantee = principal_id(&g.catalog, who)
+                    .ok_or_else(|| vec![msg(15151, &[&"find", &"user", who])])?;
+                changes.extend(p.permissions.iter().map(|perm| PermissionChange {
+                    class,
+                    major_id,
+                    permission: perm.clone(),
+                    grantee,
+                    state,
+                }));
+            }
+            Ok(PrincipalChange::Permissions(changes))
+        };
+        validated_change(&db, check, |v, c| db.change_principals(v, c), storage)
     }
 
     /// Msg 15247 unless the session holds `perm` (or owns) database `db`.
@@ -283,52 +278,4 @@ fn is_fixed_name(name: &str) -> bool {
         || ["public", "dbo", "guest", "sys", "INFORMATION_SCHEMA"]
             .iter()
             .any(|n| n.eq_ignore_ascii_case(name))
-}
-
-fn database_grant(permission: &str, grantee: u32) -> PermissionEntry {
-    PermissionEntry {
-        class: PermissionClass::Database,
-        major_id: 0,
-        permission: permission.to_string(),
-        state: PermissionState::Grant,
-        grantee,
-    }
-}
-
-/// Replaces any GRANT or DENY of `perm` on the securable to `grantee` by the statement's.
-fn set_permission(
-    c: &mut Catalog,
-    class: PermissionClass,
-    major_id: u32,
-    perm: &str,
-    grantee: u32,
-    p: &PermissionStatement,
-) {
-    let perms = &mut c.security.permissions;
-    perms.retain(|x| {
-        !(x.class == class
-            && x.major_id == major_id
-            && x.permission == perm
-            && x.grantee == grantee)
-    });
-    let state = match p.action {
-        PermissionAction::Grant if p.with_grant_option => PermissionState::GrantWithGrant,
-        PermissionAction::Grant => PermissionState::Grant,
-        PermissionAction::Deny => PermissionState::Deny,
-        PermissionAction::Revoke => return,
-    };
-    perms.push(PermissionEntry {
-        class,
-        major_id,
-        permission: perm.to_string(),
-        state,
-        grantee,
-    });
-}
-
-fn remove_principal(c: &mut Catalog, id: u32) {
-    let sec = &mut c.security;
-    sec.principals.retain(|p| p.principal_id != id);
-    sec.role_members.retain(|&(r, m)| r != id && m != id);
-    sec.permissions.retain(|p| p.grantee != id);
 }

@@ -4,8 +4,10 @@
 //! free space at the end of the file. Both answer SQL Server's result set (DbId, FileId,
 //! CurrentSize, MinimumSize, UsedPages, EstimatedPages, sizes in pages).
 
+use extentdb_format::catalog::FileEntry;
 use extentdb_format::file_header::FileType;
-use extentdb_storage::StorageError;
+use extentdb_storage::structure::ShrinkTarget;
+use extentdb_storage::{Database, StorageError};
 
 use super::space::storage_error;
 use super::views::{cols, Rowset};
@@ -19,82 +21,40 @@ impl Session {
         args: &[Value],
         out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
-        let (db_id, db_lock) = self.current_database()?;
-        let mut db = db_lock.lock().unwrap();
-        let file = match args.first() {
-            Some(Value::Text(name)) => db.file_by_name(name).cloned(),
-            Some(v) => match super::eval::as_i64(v) {
-                Ok(id) => db
-                    .catalog
-                    .files
-                    .iter()
-                    .find(|f| f.file_id as i64 == id)
-                    .cloned(),
-                Err(_) => None,
-            },
-            None => return Err(vec![msg(2526, &[])]),
+        let (db_id, db) = self.current_database()?;
+        // The file and target checked at one catalog state, the first attempt made at it
+        // (storage's structure.rs invariant 2).
+        let (file, target, mut result) = loop {
+            let (version, file, target) = {
+                let d = db.read().unwrap();
+                let (file, target) = shrink_request(&d, args)?;
+                (d.catalog_version(), file, target)
+            };
+            match db.shrink_file(Some(version), file.file_id, target) {
+                Err(StorageError::CatalogChanged) => continue,
+                r => break (file, target, r),
+            }
         };
-        let shown = args.first().map(super::eval::to_text).unwrap_or_default();
-        let Some(file) = file else {
-            return Err(vec![msg(8985, &[&shown, &db.name])]);
-        };
-        if file.file_type == FileType::Log {
-            return Err(vec![super::lower::not_yet("DBCC SHRINKFILE of a log file")]);
+        // Pages of tables an open transaction changed wait for it (page_move.rs invariant
+        // 2): the database is let go meanwhile, and an attention ends it.
+        while target == ShrinkTarget::EmptyFile
+            && matches!(result, Err(StorageError::ActiveTransactions(_)))
+        {
+            if self.xacts.contains_key(&db_id) {
+                return Err(vec![msg(226, &[&"DBCC SHRINKFILE"])]);
+            }
+            if self.cancelled() {
+                return Err(Vec::new());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            result = db.shrink_file(None, file.file_id, target);
         }
-        let cannot_empty = |e: StorageError| match e {
-            StorageError::CannotEmptyFile(_) => vec![msg(2555, &[&file.name])],
+        let usage = result.map_err(|e| match e {
+            StorageError::CannotEmptyFile(_) if target == ShrinkTarget::EmptyFile => {
+                vec![msg(2555, &[&file.name])]
+            }
             other => storage_error(other),
-        };
-        match args.get(1) {
-            Some(Value::Text(t)) if t.eq_ignore_ascii_case("EMPTYFILE") => loop {
-                // Pages of tables an open transaction changed wait for it (page_move.rs
-                // invariant 2): the lock is released meanwhile, and an attention ends it.
-                match db.empty_file(file.file_id) {
-                    Err(StorageError::ActiveTransactions(_)) => {
-                        drop(db);
-                        if self.xacts.contains_key(&db_id) {
-                            return Err(vec![msg(226, &[&"DBCC SHRINKFILE"])]);
-                        }
-                        if self.cancelled() {
-                            return Err(Vec::new());
-                        }
-                        std::thread::sleep(std::time::Duration::from_millis(5));
-                        db = db_lock.lock().unwrap();
-                    }
-                    other => {
-                        other.map_err(cannot_empty)?;
-                        break;
-                    }
-                }
-            },
-            None => {
-                db.shrink_file(file.file_id, 0).map_err(storage_error)?;
-            }
-            Some(v) => {
-                let mb = super::eval::as_i64(v).map_err(|e| vec![e])?;
-                if mb < 0 {
-                    return Err(vec![msg(2526, &[])]);
-                }
-                let pages = (mb as u64 * extentdb_format::PAGES_PER_MB as u64).min(u32::MAX as u64);
-                db.shrink_file(file.file_id, pages as u32)
-                    .map_err(storage_error)?;
-            }
-        }
-        let size = db
-            .catalog
-            .files
-            .iter()
-            .find(|f| f.file_id == file.file_id)
-            .map_or(0, |f| f.size_pages);
-        let used = db
-            .data_files
-            .get(&file.file_id)
-            .map(|df| {
-                df.usable_extents()
-                    .saturating_sub(df.free_extents().unwrap_or(0))
-                    * 8
-            })
-            .unwrap_or(0);
+        })?;
         let columns = cols(&[
             ("DbId", SqlType::SmallInt),
             ("FileId", SqlType::SmallInt),
@@ -106,13 +66,52 @@ impl Session {
         let rows = vec![vec![
             Value::SmallInt(db_id as i16),
             Value::SmallInt(file.file_id as i16),
-            Value::Int(size as i32),
+            Value::Int(usage.size_pages as i32),
             Value::Int(8),
-            Value::Int(used as i32),
-            Value::Int(used as i32),
+            Value::Int(usage.used_pages as i32),
+            Value::Int(usage.used_pages as i32),
         ]];
-        drop(db);
         self.send_rowset(Rowset { columns, rows }, out);
         Ok(())
     }
+}
+
+/// SHRINKFILE's file (by logical name or file id) and target, checked against `db`.
+fn shrink_request(
+    db: &Database,
+    args: &[Value],
+) -> Result<(FileEntry, ShrinkTarget), Vec<SqlError>> {
+    let file = match args.first() {
+        Some(Value::Text(name)) => db.file_by_name(name).cloned(),
+        Some(v) => match super::eval::as_i64(v) {
+            Ok(id) => db
+                .catalog
+                .files
+                .iter()
+                .find(|f| f.file_id as i64 == id)
+                .cloned(),
+            Err(_) => None,
+        },
+        None => return Err(vec![msg(2526, &[])]),
+    };
+    let shown = args.first().map(super::eval::to_text).unwrap_or_default();
+    let Some(file) = file else {
+        return Err(vec![msg(8985, &[&shown, &db.name])]);
+    };
+    if file.file_type == FileType::Log {
+        return Err(vec![super::lower::not_yet("DBCC SHRINKFILE of a log file")]);
+    }
+    let target = match args.get(1) {
+        Some(Value::Text(t)) if t.eq_ignore_ascii_case("EMPTYFILE") => ShrinkTarget::EmptyFile,
+        None => ShrinkTarget::Pages(0),
+        Some(v) => {
+            let mb = super::eval::as_i64(v).map_err(|e| vec![e])?;
+            if mb < 0 {
+                return Err(vec![msg(2526, &[])]);
+            }
+            let pages = (mb as u64 * extentdb_format::PAGES_PER_MB as u64).min(u32::MAX as u64);
+            ShrinkTarget::Pages(pages as u32)
+        }
+    };
+    Ok((file, target))
 }

@@ -12,10 +12,12 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
+use extentdb_storage::{Database, StorageError};
 
 use super::errors;
 use super::expr_text::default_text;
 use super::lower::not_yet;
+use super::structure::validated_change;
 use super::Session;
 use crate::ast::{ColumnDefinition, CreateTable, KeyConstraint, ObjectName, TableConstraint};
 use crate::messages::{msg, SqlError};
@@ -122,6 +124,34 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
     Ok(found.pop())
 }
 
+/// CREATE TABLE's data space, checked against `db`: ON filegroup (1921 if there is none,
+/// 1922 if it has no files), else the default filegroup.
+fn table_data_space(db: &Database, filegroup: Option<&str>) -> Result<u16, Vec<SqlError>> {
+    let Some(fg) = filegroup else {
+        let default = db.catalog.filegroups.iter().find(|f| f.is_default);
+        return Ok(default.map_or(1, |f| f.data_space_id));
+    };
+    let id = db
+        .filegroup_by_name(fg)
+        .ok_or_else(|| vec![msg(1921, &[&fg])])?
+        .data_space_id;
+    if !db.catalog.files.iter().any(|f| f.data_space_id == id) {
+        return Err(vec![msg(1922, &[&fg])]);
+    }
+    Ok(id)
+}
+
+/// A failure of DROP, TRUNCATE or ALTER TABLE, made under the table's Sch-M lock
+/// (locking.rs invariant 4: waited for with no database held, kept to the transaction's
+/// end; granted, no other transaction has an open change in the table, storage's xact.rs
+/// invariant 5): a table dropped while the lock was waited for is `gone`.
+fn table_ddl_error(e: StorageError, gone: SqlError) -> Vec<SqlError> {
+    match e {
+        StorageError::TableNotFound(_) => vec![gone],
+        other => errors::map(&other, errors::Context::Other),
+    }
+}
+
 /// SQL Server's columns per table.
 const MAX_COLUMNS: usize = 1024;
 
@@ -190,32 +220,12 @@ impl Session {
                 &[&table, &(fixed + overhead), &overhead, &MAX_ROW_BYTES],
             )]);
         }
-        let mut g = db.lock().unwrap();
-        let data_space_id = match &c.filegroup {
-            Some(fg) => {
-                let entry = g
-                    .filegroup_by_name(fg)
-                    .ok_or_else(|| vec![msg(1921, &[fg])])?;
-                let id = entry.data_space_id;
-                if !g.catalog.files.iter().any(|f| f.data_space_id == id) {
-                    return Err(vec![msg(1922, &[fg])]);
-                }
-                id
-            }
-            None => g
-                .catalog
-                .filegroups
-                .iter()
-                .find(|f| f.is_default)
-                .map(|f| f.data_space_id)
-                .unwrap_or(1),
-        };
         let entry = TableEntry {
             object_id: 0,
             schema_name: "dbo".into(),
             name: table,
             created_us,
-            data_space_id,
+            data_space_id: 0,
             allocation_unit_id: 0,
             index_id: clustered as u8,
             root_page: extentdb_format::PageId::NULL,
@@ -224,8 +234,20 @@ impl Session {
             identity_last: Default::default(),
             lock_escalation: Default::default(),
         };
-        g.create_table(entry)
-            .map_err(|e| errors::map(&e, errors::Context::Other))?;
+        // The filegroup resolved at the catalog state the table is created at (storage's
+        // structure.rs invariant 2).
+        validated_change(
+            &db,
+            |d| table_data_space(d, c.filegroup.as_deref()),
+            |version, data_space_id| {
+                let entry = TableEntry {
+                    data_space_id,
+                    ..entry.clone()
+                };
+                db.create_table(version, entry)
+            },
+            |e| errors::map(&e, errors::Context::Other),
+        )?;
         Ok(())
     }
 
@@ -244,10 +266,9 @@ impl Session {
             };
             self.require_table_alter(&t, gone())?;
             self.refuse_own_changes(&t, "DROP TABLE")?;
-            let mut g = self.lock_for_table_ddl(&t, gone())?;
-            g.drop_table(t.entry.object_id)
-                .map_err(|e| errors::map(&e, errors::Context::Other))?;
-            drop(g);
+            self.schema_modification(&t)?;
+            t.db.drop_table(t.entry.object_id)
+                .map_err(|e| table_ddl_error(e, gone()))?;
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;
             }
@@ -261,10 +282,9 @@ impl Session {
             .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
         self.require_table_alter(&t, msg(1088, &[&name.joined()]))?;
         self.refuse_own_changes(&t, "TRUNCATE TABLE")?;
-        let result = self
-            .lock_for_table_ddl(&t, msg(4701, &[&name.joined()]))?
-            .truncate_table(t.entry.object_id);
-        result.map_err(|e| errors::map(&e, errors::Context::Other))
+        self.schema_modification(&t)?;
+        t.db.truncate_table(t.entry.object_id)
+            .map_err(|e| table_ddl_error(e, msg(4701, &[&name.joined()])))
     }
 
     /// DDL is not transactional here yet: after dropping or emptying a table its own
@@ -288,24 +308,6 @@ impl Session {
         Ok(())
     }
 
-    /// Table `t` under Sch-M (locking.rs invariant 4: waited for with no database held,
-    /// kept to the transaction's end), then its database held exclusively for the change.
-    /// Sch-M granted, no other transaction holds any lock on the table, so none has an
-    /// open change in it (storage's xact.rs invariant 5, asserted there). The table may
-    /// have been dropped while the lock was waited for: `gone` then.
-    fn lock_for_table_ddl<'a>(
-        &mut self,
-        t: &'a super::tables::TableRef,
-        gone: SqlError,
-    ) -> Result<extentdb_storage::db_lock::DbGuard<'a>, Vec<SqlError>> {
-        self.schema_modification(t)?;
-        let g = t.db.lock().unwrap();
-        if g.table_by_id(t.entry.object_id).is_none() {
-            return Err(vec![gone]);
-        }
-        Ok(g)
-    }
-
     /// ALTER TABLE t SET (LOCK_ESCALATION = ...): kept in the catalog (sys.tables'
     /// lock_escalation, lock_escalation_desc); DISABLE stops a statement's row locks on
     /// the table from becoming a table lock, TABLE and AUTO allow it (no partitions here).
@@ -325,9 +327,9 @@ impl Session {
             "AUTO" => LockEscalation::Auto,
             _ => LockEscalation::Table,
         };
-        let mut g = self.lock_for_table_ddl(&t, msg(4902, &[&name.joined()]))?;
-        g.set_lock_escalation(t.entry.object_id, v)
-            .map_err(|e| errors::map(&e, errors::Context::Other))
+        self.schema_modification(&t)?;
+        t.db.set_lock_escalation(t.entry.object_id, v)
+            .map_err(|e| table_ddl_error(e, msg(4902, &[&name.joined()])))
     }
 
     /// SET IDENTITY_INSERT: on for at most one table per session (Msg 8107). A session

@@ -7,8 +7,8 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use extentdb_storage::access::RowGate;
-use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition, StoredRow};
+use extentdb_storage::SharedDatabase;
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record;
@@ -25,7 +25,7 @@ use crate::types::{SqlType, Value};
 /// type of each column.
 pub(super) struct TableRef {
     pub db_id: u16,
-    pub db: Arc<DbLock>,
+    pub db: Arc<SharedDatabase>,
     pub db_name: Arc<str>,
     /// Shared with the session's resolved tables (`table_cache.rs`), not copied.
     pub entry: Arc<TableEntry>,
@@ -439,7 +439,7 @@ impl Session {
     pub(super) fn object_database(
         &self,
         name: &ObjectName,
-    ) -> Result<(u16, Arc<DbLock>), Vec<SqlError>> {
+    ) -> Result<(u16, Arc<SharedDatabase>), Vec<SqlError>> {
         match name.database().filter(|d| !d.is_empty()) {
             Some(d) => {
                 let found = self.engine.instance.database_by_name(d).ok_or_else(|| {
@@ -453,7 +453,7 @@ impl Session {
     }
 
     /// The current database (Msg 911 if it was dropped meanwhile).
-    pub(super) fn current_database(&self) -> Result<(u16, Arc<DbLock>), Vec<SqlError>> {
+    pub(super) fn current_database(&self) -> Result<(u16, Arc<SharedDatabase>), Vec<SqlError>> {
         self.engine
             .instance
             .database(self.database_id)

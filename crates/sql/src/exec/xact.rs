@@ -17,10 +17,11 @@
 //!    open (SQL Server with XACT_ABORT OFF).
 //! 3. A commit is acknowledged only after the log is flushed to its LSN; the flush happens
 //!    after the database's lock is released, so committers in other sessions share it.
-//! 4. A statement's writes run with the database shared (`DbLock::run`): each row
-//!    operation beside other sessions', the database held exclusively only while a change
-//!    of its structure is made for a row (storage's access.rs); either way they are one
-//!    statement in one transaction.
+//! 4. A statement's writes go through storage's `SharedDatabase::run`, which chooses how
+//!    the database is held: shared for each row operation beside other sessions', held
+//!    exclusively only while a change of its structure is made for a row (storage's
+//!    access.rs); either way they are one statement in one transaction. This layer never
+//!    holds a database exclusively itself (`exec/structure.rs`).
 //!
 //! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, and DDL
 //! inside a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE
@@ -29,7 +30,7 @@
 
 use std::sync::Arc;
 
-use extentdb_storage::db_lock::DbLock;
+use extentdb_storage::SharedDatabase;
 
 use extentdb_storage::access::{Held, Step};
 
@@ -174,7 +175,7 @@ impl Session {
 
     /// Runs one statement's writes to database `db_id` inside the session's transaction
     /// (invariants 1 to 4): `step` gets the database and the transaction to write in, and
-    /// runs as storage's `DbLock::run` says (access.rs): sharing the database, and holding
+    /// runs as storage's `SharedDatabase::run` says (access.rs): sharing the database, and holding
     /// it exclusively only after a change of its structure a row needed, until it says it
     /// may share it again (`Needs::Share`). Each call goes on from where the last stopped.
     /// The transaction begins, and commits, with the database shared (its commit record is
@@ -182,7 +183,7 @@ impl Session {
     pub(super) fn write_in_xact(
         &mut self,
         db_id: u16,
-        db: &Arc<DbLock>,
+        db: &Arc<SharedDatabase>,
         step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
         let open = self
@@ -218,7 +219,7 @@ impl Session {
 
 /// Commits `x` and waits for its commit record to be durable (storage's transaction.rs
 /// flushes outside the database's lock: invariant 3).
-fn commit(db: &Arc<DbLock>, x: u64) -> Result<(), Vec<SqlError>> {
+fn commit(db: &Arc<SharedDatabase>, x: u64) -> Result<(), Vec<SqlError>> {
     db.commit(x).map_err(|e| match e {
         extentdb_storage::StorageError::LogFailed => {
             vec![msg(9001, &[&db.read().unwrap().name])]

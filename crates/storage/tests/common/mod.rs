@@ -251,7 +251,7 @@ pub fn table_rows(
 
 /// A background checkpointer for `db` whose failures are collected, not ignored.
 pub fn checkpointer_collecting(
-    db: &std::sync::Arc<extentdb_storage::db_lock::DbLock>,
+    db: &std::sync::Arc<extentdb_storage::shared::SharedDatabase>,
 ) -> (
     extentdb_storage::checkpoint::Checkpointer,
     std::sync::Arc<std::sync::Mutex<Vec<String>>>,
@@ -288,7 +288,7 @@ pub fn close_without_checkpoint(db: extentdb_storage::Database) {
 /// Cuts the power of `fs` once the sessions sharing `db` are done (faults off, unsynced
 /// writes dropped or torn) and opens the database at `mdf` again through recovery.
 pub fn crash_and_reopen(
-    db: std::sync::Arc<extentdb_storage::db_lock::DbLock>,
+    db: std::sync::Arc<extentdb_storage::shared::SharedDatabase>,
     fs: &extentdb_io::sim::SimFileSystem,
     mdf: &Path,
     seed: u64,

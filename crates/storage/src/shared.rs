@@ -1,8 +1,15 @@
-//! How sessions share a database: a reader-writer lock. A statement that changes the
-//! database's structure, or whose path is not built to run beside others, holds it
-//! exclusively (`lock`, as every statement did when this was a mutex); a path built to run
-//! beside others shares it (`read`) and relies on the finer locks inside the database
-//! (docs/ARCHITECTURE.md, "Locks inside a database").
+//! How sessions share a database: `SharedDatabase`, the handle every session and
+//! background thread holds, a reader-writer lock around `Database`. Storage alone chooses
+//! the mode: a path built to run beside others shares it (`read`, `run`) and relies on the
+//! finer locks inside the database (docs/ARCHITECTURE.md, "Locks inside a database"); a
+//! change of the database's structure is one method of the handle (`structure.rs`) that
+//! holds it exclusively inside storage for the whole change.
+//!
+//! Invariants:
+//! 1. Nothing outside this crate holds the database exclusively: `lock` and `DbGuard` are
+//!    `pub(crate)` (the compiler checks it), and storage's own integration tests reach it
+//!    only through `lock_for_tests`, which crates/sql's boundary test forbids there.
+//! 2. A panic never makes the lock itself unusable (see `SharedDatabase`).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::{LockResult, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -18,11 +25,11 @@ use crate::{Database, StorageError};
 /// every login). Instead the panic poisons the *database* (`Database::poison_after_panic`:
 /// it refuses changes until reopened, as after a failed write), and the lock goes on
 /// serving readers, so `lock` and `read` always return `Ok`.
-pub struct DbLock(RwLock<Database>);
+pub struct SharedDatabase(RwLock<Database>);
 
 /// The database held exclusively. Dropped by a panic's unwinding, it poisons the database:
 /// the panic may have left it half way through a change.
-pub struct DbGuard<'a>(RwLockWriteGuard<'a, Database>);
+pub(crate) struct DbGuard<'a>(RwLockWriteGuard<'a, Database>);
 
 impl Deref for DbGuard<'_> {
     type Target = Database;
@@ -50,7 +57,7 @@ impl Drop for DbGuard<'_> {
 
 /// Poisons the database when dropped by a panic's unwinding while it was shared: the panic
 /// may have left a change half made.
-struct PoisonOnPanic<'a>(&'a DbLock);
+struct PoisonOnPanic<'a>(&'a SharedDatabase);
 
 impl Drop for PoisonOnPanic<'_> {
     fn drop(&mut self) {
@@ -62,14 +69,15 @@ impl Drop for PoisonOnPanic<'_> {
     }
 }
 
-impl DbLock {
-    pub fn new(mut db: Database) -> DbLock {
+impl SharedDatabase {
+    pub fn new(mut db: Database) -> SharedDatabase {
         db.held_exclusively = false;
-        DbLock(RwLock::new(db))
+        SharedDatabase(RwLock::new(db))
     }
 
-    /// Holds the database exclusively. Never `Err` (see the type's invariant).
-    pub fn lock(&self) -> LockResult<DbGuard<'_>> {
+    /// Holds the database exclusively. Never `Err` (see the type's invariant). Crate-private
+    /// (invariant 1): callers outside storage use the handle's structure changes.
+    pub(crate) fn lock(&self) -> LockResult<DbGuard<'_>> {
         let mut guard = self.0.write().unwrap_or_else(|e| e.into_inner());
         guard.held_exclusively = true;
         guard.log_attended = false;
@@ -132,6 +140,14 @@ impl DbLock {
             // access.rs invariant 4.
             assert_ne!(kind, needs.kind(), "{needs:?} needed twice");
         }
+    }
+
+    /// Holds the database exclusively, for storage's own integration tests and examples
+    /// only (they drive the allocator and transactions as a session's exclusive path
+    /// does). Nothing else calls it (invariant 1; crates/sql/tests/boundary.rs).
+    #[doc(hidden)]
+    pub fn lock_for_tests(&self) -> impl std::ops::DerefMut<Target = Database> + '_ {
+        self.lock().unwrap()
     }
 
     /// Shares the database with other readers: only `&self` paths. Never `Err`.
