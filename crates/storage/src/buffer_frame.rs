@@ -28,6 +28,10 @@
 //! 3. `dirty` is set only under the EX latch, with the change; it is cleared only by a
 //!    writer of the page holding the latch (SH or EX), so a page marked clean is the one
 //!    written.
+//! 4. A thread holds at most one fix at a time (`FIXES_HELD`, asserted), and the pool's
+//!    count of fixes held is at least the sum of its frames' fixes (taken: the pool's count
+//!    first; given back: the frame's first). So the pool can tell how many sessions are
+//!    inside it (buffer_pool.rs invariant 2).
 
 use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
@@ -50,6 +54,8 @@ pub(crate) const IO_WRITE: u8 = 2;
 thread_local! {
     /// Frame latches this thread holds (invariant 1).
     static LATCHES_HELD: Cell<usize> = const { Cell::new(0) };
+    /// Fixes this thread holds (invariant 4).
+    static FIXES_HELD: Cell<usize> = const { Cell::new(0) };
 }
 
 pub(crate) struct Frame {
@@ -196,25 +202,43 @@ impl<G: DerefMut<Target = Page>> DerefMut for Latched<G> {
 }
 
 /// A fix on a frame: the frame stays in the pool (unevicted) until it is dropped. Taken
-/// only under the pool's map latch (`Fix::take`).
-pub(crate) struct Fix(Arc<Frame>);
+/// only under the pool's map latch (`Fix::take`), or on a frame out of the map.
+pub(crate) struct Fix<'a> {
+    frame: Arc<Frame>,
+    /// The pool's count of fixes held (invariant 4).
+    held: &'a AtomicUsize,
+}
 
-impl Fix {
-    /// Fixes `frame`; the caller holds the pool's map latch, and the frame is in the map.
-    pub(crate) fn take(frame: &Arc<Frame>) -> Fix {
+impl<'a> Fix<'a> {
+    /// Fixes `frame`, counted in the pool's `held`; the caller holds the pool's map latch
+    /// when the frame is in the map.
+    pub(crate) fn take(frame: &Arc<Frame>, held: &'a AtomicUsize) -> Fix<'a> {
+        FIXES_HELD.with(|n| {
+            assert_eq!(
+                n.get(),
+                0,
+                "invariant 4: a second fix, on frame {}",
+                frame.pid
+            );
+            n.set(1);
+        });
+        held.fetch_add(1, Ordering::AcqRel);
         frame.fixes.fetch_add(1, Ordering::AcqRel);
         frame.referenced.store(true, Ordering::Relaxed);
-        Fix(frame.clone())
+        Fix {
+            frame: frame.clone(),
+            held,
+        }
     }
 
     pub(crate) fn frame(&self) -> &Arc<Frame> {
-        &self.0
+        &self.frame
     }
 
     /// The page shared, unless its read failed (invariant 2).
     pub(crate) fn sh(&self) -> Result<Latched<RwLockReadGuard<'_, Page>>, StorageError> {
-        let g = self.0.sh();
-        match self.0.failure() {
+        let g = self.frame.sh();
+        match self.frame.failure() {
             Some(e) => Err(e),
             None => Ok(g),
         }
@@ -222,22 +246,24 @@ impl Fix {
 
     /// The page exclusively, unless its read failed (invariant 2).
     pub(crate) fn ex(&self) -> Result<Latched<RwLockWriteGuard<'_, Page>>, StorageError> {
-        let g = self.0.ex();
-        match self.0.failure() {
+        let g = self.frame.ex();
+        match self.frame.failure() {
             Some(e) => Err(e),
             None => Ok(g),
         }
     }
 }
 
-impl Drop for Fix {
+impl Drop for Fix<'_> {
     fn drop(&mut self) {
-        let before = self.0.fixes.fetch_sub(1, Ordering::AcqRel);
+        let before = self.frame.fixes.fetch_sub(1, Ordering::AcqRel);
         assert!(
             before > 0,
             "frame {} unfixed more often than fixed",
-            self.0.pid
+            self.frame.pid
         );
+        self.held.fetch_sub(1, Ordering::AcqRel);
+        FIXES_HELD.with(|n| n.set(0));
     }
 }
 

@@ -32,8 +32,10 @@
 //! 2. A frame is inserted only after evicting until the pool holds fewer than
 //!    `capacity_pages` frames, and fewer than `MIN_FRAMES` or the instance is within its
 //!    budget; except when every frame the pool holds is fixed (each session inside the
-//!    pool fixes at most one frame at a time), so the pool exceeds that by at most the
-//!    number of sessions inside it at once. Asserted where it goes over.
+//!    pool fixes at most one frame at a time, buffer_frame.rs invariant 4), so the pool
+//!    exceeds that by at most the number of sessions inside it at once. Asserted where it
+//!    goes over: the fixes held when the look for a victim began are at least the frames
+//!    held.
 //! 3. A page read from disk has passed `Page::verify` (checksum and its own page id);
 //!    sessions that waited for a read that failed get its error (buffer_frame.rs
 //!    invariant 2), and the frame leaves the map before its latch is released.
@@ -208,22 +210,24 @@ pub struct BufferPool {
     gate: Arc<WriteGate>,
     /// Pages written back by eviction (not by checkpoints), for tests and DMVs.
     evictions: AtomicU64,
+    /// Fixes held now, on all frames (buffer_frame.rs invariant 4).
+    fixes_held: AtomicUsize,
     read_hook: Option<ReadHook>,
 }
 
 /// A page's place in the pool, looked up with room made for it when absent.
 enum Slot<'a> {
-    Cached(Fix),
+    Cached(Fix<'a>),
     /// Not cached; the map latch is held and a frame may be inserted (invariant 2).
     Vacant(MutexGuard<'a, FrameMap>),
 }
 
 /// What one look at the clock found.
-enum Victim {
+enum Victim<'a> {
     /// A clean frame, already out of the map.
     Evicted,
     /// A dirty frame, fixed by the evictor and out of the clock, to write back.
-    Dirty(Fix),
+    Dirty(Fix<'a>),
     /// Every frame is fixed.
     None,
 }
@@ -258,6 +262,7 @@ impl BufferPool {
             budget,
             gate: Arc::default(),
             evictions: AtomicU64::new(0),
+            fixes_held: AtomicUsize::new(0),
             read_hook: None,
         }
     }
@@ -417,7 +422,11 @@ impl BufferPool {
     pub fn peek(&self, files: &BTreeMap<u16, DataFile>, pid: PageId) -> Result<Page, StorageError> {
         let mut tries = 0;
         loop {
-            let fix = self.map().frames.get(&pid).map(Fix::take);
+            let fix = self
+                .map()
+                .frames
+                .get(&pid)
+                .map(|f| Fix::take(f, &self.fixes_held));
             if let Some(fix) = fix {
                 return Ok(fix.sh()?.clone());
             }
@@ -433,7 +442,11 @@ impl BufferPool {
 
     /// A copy of the page if it is cached, and whether it is dirty; never reads the disk.
     pub fn cached(&self, pid: PageId) -> Option<(Page, bool)> {
-        let fix = self.map().frames.get(&pid).map(Fix::take)?;
+        let fix = self
+            .map()
+            .frames
+            .get(&pid)
+            .map(|f| Fix::take(f, &self.fixes_held))?;
         let page = fix.sh().ok()?;
         Some((page.clone(), fix.frame().dirty.load(Ordering::Acquire)))
     }
@@ -472,14 +485,14 @@ impl BufferPool {
         files: &BTreeMap<u16, DataFile>,
         wal: Option<&LogWriter>,
         pid: PageId,
-    ) -> Result<Fix, StorageError> {
+    ) -> Result<Fix<'_>, StorageError> {
         let mut map = match self.slot(files, wal, pid)? {
             Slot::Cached(fix) => return Ok(fix),
             Slot::Vacant(map) => map,
         };
         let frame = Arc::new(Frame::new(pid, Page::zeroed(), false, IO_READ));
         let mut latched = frame.ex_new();
-        let fix = Fix::take(&frame);
+        let fix = Fix::take(&frame, &self.fixes_held);
         self.insert(&mut map, frame.clone());
         drop(map);
         match self.read(files, pid) {
@@ -514,22 +527,14 @@ impl BufferPool {
         let mut map = self.map();
         loop {
             if let Some(f) = map.frames.get(&pid) {
-                return Ok(Slot::Cached(Fix::take(f)));
+                return Ok(Slot::Cached(Fix::take(f, &self.fixes_held)));
             }
             if !self.over(&map) {
                 return Ok(Slot::Vacant(map));
             }
             match self.pick_victim(&mut map) {
                 Victim::Evicted => {}
-                Victim::None => {
-                    assert!(
-                        map.frames
-                            .values()
-                            .all(|f| f.fixes.load(Ordering::Acquire) > 0),
-                        "invariant 2: over the cap with an unfixed frame"
-                    );
-                    return Ok(Slot::Vacant(map));
-                }
+                Victim::None => return Ok(Slot::Vacant(map)),
                 Victim::Dirty(victim) => {
                     drop(map);
                     let written = self.write_victim(files, wal, &victim);
@@ -556,14 +561,19 @@ impl BufferPool {
     }
 
     /// The clock's next victim: an unfixed frame (so unlatched, invariant 7) not
-    /// referenced since the clock last passed it. A clean one is evicted at once.
-    fn pick_victim(&self, map: &mut FrameMap) -> Victim {
-        // Two rounds: the first clears the references, the second finds a victim.
+    /// referenced since the clock last passed it. A clean one is evicted at once. None
+    /// when every frame is fixed (invariant 2).
+    fn pick_victim(&self, map: &mut FrameMap) -> Victim<'_> {
+        // Fixes held when the look starts: no fix is added meanwhile (the map latch).
+        let held = self.fixes_held.load(Ordering::Acquire);
+        // Two rounds: the first clears the references, the second finds a victim unless
+        // each frame is fixed when it is passed (and so was when the look started).
         for _ in 0..2 * map.clock.len() {
             let pid = map.clock.pop_front().expect("counted");
             let f = map.frames.get(&pid).expect("invariant 6");
             let fixed = f.fixes.load(Ordering::Acquire) > 0;
-            if fixed || f.referenced.swap(false, Ordering::Relaxed) {
+            let referenced = f.referenced.swap(false, Ordering::Relaxed);
+            if fixed || referenced {
                 map.clock.push_back(pid);
                 continue;
             }
@@ -572,7 +582,7 @@ impl BufferPool {
                 "invariant 7: unfixed frame {pid} is latched"
             );
             if f.dirty.load(Ordering::Acquire) {
-                let fix = Fix::take(f);
+                let fix = Fix::take(f, &self.fixes_held);
                 map.writing += 1;
                 return Victim::Dirty(fix);
             }
@@ -580,6 +590,11 @@ impl BufferPool {
             self.budget.used.fetch_sub(1, Ordering::Relaxed);
             return Victim::Evicted;
         }
+        assert!(
+            held >= map.frames.len(),
+            "invariant 2: over the cap with {} frames and {held} fixes",
+            map.frames.len()
+        );
         Victim::None
     }
 
@@ -607,7 +622,7 @@ impl BufferPool {
     /// Ends a victim's write-back under the map latch: removed when it was written and
     /// nobody fixed it meanwhile (invariant 9), else back on the clock (unless a forget
     /// took it out of the map meanwhile).
-    fn end_write(&self, map: &mut FrameMap, victim: Fix, written: bool) {
+    fn end_write(&self, map: &mut FrameMap, victim: Fix<'_>, written: bool) {
         map.writing -= 1;
         let frame = victim.frame().clone();
         frame.io.store(IO_NONE, Ordering::Release);
@@ -706,7 +721,11 @@ impl BufferPool {
 
     /// A sealed copy of a cached dirty page and its LSN, for writing outside the lock.
     pub(crate) fn dirty_copy(&self, pid: PageId) -> Option<(Page, Lsn)> {
-        let fix = self.map().frames.get(&pid).map(Fix::take)?;
+        let fix = self
+            .map()
+            .frames
+            .get(&pid)
+            .map(|f| Fix::take(f, &self.fixes_held))?;
         let page = fix.sh().ok()?;
         if !fix.frame().dirty.load(Ordering::Acquire) {
             return None;
@@ -720,7 +739,12 @@ impl BufferPool {
     /// Marks a page clean after a copy with `lsn` was written, unless it changed since
     /// (holding the latch SH: no change comes meanwhile).
     pub(crate) fn mark_clean_if(&self, pid: PageId, lsn: Lsn) {
-        let Some(fix) = self.map().frames.get(&pid).map(Fix::take) else {
+        let Some(fix) = self
+            .map()
+            .frames
+            .get(&pid)
+            .map(|f| Fix::take(f, &self.fixes_held))
+        else {
             return;
         };
         let Ok(page) = fix.sh() else { return };
@@ -775,7 +799,7 @@ impl BufferPool {
         }
         // Out of the map, each is waited for: an evictor writing it holds its latch.
         for f in gone {
-            drop(Fix::take(&f).ex());
+            drop(Fix::take(&f, &self.fixes_held).ex());
         }
     }
 
