@@ -3,9 +3,9 @@
 //! insert or remove a frame, never across I/O (buffer_pool.rs invariants 6-9).
 //!
 //! `a_page_read_does_not_block_cached_reads`: one session's page read from disk is held
-//! (the pool's test hook waits inside it) while three others read cached pages; they
-//! complete reads meanwhile. With one latch over the whole pool they all waited behind the
-//! read.
+//! (the pool's test hook waits inside it) while three others read cached pages (copies,
+//! and seeks that descend through cached pages); they complete reads meanwhile. With one
+//! latch over the whole pool they all waited behind the read.
 //!
 //! `a_failed_read_fails_its_waiters`: sessions that wait for a page another session is
 //! reading (PAGEIOLATCH_SH) get the read's error when it fails (a damaged checksum), never
@@ -158,12 +158,17 @@ fn a_page_read_does_not_block_cached_reads() {
             std::thread::spawn(move || {
                 let mut n = i;
                 while !stop.load(Ordering::SeqCst) {
-                    let (page, dirty) = db
-                        .read()
-                        .unwrap()
-                        .read_page_current(pages[n % pages.len()])
-                        .unwrap();
-                    assert!(dirty && !page.is_unformatted(), "a cached page");
+                    // A cached page's copy (DBCC PAGE's read), then a seek of Hot (a
+                    // descent of cached pages), alternately.
+                    let g = db.read().unwrap();
+                    if n % 2 == 0 {
+                        let (page, dirty) = g.read_page_current(pages[n % pages.len()]).unwrap();
+                        assert!(dirty && !page.is_unformatted(), "a cached page");
+                    } else {
+                        let k = (n * 7 % 300) as u32;
+                        let (rows, physical) = seek_counted(&g, hot, k).unwrap();
+                        assert_eq!((rows.len(), physical), (1, 0), "key {k} found in cache");
+                    }
                     reads.fetch_add(1, Ordering::SeqCst);
                     n += 1;
                 }
@@ -194,6 +199,15 @@ fn a_page_read_does_not_block_cached_reads() {
 
 /// The rows of `table` whose key is `k`, by a seek (which caches the pages it reads).
 fn seek(db: &Database, table: u32, k: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+    Ok(seek_counted(db, table, k)?.0)
+}
+
+/// `seek`'s rows, and how many pages it read from disk.
+fn seek_counted(
+    db: &Database,
+    table: u32,
+    k: u32,
+) -> Result<(Vec<(Rid, Vec<u8>)>, u64), StorageError> {
     let key = vec![Some(k.to_le_bytes().to_vec())];
     let range = KeyRange {
         lower: Bound::Included(key.clone()),
@@ -207,7 +221,7 @@ fn seek(db: &Database, table: u32, k: u32) -> Result<Vec<(Rid, Vec<u8>)>, Storag
         usize::MAX,
         None,
     )?;
-    Ok(chunk.rows)
+    Ok((chunk.rows, chunk.reads.physical))
 }
 
 /// Damages page `pid` of the file at `path` in place (its checksum no longer matches).
