@@ -11,6 +11,11 @@
 //! reading (PAGEIOLATCH_SH) get the read's error when it fails (a damaged checksum), never
 //! the frame's empty page, and the page is not cached.
 //!
+//! `a_pool_whose_frames_are_all_fixed_goes_over_its_cap`: nine sessions each hold a read of
+//! a different page in a pool of eight frames: the ninth miss finds every frame fixed and
+//! goes one frame over the cap instead of waiting (buffer_pool.rs invariant 2), and the
+//! next miss evicts back under it.
+//!
 //! `sessions_read_and_change_a_table_larger_than_the_pool`: four sessions read and change
 //! rows of a table several times the pool's size (every page read evicts another, dirty
 //! ones written back beside the other sessions); afterwards every committed row is there
@@ -292,6 +297,97 @@ fn a_failed_read_fails_its_waiters() {
     let db = Arc::into_inner(db).unwrap().into_inner();
     assert_eq!(db.pool_fixes(leaf), None, "the failed frame left the pool");
     db.check_pool_invariants();
+}
+
+/// Holds every read of the pages in `held` until released, counting the reads held.
+#[derive(Default)]
+struct HeldReads {
+    entered: AtomicU64,
+    released: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl HeldReads {
+    fn hook(self: &Arc<Self>, held: Vec<PageId>) -> extentdb_storage::buffer_pool::ReadHook {
+        let me = self.clone();
+        Arc::new(move |pid| {
+            if !held.contains(&pid) {
+                return;
+            }
+            me.entered.fetch_add(1, Ordering::SeqCst);
+            let mut r = me.released.lock().unwrap();
+            while !*r {
+                r = me.wake.wait(r).unwrap();
+            }
+        })
+    }
+}
+
+#[test]
+fn a_pool_whose_frames_are_all_fixed_goes_over_its_cap() {
+    let dir = fresh_dir("frames-over");
+    let fs = OsFileSystem::new();
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir)).unwrap();
+    let t = filled_table(&mut db, "Wide", 400);
+    // The first key of each of nine leaves.
+    let mut firsts: Vec<(PageId, u32)> = Vec::new();
+    for (rid, rec) in db.scan_rows(t).unwrap() {
+        if firsts.last().is_none_or(|(leaf, _)| *leaf != rid.0) {
+            let cols = extentdb_format::record::decode(&common::LAYOUT, &rec).unwrap();
+            firsts.push((
+                rid.0,
+                u32::from_le_bytes(cols[0].unwrap().try_into().unwrap()),
+            ));
+        }
+    }
+    firsts.truncate(9);
+    assert_eq!(firsts.len(), 9, "the table spans nine leaves");
+    db.checkpoint().unwrap();
+    drop(db);
+    let mut db = Database::open(fs.as_ref(), &dir.join("Frames.mdf")).unwrap();
+    let cap = extentdb_storage::buffer_pool::MIN_FRAMES;
+    db.set_buffer_pool_pages(cap);
+    assert_eq!(db.buffer_pool_usage().2, cap, "the pool was empty");
+    let held = Arc::new(HeldReads::default());
+    db.set_pool_read_hook(Some(held.hook(firsts.iter().map(|(p, _)| *p).collect())));
+    let db = Arc::new(DbLock::new(db));
+    // Nine sessions each read one leaf, held: eight frames fixed fill the pool, and the
+    // ninth miss finds no frame to evict.
+    let seekers: Vec<_> = firsts
+        .iter()
+        .map(|&(_, k)| {
+            let db = db.clone();
+            std::thread::spawn(move || seek(&db.read().unwrap(), t, k).map(|r| r.len()))
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while held.entered.load(Ordering::SeqCst) < 9 {
+        assert!(
+            Instant::now() < deadline,
+            "{} of nine reads began: a miss waited for a frame",
+            held.entered.load(Ordering::SeqCst)
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let cached = db.read().unwrap().buffer_pool_usage().0;
+    *held.released.lock().unwrap() = true;
+    held.wake.notify_all();
+    for s in seekers {
+        assert_eq!(s.join().unwrap().unwrap(), 1, "each seek finds its key");
+    }
+    assert_eq!(
+        cached, 9,
+        "one frame over the cap of {cap}, for the ninth session"
+    );
+    let db = Arc::into_inner(db).unwrap().into_inner();
+    db.check_pool_invariants();
+    // The next miss evicts back under the cap.
+    assert_eq!(seek(&db, t, 399).unwrap().len(), 1);
+    let (cached, _, _) = db.buffer_pool_usage();
+    assert!(
+        cached <= cap,
+        "{cached} pages cached after a miss, cap {cap}"
+    );
 }
 
 /// Sessions of the stress test, and their keys: `k % SESSIONS == me`.
