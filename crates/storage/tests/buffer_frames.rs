@@ -39,8 +39,7 @@ use extentdb_io::os::OsFileSystem;
 use extentdb_storage::access::Step;
 use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
-use extentdb_storage::scan::{KeyRange, ScanPosition};
-use extentdb_storage::table::Rid;
+use extentdb_storage::scan::{KeyRange, ScanPosition, StoredRow};
 use extentdb_storage::{Database, NewDatabase, StorageError};
 
 /// Database `Frames` in `root`: an 8 MB data file and a 16 MB log, SIMPLE.
@@ -203,16 +202,12 @@ fn a_page_read_does_not_block_cached_reads() {
 }
 
 /// The rows of `table` whose key is `k`, by a seek (which caches the pages it reads).
-fn seek(db: &Database, table: u32, k: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
+fn seek(db: &Database, table: u32, k: u32) -> Result<Vec<StoredRow>, StorageError> {
     Ok(seek_counted(db, table, k)?.0)
 }
 
 /// `seek`'s rows, and how many pages it read from disk.
-fn seek_counted(
-    db: &Database,
-    table: u32,
-    k: u32,
-) -> Result<(Vec<(Rid, Vec<u8>)>, u64), StorageError> {
+fn seek_counted(db: &Database, table: u32, k: u32) -> Result<(Vec<StoredRow>, u64), StorageError> {
     let key = vec![Some(k.to_le_bytes().to_vec())];
     let range = KeyRange {
         lower: Bound::Included(key.clone()),
