@@ -1,4 +1,4 @@
-//! The buffer pool's frames under sessions sharing a database (`DbLock::read`), on real
+//! The buffer pool's frames under sessions sharing a database (`SharedDatabase::read`), on real
 //! files: each frame has its own latch, and the pool's map is latched only to look up,
 //! insert or remove a frame, never across I/O (buffer_pool.rs invariants 6-9).
 //!
@@ -37,9 +37,9 @@ use extentdb_format::file_header::FileType;
 use extentdb_format::PageId;
 use extentdb_io::os::OsFileSystem;
 use extentdb_storage::access::Step;
-use extentdb_storage::db_lock::DbLock;
 use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::scan::{KeyRange, ScanPosition, StoredRow};
+use extentdb_storage::shared::SharedDatabase;
 use extentdb_storage::{Database, NewDatabase, StorageError};
 
 /// Database `Frames` in `root`: an 8 MB data file and a 16 MB log, SIMPLE.
@@ -139,7 +139,7 @@ fn a_page_read_does_not_block_cached_reads() {
     let held = Arc::new(HeldRead::default());
     let (entered_tx, entered) = mpsc::channel();
     db.set_pool_read_hook(Some(held.hook(("miss", None), entered_tx)));
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
 
     let miss = {
         let db = db.clone();
@@ -247,7 +247,7 @@ fn a_failed_read_fails_its_waiters() {
     let held = Arc::new(HeldRead::default());
     let (entered_tx, entered) = mpsc::channel();
     db.set_pool_read_hook(Some(held.hook(("reader", Some(leaf)), entered_tx)));
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
 
     let seeker = |name: &str| {
         let db = db.clone();
@@ -345,7 +345,7 @@ fn a_pool_whose_frames_are_all_fixed_goes_over_its_cap() {
     assert_eq!(db.buffer_pool_usage().2, cap, "the pool was empty");
     let held = Arc::new(HeldReads::default());
     db.set_pool_read_hook(Some(held.hook(firsts.iter().map(|(p, _)| *p).collect())));
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
     // Nine sessions each read one leaf, held: eight frames fixed fill the pool, and the
     // ninth miss finds no frame to evict.
     let seekers: Vec<_> = firsts
@@ -393,7 +393,7 @@ const POOL_PAGES: usize = 16;
 
 /// One session's view of its own keys, and what it did.
 struct Worker<'a> {
-    db: &'a DbLock,
+    db: &'a SharedDatabase,
     table: u32,
     me: u32,
     rng: Rng,
@@ -505,7 +505,7 @@ fn sessions_read_and_change_a_table_larger_than_the_pool() {
     let start: BTreeMap<u32, Vec<u8>> = (0..START_ROWS)
         .map(|k| (k, vec![(k % 251) as u8; 300]))
         .collect();
-    let db = Arc::new(DbLock::new(db));
+    let db = Arc::new(SharedDatabase::new(db));
     let (checkpointer, errors) = checkpointer_collecting(&db);
     let ops = if cfg!(debug_assertions) { 100 } else { 600 };
     let threads: Vec<_> = (0..SESSIONS)
