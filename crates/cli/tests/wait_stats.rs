@@ -1,6 +1,7 @@
 //! sys.dm_os_wait_stats counts storage's waits beside the lock waits (storage's
 //! waits.rs): WRITELOG for commits waiting for their log flush, PAGEIOLATCH_SH for pages
-//! read from their files, PAGELATCH_EX for page latches held by another session.
+//! read from their files, PAGELATCH_SH / _EX for page latches held by another session,
+//! PAGEIOLATCH_EX for a page being read or written back.
 
 mod common;
 use common::tds::{all_rows, int, restart, run, Server};
@@ -33,8 +34,12 @@ fn commits_and_page_reads_show_as_writelog_and_pageiolatch_waits() {
     }
     let after = waits(&mut c, "WRITELOG").0;
     assert!(after > before, "WRITELOG {before} -> {after}");
-    // PAGELATCH_EX has its row (its count depends on the threads' timing).
-    waits(&mut c, "PAGELATCH_EX");
+    // The page latch waits have their rows (their counts depend on the threads' timing):
+    // PAGELATCH_SH / _EX for a buffer frame's latch another session holds, PAGEIOLATCH_EX
+    // for one whose page is being read or written back.
+    for latch in ["PAGELATCH_EX", "PAGELATCH_SH", "PAGEIOLATCH_EX"] {
+        waits(&mut c, latch);
+    }
     // After a checkpoint and a restart no page of t is cached (recovery redoes nothing
     // there): reading the table reads its pages from the file.
     run(&mut c, "USE w; CHECKPOINT");

@@ -15,8 +15,9 @@
 //! 2. A shared operation changes a page only while holding that page's latch
 //!    (`PageLatches::hold`, SQL Server's PAGELATCH_EX), which it takes after its heap's
 //!    insert lock and before any other latch, and never holds two page latches at once.
-//!    Readers copy pages under the buffer pool's latch, which every change is applied
-//!    under, so a reader sees a page before or after a change, never inside it.
+//!    Readers copy pages under their buffer frame's latch (SH), and every change is
+//!    applied under it (EX), so a reader sees a page before or after a change, never
+//!    inside it.
 //! 3. A change that moves a row (a clustered key or length change, a heap row that grew)
 //!    needs the database held exclusively (`Needs::Exclusive`): it is two changes, and
 //!    everything the second needs is checked before the first is made.
@@ -31,9 +32,10 @@
 //!    another session changed (and committed) since, nor reads a new row before its
 //!    writer's lock covers it.
 //!
-//! Lock order inside a database (docs/ARCHITECTURE.md): the database (`SharedDatabase`), a heap's
-//! insert lock, one page latch, then the transaction table's latch, the log's, the buffer
-//! pool's.
+//! Lock order inside a database (docs/ARCHITECTURE.md): the database (`SharedDatabase`), a
+//! heap's insert lock, one page latch, then the transaction table's latch or one buffer
+//! frame's latch (buffer_pool.rs), then the log's; the pool's map latch is taken after a
+//! frame latch or alone.
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -448,7 +448,6 @@ impl Database {
             .map_or(extentdb_format::Lsn::ZERO, |w| w.end_lsn());
         self.data
             .pool
-            .lock()
             .forget_freed(file_id, extent.first_page().0, PAGES_PER_EXTENT, end);
         self.data_files[&file_id].release_extent(extent)
     }
@@ -546,11 +545,12 @@ impl Database {
     /// just logged and installed in the buffer pool (invariant 5), under its file's
     /// allocation lock.
     pub(crate) fn mark_page_allocated(&self, pid: PageId, au: u64) -> Result<(), StorageError> {
-        let formatted = {
-            let mut pool = self.data.pool.lock();
-            let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
-            crate::table::is_unit_page(p, au)
-        };
+        let formatted =
+            self.data
+                .pool
+                .with_page(&self.data_files, self.wal.as_deref(), pid, |p| {
+                    crate::table::is_unit_page(p, au)
+                })?;
         assert!(
             formatted,
             "page {pid} of allocation unit {au} marked allocated before its format was logged"

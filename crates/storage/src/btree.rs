@@ -166,7 +166,7 @@ impl Database {
     /// A page of the tree, reached through the root or a link: zeros there are damage
     /// (Msg 824), never a page not used yet.
     fn cached(&mut self, pid: PageId) -> Result<&mut Page, StorageError> {
-        let pool = self.data.pool.get_mut();
+        let pool = &mut self.data.pool;
         if pool
             .page(&self.data_files, self.wal.as_deref(), pid)?
             .is_unformatted()
@@ -175,15 +175,14 @@ impl Database {
         }
         self.data
             .pool
-            .get_mut()
             .page(&self.data_files, self.wal.as_deref(), pid)
     }
 
-    /// `cached`'s copy, read without caching it (scans), through the pool's latch: a
+    /// `cached`'s copy, read without caching it (scans), under its frame's latch: a
     /// reader sharing the database (`SharedDatabase::read`) reads so. Counted in `reads`.
     fn tree_page(&self, pid: PageId, reads: &mut PageReads) -> Result<Page, StorageError> {
         let p = {
-            let mut pool = self.data.pool.lock();
+            let pool = &self.data.pool;
             reads.visit(pool.contains(pid));
             pool.peek(&self.data_files, pid)?
         };
@@ -194,21 +193,20 @@ impl Database {
     }
 
     /// `f` of tree page `pid`, cached (a seek's path stays for the next seek) and read
-    /// under the pool's latch, which `f` must not take again. Counted in `reads`.
+    /// under its frame's latch (SH); `f` must not use the pool. Counted in `reads`.
     fn with_tree_page<R>(
         &self,
         pid: PageId,
         reads: &mut PageReads,
         f: impl FnOnce(&Page) -> Result<R, StorageError>,
     ) -> Result<R, StorageError> {
-        let mut pool = self.data.pool.lock();
+        let pool = &self.data.pool;
         reads.visit(pool.contains(pid));
-        let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
-        if p.is_unformatted() {
-            drop(pool);
-            return Err(self.incorrect_page_id(pid, PageId::NULL));
-        }
-        f(p)
+        let wal = self.wal.as_deref();
+        let read = pool.with_page(&self.data_files, wal, pid, |p| {
+            (!p.is_unformatted()).then(|| f(p))
+        })?;
+        read.unwrap_or_else(|| Err(self.incorrect_page_id(pid, PageId::NULL)))
     }
 
     /// Creates the empty root (a leaf) of a new clustered index; the format is durable

@@ -18,8 +18,9 @@
 //!    the log to the batch's highest LSN, write the copies through the gate (a copy older
 //!    than a version already written, by an eviction meanwhile, is dropped); S mark clean
 //!    the pages unchanged since their copy. (S = with the database shared: a copy and a
-//!    mark are each made under the pool's latch, which every page change is applied
-//!    under, so a batch never waits for, or stops, the sessions changing rows.)
+//!    mark are each made under the page's frame latch, SH, and every page change is
+//!    applied under it, EX, so a batch never waits for, or stops, the sessions changing
+//!    rows.)
 //! 3. L write each file's cached allocation pages (log first); U fsync every data file.
 //! 4. L `checkpoint_end`: the log is kept from min(cp, oldest active BEGIN); the boot page
 //!    records cp (unless a newer checkpoint already did) and is saved.
@@ -100,12 +101,7 @@ impl Database {
         let Some(wal) = self.wal.clone() else {
             return Ok(());
         };
-        if let Err(e) = self
-            .data
-            .pool
-            .get_mut()
-            .flush_all(&self.data_files, Some(&wal))
-        {
+        if let Err(e) = self.data.pool.flush_all(&self.data_files, Some(&wal)) {
             self.poison();
             return Err(e);
         }
@@ -165,11 +161,11 @@ impl Database {
         let cp = wal.end_lsn();
         self.data.checkpoint.running = true;
         self.data.checkpoint.pending_lsn = self.data.checkpoint.pending_lsn.max(cp);
-        let gate = self.data.pool.get_mut().gate();
+        let gate = self.data.pool.gate();
         gate.start();
         Ok(Some(CheckpointRun {
             cp,
-            pending: self.data.pool.get_mut().dirty_pids(),
+            pending: self.data.pool.dirty_pids(),
             next: 0,
             gate,
             wal,
@@ -188,7 +184,7 @@ impl Database {
         while pages.len() < BATCH_PAGES && run.next < run.pending.len() {
             let pid = run.pending[run.next];
             run.next += 1;
-            if let Some((p, lsn)) = self.data.pool.lock().dirty_copy(pid) {
+            if let Some((p, lsn)) = self.data.pool.dirty_copy(pid) {
                 pages.push((pid, p, lsn));
             }
         }
@@ -203,7 +199,7 @@ impl Database {
 
     /// Step 2, second shared half: pages unchanged since their copy are clean.
     pub fn checkpoint_batch_written(&self, batch: &CheckpointBatch) {
-        let mut pool = self.data.pool.lock();
+        let pool = &self.data.pool;
         for (pid, _, lsn) in &batch.pages {
             pool.mark_clean_if(*pid, *lsn);
         }

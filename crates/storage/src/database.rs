@@ -484,7 +484,7 @@ impl Database {
         &self,
         pid: PageId,
     ) -> Result<(extentdb_format::Page, bool), StorageError> {
-        if let Some(c) = self.data.pool.lock().cached(pid) {
+        if let Some(c) = self.data.pool.cached(pid) {
             return Ok(c);
         }
         let file = self
@@ -724,7 +724,7 @@ impl Database {
             // Written without the pool: no stale pool page may overwrite it (allocation.rs
             // invariant 6).
             assert!(
-                !self.data.pool.get_mut().contains(*p),
+                !self.data.pool.contains(*p),
                 "system page {p} handed out while the buffer pool caches it"
             );
             self.primary().set_pfs(p.page, pfs_value)?;
@@ -1109,7 +1109,7 @@ impl Database {
         // them: a checkpoint writes them, and redo then starts past every such record.
         self.drop_prepared_data_growth(entry.file_id);
         self.checkpoint()?;
-        self.data.pool.get_mut().forget_file(entry.file_id);
+        self.data.pool.forget_file(entry.file_id);
         self.data.emptying.remove(&entry.file_id);
         // Invariant 4: the chains without the file's IAM pages, published with the catalog.
         let relinked = match entry.file_type {

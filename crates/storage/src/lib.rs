@@ -15,6 +15,7 @@ pub mod access;
 pub mod allocation;
 pub mod backup;
 pub mod btree;
+pub(crate) mod buffer_frame;
 pub mod buffer_pool;
 pub mod check_alloc;
 pub mod check_db;

@@ -118,10 +118,7 @@ impl Database {
         }
         self.drop_prepared_data_growth(file_id);
         self.checkpoint()?;
-        self.data
-            .pool
-            .get_mut()
-            .forget_file_from(file_id, new_pages);
+        self.data.pool.forget_file_from(file_id, new_pages);
         self.update_file_entry(file_id, |f| f.size_pages = new_pages)?;
         let df = self.data_files.get_mut(&file_id).expect("data file");
         df.size_pages = new_pages;
@@ -165,7 +162,7 @@ impl Database {
         let mut moved = 0;
         for i in 0..PAGES_PER_EXTENT {
             let old = PageId::new(file_id, e.first_page().0 + i);
-            let p = self.data.pool.get_mut().peek(&self.data_files, old)?;
+            let p = self.data.pool.peek(&self.data_files, old)?;
             if !crate::table::is_unit_page(&p, t.allocation_unit_id) {
                 continue;
             }
@@ -261,7 +258,7 @@ impl Database {
     /// Moves page `old` of table `t` to `new` (see the module docs).
     fn move_page(&mut self, t: &TableEntry, old: PageId, new: PageId) -> Result<(), StorageError> {
         self.page_moves += 1;
-        let page = self.data.pool.get_mut().peek(&self.data_files, old)?;
+        let page = self.data.pool.peek(&self.data_files, old)?;
         let h = page.header()?;
         let mut copy = page.clone();
         let mut ch = copy.header()?;
@@ -273,7 +270,7 @@ impl Database {
                 if sibling.is_null() {
                     continue;
                 }
-                let mut s = self.data.pool.get_mut().peek(&self.data_files, sibling)?;
+                let mut s = self.data.pool.peek(&self.data_files, sibling)?;
                 let mut sh = s.header()?;
                 if is_prev {
                     sh.next_page = new;
@@ -305,7 +302,7 @@ impl Database {
                 return self.mark_page_free(old);
             }
             let (parent, slot) = self.find_parent(t, old, h.level)?;
-            let mut pp = self.data.pool.get_mut().peek(&self.data_files, parent)?;
+            let mut pp = self.data.pool.peek(&self.data_files, parent)?;
             let ki = KeyInfo::of(t);
             let rec = data_page::record(&pp, slot)?
                 .ok_or_else(|| extentdb_format::corrupt(parent, "separator slot is empty"))?
@@ -334,7 +331,7 @@ impl Database {
         let ki = KeyInfo::of(t);
         let mut at = t.root_page;
         loop {
-            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
+            let p = self.data.pool.peek(&self.data_files, at)?;
             let h = p.header()?;
             if h.level == level + 1 {
                 break;
@@ -349,7 +346,7 @@ impl Database {
             at = ki.separator(first)?.1;
         }
         while !at.is_null() {
-            let p = self.data.pool.get_mut().peek(&self.data_files, at)?;
+            let p = self.data.pool.peek(&self.data_files, at)?;
             for (slot, r) in data_page::records(&p) {
                 if ki.separator(r?)?.1 == child {
                     return Ok((at, slot));

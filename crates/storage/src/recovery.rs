@@ -241,7 +241,7 @@ impl Database {
         rf.redone = stats.redone;
         rf.committed = a.committed;
         // The pages to disk: the log they follow is the backup's, durable already.
-        self.data.pool.get_mut().flush_all(&self.data_files, None)?;
+        self.data.pool.flush_all(&self.data_files, None)?;
         for df in self.data_files.values() {
             df.sync()?;
         }
@@ -298,15 +298,12 @@ impl Database {
         let pid = PageId::new(file_id, page);
         let mut p = Page::from_bytes(image)?;
         set_lsn(&mut p, lsn)?;
-        if self.data.pool.get_mut().contains(pid) {
-            let cached = self.data.pool.get_mut().page(&self.data_files, None, pid)?;
+        if self.data.pool.contains(pid) {
+            let cached = self.data.pool.page(&self.data_files, None, pid)?;
             if cached.header()?.lsn >= lsn {
                 return Ok(false);
             }
-            self.data
-                .pool
-                .get_mut()
-                .install(&self.data_files, None, pid, p)?;
+            self.data.pool.install(&self.data_files, None, pid, p)?;
             return Ok(true);
         }
         let on_disk = df.read_page(PageNo(page)).and_then(|p| Ok(p.header()?.lsn));
@@ -329,7 +326,6 @@ impl Database {
                 let current = self
                     .data
                     .pool
-                    .get_mut()
                     .peek(&self.data_files, *page)
                     .ok()
                     .and_then(|p| p.header().ok().map(|h| h.lsn));
@@ -337,10 +333,7 @@ impl Database {
                     return Ok(false);
                 }
                 let p = formatted_page(body, lsn)?;
-                self.data
-                    .pool
-                    .get_mut()
-                    .install(&self.data_files, None, *page, p)?;
+                self.data.pool.install(&self.data_files, None, *page, p)?;
                 Ok(true)
             }
             LogRecordBody::PageImages { images } | LogRecordBody::RootMove { images, .. } => {
@@ -352,7 +345,6 @@ impl Database {
                     let current = self
                         .data
                         .pool
-                        .get_mut()
                         .peek(&self.data_files, *pid)
                         .ok()
                         .and_then(|p| p.header().ok().map(|h| h.lsn));
@@ -361,10 +353,7 @@ impl Database {
                     }
                     let mut p = Page::from_bytes(bytes)?;
                     set_lsn(&mut p, lsn)?;
-                    self.data
-                        .pool
-                        .get_mut()
-                        .install(&self.data_files, None, *pid, p)?;
+                    self.data.pool.install(&self.data_files, None, *pid, p)?;
                     any = true;
                 }
                 Ok(any)
@@ -372,17 +361,13 @@ impl Database {
             LogRecordBody::RowChange { page, redo, .. }
             | LogRecordBody::IndexChange { page, redo, .. }
             | LogRecordBody::Compensation { page, redo, .. } => {
-                let p = self
-                    .data
-                    .pool
-                    .get_mut()
-                    .page(&self.data_files, None, *page)?;
+                let p = self.data.pool.page(&self.data_files, None, *page)?;
                 if p.header()?.lsn >= lsn {
                     return Ok(false);
                 }
                 apply_action(p, redo)?;
                 set_lsn(p, lsn)?;
-                self.data.pool.get_mut().mark_dirty(*page);
+                self.data.pool.mark_dirty(*page);
                 Ok(true)
             }
             _ => Ok(false),
@@ -425,7 +410,7 @@ impl Database {
         if !self.data_files.contains_key(&pid.file.0) {
             return Ok(None);
         }
-        let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+        let p = self.data.pool.peek(&self.data_files, pid)?;
         Ok(Some(p.header()?.lsn))
     }
 

@@ -719,7 +719,7 @@ impl Database {
                     df.sync()?;
                 }
                 Some(size) if f.size_pages < size => {
-                    self.data.pool.get_mut().flush_all(&self.data_files, None)?;
+                    self.data.pool.flush_all(&self.data_files, None)?;
                     let df = self.data_files.get_mut(&f.file_id).expect("listed");
                     df.sync()?;
                     df.file.set_len(f.size_pages as u64 * PAGE_SIZE as u64)?;
@@ -737,7 +737,7 @@ impl Database {
             .map(|o| o.file_id)
             .collect();
         for id in gone {
-            self.data.pool.get_mut().flush_all(&self.data_files, None)?;
+            self.data.pool.flush_all(&self.data_files, None)?;
             self.data_files.remove(&id);
             self.log_files.remove(&id);
             if let Some(p) = rf.paths.remove(&id) {

@@ -276,7 +276,7 @@ impl Database {
             }
             let (file, extent) = extents[index];
             let pid = PageId::new(file, extent.first_page().0 + page_in_extent);
-            reads.visit(self.data.pool.lock().contains(pid));
+            reads.visit(self.data.pool.contains(pid));
             let page = (pid, after.take());
             let (taken, refused) = self.heap_page_rows(au, page, &mut rows, gate.as_deref_mut())?;
             if let Some(row) = refused {
@@ -305,7 +305,7 @@ impl Database {
         mut gate: RowGate<'_, '_>,
     ) -> Result<(usize, Option<StoredRow>), StorageError> {
         let _latch = gate.is_some().then(|| self.data.page_latches.hold(pid));
-        let p = self.data.pool.lock().peek(&self.data_files, pid)?;
+        let p = self.data.pool.peek(&self.data_files, pid)?;
         if !is_heap_page(&p, au) {
             if p.is_unformatted() && self.page_allocated(pid)? {
                 return Err(self.incorrect_page_id(pid, extentdb_format::PageId::NULL));

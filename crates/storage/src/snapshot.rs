@@ -444,7 +444,13 @@ impl crate::Database {
     /// half done); the lock may be released at once.
     pub fn check_source(&self) -> Result<CheckSource, StorageError> {
         let mut pages: Vec<(PageId, Page)> = Vec::new();
-        let pool = self.data.pool.lock();
+        // Held exclusively, no session is inside the pool: no frame changes or is
+        // written back between these copies and the registration below.
+        assert!(
+            self.held_exclusively,
+            "a check's view is taken holding the database exclusively"
+        );
+        let pool = &self.data.pool;
         for pid in pool.dirty_pids() {
             if let Some((mut p, _)) = pool.dirty_copy(pid) {
                 p.seal();

@@ -137,7 +137,7 @@ impl Database {
         for (file, extent) in extents {
             for i in 0..PAGES_PER_EXTENT {
                 let pid = PageId::new(file, extent.first_page().0 + i);
-                let page = self.data.pool.lock().peek(&self.data_files, pid)?;
+                let page = self.data.pool.peek(&self.data_files, pid)?;
                 count_page(&page, au, &mut space)?;
             }
         }

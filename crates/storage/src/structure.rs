@@ -413,6 +413,12 @@ impl SharedDatabase {
         })
     }
 
+    /// DBCC CHECKDB's and CHECKALLOC's view of the database as it is now
+    /// (`Database::check_source`), taken holding it exclusively for that instant.
+    pub fn check_source(&self) -> Result<crate::snapshot::CheckSource, StorageError> {
+        self.lock().unwrap().check_source()
+    }
+
     /// DBCC CHECKDB found nothing: its time kept (`Database::record_clean_check`).
     pub fn record_clean_check(&self, at_unix_us: i64) -> Result<(), StorageError> {
         self.lock().unwrap().record_clean_check(at_unix_us)

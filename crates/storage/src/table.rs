@@ -87,10 +87,11 @@ impl HeapCursor {
 }
 
 /// The data path's state inside a database: buffer pool, transactions, heap cursors and
-/// identity values handed out. The first four are latched (`Latch`): sessions sharing the
-/// database change rows at once (access.rs).
+/// identity values handed out. The pool latches its frames itself (buffer_pool.rs), the
+/// next three are latched (`Latch`): sessions sharing the database change rows at once
+/// (access.rs).
 pub struct DataPath {
-    pub(crate) pool: Latch<BufferPool>,
+    pub(crate) pool: BufferPool,
     pub(crate) xacts: Latch<crate::xact::XactTable>,
     pub(crate) cursors: Latch<HashMap<u64, HeapCursor>>,
     /// The last identity value handed out per table (None: none since the seed);
@@ -124,7 +125,7 @@ impl Default for DataPath {
 impl DataPath {
     pub fn with_capacity(pages: usize) -> DataPath {
         DataPath {
-            pool: Latch::new(BufferPool::new(pages)),
+            pool: BufferPool::new(pages),
             xacts: Default::default(),
             cursors: Default::default(),
             identity: Default::default(),
@@ -352,9 +353,11 @@ impl Database {
             return Ok(Step::Needs(room));
         };
         let fits = |pid: PageId| -> Result<bool, StorageError> {
-            let mut pool = self.data.pool.lock();
-            let p = pool.page(&self.data_files, self.wal.as_deref(), pid)?;
-            Ok(data_page::can_insert(p, rec.len(), true))
+            self.data
+                .pool
+                .with_page(&self.data_files, self.wal.as_deref(), pid, |p| {
+                    data_page::can_insert(p, rec.len(), true)
+                })
         };
         let page = match c.current {
             Some(cur) if fits(cur)? => cur,
@@ -387,10 +390,12 @@ impl Database {
             }
         };
         let _latch = self.data.page_latches.hold(page);
-        let slot = {
-            let mut pool = self.data.pool.lock();
-            data_page::slot_count(pool.page(&self.data_files, self.wal.as_deref(), page)?)
-        };
+        let slot = self.data.pool.with_page(
+            &self.data_files,
+            self.wal.as_deref(),
+            page,
+            data_page::slot_count,
+        )?;
         let (redo, undo) = insert_actions(slot, rec);
         if !self.change_page(xact, au, page, redo, undo, also)? {
             return Ok(Step::Needs(Needs::LogGrowth));
@@ -481,19 +486,20 @@ impl Database {
 
     /// The record at `rid`, which must be a live row of the table.
     pub(crate) fn live_record(&self, t: &TableEntry, rid: Rid) -> Result<Vec<u8>, StorageError> {
-        let mut pool = self.data.pool.lock();
-        let p = pool.page(&self.data_files, self.wal.as_deref(), rid.0)?;
         let stale = || StorageError::RowNotFound {
             page: rid.0,
             slot: rid.1,
         };
-        if !is_heap_page(p, t.allocation_unit_id) {
-            return Err(stale());
-        }
-        match data_page::record(p, rid.1)? {
-            Some(r) if !record::is_ghost(r) => Ok(r.to_vec()),
-            _ => Err(stale()),
-        }
+        let pool = &self.data.pool;
+        pool.with_page(&self.data_files, self.wal.as_deref(), rid.0, |p| {
+            if !is_heap_page(p, t.allocation_unit_id) {
+                return Err(stale());
+            }
+            match data_page::record(p, rid.1)? {
+                Some(r) if !record::is_ghost(r) => Ok(r.to_vec()),
+                _ => Err(stale()),
+            }
+        })?
     }
 
     /// A page of the heap with room for a record of `len` bytes, formatting a new page
@@ -513,7 +519,6 @@ impl Database {
             let p = self
                 .data
                 .pool
-                .get_mut()
                 .page(&self.data_files, self.wal.as_deref(), cur)?;
             if data_page::can_insert(p, len, true) {
                 return Ok(cur);
@@ -569,7 +574,7 @@ impl Database {
         // (its bit a crash lost after the format).
         for i in 0..PAGES_PER_EXTENT {
             let pid = PageId::new(file, extent.first_page().0 + i);
-            let p = self.data.pool.get_mut().peek(&self.data_files, pid)?;
+            let p = self.data.pool.peek(&self.data_files, pid)?;
             if !is_unit_page(&p, au) && !self.page_allocated(pid)? {
                 continue;
             }
@@ -633,20 +638,38 @@ impl Database {
 
     /// Pages cached and dirty in the buffer pool: (cached, dirty, capacity).
     pub fn buffer_pool_usage(&self) -> (usize, usize, usize) {
-        let p = self.data.pool.lock();
+        let p = &self.data.pool;
         (p.len(), p.dirty_pages(), p.capacity_pages())
+    }
+
+    /// A test's hook called at the start of every page the buffer pool reads from disk.
+    #[doc(hidden)]
+    pub fn set_pool_read_hook(&mut self, hook: Option<crate::buffer_pool::ReadHook>) {
+        self.data.pool.set_read_hook(hook);
+    }
+
+    /// Sessions using page `pid`'s buffer frame now (None when it is not cached).
+    #[doc(hidden)]
+    pub fn pool_fixes(&self, pid: PageId) -> Option<usize> {
+        self.data.pool.fixes(pid)
+    }
+
+    /// Asserts the buffer pool's invariants (buffer_pool.rs).
+    #[doc(hidden)]
+    pub fn check_pool_invariants(&self) {
+        self.data.pool.check_invariants();
     }
 
     /// Sets the buffer pool's cap (pages); takes effect on an empty pool only.
     pub fn set_buffer_pool_pages(&mut self, pages: usize) {
-        if self.data.pool.get_mut().is_empty() {
-            *self.data.pool.get_mut() = BufferPool::new(pages);
+        if self.data.pool.is_empty() {
+            self.data.pool = BufferPool::new(pages);
         }
     }
 
     /// The budget the buffer pool draws on.
     pub fn pool_budget(&mut self) -> &std::sync::Arc<crate::buffer_pool::PoolBudget> {
-        self.data.pool.get_mut().budget()
+        self.data.pool.budget()
     }
 
     /// Makes the pool draw on the instance's budget. A pool that already caches pages (a
@@ -656,11 +679,10 @@ impl Database {
         &mut self,
         budget: std::sync::Arc<crate::buffer_pool::PoolBudget>,
     ) -> Result<(), StorageError> {
-        let pool = self.data.pool.get_mut();
-        if pool.dirty_pages() > 0 {
+        if self.data.pool.dirty_pages() > 0 {
             self.checkpoint()?;
         }
-        let pool = self.data.pool.get_mut();
+        let pool = &mut self.data.pool;
         assert_eq!(pool.dirty_pages(), 0, "a checkpoint leaves no dirty page");
         let cap = budget.cap_pages.max(crate::buffer_pool::MIN_FRAMES);
         *pool = BufferPool::with_budget(cap, budget);

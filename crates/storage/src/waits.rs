@@ -3,9 +3,14 @@
 //! - WRITELOG: a commit waiting for the log flush that makes it durable
 //!   (`SharedDatabase::commit`);
 //! - PAGELATCH_EX: a row operation waiting for a page latch another session holds
-//!   (`access::PageLatches::hold`);
+//!   (`access::PageLatches::hold`), or a change waiting for a buffer frame's latch
+//!   (`buffer_frame`);
+//! - PAGELATCH_SH: a reader waiting for a buffer frame's latch a change holds;
 //! - PAGEIOLATCH_SH: a page read from its file into the buffer pool, or for a scan that
-//!   does not cache it (`buffer_pool`).
+//!   does not cache it (`buffer_pool`), and a reader waiting for a frame whose page is
+//!   being read or written back;
+//! - PAGEIOLATCH_EX: a change waiting for a frame whose page is being read or written
+//!   back.
 //!
 //! The counts are the process's: one instance runs in a process (`instance_lock`), so
 //! they are the instance's. Only waits are counted: a latch taken without waiting and a
@@ -22,12 +27,16 @@ pub enum WaitType {
     WriteLog = 0,
     PageLatchEx = 1,
     PageIoLatchSh = 2,
+    PageLatchSh = 3,
+    PageIoLatchEx = 4,
 }
 
-const TYPES: [WaitType; 3] = [
+const TYPES: [WaitType; 5] = [
     WaitType::WriteLog,
     WaitType::PageLatchEx,
     WaitType::PageIoLatchSh,
+    WaitType::PageLatchSh,
+    WaitType::PageIoLatchEx,
 ];
 
 impl WaitType {
@@ -36,6 +45,8 @@ impl WaitType {
             WaitType::WriteLog => "WRITELOG",
             WaitType::PageLatchEx => "PAGELATCH_EX",
             WaitType::PageIoLatchSh => "PAGEIOLATCH_SH",
+            WaitType::PageLatchSh => "PAGELATCH_SH",
+            WaitType::PageIoLatchEx => "PAGEIOLATCH_EX",
         }
     }
 }
@@ -53,7 +64,7 @@ const ZERO: Counter = Counter {
     max_us: AtomicU64::new(0),
 };
 
-static COUNTERS: [Counter; 3] = [ZERO; 3];
+static COUNTERS: [Counter; TYPES.len()] = [ZERO; TYPES.len()];
 
 /// Counts one wait of `kind` that lasted `waited`.
 pub fn record(kind: WaitType, waited: Duration) {

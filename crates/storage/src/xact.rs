@@ -417,12 +417,13 @@ impl Database {
         action: &SlotAction,
         lsn: Lsn,
     ) -> Result<(), StorageError> {
-        let mut pool = self.data.pool.lock();
-        let p = pool.page(&self.data_files, self.wal.as_deref(), page)?;
-        apply_action(p, action)?;
-        set_lsn(p, lsn)?;
-        pool.mark_dirty(page);
-        Ok(())
+        let pool = &self.data.pool;
+        pool.with_page_mut(&self.data_files, self.wal.as_deref(), page, |p| {
+            apply_action(p, action)?;
+            set_lsn(p, lsn)?;
+            p.mark_dirty();
+            Ok(())
+        })
     }
 
     /// Puts whole pages that the record at `lsn` logged (a split's images, a format) in
@@ -434,7 +435,7 @@ impl Database {
     ) -> Result<(), StorageError> {
         let installed = images.into_iter().try_for_each(|(pid, mut page)| {
             set_lsn(&mut page, lsn)?;
-            let mut pool = self.data.pool.lock();
+            let pool = &self.data.pool;
             pool.install(&self.data_files, self.wal.as_deref(), pid, page)
         });
         if installed.is_err() {
@@ -447,18 +448,20 @@ impl Database {
     /// start of a checkpoint being taken).
     pub(crate) fn image_if_needed(&self, page: PageId) -> Result<(), StorageError> {
         let redo_start = self.image_floor();
-        let mut pool = self.data.pool.lock();
-        let p = pool.page(&self.data_files, self.wal.as_deref(), page)?;
-        if p.header()?.lsn >= redo_start {
-            return Ok(());
-        }
-        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
-        let lsn = wal.append(&log_record::compact(
-            extentdb_format::log::encode_page_image(page.file.0, page.page.0, p.bytes()),
-        ))?;
-        set_lsn(p, lsn)?;
-        pool.mark_dirty(page);
-        Ok(())
+        let pool = &self.data.pool;
+        // Under the frame's EX latch: no change comes between the image and its stamp.
+        pool.with_page_mut(&self.data_files, self.wal.as_deref(), page, |p| {
+            if p.header()?.lsn >= redo_start {
+                return Ok(());
+            }
+            let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+            let lsn = wal.append(&log_record::compact(
+                extentdb_format::log::encode_page_image(page.file.0, page.page.0, p.bytes()),
+            ))?;
+            set_lsn(p, lsn)?;
+            p.mark_dirty();
+            Ok(())
+        })
     }
 
     /// Invariant 5: no open transaction has changed table `object_id`, which is about to

@@ -14,7 +14,7 @@
 //! `insert_row` at once.
 //!
 //! `shared_inserts_survive_crashes` (simulated file system, a buffer pool of a few pages so
-//! pages are evicted under the pool's latch while others insert): the power is cut at a
+//! pages are evicted while others insert): the power is cut at a
 //! seeded I/O while the sessions run; after recovery every acknowledged commit is present,
 //! nothing rolled back or never committed is, and a transaction whose commit was in flight
 //! is there entirely or not at all. The threads interleave differently on each run, so a

@@ -338,11 +338,11 @@ impl Session {
                 (id, db, None)
             }
         };
-        let src = {
-            let d = db.read().unwrap();
-            d.check_source()
-                .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?
-        };
+        // The view is taken holding the database exclusively, inside storage
+        // (snapshot.rs): no change is half made and no page is being written back meanwhile.
+        let src = db
+            .check_source()
+            .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
         let spid = self.spid;
         inst.requests.lock().unwrap().insert(
             spid,

@@ -268,7 +268,7 @@ impl<'a> Chunks<'a> {
         }
         let t = self.t;
         let Some(l) = self.locking.filter(|l| l.locks_rows()) else {
-            // Reads share the database (storage reads pages through the pool's latch).
+            // Reads share the database (storage reads pages under their frames' latches).
             let db = t.db.read().unwrap();
             return self.read(&db, None).map(|(rows, _)| Some(rows));
         };
