@@ -319,7 +319,7 @@ impl Database {
                 continue;
             }
             if let Some(g) = gate.as_deref_mut() {
-                if !g((pid, slot), rec) {
+                if !g.row((pid, slot), rec) {
                     return Ok((bytes, Some(((pid, slot), rec.to_vec()))));
                 }
             }
