@@ -670,31 +670,58 @@ fn serializable_range_read_locks_its_keys_and_the_next() {
     let s = Server::start("iso-keyrange", &[]);
     key_range_table(&s);
     let mut a = s.connect_to(Some("iso"));
-    run(&mut a, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN");
+    run(
+        &mut a,
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN",
+    );
     let read = "SELECT COUNT(*) FROM kr WHERE id BETWEEN 10 AND 20";
     assert_eq!(value(&mut a, read), 4);
     let spid = value(&mut a, "SELECT @@SPID");
     let held = key_locks(&mut a, spid);
-    assert_eq!(held.len(), 5, "10, 12, 18, 20 and the next key 25: {held:?}");
-    assert!(held.iter().all(|(m, d, st)| m == "RangeS-S" && st == "GRANT" && d.len() == 14));
+    assert_eq!(
+        held.len(),
+        5,
+        "10, 12, 18, 20 and the next key 25: {held:?}"
+    );
+    assert!(held
+        .iter()
+        .all(|(m, d, st)| m == "RangeS-S" && st == "GRANT" && d.len() == 14));
     let table = all_rows(&run(
         &mut a,
         "SELECT request_mode FROM sys.dm_tran_locks WHERE resource_type = 'OBJECT' \
          AND request_session_id = @@SPID",
     ));
     assert_eq!(table, vec![vec![Value::Text("IS".into())]]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (15, 1)"), vec![1222]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (22, 1)"), vec![1222]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (30, 1)"), Vec::<i32>::new());
-    assert_eq!(with_timeout(&s, "UPDATE kr SET v = 2 WHERE id = 40"), Vec::<i32>::new());
-    assert_eq!(with_timeout(&s, "UPDATE kr SET v = 3 WHERE id = 5"), Vec::<i32>::new());
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (15, 1)"),
+        vec![1222]
+    );
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (22, 1)"),
+        vec![1222]
+    );
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (30, 1)"),
+        Vec::<i32>::new()
+    );
+    assert_eq!(
+        with_timeout(&s, "UPDATE kr SET v = 2 WHERE id = 40"),
+        Vec::<i32>::new()
+    );
+    assert_eq!(
+        with_timeout(&s, "UPDATE kr SET v = 3 WHERE id = 5"),
+        Vec::<i32>::new()
+    );
     let inserter = spawn_batch(&s, "INSERT INTO kr VALUES (15, 1)");
     let mut watch = s.connect_to(Some("iso"));
     let waiting = "SELECT COUNT(*) FROM sys.dm_tran_locks WHERE resource_type = 'KEY' \
                    AND request_mode = 'RangeI-N' AND request_status = 'WAIT'";
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while value(&mut watch, waiting) != 1 {
-        assert!(std::time::Instant::now() < deadline, "the INSERT never waited");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the INSERT never waited"
+        );
         thread::sleep(Duration::from_millis(20));
     }
     assert!(!inserter.is_finished());
@@ -702,11 +729,24 @@ fn serializable_range_read_locks_its_keys_and_the_next() {
     run(&mut a, "COMMIT");
     assert_eq!(inserter.join().unwrap()[0].0, 0);
     let rows = all_rows(&run(&mut watch, "SELECT id, v FROM kr ORDER BY id"));
-    let expect: Vec<Vec<Value>> = [(5, 3), (10, 0), (12, 0), (15, 1), (18, 0), (20, 0), (25, 0), (30, 1), (40, 2)]
-        .iter()
-        .map(|&(i, v)| vec![Value::Int(i), Value::Int(v)])
-        .collect();
-    assert_eq!(rows, expect, "22 and the first 15 timed out and changed nothing");
+    let expect: Vec<Vec<Value>> = [
+        (5, 3),
+        (10, 0),
+        (12, 0),
+        (15, 1),
+        (18, 0),
+        (20, 0),
+        (25, 0),
+        (30, 1),
+        (40, 2),
+    ]
+    .iter()
+    .map(|&(i, v)| vec![Value::Int(i), Value::Int(v)])
+    .collect();
+    assert_eq!(
+        rows, expect,
+        "22 and the first 15 timed out and changed nothing"
+    );
 }
 
 /// An equality that finds no row locks the next key RangeS-S, so an INSERT of exactly
@@ -719,14 +759,20 @@ fn serializable_missing_key_and_end_of_index() {
     let s = Server::start("iso-keyrange-end", &[]);
     key_range_table(&s);
     let mut a = s.connect_to(Some("iso"));
-    run(&mut a, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN");
+    run(
+        &mut a,
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN",
+    );
     let spid = value(&mut a, "SELECT @@SPID");
     assert!(all_rows(&run(&mut a, "SELECT v FROM kr WHERE id = 7")).is_empty());
     let held = key_locks(&mut a, spid);
     assert_eq!(held.len(), 1, "the next key, 10: {held:?}");
     assert_eq!(held[0].0, "RangeS-S");
     assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (7, 1)"), vec![1222]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (3, 1)"), Vec::<i32>::new());
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (3, 1)"),
+        Vec::<i32>::new()
+    );
     assert_eq!(value(&mut a, "SELECT COUNT(*) FROM kr WHERE id > 30"), 1);
     let held = key_locks(&mut a, spid);
     assert!(
@@ -734,19 +780,48 @@ fn serializable_missing_key_and_end_of_index() {
         "{held:?}"
     );
     assert_eq!(held.len(), 3, "10, 40 and the end of the index: {held:?}");
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (100, 1)"), vec![1222]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (35, 1)"), vec![1222]);
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (100, 1)"),
+        vec![1222]
+    );
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (35, 1)"),
+        vec![1222]
+    );
     // 40's range reaches back to 25: 28 waits too, as in SQL Server; 22 (before 25) not.
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (28, 1)"), vec![1222]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (22, 1)"), Vec::<i32>::new());
-    run(&mut a, "COMMIT; BEGIN TRAN; DELETE FROM kr WHERE id BETWEEN 10 AND 12");
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (28, 1)"),
+        vec![1222]
+    );
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (22, 1)"),
+        Vec::<i32>::new()
+    );
+    run(
+        &mut a,
+        "COMMIT; BEGIN TRAN; DELETE FROM kr WHERE id BETWEEN 10 AND 12",
+    );
     let modes: Vec<String> = key_locks(&mut a, spid).into_iter().map(|l| l.0).collect();
-    assert_eq!(modes, ["RangeS-U", "RangeX-X", "RangeX-X"], "18 read, 10 and 12 deleted");
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (11, 1)"), vec![1222]);
-    assert_eq!(with_timeout(&s, "INSERT INTO kr VALUES (15, 1)"), vec![1222]);
+    assert_eq!(
+        modes,
+        ["RangeS-U", "RangeX-X", "RangeX-X"],
+        "18 read, 10 and 12 deleted"
+    );
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (11, 1)"),
+        vec![1222]
+    );
+    assert_eq!(
+        with_timeout(&s, "INSERT INTO kr VALUES (15, 1)"),
+        vec![1222]
+    );
     run(&mut a, "ROLLBACK");
     let mut c = s.connect_to(Some("iso"));
-    assert_eq!(value(&mut c, "SELECT COUNT(*) FROM kr"), 9, "3 and 22 added, nothing else");
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM kr"),
+        9,
+        "3 and 22 added, nothing else"
+    );
 }
 
 /// xorshift, seeded: the load test's choices, the same in every run.
@@ -782,7 +857,10 @@ fn serializable_ranges_see_no_phantoms_under_load() {
     );
     let mut far = s.connect_to(Some("iso"));
     let far_read = "SELECT COUNT(*) FROM ph WHERE id BETWEEN 20000 AND 30000";
-    run(&mut far, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN");
+    run(
+        &mut far,
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; BEGIN TRAN",
+    );
     assert_eq!(value(&mut far, far_read), 0);
     let readers: Vec<_> = (0..3u64)
         .map(|r| {
@@ -846,6 +924,9 @@ fn serializable_ranges_see_no_phantoms_under_load() {
     assert_eq!(value(&mut far, far_read), 0);
     run(&mut far, "COMMIT");
     let mut c = s.connect_to(Some("iso"));
-    assert_eq!(value(&mut c, "SELECT COUNT(*) FROM ph"), 301 + inserted - deleted);
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM ph"),
+        301 + inserted - deleted
+    );
     common::tds::assert_checkdb_clean(&mut c, "iso", "after the load");
 }

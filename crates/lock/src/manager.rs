@@ -301,7 +301,10 @@ impl LockManager {
             .find(|g| g.owner.id == owner.id)
             .map(|g| g.mode)
             .expect("an instant conversion restores a grant it holds");
-        assert!(now.covers(mode), "{now} restored to {mode}, which is stronger");
+        assert!(
+            now.covers(mode),
+            "{now} restored to {mode}, which is stronger"
+        );
         head.set_grant(owner, mode);
         head.grant_waiters();
     }

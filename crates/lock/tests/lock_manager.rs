@@ -333,7 +333,11 @@ fn instant_range_insert_locks() {
     let mgr = LockManager::new();
     let (mut reader, mut writer, mut ins) = (locker(&mgr, 51), locker(&mgr, 52), locker(&mgr, 53));
     writer.lock(key(1), LockMode::X).unwrap();
-    assert_eq!(ins.try_instant(key(1), LockMode::RangeIN), Ok(true), "beside X");
+    assert_eq!(
+        ins.try_instant(key(1), LockMode::RangeIN),
+        Ok(true),
+        "beside X"
+    );
     assert_eq!(ins.count(), 0, "an instant lock is not kept");
     reader.lock(key(2), LockMode::RangeSS).unwrap();
     assert_eq!(ins.try_instant(key(2), LockMode::RangeIN), Ok(false));
@@ -357,7 +361,10 @@ fn instant_range_insert_locks() {
     reader.lock(key(3), LockMode::RangeSS).unwrap();
     assert_eq!(own.try_instant(key(3), LockMode::RangeIN), Ok(false));
     own.timeout = Some(Duration::from_millis(20));
-    assert_eq!(own.instant(key(3), LockMode::RangeIN), Err(LockError::Timeout));
+    assert_eq!(
+        own.instant(key(3), LockMode::RangeIN),
+        Err(LockError::Timeout)
+    );
     reader.release_all();
     own.instant(key(3), LockMode::RangeIN).unwrap();
     assert_eq!(own.held(&key(3)), Some(LockMode::RangeSS), "put back");

@@ -825,7 +825,10 @@ impl Database {
             let slot = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
                 Ok(leaf_position(&ki, p, &k)?.0)
             })?;
-            if !matches!(self.next_key_range(leaf, slot, &mut **g)?, Attempt::Done(true)) {
+            if !matches!(
+                self.next_key_range(leaf, slot, &mut **g)?,
+                Attempt::Done(true)
+            ) {
                 return Err(StorageError::RowRefused);
             }
         }
@@ -962,7 +965,7 @@ impl Database {
         if let Some(g) = gate.as_deref_mut().filter(|_| ranges) {
             if !g.key_range(None) {
                 let next = resume(&rows);
-                        return Ok(ScanChunk::to(rows, next, reads));
+                return Ok(ScanChunk::to(rows, next, reads));
             }
         }
         Ok(ScanChunk::to(rows, ScanPosition::End, reads))

@@ -327,7 +327,8 @@ impl Session {
             spill_dir: self.spill_dir(),
             last: None,
         };
-        let step = |db: Held<'_>, x| write_inserts(db, x, (&t, &locking, &range_wait), &env, &mut p);
+        let step =
+            |db: Held<'_>, x| write_inserts(db, x, (&t, &locking, &range_wait), &env, &mut p);
         // A key range another transaction locked: waited for, then the rows go on.
         let wait = || match range_wait.take() {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
@@ -801,7 +802,10 @@ fn write_inserts(
             match gate.outcome(placed)? {
                 Err(extentdb_storage::StorageError::RowRefused) => {
                     range_wait.set(gate.pending);
-                    assert!(range_wait.get().is_some(), "only a key range refuses quietly");
+                    assert!(
+                        range_wait.get().is_some(),
+                        "only a key range refuses quietly"
+                    );
                     return Ok(Step::Done(()));
                 }
                 Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {

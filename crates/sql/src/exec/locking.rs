@@ -508,7 +508,10 @@ impl RowLocking {
     ) -> Result<Resource, Vec<SqlError>> {
         match next {
             Some((rid, rec)) => self.name(rid, rec),
-            None => Ok(self.names.end_of_index().expect("ranges of a clustered index")),
+            None => Ok(self
+                .names
+                .end_of_index()
+                .expect("ranges of a clustered index")),
         }
     }
 
@@ -765,8 +768,7 @@ mod tests {
         heap: bool,
     ) -> Result<LockPlan, Vec<i32>> {
         let hints: Vec<String> = hints.iter().map(|h| h.to_string()).collect();
-        hint_locking(level, write, &hints, heap)
-            .map_err(|e| e.iter().map(|e| e.number).collect())
+        hint_locking(level, write, &hints, heap).map_err(|e| e.iter().map(|e| e.number).collect())
     }
 
     /// Proves the isolation levels and table hints lock as SQL Server's do (rows S and let
@@ -804,7 +806,10 @@ mod tests {
         let p = plan(Serializable, false, &["UPDLOCK"]).unwrap();
         assert_eq!(p.mode, Some(LockMode::RangeSU));
         let p = plan(Serializable, false, &["TABLOCK"]).unwrap();
-        assert_eq!((p.mode, p.table, p.ranges), (None, Some(LockMode::S), false));
+        assert_eq!(
+            (p.mode, p.table, p.ranges),
+            (None, Some(LockMode::S), false)
+        );
         let p = plan(ReadCommitted, false, &["UPDLOCK", "ROWLOCK"]).unwrap();
         assert_eq!((p.mode, p.keep), (Some(LockMode::U), true));
         let p = plan(ReadUncommitted, true, &[]).unwrap();
