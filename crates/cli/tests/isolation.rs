@@ -661,7 +661,8 @@ fn with_timeout(s: &Server, sql: &str) -> Vec<i32> {
 
 /// A SERIALIZABLE read of `id BETWEEN 10 AND 20` locks the keys it read and the next key
 /// (25) RangeS-S, and the table IS, not S: INSERTs of 15 and of 22 (the gap up to 25) wait
-/// (1222 under SET LOCK_TIMEOUT 500, changing nothing), while an INSERT of 30, an UPDATE
+/// (1222 under SET LOCK_TIMEOUT 500, changing nothing), as does an UPDATE that moves key
+/// 40 to 16, while an INSERT of 30, an UPDATE
 /// of 40 and of 5 go through (under the table lock of before, all three waited). An
 /// INSERT of 15 without a timeout waits, shown as RangeI-N WAIT, until the reader commits,
 /// and the reader's second read finds no phantom.
@@ -699,6 +700,11 @@ fn serializable_range_read_locks_its_keys_and_the_next() {
     assert_eq!(
         with_timeout(&s, "INSERT INTO kr VALUES (22, 1)"),
         vec![1222]
+    );
+    assert_eq!(
+        with_timeout(&s, "UPDATE kr SET id = 16 WHERE id = 40"),
+        vec![1222],
+        "a key moved into the range is an insert there"
     );
     assert_eq!(
         with_timeout(&s, "INSERT INTO kr VALUES (30, 1)"),

@@ -818,7 +818,8 @@ impl Database {
             let ranges = g.key_ranges();
             (RowsOnly(g), ranges)
         });
-        if let Some((RowsOnly(g), true)) = rows_only.as_mut() {
+        // A new key falls in a range (access.rs invariant 6); the same key stays in its own.
+        if let Some((RowsOnly(g), true)) = rows_only.as_mut().filter(|_| !same_key) {
             // Holding the database exclusively, no page latch is busy.
             let k = ki.key(new)?;
             let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;

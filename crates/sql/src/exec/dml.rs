@@ -482,7 +482,8 @@ impl Session {
         let db = t.db.clone();
         let env = self.growth_env();
         let (mut window, mut at) = (Vec::new(), 0usize);
-        self.write_in_xact(t.db_id, &db, |db, x| {
+        let range_wait = std::cell::Cell::new(None);
+        let step = |db: Held<'_>, x| {
             let mut done = 0;
             loop {
                 if at == window.len() {
@@ -498,18 +499,33 @@ impl Session {
                 let (old, new) = row[1..].split_at(width);
                 let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
                 let oid = t.entry.object_id;
-                // A heap row that grows moves: its new RID is this transaction's too.
-                let step = with_new_row_lock(&locking, |g| {
-                    let g = g.filter(|_| t.entry.index_id != 1);
-                    db.update_row_at(x, oid, (rid, &old), (&new, &env), g)
-                })?
-                .map_err(|e| errors::map_data(&e, &t.db_name))?;
+                // A heap row that grows moves: its new RID is this transaction's too. A
+                // clustered row given a new key tests the key range it moves into.
+                let mut gate = NewRowGate::new(&locking, t.entry.index_id == 1);
+                gate.lock_rows = t.entry.index_id != 1;
+                let changed = db.update_row_at(x, oid, (rid, &old), (&new, &env), Some(&mut gate));
+                let step = match gate.outcome(changed)? {
+                    Err(extentdb_storage::StorageError::RowRefused) => {
+                        range_wait.set(gate.pending);
+                        assert!(
+                            range_wait.get().is_some(),
+                            "only a key range refuses quietly"
+                        );
+                        return Ok(Step::Done(()));
+                    }
+                    other => other.map_err(|e| errors::map_data(&e, &t.db_name))?,
+                };
                 if let Step::Needs(n) = step {
                     return Ok(Step::Needs(n));
                 }
                 (at, done) = (at + 1, done + 1);
             }
-        })?;
+        };
+        let wait = || match range_wait.take() {
+            Some(r) => locking.wait_insert_range(r).map(|()| true),
+            None => Ok(false),
+        };
+        self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
         self.report_io(&t, out);
         self.rows_affected(count, out);
         Ok(())
@@ -881,6 +897,8 @@ fn with_new_row_lock<T>(
 /// that would wait is kept in `pending` for the caller to wait for.
 struct NewRowGate<'l> {
     locking: &'l super::locking::RowLocking,
+    /// Lock the new row X (a clustered UPDATE's moved row keeps the key locks it has).
+    lock_rows: bool,
     ranges: bool,
     failure: Option<Vec<SqlError>>,
     pending: Option<extentdb_storage::lock::Resource>,
@@ -890,6 +908,7 @@ impl<'l> NewRowGate<'l> {
     fn new(locking: &'l super::locking::RowLocking, ranges: bool) -> NewRowGate<'l> {
         NewRowGate {
             locking,
+            lock_rows: true,
             ranges,
             failure: None,
             pending: None,
@@ -910,6 +929,9 @@ impl<'l> NewRowGate<'l> {
 
 impl extentdb_storage::access::Gate for NewRowGate<'_> {
     fn row(&mut self, rid: Rid, rec: &[u8]) -> bool {
+        if !self.lock_rows {
+            return true;
+        }
         match self.locking.own_new_row(rid, rec) {
             Ok(()) => true,
             Err(e) => {
