@@ -942,19 +942,9 @@ impl Database {
                 }
             }
             let next = p.header()?.next_page;
-            if !ranges {
-                latch = None;
-            } else if !next.is_null() {
-                match self.data.page_latches.hold_next(at, next) {
-                    NextLatch::Same => {}
-                    NextLatch::Held(g) => latch = Some(g),
-                    NextLatch::Busy => {
-                        drop(latch.take());
-                        drop(self.data.page_latches.hold(next));
-                        let next = resume(&rows);
-                        return Ok(ScanChunk::to(rows, next, reads));
-                    }
-                }
+            if !self.walk_latch((at, next), ranges, &mut latch) {
+                let next = resume(&rows);
+                return Ok(ScanChunk::to(rows, next, reads));
             }
             at = next;
             seen += 1;
@@ -963,13 +953,45 @@ impl Database {
             }
         }
         // The range ran to the end of the index: still under the last leaf's latch.
-        if let Some(g) = gate.as_deref_mut().filter(|_| ranges) {
+        if let Some(g) = gate.filter(|_| ranges) {
             if !g.key_range(None) {
                 let next = resume(&rows);
                 return Ok(ScanChunk::to(rows, next, reads));
             }
         }
         Ok(ScanChunk::to(rows, ScanPosition::End, reads))
+    }
+
+    /// A range read's latch from leaf `at` on to leaf `next`: let go (not a key-range read:
+    /// each leaf is latched alone), kept (the end of the index, whose key range is locked
+    /// under it), or handed over, the next leaf's taken before the last one's goes
+    /// (access.rs invariant 6). False when the next latch was busy (access.rs invariant
+    /// 2): every latch is let go, the busy one waited for, and the read ends its chunk.
+    fn walk_latch<'a>(
+        &'a self,
+        (at, next): (PageId, PageId),
+        ranges: bool,
+        latch: &mut Option<std::sync::MutexGuard<'a, ()>>,
+    ) -> bool {
+        if !ranges {
+            *latch = None;
+            return true;
+        }
+        if next.is_null() {
+            return true;
+        }
+        match self.data.page_latches.hold_next(at, next) {
+            NextLatch::Same => true,
+            NextLatch::Held(g) => {
+                *latch = Some(g);
+                true
+            }
+            NextLatch::Busy => {
+                drop(latch.take());
+                drop(self.data.page_latches.hold(next));
+                false
+            }
+        }
     }
 
     /// The leaf whose range holds key (or key prefix) `k`, read through the pool (a seek's

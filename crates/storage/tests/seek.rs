@@ -182,7 +182,7 @@ fn key_range_gates_see_the_keys_that_bound_ranges() {
         db.now(|d| d.delete_row_at(x, tree, (*rid, rec))).unwrap();
     }
     db.commit_xact(x).unwrap();
-    let ghost = |i: usize| i % 7 == 0;
+    let ghost = |i: usize| i.is_multiple_of(7);
     let mut next = xorshift_from(0x5eed);
     for i in 0..200 {
         let (a, b) = (all[(next() % 2000) as usize], (next() % 1_000_003) as u32);

@@ -498,25 +498,11 @@ impl Session {
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
                 let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
-                let oid = t.entry.object_id;
-                // A heap row that grows moves: its new RID is this transaction's too. A
-                // clustered row given a new key tests the key range it moves into.
-                let mut gate = NewRowGate::new(&locking, t.entry.index_id == 1);
-                gate.lock_rows = t.entry.index_id != 1;
-                let changed = db.update_row_at(x, oid, (rid, &old), (&new, &env), Some(&mut gate));
-                let step = match gate.outcome(changed)? {
-                    Err(extentdb_storage::StorageError::RowRefused) => {
-                        range_wait.set(gate.pending);
-                        assert!(
-                            range_wait.get().is_some(),
-                            "only a key range refuses quietly"
-                        );
-                        return Ok(Step::Done(()));
-                    }
-                    other => other.map_err(|e| errors::map_data(&e, &t.db_name))?,
-                };
-                if let Step::Needs(n) = step {
-                    return Ok(Step::Needs(n));
+                let locks = (&t, &locking, &range_wait);
+                match update_one(&db, x, locks, (rid, &old, &new), &env)? {
+                    None => return Ok(Step::Done(())),
+                    Some(Step::Needs(n)) => return Ok(Step::Needs(n)),
+                    Some(Step::Done(_)) => {}
                 }
                 (at, done) = (at + 1, done + 1);
             }
@@ -872,7 +858,38 @@ fn insert_checked(
     Ok(())
 }
 
-/// INSERT's write phase's table, locks, and where a refused key range is left.
+/// One row of UPDATE's write phase. A heap row that grows moves: its new RID is this
+/// transaction's too. A clustered row given a new key tests the key range it moves into
+/// (locking.rs invariant 5): None when another transaction's range lock is in the way,
+/// nothing changed and its resource left in the third of `locks` to wait for.
+fn update_one(
+    db: &Database,
+    x: u64,
+    (t, locking, range_wait): InsertLocks<'_>,
+    (rid, old, new): (Rid, &[u8], &[u8]),
+    env: &GrowthEnv,
+) -> Result<Option<Step<Rid>>, Vec<SqlError>> {
+    let clustered = t.entry.index_id == 1;
+    let mut gate = NewRowGate::new(locking, clustered);
+    gate.lock_rows = !clustered;
+    let oid = t.entry.object_id;
+    let changed = db.update_row_at(x, oid, (rid, old), (new, env), Some(&mut gate));
+    match gate.outcome(changed)? {
+        Err(extentdb_storage::StorageError::RowRefused) => {
+            range_wait.set(gate.pending);
+            assert!(
+                range_wait.get().is_some(),
+                "only a key range refuses quietly"
+            );
+            Ok(None)
+        }
+        other => other
+            .map(Some)
+            .map_err(|e| errors::map_data(&e, &t.db_name)),
+    }
+}
+
+/// A write phase's table, locks, and where a refused key range is left.
 type InsertLocks<'a> = (
     &'a TableRef,
     &'a super::locking::RowLocking,

@@ -378,8 +378,8 @@ pub(super) struct LockPlan {
     /// Each row's lock; None for no row locks (READ UNCOMMITTED, NOLOCK, or a table lock
     /// that covers them).
     pub mode: Option<LockMode>,
-    /// UPDATE and DELETE: the rows they read are locked U (the table U under
-    /// SERIALIZABLE), which readers' S locks let in, and each row WHERE keeps goes to X
+    /// UPDATE and DELETE: the rows they read are locked U (RangeS-U under SERIALIZABLE, the
+    /// table U on a heap), which readers' S locks let in, and each row WHERE keeps goes to X
     /// before it changes (`RowLocking::changes`), as SQL Server's update locks do: two
     /// writers of one row queue at its U instead of both converting a read lock to X.
     pub changes_to_x: bool,
@@ -688,8 +688,8 @@ impl RowLocking {
     }
 
     /// The table's intent lock for a statement that writes rows (IX), taken before the
-    /// database is held: a SERIALIZABLE reader's table lock makes it wait here.
-    /// Under SERIALIZABLE the plan's table U becomes X: an INSERT reads no rows first.
+    /// database is held: a SERIALIZABLE reader's table lock on a heap makes it wait here.
+    /// Under SERIALIZABLE on a heap the plan's table U becomes X: an INSERT reads no rows.
     pub fn table_intent(&self) -> Result<(), Vec<SqlError>> {
         let mode = match self.plan.table {
             None => LockMode::IX,
