@@ -115,6 +115,38 @@ impl Locker {
         Ok(())
     }
 
+    /// An instant-duration lock (SQL Server's, as an INSERT's RangeI-N on the key after
+    /// its own): granted and given up at once, without waiting; Ok(false) when it would
+    /// wait. A lock the transaction holds on `r` is left as it was. Nothing is recorded
+    /// when it is granted: the uncontended case is one look-up in the lock table.
+    pub fn try_instant(&mut self, r: Resource, mode: LockMode) -> Result<bool, LockError> {
+        let held = self.held.get(&r).copied();
+        if held.is_some_and(|h| h.covers(mode)) {
+            return Ok(true);
+        }
+        Ok(self.mgr.would_grant(&self.owner, r, mode, held))
+    }
+
+    /// `try_instant` that waits as SET LOCK_TIMEOUT says (queued as any request, so
+    /// sys.dm_tran_locks shows it WAIT and the deadlock monitor sees it), then gives the
+    /// lock up again: let go, or put back to what the transaction held there before.
+    pub fn instant(&mut self, r: Resource, mode: LockMode) -> Result<(), LockError> {
+        let held = self.held.get(&r).copied();
+        if held.is_some_and(|h| h.covers(mode)) {
+            return Ok(());
+        }
+        let policy = WaitPolicy {
+            timeout: self.timeout,
+            cancel: Some(&self.cancel),
+        };
+        self.mgr.acquire(&self.owner, r, mode, held, policy)?;
+        match held {
+            None => self.mgr.release(&self.owner, r),
+            Some(h) => self.mgr.restore(&self.owner, r, h),
+        }
+        Ok(())
+    }
+
     /// Locks a row or page (`r` names its table) in `mode` under an intent lock on the
     /// table, counting it toward escalation; waits as SET LOCK_TIMEOUT says.
     pub fn lock_row(
@@ -153,7 +185,7 @@ impl Locker {
         if self
             .escalated
             .get(&table_key)
-            .is_some_and(|m| m.covers(mode))
+            .is_some_and(|m| m.covers(mode.key_part()))
         {
             return Ok(());
         }

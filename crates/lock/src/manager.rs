@@ -270,6 +270,45 @@ impl LockManager {
         result.map(|()| target)
     }
 
+    /// Whether `owner`, holding `held` on `resource`, would be granted `mode` there now
+    /// (`acquire`'s rule), without recording anything: the uncontended case of an
+    /// instant-duration lock (`Locker::try_instant`) costs one look-up.
+    pub fn would_grant(
+        &self,
+        owner: &Owner,
+        resource: Resource,
+        mode: LockMode,
+        held: Option<LockMode>,
+    ) -> bool {
+        let target = held.map_or(mode, |h| h.convert(mode));
+        let heads = self.shard(&resource);
+        heads.get(&resource).is_none_or(|head| {
+            head.grantable(owner.id, target) && (held.is_some() || head.queue.is_empty())
+        })
+    }
+
+    /// Puts `owner`'s grant on `resource` back to `mode`, which it held before an
+    /// instant-duration conversion (`Locker::instant`), and grants what waited for the
+    /// stronger mode to go. `mode` must be weaker than the grant (conflict with a subset).
+    pub fn restore(&self, owner: &Arc<Owner>, resource: Resource, mode: LockMode) {
+        let mut heads = self.shard(&resource);
+        let head = heads
+            .get_mut(&resource)
+            .expect("an instant conversion restores a grant it holds");
+        let now = head
+            .granted
+            .iter()
+            .find(|g| g.owner.id == owner.id)
+            .map(|g| g.mode)
+            .expect("an instant conversion restores a grant it holds");
+        assert!(
+            now.covers(mode),
+            "{now} restored to {mode}, which is stronger"
+        );
+        head.set_grant(owner, mode);
+        head.grant_waiters();
+    }
+
     /// Waits until the request is granted, chosen as a deadlock victim, timed out or
     /// cancelled; looks for a deadlock every `deadlock_interval`.
     fn wait(

@@ -288,6 +288,20 @@ impl LockMode {
         }
     }
 
+    /// What a key-range mode locks on the key itself, as a table lock taken by escalation
+    /// must cover it (a table S or X leaves no other transaction an intent lock to insert
+    /// under, so it covers the ranges too): RangeS-S is S, RangeS-U is U, the RangeI and
+    /// RangeX modes X. Any other mode is itself.
+    pub fn key_part(self) -> LockMode {
+        use LockMode::*;
+        match self {
+            RangeSS => S,
+            RangeSU => U,
+            RangeIN | RangeIS | RangeIU | RangeIX | RangeXS | RangeXU | RangeXX => X,
+            m => m,
+        }
+    }
+
     /// The intent mode a parent resource (the table, the page) needs for a lock in `self`
     /// below it: IS for reads, IU for update locks, IX for writes.
     pub fn intent(self) -> LockMode {

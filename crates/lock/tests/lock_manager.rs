@@ -323,3 +323,66 @@ fn seeded_stress_keeps_the_invariants() {
     assert!(granted > 1000, "most requests are granted: {granted}");
     assert!(mgr.locks().is_empty(), "{:?}", mgr.locks());
 }
+
+/// An instant-duration RangeI-N (an INSERT's test of the key after its own): granted
+/// beside X and another RangeI-N and leaves nothing behind; refused by RangeS-S without
+/// waiting (`try_instant`) and waited for (`instant`, shown WAIT) until the reader ends;
+/// a transaction's own RangeS-S there is left as it was.
+#[test]
+fn instant_range_insert_locks() {
+    let mgr = LockManager::new();
+    let (mut reader, mut writer, mut ins) = (locker(&mgr, 51), locker(&mgr, 52), locker(&mgr, 53));
+    writer.lock(key(1), LockMode::X).unwrap();
+    assert_eq!(
+        ins.try_instant(key(1), LockMode::RangeIN),
+        Ok(true),
+        "beside X"
+    );
+    assert_eq!(ins.count(), 0, "an instant lock is not kept");
+    reader.lock(key(2), LockMode::RangeSS).unwrap();
+    assert_eq!(ins.try_instant(key(2), LockMode::RangeIN), Ok(false));
+    let m2 = mgr.clone();
+    let waiter = thread::spawn(move || {
+        let mut w = locker(&m2, 54);
+        w.instant(key(2), LockMode::RangeIN).map(|()| w.count())
+    });
+    until_waiting(&mgr, 1);
+    let rows = mgr.locks();
+    assert!(rows
+        .iter()
+        .any(|r| r.mode == LockMode::RangeIN && r.status == "WAIT" && r.session_id == 54));
+    reader.release_all();
+    assert_eq!(waiter.join().unwrap(), Ok(0));
+    assert!(mgr.locks().iter().all(|r| r.session_id != 54), "given up");
+    // Its own RangeS-S stays RangeS-S; another reader's makes the test wait.
+    let mut own = locker(&mgr, 55);
+    own.lock(key(3), LockMode::RangeSS).unwrap();
+    assert_eq!(own.try_instant(key(3), LockMode::RangeIN), Ok(true));
+    reader.lock(key(3), LockMode::RangeSS).unwrap();
+    assert_eq!(own.try_instant(key(3), LockMode::RangeIN), Ok(false));
+    own.timeout = Some(Duration::from_millis(20));
+    assert_eq!(
+        own.instant(key(3), LockMode::RangeIN),
+        Err(LockError::Timeout)
+    );
+    reader.release_all();
+    own.instant(key(3), LockMode::RangeIN).unwrap();
+    assert_eq!(own.held(&key(3)), Some(LockMode::RangeSS), "put back");
+    mgr.check_invariants();
+}
+
+/// Key-range locks count toward escalation: 5,000 RangeS-S go to the table's S, which
+/// covers further RangeS-S without a lock each.
+#[test]
+fn range_locks_escalate_to_the_table() {
+    let mgr = LockManager::new();
+    let mut l = locker(&mgr, 51);
+    for i in 0..u64::from(ESCALATION_THRESHOLD) {
+        l.lock_row(key(i), LockMode::RangeSS, Escalation::Auto)
+            .unwrap();
+    }
+    assert_eq!(l.escalated(5, 100), Some(LockMode::S));
+    l.lock_row(key(1 << 40), LockMode::RangeSS, Escalation::Auto)
+        .unwrap();
+    assert_eq!(l.count(), 1, "the table lock alone");
+}

@@ -14,7 +14,10 @@
 //!    it formatted for the row stays, empty, as its heap's current page).
 //! 2. A shared operation changes a page only while holding that page's latch
 //!    (`PageLatches::hold`, SQL Server's PAGELATCH_EX), which it takes after its heap's
-//!    insert lock and before any other latch, and never holds two page latches at once.
+//!    insert lock and before any other latch, and never holds two page latches at once
+//!    but in a walk left to right along a leaf chain (invariant 6), which waits for the
+//!    second latch only when its stripe is above the first's and otherwise only tries it
+//!    (`PageLatches::hold_next`): whoever waits for a latch holds only lower stripes.
 //!    Readers copy pages under their buffer frame's latch (SH), and every change is
 //!    applied under it (EX), so a reader sees a page before or after a change, never
 //!    inside it.
@@ -31,6 +34,19 @@
 //!    sessions' changes, so a reader never takes a row's lock having read a value that
 //!    another session changed (and committed) since, nor reads a new row before its
 //!    writer's lock covers it.
+//!
+//! 6. Key ranges (SERIALIZABLE, `Gate::key_ranges`) are bounded by live keys: a range read
+//!    passes the ghosts inside its range and the first *live* key past it (or the end of
+//!    the index) through `Gate::key_range`, and an insert of key k the first live key
+//!    after k (or the end), each under the latch of the leaf holding it; a ghost past a
+//!    range is skipped by both. So the key an insert tests is the one a reader locked for
+//!    the gap the new key falls in, whatever ghosts lie between, and a ghost inside a
+//!    range (a delete not yet committed) is locked by the reader, who waits for the
+//!    deleter: its rollback cannot bring a row back into the range unseen. A read walks
+//!    from a leaf to the next holding the first's latch until it has the second's
+//!    (`PageLatches::hold_next`), and an insert holds its leaf's latch while it reads the
+//!    leaves right of it: a reader that has passed the insert's leaf cannot lock the
+//!    next key before the insert has tested it, nor after the row is in, unseen.
 //!
 //! Lock order inside a database (docs/ARCHITECTURE.md): the database (`SharedDatabase`), a
 //! heap's insert lock, one page latch, then the transaction table's latch or one buffer
@@ -69,8 +85,47 @@ impl std::ops::Deref for Held<'_> {
 /// layer's row lock, taken without waiting. A reader's gate says whether it may take a row
 /// it read (false ends its chunk at that row: `ScanChunk::refused`); a writer's, called
 /// before a new row becomes visible, whether it may place it (false fails the operation,
-/// `StorageError::RowRefused`, with nothing changed, the caller knowing why).
-pub type RowGate<'a, 'g> = Option<&'a mut (dyn FnMut(Rid, &[u8]) -> bool + 'g)>;
+/// `StorageError::RowRefused`, with nothing changed, the caller knowing why). A closure
+/// `FnMut(Rid, &[u8]) -> bool` is a gate of rows only.
+pub type RowGate<'a, 'g> = Option<&'a mut (dyn Gate + 'g)>;
+
+/// A row gate (`RowGate`), and for key-range locking (invariant 6) the keys that bound the
+/// ranges a clustered read or insert covers.
+pub trait Gate {
+    /// A row read, or placed: whether the caller may take it.
+    fn row(&mut self, rid: Rid, rec: &[u8]) -> bool;
+
+    /// Whether the caller locks key ranges: storage then passes the keys that bound them
+    /// through `key_range` (which costs a walk to the next leaf at a range's end).
+    fn key_ranges(&self) -> bool {
+        false
+    }
+
+    /// A key whose range the caller locks without taking a row, under the latch of the
+    /// leaf that holds it (`None`: the end of the index): the first live key past a
+    /// range read, a ghost inside it, the first live key after an insert's. False stops
+    /// the operation with nothing taken or changed: a read's chunk ends where it can be
+    /// resumed before the key (`ScanChunk::next`), an insert fails with `RowRefused`.
+    fn key_range(&mut self, _next: Option<(Rid, &[u8])>) -> bool {
+        true
+    }
+}
+
+impl<F: FnMut(Rid, &[u8]) -> bool> Gate for F {
+    fn row(&mut self, rid: Rid, rec: &[u8]) -> bool {
+        self(rid, rec)
+    }
+}
+
+/// A gate's rows without its key ranges: the second change of a row move, whose range was
+/// tested before its first (invariant 3).
+pub(crate) struct RowsOnly<'a, 'g>(pub &'a mut (dyn Gate + 'g));
+
+impl Gate for RowsOnly<'_, '_> {
+    fn row(&mut self, rid: Rid, rec: &[u8]) -> bool {
+        self.0.row(rid, rec)
+    }
+}
 
 /// What a row operation did: done, or nothing yet because it needs something first.
 #[must_use]
@@ -132,11 +187,42 @@ impl Default for PageLatches {
     }
 }
 
+/// The next page's latch in a walk left to right (`PageLatches::hold_next`).
+pub(crate) enum NextLatch<'a> {
+    /// Its stripe is the held page's: held already.
+    Same,
+    Held(MutexGuard<'a, ()>),
+    /// Its stripe is below the held page's and another session holds it: the walker lets
+    /// go of its latches, waits for this page's (`hold` and drop) and starts again.
+    Busy,
+}
+
 impl PageLatches {
+    fn stripe(pid: PageId) -> usize {
+        let h = (pid.file.0 as usize).wrapping_mul(0x9E37_79B9) ^ pid.page.0 as usize;
+        h % PAGE_LATCH_STRIPES
+    }
+
+    /// Page `next`'s latch for a session that holds `held`'s (invariant 2's walk): waited
+    /// for when its stripe is above `held`'s, else only tried.
+    pub(crate) fn hold_next(&self, held: PageId, next: PageId) -> NextLatch<'_> {
+        let (a, b) = (Self::stripe(held), Self::stripe(next));
+        if a == b {
+            return NextLatch::Same;
+        }
+        if b > a {
+            return NextLatch::Held(self.hold(next));
+        }
+        match self.0[b].try_lock() {
+            Ok(g) => NextLatch::Held(g),
+            Err(std::sync::TryLockError::Poisoned(e)) => NextLatch::Held(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => NextLatch::Busy,
+        }
+    }
+
     /// Holds page `pid`'s latch exclusively until the guard drops.
     pub(crate) fn hold(&self, pid: PageId) -> MutexGuard<'_, ()> {
-        let h = (pid.file.0 as usize).wrapping_mul(0x9E37_79B9) ^ pid.page.0 as usize;
-        let m = &self.0[h % PAGE_LATCH_STRIPES];
+        let m = &self.0[Self::stripe(pid)];
         match m.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
@@ -301,5 +387,44 @@ impl Database {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two pages whose latch stripes are `a` below `b`.
+    fn ordered_pair() -> (PageId, PageId) {
+        let pages: Vec<PageId> = (0..64).map(|p| PageId::new(1, p)).collect();
+        let (mut lo, mut hi) = (pages[0], pages[1]);
+        if PageLatches::stripe(lo) > PageLatches::stripe(hi) {
+            std::mem::swap(&mut lo, &mut hi);
+        }
+        assert_ne!(PageLatches::stripe(lo), PageLatches::stripe(hi));
+        (lo, hi)
+    }
+
+    /// Proves invariant 2's walk: the next page's latch is waited for only up the stripes
+    /// (held), only tried down them (busy while another holds it, held once free), and
+    /// not taken twice for one stripe.
+    #[test]
+    fn a_walk_waits_only_up_the_stripes() {
+        let latches = PageLatches::default();
+        let (lo, hi) = ordered_pair();
+        let _held = latches.hold(lo);
+        assert!(matches!(latches.hold_next(lo, lo), NextLatch::Same));
+        assert!(matches!(latches.hold_next(lo, hi), NextLatch::Held(_)));
+        drop(_held);
+        let other = latches.hold(lo);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let _mine = latches.hold(hi);
+                assert!(matches!(latches.hold_next(hi, lo), NextLatch::Busy));
+            });
+        });
+        drop(other);
+        let _mine = latches.hold(hi);
+        assert!(matches!(latches.hold_next(hi, lo), NextLatch::Held(_)));
     }
 }

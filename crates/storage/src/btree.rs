@@ -42,7 +42,7 @@ use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout, RecordType};
 use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
 
-use crate::access::{Needs, RowGate, Step};
+use crate::access::{Gate, Needs, NextLatch, RowGate, RowsOnly, Step};
 use crate::scan::{KeyPrefix, KeyRange, PageReads, ScanChunk, ScanPosition};
 use crate::table::{layouts, Rid};
 use crate::{Database, StorageError};
@@ -602,8 +602,27 @@ impl Database {
         xact: XactId,
         t: &TableEntry,
         (rec, also): (&[u8], u64),
-        gate: RowGate<'_, '_>,
+        mut gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
+        loop {
+            match self.btree_insert_once(xact, t, (rec, also), gate.as_deref_mut())? {
+                Attempt::Done(step) => return Ok(step),
+                // A latch of the walk was busy (access.rs invariant 2): wait for it holding
+                // none, then find the row's place again.
+                Attempt::Busy(page) => drop(self.data.page_latches.hold(page)),
+            }
+        }
+    }
+
+    /// `btree_insert`'s one attempt: under the leaf's latch, the duplicate check, room, the
+    /// gate's key range (access.rs invariant 6) and the change.
+    fn btree_insert_once(
+        &self,
+        xact: XactId,
+        t: &TableEntry,
+        (rec, also): (&[u8], u64),
+        gate: RowGate<'_, '_>,
+    ) -> Result<Attempt<Step<Rid>>, StorageError> {
         let ki = KeyInfo::of(t);
         let k = ki.key(rec)?;
         let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
@@ -616,11 +635,34 @@ impl Database {
             return Err(duplicate_key(t));
         }
         if !room {
-            return Ok(Step::Needs(Needs::LeafRoom {
+            return Ok(Attempt::Done(Step::Needs(Needs::LeafRoom {
                 object_id: t.object_id,
                 record: rec.to_vec(),
-            }));
+            })));
         }
+        let Some(gate) = gate else {
+            return self.insert_at(xact, t, (leaf, slot), (rec, also), None);
+        };
+        if gate.key_ranges() {
+            match self.next_key_range(leaf, slot, gate)? {
+                Attempt::Done(true) => {}
+                Attempt::Done(false) => return Err(StorageError::RowRefused),
+                Attempt::Busy(page) => return Ok(Attempt::Busy(page)),
+            }
+        }
+        self.insert_at(xact, t, (leaf, slot), (rec, also), Some(gate))
+    }
+
+    /// The change of an insert whose place `(leaf, slot)` was found under the leaf's latch,
+    /// which the caller holds; then the new row passes `gate`.
+    fn insert_at(
+        &self,
+        xact: XactId,
+        t: &TableEntry,
+        (leaf, slot): (PageId, u16),
+        (rec, also): (&[u8], u64),
+        gate: RowGate<'_, '_>,
+    ) -> Result<Attempt<Step<Rid>>, StorageError> {
         let redo = SlotAction::Insert {
             slot,
             record: rec.to_vec(),
@@ -629,12 +671,45 @@ impl Database {
             record: rec.to_vec(),
         };
         if !self.index_change(xact, t, leaf, redo, undo, also)? {
-            return Ok(Step::Needs(Needs::LogGrowth));
+            return Ok(Attempt::Done(Step::Needs(Needs::LogGrowth)));
         }
         // Still under the leaf's latch: no gated reader sees the row before the gate.
-        match gate.is_none_or(|g| g((leaf, slot), rec)) {
-            true => Ok(Step::Done((leaf, slot))),
+        match gate.is_none_or(|g| g.row((leaf, slot), rec)) {
+            true => Ok(Attempt::Done(Step::Done((leaf, slot)))),
             false => Err(StorageError::RowRefused),
+        }
+    }
+
+    /// The first live key after slot `from` of `leaf` (whose latch the caller holds), on
+    /// it or on the leaves right of it, or the end of the index, through
+    /// `gate.key_range` (access.rs invariant 6): whether the gate lets the insert go on.
+    /// Each leaf right of `leaf` is read under its own latch, taken holding `leaf`'s.
+    fn next_key_range(
+        &self,
+        leaf: PageId,
+        from: u16,
+        gate: &mut (dyn Gate + '_),
+    ) -> Result<Attempt<bool>, StorageError> {
+        let (mut at, mut first) = (leaf, from);
+        loop {
+            let _latch = match at == leaf {
+                true => None,
+                false => match self.data.page_latches.hold_next(leaf, at) {
+                    NextLatch::Same => None,
+                    NextLatch::Held(g) => Some(g),
+                    NextLatch::Busy => return Ok(Attempt::Busy(at)),
+                },
+            };
+            let (live, next) = self.with_tree_page(at, &mut PageReads::default(), |p| {
+                Ok((first_live(p, first)?, p.header()?.next_page))
+            })?;
+            if let Some((slot, r)) = live {
+                return Ok(Attempt::Done(gate.key_range(Some(((at, slot), &r)))));
+            }
+            if next.is_null() {
+                return Ok(Attempt::Done(gate.key_range(None)));
+            }
+            (at, first) = (next, 0);
         }
     }
 
@@ -739,10 +814,30 @@ impl Database {
         if let Some(needs) = self.leaf_room_for(t, &ki, new, !same_key)? {
             return Ok(Step::Needs(needs));
         }
+        let mut rows_only = gate.map(|g| {
+            let ranges = g.key_ranges();
+            (RowsOnly(g), ranges)
+        });
+        // A new key falls in a range (access.rs invariant 6); the same key stays in its own.
+        if let Some((RowsOnly(g), true)) = rows_only.as_mut().filter(|_| !same_key) {
+            // Holding the database exclusively, no page latch is busy.
+            let k = ki.key(new)?;
+            let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
+            let slot = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+                Ok(leaf_position(&ki, p, &k)?.0)
+            })?;
+            if !matches!(
+                self.next_key_range(leaf, slot, &mut **g)?,
+                Attempt::Done(true)
+            ) {
+                return Err(StorageError::RowRefused);
+            }
+        }
         let also = crate::xact::change_bytes_bound(new.len());
         if let Step::Needs(n) = self.btree_delete(xact, t, old, also)? {
             return Ok(Step::Needs(n));
         }
+        let gate = rows_only.as_mut().map(|(g, _)| g as &mut dyn Gate);
         match self.btree_insert(xact, t, (new, 0), gate)? {
             Step::Done(rid) => Ok(Step::Done(rid)),
             Step::Needs(n) => Err(self.second_change_failed(n)),
@@ -785,7 +880,9 @@ impl Database {
     /// range's start when None), leaf by leaf until about `max_bytes` are taken (scan.rs
     /// invariants 1, 4 and 5), each through `gate` under its leaf's latch (access.rs
     /// invariant 5). A bounded range descends to its start and stops at the first key past
-    /// its end; the whole range reads from the first leaf to the last.
+    /// its end; the whole range reads from the first leaf to the last. A gate of key ranges
+    /// also gets the keys that bound the range (access.rs invariant 6), and the walk holds
+    /// each leaf's latch until it has the next one's.
     pub(crate) fn btree_range_chunk(
         &self,
         t: &TableEntry,
@@ -794,10 +891,13 @@ impl Database {
         mut gate: RowGate<'_, '_>,
     ) -> Result<ScanChunk, StorageError> {
         let ki = KeyInfo::of(t);
+        let ranges = gate.as_ref().is_some_and(|g| g.key_ranges());
         let read = RangeRead {
             ki: &ki,
             range,
             after: after.map(|r| ki.key(r)).transpose()?,
+            ranges,
+            point: range.is_point(ki.positions.len()),
         };
         let lower = match &range.lower {
             Bound::Included(p) | Bound::Excluded(p) => Some(borrow(p)),
@@ -809,15 +909,24 @@ impl Database {
             (None, Some(p)) => self.leaf_for(t, &ki, p, &mut reads)?,
             (None, None) => self.leftmost_leaf(t, &ki, &mut reads)?,
         };
+        // Where a chunk the gate stopped at a key range resumes: before that key.
+        let resume = |rows: &[(Rid, Vec<u8>)]| match (rows.last(), after) {
+            (Some((_, r)), _) => ScanPosition::AfterRecord(r.clone()),
+            (None, Some(a)) => ScanPosition::AfterRecord(a.to_vec()),
+            (None, None) => ScanPosition::Start,
+        };
         let mut counted = Some(at);
         let (mut rows, mut bytes, mut seen) = (Vec::new(), 0usize, 0usize);
+        let mut latch = None;
         while !at.is_null() {
             if bytes >= max_bytes {
                 let last = rows.last().map(|(_, r): &(Rid, Vec<u8>)| r.clone());
                 let next = ScanPosition::AfterRecord(last.expect("bytes were taken, so a row"));
                 return Ok(ScanChunk::to(rows, next, reads));
             }
-            let _latch = gate.is_some().then(|| self.data.page_latches.hold(at));
+            if gate.is_some() && latch.is_none() {
+                latch = Some(self.data.page_latches.hold(at));
+            }
             // The descent read (and counted) the first leaf.
             let p = match counted.take() == Some(at) {
                 true => self.tree_page(at, &mut PageReads::default())?,
@@ -827,14 +936,62 @@ impl Database {
                 LeafEnd::Next => {}
                 LeafEnd::Past => return Ok(ScanChunk::to(rows, ScanPosition::End, reads)),
                 LeafEnd::Refused(row) => return Ok(ScanChunk::refused(rows, reads, row)),
+                LeafEnd::RangeRefused => {
+                    let next = resume(&rows);
+                    return Ok(ScanChunk::to(rows, next, reads));
+                }
             }
-            at = p.header()?.next_page;
+            let next = p.header()?.next_page;
+            if !self.walk_latch((at, next), ranges, &mut latch) {
+                let next = resume(&rows);
+                return Ok(ScanChunk::to(rows, next, reads));
+            }
+            at = next;
             seen += 1;
             if seen > 1 << 28 {
                 return Err(extentdb_format::corrupt(at, "leaf chain loops").into());
             }
         }
+        // The range ran to the end of the index: still under the last leaf's latch.
+        if let Some(g) = gate.filter(|_| ranges) {
+            if !g.key_range(None) {
+                let next = resume(&rows);
+                return Ok(ScanChunk::to(rows, next, reads));
+            }
+        }
         Ok(ScanChunk::to(rows, ScanPosition::End, reads))
+    }
+
+    /// A range read's latch from leaf `at` on to leaf `next`: let go (not a key-range read:
+    /// each leaf is latched alone), kept (the end of the index, whose key range is locked
+    /// under it), or handed over, the next leaf's taken before the last one's goes
+    /// (access.rs invariant 6). False when the next latch was busy (access.rs invariant
+    /// 2): every latch is let go, the busy one waited for, and the read ends its chunk.
+    fn walk_latch<'a>(
+        &'a self,
+        (at, next): (PageId, PageId),
+        ranges: bool,
+        latch: &mut Option<std::sync::MutexGuard<'a, ()>>,
+    ) -> bool {
+        if !ranges {
+            *latch = None;
+            return true;
+        }
+        if next.is_null() {
+            return true;
+        }
+        match self.data.page_latches.hold_next(at, next) {
+            NextLatch::Same => true,
+            NextLatch::Held(g) => {
+                *latch = Some(g);
+                true
+            }
+            NextLatch::Busy => {
+                drop(latch.take());
+                drop(self.data.page_latches.hold(next));
+                false
+            }
+        }
     }
 
     /// The leaf whose range holds key (or key prefix) `k`, read through the pool (a seek's
@@ -930,6 +1087,11 @@ struct RangeRead<'a> {
     ki: &'a KeyInfo,
     range: &'a KeyRange,
     after: Option<Vec<Option<&'a [u8]>>>,
+    /// The gate locks key ranges (access.rs invariant 6).
+    ranges: bool,
+    /// The range is one whole key: found live, it needs no range past it (a unique
+    /// index's equality, as SQL Server's singleton fetch locks only the key it finds).
+    point: bool,
 }
 
 /// Where a leaf's rows left a range read.
@@ -940,6 +1102,9 @@ enum LeafEnd {
     Past,
     /// The gate refused this row: the chunk ends before it.
     Refused((Rid, Vec<u8>)),
+    /// The gate refused a key range (a ghost inside the range, the first live key past
+    /// it): the chunk ends before it.
+    RangeRefused,
 }
 
 impl RangeRead<'_> {
@@ -957,20 +1122,42 @@ impl RangeRead<'_> {
         let first = self.first_slot(p)?;
         for (slot, r) in data_page::records(p).skip_while(|(slot, _)| *slot < first) {
             let r = r?;
+            let ghost = record::is_ghost(r);
             if bounded {
                 let k = ki.key(r)?;
                 if self.skips(&k) {
                     continue;
                 }
                 if ki.above(&k, &self.range.upper) {
-                    return Ok(LeafEnd::Past);
+                    // Key ranges end at the first live key past the range.
+                    if self.ranges && ghost {
+                        continue;
+                    }
+                    // A point read past its row (taken now, or before `after`).
+                    if self.point && (self.after.is_some() || !rows.is_empty()) {
+                        return Ok(LeafEnd::Past);
+                    }
+                    let refused = (gate.as_deref_mut())
+                        .filter(|_| self.ranges)
+                        .is_some_and(|g| !g.key_range(Some(((at, slot), r))));
+                    return Ok(if refused {
+                        LeafEnd::RangeRefused
+                    } else {
+                        LeafEnd::Past
+                    });
                 }
             }
-            if record::is_ghost(r) {
+            if ghost {
+                let refused = (gate.as_deref_mut())
+                    .filter(|_| self.ranges)
+                    .is_some_and(|g| !g.key_range(Some(((at, slot), r))));
+                if refused {
+                    return Ok(LeafEnd::RangeRefused);
+                }
                 continue;
             }
             if let Some(g) = gate.as_deref_mut() {
-                if !g((at, slot), r) {
+                if !g.row((at, slot), r) {
                     return Ok(LeafEnd::Refused(((at, slot), r.to_vec())));
                 }
             }
@@ -1068,6 +1255,24 @@ fn find_in_leaf(
             && ki.cmp(&ki.key(r)?, &k) == Ordering::Equal
             && (!ghost || same_version(r))
         {
+            return Ok(Some((slot, r.to_vec())));
+        }
+    }
+    Ok(None)
+}
+
+/// What one attempt of a walk along a leaf chain came to: done, or stopped at a page whose
+/// latch was busy (access.rs invariant 2), to wait for holding none and start again.
+enum Attempt<T> {
+    Done(T),
+    Busy(PageId),
+}
+
+/// The first live record of leaf `p` at or after slot `from`: (slot, record).
+fn first_live(p: &Page, from: u16) -> Result<Option<(u16, Vec<u8>)>, StorageError> {
+    for (slot, r) in data_page::records(p).skip_while(|(slot, _)| *slot < from) {
+        let r = r?;
+        if !record::is_ghost(r) {
             return Ok(Some((slot, r.to_vec())));
         }
     }

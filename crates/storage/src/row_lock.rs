@@ -51,6 +51,23 @@ impl RowNames {
         })
     }
 
+    /// The end of a clustered index, as a key-range lock names the gap after its last key
+    /// (SQL Server's KEY resource `(ffffffffffff)`); None for a heap. A key whose hash is
+    /// all ones shares it, as two keys sharing a hash share a lock: safe, never wrong.
+    pub fn end_of_index(&self) -> Option<Resource> {
+        self.key.as_ref().map(|_| Resource::Key {
+            db: self.db,
+            object: self.object,
+            hobt: self.hobt,
+            hash: extentdb_lock::KEY_HASH_MASK,
+        })
+    }
+
+    /// Whether rows are named by key (a clustered index), not by RID.
+    pub fn by_key(&self) -> bool {
+        self.key.is_some()
+    }
+
     /// The table's OBJECT resource.
     pub fn table(&self) -> Resource {
         Resource::Object {

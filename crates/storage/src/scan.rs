@@ -16,7 +16,9 @@
 //! 3. Rows inserted behind a heap scan's position are not returned, rows ahead of it are,
 //!    as in SQL Server's allocation-order scans. A chunk read with a row gate (the SQL
 //!    layer's row locks) passes each row through it under the row's page latch (access.rs
-//!    invariant 5) and ends at the first row it refuses (`ScanChunk::refused`).
+//!    invariant 5) and ends at the first row it refuses (`ScanChunk::refused`); a gate of
+//!    key ranges (access.rs invariant 6) also sees the keys that bound a clustered range,
+//!    and one it refuses ends the chunk where it resumes before that key (`next`).
 //! 4. A seek (`seek_chunk`) is a clustered scan of one key range: it descends to the
 //!    range's lower bound (or to its position), returns the live rows whose keys lie in the
 //!    range, in key order, and ends at the first key past the upper bound. It returns
@@ -319,7 +321,7 @@ impl Database {
                 continue;
             }
             if let Some(g) = gate.as_deref_mut() {
-                if !g((pid, slot), rec) {
+                if !g.row((pid, slot), rec) {
                     return Ok((bytes, Some(((pid, slot), rec.to_vec()))));
                 }
             }

@@ -401,7 +401,7 @@ impl Database {
             return Ok(Step::Needs(Needs::LogGrowth));
         }
         // Still under the page's latch: no gated reader sees the row before the gate.
-        match gate.is_none_or(|g| g((page, slot), rec)) {
+        match gate.is_none_or(|g| g.row((page, slot), rec)) {
             true => Ok(Step::Done((page, slot))),
             false => Err(StorageError::RowRefused),
         }

@@ -316,6 +316,7 @@ impl Session {
         }
         let db = t.db.clone();
         let env = self.growth_env();
+        let range_wait = std::cell::Cell::new(None);
         let mut p = InsertProgress {
             rows,
             numbered: 0,
@@ -326,9 +327,14 @@ impl Session {
             spill_dir: self.spill_dir(),
             last: None,
         };
-        self.write_in_xact(t.db_id, &db, |db, x| {
-            write_inserts(db, x, (&t, &locking), &env, &mut p)
-        })?;
+        let step =
+            |db: Held<'_>, x| write_inserts(db, x, (&t, &locking, &range_wait), &env, &mut p);
+        // A key range another transaction locked: waited for, then the rows go on.
+        let wait = || match range_wait.take() {
+            Some(r) => locking.wait_insert_range(r).map(|()| true),
+            None => Ok(false),
+        };
+        self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
         if p.last.is_some() {
             self.last_identity = p.last;
         }
@@ -476,7 +482,8 @@ impl Session {
         let db = t.db.clone();
         let env = self.growth_env();
         let (mut window, mut at) = (Vec::new(), 0usize);
-        self.write_in_xact(t.db_id, &db, |db, x| {
+        let range_wait = std::cell::Cell::new(None);
+        let step = |db: Held<'_>, x| {
             let mut done = 0;
             loop {
                 if at == window.len() {
@@ -491,19 +498,20 @@ impl Session {
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
                 let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
-                let oid = t.entry.object_id;
-                // A heap row that grows moves: its new RID is this transaction's too.
-                let step = with_new_row_lock(&locking, |g| {
-                    let g = g.filter(|_| t.entry.index_id != 1);
-                    db.update_row_at(x, oid, (rid, &old), (&new, &env), g)
-                })?
-                .map_err(|e| errors::map_data(&e, &t.db_name))?;
-                if let Step::Needs(n) = step {
-                    return Ok(Step::Needs(n));
+                let locks = (&t, &locking, &range_wait);
+                match update_one(&db, x, locks, (rid, &old, &new), &env)? {
+                    None => return Ok(Step::Done(())),
+                    Some(Step::Needs(n)) => return Ok(Step::Needs(n)),
+                    Some(Step::Done(_)) => {}
                 }
                 (at, done) = (at + 1, done + 1);
             }
-        })?;
+        };
+        let wait = || match range_wait.take() {
+            Some(r) => locking.wait_insert_range(r).map(|()| true),
+            None => Ok(false),
+        };
+        self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
         self.report_io(&t, out);
         self.rows_affected(count, out);
         Ok(())
@@ -754,10 +762,14 @@ impl InsertProgress {
 /// values and records row by row beside other sessions; held exclusively after a
 /// provision, one row, then back to sharing. A heap's NONCLUSTERED primary key is checked,
 /// and its rows inserted, holding the database throughout (`insert_checked`).
+/// A new clustered row first tests the key range it falls in (locking.rs invariant 5):
+/// when another transaction's range lock is in the way, the step stops with nothing of
+/// that row done and leaves the lock's resource in `range_wait`, to be waited for with the
+/// database let go.
 fn write_inserts(
     db: Held<'_>,
     x: u64,
-    (t, locking): (&TableRef, &super::locking::RowLocking),
+    (t, locking, range_wait): InsertLocks<'_>,
     env: &GrowthEnv,
     p: &mut InsertProgress,
 ) -> Result<Step<()>, Vec<SqlError>> {
@@ -765,7 +777,7 @@ fn write_inserts(
         let Held::Exclusive(db) = db else {
             return Ok(Step::Needs(Needs::Exclusive));
         };
-        insert_checked(db, x, (t, locking), env, p, key)?;
+        insert_checked(db, x, (t, locking, range_wait), env, p, key)?;
         return Ok(Step::Done(()));
     }
     let oid = t.entry.object_id;
@@ -787,7 +799,17 @@ fn write_inserts(
             }
             let r = &p.rows[p.inserted];
             let rec = t.encode(&r.values)?;
-            match with_new_row_lock(locking, |g| db.insert_row(x, oid, (&rec, env), g))? {
+            let mut gate = NewRowGate::new(locking, locking.insert_ranges());
+            let placed = db.insert_row(x, oid, (&rec, env), Some(&mut gate));
+            match gate.outcome(placed)? {
+                Err(extentdb_storage::StorageError::RowRefused) => {
+                    range_wait.set(gate.pending);
+                    assert!(
+                        range_wait.get().is_some(),
+                        "only a key range refuses quietly"
+                    );
+                    return Ok(Step::Done(()));
+                }
                 Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
                     let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
                     let key: Vec<Value> = pos.iter().map(|&p| r.values[p].clone()).collect();
@@ -809,7 +831,7 @@ fn write_inserts(
 fn insert_checked(
     db: &mut Database,
     x: u64,
-    (t, locking): (&TableRef, &super::locking::RowLocking),
+    (t, locking, _): InsertLocks<'_>,
     env: &GrowthEnv,
     p: &mut InsertProgress,
     (name, pos): (String, Vec<usize>),
@@ -836,6 +858,44 @@ fn insert_checked(
     Ok(())
 }
 
+/// One row of UPDATE's write phase. A heap row that grows moves: its new RID is this
+/// transaction's too. A clustered row given a new key tests the key range it moves into
+/// (locking.rs invariant 5): None when another transaction's range lock is in the way,
+/// nothing changed and its resource left in the third of `locks` to wait for.
+fn update_one(
+    db: &Database,
+    x: u64,
+    (t, locking, range_wait): InsertLocks<'_>,
+    (rid, old, new): (Rid, &[u8], &[u8]),
+    env: &GrowthEnv,
+) -> Result<Option<Step<Rid>>, Vec<SqlError>> {
+    let clustered = t.entry.index_id == 1;
+    let mut gate = NewRowGate::new(locking, clustered);
+    gate.lock_rows = !clustered;
+    let oid = t.entry.object_id;
+    let changed = db.update_row_at(x, oid, (rid, old), (new, env), Some(&mut gate));
+    match gate.outcome(changed)? {
+        Err(extentdb_storage::StorageError::RowRefused) => {
+            range_wait.set(gate.pending);
+            assert!(
+                range_wait.get().is_some(),
+                "only a key range refuses quietly"
+            );
+            Ok(None)
+        }
+        other => other
+            .map(Some)
+            .map_err(|e| errors::map_data(&e, &t.db_name)),
+    }
+}
+
+/// A write phase's table, locks, and where a refused key range is left.
+type InsertLocks<'a> = (
+    &'a TableRef,
+    &'a super::locking::RowLocking,
+    &'a std::cell::Cell<Option<extentdb_storage::lock::Resource>>,
+);
+
 /// Runs a row operation whose new row (an insert's, a moved heap row's) is locked X for
 /// the statement's transaction (`own_new_row`) under its page's latch, before another
 /// session's locked read can see it (storage's `RowGate`); a refused row gives the lock's
@@ -844,20 +904,76 @@ fn with_new_row_lock<T>(
     locking: &super::locking::RowLocking,
     op: impl FnOnce(RowGate<'_, '_>) -> Result<T, extentdb_storage::StorageError>,
 ) -> Result<Result<T, extentdb_storage::StorageError>, Vec<SqlError>> {
-    let mut failure = None;
-    let result = {
-        let mut gate = |rid: Rid, rec: &[u8]| match locking.own_new_row(rid, rec) {
+    let mut gate = NewRowGate::new(locking, false);
+    let result = op(Some(&mut gate));
+    gate.outcome(result)
+}
+
+/// A new row's gate (storage's `Gate`): the row locked X (`own_new_row`), and for a
+/// clustered INSERT the key range it falls in tested first (`try_insert_range`); a range
+/// that would wait is kept in `pending` for the caller to wait for.
+struct NewRowGate<'l> {
+    locking: &'l super::locking::RowLocking,
+    /// Lock the new row X (a clustered UPDATE's moved row keeps the key locks it has).
+    lock_rows: bool,
+    ranges: bool,
+    failure: Option<Vec<SqlError>>,
+    pending: Option<extentdb_storage::lock::Resource>,
+}
+
+impl<'l> NewRowGate<'l> {
+    fn new(locking: &'l super::locking::RowLocking, ranges: bool) -> NewRowGate<'l> {
+        NewRowGate {
+            locking,
+            lock_rows: true,
+            ranges,
+            failure: None,
+            pending: None,
+        }
+    }
+
+    /// The operation's result, or the error of the lock that refused its row.
+    fn outcome<T>(
+        &mut self,
+        result: Result<T, extentdb_storage::StorageError>,
+    ) -> Result<Result<T, extentdb_storage::StorageError>, Vec<SqlError>> {
+        match (result, self.failure.take()) {
+            (Err(extentdb_storage::StorageError::RowRefused), Some(e)) => Err(e),
+            (result, _) => Ok(result),
+        }
+    }
+}
+
+impl extentdb_storage::access::Gate for NewRowGate<'_> {
+    fn row(&mut self, rid: Rid, rec: &[u8]) -> bool {
+        if !self.lock_rows {
+            return true;
+        }
+        match self.locking.own_new_row(rid, rec) {
             Ok(()) => true,
             Err(e) => {
-                failure = Some(e);
+                self.failure = Some(e);
                 false
             }
-        };
-        op(Some(&mut gate))
-    };
-    match (result, failure) {
-        (Err(extentdb_storage::StorageError::RowRefused), Some(e)) => Err(e),
-        (result, _) => Ok(result),
+        }
+    }
+
+    fn key_ranges(&self) -> bool {
+        self.ranges
+    }
+
+    fn key_range(&mut self, next: Option<(Rid, &[u8])>) -> bool {
+        match self.locking.try_insert_range(next) {
+            Ok(None) => true,
+            Ok(Some(r)) => {
+                self.pending = Some(r);
+                false
+            }
+            Err(e) => {
+                self.failure = Some(e);
+                false
+            }
+        }
     }
 }
 

@@ -23,6 +23,14 @@
 //!    is dropped or emptied under an open transaction that changed it (storage's xact.rs
 //!    invariant 5), under a running read, or under a repeatable read's transaction, rows
 //!    or none.
+//! 5. Key ranges (SERIALIZABLE and HOLDLOCK on a clustered index; a heap locks its table):
+//!    a read locks every key it reads, every ghost inside its range and the first live key
+//!    past it (or the end of the index) in RangeS-S (RangeS-U for UPDATE, DELETE and
+//!    UPDLOCK), kept to the transaction's end, each under its leaf's latch (storage's
+//!    access.rs invariant 6); every INSERT into a clustered index tests RangeI-N on the
+//!    first live key after its own for an instant under the same latch. A range lock that
+//!    must wait is waited for with no database held (invariant 1) and the range is read
+//!    again from before it, so a key another session put in meanwhile is seen, locked.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -154,7 +162,8 @@ impl Session {
             // ALLOW_SNAPSHOT_ISOLATION cannot be ON until row versioning (issue 25).
             return Err(vec![msg(3952, &[&t.db_name])]);
         }
-        let plan = hint_locking(self.locks.isolation, write, hints)?;
+        let heap = t.entry.index_id != 1;
+        let plan = hint_locking(self.locks.isolation, write, hints, heap)?;
         let locker = self.locker();
         let names = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry);
         if let Some(mode) = plan.table {
@@ -369,31 +378,35 @@ pub(super) struct LockPlan {
     /// Each row's lock; None for no row locks (READ UNCOMMITTED, NOLOCK, or a table lock
     /// that covers them).
     pub mode: Option<LockMode>,
-    /// UPDATE and DELETE: the rows they read are locked U (the table U under
-    /// SERIALIZABLE), which readers' S locks let in, and each row WHERE keeps goes to X
+    /// UPDATE and DELETE: the rows they read are locked U (RangeS-U under SERIALIZABLE, the
+    /// table U on a heap), which readers' S locks let in, and each row WHERE keeps goes to X
     /// before it changes (`RowLocking::changes`), as SQL Server's update locks do: two
     /// writers of one row queue at its U instead of both converting a read lock to X.
     pub changes_to_x: bool,
     /// Keep row locks to the transaction's end (writes, REPEATABLE READ, SERIALIZABLE,
     /// HOLDLOCK, UPDLOCK, XLOCK); else let go once the row is read (READ COMMITTED).
     pub keep: bool,
-    /// A lock on the whole table first (TABLOCK, TABLOCKX, SERIALIZABLE: key-range locks
-    /// are not built, so a serializable read locks the table).
+    /// A lock on the whole table first (TABLOCK, TABLOCKX, SERIALIZABLE on a heap, which
+    /// has no keys to lock ranges of).
     pub table: Option<LockMode>,
+    /// Key-range locks (SERIALIZABLE on a clustered index, invariant 5): `mode` is a range
+    /// mode, and the keys that bound the ranges read are locked too.
+    pub ranges: bool,
     /// READPAST: rows locked by others are skipped, not waited for.
     pub readpast: bool,
     /// NOWAIT: a lock that would wait fails at once (1222).
     pub nowait: bool,
 }
 
-/// The locking of a read or write of one table under `isolation` with these table hints
-/// (upper-cased, as the parser keeps them). Hints that are not about locking, or whose
-/// locking is not built (PAGLOCK: there are no page locks), are refused (40517); NOLOCK on
-/// the target of a write is SQL Server's 1065.
+/// The locking of a read or write of one table (a `heap`, or a clustered index) under
+/// `isolation` with these table hints (upper-cased, as the parser keeps them). Hints that
+/// are not about locking, or whose locking is not built (PAGLOCK: there are no page
+/// locks), are refused (40517); NOLOCK on the target of a write is SQL Server's 1065.
 pub(super) fn hint_locking(
     isolation: Isolation,
     write: bool,
     hints: &[String],
+    heap: bool,
 ) -> Result<LockPlan, Vec<SqlError>> {
     let mut level = isolation;
     let (mut updlock, mut xlock, mut table, mut readpast, mut nowait) =
@@ -420,7 +433,7 @@ pub(super) fn hint_locking(
             "SNAPSHOT isolation (row versioning, issue 25)",
         )]);
     }
-    let row_mode = if xlock {
+    let mut row_mode = if xlock {
         LockMode::X
     } else if write || updlock {
         LockMode::U
@@ -432,8 +445,16 @@ pub(super) fn hint_locking(
     } else if table == Some(LockMode::S) && updlock {
         table = Some(LockMode::U);
     }
-    if level == Isolation::Serializable && table.is_none() {
+    let ranges = level == Isolation::Serializable && table.is_none() && !heap;
+    if level == Isolation::Serializable && table.is_none() && heap {
         table = Some(row_mode);
+    }
+    if ranges {
+        row_mode = match row_mode {
+            LockMode::X => LockMode::RangeXX,
+            LockMode::U => LockMode::RangeSU,
+            _ => LockMode::RangeSS,
+        };
     }
     let unlocked = level == Isolation::ReadUncommitted && !write && !updlock && !xlock;
     Ok(LockPlan {
@@ -441,9 +462,19 @@ pub(super) fn hint_locking(
         changes_to_x: write && !xlock,
         keep: write || updlock || xlock || level != Isolation::ReadCommitted,
         table: if unlocked { None } else { table },
+        ranges,
         readpast,
         nowait,
     })
+}
+
+/// The lock of a row a point seek found (SQL Server's singleton fetch on a unique index):
+/// the key alone (S, U, X), not its range; any other read locks in `mode`.
+fn point_mode(mode: LockMode, point: bool) -> LockMode {
+    match point {
+        true => mode.key_part(),
+        false => mode,
+    }
 }
 
 /// How far a chunk's rows are locked (`RowLocking::try_rows`): rows before `locked` are
@@ -454,12 +485,96 @@ pub(super) fn hint_locking(
 pub(super) struct ChunkLocks {
     pub locked: usize,
     pub fresh: Vec<bool>,
+    /// The chunk reads one whole key of a clustered index (a point seek): under key-range
+    /// locking the row it finds is locked without its range (`point_mode`).
+    pub point: bool,
 }
 
 impl RowLocking {
     /// Whether reads lock rows (not NOLOCK / READ UNCOMMITTED).
     pub fn locks_rows(&self) -> bool {
         self.plan.mode.is_some()
+    }
+
+    /// Whether reads lock key ranges (invariant 5).
+    pub fn key_ranges(&self) -> bool {
+        self.plan.ranges
+    }
+
+    /// The KEY resource of the key `next` names, or of the end of the index (None).
+    fn range_name(
+        &self,
+        next: Option<(extentdb_storage::table::Rid, &[u8])>,
+    ) -> Result<Resource, Vec<SqlError>> {
+        match next {
+            Some((rid, rec)) => self.name(rid, rec),
+            None => Ok(self
+                .names
+                .end_of_index()
+                .expect("ranges of a clustered index")),
+        }
+    }
+
+    /// Locks the range a read's key bounds (a ghost inside the range, the first live key
+    /// past it, the end of the index: storage's `Gate::key_range`) in the plan's range
+    /// mode without waiting, under its leaf's latch. Some(resource) when it would wait.
+    pub fn try_key_range(
+        &self,
+        next: Option<(extentdb_storage::table::Rid, &[u8])>,
+    ) -> Result<Option<Resource>, Vec<SqlError>> {
+        let mode = self.plan.mode.expect("key ranges lock rows");
+        let r = self.range_name(next)?;
+        let mut l = self.locker.lock().unwrap();
+        match l.try_lock_row(r, mode, self.escalation) {
+            Ok(true) => Ok(None),
+            Ok(false) => Ok(Some(r)),
+            Err(e) => Err(lock_error(e, self.spid)),
+        }
+    }
+
+    /// Waits for the range lock `try_key_range` could not take; the caller holds no
+    /// database (invariant 1) and reads the range again from before the key.
+    pub fn wait_key_range(&self, r: Resource) -> Result<(), Vec<SqlError>> {
+        let mode = self.plan.mode.expect("key ranges lock rows");
+        if self.plan.nowait {
+            return Err(vec![msg(1222, &[])]);
+        }
+        let mut l = self.locker.lock().unwrap();
+        l.lock_row(r, mode, self.escalation)
+            .map_err(|e| lock_error(e, self.spid))
+    }
+
+    /// An INSERT's test of the range its key falls in (invariant 5): RangeI-N on the first
+    /// live key after it, or the end of the index, for an instant, under the leaf's latch.
+    /// Some(resource) when a key-range lock of another transaction is in the way. A table
+    /// lock of this statement leaves no other transaction a lock there to test.
+    pub fn try_insert_range(
+        &self,
+        next: Option<(extentdb_storage::table::Rid, &[u8])>,
+    ) -> Result<Option<Resource>, Vec<SqlError>> {
+        if self.plan.table.is_some() {
+            return Ok(None);
+        }
+        let r = self.range_name(next)?;
+        let mut l = self.locker.lock().unwrap();
+        match l.try_instant(r, LockMode::RangeIN) {
+            Ok(true) => Ok(None),
+            Ok(false) => Ok(Some(r)),
+            Err(e) => Err(lock_error(e, self.spid)),
+        }
+    }
+
+    /// Waits for the RangeI-N `try_insert_range` could not have, with no database held
+    /// (invariant 1), and gives it up at once: the INSERT then finds its next key again.
+    pub fn wait_insert_range(&self, r: Resource) -> Result<(), Vec<SqlError>> {
+        let mut l = self.locker.lock().unwrap();
+        l.instant(r, LockMode::RangeIN)
+            .map_err(|e| lock_error(e, self.spid))
+    }
+
+    /// Whether the INSERT's new rows test key ranges: a clustered index's do.
+    pub fn insert_ranges(&self) -> bool {
+        self.names.by_key()
     }
 
     /// Locks one row a chunk read, without waiting: storage calls it under the row's page
@@ -474,6 +589,7 @@ impl RowLocking {
         locks: &mut ChunkLocks,
     ) -> Result<bool, Vec<SqlError>> {
         if let Some(mode) = self.plan.mode {
+            let mode = point_mode(mode, locks.point);
             let r = self.name(rid, rec)?;
             let mut l = self.locker.lock().unwrap();
             let fresh = l.held(&r).is_none();
@@ -500,8 +616,9 @@ impl RowLocking {
         &self,
         rid: extentdb_storage::table::Rid,
         rec: &[u8],
+        point: bool,
     ) -> Result<Option<bool>, Vec<SqlError>> {
-        let mode = self.plan.mode.expect("only locked reads wait");
+        let mode = point_mode(self.plan.mode.expect("only locked reads wait"), point);
         if self.plan.readpast {
             return Ok(None);
         }
@@ -540,7 +657,8 @@ impl RowLocking {
         rec: &[u8],
         fresh: bool,
     ) -> Result<(), Vec<SqlError>> {
-        if self.plan.mode.is_some() && fresh {
+        // A key range read stays locked (invariant 5): it bounds the range WHERE read.
+        if self.plan.mode.is_some() && fresh && !self.plan.ranges {
             let r = self.name(rid, rec)?;
             self.locker.lock().unwrap().unlock(r);
         }
@@ -570,8 +688,8 @@ impl RowLocking {
     }
 
     /// The table's intent lock for a statement that writes rows (IX), taken before the
-    /// database is held: a SERIALIZABLE reader's table lock makes it wait here.
-    /// Under SERIALIZABLE the plan's table U becomes X: an INSERT reads no rows first.
+    /// database is held: a SERIALIZABLE reader's table lock on a heap makes it wait here.
+    /// Under SERIALIZABLE on a heap the plan's table U becomes X: an INSERT reads no rows.
     pub fn table_intent(&self) -> Result<(), Vec<SqlError>> {
         let mode = match self.plan.table {
             None => LockMode::IX,
@@ -590,6 +708,7 @@ impl RowLocking {
         &self,
         rid: extentdb_storage::table::Rid,
         rec: &[u8],
+        point: bool,
     ) -> Result<(), Vec<SqlError>> {
         if !self.plan.changes_to_x {
             return Ok(());
@@ -599,7 +718,11 @@ impl RowLocking {
             (Some(LockMode::U), _) => l.lock(self.names.table(), LockMode::X),
             (None, Some(_)) => {
                 let r = self.name(rid, rec)?;
-                l.lock_row(r, LockMode::X, self.escalation)
+                let x = match self.plan.ranges {
+                    true => point_mode(LockMode::RangeXX, point),
+                    false => LockMode::X,
+                };
+                l.lock_row(r, x, self.escalation)
             }
             _ => Ok(()),
         };
@@ -635,8 +758,17 @@ mod tests {
     use super::*;
 
     fn plan(level: Isolation, write: bool, hints: &[&str]) -> Result<LockPlan, Vec<i32>> {
+        plan_of(level, write, hints, false)
+    }
+
+    fn plan_of(
+        level: Isolation,
+        write: bool,
+        hints: &[&str],
+        heap: bool,
+    ) -> Result<LockPlan, Vec<i32>> {
         let hints: Vec<String> = hints.iter().map(|h| h.to_string()).collect();
-        hint_locking(level, write, &hints).map_err(|e| e.iter().map(|e| e.number).collect())
+        hint_locking(level, write, &hints, heap).map_err(|e| e.iter().map(|e| e.number).collect())
     }
 
     /// Proves the isolation levels and table hints lock as SQL Server's do (rows S and let
@@ -658,7 +790,26 @@ mod tests {
         let p = plan(RepeatableRead, false, &[]).unwrap();
         assert_eq!((p.mode, p.keep), (Some(LockMode::S), true));
         let p = plan(ReadCommitted, false, &["HOLDLOCK"]).unwrap();
-        assert_eq!((p.mode, p.table), (None, Some(LockMode::S)));
+        assert_eq!(
+            (p.mode, p.table, p.ranges, p.keep),
+            (Some(LockMode::RangeSS), None, true, true),
+            "HOLDLOCK on a clustered index: key ranges, no table lock"
+        );
+        let p = plan_of(ReadCommitted, false, &["HOLDLOCK"], true).unwrap();
+        assert_eq!(
+            (p.mode, p.table, p.ranges),
+            (None, Some(LockMode::S), false),
+            "a heap has no keys: its table is locked"
+        );
+        let p = plan(Serializable, false, &[]).unwrap();
+        assert_eq!((p.mode, p.table), (Some(LockMode::RangeSS), None));
+        let p = plan(Serializable, false, &["UPDLOCK"]).unwrap();
+        assert_eq!(p.mode, Some(LockMode::RangeSU));
+        let p = plan(Serializable, false, &["TABLOCK"]).unwrap();
+        assert_eq!(
+            (p.mode, p.table, p.ranges),
+            (None, Some(LockMode::S), false)
+        );
         let p = plan(ReadCommitted, false, &["UPDLOCK", "ROWLOCK"]).unwrap();
         assert_eq!((p.mode, p.keep), (Some(LockMode::U), true));
         let p = plan(ReadUncommitted, true, &[]).unwrap();
@@ -668,6 +819,12 @@ mod tests {
             "writes lock at any level: U, then X on the rows they change"
         );
         let p = plan(Serializable, true, &[]).unwrap();
+        assert_eq!(
+            (p.mode, p.table, p.ranges, p.changes_to_x),
+            (Some(LockMode::RangeSU), None, true, true),
+            "UPDATE and DELETE: RangeS-U on what they read, RangeX-X on what they change"
+        );
+        let p = plan_of(Serializable, true, &[], true).unwrap();
         assert_eq!((p.mode, p.table), (None, Some(LockMode::U)));
         let p = plan(ReadCommitted, true, &["XLOCK"]).unwrap();
         assert_eq!((p.mode, p.changes_to_x), (Some(LockMode::X), false));

@@ -6,7 +6,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use extentdb_storage::access::RowGate;
+use extentdb_storage::access::Gate;
+use extentdb_storage::lock::Resource;
 use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition, StoredRow};
 use extentdb_storage::SharedDatabase;
 
@@ -117,13 +118,16 @@ impl TableRef {
         keep_at_most: Option<u64>,
         mut each: impl FnMut(Rid, Vec<Value>) -> Result<bool, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
+        // A seek of whole keys locks the keys it changes without their ranges.
+        let width = self.key_width();
+        let point = matches!(&access, Access::Seek(r) if r.iter().all(|r| r.is_point(width)));
         let mut chunks = Chunks::new(self, access)?.locked(locking);
         let mut kept = 0u64;
         while let Some(rows) = chunks.next_chunk()? {
             for (i, (rid, rec)) in rows.into_iter().enumerate() {
                 let full = keep_at_most.is_some_and(|n| kept >= n);
                 if !full && each(rid, self.decode(&rec)?)? {
-                    locking.changes(rid, &rec)?;
+                    locking.changes(rid, &rec, point)?;
                     kept += 1;
                 } else {
                     locking.not_needed(rid, &rec, chunks.fresh(i))?;
@@ -272,26 +276,27 @@ impl<'a> Chunks<'a> {
             let db = t.db.read().unwrap();
             return self.read(&db, None).map(|(rows, _)| Some(rows));
         };
-        let mut locks = super::locking::ChunkLocks::default();
-        let mut failure = None;
+        let mut gate = ChunkGate {
+            l,
+            locks: super::locking::ChunkLocks::default(),
+            failure: None,
+            pending: None,
+        };
         let (mut rows, refused) = {
             let db = t.db.read().unwrap();
-            let mut gate = |rid: Rid, rec: &[u8]| match l.try_row(rid, rec, &mut locks) {
-                Ok(taken) => taken,
-                Err(e) => {
-                    failure = Some(e);
-                    false
-                }
-            };
             self.read(&db, Some(&mut gate))?
         };
-        if let Some(e) = failure {
+        if let Some(e) = gate.failure {
             return Err(e);
         }
-        if let Some(row) = refused {
-            self.wait_and_resume(l, row, &mut rows, &mut locks)?;
+        if let Some(r) = gate.pending {
+            // The chunk ended before the key; it is read again once the lock is had.
+            l.wait_key_range(r)?;
         }
-        self.fresh = locks.fresh;
+        if let Some(row) = refused {
+            self.wait_and_resume(l, row, &mut rows, &mut gate.locks)?;
+        }
+        self.fresh = gate.locks.fresh;
         Ok(Some(rows))
     }
 
@@ -311,11 +316,21 @@ impl<'a> Chunks<'a> {
         rows: &mut StoredRows,
         locks: &mut super::locking::ChunkLocks,
     ) -> Result<(), Vec<SqlError>> {
-        self.at = match self.t.entry.index_id {
+        let past = match self.t.entry.index_id {
             1 => ScanPosition::AfterRecord(rec.clone()),
             _ => ScanPosition::AfterHeapRow(rid),
         };
-        let Some(fresh) = l.wait_row(rid, &rec)? else {
+        if l.key_ranges() {
+            // Read again from before the row (`read` left the position there), so a key
+            // put in the range while this one was waited for is seen (locking.rs
+            // invariant 5); READPAST goes on after it.
+            if l.wait_row(rid, &rec, locks.point)?.is_none() {
+                self.at = past;
+            }
+            return Ok(());
+        }
+        self.at = past;
+        let Some(fresh) = l.wait_row(rid, &rec, false)? else {
             return Ok(());
         };
         let t = self.t;
@@ -344,11 +359,12 @@ impl<'a> Chunks<'a> {
 
     /// One chunk: a scan reads one chunk per call; a seek goes on through its ranges while
     /// the chunk has room. Each row passes `gate`; the row it refuses ends the chunk and
-    /// is returned apart (the position is then the caller's to set: `wait_and_resume`).
+    /// is returned apart, the position left before it (the caller's to move on:
+    /// `wait_and_resume`). A key range the gate refuses ends the chunk before its key.
     fn read(
         &mut self,
         db: &Database,
-        mut gate: RowGate<'_, '_>,
+        mut gate: Option<&mut ChunkGate<'_>>,
     ) -> Result<(StoredRows, Option<StoredRow>), Vec<SqlError>> {
         let t = self.t;
         let oid = t.entry.object_id;
@@ -358,7 +374,10 @@ impl<'a> Chunks<'a> {
         let (mut calls, first) = (0usize, self.range);
         let mut refused = None;
         while bytes < CHUNK_BYTES && self.range - first < CHUNK_RANGES && self.more() {
-            let g = gate.as_deref_mut();
+            if let (Some(g), Access::Seek(r)) = (gate.as_deref_mut(), &self.access) {
+                g.locks.point = r[self.range].is_point(t.key_width());
+            }
+            let g = gate.as_deref_mut().map(|g| g as &mut dyn Gate);
             let chunk = match &self.access {
                 Access::Scan if calls > 0 => break,
                 Access::Scan => db.scan_chunk(oid, self.origin, &self.at, CHUNK_BYTES, g),
@@ -371,17 +390,68 @@ impl<'a> Chunks<'a> {
             calls += 1;
             bytes += chunk.rows.iter().map(|(_, r)| r.len()).sum::<usize>();
             reads.add(chunk.reads);
+            let before = match chunk.rows.last() {
+                Some((_, r)) => ScanPosition::AfterRecord(r.clone()),
+                None => self.at.clone(),
+            };
             rows.extend(chunk.rows);
             if chunk.refused.is_some() {
-                refused = chunk.refused;
+                (refused, self.at) = (chunk.refused, before);
                 break;
             }
             self.at = chunk.next;
+            if gate
+                .as_ref()
+                .is_some_and(|g| g.pending.is_some() || g.failure.is_some())
+            {
+                break;
+            }
         }
         let mut io = t.io.get();
         io.reads.add(reads);
         t.io.set(io);
         Ok((rows, refused))
+    }
+}
+
+/// A locked read's gate (storage's `Gate`): each row locked as `RowLocking::try_row` says,
+/// and under key-range locking (locking.rs invariant 5) the keys that bound the ranges
+/// read; what could not be locked without a wait is kept for the caller to wait for.
+struct ChunkGate<'l> {
+    l: &'l super::locking::RowLocking,
+    locks: super::locking::ChunkLocks,
+    failure: Option<Vec<SqlError>>,
+    /// A key range refused: waited for once the database is let go, then read again.
+    pending: Option<Resource>,
+}
+
+impl Gate for ChunkGate<'_> {
+    fn row(&mut self, rid: Rid, rec: &[u8]) -> bool {
+        match self.l.try_row(rid, rec, &mut self.locks) {
+            Ok(taken) => taken,
+            Err(e) => {
+                self.failure = Some(e);
+                false
+            }
+        }
+    }
+
+    fn key_ranges(&self) -> bool {
+        self.l.key_ranges()
+    }
+
+    fn key_range(&mut self, next: Option<(Rid, &[u8])>) -> bool {
+        match self.l.try_key_range(next) {
+            Ok(None) => true,
+            Ok(Some(r)) => {
+                self.pending = Some(r);
+                false
+            }
+            Err(e) => {
+                self.failure = Some(e);
+                false
+            }
+        }
     }
 }
 

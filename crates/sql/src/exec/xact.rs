@@ -186,6 +186,20 @@ impl Session {
         db: &Arc<SharedDatabase>,
         step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
+        self.write_in_xact_waiting(db_id, db, step, || Ok(false))
+    }
+
+    /// `write_in_xact` for a step that can stop for a lock (an INSERT's key range,
+    /// locking.rs invariant 5): each time `step` is done, `wait` waits for what it stopped
+    /// for with no database held (locking.rs invariant 1) and says whether `step` must go
+    /// on; all of it in one transaction, committed (autocommit) or rolled back once.
+    pub(super) fn write_in_xact_waiting(
+        &mut self,
+        db_id: u16,
+        db: &Arc<SharedDatabase>,
+        step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
+        mut wait: impl FnMut() -> Result<bool, Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
         let open = self
             .xacts
             .get(&db_id)
@@ -199,7 +213,14 @@ impl Session {
         let name = db.read().unwrap().name.clone();
         let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &name);
         let mut step = step;
-        let result = db.run(&self.growth_env(), map, |db| step(db, x));
+        let env = self.growth_env();
+        let result = loop {
+            match db.run(&env, map, |db| step(db, x)).and_then(|()| wait()) {
+                Ok(true) => continue,
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
         match result {
             Ok(()) if autocommit => commit(db, x),
             Ok(()) => Ok(()),
