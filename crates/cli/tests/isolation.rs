@@ -195,6 +195,45 @@ fn readers_wait_for_uncommitted_changes() {
     assert_eq!(got[0].1, vec![vec![Value::Int(100)], vec![Value::Int(300)]]);
 }
 
+/// A row another session deleted in a transaction still open is waited for, not skipped,
+/// by a scan and by a seek (as SQL Server's READ COMMITTED blocks behind an uncommitted
+/// DELETE): once that transaction rolls back, the readers see the row. Skipping it read an
+/// aborted transaction's delete (G1a); NOLOCK still reads past it at once.
+#[test]
+fn readers_wait_for_an_uncommitted_delete() {
+    let s = Server::start("iso-ghost", &[]);
+    setup(&s);
+    let mut a = s.connect_to(Some("iso"));
+    run(&mut a, "BEGIN TRAN; DELETE FROM clu_t WHERE id = 1");
+    let mut dirty = s.connect_to(Some("iso"));
+    assert_eq!(
+        value(&mut dirty, "SELECT COUNT(*) FROM clu_t WITH (NOLOCK)"),
+        1
+    );
+    let scan = spawn_batch(&s, "SELECT id, v FROM clu_t");
+    let seek = spawn_batch(
+        &s,
+        "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT v FROM clu_t WHERE id = 1",
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert!(!scan.is_finished(), "the scan waits for the deleter");
+    assert!(!seek.is_finished(), "the seek waits for the deleter");
+    run(&mut a, "ROLLBACK");
+    let scan = scan.join().unwrap();
+    assert_eq!(scan[0].0, 0);
+    assert_eq!(
+        scan[0].1,
+        vec![
+            vec![Value::Int(1), Value::Int(100)],
+            vec![Value::Int(2), Value::Int(200)]
+        ]
+    );
+    assert_eq!(seek.join().unwrap()[0].1, vec![vec![Value::Int(100)]]);
+    // A committed delete's ghost is passed at once (its lock is free).
+    run(&mut a, "DELETE FROM clu_t WHERE id = 1");
+    assert_eq!(value(&mut a, "SELECT COUNT(*) FROM clu_t"), 1);
+}
+
 /// SET LOCK_TIMEOUT ends a wait with 1222 (the transaction stays open), NOWAIT at once,
 /// READPAST skips the locked row; @@LOCK_TIMEOUT reports the setting.
 #[test]
@@ -225,6 +264,20 @@ fn lock_timeout_nowait_and_readpast() {
     );
     let rows = all_rows(&run(&mut b, "SELECT id FROM clu_t WITH (READPAST)"));
     assert_eq!(rows, vec![vec![Value::Int(2)]]);
+    // READPAST only at READ COMMITTED and REPEATABLE READ (SQL Server's 650): under
+    // SERIALIZABLE, or with HOLDLOCK, it would hide the locked row from a range read.
+    let refused = common::tds::errors(
+        &mut b,
+        "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE; SELECT id FROM clu_t WITH (READPAST)",
+    );
+    assert_eq!(refused, vec![(650, 16, 1)]);
+    let refused = common::tds::errors(
+        &mut b,
+        "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; \
+         DELETE FROM clu_t WITH (READPAST, HOLDLOCK) WHERE id = 2",
+    );
+    assert_eq!(refused, vec![(650, 16, 1)]);
+    assert_eq!(value(&mut b, "SELECT COUNT(*) FROM clu_t WITH (NOLOCK)"), 2);
     run(&mut a, "COMMIT");
 }
 

@@ -101,6 +101,14 @@ pub trait Gate {
         false
     }
 
+    /// Whether the caller waits for the ghosts a read meets inside its range (rows deleted,
+    /// perhaps by a transaction still open whose rollback brings them back): storage then
+    /// passes each through `key_range` as well, and a locked read never skips a row whose
+    /// delete is not yet committed. Every gate that locks key ranges does.
+    fn ghosts(&self) -> bool {
+        self.key_ranges()
+    }
+
     /// A key whose range the caller locks without taking a row, under the latch of the
     /// leaf that holds it (`None`: the end of the index): the first live key past a
     /// range read, a ghost inside it, the first live key after an insert's. False stops

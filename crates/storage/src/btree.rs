@@ -1149,7 +1149,7 @@ impl RangeRead<'_> {
             }
             if ghost {
                 let refused = (gate.as_deref_mut())
-                    .filter(|_| self.ranges)
+                    .filter(|g| self.ranges || g.ghosts())
                     .is_some_and(|g| !g.key_range(Some(((at, slot), r))));
                 if refused {
                     return Ok(LeafEnd::RangeRefused);

@@ -31,6 +31,14 @@
 //!    first live key after its own for an instant under the same latch. A range lock that
 //!    must wait is waited for with no database held (invariant 1) and the range is read
 //!    again from before it, so a key another session put in meanwhile is seen, locked.
+//! 6. A locked read (READ COMMITTED and above, on a clustered index) never skips a ghost
+//!    another open transaction left: a delete not yet committed may be rolled back, and
+//!    a reader that skipped its row would have read an aborted transaction's change
+//!    (G1a). Storage passes each ghost inside the range through the gate
+//!    (`Gate::ghosts`); its key is locked in the row mode, waited for like a row's when
+//!    held, and the range is read again from before it: the row is back (rolled back) or
+//!    still a ghost whose lock is now free (committed), skipped. Under READ COMMITTED the
+//!    lock goes at once, as a row's does once read.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -433,6 +441,11 @@ pub(super) fn hint_locking(
             "SNAPSHOT isolation (row versioning, issue 25)",
         )]);
     }
+    if readpast && !matches!(level, Isolation::ReadCommitted | Isolation::RepeatableRead) {
+        // Skipping locked rows is no read at SERIALIZABLE (a range would hide them) nor
+        // at READ UNCOMMITTED (which skips no lock).
+        return Err(vec![msg(650, &[])]);
+    }
     let mut row_mode = if xlock {
         LockMode::X
     } else if write || updlock {
@@ -525,10 +538,22 @@ impl RowLocking {
         let mode = self.plan.mode.expect("key ranges lock rows");
         let r = self.range_name(next)?;
         let mut l = self.locker.lock().unwrap();
+        let fresh = l.held(&r).is_none();
         match l.try_lock_row(r, mode, self.escalation) {
-            Ok(true) => Ok(None),
+            Ok(true) => {
+                self.let_go_unless_kept(&mut l, r, fresh);
+                Ok(None)
+            }
             Ok(false) => Ok(Some(r)),
             Err(e) => Err(lock_error(e, self.spid)),
+        }
+    }
+
+    /// Under READ COMMITTED a ghost's lock only waits for its deleter (invariant 6): a
+    /// fresh one goes at once, as a row's does once read.
+    fn let_go_unless_kept(&self, l: &mut Locker, r: Resource, fresh: bool) {
+        if fresh && !self.plan.keep {
+            l.unlock(r);
         }
     }
 
@@ -540,8 +565,11 @@ impl RowLocking {
             return Err(vec![msg(1222, &[])]);
         }
         let mut l = self.locker.lock().unwrap();
+        let fresh = l.held(&r).is_none();
         l.lock_row(r, mode, self.escalation)
-            .map_err(|e| lock_error(e, self.spid))
+            .map_err(|e| lock_error(e, self.spid))?;
+        self.let_go_unless_kept(&mut l, r, fresh);
+        Ok(())
     }
 
     /// An INSERT's test of the range its key falls in (invariant 5): RangeI-N on the first
@@ -838,6 +866,16 @@ mod tests {
         );
         assert!(plan(ReadCommitted, false, &["READPAST", "NOWAIT"])
             .is_ok_and(|p| p.readpast && p.nowait));
+        assert_eq!(plan(Serializable, false, &["READPAST"]), Err(vec![650]));
+        assert_eq!(
+            plan(ReadCommitted, true, &["READPAST", "HOLDLOCK"]),
+            Err(vec![650])
+        );
+        assert_eq!(
+            plan(ReadCommitted, false, &["READPAST", "NOLOCK"]),
+            Err(vec![650])
+        );
+        assert!(plan(RepeatableRead, false, &["READPAST"]).is_ok());
         assert_eq!(plan(ReadCommitted, true, &["NOLOCK"]), Err(vec![1065]));
         assert_eq!(plan(ReadCommitted, false, &["PAGLOCK"]), Err(vec![40517]));
         assert_eq!(plan(ReadCommitted, false, &["INDEX(1)"]), Err(vec![40517]));

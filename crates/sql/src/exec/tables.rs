@@ -440,6 +440,12 @@ impl Gate for ChunkGate<'_> {
         self.l.key_ranges()
     }
 
+    /// A locked read waits for a ghost's deleter like for a row's writer (locking.rs
+    /// invariant 6).
+    fn ghosts(&self) -> bool {
+        self.l.locks_rows()
+    }
+
     fn key_range(&mut self, next: Option<(Rid, &[u8])>) -> bool {
         match self.l.try_key_range(next) {
             Ok(None) => true,
