@@ -204,13 +204,20 @@ fn readers_wait_for_an_uncommitted_delete() {
     let s = Server::start("iso-ghost", &[]);
     setup(&s);
     let mut a = s.connect_to(Some("iso"));
-    run(&mut a, "BEGIN TRAN; DELETE FROM clu_t WHERE id = 1");
-    let mut dirty = s.connect_to(Some("iso"));
-    assert_eq!(
-        value(&mut dirty, "SELECT COUNT(*) FROM clu_t WITH (NOLOCK)"),
-        1
+    run(
+        &mut a,
+        "BEGIN TRAN; DELETE FROM clu_t WHERE id = 1; DELETE FROM heap_t WHERE id = 1",
     );
-    let scan = spawn_batch(&s, "SELECT id, v FROM clu_t");
+    let mut dirty = s.connect_to(Some("iso"));
+    for t in ["clu_t", "heap_t"] {
+        let nolock = format!("SELECT COUNT(*) FROM {t} WITH (NOLOCK)");
+        assert_eq!(
+            value(&mut dirty, &nolock),
+            1,
+            "NOLOCK reads past the delete"
+        );
+    }
+    let scan = spawn_batch(&s, "SELECT id, v FROM clu_t; SELECT SUM(v) FROM heap_t");
     let seek = spawn_batch(
         &s,
         "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; SELECT v FROM clu_t WHERE id = 1",
@@ -225,13 +232,18 @@ fn readers_wait_for_an_uncommitted_delete() {
         scan[0].1,
         vec![
             vec![Value::Int(1), Value::Int(100)],
-            vec![Value::Int(2), Value::Int(200)]
+            vec![Value::Int(2), Value::Int(200)],
+            vec![Value::Int(300)]
         ]
     );
     assert_eq!(seek.join().unwrap()[0].1, vec![vec![Value::Int(100)]]);
     // A committed delete's ghost is passed at once (its lock is free).
-    run(&mut a, "DELETE FROM clu_t WHERE id = 1");
+    run(
+        &mut a,
+        "DELETE FROM clu_t WHERE id = 1; DELETE FROM heap_t WHERE id = 1",
+    );
     assert_eq!(value(&mut a, "SELECT COUNT(*) FROM clu_t"), 1);
+    assert_eq!(value(&mut a, "SELECT SUM(v) FROM heap_t"), 200);
 }
 
 /// SET LOCK_TIMEOUT ends a wait with 1222 (the transaction stays open), NOWAIT at once,

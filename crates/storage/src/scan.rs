@@ -317,7 +317,18 @@ impl Database {
         let mut bytes = 0;
         for (slot, rec) in data_page::records(&p) {
             let rec = rec?;
-            if record::is_ghost(rec) || after.is_some_and(|a| slot <= a) {
+            if after.is_some_and(|a| slot <= a) {
+                continue;
+            }
+            if record::is_ghost(rec) {
+                // A ghost whose delete may still roll back (access.rs `Gate::ghosts`) ends
+                // the page as a refused row: the caller waits for it and reads it again.
+                let refused = (gate.as_deref_mut())
+                    .filter(|g| g.ghosts())
+                    .is_some_and(|g| !g.key_range(Some(((pid, slot), rec))));
+                if refused {
+                    return Ok((bytes, Some(((pid, slot), rec.to_vec()))));
+                }
                 continue;
             }
             if let Some(g) = gate.as_deref_mut() {
