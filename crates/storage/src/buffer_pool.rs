@@ -440,13 +440,17 @@ impl BufferPool {
         }
     }
 
-    /// A copy of the page if it is cached, and whether it is dirty; never reads the disk.
-    pub fn cached(&self, pid: PageId) -> Option<(Page, bool)> {
-        let fix = self
-            .map()
+    /// A fix of the page's frame if it is cached; never reads the disk.
+    fn fix_cached(&self, pid: PageId) -> Option<Fix<'_>> {
+        self.map()
             .frames
             .get(&pid)
-            .map(|f| Fix::take(f, &self.fixes_held))?;
+            .map(|f| Fix::take(f, &self.fixes_held))
+    }
+
+    /// A copy of the page if it is cached, and whether it is dirty; never reads the disk.
+    pub fn cached(&self, pid: PageId) -> Option<(Page, bool)> {
+        let fix = self.fix_cached(pid)?;
         let page = fix.sh().ok()?;
         Some((page.clone(), fix.frame().dirty.load(Ordering::Acquire)))
     }
@@ -721,11 +725,7 @@ impl BufferPool {
 
     /// A sealed copy of a cached dirty page and its LSN, for writing outside the lock.
     pub(crate) fn dirty_copy(&self, pid: PageId) -> Option<(Page, Lsn)> {
-        let fix = self
-            .map()
-            .frames
-            .get(&pid)
-            .map(|f| Fix::take(f, &self.fixes_held))?;
+        let fix = self.fix_cached(pid)?;
         let page = fix.sh().ok()?;
         if !fix.frame().dirty.load(Ordering::Acquire) {
             return None;

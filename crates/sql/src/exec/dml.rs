@@ -963,17 +963,8 @@ impl extentdb_storage::access::Gate for NewRowGate<'_> {
     }
 
     fn key_range(&mut self, next: Option<(Rid, &[u8])>) -> bool {
-        match self.locking.try_insert_range(next) {
-            Ok(None) => true,
-            Ok(Some(r)) => {
-                self.pending = Some(r);
-                false
-            }
-            Err(e) => {
-                self.failure = Some(e);
-                false
-            }
-        }
+        let got = self.locking.try_insert_range(next);
+        super::locking::range_answer(got, &mut self.pending, &mut self.failure)
     }
 }
 

@@ -490,6 +490,27 @@ fn point_mode(mode: LockMode, point: bool) -> LockMode {
     }
 }
 
+/// A gate's answer to storage for a key-range test (`RowLocking::try_key_range`,
+/// `try_insert_range`): true to go on; else false, with the lock to wait for once the
+/// database is let go in `pending`, or the failure in `failure`.
+pub(super) fn range_answer(
+    got: Result<Option<Resource>, Vec<SqlError>>,
+    pending: &mut Option<Resource>,
+    failure: &mut Option<Vec<SqlError>>,
+) -> bool {
+    match got {
+        Ok(None) => true,
+        Ok(Some(r)) => {
+            *pending = Some(r);
+            false
+        }
+        Err(e) => {
+            *failure = Some(e);
+            false
+        }
+    }
+}
+
 /// How far a chunk's rows are locked (`RowLocking::try_rows`): rows before `locked` are
 /// (or, under READ COMMITTED, were while read); `fresh` says, per row, whether this
 /// statement took its lock (only such a lock may be let go early: a lock the transaction

@@ -447,17 +447,8 @@ impl Gate for ChunkGate<'_> {
     }
 
     fn key_range(&mut self, next: Option<(Rid, &[u8])>) -> bool {
-        match self.l.try_key_range(next) {
-            Ok(None) => true,
-            Ok(Some(r)) => {
-                self.pending = Some(r);
-                false
-            }
-            Err(e) => {
-                self.failure = Some(e);
-                false
-            }
-        }
+        let got = self.l.try_key_range(next);
+        super::locking::range_answer(got, &mut self.pending, &mut self.failure)
     }
 }
 
