@@ -803,11 +803,7 @@ fn write_inserts(
             let placed = db.insert_row(x, oid, (&rec, env), Some(&mut gate));
             match gate.outcome(placed)? {
                 Err(extentdb_storage::StorageError::RowRefused) => {
-                    range_wait.set(gate.pending);
-                    assert!(
-                        range_wait.get().is_some(),
-                        "only a key range refuses quietly"
-                    );
+                    gate.leave_range_wait(range_wait);
                     return Ok(Step::Done(()));
                 }
                 Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
@@ -876,11 +872,7 @@ fn update_one(
     let changed = db.update_row_at(x, oid, (rid, old), (new, env), Some(&mut gate));
     match gate.outcome(changed)? {
         Err(extentdb_storage::StorageError::RowRefused) => {
-            range_wait.set(gate.pending);
-            assert!(
-                range_wait.get().is_some(),
-                "only a key range refuses quietly"
-            );
+            gate.leave_range_wait(range_wait);
             Ok(None)
         }
         other => other
@@ -922,6 +914,16 @@ struct NewRowGate<'l> {
 }
 
 impl<'l> NewRowGate<'l> {
+    /// After storage's `RowRefused`: the key-range lock that refused the row, left to be
+    /// waited for once the database is let go (only a key range refuses quietly).
+    fn leave_range_wait(
+        &self,
+        range_wait: &std::cell::Cell<Option<extentdb_storage::lock::Resource>>,
+    ) {
+        assert!(self.pending.is_some(), "only a key range refuses quietly");
+        range_wait.set(self.pending);
+    }
+
     fn new(locking: &'l super::locking::RowLocking, ranges: bool) -> NewRowGate<'l> {
         NewRowGate {
             locking,
