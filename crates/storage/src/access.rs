@@ -365,7 +365,7 @@ impl Database {
             }
             Needs::LeafRoom { object_id, record } => {
                 let t = self.table_or_err(object_id)?.clone();
-                self.make_leaf_room(&t, &record)?;
+                self.provide_leaf_room(&t, &record)?;
             }
             Needs::IdentityBlock { object_id } => self.reserve_identity_block(object_id)?,
             Needs::IdentityBound { object_id, value } => {

@@ -44,7 +44,8 @@ use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
 
 use crate::access::{Gate, Needs, NextLatch, RowGate, RowsOnly, Step};
 use crate::scan::{KeyPrefix, KeyRange, PageReads, ScanChunk, ScanPosition};
-use crate::table::{layouts, Rid};
+use crate::table::{layouts, PageTake, Rid};
+use crate::tree_change::TreeChange;
 use crate::{Database, StorageError};
 
 /// A key: its columns' stored values (None for NULL).
@@ -163,23 +164,9 @@ fn page_records(p: &Page) -> Result<Vec<Vec<u8>>, StorageError> {
 }
 
 impl Database {
-    /// A page of the tree, reached through the root or a link: zeros there are damage
-    /// (Msg 824), never a page not used yet.
-    fn cached(&mut self, pid: PageId) -> Result<&mut Page, StorageError> {
-        let pool = &mut self.data.pool;
-        if pool
-            .page(&self.data_files, self.wal.as_deref(), pid)?
-            .is_unformatted()
-        {
-            return Err(self.incorrect_page_id(pid, PageId::NULL));
-        }
-        self.data
-            .pool
-            .page(&self.data_files, self.wal.as_deref(), pid)
-    }
-
-    /// `cached`'s copy, read without caching it (scans), under its frame's latch: a
-    /// reader sharing the database (`SharedDatabase::read`) reads so. Counted in `reads`.
+    /// A page of the tree, reached through the root or a link (zeros there are damage, Msg
+    /// 824, never a page not used yet): a copy, read without caching it (scans), under its
+    /// frame's latch. Counted in `reads`.
     fn tree_page(&self, pid: PageId, reads: &mut PageReads) -> Result<Page, StorageError> {
         let p = {
             let pool = &self.data.pool;
@@ -261,43 +248,6 @@ impl Database {
         sep(lo)?.map(|(_, child)| child).ok_or_else(empty)
     }
 
-    /// Descends to the leaf for key `k`, splitting full nodes on the way when `for_insert`
-    /// asks for room for a leaf record of `rec_len` bytes. Returns the leaf.
-    fn descend(
-        &mut self,
-        t: &TableEntry,
-        ki: &KeyInfo,
-        k: &[Option<&[u8]>],
-        for_insert: Option<usize>,
-    ) -> Result<PageId, StorageError> {
-        'restart: loop {
-            let mut parent: Option<PageId> = None;
-            let mut at = t.root_page;
-            loop {
-                let p = self.cached(at)?;
-                let leaf = p.header()?.level == 0;
-                let split = for_insert.is_some_and(|len| {
-                    let need = if leaf { len } else { ki.max_separator };
-                    !data_page::can_insert(p, need, true) && (leaf || data_page::slot_count(p) > 1)
-                });
-                if split {
-                    // A leaf first drops the ghosts nothing needs: when that frees room
-                    // (or changes where a split would cut) the descent starts over.
-                    if !(leaf && self.clean_ghosts(t, at)?) {
-                        self.split(t, ki, at, parent, leaf.then_some(k))?;
-                    }
-                    continue 'restart;
-                }
-                if leaf {
-                    return Ok(at);
-                }
-                let child = Self::child_for(ki, p, k)?;
-                parent = Some(at);
-                at = child;
-            }
-        }
-    }
-
     /// Where a split divides `recs`: a leaf about to take key `k` past its last key splits
     /// at the end (ascending keys such as IDENTITY fill pages instead of halving them), one
     /// before its only record splits at the start; otherwise by bytes, so a page of a few
@@ -355,12 +305,13 @@ impl Database {
     /// Ghost cleanup of leaf `leaf` (invariant 4): rewrites it without the ghosts no active
     /// transaction's undo may turn live again, logged whole like a split's pages. True when
     /// it dropped any.
-    fn clean_ghosts(&mut self, t: &TableEntry, leaf: PageId) -> Result<bool, StorageError> {
-        let old = self.cached(leaf)?.clone();
+    fn clean_ghosts(&self, t: &TableEntry, leaf: PageId) -> Result<Room, StorageError> {
+        let _latch = self.data.page_latches.hold(leaf);
+        let old = self.tree_page(leaf, &mut PageReads::default())?;
         let h = old.header()?;
         assert_eq!(h.level, 0, "ghost cleanup of index page {leaf}");
         if h.ghost_rec_count == 0 {
-            return Ok(false);
+            return Ok(Room::Unchanged);
         }
         let needed = self.ghosts_needed(t.allocation_unit_id);
         // Byte 0 holds the record type (ghost or not); the rest is the version's bytes,
@@ -377,7 +328,7 @@ impl Database {
             .filter(|r| !record::is_ghost(r) || is_needed(r))
             .collect();
         if keep.len() == recs.len() {
-            return Ok(false);
+            return Ok(Room::Unchanged);
         }
         let mut page = Page::zeroed();
         data_page::format(
@@ -392,25 +343,29 @@ impl Database {
             data_page::insert_shifted(&mut page, i as u16, r)?;
         }
         link(&mut page, h.prev_page, h.next_page)?;
-        self.log_images(vec![(leaf, page)])?;
-        Ok(true)
+        Ok(match self.log_system_images(vec![(leaf, page)])? {
+            true => Room::Made,
+            false => Room::Exclusive,
+        })
     }
 
-    /// Splits `node` (its parent has room for one separator), or the root in place. `k`
-    /// is the key a leaf split makes room for.
+    /// Splits `node` (its parent has room for one separator), or the root in place, as
+    /// structure change `change` of tree `t` (tree_change.rs): under `node`'s latch and,
+    /// for a node with a right sibling, the sibling's (its back link changes; taken as a
+    /// walk right takes it, access.rs invariant 2). `k` is the key a leaf split makes
+    /// room for.
     fn split(
-        &mut self,
+        &self,
+        change: &TreeChange<'_>,
         t: &TableEntry,
         ki: &KeyInfo,
-        node: PageId,
-        parent: Option<PageId>,
+        (node, parent): (PageId, Option<PageId>),
         k: Option<&[Option<&[u8]>]>,
-    ) -> Result<(), StorageError> {
-        let old = self.cached(node)?.clone();
+    ) -> Result<Room, StorageError> {
+        let _latch = self.data.page_latches.hold(node);
+        let old = self.tree_page(node, &mut PageReads::default())?;
         let h = old.header()?;
         let recs = page_records(&old)?;
-        let au = t.allocation_unit_id;
-        let ptype = h.page_type;
         let cut = self.split_point(ki, &recs, k)?.ok_or_else(|| {
             // Every record of the leaf is a version of the key being inserted, and active
             // transactions still need each one: refused, never split inside the key.
@@ -425,96 +380,56 @@ impl Database {
                 "a split of leaf {node} inside one key's records (invariant 1)"
             );
         }
-        let owned = |k: Option<&[Option<&[u8]>]>| -> Vec<Option<Vec<u8>>> {
-            k.unwrap_or(&[])
-                .iter()
-                .map(|c| c.map(|b| b.to_vec()))
-                .collect()
+        let halves = Halves {
+            ki,
+            t,
+            level: h.level,
+            page_type: h.page_type,
+            k,
         };
-        // The first key of a half, or the key being inserted when the half is empty.
-        let first_or_k = |db: &Self, p: &Page| -> Result<Vec<Option<Vec<u8>>>, StorageError> {
-            if data_page::slot_count(p) == 0 {
-                Ok(owned(k))
-            } else {
-                db.first_key_of(ki, p, h.level)
-            }
-        };
-        let fill = |p: &mut Page, rs: &[Vec<u8>]| -> Result<(), StorageError> {
-            for (i, r) in rs.iter().enumerate() {
-                data_page::insert_shifted(p, i as u16, r)?;
-            }
-            Ok(())
-        };
-        let mut images: Vec<(PageId, Page)> = Vec::new();
-        // The pages taken here, marked allocated once their images are logged.
-        let mut new_pages: Vec<PageId> = Vec::new();
-        match parent {
-            None => {
-                // Root split: the root keeps its page and becomes the parent of two new pages.
-                let a = self.take_page(t)?;
-                let b = self.take_page(t)?;
-                let mut pa = Page::zeroed();
-                data_page::format(&mut pa, a, ptype, au, 1, h.level);
-                let mut pb = Page::zeroed();
-                data_page::format(&mut pb, b, ptype, au, 1, h.level);
-                fill(&mut pa, &recs[..cut])?;
-                fill(&mut pb, &recs[cut..])?;
-                link(&mut pa, PageId::NULL, b)?;
-                link(&mut pb, a, PageId::NULL)?;
-                let mut root = Page::zeroed();
-                data_page::format(&mut root, node, PageType::Index, au, 1, h.level + 1);
-                let first_a = first_or_k(self, &pa)?;
-                let first_b = first_or_k(self, &pb)?;
-                let ra = ki.separator_record(&borrow(&first_a), a)?;
-                let rb = ki.separator_record(&borrow(&first_b), b)?;
-                data_page::insert_shifted(&mut root, 0, &ra)?;
-                data_page::insert_shifted(&mut root, 1, &rb)?;
-                images.extend([(node, root), (a, pa), (b, pb)]);
-                new_pages.extend([a, b]);
-            }
+        let (images, new_pages) = match parent {
+            None => match halves.root(self, node, (&recs[..cut], &recs[cut..]))? {
+                Ok(made) => made,
+                Err(room) => return Ok(room),
+            },
             Some(parent) => {
-                let m = self.take_page(t)?;
-                let mut left = Page::zeroed();
-                data_page::format(&mut left, node, ptype, au, 1, h.level);
-                let mut right = Page::zeroed();
-                data_page::format(&mut right, m, ptype, au, 1, h.level);
-                fill(&mut left, &recs[..cut])?;
-                fill(&mut right, &recs[cut..])?;
-                link(&mut left, h.prev_page, m)?;
-                link(&mut right, node, h.next_page)?;
-                if !h.next_page.is_null() {
-                    let mut r = self.cached(h.next_page)?.clone();
-                    let rh = r.header()?;
-                    link(&mut r, m, rh.next_page)?;
-                    images.push((h.next_page, r));
+                let _next_latch = match h.next_page.is_null() {
+                    true => None,
+                    false => match self.data.page_latches.hold_next(node, h.next_page) {
+                        NextLatch::Same => None,
+                        NextLatch::Held(g) => Some(g),
+                        NextLatch::Busy => return Ok(Room::Busy(h.next_page)),
+                    },
+                };
+                let links = (h.prev_page, h.next_page);
+                match halves.sibling(self, (node, parent, links), (&recs[..cut], &recs[cut..]))? {
+                    Ok(made) => return self.install_split(change, t, made),
+                    Err(room) => return Ok(room),
                 }
-                let first = first_or_k(self, &right)?;
-                let sep = ki.separator_record(&borrow(&first), m)?;
-                let mut pp = self.cached(parent)?.clone();
-                // The new page goes right after `node` among the parent's children.
-                let mut slot = None;
-                for (i, r) in page_records(&pp)?.iter().enumerate() {
-                    if ki.separator(r)?.1 == node {
-                        slot = Some(i as u16);
-                    }
-                }
-                let slot = slot.ok_or_else(|| {
-                    StorageError::from(extentdb_format::corrupt(
-                        parent,
-                        format!("no entry for child {node}"),
-                    ))
-                })?;
-                data_page::insert_shifted(&mut pp, slot + 1, &sep)?;
-                images.extend([(node, left), (m, right), (parent, pp)]);
-                new_pages.push(m);
             }
+        };
+        self.install_split(change, t, (images, new_pages))
+    }
+
+    /// Logs a split's pages and installs them right to left, children before their parent
+    /// (`images` is in that order, tree_change.rs invariant 3), the tree's counter odd
+    /// meanwhile; then marks the new pages allocated (allocation.rs invariant 5).
+    fn install_split(
+        &self,
+        change: &TreeChange<'_>,
+        t: &TableEntry,
+        (images, new_pages): (Vec<(PageId, Page)>, Vec<PageId>),
+    ) -> Result<Room, StorageError> {
+        if !change.installing(|| self.log_system_images(images))? {
+            return Ok(Room::Exclusive);
         }
-        self.log_images(images)?;
-        // Only now, after the pages' images (allocation.rs invariant 5).
         for p in new_pages {
-            self.mark_page_allocated(p, au)?;
+            self.mark_page_allocated(p, t.allocation_unit_id)?;
         }
-        Ok(())
+        self.data
+            .page_splits
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Room::Made)
     }
 
     /// The first key of a page: a leaf record's key, or a separator's key.
@@ -539,7 +454,7 @@ impl Database {
     }
 
     /// Logs whole pages as one atomic record and installs them, stamped, in the pool.
-    pub(crate) fn log_images(&mut self, images: Vec<(PageId, Page)>) -> Result<(), StorageError> {
+    pub(crate) fn log_images(&self, images: Vec<(PageId, Page)>) -> Result<(), StorageError> {
         let record = |images| LogRecordBody::PageImages { images };
         self.log_whole_pages(images, record)
     }
@@ -547,7 +462,7 @@ impl Database {
     /// `log_images` for a root's move from `from` to `to` (page_move.rs): the record also
     /// names the table, so recovery can finish the catalog's part.
     pub(crate) fn log_root_move(
-        &mut self,
+        &self,
         object_id: u32,
         from: PageId,
         to: PageId,
@@ -563,33 +478,107 @@ impl Database {
     }
 
     fn log_whole_pages(
-        &mut self,
+        &self,
         images: Vec<(PageId, Page)>,
         record: impl FnOnce(Vec<(PageId, Vec<u8>)>) -> LogRecordBody,
     ) -> Result<(), StorageError> {
-        let body = record(
-            images
-                .iter()
-                .map(|(p, pg)| (*p, pg.bytes().to_vec()))
-                .collect(),
-        );
         let wal = self.wal.clone().ok_or(StorageError::LogFailed)?;
-        let lsn = wal.append(&extentdb_format::log_record::compact(body.encode()))?;
+        let lsn = wal.append(&images_record(&images, record))?;
         // Every image in the pool, or the database poisoned (xact.rs invariant 6).
         self.install_logged(lsn, images)
     }
 
+    /// `log_images` for a structure change (a split, a ghost cleanup): sharing the
+    /// database, only when the log keeps every transaction's rollback reservation after it
+    /// (`append_checked`); false when it would not, with nothing logged.
+    fn log_system_images(&self, images: Vec<(PageId, Page)>) -> Result<bool, StorageError> {
+        if self.held_exclusively {
+            self.log_images(images)?;
+            return Ok(true);
+        }
+        let record = images_record(&images, |images| LogRecordBody::PageImages { images });
+        match self.append_checked(&record)? {
+            Some(lsn) => self.install_logged(lsn, images).map(|()| true),
+            None => Ok(false),
+        }
+    }
+
     /// Splits the leaf for `record` (its ghosts cleaned first) until it has room for it,
-    /// holding the database exclusively (`Needs::LeafRoom`).
-    pub(crate) fn make_leaf_room(
+    /// as a structure change of its tree beside other sessions (tree_change.rs): going
+    /// down, a node that could not take one more separator of the largest key is split
+    /// first, so a split always finds room in its parent. Each step runs under the tree's
+    /// change mutex; a busy latch is waited for holding none and the descent starts over.
+    /// Not `Made` when a step lacked a page or log room (nothing of that step changed).
+    fn make_leaf_room(&self, t: &TableEntry, record: &[u8]) -> Result<Room, StorageError> {
+        let ki = KeyInfo::of(t);
+        let k = ki.key(record)?;
+        loop {
+            let step = {
+                let change = self.data.trees.begin(t.object_id);
+                self.leaf_room_step(&change, t, &ki, (&k, record.len()))?
+            };
+            match step {
+                Room::Made => continue,
+                Room::Unchanged => return Ok(Room::Made),
+                Room::Busy(page) => drop(self.data.page_latches.hold(page)),
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// One descent of `make_leaf_room`: the first full node on the way split (or the
+    /// leaf's ghosts dropped): `Made`; none full: `Unchanged`.
+    fn leaf_room_step(
+        &self,
+        change: &TreeChange<'_>,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        (k, len): (&[Option<&[u8]>], usize),
+    ) -> Result<Room, StorageError> {
+        let (mut parent, mut at) = (None, t.root_page);
+        for _ in 0..=u8::MAX as usize {
+            let p = self.tree_page(at, &mut PageReads::default())?;
+            let leaf = p.header()?.level == 0;
+            let need = if leaf { len } else { ki.max_separator };
+            let full =
+                !data_page::can_insert(&p, need, true) && (leaf || data_page::slot_count(&p) > 1);
+            if full {
+                if leaf {
+                    match self.clean_ghosts(t, at)? {
+                        Room::Unchanged => {}
+                        other => return Ok(other),
+                    }
+                }
+                return self.split(change, t, ki, (at, parent), leaf.then_some(k));
+            }
+            if leaf {
+                return Ok(Room::Unchanged);
+            }
+            parent = Some(at);
+            at = Self::child_for(ki, &p, k)?;
+        }
+        Err(extentdb_format::corrupt(at, "index levels loop").into())
+    }
+
+    /// Held exclusively (`Needs::LeafRoom`): the leaf for `record` given room, each split's
+    /// pages reserved in its unit's extent first (`reserve_tree_pages`): a split that
+    /// lacked a page runs again after a new extent, and each run makes one split at
+    /// least, so this ends.
+    pub(crate) fn provide_leaf_room(
         &mut self,
         t: &TableEntry,
         record: &[u8],
     ) -> Result<(), StorageError> {
-        let ki = KeyInfo::of(t);
-        let k = ki.key(record)?;
-        self.descend(t, &ki, &k, Some(record.len()))?;
-        Ok(())
+        loop {
+            self.reserve_tree_pages(t, 2)?;
+            match self.make_leaf_room(t, record)? {
+                Room::Made => return Ok(()),
+                Room::Exclusive => {}
+                Room::Growth(_) | Room::Busy(_) | Room::Unchanged => {
+                    unreachable!("held exclusively, a split needs no growth and waits for no latch")
+                }
+            }
+        }
     }
 
     /// Inserts a row into clustered index `t` (access.rs), beside other sessions: into its
@@ -606,6 +595,17 @@ impl Database {
     ) -> Result<Step<Rid>, StorageError> {
         loop {
             match self.btree_insert_once(xact, t, (rec, also), gate.as_deref_mut())? {
+                // Sharing the database, the split is made here; held exclusively, by
+                // `provide_leaf_room`, which reserves its pages first.
+                Attempt::Done(Step::Needs(room @ Needs::LeafRoom { .. }))
+                    if !self.held_exclusively =>
+                {
+                    match self.make_leaf_room(t, rec)? {
+                        Room::Made => {}
+                        Room::Growth(g) => return Ok(Step::Needs(Needs::Growth(g))),
+                        _ => return Ok(Step::Needs(room)),
+                    }
+                }
                 Attempt::Done(step) => return Ok(step),
                 // A latch of the walk was busy (access.rs invariant 2): wait for it holding
                 // none, then find the row's place again.
@@ -625,8 +625,7 @@ impl Database {
     ) -> Result<Attempt<Step<Rid>>, StorageError> {
         let ki = KeyInfo::of(t);
         let k = ki.key(rec)?;
-        let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
-        let _latch = self.data.page_latches.hold(leaf);
+        let (leaf, _latch) = self.latched_leaf(t, &ki, &k)?;
         let (slot, found, room) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
             let (slot, found) = leaf_position(&ki, p, &k)?;
             Ok((slot, found, data_page::can_insert(p, rec.len(), true)))
@@ -723,7 +722,7 @@ impl Database {
         ghost: bool,
     ) -> Result<(PageId, u16, Vec<u8>), StorageError> {
         let k = ki.key(rec)?;
-        let leaf = self.leaf_for(t, ki, &k, &mut PageReads::default())?;
+        let (leaf, _latch) = self.latched_leaf(t, ki, &k)?;
         let found = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
             find_in_leaf(ki, p, rec, ghost)
         })?;
@@ -747,8 +746,7 @@ impl Database {
     ) -> Result<Step<Rid>, StorageError> {
         let ki = KeyInfo::of(t);
         let k = ki.key(rec)?;
-        let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
-        let _latch = self.data.page_latches.hold(leaf);
+        let (leaf, _latch) = self.latched_leaf(t, &ki, &k)?;
         let found = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
             find_in_leaf(&ki, p, rec, false)
         })?;
@@ -822,7 +820,7 @@ impl Database {
         if let Some((RowsOnly(g), true)) = rows_only.as_mut().filter(|_| !same_key) {
             // Holding the database exclusively, no page latch is busy.
             let k = ki.key(new)?;
-            let leaf = self.leaf_for(t, &ki, &k, &mut PageReads::default())?;
+            let (leaf, _latch) = self.latched_leaf(t, &ki, &k)?;
             let slot = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
                 Ok(leaf_position(&ki, p, &k)?.0)
             })?;
@@ -854,7 +852,7 @@ impl Database {
         new_key: bool,
     ) -> Result<Option<Needs>, StorageError> {
         let k = ki.key(rec)?;
-        let leaf = self.leaf_for(t, ki, &k, &mut PageReads::default())?;
+        let (leaf, _latch) = self.latched_leaf(t, ki, &k)?;
         let (found, room) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
             let (_, found) = leaf_position(ki, p, &k)?;
             Ok((found, data_page::can_insert(p, rec.len(), true)))
@@ -994,6 +992,24 @@ impl Database {
         }
     }
 
+    /// The leaf for key `k`, latched, found by a descent no split crossed (tree_change.rs
+    /// invariant 2): a row operation acts on it under that latch.
+    fn latched_leaf(
+        &self,
+        t: &TableEntry,
+        ki: &KeyInfo,
+        k: &[Option<&[u8]>],
+    ) -> Result<(PageId, std::sync::MutexGuard<'_, ()>), StorageError> {
+        loop {
+            let seen = self.data.trees.before_descent(t.object_id);
+            let leaf = self.leaf_for(t, ki, k, &mut PageReads::default())?;
+            let latch = self.data.page_latches.hold(leaf);
+            if self.data.trees.steady(t.object_id, seen) {
+                return Ok((leaf, latch));
+            }
+        }
+    }
+
     /// The leaf whose range holds key (or key prefix) `k`, read through the pool (a seek's
     /// path stays cached for the next seek), each level counted in `reads`.
     fn leaf_for(
@@ -1058,8 +1074,7 @@ impl Database {
             KeyedUndo::Unghost { record } => (record, true),
         };
         let k = ki.key(record)?;
-        let leaf = self.leaf_for(&t, &ki, &k, &mut PageReads::default())?;
-        let latch = self.data.page_latches.hold(leaf);
+        let (leaf, latch) = self.latched_leaf(&t, &ki, &k)?;
         let found = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
             find_in_leaf(&ki, p, record, ghost)
         })?;
@@ -1079,6 +1094,156 @@ impl Database {
         };
         Ok((leaf, action, latch))
     }
+}
+
+/// What a step of `make_leaf_room` (a ghost cleanup, a split) did, or what it lacked.
+enum Room {
+    /// The change was made.
+    Made,
+    /// Nothing to change (a leaf without ghosts to drop).
+    Unchanged,
+    /// A latch was busy (access.rs invariant 2): wait for it holding none, then descend
+    /// again.
+    Busy(PageId),
+    /// The database held exclusively: a page only a new IAM page or a growth gives, or
+    /// log room past the reservations.
+    Exclusive,
+    /// A filegroup's growth to prepare first, holding no lock (`Needs::Growth`).
+    Growth(crate::proportional_fill::GrowthPreparation),
+}
+
+/// A split's pages in the order they are installed (tree_change.rs invariant 3), and the
+/// pages it took.
+type SplitPages = (Vec<(PageId, Page)>, Vec<PageId>);
+
+/// The two halves of a page being split: its tree, level and type, and the key a leaf
+/// split makes room for.
+struct Halves<'a> {
+    ki: &'a KeyInfo,
+    t: &'a TableEntry,
+    level: u8,
+    page_type: PageType,
+    k: Option<&'a [Option<&'a [u8]>]>,
+}
+
+impl Halves<'_> {
+    /// A new page of the split's level at `pid` holding `recs`.
+    fn page(&self, pid: PageId, recs: &[Vec<u8>]) -> Result<Page, StorageError> {
+        let mut p = Page::zeroed();
+        let au = self.t.allocation_unit_id;
+        data_page::format(&mut p, pid, self.page_type, au, 1, self.level);
+        for (i, r) in recs.iter().enumerate() {
+            data_page::insert_shifted(&mut p, i as u16, r)?;
+        }
+        Ok(p)
+    }
+
+    /// The separator naming half `p` at `pid`: its first key, or the key being inserted
+    /// when the half is empty.
+    fn separator(&self, db: &Database, pid: PageId, p: &Page) -> Result<Vec<u8>, StorageError> {
+        let first: Vec<Option<Vec<u8>>> = match data_page::slot_count(p) {
+            0 => self
+                .k
+                .unwrap_or(&[])
+                .iter()
+                .map(|c| c.map(|b| b.to_vec()))
+                .collect(),
+            _ => db.first_key_of(self.ki, p, self.level)?,
+        };
+        self.ki.separator_record(&borrow(&first), pid)
+    }
+
+    /// A page of the tree's unit for the split (`take_tree_page`), or what taking one lacks.
+    fn take(&self, db: &Database) -> Result<Result<PageId, Room>, StorageError> {
+        Ok(match db.take_tree_page(self.t)? {
+            PageTake::Taken(p) => Ok(p),
+            PageTake::Exclusive => Err(Room::Exclusive),
+            PageTake::Growth(g) => Err(Room::Growth(g)),
+        })
+    }
+
+    /// A root split: the root keeps its page and becomes the parent of two new pages
+    /// holding `left` and `right`.
+    fn root(
+        &self,
+        db: &Database,
+        root: PageId,
+        (left, right): (&[Vec<u8>], &[Vec<u8>]),
+    ) -> Result<Result<SplitPages, Room>, StorageError> {
+        let a = match self.take(db)? {
+            Ok(p) => p,
+            Err(room) => return Ok(Err(room)),
+        };
+        let b = match self.take(db)? {
+            Ok(p) => p,
+            Err(room) => return Ok(Err(room)),
+        };
+        let (mut pa, mut pb) = (self.page(a, left)?, self.page(b, right)?);
+        link(&mut pa, PageId::NULL, b)?;
+        link(&mut pb, a, PageId::NULL)?;
+        let mut up = Page::zeroed();
+        let au = self.t.allocation_unit_id;
+        data_page::format(&mut up, root, PageType::Index, au, 1, self.level + 1);
+        data_page::insert_shifted(&mut up, 0, &self.separator(db, a, &pa)?)?;
+        data_page::insert_shifted(&mut up, 1, &self.separator(db, b, &pb)?)?;
+        Ok(Ok((vec![(b, pb), (a, pa), (root, up)], vec![a, b])))
+    }
+
+    /// A split of `node` (linked `prev` and `next`) under `parent`: `node` keeps `left`,
+    /// a new page right of it takes `right`, and the parent gains its separator right
+    /// after `node`'s. The caller holds the latches of `node` and `next`.
+    fn sibling(
+        &self,
+        db: &Database,
+        (node, parent, (prev, next)): (PageId, PageId, (PageId, PageId)),
+        (left, right): (&[Vec<u8>], &[Vec<u8>]),
+    ) -> Result<Result<SplitPages, Room>, StorageError> {
+        let m = match self.take(db)? {
+            Ok(p) => p,
+            Err(room) => return Ok(Err(room)),
+        };
+        let (mut l, mut r) = (self.page(node, left)?, self.page(m, right)?);
+        link(&mut l, prev, m)?;
+        link(&mut r, node, next)?;
+        let sep = self.separator(db, m, &r)?;
+        let mut images = vec![(m, r)];
+        if !next.is_null() {
+            let mut n = db.tree_page(next, &mut PageReads::default())?;
+            let after = n.header()?.next_page;
+            link(&mut n, m, after)?;
+            images.push((next, n));
+        }
+        let mut pp = db.tree_page(parent, &mut PageReads::default())?;
+        let mut slot = None;
+        for (i, rec) in page_records(&pp)?.iter().enumerate() {
+            if self.ki.separator(rec)?.1 == node {
+                slot = Some(i as u16);
+            }
+        }
+        let slot = slot.ok_or_else(|| {
+            StorageError::from(extentdb_format::corrupt(
+                parent,
+                format!("no entry for child {node}"),
+            ))
+        })?;
+        data_page::insert_shifted(&mut pp, slot + 1, &sep)?;
+        images.extend([(node, l), (parent, pp)]);
+        Ok(Ok((images, vec![m])))
+    }
+}
+
+/// The compact encoding of a record of whole pages `images` (`record` makes the body).
+fn images_record(
+    images: &[(PageId, Page)],
+    record: impl FnOnce(Vec<(PageId, Vec<u8>)>) -> LogRecordBody,
+) -> Vec<u8> {
+    let body = record(
+        images
+            .iter()
+            .map(|(p, pg)| (*p, pg.bytes().to_vec()))
+            .collect(),
+    );
+    extentdb_format::log_record::compact(body.encode())
 }
 
 /// Sets a page's sibling links.

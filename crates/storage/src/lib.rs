@@ -46,6 +46,7 @@ pub mod space;
 pub mod structure;
 pub mod table;
 pub mod transaction;
+pub(crate) mod tree_change;
 pub mod waits;
 pub mod xact;
 

@@ -168,6 +168,14 @@ impl Database {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Page splits since open (a root's included): SQL Server's Access Methods counter
+    /// "Page Splits/sec", cumulative.
+    pub fn page_splits(&self) -> u64 {
+        self.data
+            .page_splits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub(crate) fn count_full_scan(&self) {
         self.data
             .full_scans

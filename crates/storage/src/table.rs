@@ -76,6 +76,14 @@ impl HeapCursor {
         }
     }
 
+    /// Free pages left in the cursor's extent.
+    fn free_in_extent(&self) -> u32 {
+        match self.extent {
+            Some(_) => PAGES_PER_EXTENT.saturating_sub(self.next_index),
+            None => 0,
+        }
+    }
+
     /// The cursor once page `index` of `extent` in `file` is taken.
     fn taking(self, file: u16, extent: ExtentNo, index: u32) -> HeapCursor {
         HeapCursor {
@@ -84,6 +92,17 @@ impl HeapCursor {
             next_index: index + 1,
         }
     }
+}
+
+/// What `Database::take_unit_page` gave.
+pub(crate) enum PageTake {
+    /// A page, taken: the cursor moved past it.
+    Taken(PageId),
+    /// No page without the database held exclusively (a new IAM page, a growth, an
+    /// unknown cursor).
+    Exclusive,
+    /// No page before a filegroup's growth, prepared holding no lock (`Needs::Growth`).
+    Growth(crate::proportional_fill::GrowthPreparation),
 }
 
 /// The data path's state inside a database: buffer pool, transactions, heap cursors and
@@ -100,11 +119,16 @@ pub struct DataPath {
     /// Full scans of tables begun (`scan_origin`, `scan_rows`): SQL Server's
     /// "Access Methods: Full Scans/sec" (sys.dm_os_performance_counters).
     pub(crate) full_scans: std::sync::atomic::AtomicU64,
+    /// Page splits made (`btree.rs` `split`, a root's included): SQL Server's "Access
+    /// Methods: Page Splits/sec".
+    pub(crate) page_splits: std::sync::atomic::AtomicU64,
     /// Each heap's insert lock (by allocation unit): sessions sharing the database insert
     /// into one heap one at a time, into different heaps at once.
     pub(crate) insert_locks: Latch<HashMap<u64, Arc<Mutex<()>>>>,
     /// Page latches: a shared change holds its page's (access.rs invariant 2).
     pub(crate) page_latches: crate::access::PageLatches,
+    /// Clustered indexes' structure changes beside row operations (tree_change.rs).
+    pub(crate) trees: crate::tree_change::TreeChanges,
     pub(crate) recovery: Option<crate::recovery::RecoveryStats>,
     pub(crate) growth: crate::log_growth::LogGrowth,
     pub(crate) checkpoint: crate::checkpoint::CheckpointState,
@@ -130,8 +154,10 @@ impl DataPath {
             cursors: Default::default(),
             identity: Default::default(),
             full_scans: Default::default(),
+            page_splits: Default::default(),
             insert_locks: Default::default(),
             page_latches: Default::default(),
+            trees: Default::default(),
             recovery: None,
             growth: Default::default(),
             checkpoint: Default::default(),
@@ -362,26 +388,11 @@ impl Database {
         let page = match c.current {
             Some(cur) if fits(cur)? => cur,
             _ => {
-                let (file, extent, index) = match c.next_in_extent() {
-                    Some(next) => next,
-                    // Held exclusively, the allocator that also prepares growths ahead.
-                    None if self.held_exclusively => return Ok(Step::Needs(room)),
-                    None => match self.allocate_by_fill(au, t.data_space_id, env)? {
-                        Allocation::Extent(f, e) => (f, e, 0),
-                        Allocation::NeedsGrowth if !env.policy.instant => {
-                            match self.growth_preparation(t.data_space_id, env) {
-                                Some(p) => return Ok(Step::Needs(Needs::Growth(p))),
-                                None => return Ok(Step::Needs(room)),
-                            }
-                        }
-                        _ => return Ok(Step::Needs(room)),
-                    },
+                let pid = match self.take_unit_page(t, c, env)? {
+                    PageTake::Taken(pid) => pid,
+                    PageTake::Growth(p) => return Ok(Step::Needs(Needs::Growth(p))),
+                    PageTake::Exclusive => return Ok(Step::Needs(room)),
                 };
-                let pid = PageId::new(file, extent.first_page().0 + index);
-                self.data
-                    .cursors
-                    .lock()
-                    .insert(au, c.taking(file, extent, index));
                 self.format_unit_page(pid, au, PageType::Data, 0, 0)?;
                 if let Some(c) = self.data.cursors.lock().get_mut(&au) {
                     c.current = Some(pid);
@@ -405,6 +416,84 @@ impl Database {
             true => Ok(Step::Done((page, slot))),
             false => Err(StorageError::RowRefused),
         }
+    }
+
+    /// The next page of `t`'s allocation unit for a session sharing the database, from
+    /// cursor `c` (its current state; the caller holds the unit's insert lock): the next
+    /// free page of its extent, or the first of an extent allocated without the database's
+    /// lock (`allocate_by_fill`). A new IAM page or a filegroup's growth needs the database
+    /// held exclusively, unless the growth can be prepared first holding no lock (IFI
+    /// off); held exclusively, only the current extent's pages are taken here.
+    pub(crate) fn take_unit_page(
+        &self,
+        t: &TableEntry,
+        c: HeapCursor,
+        env: &crate::log_growth::GrowthEnv,
+    ) -> Result<PageTake, StorageError> {
+        let au = t.allocation_unit_id;
+        let (file, extent, index) = match c.next_in_extent() {
+            Some(next) => next,
+            // Held exclusively, the allocator that also prepares growths ahead.
+            None if self.held_exclusively => return Ok(PageTake::Exclusive),
+            None => match self.allocate_by_fill(au, t.data_space_id, env)? {
+                Allocation::Extent(f, e) => (f, e, 0),
+                Allocation::NeedsGrowth if !env.policy.instant => {
+                    return Ok(match self.growth_preparation(t.data_space_id, env) {
+                        Some(p) => PageTake::Growth(p),
+                        None => PageTake::Exclusive,
+                    })
+                }
+                _ => return Ok(PageTake::Exclusive),
+            },
+        };
+        self.data
+            .cursors
+            .lock()
+            .insert(au, c.taking(file, extent, index));
+        Ok(PageTake::Taken(PageId::new(
+            file,
+            extent.first_page().0 + index,
+        )))
+    }
+
+    /// A unit's page for a B-tree's split, sharing the database (`take_unit_page` under
+    /// the unit's insert lock); a unit whose cursor is not known yet needs the database
+    /// held exclusively (`reserve_tree_pages`).
+    pub(crate) fn take_tree_page(&self, t: &TableEntry) -> Result<PageTake, StorageError> {
+        let au = t.allocation_unit_id;
+        let lock = self.data.insert_locks.lock().entry(au).or_default().clone();
+        let _taking = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(c) = self.data.cursors.lock().get(&au).copied() else {
+            return Ok(PageTake::Exclusive);
+        };
+        self.take_unit_page(t, c, self.growth_env())
+    }
+
+    /// Held exclusively: `t`'s cursor known, and at least `pages` free pages left in its
+    /// current extent (a new extent taken when fewer are), so that a split run next takes
+    /// its pages from the extent (`take_tree_page`).
+    pub(crate) fn reserve_tree_pages(
+        &mut self,
+        t: &TableEntry,
+        pages: u32,
+    ) -> Result<(), StorageError> {
+        let au = t.allocation_unit_id;
+        if !self.data.cursors.get_mut().contains_key(&au) {
+            let c = self.recover_cursor(au)?;
+            self.data.cursors.get_mut().insert(au, c);
+        }
+        let c = self.data.cursors.get_mut()[&au];
+        if c.free_in_extent() >= pages {
+            return Ok(());
+        }
+        let (f, e) = self.allocate_heap_extent(t)?;
+        let fresh = HeapCursor {
+            current: c.current,
+            extent: Some((f, e)),
+            next_index: 0,
+        };
+        self.data.cursors.get_mut().insert(au, fresh);
+        Ok(())
     }
 
     /// Every live (non-ghost) record of the table with its RID, in allocation order.

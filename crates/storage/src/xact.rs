@@ -44,10 +44,12 @@
 //!    would go on from the stale copy and log it: a later split logging a parent without
 //!    the separator of the split before it (an orphaned leaf, CHECKDB 8977 and 8981).
 //! 7. Undo runs sharing the database beside other sessions' row operations: a
-//!    compensation holds its page's latch from finding the slot (a B-tree row by key: other
-//!    sessions' inserts into the leaf move slots, and only an exclusive holder, never
-//!    beside it, changes the tree's shape) to applying its logged CLR, and a transaction is
-//!    undone by its own session only.
+//!    compensation holds its page's latch from finding the slot (a B-tree row by key,
+//!    in a leaf found by a descent no split crossed, tree_change.rs invariant 2: other
+//!    sessions' inserts into the leaf move slots, and their splits move rows) to applying
+//!    its logged CLR, and a transaction is undone by its own session only. A change stays
+//!    among the transaction's changes until its compensation is applied, so a ghost
+//!    cleanup beside it keeps the ghost the compensation turns live again.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,7 +57,7 @@ use extentdb_format::catalog::TableEntry;
 use extentdb_format::log_record::{self, KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::{data_page, Lsn, Page, PageId, PageType};
 
-use crate::log_writer::RecordsByLsn;
+use crate::log_writer::{LogWriter, RecordsByLsn};
 use crate::{Database, StorageError};
 
 /// Bytes of undo actions one transaction keeps in memory (invariant 2): its changes past
@@ -131,16 +133,28 @@ impl XactState {
         self.undo_next = lsn;
     }
 
-    /// The newest undoable change if `changes` holds it, taken out of it; else the LSN of
-    /// the log record to read it from.
-    fn next_undo(&mut self) -> Result<Change, Lsn> {
+    /// The newest undoable change if `changes` holds it (a copy: it stays there until
+    /// compensated, `compensated`); else the LSN of the log record to read it from.
+    fn next_undo(&self) -> Result<Change, Lsn> {
         debug_assert!(self.undoable >= self.changes.len(), "invariant 2");
         if self.undoable > self.changes.len() {
             return Err(self.undo_next);
         }
-        let c = self.changes.pop().expect("an undoable change");
-        self.change_bytes -= change_bytes(&c.undo);
-        Ok(c)
+        Ok(self.changes.last().expect("an undoable change").clone())
+    }
+
+    /// The newest undoable change compensated by the CLR at `lsn`, its `prev` the next to
+    /// undo: taken out of `changes` when they held it. Only now, so that ghost cleanup
+    /// (`Database::ghosts_needed`) keeps the ghost a B-tree compensation unghosts until
+    /// the compensation is applied (btree.rs invariant 4).
+    fn compensated(&mut self, lsn: Lsn, undo_next: Lsn) {
+        if self.undoable == self.changes.len() {
+            let c = self.changes.pop().expect("an undoable change");
+            self.change_bytes -= change_bytes(&c.undo);
+        }
+        self.last_lsn = lsn;
+        self.undoable -= 1;
+        self.undo_next = undo_next;
     }
 }
 
@@ -155,6 +169,17 @@ pub(crate) struct XactTable {
 }
 
 impl XactTable {
+    /// Whether `bytes` more log leave every active transaction's rollback reservation free
+    /// besides the margin, and for each transaction what its session may append unchecked
+    /// before its next change (a page image, a page format, an allocation's two map
+    /// images) while sharing the database (invariant 4). Checked under the table's latch,
+    /// with the append that follows, so two sessions never pass it on the same space.
+    fn log_keeps_reservations(&self, wal: &LogWriter, bytes: u64) -> bool {
+        let reserved: u64 = self.active.values().map(|x| x.reserved_bytes).sum();
+        let margin = LOG_MARGIN_BYTES + UNCHECKED_BYTES_PER_XACT * self.active.len() as u64;
+        wal.free_bytes() >= bytes + reserved + margin
+    }
+
     /// The first LSN of the oldest active transaction that has logged anything.
     pub fn oldest_first_lsn(&self) -> Option<Lsn> {
         self.active.values().filter_map(|x| x.first_lsn).min()
@@ -361,8 +386,6 @@ impl Database {
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
         let appended = {
             let mut t = self.data.xacts.lock();
-            let reserved: u64 = t.active.values().map(|x| x.reserved_bytes).sum();
-            let sessions = t.active.len() as u64;
             let limit = t.undo_memory_bytes.unwrap_or(UNDO_MEMORY_BYTES);
             let x = t.active.get_mut(&xact).expect("an active transaction");
             let prev = x.last_lsn;
@@ -384,13 +407,10 @@ impl Database {
                 },
             };
             let bytes = log_record::compact(body.encode());
-            // Besides the reservations: the margin, and for each transaction what its
-            // session may append unchecked before its next change (a page image, a page
-            // format, an allocation's two map images) while sharing the database.
-            let margin = LOG_MARGIN_BYTES + UNCHECKED_BYTES_PER_XACT * sessions;
-            if wal.free_bytes() < bytes.len() as u64 + reserve + also + reserved + margin {
+            if !t.log_keeps_reservations(wal, bytes.len() as u64 + reserve + also) {
                 return Ok(false);
             }
+            let x = t.active.get_mut(&xact).expect("an active transaction");
             let appended = wal.append(&bytes);
             if let Ok(lsn) = appended {
                 x.last_lsn = lsn;
@@ -408,6 +428,18 @@ impl Database {
             return Err(e);
         }
         Ok(true)
+    }
+
+    /// Appends system record `bytes` (a split's or a ghost cleanup's pages) for a session
+    /// sharing the database, only when the log keeps every reservation after it
+    /// (`XactTable::log_keeps_reservations`): its LSN, or None with nothing appended.
+    pub(crate) fn append_checked(&self, bytes: &[u8]) -> Result<Option<Lsn>, StorageError> {
+        let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
+        let t = self.data.xacts.lock();
+        if !t.log_keeps_reservations(wal, bytes.len() as u64) {
+            return Ok(None);
+        }
+        wal.append(bytes).map(Some).map_err(|e| self.log_error(e))
     }
 
     /// Applies an already-logged action to the cached page and stamps its LSN.
@@ -596,9 +628,7 @@ impl Database {
             Ok((lsn, undo_next)) => {
                 let mut t = self.data.xacts.lock();
                 let x = t.active.get_mut(&xact).expect("active");
-                x.last_lsn = lsn;
-                x.undoable -= 1;
-                x.undo_next = undo_next;
+                x.compensated(lsn, undo_next);
                 Ok(true)
             }
             Err(e) => {

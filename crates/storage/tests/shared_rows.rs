@@ -675,3 +675,104 @@ fn a_rollback_runs_beside_other_sessions_row_changes() {
     assert_rows(&table_rows(&db, table), &mine, "after the rollback");
     assert_checkdb_clean(&db, "after the rollback");
 }
+
+/// Leaf splits, and the splits of index pages and of the root above them, share the
+/// database (tree_change.rs): a reader session holds the database shared from start to end
+/// while a writer inserts rows through `SharedDatabase::run` in an order that splits leaves
+/// in the middle, and enough of them that the root's index page splits too. When a split
+/// needed the database exclusively, the writer's first split waited for the reader for
+/// good. Meanwhile the reader scans the table and looks rows up by key again and again
+/// (row operations and splits of other sessions crossing its descents): it never misses a
+/// committed row. Afterwards the table holds every row and CHECKDB is clean.
+#[test]
+fn leaf_splits_share_the_database() {
+    let dir = fresh_dir("shared-splits");
+    let fs = OsFileSystem::new();
+    let mut spec = spec(&dir, 8192);
+    spec.files[0].size_pages = 2048;
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec).unwrap();
+    let table = db.create_table(table_entry(true)).unwrap();
+    let value = |k: u32| vec![(k % 251) as u8; 300];
+    // Warm-up, held exclusively: the unit's cursor known, its first extent and IAM page.
+    let mut keys: Vec<u32> = (0..20_000).map(|i| i * 7 + 1).collect();
+    let mut rng = Rng(0x5eed_5911);
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let x = db.begin_xact();
+    for &k in &keys[..100] {
+        let rec = row(k, &value(k));
+        db.now(|d| d.insert_row(x, table, (&rec, d.growth_env()), None))
+            .unwrap();
+    }
+    db.commit_xact(x).unwrap();
+    let splits_before = db.page_splits();
+    let db = Arc::new(SharedDatabase::new(db));
+    let done = Arc::new(AtomicUsize::new(100));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = {
+        let (db, done, keys) = (db.clone(), done.clone(), keys.clone());
+        std::thread::spawn(move || {
+            let env = GrowthEnv::default();
+            for batch in keys[100..].chunks(50) {
+                let x = db.read().unwrap().begin_xact();
+                for &k in batch {
+                    let rec = row(k, &value(k));
+                    db.run(&env, |e| e, |d| d.insert_row(x, table, (&rec, &env), None))
+                        .unwrap();
+                }
+                let lsn = db.read().unwrap().commit_xact(x).unwrap();
+                if let Some(lsn) = lsn {
+                    db.read().unwrap().wal().unwrap().flush(lsn).unwrap();
+                }
+                done.fetch_add(batch.len(), Ordering::Release);
+            }
+            tx.send(()).unwrap();
+        })
+    };
+    let (mut scans, mut lookups) = (0, 0);
+    {
+        let reader = db.read().unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while rx.try_recv().is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer waited for the reader's shared hold: a split held the database"
+            );
+            let committed = done.load(Ordering::Acquire);
+            let got: BTreeMap<u32, Vec<u8>> = table_rows(&reader, table);
+            for &k in &keys[..committed] {
+                assert_eq!(
+                    got.get(&k),
+                    Some(&value(k)),
+                    "a scan missed committed key {k}"
+                );
+            }
+            scans += 1;
+            for _ in 0..50 {
+                let k = keys[rng.below(committed as u64) as usize];
+                let found = reader
+                    .current_row(table, (PageId::NULL, 0), &row(k, &[]))
+                    .unwrap();
+                assert!(found.is_some(), "a lookup missed committed key {k}");
+                lookups += 1;
+            }
+        }
+    }
+    writer.join().unwrap();
+    let db = Arc::into_inner(db).expect("writer joined").into_inner();
+    let splits = db.page_splits() - splits_before;
+    let leaf_count = leaves(&db, table);
+    eprintln!(
+        "{splits} splits beside the reader ({scans} scans, {lookups} lookups); {leaf_count} leaves"
+    );
+    // A root index page holds under 500 separators of an int key: with 600 leaves or
+    // more, index pages split under the root.
+    assert!(leaf_count >= 600, "{leaf_count} leaves");
+    assert!(splits as usize >= leaf_count / 2, "{splits} splits");
+    let want: BTreeMap<u32, Vec<u8>> = keys.iter().map(|&k| (k, value(k))).collect();
+    assert_rows(&table_rows(&db, table), &want, "after the writer");
+    assert_checkdb_clean(&db, "after splits beside a reader");
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}

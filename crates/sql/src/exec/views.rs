@@ -657,7 +657,8 @@ fn spinlock_stats(inst: &Instance) -> Rowset {
 /// sys.dm_os_performance_counters: the counters extentdb keeps, one row each, cumulative
 /// since the instance started (as SQL Server's per-second counters are: cntr_type
 /// 272696576, PERF_COUNTER_BULK_COUNT): Access Methods' "Full Scans/sec" (full scans of
-/// tables begun, summed over the open databases), and SQL Statistics' "Batch
+/// tables begun) and "Page Splits/sec" (clustered index pages split), summed over the open
+/// databases, and SQL Statistics' "Batch
 /// Requests/sec" and "SQL Compilations/sec" (batches run, and those parsed rather than
 /// taken from their session's cache of parsed batches).
 fn performance_counters(inst: &Instance) -> Rowset {
@@ -670,16 +671,20 @@ fn performance_counters(inst: &Instance) -> Rowset {
         ("cntr_value", SqlType::BigInt),
         ("cntr_type", SqlType::Int),
     ]);
-    let full_scans: u64 = inst
+    let (full_scans, page_splits) = inst
         .databases()
         .iter()
-        .map(|(_, db)| db.read().unwrap().full_scans())
-        .sum();
+        .map(|(_, db)| {
+            let db = db.read().unwrap();
+            (db.full_scans(), db.page_splits())
+        })
+        .fold((0u64, 0u64), |(f, s), (df, ds)| (f + df, s + ds));
     // nchar(128): padded with spaces, as SQL Server's are.
     let nchar = |s: &str| text(&format!("{s:<128}"));
     let stats = &inst.sql_statistics;
     let counters = [
         ("SQLServer:Access Methods", "Full Scans/sec", full_scans),
+        ("SQLServer:Access Methods", "Page Splits/sec", page_splits),
         (
             "SQLServer:SQL Statistics",
             "Batch Requests/sec",
