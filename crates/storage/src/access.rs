@@ -2,10 +2,11 @@
 //! `delete_row_at` (heap.rs's and btree.rs's halves behind them) and `next_identity`.
 //!
 //! Every row operation takes `&self`, so a session sharing the database (`SharedDatabase::read`)
-//! runs it beside other sessions. When the row cannot go in without a change to the
-//! database's structure (a leaf split, a heap's new page or extent, a log checkpoint or
-//! growth, an identity block saved in the catalog), the operation changes nothing and
-//! says what it needs (`Needs`). The caller then holds the database exclusively, has the
+//! runs it beside other sessions, a clustered index's leaf split included (btree.rs,
+//! tree_change.rs). When the row cannot go in without a change to the database's
+//! structure (a split or a heap page that needs a new IAM page or a growth, a heap's
+//! first page, a log checkpoint or growth, an identity block saved in the catalog), the
+//! operation changes nothing and says what it needs (`Needs`). The caller then holds the database exclusively, has the
 //! structure changed (`Database::provide`) and runs the same operation again, still holding
 //! it: `SharedDatabase::run` for sessions, `Database::now` for a caller that already holds it.
 //!
@@ -49,7 +50,8 @@
 //!    next key before the insert has tested it, nor after the row is in, unseen.
 //!
 //! Lock order inside a database (docs/ARCHITECTURE.md): the database (`SharedDatabase`), a
-//! heap's insert lock, one page latch, then the transaction table's latch or one buffer
+//! tree's change mutex (a split, tree_change.rs), a heap's insert lock, one page latch
+//! (a split's two, invariant 2's walk; then the clustered unit's insert lock for its pages), then the transaction table's latch or one buffer
 //! frame's latch (buffer_pool.rs), then the log's; the pool's map latch is taken after a
 //! frame latch or alone.
 
@@ -155,7 +157,9 @@ pub enum Needs {
     /// filegroup grown).
     HeapRoom { object_id: u32, len: usize },
     /// The leaf of clustered index `object_id` for record `record` split (its ghosts
-    /// cleaned first) until it has room for it.
+    /// cleaned first) until it has room for it, holding the database: a split that lacked
+    /// a page only a new IAM page or a growth gives, or log room past the reservations (a
+    /// session sharing the database splits itself otherwise), or a row's move.
     LeafRoom { object_id: u32, record: Vec<u8> },
     /// A block of identity values for table `object_id` saved in the catalog, past its
     /// last value (found by a scan when no catalog keeps it).

@@ -9,7 +9,12 @@
 //! Splits are system changes, never undone: every page a split touches is logged whole in
 //! one `PageImages` record, so a split is in the log entirely or not at all. Splits are
 //! preemptive: going down, a node that could not take one more separator of the largest
-//! possible key is split first, so a leaf split always finds room in its parent.
+//! possible key is split first, so a leaf split always finds room in its parent. The
+//! inserting session splits sharing the database, beside other sessions' row operations
+//! on the same tree (tree_change.rs: one structure change at a time per tree, under the
+//! latches of the leaves it rewrites, pages installed right to left); only a split that
+//! needs a new IAM page, a growth or log room past the reservations holds the database
+//! exclusively (`Needs::LeafRoom`, `provide_leaf_room`).
 //!
 //! Row changes log `IndexChange` records: physical redo (page, slot), undo by key, because
 //! a row may have moved to another page through a split between the change and its undo.
@@ -420,6 +425,7 @@ impl Database {
         t: &TableEntry,
         (images, new_pages): (Vec<(PageId, Page)>, Vec<PageId>),
     ) -> Result<Room, StorageError> {
+        assert_new_pages_first(&KeyInfo::of(t), &images, &new_pages)?;
         if !change.installing(|| self.log_system_images(images))? {
             return Ok(Room::Exclusive);
         }
@@ -1230,6 +1236,31 @@ impl Halves<'_> {
         images.extend([(node, l), (parent, pp)]);
         Ok(Ok((images, vec![m])))
     }
+}
+
+/// tree_change.rs invariant 3, asserted: a page the split takes is installed before any
+/// page that links to it or names it as a child.
+fn assert_new_pages_first(
+    ki: &KeyInfo,
+    images: &[(PageId, Page)],
+    new_pages: &[PageId],
+) -> Result<(), StorageError> {
+    for (i, (pid, p)) in images.iter().enumerate() {
+        let h = p.header()?;
+        let mut named = vec![h.next_page];
+        if h.level > 0 {
+            for r in page_records(p)? {
+                named.push(ki.separator(&r)?.1);
+            }
+        }
+        for n in named.into_iter().filter(|n| new_pages.contains(n)) {
+            assert!(
+                images[..i].iter().any(|(q, _)| *q == n),
+                "tree_change.rs invariant 3: page {pid} names new page {n} before it is in"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The compact encoding of a record of whole pages `images` (`record` makes the body).

@@ -64,7 +64,7 @@ impl TreeChanges {
         let s = self.stripe(object_id);
         loop {
             let seen = s.counter.load(Ordering::Acquire);
-            if seen % 2 == 0 {
+            if seen.is_multiple_of(2) {
                 return seen;
             }
             drop(s.change.lock().unwrap_or_else(|e| e.into_inner()));
