@@ -23,8 +23,11 @@
 //!    applied under it (EX), so a reader sees a page before or after a change, never
 //!    inside it.
 //! 3. A change that moves a row (a clustered key or length change, a heap row that grew)
-//!    needs the database held exclusively (`Needs::Exclusive`): it is two changes, and
-//!    everything the second needs is checked before the first is made.
+//!    is two changes, made sharing the database; everything the second needs is had
+//!    before the first is made: its log room, kept reserved (xact.rs invariant 8), and
+//!    its page room: a heap's or a new key's insert goes first, and a clustered row that
+//!    keeps its key changes within its leaf, which has room for the new record, in one
+//!    hold of the leaf's latch.
 //! 4. Holding the database exclusively, an operation run again after `provide` does not
 //!    need the same thing twice in a row (`Database::now` asserts it): each provision
 //!    makes the room it was asked for, so a session always progresses.

@@ -498,6 +498,9 @@ impl Database {
     /// database, only when the log keeps every transaction's rollback reservation after it
     /// (`append_checked`); false when it would not, with nothing logged.
     fn log_system_images(&self, images: Vec<(PageId, Page)>) -> Result<bool, StorageError> {
+        // A split before this one that failed to install its pages poisoned the database
+        // (xact.rs invariant 6): the pages read here may be the stale copies it left.
+        self.check_writable()?;
         if self.held_exclusively {
             self.log_images(images)?;
             return Ok(true);
@@ -566,17 +569,18 @@ impl Database {
         Err(extentdb_format::corrupt(at, "index levels loop").into())
     }
 
-    /// Held exclusively (`Needs::LeafRoom`): the leaf for `record` given room, each split's
-    /// pages reserved in its unit's extent first (`reserve_tree_pages`): a split that
-    /// lacked a page runs again after a new extent, and each run makes one split at
-    /// least, so this ends.
+    /// Held exclusively (`Needs::LeafRoom`): the leaf for `record` given room, a page
+    /// reserved in its unit's extent before each run (`reserve_tree_pages`: a new extent
+    /// only once the current one is used up, as a heap takes them): a split that lacked a
+    /// page runs again after a new extent of 8 free pages, and a split takes 2 at most, so
+    /// each run makes one split at least and this ends.
     pub(crate) fn provide_leaf_room(
         &mut self,
         t: &TableEntry,
         record: &[u8],
     ) -> Result<(), StorageError> {
         loop {
-            self.reserve_tree_pages(t, 2)?;
+            self.reserve_tree_pages(t, 1)?;
             match self.make_leaf_room(t, record)? {
                 Room::Made => return Ok(()),
                 Room::Exclusive => {}
@@ -790,10 +794,10 @@ impl Database {
         })
     }
 
-    /// Replaces the row with `old`'s key by `new`: in place, beside other sessions, when
-    /// the key and length stay; else the row moves (access.rs invariant 3), holding the
-    /// database: the new record's leaf is given room first, then the old record is
-    /// deleted and the new one inserted.
+    /// Replaces the row with `old`'s key by `new`, beside other sessions: in place when
+    /// the key and length stay; else the row moves (access.rs invariant 3), within its
+    /// leaf when the key stays (`btree_move_in_leaf`), else to its new key's place
+    /// (`btree_move_key`).
     pub(crate) fn btree_update(
         &self,
         xact: XactId,
@@ -812,64 +816,92 @@ impl Database {
                 )
             });
         }
-        if !self.held_exclusively {
-            return Ok(Step::Needs(Needs::Exclusive));
+        if same_key {
+            let mut rows_only = gate.map(RowsOnly);
+            let gate = rows_only.as_mut().map(|g| g as &mut dyn Gate);
+            return self.btree_move_in_leaf(xact, t, &ki, (old, new), gate);
         }
-        if let Some(needs) = self.leaf_room_for(t, &ki, new, !same_key)? {
-            return Ok(Step::Needs(needs));
-        }
-        let mut rows_only = gate.map(|g| {
-            let ranges = g.key_ranges();
-            (RowsOnly(g), ranges)
-        });
-        // A new key falls in a range (access.rs invariant 6); the same key stays in its own.
-        if let Some((RowsOnly(g), true)) = rows_only.as_mut().filter(|_| !same_key) {
-            // Holding the database exclusively, no page latch is busy.
-            let k = ki.key(new)?;
-            let (leaf, _latch) = self.latched_leaf(t, &ki, &k)?;
-            let slot = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
-                Ok(leaf_position(&ki, p, &k)?.0)
-            })?;
-            if !matches!(
-                self.next_key_range(leaf, slot, &mut **g)?,
-                Attempt::Done(true)
-            ) {
-                return Err(StorageError::RowRefused);
-            }
-        }
-        let also = crate::xact::change_bytes_bound(new.len());
-        if let Step::Needs(n) = self.btree_delete(xact, t, old, also)? {
-            return Ok(Step::Needs(n));
-        }
-        let gate = rows_only.as_mut().map(|(g, _)| g as &mut dyn Gate);
-        match self.btree_insert(xact, t, (new, 0), gate)? {
-            Step::Done(rid) => Ok(Step::Done(rid)),
+        self.btree_move_key(xact, t, (old, new), gate)
+    }
+
+    /// A row whose key changes: the new row goes in first, as any insert (its leaf split,
+    /// its key range tested through `gate`, a duplicate refused, nothing changed before),
+    /// with log room kept for the old row's delete (xact.rs invariant 8), which follows.
+    fn btree_move_key(
+        &self,
+        xact: XactId,
+        t: &TableEntry,
+        (old, new): (&[u8], &[u8]),
+        gate: RowGate<'_, '_>,
+    ) -> Result<Step<Rid>, StorageError> {
+        let also = crate::xact::change_bytes_bound(old.len());
+        let rid = match self.btree_insert(xact, t, (new, also), gate)? {
+            Step::Done(rid) => rid,
+            Step::Needs(n) => return Ok(Step::Needs(n)),
+        };
+        match self.btree_delete(xact, t, old, 0)? {
+            Step::Done(()) => Ok(Step::Done(rid)),
             Step::Needs(n) => Err(self.second_change_failed(n)),
         }
     }
 
-    /// What the leaf for `rec` lacks before a row moves there: room (`LeafRoom`); with
-    /// `new_key`, a live row with its key is a duplicate, found before anything changes.
-    fn leaf_room_for(
+    /// A row whose length changes and key stays: under its leaf's latch, once the leaf has
+    /// room for the new record (split first, as an insert's), the old record becomes a
+    /// ghost (its undo's room) and the new one goes in beside it, with log room kept for
+    /// the insert (xact.rs invariant 8). One latch hold: no other session takes the room.
+    fn btree_move_in_leaf(
         &self,
+        xact: XactId,
         t: &TableEntry,
         ki: &KeyInfo,
-        rec: &[u8],
-        new_key: bool,
-    ) -> Result<Option<Needs>, StorageError> {
-        let k = ki.key(rec)?;
-        let (leaf, _latch) = self.latched_leaf(t, ki, &k)?;
-        let (found, room) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
-            let (_, found) = leaf_position(ki, p, &k)?;
-            Ok((found, data_page::can_insert(p, rec.len(), true)))
-        })?;
-        if new_key && matches!(found, Some((_, false))) {
-            return Err(duplicate_key(t));
+        (old, new): (&[u8], &[u8]),
+        gate: RowGate<'_, '_>,
+    ) -> Result<Step<Rid>, StorageError> {
+        let k = ki.key(new)?;
+        loop {
+            let (leaf, latch) = self.latched_leaf(t, ki, &k)?;
+            let (found, room) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+                Ok((
+                    find_in_leaf(ki, p, old, false)?,
+                    data_page::can_insert(p, new.len(), true),
+                ))
+            })?;
+            let Some((slot, cur)) = found else {
+                return Err(StorageError::RowNotFound {
+                    page: leaf,
+                    slot: u16::MAX,
+                });
+            };
+            if !room {
+                drop(latch);
+                let needs = Needs::LeafRoom {
+                    object_id: t.object_id,
+                    record: new.to_vec(),
+                };
+                if self.held_exclusively {
+                    return Ok(Step::Needs(needs));
+                }
+                match self.make_leaf_room(t, new)? {
+                    Room::Made => continue,
+                    Room::Growth(g) => return Ok(Step::Needs(Needs::Growth(g))),
+                    _ => return Ok(Step::Needs(needs)),
+                }
+            }
+            let also = crate::xact::change_bytes_bound(new.len());
+            let ghost = SlotAction::Ghost { slot };
+            let unghost = KeyedUndo::Unghost { record: cur };
+            if !self.index_change(xact, t, leaf, ghost, unghost, also)? {
+                return Ok(Step::Needs(Needs::LogGrowth));
+            }
+            let (at, _) = self.with_tree_page(leaf, &mut PageReads::default(), |p| {
+                leaf_position(ki, p, &k)
+            })?;
+            return match self.insert_at(xact, t, (leaf, at), (new, 0), gate)? {
+                Attempt::Done(Step::Done(rid)) => Ok(Step::Done(rid)),
+                Attempt::Done(Step::Needs(n)) => Err(self.second_change_failed(n)),
+                Attempt::Busy(_) => unreachable!("an insert at a latched place waits for none"),
+            };
         }
-        Ok((!room).then(|| Needs::LeafRoom {
-            object_id: t.object_id,
-            record: rec.to_vec(),
-        }))
     }
 
     /// Every live leaf row in key order.

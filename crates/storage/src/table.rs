@@ -530,8 +530,8 @@ impl Database {
 
     /// Replaces heap `t`'s row at `rid` by `rec`; returns its RID afterwards. In place,
     /// under its page's latch, when the length stays; else the row moves (access.rs
-    /// invariant 3): the new copy goes in first, with room in the log for the old one's
-    /// delete, then the old one is deleted.
+    /// invariant 3), beside other sessions: the new copy goes in first, with room in the
+    /// log kept for the old one's delete, then the old one is deleted.
     pub(crate) fn heap_update(
         &self,
         xact: XactId,
@@ -559,9 +559,7 @@ impl Database {
                 );
             }
         }
-        if !self.held_exclusively {
-            return Ok(Step::Needs(Needs::Exclusive));
-        }
+        // The log room the delete needs stays reserved meanwhile (xact.rs invariant 8).
         let delete_bytes = crate::xact::change_bytes_bound(0);
         let at = match self.heap_insert(xact, t, rec, (env, delete_bytes), gate)? {
             Step::Done(at) => at,

@@ -50,6 +50,11 @@
 //!    its logged CLR, and a transaction is undone by its own session only. A change stays
 //!    among the transaction's changes until its compensation is applied, so a ghost
 //!    cleanup beside it keeps the ghost the compensation turns live again.
+//! 8. A row move is two changes made sharing the database (access.rs invariant 3): the
+//!    first is logged only if the log also has room for the second (`also`), and that
+//!    room stays reserved for the transaction (`held_for_next`) until its next change,
+//!    which spends it: other sessions' changes meanwhile cannot take it, so the second
+//!    change never finds the log full.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -108,8 +113,11 @@ pub(crate) struct XactState {
     /// cleanup keeps all their ghosts, not knowing which of them undo needs.
     spilled_units: BTreeSet<u64>,
     /// Log bytes kept free for the compensation records a rollback of this transaction
-    /// would write (invariant 4).
+    /// would write (invariant 4), and `held_for_next`.
     pub reserved_bytes: u64,
+    /// Of `reserved_bytes`, what the last change kept for the next (a row move's second
+    /// change, invariant 8): that change spends it.
+    held_for_next: u64,
     /// The allocation units this transaction changed: DDL on their tables waits for it to
     /// end (invariant 5).
     pub units: BTreeSet<u64>,
@@ -174,10 +182,17 @@ impl XactTable {
     /// before its next change (a page image, a page format, an allocation's two map
     /// images) while sharing the database (invariant 4). Checked under the table's latch,
     /// with the append that follows, so two sessions never pass it on the same space.
-    fn log_keeps_reservations(&self, wal: &LogWriter, bytes: u64) -> bool {
+    ///
+    /// A change that spends `held` bytes its transaction's last change kept for it
+    /// (invariant 8) counts the reservations without them, and the margin without the
+    /// sessions' unchecked allowance: the first change's check left both free for it.
+    fn log_keeps_reservations(&self, wal: &LogWriter, bytes: u64, held: u64) -> bool {
         let reserved: u64 = self.active.values().map(|x| x.reserved_bytes).sum();
-        let margin = LOG_MARGIN_BYTES + UNCHECKED_BYTES_PER_XACT * self.active.len() as u64;
-        wal.free_bytes() >= bytes + reserved + margin
+        let unchecked = match held {
+            0 => UNCHECKED_BYTES_PER_XACT * self.active.len() as u64,
+            _ => 0,
+        };
+        wal.free_bytes() >= bytes + (reserved - held) + LOG_MARGIN_BYTES + unchecked
     }
 
     /// The first LSN of the oldest active transaction that has logged anything.
@@ -407,14 +422,17 @@ impl Database {
                 },
             };
             let bytes = log_record::compact(body.encode());
-            if !t.log_keeps_reservations(wal, bytes.len() as u64 + reserve + also) {
+            let held = t.active[&xact].held_for_next;
+            if !t.log_keeps_reservations(wal, bytes.len() as u64 + reserve + also, held) {
                 return Ok(false);
             }
             let x = t.active.get_mut(&xact).expect("an active transaction");
             let appended = wal.append(&bytes);
             if let Ok(lsn) = appended {
                 x.last_lsn = lsn;
-                x.reserved_bytes += reserve;
+                // The next change's bytes kept, this one's spent (invariant 8).
+                x.reserved_bytes = x.reserved_bytes - held + reserve + also;
+                x.held_for_next = also;
                 x.units.insert(au);
                 x.add_change(lsn, prev, undo, limit);
             }
@@ -436,7 +454,7 @@ impl Database {
     pub(crate) fn append_checked(&self, bytes: &[u8]) -> Result<Option<Lsn>, StorageError> {
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
         let t = self.data.xacts.lock();
-        if !t.log_keeps_reservations(wal, bytes.len() as u64) {
+        if !t.log_keeps_reservations(wal, bytes.len() as u64, 0) {
             return Ok(None);
         }
         wal.append(bytes).map(Some).map_err(|e| self.log_error(e))
@@ -716,12 +734,18 @@ impl Database {
     /// Ends `xact` with a COMMIT record and returns its LSN, which the caller must flush
     /// (`LogWriter::flush`) before acknowledging the commit; None for a transaction that
     /// changed nothing. Runs with the database shared (`&self`): the record is one append.
+    ///
+    /// The COMMIT is appended before the transaction leaves the table, under its latch: a
+    /// ghost cleanup beside it (btree.rs invariant 4), which reads the table under that
+    /// latch, drops the transaction's ghosts only in an image logged after its COMMIT, so
+    /// a crash never leaves a transaction to undo whose ghosts are gone.
     pub fn commit_xact(&self, xact: XactId) -> Result<Option<Lsn>, StorageError> {
-        let removed = self.data.xacts.lock().active.remove(&xact);
-        let Some(x) = removed else {
+        let mut t = self.data.xacts.lock();
+        let Some(x) = t.active.get(&xact) else {
             return Ok(None);
         };
         if x.first_lsn.is_none() {
+            t.active.remove(&xact);
             return Ok(None);
         }
         let lsn = self.log(&LogRecordBody::CommitXact {
@@ -729,6 +753,8 @@ impl Database {
             prev: x.last_lsn,
             time_us: crate::now_us(),
         });
+        t.active.remove(&xact);
+        drop(t);
         match lsn {
             Ok(l) => Ok(Some(l)),
             Err(e) => {
