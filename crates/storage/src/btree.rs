@@ -968,6 +968,18 @@ impl Database {
                 true => self.tree_page(at, &mut PageReads::default())?,
                 false => self.tree_page(at, &mut reads)?,
             };
+            if p.header()?.level != 0 {
+                // The root, a leaf when the descent read it, split since (tree_change.rs
+                // invariant 3: a stale descent lands left of its key, or on the root that
+                // became an index page): the chunk ends empty where it began, and the
+                // next one descends again. Links lead from leaves to leaves only.
+                assert!(
+                    rows.is_empty() && at == t.root_page,
+                    "an index page in a leaf chain"
+                );
+                let next = resume(&rows);
+                return Ok(ScanChunk::to(rows, next, reads));
+            }
             match read.take_leaf(at, &p, (&mut rows, &mut bytes), gate.as_deref_mut())? {
                 LeafEnd::Next => {}
                 LeafEnd::Past => return Ok(ScanChunk::to(rows, ScanPosition::End, reads)),

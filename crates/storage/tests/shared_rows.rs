@@ -684,8 +684,9 @@ fn a_rollback_runs_beside_other_sessions_row_changes() {
 
 /// Leaf splits, and the splits of index pages and of the root above them, share the
 /// database (tree_change.rs): a reader session holds the database shared from start to end
-/// while a writer inserts rows through `SharedDatabase::run` in an order that splits leaves
-/// in the middle, and enough of them that the root's index page splits too. When a split
+/// while a writer inserts rows through `SharedDatabase::run` into an empty table, in an
+/// order that splits leaves in the middle, and enough of them that the root, a leaf at
+/// first, then its index page split too. When a split
 /// needed the database exclusively, the writer's first split waited for the reader for
 /// good. Meanwhile the reader scans the table and looks rows up by key again and again
 /// (row operations and splits of other sessions crossing its descents): it never misses a
@@ -699,28 +700,22 @@ fn leaf_splits_share_the_database() {
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec).unwrap();
     let table = db.create_table(table_entry(true)).unwrap();
     let value = |k: u32| vec![(k % 251) as u8; 300];
-    // Warm-up, held exclusively: the unit's cursor known, its first extent and IAM page.
+    // The table's first page came from its unit's first extent (its cursor known): every
+    // split from the first, the root's included, shares the database.
     let mut keys: Vec<u32> = (0..20_000).map(|i| i * 7 + 1).collect();
     let mut rng = Rng(0x5eed_5911);
     for i in (1..keys.len()).rev() {
         keys.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    let x = db.begin_xact();
-    for &k in &keys[..100] {
-        let rec = row(k, &value(k));
-        db.now(|d| d.insert_row(x, table, (&rec, d.growth_env()), None))
-            .unwrap();
-    }
-    db.commit_xact(x).unwrap();
     let splits_before = db.page_splits();
     let db = Arc::new(SharedDatabase::new(db));
-    let done = Arc::new(AtomicUsize::new(100));
+    let done = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = std::sync::mpsc::channel();
     let writer = {
         let (db, done, keys) = (db.clone(), done.clone(), keys.clone());
         std::thread::spawn(move || {
             let env = GrowthEnv::default();
-            for batch in keys[100..].chunks(50) {
+            for batch in keys.chunks(50) {
                 let x = db.read().unwrap().begin_xact();
                 for &k in batch {
                     let rec = row(k, &value(k));
@@ -755,7 +750,7 @@ fn leaf_splits_share_the_database() {
                 );
             }
             scans += 1;
-            for _ in 0..50 {
+            for _ in 0..50.min(committed) {
                 let k = keys[rng.below(committed as u64) as usize];
                 let found = reader
                     .current_row(table, (PageId::NULL, 0), &row(k, &[]))
