@@ -59,7 +59,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use extentdb_format::log::{
@@ -494,6 +494,8 @@ struct State {
 pub struct LogWriter {
     state: Mutex<State>,
     failed: Arc<AtomicBool>,
+    /// `flush` callers that waited for a sync (led one or were answered by one).
+    flush_waits: AtomicU64,
 }
 
 /// A waiter's answer: still waiting, its records are durable, it now leads the next flush,
@@ -603,6 +605,7 @@ impl LogWriter {
         Ok(LogWriter {
             state: Mutex::new(state),
             failed,
+            flush_waits: AtomicU64::new(0),
         })
     }
 
@@ -702,6 +705,7 @@ impl LogWriter {
         if st.durable.is_some_and(|d| d >= upto) {
             return Ok(false);
         }
+        self.flush_waits.fetch_add(1, Ordering::Relaxed);
         if st.flushing {
             let me = Arc::new(Waiter {
                 upto,
@@ -786,6 +790,12 @@ impl LogWriter {
     /// The number of flushes that synced files, for group-commit measurements.
     pub fn syncs(&self) -> u64 {
         self.state.lock().unwrap().syncs
+    }
+
+    /// The number of `flush` callers that waited for a sync rather than finding their
+    /// records durable: with `syncs`, how many commits one sync serves.
+    pub fn flush_waits(&self) -> u64 {
+        self.flush_waits.load(Ordering::Relaxed)
     }
 
     /// The last LSN made durable.
@@ -963,7 +973,8 @@ impl State {
 
     /// After a flush: answers every waiter its sync covered (all of them, failed, once the
     /// log failed) and hands the lead to the first one left, owning the flush for it
-    /// (invariant 7). Returns the waiters to unpark once the lock is released.
+    /// (invariant 7). Returns the waiters to unpark once the lock is released, the new
+    /// leader first, so the next sync starts before the covered waiters run.
     fn answer_waiters(&mut self) -> Vec<Arc<Waiter>> {
         assert!(!self.flushing, "waiters are answered when a flush ends");
         let mut woken = std::mem::take(&mut self.waiters);
@@ -972,18 +983,23 @@ impl State {
             return woken;
         }
         let durable = self.durable;
-        let (covered, rest): (Vec<_>, Vec<_>) = woken
-            .into_iter()
-            .partition(|w| durable.is_some_and(|d| d >= w.upto));
-        woken = covered;
-        woken.iter().for_each(|w| w.answer(DURABLE));
-        let mut rest = rest.into_iter();
-        if let Some(next) = rest.next() {
+        let mut lead = None;
+        woken.retain(|w| {
+            if durable.is_some_and(|d| d >= w.upto) {
+                w.answer(DURABLE);
+                return true;
+            }
+            match lead {
+                None => lead = Some(w.clone()),
+                Some(_) => self.waiters.push(w.clone()),
+            }
+            false
+        });
+        if let Some(next) = lead {
             self.flushing = true;
             next.answer(LEAD);
-            woken.push(next);
+            woken.insert(0, next);
         }
-        self.waiters.extend(rest);
         woken
     }
 
