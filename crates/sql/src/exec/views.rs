@@ -660,9 +660,9 @@ fn spinlock_stats(inst: &Instance) -> Rowset {
 /// tables begun) and "Page Splits/sec" (clustered index pages split), summed over the open
 /// databases, and SQL Statistics' "Batch Requests/sec" and "SQL Compilations/sec" (batches
 /// run, and those parsed rather than taken from their session's cache of parsed batches);
-/// and per open database (its name the instance_name), Databases' "Log Flushes/sec" and "Log Flush Waits/sec" (syncs of
-/// its log, and commits that waited for one, since it was opened: group commit shares a
-/// sync among the waits).
+/// and per open database (its name the instance_name), Databases' "Log Flushes/sec" and
+/// "Log Flush Waits/sec" (syncs of its log, and commits that waited for one, since it was
+/// opened: group commit shares a sync among the waits).
 fn performance_counters(inst: &Instance) -> Rowset {
     use std::sync::atomic::Ordering;
     const PERF_COUNTER_BULK_COUNT: i32 = 272_696_576;
