@@ -57,3 +57,63 @@ fn commits_and_page_reads_show_as_writelog_and_pageiolatch_waits() {
     // The lock waits are still there beside them.
     assert_eq!(waits(&mut c, "LCK_M_X").0, 0);
 }
+
+/// (Log Flushes/sec, Log Flush Waits/sec) of database `db` in sys.dm_os_performance_counters.
+fn log_flushes(c: &mut Client, db: &str) -> (i64, i64) {
+    let r = all_rows(&run(
+        c,
+        &format!(
+            "SELECT counter_name, cntr_value FROM sys.dm_os_performance_counters \
+             WHERE object_name LIKE 'SQLServer:Databases%' AND instance_name = '{db}' \
+             AND counter_name LIKE 'Log Flush%' ORDER BY counter_name"
+        ),
+    ));
+    let names: Vec<String> = r.iter().map(|row| format!("{:?}", row[0])).collect();
+    assert_eq!(r.len(), 2, "{db}: two log flush counters, got {names:?}");
+    // Ordered by name: "Log Flush Waits/sec" before "Log Flushes/sec".
+    (int(&r[1][1]), int(&r[0][1]))
+}
+
+/// Proves group commit through the server and its counters: 8 connections commit 50
+/// single-row INSERTs each at once; the commits that found their records not yet durable
+/// wait for a log flush (Log Flush Waits/sec grows by at least the syncs, at most by the
+/// 400 commits), and the syncs (Log Flushes/sec) are fewer than the commits.
+#[test]
+fn concurrent_commits_share_log_flushes() {
+    const CONNS: usize = 8;
+    const EACH: usize = 50;
+    let s = Server::start("log_flushes", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE g; USE g; CREATE TABLE t (k int PRIMARY KEY, x int)",
+    );
+    let (flushes0, waits0) = log_flushes(&mut c, "g");
+    std::thread::scope(|scope| {
+        for t in 0..CONNS {
+            let mut c = s.connect_to(Some("g"));
+            scope.spawn(move || {
+                for i in 0..EACH {
+                    run(
+                        &mut c,
+                        &format!("INSERT INTO t VALUES ({}, {t})", t * EACH + i),
+                    );
+                }
+            });
+        }
+    });
+    let n = all_rows(&run(&mut c, "SELECT COUNT(*) FROM g.dbo.t"));
+    assert_eq!(int(&n[0][0]), (CONNS * EACH) as i64);
+    let (flushes, flush_waits) = log_flushes(&mut c, "g");
+    let (flushes, flush_waits) = (flushes - flushes0, flush_waits - waits0);
+    let commits = (CONNS * EACH) as i64;
+    assert!(
+        flushes >= 1 && flushes < commits,
+        "{flushes} log flushes for {commits} commits: none shared"
+    );
+    assert!(
+        flush_waits >= flushes && flush_waits <= commits,
+        "{flush_waits} flush waits, {flushes} flushes, {commits} commits"
+    );
+    eprintln!("{commits} commits: {flushes} log flushes, {flush_waits} flush waits");
+}

@@ -263,6 +263,22 @@ impl SimFileSystem {
         }
     }
 
+    /// Reads `buf.len()` bytes at `offset` of the durable image of the file at `path`: what
+    /// every crash keeps. False when the file or that range is not there. Tests use it to
+    /// check that a write was synced at the moment a caller was told it was durable.
+    pub fn read_durable(&self, path: &Path, buf: &mut [u8], offset: u64) -> bool {
+        let Some(f) = self.inner.files.lock().unwrap().get(path).cloned() else {
+            return false;
+        };
+        let d = f.data.lock().unwrap();
+        let end = offset as usize + buf.len();
+        if end > d.durable.len() {
+            return false;
+        }
+        buf.copy_from_slice(&d.durable[offset as usize..end]);
+        true
+    }
+
     /// The paths of all files, sorted.
     pub fn paths(&self) -> Vec<PathBuf> {
         let mut v: Vec<PathBuf> = self.inner.files.lock().unwrap().keys().cloned().collect();

@@ -518,6 +518,15 @@ impl Database {
         (self.log_bytes(), used)
     }
 
+    /// (log flushes, flush waits) since the database was opened: syncs of the log by
+    /// `LogWriter::flush`, and callers (commits, mostly) that waited for one. SQL Server's
+    /// Databases counters "Log Flushes/sec" and "Log Flush Waits/sec", cumulative.
+    pub fn log_flush_counts(&self) -> (u64, u64) {
+        self.wal
+            .as_ref()
+            .map_or((0, 0), |w| (w.syncs(), w.flush_waits()))
+    }
+
     /// True once a failed write left memory and disk possibly apart (see `check_writable`).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(std::sync::atomic::Ordering::Relaxed)

@@ -7,7 +7,9 @@
 //!   VLF, so an LSN never changes once given.
 //! - `flush(lsn)` makes every record up to `lsn` durable. One caller at a time writes the
 //!   pending block and syncs the files, outside the lock; others append meanwhile and wait
-//!   for the flush that covers them (group commit: one fdatasync serves many commits).
+//!   for the flush that covers them (group commit: one fdatasync serves many commits). The
+//!   flush's leader wakes only the waiters its sync covered, and hands the lead to one it
+//!   did not, which starts the next sync at once (invariant 7).
 //! - Moving on from a VLF writes a one-sector block flagged `FLAG_VLF_END` (unless the VLF
 //!   is exactly full), then activates the next VLF: FSeqNo = the current one + 1 (no gaps:
 //!   the reader stops at one), parity 0x40 on first use, else the other parity. A header
@@ -44,10 +46,21 @@
 //!    to a callback (`scan_vlf_streaming`) and records to the caller's (`for_each_record`);
 //!    never a VLF's or the log's records. Only `read_log` collects, and recovery and roll
 //!    forward never call it.
+//! 7. Group commit: a `flush` caller returns Ok only once `durable` is at or past its LSN,
+//!    that is after a sync that began once its records were written (asserted for a leader
+//!    in `lead`; a waiter is answered DURABLE only under that test, in `answer_waiters`).
+//!    At most one caller owns the flush (`flushing`). Waiters queue only while a flush is
+//!    owned, and the owner, when its sync ends, answers every queued waiter under the lock:
+//!    DURABLE if covered, FAILED if the log failed, and LEAD to the first one left, for
+//!    which it keeps `flushing` set; so no waiter is left without a flush coming, and a
+//!    waiter never takes the lock to learn its answer. The state of one flush:
+//!    `idle --flush--> owned by a leader --sync ends--> idle | owned by the waiter handed
+//!    the lead`.
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use extentdb_format::log::{
     self, block_sectors, encode_block_flags, VlfHeader, FLAG_VLF_END, MAX_BLOCK_PAYLOAD,
@@ -468,8 +481,11 @@ struct State {
     durable_end: Lsn,
     /// File ids written since the last sync, in write order.
     dirty: Vec<u16>,
+    /// A caller owns the flush (`LogWriter::lead`); `waiters` wait for it (invariant 7).
     flushing: bool,
-    failed: bool,
+    waiters: Vec<Arc<Waiter>>,
+    /// Shared with `LogWriter`, so `has_failed` reads it without the lock (invariant 3).
+    failed: Arc<AtomicBool>,
     syncs: u64,
     /// Block space still to zero in the VLFs activated next after an open (invariant 2).
     fixup_remaining: u64,
@@ -477,7 +493,42 @@ struct State {
 
 pub struct LogWriter {
     state: Mutex<State>,
-    flushed: Condvar,
+    failed: Arc<AtomicBool>,
+    /// `flush` callers that waited for a sync (led one or were answered by one).
+    flush_waits: AtomicU64,
+}
+
+/// A waiter's answer: still waiting, its records are durable, it now leads the next flush,
+/// or the log failed.
+const WAITING: u8 = 0;
+const DURABLE: u8 = 1;
+const LEAD: u8 = 2;
+const FAILED: u8 = 3;
+
+/// A caller of `flush` waiting for the flush another leads: the LSN it needs durable, its
+/// thread (unparked once answered) and the answer, set once under the state lock.
+struct Waiter {
+    upto: Lsn,
+    thread: std::thread::Thread,
+    answer: AtomicU8,
+}
+
+impl Waiter {
+    /// Parks until answered (a park may return early: the answer decides).
+    fn wait(&self) -> u8 {
+        loop {
+            let answer = self.answer.load(Ordering::Acquire);
+            if answer != WAITING {
+                return answer;
+            }
+            std::thread::park();
+        }
+    }
+
+    fn answer(&self, answer: u8) {
+        let was = self.answer.swap(answer, Ordering::AcqRel);
+        assert_eq!(was, WAITING, "a waiter is answered once");
+    }
 }
 
 impl LogWriter {
@@ -527,6 +578,7 @@ impl LogWriter {
         } else {
             Lsn::ZERO
         };
+        let failed = Arc::new(AtomicBool::new(false));
         let state = State {
             files,
             vlfs,
@@ -545,13 +597,15 @@ impl LogWriter {
             durable_end: end_lsn,
             dirty: Vec::new(),
             flushing: false,
-            failed: false,
+            waiters: Vec::new(),
+            failed: failed.clone(),
             syncs: 0,
             fixup_remaining,
         };
         Ok(LogWriter {
             state: Mutex::new(state),
-            flushed: Condvar::new(),
+            failed,
+            flush_waits: AtomicU64::new(0),
         })
     }
 
@@ -563,7 +617,7 @@ impl LogWriter {
             record.len()
         );
         let mut st = self.state.lock().unwrap();
-        if st.failed {
+        if st.failed.load(Ordering::Acquire) {
             return Err(StorageError::LogFailed);
         }
         let grown = st.pending_payload + 4 + record.len();
@@ -624,29 +678,60 @@ impl LogWriter {
         Ok(b.records)
     }
 
-    /// Makes every record up to `upto` durable (group commit).
+    /// Makes every record up to `upto` durable (group commit, invariant 7).
     pub fn flush(&self, upto: Lsn) -> Result<(), StorageError> {
+        self.flush_waited(upto).map(|_| ())
+    }
+
+    /// `flush`, saying whether the caller waited (led a flush or waited for one) rather
+    /// than finding `upto` durable already: a commit counts a WRITELOG wait only then.
+    ///
+    /// A caller that finds no flush running leads one (`lead`). One that finds a flush
+    /// running queues a `Waiter` and parks; the leader, once its sync is done, answers
+    /// each waiter it covered and hands the lead to the first one it did not, so that one
+    /// starts the next sync at once and no waiter retakes the state lock to learn its fate.
+    pub fn flush_waited(&self, upto: Lsn) -> Result<bool, StorageError> {
         let mut st = self.state.lock().unwrap();
         // Records from before this writer opened were read back from disk: durable. An LSN
         // past the last one handed out (a page stamped by an earlier open) needs no more
         // than everything appended so far.
         let upto = match st.last {
-            None => return Ok(()),
+            None => return Ok(false),
             Some(last) => upto.min(last),
         };
-        loop {
-            if st.failed {
-                return Err(StorageError::LogFailed);
-            }
-            if st.durable.is_some_and(|d| d >= upto) {
-                return Ok(());
-            }
-            if !st.flushing {
-                break;
-            }
-            st = self.flushed.wait(st).unwrap();
+        if st.failed.load(Ordering::Acquire) {
+            return Err(StorageError::LogFailed);
         }
-        st.flushing = true;
+        if st.durable.is_some_and(|d| d >= upto) {
+            return Ok(false);
+        }
+        self.flush_waits.fetch_add(1, Ordering::Relaxed);
+        if st.flushing {
+            let me = Arc::new(Waiter {
+                upto,
+                thread: std::thread::current(),
+                answer: AtomicU8::new(WAITING),
+            });
+            st.waiters.push(me.clone());
+            drop(st);
+            match me.wait() {
+                DURABLE => return Ok(true),
+                FAILED => return Err(StorageError::LogFailed),
+                answer => assert_eq!(answer, LEAD, "a waiter's answer"),
+            }
+            st = self.state.lock().unwrap();
+            assert!(st.flushing, "a waiter handed the lead owns the flush");
+        } else {
+            st.flushing = true;
+        }
+        self.lead(st, upto)?;
+        Ok(true)
+    }
+
+    /// Writes the pending block and syncs the dirty files outside the lock, then answers
+    /// the waiters (invariant 7). The caller owns the flush (`flushing`, set for it).
+    fn lead(&self, mut st: MutexGuard<'_, State>, upto: Lsn) -> Result<(), StorageError> {
+        assert!(st.flushing, "only the flush's owner leads it");
         let result = st.write_pending();
         let target = st.written;
         let target_end = st.written_end;
@@ -674,32 +759,43 @@ impl LogWriter {
                 None
             }
             Err(e) => {
-                st.failed = true;
+                st.failed.store(true, Ordering::Release);
                 Some(e)
             }
         };
-        self.flushed.notify_all();
-        if let Some(e) = failure {
-            // The flush that failed reports the OS error (823); later ones, LogFailed.
-            return Err(e);
-        }
-        if st.failed {
-            return Err(StorageError::LogFailed);
-        }
+        let woken = st.answer_waiters();
+        let failed = st.failed.load(Ordering::Acquire);
+        assert!(
+            failed || st.durable.is_some_and(|d| d >= upto),
+            "a leader's own records are covered by its sync"
+        );
         drop(st);
-        // Another caller's records may have arrived meanwhile; the loop above covers them.
-        self.flush(upto)
+        for w in woken {
+            w.thread.unpark();
+        }
+        match failure {
+            // The flush that failed reports the OS error (823); later ones, LogFailed.
+            Some(e) => Err(e),
+            None if failed => Err(StorageError::LogFailed),
+            None => Ok(()),
+        }
     }
 
     /// True once a write or sync of the log failed (invariant 3): the database must be
     /// reopened.
     pub fn has_failed(&self) -> bool {
-        self.state.lock().unwrap().failed
+        self.failed.load(Ordering::Acquire)
     }
 
     /// The number of flushes that synced files, for group-commit measurements.
     pub fn syncs(&self) -> u64 {
         self.state.lock().unwrap().syncs
+    }
+
+    /// The number of `flush` callers that waited for a sync rather than finding their
+    /// records durable: with `syncs`, how many commits one sync serves.
+    pub fn flush_waits(&self) -> u64 {
+        self.flush_waits.load(Ordering::Relaxed)
     }
 
     /// The last LSN made durable.
@@ -870,6 +966,43 @@ fn fixup_tail(files: &Files, vlfs: &[VlfHeader], end: LogEnd) -> Result<u64, Sto
 }
 
 impl State {
+    /// Stops the writer for good (invariant 3).
+    fn fail(&self) {
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// After a flush: answers every waiter its sync covered (all of them, failed, once the
+    /// log failed) and hands the lead to the first one left, owning the flush for it
+    /// (invariant 7). Returns the waiters to unpark once the lock is released, the new
+    /// leader first, so the next sync starts before the covered waiters run.
+    fn answer_waiters(&mut self) -> Vec<Arc<Waiter>> {
+        assert!(!self.flushing, "waiters are answered when a flush ends");
+        let mut woken = std::mem::take(&mut self.waiters);
+        if self.failed.load(Ordering::Acquire) {
+            woken.iter().for_each(|w| w.answer(FAILED));
+            return woken;
+        }
+        let durable = self.durable;
+        let mut lead = None;
+        woken.retain(|w| {
+            if durable.is_some_and(|d| d >= w.upto) {
+                w.answer(DURABLE);
+                return true;
+            }
+            match lead {
+                None => lead = Some(w.clone()),
+                Some(_) => self.waiters.push(w.clone()),
+            }
+            false
+        });
+        if let Some(next) = lead {
+            self.flushing = true;
+            next.answer(LEAD);
+            woken.insert(0, next);
+        }
+        woken
+    }
+
     /// True if VLF `i` may be activated after the VLF with FSeqNo `current`: never used,
     /// truncated, or a header beyond the end of the log (a leftover of writes lost in a
     /// crash, whose blocks were zeroed at open).
@@ -912,14 +1045,14 @@ impl State {
             // Every file, not just `dirty`: a flusher may hold some of them mid-sync.
             self.dirty.clear();
             for f in self.files.values() {
-                f.sync_data().inspect_err(|_| self.failed = true)?;
+                f.sync_data().inspect_err(|_| self.fail())?;
             }
             self.unsynced = 0;
             self.durable = self.written.max(self.durable);
             self.durable_end = self.written_end;
         }
         file.write_at(bytes, v.start_offset + self.pos)
-            .inspect_err(|_| self.failed = true)?;
+            .inspect_err(|_| self.fail())?;
         if !self.dirty.contains(&v.file_id) {
             self.dirty.push(v.file_id);
         }
@@ -1005,7 +1138,7 @@ impl State {
             let file = io_file(&self.files, old.file_id)?.clone();
             extentdb_io::write_zeros(file.as_ref(), old.start_offset + VLF_HEADER_AREA, len)
                 .and_then(|_| file.sync_data())
-                .inspect_err(|_| self.failed = true)?;
+                .inspect_err(|_| self.fail())?;
             self.fixup_remaining -= len;
         }
         // FSeqNos continue from the end of the log without a gap: the reader stops at a gap.

@@ -1,13 +1,16 @@
 //! The log writer and reader: records read back with the LSNs append gave, across VLFs; a
 //! seeded crash loop (unsynced writes dropped or torn per sector) in which every flushed
 //! record survives and what survives is always a prefix of what was appended; log full and
-//! reuse after truncation with flipped parity; group commit under concurrent committers.
+//! reuse after truncation with flipped parity; group commit under concurrent committers, each
+//! answered only once its record is durable, and all of them answered when a sync fails.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use extentdb_format::Lsn;
+use extentdb_format::log::{self, VlfHeader};
+use extentdb_format::{Lsn, SECTOR_SIZE};
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_io::{AllocateMode, DbFile, FileSystem};
 use extentdb_storage::log_file;
@@ -189,6 +192,119 @@ fn group_commit_shares_syncs() {
     .unwrap();
     assert_eq!(records.len(), 1600);
     eprintln!("group commit: {syncs} syncs for 1600 commits");
+}
+
+/// The records of the block at `lsn` as the durable image holds it at this moment (what any
+/// crash keeps), in a fresh log whose VLF with FSeqNo s is the s-th in physical order on its
+/// first use; None when no valid block is durable there.
+fn durable_block(fs: &SimFileSystem, vlfs: &[VlfHeader], lsn: Lsn) -> Option<Vec<Vec<u8>>> {
+    let v = vlfs[lsn.vlf_sequence as usize - 1];
+    let at = lsn.block as u64 * SECTOR_SIZE as u64;
+    let len = ((log::MAX_BLOCK_SECTORS * SECTOR_SIZE) as u64).min(v.size - at);
+    let mut buf = vec![0u8; len as usize];
+    if !fs.read_durable(Path::new("/sim/log.ldf"), &mut buf, v.start_offset + at) {
+        return None;
+    }
+    log::decode_block(&buf, lsn.vlf_sequence, lsn.block, log::PARITY_FIRST).map(|b| b.records)
+}
+
+/// Commits from `threads` threads until `stop` says so or the log fails: each appends a
+/// record, flushes it, and the moment `flush` returns Ok looks the record up in the durable
+/// image (`SimFileSystem::read_durable`). Returns (commits acknowledged, acknowledged ones
+/// not durable when answered, flushes that failed).
+fn commit_and_check(
+    fs: &SimFileSystem,
+    files: &Files,
+    w: &Arc<LogWriter>,
+    threads: u8,
+    stop: impl Fn(usize) -> bool + Sync,
+) -> (usize, usize, usize) {
+    let vlfs = log_file::read_vlfs(files[&2].as_ref(), 2).unwrap();
+    let acked = AtomicUsize::new(0);
+    let early = AtomicUsize::new(0);
+    let failed = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (vlfs, acked, early, failed, stop) = (&vlfs, &acked, &early, &failed, &stop);
+            s.spawn(move || {
+                let mut x = 1 + t as u64;
+                for i in 0u32.. {
+                    if stop(acked.load(Ordering::Relaxed)) {
+                        break;
+                    }
+                    let mut r = record(&mut x);
+                    r.splice(0..0, [t].into_iter().chain(i.to_le_bytes()));
+                    let Ok(lsn) = w.append(&r) else { break };
+                    if w.flush(lsn).is_err() {
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                    let block = durable_block(fs, vlfs, lsn);
+                    if block.and_then(|b| b.get(lsn.slot as usize).cloned()) != Some(r) {
+                        early.fetch_add(1, Ordering::Relaxed);
+                    }
+                    acked.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    (acked.into_inner(), early.into_inner(), failed.into_inner())
+}
+
+/// Proves group commit answers no committer before its record is durable: 8 threads commit
+/// 2,400 records, sharing syncs, and each checks its record in the durable image the moment
+/// its flush returns (fails if a waiter is answered by a sync that did not cover it).
+#[test]
+fn every_committer_is_durable_when_answered() {
+    let fs = SimFileSystem::new(5, Faults::default());
+    let files = new_log(&fs, 256, 4);
+    let w = Arc::new(open(&files).0);
+    let (acked, early, failed) = commit_and_check(&fs, &files, &w, 8, |n| n >= 2400);
+    assert_eq!(failed, 0);
+    assert!(acked >= 2400, "{acked} commits");
+    assert_eq!(
+        early, 0,
+        "{early} of {acked} commits answered before they were durable"
+    );
+    let syncs = w.syncs() as usize;
+    assert!(
+        syncs < acked,
+        "no flush was shared: {syncs} syncs for {acked} commits"
+    );
+}
+
+/// Proves a failed sync answers every committer: waiters are told the log failed (none hangs,
+/// none is told its record is durable unless it is), and nothing is acknowledged after it.
+#[test]
+fn a_failed_sync_answers_every_waiter() {
+    let fs = SimFileSystem::new(6, Faults::default());
+    let files = new_log(&fs, 256, 4);
+    let w = Arc::new(open(&files).0);
+    let armed = std::sync::Once::new();
+    let (acked, early, failed) = commit_and_check(&fs, &files, &w, 8, |n| {
+        if n >= 500 {
+            armed.call_once(|| {
+                fs.set_faults(Faults {
+                    fail_next_sync: Some(5),
+                    ..Faults::default()
+                })
+            });
+        }
+        false
+    });
+    assert!(
+        w.has_failed(),
+        "the injected sync failure stopped the writer"
+    );
+    assert_eq!(
+        early, 0,
+        "{early} of {acked} commits answered before they were durable"
+    );
+    assert!(
+        failed >= 1 && acked >= 500,
+        "{failed} failed, {acked} acknowledged"
+    );
+    assert!(matches!(w.flush(w.end_lsn()), Err(StorageError::LogFailed)));
 }
 
 /// Appends ~5 MB of records to a log of four 2 MB VLFs, flushed; returns them.

@@ -658,9 +658,11 @@ fn spinlock_stats(inst: &Instance) -> Rowset {
 /// since the instance started (as SQL Server's per-second counters are: cntr_type
 /// 272696576, PERF_COUNTER_BULK_COUNT): Access Methods' "Full Scans/sec" (full scans of
 /// tables begun) and "Page Splits/sec" (clustered index pages split), summed over the open
-/// databases, and SQL Statistics' "Batch
-/// Requests/sec" and "SQL Compilations/sec" (batches run, and those parsed rather than
-/// taken from their session's cache of parsed batches).
+/// databases, and SQL Statistics' "Batch Requests/sec" and "SQL Compilations/sec" (batches
+/// run, and those parsed rather than taken from their session's cache of parsed batches);
+/// and per open database (its name the instance_name), Databases' "Log Flushes/sec" and
+/// "Log Flush Waits/sec" (syncs of its log, and commits that waited for one, since it was
+/// opened: group commit shares a sync among the waits).
 fn performance_counters(inst: &Instance) -> Rowset {
     use std::sync::atomic::Ordering;
     const PERF_COUNTER_BULK_COUNT: i32 = 272_696_576;
@@ -682,27 +684,51 @@ fn performance_counters(inst: &Instance) -> Rowset {
     // nchar(128): padded with spaces, as SQL Server's are.
     let nchar = |s: &str| text(&format!("{s:<128}"));
     let stats = &inst.sql_statistics;
-    let counters = [
-        ("SQLServer:Access Methods", "Full Scans/sec", full_scans),
-        ("SQLServer:Access Methods", "Page Splits/sec", page_splits),
+    let mut counters = vec![
+        (
+            "SQLServer:Access Methods",
+            "Full Scans/sec",
+            String::new(),
+            full_scans,
+        ),
+        (
+            "SQLServer:Access Methods",
+            "Page Splits/sec",
+            String::new(),
+            page_splits,
+        ),
         (
             "SQLServer:SQL Statistics",
             "Batch Requests/sec",
+            String::new(),
             stats.batch_requests.load(Ordering::Relaxed),
         ),
         (
             "SQLServer:SQL Statistics",
             "SQL Compilations/sec",
+            String::new(),
             stats.compilations.load(Ordering::Relaxed),
         ),
     ];
+    for (_, db) in inst.databases() {
+        let db = db.read().unwrap();
+        let (flushes, waits) = db.log_flush_counts();
+        let name = db.name.clone();
+        counters.push((
+            "SQLServer:Databases",
+            "Log Flushes/sec",
+            name.clone(),
+            flushes,
+        ));
+        counters.push(("SQLServer:Databases", "Log Flush Waits/sec", name, waits));
+    }
     let rows = counters
         .iter()
-        .map(|(object, counter, value)| {
+        .map(|(object, counter, instance, value)| {
             vec![
                 nchar(object),
                 nchar(counter),
-                nchar(""),
+                nchar(instance),
                 Value::BigInt(*value as i64),
                 Value::Int(PERF_COUNTER_BULK_COUNT),
             ]
