@@ -117,3 +117,56 @@ fn concurrent_commits_share_log_flushes() {
     );
     eprintln!("{commits} commits: {flushes} log flushes, {flush_waits} flush waits");
 }
+
+/// sys.dm_os_performance_counters' Access Methods "Page Splits/sec" (cumulative, as SQL
+/// Server's per-second counters are): four connections insert interleaved keys of wide rows
+/// into one clustered table at once, splitting its leaves beside each other (storage's
+/// tree_change.rs); the counter moves by at least the leaves the table gained, and an
+/// UPDATE in place splits nothing.
+#[test]
+fn page_splits_count_clustered_splits() {
+    const CONNS: i64 = 4;
+    const EACH: i64 = 60;
+    let s = Server::start("page_splits", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE p; USE p; CREATE TABLE t (k int PRIMARY KEY, pad char(1000))",
+    );
+    let splits = |c: &mut Client| {
+        let r = all_rows(&run(
+            c,
+            "SELECT cntr_value FROM sys.dm_os_performance_counters \
+             WHERE object_name LIKE 'SQLServer:Access Methods%' \
+             AND counter_name LIKE 'Page Splits/sec%'",
+        ));
+        assert_eq!(r.len(), 1, "one Page Splits/sec row");
+        int(&r[0][0])
+    };
+    let before = splits(&mut c);
+    std::thread::scope(|scope| {
+        for t in 0..CONNS {
+            let mut c = s.connect_to(Some("p"));
+            scope.spawn(move || {
+                for i in 0..EACH {
+                    run(
+                        &mut c,
+                        &format!("INSERT INTO t VALUES ({}, 'x')", i * CONNS + t),
+                    );
+                }
+            });
+        }
+    });
+    let made = splits(&mut c) - before;
+    let n = all_rows(&run(&mut c, "SELECT COUNT(*) FROM p.dbo.t"));
+    assert_eq!(int(&n[0][0]), CONNS * EACH);
+    // 240 rows of about 1 KB fill at least 30 leaves of 8 rows or fewer.
+    assert!(made >= 29, "{made} page splits for 240 rows of 1 KB");
+    run(&mut c, "UPDATE p.dbo.t SET pad = 'y' WHERE k < 100");
+    assert_eq!(
+        splits(&mut c) - before,
+        made,
+        "an UPDATE in place splits nothing"
+    );
+    eprintln!("{made} page splits");
+}
