@@ -39,7 +39,7 @@ use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
-use extentdb_storage::access::{Needs, Step};
+use extentdb_storage::access::{Held, Needs, Step};
 use extentdb_storage::checkpoint::Checkpointer;
 use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::shared::SharedDatabase;
@@ -407,4 +407,110 @@ fn shared_inserts_survive_crashes() {
         cut_while_running * 2 >= seeds as usize,
         "the power was cut while sessions ran in only {cut_while_running} of {seeds} seeds"
     );
+}
+
+/// Heap rows that grow move beside other sessions (storage's access.rs invariant 3): four
+/// sessions share heap A, each inserting 50 rows of its own and then, in three
+/// transactions, updating each to a longer value, every update a move (the new copy goes
+/// in first, then the old one is deleted, the delete's log room kept meanwhile), all
+/// through `SharedDatabase::run`. The moves are made sharing the database (a move took it
+/// exclusively before, `Needs::Exclusive`, so none was shared) with sessions inside them at
+/// once; the heap then holds exactly each row's last value, after the run and after redo,
+/// and CHECKALLOC and CHECKDB are clean.
+#[test]
+fn heap_rows_that_grow_move_sharing_the_database() {
+    const SESSIONS: u32 = 4;
+    let dir = fresh_dir("shared-heap-moves");
+    let fs = OsFileSystem::new();
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 2048)).unwrap();
+    let heap = create_tables(&mut db)[0];
+    let db = Arc::new(SharedDatabase::new(db));
+    let value = |k: u32, round: u32| vec![(k + round) as u8; 40 + 150 * round as usize];
+    let (shared, exclusive, peak, inside) = (
+        AtomicU64::new(0),
+        AtomicU64::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    );
+    let start = Barrier::new(SESSIONS as usize);
+    std::thread::scope(|s| {
+        for me in 0..SESSIONS {
+            let (db, start) = (&db, &start);
+            let (shared, exclusive, peak, inside) = (&shared, &exclusive, &peak, &inside);
+            s.spawn(move || {
+                let env = GrowthEnv::default();
+                let commit = |x| {
+                    let lsn = db.read().unwrap().commit_xact(x).unwrap();
+                    let wal = db.read().unwrap().wal().unwrap();
+                    lsn.map(|l| wal.flush(l).unwrap());
+                };
+                let keys: Vec<u32> = (0..50).map(|i| me * 1_000 + i).collect();
+                let x = db.read().unwrap().begin_xact();
+                let mut rids = BTreeMap::new();
+                for &k in &keys {
+                    let rec = row(k, &value(k, 0));
+                    let rid = db
+                        .run(&env, |e| e, |d| d.insert_row(x, heap, (&rec, &env), None))
+                        .unwrap();
+                    rids.insert(k, rid);
+                }
+                commit(x);
+                start.wait();
+                for round in 1..=3 {
+                    let x = db.read().unwrap().begin_xact();
+                    for &k in &keys {
+                        let (old, new) = (row(k, &value(k, round - 1)), row(k, &value(k, round)));
+                        let at = rids[&k];
+                        let rid = db
+                            .run(
+                                &env,
+                                |e| e,
+                                |held| {
+                                    let is_shared = matches!(held, Held::Shared(_));
+                                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                                    peak.fetch_max(now, Ordering::SeqCst);
+                                    let step =
+                                        held.update_row_at(x, heap, (at, &old), (&new, &env), None);
+                                    inside.fetch_sub(1, Ordering::SeqCst);
+                                    if let Ok(Step::Done(_)) = step {
+                                        let done = if is_shared { shared } else { exclusive };
+                                        done.fetch_add(1, Ordering::Relaxed);
+                                    }
+                                    step
+                                },
+                            )
+                            .unwrap();
+                        rids.insert(k, rid);
+                    }
+                    commit(x);
+                }
+            });
+        }
+    });
+    let (shared, exclusive) = (shared.into_inner(), exclusive.into_inner());
+    eprintln!(
+        "moves: {shared} sharing the database, {exclusive} holding it; peak {} at once",
+        peak.load(Ordering::Relaxed)
+    );
+    assert!(
+        shared > 10 * exclusive && shared + exclusive == 600,
+        "heap moves share the database: {shared} shared, {exclusive} exclusive"
+    );
+    assert!(
+        peak.load(Ordering::Relaxed) >= 2,
+        "sessions were never inside moves at once"
+    );
+    let want: BTreeMap<u32, Vec<u8>> = (0..SESSIONS)
+        .flat_map(|me| (0..50).map(move |i| me * 1_000 + i))
+        .map(|k| (k, value(k, 3)))
+        .collect();
+    let db = Arc::into_inner(db).expect("sessions joined").into_inner();
+    assert_eq!(table_rows(&db, heap), want, "after the moves");
+    assert_checkdb_clean(&db, "after the moves");
+    close_without_checkpoint(db);
+    let db = Database::open(fs.as_ref(), &dir.join("Ins.mdf")).unwrap();
+    assert_eq!(table_rows(&db, heap), want, "after redo");
+    assert_checkdb_clean(&db, "after redo");
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
 }
