@@ -156,8 +156,9 @@ pub enum Needs {
     /// The log grown now: a change's record and the rollback reservations do not fit.
     LogGrowth,
     /// A page of heap `object_id` with room for a record of `len` bytes as its insert
-    /// cursor's page (a cursor rebuilt after open, a new page, extent or IAM page, a
-    /// filegroup grown).
+    /// cursor's page, holding the database: a new page that takes a new IAM page or a
+    /// filegroup's growth (a session sharing the database rebuilds a cursor after open,
+    /// and takes pages and extents, itself).
     HeapRoom { object_id: u32, len: usize },
     /// The leaf of clustered index `object_id` for record `record` split (its ghosts
     /// cleaned first) until it has room for it, holding the database: a split that lacked

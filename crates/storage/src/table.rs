@@ -354,8 +354,9 @@ impl Database {
     /// Inserts `rec` into heap `t` within `xact` (access.rs), beside other sessions:
     /// sessions insert into different heaps at once and into one heap one at a time (its
     /// insert lock), allocating extents without the database's lock (`allocate_by_fill`).
-    /// Needs the database held first for a heap whose cursor is not known yet, a new page
-    /// when that takes a new IAM page or a filegroup's growth, or the log grown; with IFI
+    /// A heap whose cursor is not known yet (after open) has it rebuilt under its insert
+    /// lock. Needs the database held first for a new page when that takes a new IAM page
+    /// or a filegroup's growth, or the log grown; with IFI
     /// off, a filegroup's growth is prepared first holding no lock (`Needs::Growth`).
     /// `also` more log bytes must fit after the row's record (a move's second change,
     /// access.rs invariant 3). The new row goes through `gate` before its page's latch is
@@ -375,9 +376,7 @@ impl Database {
         };
         let lock = self.data.insert_locks.lock().entry(au).or_default().clone();
         let _inserting = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(c) = self.data.cursors.lock().get(&au).copied() else {
-            return Ok(Step::Needs(room));
-        };
+        let c = self.unit_cursor(au)?;
         let fits = |pid: PageId| -> Result<bool, StorageError> {
             self.data
                 .pool
@@ -457,15 +456,12 @@ impl Database {
     }
 
     /// A unit's page for a B-tree's split, sharing the database (`take_unit_page` under
-    /// the unit's insert lock); a unit whose cursor is not known yet needs the database
-    /// held exclusively (`reserve_tree_pages`).
+    /// the unit's insert lock, its cursor rebuilt first after open).
     pub(crate) fn take_tree_page(&self, t: &TableEntry) -> Result<PageTake, StorageError> {
         let au = t.allocation_unit_id;
         let lock = self.data.insert_locks.lock().entry(au).or_default().clone();
         let _taking = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(c) = self.data.cursors.lock().get(&au).copied() else {
-            return Ok(PageTake::Exclusive);
-        };
+        let c = self.unit_cursor(au)?;
         self.take_unit_page(t, c, self.growth_env())
     }
 
@@ -645,8 +641,20 @@ impl Database {
         Ok(PageId::new(file, extent.first_page().0 + index))
     }
 
+    /// Unit `au`'s cursor, rebuilt from its last extent when not known yet (after open,
+    /// `recover_cursor`); the caller holds the unit's insert lock, under which alone the
+    /// unit takes pages and extents, so the rebuild reads maps nobody changes meanwhile.
+    fn unit_cursor(&self, au: u64) -> Result<HeapCursor, StorageError> {
+        if let Some(c) = self.data.cursors.lock().get(&au).copied() {
+            return Ok(c);
+        }
+        let c = self.recover_cursor(au)?;
+        self.data.cursors.lock().insert(au, c);
+        Ok(c)
+    }
+
     /// Rebuilds a heap's cursor after open from its last extent (invariant 2).
-    fn recover_cursor(&mut self, au: u64) -> Result<HeapCursor, StorageError> {
+    fn recover_cursor(&self, au: u64) -> Result<HeapCursor, StorageError> {
         let Some(&(file, extent)) = self.extents_of(au)?.last() else {
             return Ok(HeapCursor::default());
         };
