@@ -442,7 +442,9 @@ fn heap_rows_that_grow_move_sharing_the_database() {
                 let commit = |x| {
                     let lsn = db.read().unwrap().commit_xact(x).unwrap();
                     let wal = db.read().unwrap().wal().unwrap();
-                    lsn.map(|l| wal.flush(l).unwrap());
+                    if let Some(l) = lsn {
+                        wal.flush(l).unwrap();
+                    }
                 };
                 let keys: Vec<u32> = (0..50).map(|i| me * 1_000 + i).collect();
                 let x = db.read().unwrap().begin_xact();

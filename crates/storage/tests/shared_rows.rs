@@ -824,7 +824,9 @@ fn first_rows_after_open_share_the_database() {
             }
             let lsn = db.read().unwrap().commit_xact(x).unwrap();
             let wal = db.read().unwrap().wal().unwrap();
-            lsn.map(|l| wal.flush(l).unwrap());
+            if let Some(l) = lsn {
+                wal.flush(l).unwrap();
+            }
             tx.send(()).unwrap();
         })
     };
