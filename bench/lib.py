@@ -39,6 +39,18 @@ def machine_info(work):
             "extentdb_tree_dirty": bool(sh(["git", "-C", ROOT, "status", "--porcelain"]))}
 
 
+def command_line(script):
+    """The command that ran `script` (bench/NAME.py), as the results record it: a path
+    argument inside the repository relative to it, one outside it by its last part only,
+    so no machine's directories are written into bench/results/."""
+    def portable(arg):
+        if not os.path.isabs(arg):
+            return arg
+        rel = os.path.relpath(arg, ROOT)
+        return rel if not rel.startswith("..") else "<" + os.path.basename(arg) + ">"
+    return " ".join(["python3", script] + [portable(a) for a in sys.argv[1:]])
+
+
 def results_path(name):
     """Where a benchmark named `name` writes its JSON (directory created)."""
     out = os.environ.get("XDB_RESULTS_DIR") or os.path.join(ROOT, "bench", "results")

@@ -577,7 +577,7 @@ def main():
               f"{ALLOWANCE_MIB} MiB per connection")
         res = {"benchmark": "memory", "date": time.strftime("%Y-%m-%dT%H:%M:%S"),
                "host": lib.host(), "quick": a.quick, "machine": lib.machine_info(work),
-               "command": " ".join(["python3", "bench/memory.py"] + sys.argv[1:]),
+               "command": lib.command_line("bench/memory.py"),
                "cap_mib": a.cap_mb, "headroom_factor": HEADROOM,
                "idle_rss_after_start_mib": idle_kb / 1024, "rss_ceiling_mib": a.rss_ceiling_mib,
                "allowance_mib_per_connection": ALLOWANCE_MIB,

@@ -201,7 +201,7 @@ def main():
                                      "waits for its log flush", "max_server_memory_mb": 1024,
                                      "database": "bench: 2 GB data, 1 GB log"},
                "load_average_before": load_before, "load_average_after": loadavg(),
-               "command": " ".join(["python3", "bench/wire.py"] + sys.argv[1:]),
+               "command": lib.command_line("bench/wire.py"),
                "elapsed_s": round(time.time() - started, 1), **res,
                "notes": ["both engines over TCP on 127.0.0.1, one Go client (database/sql), "
                          "its connections pinned and statements prepared before each run's clock",
