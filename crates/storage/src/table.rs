@@ -474,11 +474,7 @@ impl Database {
         pages: u32,
     ) -> Result<(), StorageError> {
         let au = t.allocation_unit_id;
-        if !self.data.cursors.get_mut().contains_key(&au) {
-            let c = self.recover_cursor(au)?;
-            self.data.cursors.get_mut().insert(au, c);
-        }
-        let c = self.data.cursors.get_mut()[&au];
+        let c = self.unit_cursor(au)?;
         if c.free_in_extent() >= pages {
             return Ok(());
         }
@@ -593,11 +589,7 @@ impl Database {
         len: usize,
     ) -> Result<PageId, StorageError> {
         let au = t.allocation_unit_id;
-        if !self.data.cursors.get_mut().contains_key(&au) {
-            let c = self.recover_cursor(au)?;
-            self.data.cursors.get_mut().insert(au, c);
-        }
-        let c = self.data.cursors.get_mut()[&au];
+        let c = self.unit_cursor(au)?;
         if let Some(cur) = c.current {
             let p = self
                 .data
@@ -622,11 +614,7 @@ impl Database {
     /// or the first of a newly allocated one.
     pub(crate) fn take_page(&mut self, t: &TableEntry) -> Result<PageId, StorageError> {
         let au = t.allocation_unit_id;
-        if !self.data.cursors.get_mut().contains_key(&au) {
-            let c = self.recover_cursor(au)?;
-            self.data.cursors.get_mut().insert(au, c);
-        }
-        let c = self.data.cursors.get_mut()[&au];
+        let c = self.unit_cursor(au)?;
         let (file, extent, index) = match c.next_in_extent() {
             Some(next) => next,
             None => {
@@ -642,8 +630,9 @@ impl Database {
     }
 
     /// Unit `au`'s cursor, rebuilt from its last extent when not known yet (after open,
-    /// `recover_cursor`); the caller holds the unit's insert lock, under which alone the
-    /// unit takes pages and extents, so the rebuild reads maps nobody changes meanwhile.
+    /// `recover_cursor`); the caller holds the unit's insert lock (under which alone the
+    /// unit takes pages and extents while the database is shared, so the rebuild reads maps
+    /// nobody changes meanwhile) or the database exclusively.
     fn unit_cursor(&self, au: u64) -> Result<HeapCursor, StorageError> {
         if let Some(c) = self.data.cursors.lock().get(&au).copied() {
             return Ok(c);
