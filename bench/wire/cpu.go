@@ -134,12 +134,14 @@ func timedSample(f func()) {
 
 // cpuMeter measures one run of one engine; nil when the engine's pid is unknown.
 type cpuMeter struct {
-	e       *engine
-	hz      float64
-	server0 int64
-	client0 time.Duration
-	// The run's figures (seconds), set by stop.
-	serverSecs, clientSecs float64
+	e        *engine
+	hz       float64
+	server0  int64
+	client0  time.Duration
+	sampler0 int64
+	// The run's figures (seconds), set by stop: the server's, the client's, and the memory
+	// samplers' (left out of the client's).
+	serverSecs, clientSecs, samplerSecs float64
 }
 
 func newCPUMeter(e *engine, hz float64) *cpuMeter {
@@ -157,6 +159,7 @@ func (m *cpuMeter) start() {
 		return
 	}
 	m.server0 = m.e.serverTicks()
+	m.sampler0 = samplerCPUNs.Load()
 	m.client0 = clientCPU()
 }
 
@@ -165,11 +168,13 @@ func (m *cpuMeter) stop() {
 		return
 	}
 	client := clientCPU() - m.client0
+	sampler := time.Duration(samplerCPUNs.Load() - m.sampler0)
 	server := m.e.serverTicks() - m.server0
 	if server < 0 || client < -time.Millisecond {
 		panic(fmt.Sprintf("CPU went backwards over a run: server %d ticks, client %v", server, client))
 	}
 	m.serverSecs, m.clientSecs = float64(server)/m.hz, max(client, 0).Seconds()
+	m.samplerSecs = sampler.Seconds()
 }
 
 // record adds the meter's figures to a run of ops operations.
@@ -177,8 +182,8 @@ func (m *cpuMeter) record(r *run) {
 	if m == nil {
 		return
 	}
-	s, c := m.serverSecs, m.clientSecs
-	r.ServerCPUSecs, r.ClientCPUSecs = &s, &c
+	s, c, sm := m.serverSecs, m.clientSecs, m.samplerSecs
+	r.ServerCPUSecs, r.ClientCPUSecs, r.SamplerCPUSecs = &s, &c, &sm
 	if r.Ops > 0 {
 		sp, cp := 1e6*s/float64(r.Ops), 1e6*c/float64(r.Ops)
 		r.ServerCPUPerOp, r.ClientCPUPerOp = &sp, &cp

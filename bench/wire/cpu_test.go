@@ -106,7 +106,7 @@ func TestMeterRecordsPerOperation(t *testing.T) {
 	m := &cpuMeter{serverSecs: 0.5, clientSecs: 0.25}
 	x := run{Ops: 1000}
 	m.record(&x)
-	if *x.ServerCPUSecs != 0.5 || *x.ServerCPUPerOp != 500 || *x.ClientCPUPerOp != 250 {
+	if x.SamplerCPUSecs == nil || *x.ServerCPUSecs != 0.5 || *x.ServerCPUPerOp != 500 || *x.ClientCPUPerOp != 250 {
 		t.Fatalf("recorded %v s, %v us, %v us", *x.ServerCPUSecs, *x.ServerCPUPerOp, *x.ClientCPUPerOp)
 	}
 	r := &engineResult{Runs: []run{x, {Ops: 1, ServerCPUPerOp: ptr(100.0), ClientCPUPerOp: ptr(50.0)},

@@ -213,6 +213,8 @@ type run struct {
 	ClientCPUSecs  *float64 `json:"client_cpu_s,omitempty"`
 	ServerCPUPerOp *float64 `json:"server_cpu_us_per_op,omitempty"`
 	ClientCPUPerOp *float64 `json:"client_cpu_us_per_op,omitempty"`
+	// The harness's memory sampling (both engines') over the run, left out of client_cpu_s.
+	SamplerCPUSecs *float64 `json:"sampler_cpu_s,omitempty"`
 }
 
 type engineResult struct {
