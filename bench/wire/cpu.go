@@ -5,10 +5,10 @@
 //   - Server: utime + stime from /proc/PID/stat of each of the engine's processes (e.pids():
 //     extentdb's one process with all its threads; PostgreSQL's postmaster and its children,
 //     the backends and the background processes), plus the root's cutime + cstime, which
-//     hold the children it has reaped. A child that exits during a run is so counted once
-//     the postmaster reaps it (at once, on SIGCHLD); one reaped between the two readings of
-//     one sample is missed by that sample. The unit is the kernel's USER_HZ (AT_CLKTCK of
-//     the auxiliary vector, as sysconf(_SC_CLK_TCK) reads it), 10 ms at 100 Hz.
+//     hold the children it has reaped. A child that exits during a run is so counted, as a
+//     zombie until the postmaster reaps it (at once, on SIGCHLD) and in cutime after; a
+//     sample that a reap overlaps is taken again. The unit is the kernel's USER_HZ
+//     (AT_CLKTCK of the auxiliary vector, as sysconf(_SC_CLK_TCK) reads it), 10 ms at 100 Hz.
 //   - Client: this process's getrusage(RUSAGE_SELF) user + system time, less the time its
 //     memory samplers spent reading /proc (they run all along, for both engines, and are not
 //     the driver's work). Only one engine is driven at a time, so the rest is that engine's
@@ -97,20 +97,41 @@ func cpuTicks(f []string, idx ...int) int64 {
 }
 
 // serverTicks is the CPU the engine's processes have used so far, in clock ticks: utime +
-// stime of each live process, plus the root's cutime + cstime (its reaped children).
+// stime of each live process, plus the root's cutime + cstime (its reaped children). A
+// child reaped while the live ones are read would be counted twice or not at all, so the
+// reading is taken again until the root's reaped total stays the same across it.
 func (e *engine) serverTicks() int64 {
-	var sum int64
-	for _, p := range e.pids() {
-		f, err := readStat(p)
-		if err != nil {
-			continue // exited since it was listed: its parent's cutime holds it once reaped
-		}
-		sum += cpuTicks(f, 11, 12)
-		if p == e.pid {
-			sum += cpuTicks(f, 13, 14)
+	for try := 1; ; try++ {
+		before := e.reapedTicks()
+		live := e.liveTicks()
+		after := e.reapedTicks()
+		if before == after || try == serverTicksTries {
+			return live + after
 		}
 	}
+}
+
+// serverTicksTries bounds the readings of serverTicks while children keep being reaped.
+const serverTicksTries = 10
+
+// liveTicks sums utime + stime over the engine's processes (a zombie child still counts).
+func (e *engine) liveTicks() int64 {
+	var sum int64
+	for _, p := range e.pids() {
+		if f, err := readStat(p); err == nil {
+			sum += cpuTicks(f, 11, 12)
+		} // else reaped since listed: the root's cutime + cstime hold it
+	}
 	return sum
+}
+
+// reapedTicks is the root's cutime + cstime: the CPU of the children it has waited for.
+func (e *engine) reapedTicks() int64 {
+	f, err := readStat(e.pid)
+	if err != nil {
+		return 0
+	}
+	return cpuTicks(f, 13, 14)
 }
 
 func rusageCPU(who int) time.Duration {
