@@ -407,11 +407,24 @@ def _gate(name, value, limit, at_least=True):
             "kind": ">=" if at_least else "<=", "held": held}
 
 
+def cpu_recorded(figures):
+    """Every extentdb run holds its CPU readings (never negative) and every figure their
+    medians: a check that the harness measured, never of how much (timings flake)."""
+    keys = ("server_cpu_s", "client_cpu_s", "server_cpu_us_per_op", "client_cpu_us_per_op")
+    for f in figures:
+        r = f["engines"]["extentdb"]
+        if r.get("runs") and r.get("server_cpu_us_per_op_median") is None:
+            return False
+        if any(x.get(k) is None or x[k] < 0 for x in r.get("runs", []) for k in keys):
+            return False
+    return True
+
+
 def concurrency_gates(res):
     """The concurrency part's gates: every figure ran, extentdb at its most connections keeps
-    at least its workload's CONCURRENCY_SCALING_FLOOR times its one-connection rate, and what
-    extentdb holds matches what the client was acknowledged (inserts, TPC-B balances and
-    history)."""
+    at least its workload's CONCURRENCY_SCALING_FLOOR times its one-connection rate, its CPU
+    per operation was recorded, and what extentdb holds matches what the client was
+    acknowledged (inserts, TPC-B balances and history)."""
     c = res["parts"].get("concurrency")
     if not c:
         return []
@@ -428,6 +441,8 @@ def concurrency_gates(res):
             g.append(_gate(f"concurrency {name}: extentdb {hi} conn. / 1 conn. (medians)",
                            runs[hi]["median"] / runs[1]["median"],
                            CONCURRENCY_SCALING_FLOOR.get(name, 0.5)))
+    g.append(_gate("concurrency: server and client CPU per operation recorded for every run "
+                   "on extentdb (1 = yes)", float(cpu_recorded(c["figures"])), 1))
     chk = c["checks"]["extentdb"]
     g.append(_gate("concurrency: acknowledged clustered inserts all present (1 = yes)",
                    float(chk.get("ins_ok") is True), 1))

@@ -424,6 +424,22 @@ def _conc_rate(r):
     return f"{r['median']:,.0f} [{r['min']:,.0f}-{r['max']:,.0f}]"
 
 
+def _conc_cpu(r, key):
+    v = (r or {}).get(key)
+    return "-" if v is None else f"{v:,.1f}"
+
+
+def _conc_cpu_cells(x, p):
+    """Server CPU per operation of each engine, their ratio, and the client's per engine
+    (medians of the runs, microseconds; "-" where not measured)."""
+    key = "server_cpu_us_per_op_median"
+    xs, ps = x.get(key), (p or {}).get(key)
+    return [f"{_conc_cpu(x, key)} / {_conc_cpu(p, key)}",
+            fmt_x(xs / ps) if xs and ps else "-",
+            f"{_conc_cpu(x, 'client_cpu_us_per_op_median')} / "
+            f"{_conc_cpu(p, 'client_cpu_us_per_op_median')}"]
+
+
 def _conc_panel(ax, name, figs, engines):
     """One workload: median rate against connections, the rounds' range as error bars."""
     for e, color, marker in engines:
@@ -459,7 +475,8 @@ def sec_concurrency(c, figdir):
         v = f.get("ratio_extentdb_to_postgres")
         rows.append([f["name"], f["connections"], f["unit"], _conc_rate(x), _conc_rate(p),
                      "-" if v is None else fmt_x(v),
-                     f"{x.get('retries', 0)} / {p.get('retries', 0) if p else '-'}"])
+                     f"{x.get('retries', 0)} / {p.get('retries', 0) if p else '-'}",
+                     *_conc_cpu_cells(x, p)])
     checks = "; ".join(f"{e}: inserts {'ok' if ch.get('ins_ok') else '**NOT ok**'}, TPC-B "
                        f"{'ok' if ch.get('tpcb_ok') else '**NOT ok**'} "
                        f"({ch.get('tpcb_committed_by_client', 0):,} transactions)"
@@ -470,9 +487,15 @@ def sec_concurrency(c, figdir):
           f"alternating which runs first; medians with the rounds' range. kv holds "
           f"{cfg['table_rows']:,} rows; TPC-B: {sc.get('branches')} branches, "
           f"{sc.get('tellers_per_branch')} tellers and {sc.get('accounts_per_branch'):,} "
-          "accounts a branch. Retries: TPC-B transactions run again after a deadlock.",
+          "accounts a branch. Retries: TPC-B transactions run again after a deadlock. CPU "
+          "per operation (medians, microseconds): each server's utime + stime over its "
+          "processes and the client's own, over each run's timed part; the client and the "
+          "server share this machine's cores, so the rate is bounded by their sum "
+          "(docs/BENCHMARKS.md).",
           table(["workload", "conns", "unit", "extentdb median [min-max]",
-                 "PostgreSQL median [min-max]", "extentdb / PG", "retries (extentdb / PG)"], rows),
+                 "PostgreSQL median [min-max]", "extentdb / PG", "retries (extentdb / PG)",
+                 "server CPU us/op (extentdb / PG)", "server CPU extentdb / PG",
+                 "client CPU us/op (extentdb / PG)"], rows),
           f"Checks after the runs: {checks}.",
           f"![concurrency]({os.path.basename(figdir)}/{chart})"]
     return "\n\n".join(md), [chart]

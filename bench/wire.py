@@ -41,10 +41,15 @@ maximum rate and the ratio of the medians extentdb / PostgreSQL. Memory per work
 server's peak RSS (VmHWM from /proc/PID/status, reset through /proc/PID/clear_refs before the
 workload; PostgreSQL's summed over the postmaster and its children, which counts shared
 buffers once per process that touched them) and the peak of the summed proportional set size
-(Pss) sampled every 200 ms. Before each round of the single-connection commit-bound figures
-(seed004_insert, update_by_key) bare pwrite + fdatasync loops run for a second each on the
-same file system, with 512-byte writes (extentdb's log sector) and 8 KiB writes (PostgreSQL's
-WAL page): the durable-commit ceilings of that moment. A workload that fails against an engine is reported as failed with
+(Pss) sampled every 200 ms. CPU per operation: the server's (utime + stime from
+/proc/PID/stat over the engine's processes) and the client's (the harness's getrusage, less
+its memory sampling) over each run's timed part, divided by its operations; the table gives
+the medians, and the ratio of the servers' (extentdb / PostgreSQL; lower is better), since
+on a machine whose cores the client shares the rate is bounded by their sum. Before each
+round of the single-connection commit-bound figures (seed004_insert, update_by_key) bare
+pwrite + fdatasync loops run for a second each on the same file system, with 512-byte writes
+(extentdb's log sector) and 8 KiB writes (PostgreSQL's WAL page): the durable-commit
+ceilings of that moment. A workload that fails against an engine is reported as failed with
 the server's message. Nothing asserts a timing.
 
 Writes bench/results/<date>-<host>-wire.json (-concurrency.json for that family; or into
@@ -88,10 +93,28 @@ def fmt_rate(r):
     return f"{r['median']:,.1f} [{r['min']:,.1f}-{r['max']:,.1f}]"
 
 
+def fmt_us(r, key):
+    v = (r or {}).get(key)
+    return "-" if v is None else f"{v:,.1f}"
+
+
+def cpu_cells(x, p):
+    """Server CPU per operation of each engine and their ratio (lower is better), and the
+    client's CPU per operation against each (medians of the runs; "-" where not measured)."""
+    key = "server_cpu_us_per_op_median"
+    xs, ps = x.get(key), (p or {}).get(key)
+    ratio = "-" if not xs or not ps else f"{xs / ps:.2f}x"
+    return (f"{fmt_us(x, key)} | {fmt_us(p, key)} | {ratio} | "
+            f"{fmt_us(x, 'client_cpu_us_per_op_median')} / "
+            f"{fmt_us(p, 'client_cpu_us_per_op_median')}")
+
+
 def table(figs):
     lines = ["| workload | conns | unit | extentdb median [min-max] | PostgreSQL median [min-max] "
-             "| extentdb / PG | extentdb peak RSS | PG peak RSS (sum) | extentdb / PG peak Pss |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| extentdb / PG | extentdb peak RSS | PG peak RSS (sum) | extentdb / PG peak Pss "
+             "| extentdb server CPU us/op | PG server CPU us/op | server CPU extentdb / PG "
+             "| client CPU us/op (extentdb / PG) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for f in figs:
         x = f["engines"]["extentdb"]
         p = f["engines"].get("postgres") or {"vmhwm_sum_kb": 0, "processes": 0,
@@ -101,7 +124,8 @@ def table(figs):
         lines.append(f"| {f['name']} | {f['connections']} | {f['unit']} | {fmt_rate(x)} | "
                      f"{fmt_rate(p)} | {ratio} | {x['vmhwm_sum_kb'] / 1024:,.0f} MiB | "
                      f"{p['vmhwm_sum_kb'] / 1024:,.0f} MiB ({p['processes']} proc.) | "
-                     f"{x['pss_peak_sampled_kb'] / 1024:,.0f} / {p['pss_peak_sampled_kb'] / 1024:,.0f} MiB |")
+                     f"{x['pss_peak_sampled_kb'] / 1024:,.0f} / {p['pss_peak_sampled_kb'] / 1024:,.0f} MiB | "
+                     f"{cpu_cells(x, f['engines'].get('postgres'))} |")
     return "\n".join(lines)
 
 

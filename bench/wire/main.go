@@ -13,7 +13,9 @@
 // resident set of every server process is reset (writing 5 to /proc/PID/clear_refs) and at
 // the end of each run, connections still open, VmHWM is read from /proc/PID/status; the
 // proportional set size (Pss, /proc/PID/smaps_rollup) summed over each engine's processes is
-// sampled every 200 ms as well, since PostgreSQL is many processes sharing memory.
+// sampled every 200 ms as well, since PostgreSQL is many processes sharing memory. CPU: with
+// the engine's pid, each run records the server's and this client's CPU time over its timed
+// part and per operation, and each figure their medians (cpu.go).
 package main
 
 import (
@@ -98,21 +100,12 @@ func (e *engine) pids() []int {
 		if err != nil || p == e.pid {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		f, err := readStat(p)
 		if err != nil {
 			continue
 		}
-		s := string(b)
-		// pid (comm) state ppid ...; comm may hold spaces, so split after the last ')'.
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) > 1 {
-			if pp, _ := strconv.Atoi(f[1]); pp == e.pid {
-				out = append(out, p)
-			}
+		if pp, _ := strconv.Atoi(f[1]); pp == e.pid {
+			out = append(out, p)
 		}
 	}
 	return out
@@ -164,10 +157,15 @@ func startSampler(e *engine) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
+		// Its own thread, so that its /proc reads are measured apart from the client's work.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
-			if v := e.pss(); v > s.peak {
+			var v int64
+			timedSample(func() { v = e.pss() })
+			if v > s.peak {
 				s.peak = v
 			}
 			select {
@@ -210,6 +208,13 @@ type run struct {
 	Position int `json:"position"`
 	// Transactions run again after a deadlock victim's or serialization failure's error.
 	Retries int64 `json:"retries,omitempty"`
+	// CPU over the timed part (cpu.go), when the engine's pid is known.
+	ServerCPUSecs  *float64 `json:"server_cpu_s,omitempty"`
+	ClientCPUSecs  *float64 `json:"client_cpu_s,omitempty"`
+	ServerCPUPerOp *float64 `json:"server_cpu_us_per_op,omitempty"`
+	ClientCPUPerOp *float64 `json:"client_cpu_us_per_op,omitempty"`
+	// The harness's memory sampling (both engines') over the run, left out of client_cpu_s.
+	SamplerCPUSecs *float64 `json:"sampler_cpu_s,omitempty"`
 }
 
 type engineResult struct {
@@ -224,6 +229,9 @@ type engineResult struct {
 	PssPeakKB  int64   `json:"pss_peak_sampled_kb"`
 	PeakReset  bool    `json:"peak_reset"`
 	Retries    int64   `json:"retries,omitempty"`
+	// Medians of the runs' CPU per operation (microseconds), when measured.
+	ServerCPUPerOpMedian *float64 `json:"server_cpu_us_per_op_median,omitempty"`
+	ClientCPUPerOpMedian *float64 `json:"client_cpu_us_per_op_median,omitempty"`
 }
 
 type figure struct {
@@ -244,9 +252,9 @@ type figure struct {
 
 // runOnce runs workload w on engine e for dur (or w.Count operations) with w.Conns pinned
 // connections, all prepared before the clock starts. It returns the operation count and the
-// wall time from the start signal to the last worker's end, and calls atEnd (memory readings)
-// before the connections close.
-func runOnce(e *engine, w *workload, round int, dur time.Duration, atEnd func()) (int64, float64, error) {
+// wall time from the start signal to the last worker's end, reads the CPU meter (nil: none)
+// around that time, and calls atEnd (memory readings) before the connections close.
+func runOnce(e *engine, w *workload, round int, dur time.Duration, m *cpuMeter, atEnd func()) (int64, float64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	type worker struct {
@@ -310,6 +318,7 @@ func runOnce(e *engine, w *workload, round int, dur time.Duration, atEnd func())
 			atomic.AddInt64(&total, int64(n))
 		}(ws[i])
 	}
+	m.start()
 	t0 := time.Now()
 	deadline = t0.Add(dur)
 	close(start)
@@ -326,6 +335,7 @@ func runOnce(e *engine, w *workload, round int, dur time.Duration, atEnd func())
 		}
 	}
 	secs := time.Since(t0).Seconds()
+	m.stop()
 	if atEnd != nil {
 		atEnd()
 	}
@@ -426,8 +436,8 @@ func must(err error, what string) {
 func main() {
 	xdbDSN := flag.String("xdb", "", "go-mssqldb DSN of extentdb")
 	pgDSN := flag.String("pg", "", "pgx DSN of PostgreSQL")
-	xdbPID := flag.Int("xdb-pid", 0, "extentdb server process id (memory readings)")
-	pgPID := flag.Int("pg-pid", 0, "PostgreSQL postmaster process id (memory readings)")
+	xdbPID := flag.Int("xdb-pid", 0, "extentdb server process id (memory and CPU readings)")
+	pgPID := flag.Int("pg-pid", 0, "PostgreSQL postmaster process id (memory and CPU readings)")
 	seconds := flag.Float64("seconds", 5, "seconds per timed run")
 	rounds := flag.Int("rounds", 5, "rounds per figure (engines alternate which runs first)")
 	rows := flag.Int("rows", 10000, "rows of the table for point lookups, updates and scans")
@@ -643,6 +653,13 @@ func main() {
 		}
 	}
 	dur := time.Duration(*seconds * float64(time.Second))
+	// USER_HZ, read once, when some engine's CPU is measured.
+	var hz float64
+	if *xdbPID != 0 || *pgPID != 0 {
+		v, err := clockTicks()
+		must(err, "USER_HZ from /proc/self/auxv")
+		hz = v
+	}
 	var figures []*figure
 	// Operations each engine acknowledged, by workload (the row checks compare them).
 	counted := map[string]map[string]int64{}
@@ -692,7 +709,8 @@ func main() {
 					r.Processes = len(e.pids())
 				}
 				e.retries.Store(0)
-				ops, secs, err := runOnce(e, w, round, dur, atEnd)
+				m := newCPUMeter(e, hz)
+				ops, secs, err := runOnce(e, w, round, dur, m, atEnd)
 				retries := e.retries.Swap(0)
 				r.Retries += retries
 				if counted[w.Name] == nil {
@@ -705,10 +723,11 @@ func main() {
 					fmt.Fprintf(os.Stderr, "%s %d conn: %s FAILED: %v\n", w.Name, w.Conns, e.Name, err)
 					continue
 				}
-				rate := float64(ops) / secs
-				r.Runs = append(r.Runs, run{Round: round + 1, Ops: ops, Seconds: secs, Rate: rate, Position: pos, Retries: retries})
-				fmt.Fprintf(os.Stderr, "round %d %-16s %d conn: %-8s %12.1f %s (%d in %.2f s, %d retries)\n",
-					round+1, w.Name, w.Conns, e.Name, rate, w.Unit, ops, secs, retries)
+				x := run{Round: round + 1, Ops: ops, Seconds: secs, Rate: float64(ops) / secs, Position: pos, Retries: retries}
+				m.record(&x)
+				r.Runs = append(r.Runs, x)
+				fmt.Fprintf(os.Stderr, "round %d %-16s %d conn: %-8s %12.1f %s (%d in %.2f s, %d retries)%s\n",
+					round+1, w.Name, w.Conns, e.Name, x.Rate, w.Unit, ops, secs, retries, cpuNote(x))
 			}
 		}
 		for _, e := range engines {
@@ -723,6 +742,7 @@ func main() {
 				sort.Float64s(rates)
 				r.Min, r.Max = rates[0], rates[len(rates)-1]
 			}
+			cpuMedians(r)
 			if r.Error != "" {
 				fig.Failed = true
 			}
