@@ -89,6 +89,8 @@ if [ "${XDB_SKIP_BENCH:-}" != 1 ]; then
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
       "python-tds==$PYTHON_TDS_VERSION" || warn "pip install python-tds failed"
   fi
+  # The harness's own tests (its /proc and getrusage CPU readings) before it measures.
+  if command -v go >/dev/null 2>&1; then (cd bench/wire && go test .); fi
   python3 bench/report.py --quick
 fi
 
