@@ -1290,18 +1290,18 @@ fn assert_new_pages_first(
     new_pages: &[PageId],
 ) -> Result<(), StorageError> {
     for (i, (pid, p)) in images.iter().enumerate() {
-        let h = p.header()?;
-        let mut named = vec![h.next_page];
-        if h.level > 0 {
-            for r in page_records(p)? {
-                named.push(ki.separator(&r)?.1);
-            }
-        }
-        for n in named.into_iter().filter(|n| new_pages.contains(n)) {
+        let installed = |n: PageId| {
             assert!(
-                images[..i].iter().any(|(q, _)| *q == n),
+                !new_pages.contains(&n) || images[..i].iter().any(|(q, _)| *q == n),
                 "tree_change.rs invariant 3: page {pid} names new page {n} before it is in"
             );
+        };
+        let h = p.header()?;
+        installed(h.next_page);
+        if h.level > 0 {
+            for (_, r) in data_page::records(p) {
+                installed(ki.separator(r?)?.1);
+            }
         }
     }
     Ok(())

@@ -454,6 +454,12 @@ impl Database {
             db.sweep_after_crash()?;
         }
         db.reserve_identity_blocks()?;
+        // Proportional fill's round robin is counted now, so a filegroup's first new extent
+        // after open is taken sharing the database. A map that cannot be read leaves it to
+        // the first allocation, which reports the damage (allocate_extent_by_fill).
+        if db.recalculate_proportional_fill().is_err() {
+            db.data.fill.clear();
+        }
         Ok(db)
     }
 

@@ -157,8 +157,9 @@ impl Database {
         let Some(wal) = &self.wal else {
             return false;
         };
-        (wal.used_bytes() > RECOVERY_INTERVAL_BYTES && self.checkpoint_would_truncate())
-            || wal.free_vlfs() < 2usize.max(wal.vlf_count() / 2)
+        let space = wal.space();
+        (space.used_bytes > RECOVERY_INTERVAL_BYTES && self.checkpoint_would_truncate())
+            || space.free_vlfs < 2usize.max(space.vlf_count / 2)
     }
 
     /// Makes room in the log before a change: checkpoints when a checkpoint can free a VLF,

@@ -491,6 +491,14 @@ struct State {
     fixup_remaining: u64,
 }
 
+/// The log's space as one reading (`LogWriter::space`).
+#[derive(Clone, Copy, Debug)]
+pub struct LogSpace {
+    pub used_bytes: u64,
+    pub free_vlfs: usize,
+    pub vlf_count: usize,
+}
+
 pub struct LogWriter {
     state: Mutex<State>,
     failed: Arc<AtomicBool>,
@@ -817,28 +825,24 @@ impl LogWriter {
 
     /// VLFs that could take new log records: never used, or below the oldest one needed.
     pub fn free_vlfs(&self) -> usize {
+        self.state.lock().unwrap().free_vlfs()
+    }
+
+    /// Used bytes, free VLFs and VLF count read in one hold of the writer's lock (the
+    /// check every statement makes before it changes rows).
+    pub fn space(&self) -> LogSpace {
         let st = self.state.lock().unwrap();
-        st.vlfs
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| st.is_free(*i, st.vlfs[st.cur].sequence))
-            .count()
+        LogSpace {
+            used_bytes: st.used_bytes(),
+            free_vlfs: st.free_vlfs(),
+            vlf_count: st.vlfs.len(),
+        }
     }
 
     /// Bytes of log still needed: whole VLFs from the oldest needed FSeqNo up to the current
     /// one, plus the current VLF up to the write position (pending records included).
     pub fn used_bytes(&self) -> u64 {
-        let st = self.state.lock().unwrap();
-        let current = st.vlfs[st.cur].sequence;
-        let before: u64 = st
-            .vlfs
-            .iter()
-            .filter(|v| v.sequence != 0 && v.sequence >= st.min_active && v.sequence < current)
-            .map(|v| v.size)
-            .sum();
-        let pending = (block_sectors(st.pending_payload) * SECTOR_SIZE) as u64
-            * (!st.pending.is_empty()) as u64;
-        before + if current > 0 { st.pos + pending } else { 0 }
+        self.state.lock().unwrap().used_bytes()
     }
 
     /// Adds the VLFs a growth of one log file wrote (after their headers are durable),
@@ -1021,6 +1025,28 @@ impl State {
                 slot: 0,
             },
         }
+    }
+
+    /// Bytes of log still needed (`LogWriter::used_bytes`).
+    fn used_bytes(&self) -> u64 {
+        let current = self.vlfs[self.cur].sequence;
+        let before: u64 = self
+            .vlfs
+            .iter()
+            .filter(|v| v.sequence != 0 && v.sequence >= self.min_active && v.sequence < current)
+            .map(|v| v.size)
+            .sum();
+        let pending = (block_sectors(self.pending_payload) * SECTOR_SIZE) as u64
+            * (!self.pending.is_empty()) as u64;
+        before + if current > 0 { self.pos + pending } else { 0 }
+    }
+
+    /// VLFs that could take new log records (`LogWriter::free_vlfs`).
+    fn free_vlfs(&self) -> usize {
+        let current = self.vlfs[self.cur].sequence;
+        (0..self.vlfs.len())
+            .filter(|&i| self.is_free(i, current))
+            .count()
     }
 
     fn is_free(&self, i: usize, current: u32) -> bool {

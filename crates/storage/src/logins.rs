@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use crate::config::{hash_password, verify_password};
 
@@ -188,7 +188,7 @@ pub enum LoginError {
 
 pub struct Logins {
     path: PathBuf,
-    map: RwLock<BTreeMap<String, Login>>,
+    map: RwLock<BTreeMap<String, Arc<Login>>>,
 }
 
 impl Logins {
@@ -196,7 +196,7 @@ impl Logins {
     pub fn load(dir: &Path, sa_hash: &str) -> std::io::Result<Logins> {
         let path = dir.join("logins");
         let mut map = BTreeMap::new();
-        map.insert("sa".to_string(), sa_login(sa_hash));
+        map.insert("sa".to_string(), Arc::new(sa_login(sa_hash)));
         match std::fs::read_to_string(&path) {
             Ok(text) => {
                 for mut l in text.lines().filter_map(Login::parse) {
@@ -205,7 +205,7 @@ impl Logins {
                         l.sid = SA_SID.to_vec();
                         l.server_roles.insert("sysadmin".into());
                     }
-                    map.insert(l.name.to_lowercase(), l);
+                    map.insert(l.name.to_lowercase(), Arc::new(l));
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -229,14 +229,16 @@ impl Logins {
         if !verify_password(password, &login.hash) {
             return Err(LoginRefusal::WrongPassword);
         }
-        Ok(login.clone())
+        Ok(Login::clone(login))
     }
 
-    pub fn get(&self, name: &str) -> Option<Login> {
+    /// The login as it is now, shared: a statement's permission checks read it without
+    /// copying it (a change replaces the map's entry; a reader keeps the version it took).
+    pub fn get(&self, name: &str) -> Option<Arc<Login>> {
         self.map.read().unwrap().get(&name.to_lowercase()).cloned()
     }
 
-    pub fn list(&self) -> Vec<Login> {
+    pub fn list(&self) -> Vec<Arc<Login>> {
         self.map.read().unwrap().values().cloned().collect()
     }
 
@@ -253,7 +255,7 @@ impl Logins {
             }
             map.insert(
                 key,
-                Login {
+                Arc::new(Login {
                     name: name.to_string(),
                     hash: hash_password(password),
                     enabled: true,
@@ -262,7 +264,7 @@ impl Logins {
                     server_roles: BTreeSet::new(),
                     granted: BTreeSet::new(),
                     denied: BTreeSet::new(),
-                },
+                }),
             );
             Ok(())
         })
@@ -279,6 +281,7 @@ impl Logins {
         self.change(|map| {
             let login = map
                 .get_mut(&name.to_lowercase())
+                .map(Arc::make_mut)
                 .ok_or_else(|| LoginError::NotFound(name.to_string()))?;
             if let Some(p) = password {
                 login.hash = hash_password(p);
@@ -306,6 +309,7 @@ impl Logins {
         self.change(|map| {
             let login = map
                 .get_mut(&name.to_lowercase())
+                .map(Arc::make_mut)
                 .ok_or_else(|| LoginError::NotFound(name.to_string()))?;
             let role = role.to_ascii_lowercase();
             if login.name.eq_ignore_ascii_case("sa") && role == "sysadmin" {
@@ -330,6 +334,7 @@ impl Logins {
         self.change(|map| {
             let login = map
                 .get_mut(&name.to_lowercase())
+                .map(Arc::make_mut)
                 .ok_or_else(|| LoginError::NotFound(name.to_string()))?;
             login.granted.remove(permission);
             login.denied.remove(permission);
@@ -345,12 +350,12 @@ impl Logins {
     /// Applies `f` to a copy, writes the copy durably, then makes it current (invariant 3).
     fn change(
         &self,
-        f: impl FnOnce(&mut BTreeMap<String, Login>) -> Result<(), LoginError>,
+        f: impl FnOnce(&mut BTreeMap<String, Arc<Login>>) -> Result<(), LoginError>,
     ) -> Result<(), LoginError> {
         let mut map = self.map.write().unwrap();
         let mut next = map.clone();
         f(&mut next)?;
-        let text: String = next.values().map(Login::line).collect();
+        let text: String = next.values().map(|l| l.line()).collect();
         crate::instance::write_durably(&self.path, text.as_bytes())
             .map_err(|e| LoginError::Io(e.to_string()))?;
         *map = next;

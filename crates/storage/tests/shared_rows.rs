@@ -780,14 +780,18 @@ fn leaf_splits_share_the_database() {
 
 /// The first rows after open share the database: a heap's and a clustered index's page
 /// cursor, not known after open, is rebuilt under the unit's insert lock by the session
-/// that needs it (table.rs `unit_cursor`). A reader holds the reopened database shared
-/// throughout while a writer inserts 40 rows into a heap and into a clustered table,
-/// splitting its leaves, all within the units' current extents (a filegroup's first new
-/// extent after open still holds the database: proportional fill's state is built then);
-/// before, the first row of each asked for the database held exclusively and waited for
-/// the reader for good. Afterwards both tables hold every row and CHECKDB is clean.
+/// that needs it (table.rs `unit_cursor`), and proportional fill's round robin is counted
+/// at open (database.rs `open_at`), so the filegroup's first new extent after open is
+/// taken sharing it too. A reader holds the reopened database shared throughout while a
+/// writer inserts `AFTER_OPEN` rows into a heap and into a clustered table, splitting its
+/// leaves and filling the units' mixed pages, so each takes a uniform extent; before,
+/// the first row of each (and then the first new extent) asked for the database held
+/// exclusively and waited for the reader for good. Afterwards both tables hold every row
+/// and CHECKDB is clean.
 #[test]
 fn first_rows_after_open_share_the_database() {
+    // 200-byte rows, about 35 a page: past the 8 mixed pages of each table.
+    const AFTER_OPEN: u32 = 400;
     let dir = fresh_dir("shared-after-open");
     let fs = OsFileSystem::new();
     let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 2048)).unwrap();
@@ -815,7 +819,7 @@ fn first_rows_after_open_share_the_database() {
         std::thread::spawn(move || {
             let env = GrowthEnv::default();
             let x = db.read().unwrap().begin_xact();
-            for k in 0..40u32 {
+            for k in 0..AFTER_OPEN {
                 let rec = row(k * 2 + 1, &value(k * 2 + 1));
                 for t in [heap, tree] {
                     db.run(&env, |e| e, |d| d.insert_row(x, t, (&rec, &env), None))
@@ -842,7 +846,7 @@ fn first_rows_after_open_share_the_database() {
     let db = Arc::into_inner(db).expect("writer joined").into_inner();
     let want: BTreeMap<u32, Vec<u8>> = (0..100u32)
         .map(|k| k * 2)
-        .chain((0..40u32).map(|k| k * 2 + 1))
+        .chain((0..AFTER_OPEN).map(|k| k * 2 + 1))
         .map(|k| (k, value(k)))
         .collect();
     assert_rows(&table_rows(&db, tree), &want, "the clustered table");

@@ -23,7 +23,7 @@ const SERVER_ROLE_IDS: [(&str, i32); 9] = [
 ];
 
 /// Logins in principal order: sa is 1, the others from 256 by name.
-fn logins_by_id(inst: &Instance) -> Vec<(i32, Login)> {
+fn logins_by_id(inst: &Instance) -> Vec<(i32, std::sync::Arc<Login>)> {
     let mut logins = inst.logins.list();
     logins.sort_by_key(|l| (!l.name.eq_ignore_ascii_case("sa"), l.name.to_lowercase()));
     logins

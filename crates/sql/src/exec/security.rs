@@ -120,7 +120,7 @@ impl DbIdentity {
 
 impl Session {
     /// The session's login as the instance knows it now (None once dropped).
-    pub(super) fn login(&self) -> Option<Login> {
+    pub(super) fn login(&self) -> Option<std::sync::Arc<Login>> {
         self.engine.instance.logins.get(self.login_name())
     }
 

@@ -57,7 +57,7 @@ impl Session {
             .instance
             .logins
             .get(login)
-            .map(|l| l.sid)
+            .map(|l| l.sid.clone())
             .ok_or_else(|| vec![msg(15007, &[&login])])?;
         let check = |g: &Database| {
             self.require_db_manage(db_id, g, "ALTER ANY USER")?;
