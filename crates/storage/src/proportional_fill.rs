@@ -553,7 +553,7 @@ impl Database {
     }
 
     /// Counts the free extents of each file of filegroup `ds` and recalculates its skip
-    /// targets, after its files changed (or at open; nobody allocates meanwhile).
+    /// targets, after its files changed, or at open (`open_at`), before any session.
     pub(crate) fn recalculate_fill(&mut self, ds: u16) -> Result<(), StorageError> {
         let free = self.free_extents_by_file(ds)?;
         let e_extents = self.data.growth.env.e_extents;
@@ -722,6 +722,7 @@ impl Database {
     ) -> Result<Option<(u16, ExtentNo)>, StorageError> {
         self.check_writable()?;
         if !self.data.fill.contains_key(&ds) {
+            // Counted at open unless a map could not be read then: this reports it.
             self.recalculate_fill(ds)?;
         }
         loop {
