@@ -9,6 +9,7 @@
 pub mod admission;
 pub mod attention;
 pub mod client;
+pub mod definitions;
 pub mod inbox;
 pub mod login7;
 pub mod login_guard;

@@ -36,6 +36,7 @@ use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
 use extentdb_sql::types::{SqlType, Value};
 
 use crate::admission::{LargeRequests, Permit};
+use crate::definitions::DefinitionCache;
 use crate::login7::{self, Login7};
 use crate::login_guard::{LoginGuard, PendingLogin};
 use crate::packet::{
@@ -340,9 +341,8 @@ struct Connection {
     answered_attentions: usize,
     /// Set when the running RPC call's statements raised an error (DONEPROC's ERROR bit).
     proc_error: bool,
-    /// The last sp_executesql parameter definition list and its parse: a client that
-    /// repeats one statement sends the same list with every call.
-    last_definitions: Option<(String, Arc<[ParameterDefinition]>)>,
+    /// sp_executesql parameter definition lists already parsed (definitions.rs).
+    definitions: DefinitionCache,
 }
 
 /// A request read, and the large-request slot it holds (admission.rs).
@@ -520,7 +520,7 @@ impl Connection {
             next_handle: 1,
             answered_attentions: 0,
             proc_error: false,
-            last_definitions: None,
+            definitions: DefinitionCache::default(),
         };
         let result = conn.serve(&standing.large);
         conn.stream.shutdown();
@@ -791,16 +791,9 @@ impl Connection {
         self.run_with(&text, &definitions, values, reply, 0)
     }
 
-    /// The parse of a parameter definition list, the last one's kept.
+    /// The parse of a parameter definition list (definitions.rs).
     fn definitions(&mut self, text: String) -> Result<Arc<[ParameterDefinition]>, SqlError> {
-        if let Some((last, defs)) = &self.last_definitions {
-            if *last == text {
-                return Ok(defs.clone());
-            }
-        }
-        let defs: Arc<[ParameterDefinition]> = parse_parameter_definitions(&text)?.into();
-        self.last_definitions = Some((text, defs.clone()));
-        Ok(defs)
+        self.definitions.get(text)
     }
 
     fn sp_prepare(&mut self, params: &[RpcParam], reply: &mut Reply, execute: bool) -> RpcResult {
