@@ -67,6 +67,25 @@ impl Locker {
         }
     }
 
+    /// A session's workspace locks (SHARED_TRANSACTION_WORKSPACE): the DATABASE lock of the
+    /// database it uses, held across its transactions.
+    pub fn new_workspace(
+        mgr: Arc<LockManager>,
+        session_id: u16,
+        cancel: Arc<AtomicBool>,
+    ) -> Locker {
+        let owner = mgr.new_workspace_owner(session_id);
+        Locker {
+            mgr,
+            owner,
+            held: HashMap::default(),
+            statement_locks: HashMap::default(),
+            escalated: HashMap::default(),
+            timeout: None,
+            cancel,
+        }
+    }
+
     pub fn owner(&self) -> &Arc<Owner> {
         &self.owner
     }
@@ -246,6 +265,16 @@ impl Locker {
                 }
             }
         }
+    }
+
+    /// Puts the lock held on `r` back to `mode`, weaker than it (an X DATABASE taken for a
+    /// change of the database's state, back to the S its session holds while in it), and
+    /// grants what waited for the stronger mode to go.
+    pub fn downgrade(&mut self, r: Resource, mode: LockMode) {
+        let held = self.held.get_mut(&r).expect("a downgrade of a lock held");
+        assert!(held.covers(mode), "a downgrade to a weaker mode");
+        *held = mode;
+        self.mgr.restore(&self.owner, r, mode);
     }
 
     /// A new statement: escalation counts start again.

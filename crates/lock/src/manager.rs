@@ -158,6 +158,8 @@ pub struct LockRow {
     pub status: &'static str,
     pub owner: u64,
     pub session_id: u16,
+    /// TRANSACTION or SHARED_TRANSACTION_WORKSPACE (`Owner::owner_type`).
+    pub owner_type: &'static str,
 }
 
 /// Waits by mode, for sys.dm_os_wait_stats (LCK_M_*).
@@ -209,6 +211,12 @@ impl LockManager {
     /// A new lock owner for a session's transaction.
     pub fn new_owner(&self, session_id: u16) -> Arc<Owner> {
         Owner::new(self.next_owner.fetch_add(1, Ordering::Relaxed), session_id)
+    }
+
+    /// A session's workspace owner: the DATABASE lock of the database it uses.
+    pub fn new_workspace_owner(&self, session_id: u16) -> Arc<Owner> {
+        let id = self.next_owner.fetch_add(1, Ordering::Relaxed);
+        Owner::of_kind(id, session_id, true)
     }
 
     pub(crate) fn shard(&self, r: &Resource) -> MutexGuard<'_, Heads> {
@@ -530,5 +538,6 @@ fn row(resource: Resource, mode: LockMode, status: &'static str, o: &Owner) -> L
         status,
         owner: o.id,
         session_id: o.session_id,
+        owner_type: o.owner_type(),
     }
 }

@@ -17,6 +17,10 @@ pub struct Owner {
     pub id: OwnerId,
     /// The session it belongs to (sys.dm_tran_locks.request_session_id).
     pub session_id: u16,
+    /// SQL Server's SHARED_TRANSACTION_WORKSPACE: the session's own owner of the shared
+    /// DATABASE lock it holds while it uses a database, outside any transaction (else a
+    /// transaction, TRANSACTION in sys.dm_tran_locks.request_owner_type).
+    pub workspace: bool,
     /// SET DEADLOCK_PRIORITY: the lowest in a cycle is chosen as its victim.
     deadlock_priority: AtomicI32,
     /// Bytes of log the transaction has written: among equal priorities the cheapest to
@@ -86,9 +90,15 @@ impl std::fmt::Debug for Owner {
 
 impl Owner {
     pub fn new(id: OwnerId, session_id: u16) -> Arc<Owner> {
+        Owner::of_kind(id, session_id, false)
+    }
+
+    /// A new owner, a session's workspace or a transaction (`workspace`).
+    pub fn of_kind(id: OwnerId, session_id: u16, workspace: bool) -> Arc<Owner> {
         Arc::new(Owner {
             id,
             session_id,
+            workspace,
             deadlock_priority: AtomicI32::new(0),
             log_used: AtomicU64::new(0),
             waiting: Mutex::new(None),
@@ -120,6 +130,15 @@ impl Owner {
 
     pub(crate) fn set_waiting(&self, w: Option<Waiting>) {
         *self.waiting.lock().unwrap_or_else(|e| e.into_inner()) = w;
+    }
+
+    /// sys.dm_tran_locks.request_owner_type.
+    pub fn owner_type(&self) -> &'static str {
+        if self.workspace {
+            "SHARED_TRANSACTION_WORKSPACE"
+        } else {
+            "TRANSACTION"
+        }
     }
 
     /// The lock request this owner waits on, if any.

@@ -169,11 +169,6 @@ impl Session {
         };
         let abnormal = |e| abnormal(statement, e);
         let opts = self.backup_options(&b.options, "BACKUP")?;
-        let kind = match b.kind {
-            BackupKind::Log => BackupType::Log,
-            BackupKind::Database if opts.differential => BackupType::Differential,
-            BackupKind::Database => BackupType::Database,
-        };
         let inst = self.engine.instance.clone();
         let (id, db) = inst.database_by_name(&b.database).ok_or_else(|| {
             let e = self.unopened_error(&b.database);
@@ -200,10 +195,40 @@ impl Session {
                 || inst.sessions.lock().unwrap().values().any(|s| {
                     s.session_id != self.spid && s.database_id.load(Ordering::Relaxed) == id
                 });
-            if in_use {
+            // X DATABASE until the database is RESTORING (db_lock.rs): nobody enters it
+            // between the check and the end of the log.
+            if in_use || !self.hold_database_exclusively(id)? {
                 return Err(abnormal(vec![msg(3101, &[])]));
             }
         }
+        let done = self.backup_checked(b, &opts, (id, db), out);
+        if tail {
+            self.end_exclusive_hold(id);
+        }
+        done
+    }
+
+    /// BACKUP once its database is found, allowed and, for a tail-log backup, held
+    /// (`backup`).
+    fn backup_checked(
+        &mut self,
+        b: &Backup,
+        opts: &Options,
+        (id, db): (u16, extentdb_storage::instance::DbHandle),
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
+        let statement = match b.kind {
+            BackupKind::Database => "BACKUP DATABASE",
+            BackupKind::Log => "BACKUP LOG",
+        };
+        let abnormal = |e| abnormal(statement, e);
+        let kind = match b.kind {
+            BackupKind::Log => BackupType::Log,
+            BackupKind::Database if opts.differential => BackupType::Differential,
+            BackupKind::Database => BackupType::Database,
+        };
+        let tail = opts.norecovery;
+        let inst = self.engine.instance.clone();
         let path = self.backup_device(&b.devices).map_err(abnormal)?;
         let tracked = Tracked::start(&inst, self.spid, id, statement, opts.stats);
         let progress = |done: u64, total: u64| tracked.progress(done, total);
@@ -383,8 +408,10 @@ impl Session {
         if !allowed {
             return Err(vec![msg(3110, &[&name])]);
         }
-        // Replacing a database needs it to oneself, as SQL Server's RESTORE does.
-        if let Some((id, _)) = inst.database_by_name(name) {
+        // Replacing a database needs it to oneself, as SQL Server's RESTORE does: X
+        // DATABASE on it while it is replaced (db_lock.rs).
+        let replaced = inst.database_by_name(name).map(|(id, _)| id);
+        if let Some(id) = replaced {
             if id == self.database_id {
                 return Err(vec![msg(3102, &[&name])]);
             }
@@ -392,10 +419,27 @@ impl Session {
                 inst.sessions.lock().unwrap().values().any(|s| {
                     s.session_id != self.spid && s.database_id.load(Ordering::Relaxed) == id
                 });
-            if in_use {
+            if in_use || !self.hold_database_exclusively(id)? {
                 return Err(vec![msg(3101, &[])]);
             }
         }
+        let restored = self.restore_held(kind, name, path, opts, out);
+        if let Some(id) = replaced {
+            self.end_exclusive_hold(id);
+        }
+        restored
+    }
+
+    /// RESTORE's run once the database it replaces, if any, is held (`restore`).
+    fn restore_held(
+        &mut self,
+        kind: RestoreKind,
+        name: &str,
+        path: &std::path::Path,
+        opts: &Options,
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
+        let inst = self.engine.instance.clone();
         let statement = if kind == RestoreKind::Log {
             "RESTORE LOG"
         } else {

@@ -115,18 +115,25 @@ impl Session {
         drop(open);
         if closes {
             self.clear_database(id, &real_name, termination, out)?;
+            // X DATABASE while it closes (db_lock.rs): a session that entered since the
+            // others left is refused as if it had been seen.
+            if !self.hold_database_exclusively(id)? {
+                return Err(failed(msg(5061, &[&real_name])));
+            }
         }
         let result = if offline {
             inst.set_offline(id)
         } else {
             inst.set_online(id)
         };
+        if closes && !(offline && result.is_ok() && self.database_id == id) {
+            self.end_exclusive_hold(id);
+        }
         if let Err(e) = result {
             return Err(self.state_change_failed(&e, &real_name));
         }
         if offline && self.database_id == id {
-            self.database_id = MASTER_ID;
-            self.info.database_id.store(MASTER_ID, Ordering::Release);
+            self.enter_database(MASTER_ID)?;
             out.push(Output::EnvChange(EnvChange::Database {
                 old: real_name,
                 new: "master".into(),
@@ -237,7 +244,7 @@ impl Session {
 
     /// Other sessions using database `id`: it is their current database, or their
     /// transaction has written there.
-    fn sessions_in(&self, id: u16) -> Vec<Arc<SessionInfo>> {
+    pub(super) fn sessions_in(&self, id: u16) -> Vec<Arc<SessionInfo>> {
         self.engine
             .instance
             .sessions

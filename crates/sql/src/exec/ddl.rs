@@ -431,10 +431,19 @@ impl Session {
                 .drop_database(name)
                 .map_err(|e| map(&e, Context::Other)),
             Some((id, _)) if id == self.database_id => Err(vec![msg(3702, &[&name])]),
-            Some(_) => inst
-                .drop_database(name)
-                .map_err(|e| map(&e, Context::Other)),
+            Some((id, _)) => self.drop_user_database(id, name),
         }
+    }
+
+    /// DROP DATABASE of a user database the session is not in: refused (3702) while another
+    /// session uses it, and held exclusively (X DATABASE, db_lock.rs) while it goes.
+    fn drop_user_database(&mut self, id: u16, name: &str) -> Result<(), Vec<SqlError>> {
+        if !self.sessions_in(id).is_empty() || !self.hold_database_exclusively(id)? {
+            return Err(vec![msg(3702, &[&name])]);
+        }
+        let dropped = self.engine.instance.drop_database(name);
+        self.end_exclusive_hold(id);
+        dropped.map_err(|e| map(&e, Context::Other))
     }
 
     /// ALTER DATABASE name action.

@@ -52,7 +52,7 @@ fn lock_row(l: &LockRow) -> Vec<Value> {
         text(l.status),
         Value::SmallInt(1),
         Value::Int(l.session_id as i32),
-        text("TRANSACTION"),
+        text(l.owner_type),
         Value::BigInt(l.owner as i64),
     ]
 }

@@ -146,8 +146,7 @@ impl Session {
                 self.spid,
                 self.cancel.clone(),
             );
-            l.timeout = (self.locks.timeout_ms >= 0)
-                .then(|| Duration::from_millis(self.locks.timeout_ms as u64));
+            l.timeout = self.lock_wait_timeout();
             l.owner()
                 .set_deadlock_priority(self.locks.deadlock_priority);
             *self.info.lock_owner.lock().unwrap() = Some(l.owner().clone());
@@ -305,6 +304,11 @@ impl Session {
         }
         self.release_locks();
         true
+    }
+
+    /// How long a lock request waits (SET LOCK_TIMEOUT): None for ever.
+    pub(super) fn lock_wait_timeout(&self) -> Option<Duration> {
+        (self.locks.timeout_ms >= 0).then(|| Duration::from_millis(self.locks.timeout_ms as u64))
     }
 
     /// @@LOCK_TIMEOUT.

@@ -26,6 +26,7 @@ mod aggregate;
 mod backup;
 mod batch_cache;
 pub mod checkdb;
+mod db_lock;
 mod db_state;
 pub mod ddl;
 mod dml;
@@ -270,6 +271,18 @@ impl Engine {
             .lock()
             .unwrap()
             .insert(spid, info.clone());
+        let mut workspace = extentdb_storage::lock::Locker::new_workspace(
+            self.instance.locks.clone(),
+            spid,
+            cancel.clone(),
+        );
+        // Nothing holds master exclusively (db_lock.rs): granted at once.
+        workspace
+            .lock(
+                extentdb_storage::lock::Resource::Database { db: MASTER_ID },
+                extentdb_storage::lock::LockMode::S,
+            )
+            .expect("S DATABASE on master");
         Session {
             engine: self.clone(),
             spid,
@@ -290,6 +303,7 @@ impl Engine {
             descriptor: 0,
             cancel,
             locks: Default::default(),
+            workspace,
             batches: Default::default(),
             tables: Default::default(),
         }
@@ -351,6 +365,9 @@ pub struct Session {
     cancel: Arc<AtomicBool>,
     /// The transaction's locks and the session's locking settings (`locking.rs`).
     locks: locking::SessionLocks,
+    /// The session's own locks outside transactions: S DATABASE on the database it uses
+    /// (`db_lock.rs`).
+    workspace: extentdb_storage::lock::Locker,
     /// The batches this session parsed, by text (`batch_cache.rs`).
     batches: batch_cache::BatchCache,
     /// The tables this session resolved, by name and catalog state (`table_cache.rs`).
@@ -484,8 +501,13 @@ impl Session {
         for e in self.rollback_all() {
             self.log_event(&e);
         }
-        self.database_id = database_id;
-        self.info.database_id.store(database_id, Ordering::Release);
+        // The login's database again; one being dropped or restored meanwhile leaves the
+        // session where it is, as a USE that times out would.
+        if let Err(errors) = self.enter_database(database_id) {
+            for e in errors {
+                self.log_event(&e);
+            }
+        }
         self.flags.clear();
         self.vars.clear();
         self.declared_by.clear();
@@ -700,14 +722,27 @@ impl Session {
                 self.require_db_access(id, &db.read().unwrap())?;
                 let old = self.current_db_name();
                 let name = db.read().unwrap().name.clone();
+                drop(db);
+                // S DATABASE first: a DROP, RESTORE or state change holding it is waited
+                // out (db_lock.rs), and the database is then looked at again.
+                self.lock_database(id)?;
                 // Checked and entered in one turn, so two sessions never both get into a
                 // SINGLE_USER database (db_state.rs).
-                let turn = self.engine.instance.access_turn.lock().unwrap();
-                if let Some(e) = self.single_user_refusal(id, &name) {
+                let inst = self.engine.instance.clone();
+                let turn = inst.access_turn.lock().unwrap();
+                let refusal = match self.engine.instance.database_by_name(database) {
+                    Some((now, _)) if now == id => self.single_user_refusal(id, &name),
+                    _ => Some(
+                        self.unopened_error(database)
+                            .unwrap_or_else(|| msg(911, &[database])),
+                    ),
+                };
+                if let Some(e) = refusal {
+                    drop(turn);
+                    self.unlock_database(id);
                     return Err(vec![e]);
                 }
-                self.database_id = id;
-                self.info.database_id.store(id, Ordering::Release);
+                self.moved_into(id);
                 drop(turn);
                 out.push(Output::EnvChange(EnvChange::Database {
                     old,
