@@ -132,8 +132,10 @@ fn drop_database_in_use_is_refused() {
 /// Proves sessions entering and leaving a database while another session drops it never
 /// find it gone under them: four sessions loop USE, a read of the table, USE master, while
 /// a fifth asks for DROP DATABASE until it goes through. Every read after a USE that
-/// succeeded returns the table's rows; a refused USE is 911 (the database is gone), and
-/// a refused DROP is 3702.
+/// succeeded returns the table's rows; a refused USE is 911 (the database is gone), a
+/// refused DROP is 3702, and when the DROP goes through no session is in the database
+/// (sys.dm_exec_sessions): before the DATABASE lock, the first DROP went through with
+/// sessions inside, which went on reading the removed files.
 #[test]
 fn sessions_entering_never_lose_the_database_to_a_drop() {
     let s = Server::start("database-lock-race", &[]);
@@ -143,6 +145,11 @@ fn sessions_entering_never_lose_the_database_to_a_drop() {
         "CREATE DATABASE Race; USE Race; CREATE TABLE t (k int NOT NULL PRIMARY KEY); \
          INSERT INTO t VALUES (1), (2); USE master",
     );
+    let id = match &all_rows(&run(&mut dba, "SELECT DB_ID('Race')"))[0][..] {
+        [Value::Int(n)] => *n,
+        [Value::SmallInt(n)] => *n as i32,
+        other => panic!("{other:?}"),
+    };
     let dropped = Arc::new(AtomicBool::new(false));
     let users: Vec<_> = (0..4)
         .map(|i| {
@@ -184,6 +191,12 @@ fn sessions_entering_never_lose_the_database_to_a_drop() {
         );
         std::thread::sleep(Duration::from_millis(2));
     }
+    // Nobody was inside when it went: no session is left in the dropped database.
+    let r = run(
+        &mut dba,
+        &format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE database_id = {id}"),
+    );
+    assert_eq!(all_rows(&r), vec![vec![Value::Int(0)]], "sessions left in a dropped database");
     dropped.store(true, Ordering::Release);
     let reads: u32 = users.into_iter().map(|u| u.join().unwrap()).sum();
     println!("{reads} reads; the DROP was refused {refused} times before it went through");
