@@ -6,7 +6,8 @@
 //! - `manager`: the lock table (grants and first-come-first-served queues, in shards),
 //!   waits with SET LOCK_TIMEOUT and cancellation, sys.dm_tran_locks and the LCK_M_* waits.
 //! - `deadlock`: the wait-for graph, victims by DEADLOCK_PRIORITY then log used.
-//! - `locker`: one transaction's locks: intent locks, escalation, release.
+//! - `locker`: one transaction's locks (or a session's workspace: its S DATABASE lock):
+//!   intent locks, escalation, release.
 //!
 //! This crate knows nothing of pages or tables beyond their ids: it depends on nothing in
 //! extentdb, and storage and sql use it. It does not decide *what* to lock for a statement
