@@ -196,7 +196,11 @@ fn sessions_entering_never_lose_the_database_to_a_drop() {
         &mut dba,
         &format!("SELECT COUNT(*) FROM sys.dm_exec_sessions WHERE database_id = {id}"),
     );
-    assert_eq!(all_rows(&r), vec![vec![Value::Int(0)]], "sessions left in a dropped database");
+    assert_eq!(
+        all_rows(&r),
+        vec![vec![Value::Int(0)]],
+        "sessions left in a dropped database"
+    );
     dropped.store(true, Ordering::Release);
     let reads: u32 = users.into_iter().map(|u| u.join().unwrap()).sum();
     println!("{reads} reads; the DROP was refused {refused} times before it went through");

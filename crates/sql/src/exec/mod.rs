@@ -54,6 +54,7 @@ mod structure;
 mod table_cache;
 mod table_ddl;
 mod tables;
+mod temp_tables;
 mod tran_views;
 mod unique;
 pub mod views;
@@ -209,6 +210,8 @@ pub struct Engine {
     next_spid: AtomicU16,
     /// Transaction descriptors handed to clients (ENVCHANGE), unique in the process.
     next_descriptor: AtomicU64,
+    /// The numbers of temporary tables' stored names (`temp_tables.rs`).
+    temp_counter: temp_tables::TempCounter,
 }
 
 impl Engine {
@@ -225,6 +228,7 @@ impl Engine {
             instance,
             next_spid: AtomicU16::new(51),
             next_descriptor: AtomicU64::new(1),
+            temp_counter: Default::default(),
         })
     }
 
@@ -306,6 +310,7 @@ impl Engine {
             workspace,
             batches: Default::default(),
             tables: Default::default(),
+            temp_tables: Default::default(),
         }
     }
 }
@@ -372,6 +377,8 @@ pub struct Session {
     batches: batch_cache::BatchCache,
     /// The tables this session resolved, by name and catalog state (`table_cache.rs`).
     tables: std::cell::RefCell<table_cache::TableCache>,
+    /// Its temporary tables (`temp_tables.rs`).
+    temp_tables: temp_tables::TempTables,
 }
 
 impl Drop for Session {
@@ -382,6 +389,7 @@ impl Drop for Session {
         for e in self.rollback_all() {
             self.log_event(&e);
         }
+        self.drop_temporary_tables();
         self.engine
             .instance
             .sessions
@@ -501,6 +509,7 @@ impl Session {
         for e in self.rollback_all() {
             self.log_event(&e);
         }
+        self.drop_temporary_tables();
         // The login's database again; one being dropped or restored meanwhile leaves the
         // session where it is, as a USE that times out would.
         if let Err(errors) = self.enter_database(database_id) {

@@ -369,6 +369,9 @@ impl Session {
         perm: &str,
     ) -> Result<super::tables::TableRef, Vec<SqlError>> {
         let t = self.table(name)?;
+        if self.owns_temporary(t.db_id, &t.entry.name) {
+            return Ok(t);
+        }
         let g = t.db.read().unwrap();
         self.require_object_permission(t.db_id, &g, perm, t.entry.object_id, &t.entry.name)?;
         drop(g);
@@ -381,6 +384,9 @@ impl Session {
         t: &super::tables::TableRef,
         refusal: SqlError,
     ) -> Result<(), Vec<SqlError>> {
+        if self.owns_temporary(t.db_id, &t.entry.name) {
+            return Ok(());
+        }
         let g = t.db.read().unwrap();
         self.require_db_access(t.db_id, &g)?;
         if self.has_db_permission(t.db_id, &g, "ALTER", Some(t.entry.object_id)) {

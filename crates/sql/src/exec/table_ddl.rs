@@ -18,6 +18,7 @@ use super::errors;
 use super::expr_text::default_text;
 use super::lower::not_yet;
 use super::structure::validated_change;
+use super::temp_tables;
 use super::Session;
 use crate::ast::{ColumnDefinition, CreateTable, KeyConstraint, ObjectName, TableConstraint};
 use crate::messages::{msg, SqlError};
@@ -159,7 +160,14 @@ impl Session {
     /// CREATE TABLE; at most `MAX_COLUMNS` columns (Msg 1702).
     pub(super) fn create_table(&mut self, c: &CreateTable) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.object_database(&c.name)?;
-        self.require_db_permission(db_id, &db.read().unwrap(), "CREATE TABLE")?;
+        // A #name: the session's own table in tempdb, which needs no permission.
+        let temporary = match temp_tables::is_temporary(c.name.name()) {
+            true => Some(self.new_temporary(c.name.name())?),
+            false => {
+                self.require_db_permission(db_id, &db.read().unwrap(), "CREATE TABLE")?;
+                None
+            }
+        };
         let schema = c
             .name
             .qualifier()
@@ -168,7 +176,9 @@ impl Session {
         if !schema.eq_ignore_ascii_case("dbo") {
             return Err(vec![msg(2760, &[&schema])]);
         }
-        let table = c.name.name().to_string();
+        let table = temporary
+            .clone()
+            .unwrap_or_else(|| c.name.name().to_string());
         if let Some(def) = c.columns.get(MAX_COLUMNS) {
             return Err(vec![msg(1702, &[&def.name, &table])]);
         }
@@ -248,6 +258,9 @@ impl Session {
             },
             |e| errors::map(&e, errors::Context::Other),
         )?;
+        if let Some(stored) = temporary {
+            self.temporary_created(c.name.name(), stored);
+        }
         Ok(())
     }
 
@@ -269,6 +282,7 @@ impl Session {
             self.schema_modification(&t)?;
             t.db.drop_table(t.entry.object_id)
                 .map_err(|e| table_ddl_error(e, gone()))?;
+            self.temporary_dropped(&t.entry.name);
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;
             }

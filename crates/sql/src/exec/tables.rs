@@ -507,6 +507,17 @@ impl Session {
         &self,
         name: &ObjectName,
     ) -> Result<(u16, Arc<SharedDatabase>), Vec<SqlError>> {
+        if let Some(temporary) = self.temporary_target(name) {
+            return self.object_database_named(&temporary);
+        }
+        self.object_database_named(name)
+    }
+
+    /// `object_database` of a name that is not a temporary table's.
+    fn object_database_named(
+        &self,
+        name: &ObjectName,
+    ) -> Result<(u16, Arc<SharedDatabase>), Vec<SqlError>> {
         match name.database().filter(|d| !d.is_empty()) {
             Some(d) => {
                 let found = self.engine.instance.database_by_name(d).ok_or_else(|| {
@@ -531,6 +542,9 @@ impl Session {
     /// The user table `name` names, if it exists: as this session resolved it before
     /// under the same catalog state (`table_cache.rs`), else from the catalog.
     pub(super) fn find_table(&self, name: &ObjectName) -> Result<Option<TableRef>, Vec<SqlError>> {
+        // A #name is the session's table in tempdb (temp_tables.rs invariant 1).
+        let temporary = self.temporary_target(name);
+        let name = temporary.as_ref().unwrap_or(name);
         let (db_id, db) = self.object_database(name)?;
         let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
         let resolved = {
