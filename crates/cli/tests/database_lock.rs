@@ -206,3 +206,31 @@ fn sessions_entering_never_lose_the_database_to_a_drop() {
     println!("{reads} reads; the DROP was refused {refused} times before it went through");
     assert!(reads > 0);
 }
+
+/// Proves a transaction that reads another database by a three-part name holds S
+/// DATABASE there (owned by the transaction) until it ends: DROP DATABASE of it is refused
+/// with 3702 meanwhile, and goes through after the COMMIT. Before, the DROP went through
+/// under the open transaction, which was not in the database and had written nothing.
+#[test]
+fn a_three_part_name_holds_its_database_for_the_transaction() {
+    let s = Server::start("database-lock-three-part", &[]);
+    let mut dba = s.connect();
+    run(
+        &mut dba,
+        "CREATE DATABASE Other; USE Other; CREATE TABLE t (k int NOT NULL PRIMARY KEY); \
+         INSERT INTO t VALUES (1); USE master",
+    );
+    let mut a = s.connect();
+    let sa = spid(&mut a);
+    let r = run(&mut a, "BEGIN TRAN; SELECT COUNT(*) FROM Other.dbo.t");
+    assert_eq!(all_rows(&r), vec![vec![Value::Int(1)]]);
+    let held = database_locks(&mut dba, "Other");
+    assert_eq!(
+        held,
+        vec![(sa, "S".into(), "TRANSACTION".into(), "GRANT".into())]
+    );
+    assert_eq!(errors(&mut dba, "DROP DATABASE Other"), vec![(3702, 16, 4)]);
+    run(&mut a, "COMMIT");
+    assert!(database_locks(&mut dba, "Other").is_empty());
+    run(&mut dba, "DROP DATABASE Other");
+}

@@ -172,6 +172,7 @@ impl Session {
         let heap = t.entry.index_id != 1;
         let plan = hint_locking(self.locks.isolation, write, hints, heap)?;
         let locker = self.locker();
+        self.other_database_lock(&locker, t.db_id)?;
         let names = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry);
         if let Some(mode) = plan.table {
             let mut l = locker.lock().unwrap();
@@ -206,6 +207,23 @@ impl Session {
         })
     }
 
+    /// S DATABASE on `db` for the transaction when it is not the session's own database
+    /// (a three-part name): held to the transaction's end, so the database is not dropped,
+    /// restored over or taken offline under the statement (db_lock.rs); the session's own
+    /// database is held by its workspace already.
+    fn other_database_lock(
+        &mut self,
+        locker: &Arc<Mutex<Locker>>,
+        db: u16,
+    ) -> Result<(), Vec<SqlError>> {
+        if db == self.database_id {
+            return Ok(());
+        }
+        let mut l = locker.lock().unwrap();
+        l.lock(Resource::Database { db }, LockMode::S)
+            .map_err(|e| lock_error(e, self.spid))
+    }
+
     /// `mode` on `table` for this statement only (invariant 4): Sch-S for a read that
     /// locks no rows, which keeps the table from being dropped or emptied under it; the
     /// intent lock of a read whose row locks go as each row is read (READ COMMITTED), taken
@@ -236,6 +254,7 @@ impl Session {
     ) -> Result<(), Vec<SqlError>> {
         let table = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry).table();
         let locker = self.locker();
+        self.other_database_lock(&locker, t.db_id)?;
         let mut l = locker.lock().unwrap();
         l.lock(table, LockMode::SchM)
             .map_err(|e| lock_error(e, self.spid))?;
