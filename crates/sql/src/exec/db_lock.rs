@@ -7,8 +7,9 @@
 //! LOCK_TIMEOUT says (LCK_M_S, 1222), and finds the database as the change left it (911,
 //! 927, 942). SET SINGLE_USER keeps others out by its own turn (db_state.rs).
 //!
-//! A transaction that reaches another database by a three-part name takes no DATABASE lock
-//! there; the operations above see it through `SessionInfo::xact_databases`.
+//! A statement that reaches another database by a three-part name takes S DATABASE there
+//! for its transaction (locking.rs `other_database_lock`), so those operations are refused
+//! while it runs or its transaction is open.
 //!
 //! Invariants:
 //! 1. A session holds S (or, during a state change it makes, X) DATABASE on its current
