@@ -142,7 +142,13 @@ impl Drop for LogGrowth {
 impl Database {
     /// Sets how growths initialize space and where they report.
     pub fn set_growth_env(&mut self, env: GrowthEnv) {
+        let e_changed = env.e_extents != self.data.growth.env.e_extents;
         self.data.growth.env = env;
+        // The round robin counted at open took the default; -E changes how it runs.
+        if e_changed && !self.data.fill.is_empty() && self.recalculate_proportional_fill().is_err()
+        {
+            self.data.fill.clear();
+        }
     }
 
     /// (log autogrowths since open, longest wait for one in µs).

@@ -195,7 +195,7 @@ impl Session {
                 || inst.sessions.lock().unwrap().values().any(|s| {
                     s.session_id != self.spid && s.database_id.load(Ordering::Relaxed) == id
                 });
-            // X DATABASE until the database is RESTORING (db_lock.rs): nobody enters it
+            // X DATABASE until the database is RESTORING (database_lock.rs): nobody enters it
             // between the check and the end of the log.
             if in_use || !self.hold_database_exclusively(id)? {
                 return Err(abnormal(vec![msg(3101, &[])]));
@@ -409,7 +409,7 @@ impl Session {
             return Err(vec![msg(3110, &[&name])]);
         }
         // Replacing a database needs it to oneself, as SQL Server's RESTORE does: X
-        // DATABASE on it while it is replaced (db_lock.rs).
+        // DATABASE on it while it is replaced (database_lock.rs).
         let replaced = inst.database_by_name(name).map(|(id, _)| id);
         if let Some(id) = replaced {
             if id == self.database_id {

@@ -115,7 +115,7 @@ impl Session {
         drop(open);
         if closes {
             self.clear_database(id, &real_name, termination, out)?;
-            // X DATABASE while it closes (db_lock.rs): a session that entered since the
+            // X DATABASE while it closes (database_lock.rs): a session that entered since the
             // others left is refused as if it had been seen.
             if !self.hold_database_exclusively(id)? {
                 return Err(failed(msg(5061, &[&real_name])));

@@ -436,7 +436,7 @@ impl Session {
     }
 
     /// DROP DATABASE of a user database the session is not in: refused (3702) while another
-    /// session uses it, and held exclusively (X DATABASE, db_lock.rs) while it goes.
+    /// session uses it, and held exclusively (X DATABASE, database_lock.rs) while it goes.
     fn drop_user_database(&mut self, id: u16, name: &str) -> Result<(), Vec<SqlError>> {
         if !self.sessions_in(id).is_empty() || !self.hold_database_exclusively(id)? {
             return Err(vec![msg(3702, &[&name])]);

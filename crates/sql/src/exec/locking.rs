@@ -209,7 +209,7 @@ impl Session {
 
     /// S DATABASE on `db` for the transaction when it is not the session's own database
     /// (a three-part name): held to the transaction's end, so the database is not dropped,
-    /// restored over or taken offline under the statement (db_lock.rs); the session's own
+    /// restored over or taken offline under the statement (database_lock.rs); the session's own
     /// database is held by its workspace already.
     fn other_database_lock(
         &mut self,

@@ -26,7 +26,7 @@ mod aggregate;
 mod backup;
 mod batch_cache;
 pub mod checkdb;
-mod db_lock;
+mod database_lock;
 mod db_state;
 pub mod ddl;
 mod dml;
@@ -280,7 +280,7 @@ impl Engine {
             spid,
             cancel.clone(),
         );
-        // Nothing holds master exclusively (db_lock.rs): granted at once.
+        // Nothing holds master exclusively (database_lock.rs): granted at once.
         workspace
             .lock(
                 extentdb_storage::lock::Resource::Database { db: MASTER_ID },
@@ -371,7 +371,7 @@ pub struct Session {
     /// The transaction's locks and the session's locking settings (`locking.rs`).
     locks: locking::SessionLocks,
     /// The session's own locks outside transactions: S DATABASE on the database it uses
-    /// (`db_lock.rs`).
+    /// (`database_lock.rs`).
     workspace: extentdb_storage::lock::Locker,
     /// The batches this session parsed, by text (`batch_cache.rs`).
     batches: batch_cache::BatchCache,
@@ -733,7 +733,7 @@ impl Session {
                 let name = db.read().unwrap().name.clone();
                 drop(db);
                 // S DATABASE first: a DROP, RESTORE or state change holding it is waited
-                // out (db_lock.rs), and the database is then looked at again.
+                // out (database_lock.rs), and the database is then looked at again.
                 self.lock_database(id)?;
                 // Checked and entered in one turn, so two sessions never both get into a
                 // SINGLE_USER database (db_state.rs).

@@ -56,7 +56,7 @@ impl Session {
     pub(super) fn moved_into(&mut self, id: u16) {
         assert!(
             self.workspace.held(&database(id)).is_some(),
-            "db_lock.rs invariant 1: a session enters a database it holds S on"
+            "database_lock.rs invariant 1: a session enters a database it holds S on"
         );
         let old = std::mem::replace(&mut self.database_id, id);
         self.info
