@@ -423,18 +423,14 @@ impl Session {
                 return Err(vec![msg(3101, &[])]);
             }
         }
-        let restored = self.restore_held(kind, name, path, opts, out);
-        if let Some(id) = replaced {
-            self.end_exclusive_hold(id);
-        }
-        restored
+        self.restore_held(kind, (name, replaced), path, opts, out)
     }
 
     /// RESTORE's run once the database it replaces, if any, is held (`restore`).
     fn restore_held(
         &mut self,
         kind: RestoreKind,
-        name: &str,
+        (name, replaced): (&str, Option<u16>),
         path: &std::path::Path,
         opts: &Options,
         out: &mut Out,
@@ -467,6 +463,11 @@ impl Session {
         } else {
             inst.restore_database(&ctx, &req)
         };
+        // The X DATABASE goes before the history is written: another session writes it in
+        // msdb, which may be the database restored (database_lock.rs invariant 3).
+        if let Some(id) = replaced {
+            self.end_exclusive_hold(id);
+        }
         let outcome = match result {
             Ok(o) => o,
             Err(StorageError::Cancelled) => return Ok(()),

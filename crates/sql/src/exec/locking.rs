@@ -216,7 +216,10 @@ impl Session {
         locker: &Arc<Mutex<Locker>>,
         db: u16,
     ) -> Result<(), Vec<SqlError>> {
-        if db == self.database_id {
+        // The workspace's lock there covers it: S on the current database, or the X an
+        // operation of this session holds while it runs (database_lock.rs).
+        let workspace_holds = self.workspace.held(&Resource::Database { db }).is_some();
+        if db == self.database_id || workspace_holds {
             return Ok(());
         }
         let mut l = locker.lock().unwrap();
