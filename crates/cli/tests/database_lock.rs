@@ -35,6 +35,19 @@ fn database_locks(c: &mut Client, db: &str) -> Vec<(i32, String, String, String)
         .collect()
 }
 
+/// Database `name` with table t of `rows` rows (keys 1 to `rows`); `c` back in master.
+fn database_with_rows(c: &mut Client, name: &str, rows: i32) {
+    let values: Vec<String> = (1..=rows).map(|k| format!("({k})")).collect();
+    run(
+        c,
+        &format!(
+            "CREATE DATABASE {name}; USE {name}; CREATE TABLE t (k int NOT NULL PRIMARY KEY); \
+             INSERT INTO t VALUES {}; USE master",
+            values.join(", ")
+        ),
+    );
+}
+
 fn spid(c: &mut Client) -> i32 {
     match &all_rows(&run(c, "SELECT @@SPID"))[0][..] {
         [Value::SmallInt(n)] => *n as i32,
@@ -106,11 +119,7 @@ fn each_session_holds_its_database_shared() {
 fn drop_database_in_use_is_refused() {
     let s = Server::start("database-lock-drop", &[]);
     let mut dba = s.connect();
-    run(
-        &mut dba,
-        "CREATE DATABASE Ledger; USE Ledger; CREATE TABLE t (k int NOT NULL PRIMARY KEY); \
-         INSERT INTO t VALUES (1), (2), (3); USE master",
-    );
+    database_with_rows(&mut dba, "Ledger", 3);
     let mut a = s.connect_to(Some("Ledger"));
     assert_eq!(
         errors(&mut dba, "DROP DATABASE Ledger"),
@@ -140,11 +149,7 @@ fn drop_database_in_use_is_refused() {
 fn sessions_entering_never_lose_the_database_to_a_drop() {
     let s = Server::start("database-lock-race", &[]);
     let mut dba = s.connect();
-    run(
-        &mut dba,
-        "CREATE DATABASE Race; USE Race; CREATE TABLE t (k int NOT NULL PRIMARY KEY); \
-         INSERT INTO t VALUES (1), (2); USE master",
-    );
+    database_with_rows(&mut dba, "Race", 2);
     let id = match &all_rows(&run(&mut dba, "SELECT DB_ID('Race')"))[0][..] {
         [Value::Int(n)] => *n,
         [Value::SmallInt(n)] => *n as i32,
@@ -215,11 +220,7 @@ fn sessions_entering_never_lose_the_database_to_a_drop() {
 fn a_three_part_name_holds_its_database_for_the_transaction() {
     let s = Server::start("database-lock-three-part", &[]);
     let mut dba = s.connect();
-    run(
-        &mut dba,
-        "CREATE DATABASE Other; USE Other; CREATE TABLE t (k int NOT NULL PRIMARY KEY); \
-         INSERT INTO t VALUES (1); USE master",
-    );
+    database_with_rows(&mut dba, "Other", 1);
     let mut a = s.connect();
     let sa = spid(&mut a);
     let r = run(&mut a, "BEGIN TRAN; SELECT COUNT(*) FROM Other.dbo.t");

@@ -56,15 +56,7 @@ pub struct Locker {
 impl Locker {
     pub fn new(mgr: Arc<LockManager>, session_id: u16, cancel: Arc<AtomicBool>) -> Locker {
         let owner = mgr.new_owner(session_id);
-        Locker {
-            mgr,
-            owner,
-            held: HashMap::default(),
-            statement_locks: HashMap::default(),
-            escalated: HashMap::default(),
-            timeout: None,
-            cancel,
-        }
+        Locker::of(mgr, owner, cancel)
     }
 
     /// A session's workspace locks (SHARED_TRANSACTION_WORKSPACE): the DATABASE lock of the
@@ -75,6 +67,10 @@ impl Locker {
         cancel: Arc<AtomicBool>,
     ) -> Locker {
         let owner = mgr.new_workspace_owner(session_id);
+        Locker::of(mgr, owner, cancel)
+    }
+
+    fn of(mgr: Arc<LockManager>, owner: Arc<Owner>, cancel: Arc<AtomicBool>) -> Locker {
         Locker {
             mgr,
             owner,
