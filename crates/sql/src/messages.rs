@@ -143,11 +143,24 @@ static CATALOGUE: &[Entry] = &[
     e(189, 15, 1, "The %ls function requires %d to %d arguments."),
     e(195, 15, 10, "'%.*ls' is not a recognized %S_MSG."),
     e(206, 16, 2, "Operand type clash: %ls is incompatible with %ls"),
+    e(107, 15, 1, "The column prefix '%.*ls' does not match with a table name or alias name used in the query."),
+    e(116, 16, 1, "Only one expression can be specified in the select list when the subquery is not introduced with EXISTS."),
+    e(205, 16, 1, "All queries combined using a UNION, INTERSECT or EXCEPT operator must have an equal number of expressions in their target lists."),
     e(207, 16, 1, "Invalid column name '%.*ls'."),
     e(208, 16, 1, "Invalid object name '%.*ls'."),
     e(209, 16, 1, "Ambiguous column name '%.*ls'."),
     e(213, 16, 1, "Column name or number of supplied values does not match table definition."),
     e(220, 16, 2, "Arithmetic overflow error for data type %ls, value = %ld."),
+    e(512, 16, 1, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression."),
+    e(1013, 16, 1, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
+    e(1062, 15, 1, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause."), // unverified
+    e(10741, 15, 1, "A TOP can not be used in the same query or sub-query as a OFFSET."), // unverified
+    e(10742, 16, 1, "The offset specified in a OFFSET clause may not be negative."), // unverified
+    e(10744, 16, 1, "The number of rows provided for a FETCH clause must be greater then zero."), // unverified
+    e(8158, 16, 1, "'%.*ls' has more columns than were specified in the column list."),
+    e(8159, 16, 1, "'%.*ls' has fewer columns than were specified in the column list."),
+    e(8155, 16, 2, "No column name was specified for column %d of '%.*ls'."),
+    e(8156, 16, 1, "The column '%.*ls' was specified multiple times for '%.*ls'."),
     e(232, 16, 3, "Arithmetic overflow error for type %ls, value = %f."),
     e(241, 16, 1, "Conversion failed when converting date and/or time from character string."),
     e(242, 16, 3, "The conversion of a %ls data type to a %ls data type resulted in an out-of-range value."),

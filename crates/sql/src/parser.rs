@@ -1837,7 +1837,8 @@ impl Parser {
                 p.pos += 2;
                 query.order_by = p.comma_list(|p| p.order_item())?;
             }
-            if p.eat_word("OFFSET") {
+            // OFFSET belongs to ORDER BY: without one it is a syntax error.
+            if !query.order_by.is_empty() && p.eat_word("OFFSET") {
                 query.offset = Some(p.expr()?);
                 p.expect_rows()?;
                 if p.eat_word("FETCH") {

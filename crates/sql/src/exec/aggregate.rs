@@ -530,11 +530,7 @@ impl Session {
         source: Option<Source>,
     ) -> Result<(Query, Select, Source), Vec<SqlError>> {
         let one = |e| vec![e];
-        let src = source.unwrap_or(Source {
-            rowset: Rowset::default(),
-            table: String::new(),
-            alias: None,
-        });
+        let src = source.unwrap_or(Source::single(Rowset::default(), String::new(), None));
         let has_from = !s.from.is_empty();
         let rows = self
             .filtered_rows(s, has_from.then_some(&src))
@@ -726,10 +722,16 @@ pub(super) fn group_row(
 pub(super) fn grouped_source(src: &Source, types: &[SqlType], rows: Vec<Vec<Value>>) -> Source {
     let mut columns = src.rowset.columns.clone();
     columns.extend(types.iter().enumerate().map(|(i, t)| (hidden_name(i), *t)));
+    let mut part_of = src.part_of.clone();
+    if !part_of.is_empty() {
+        part_of.extend(types.iter().map(|_| super::eval::UNQUALIFIED));
+    }
     Source {
         rowset: Rowset { columns, rows },
         table: src.table.clone(),
         alias: src.alias.clone(),
+        parts: src.parts.clone(),
+        part_of,
     }
 }
 

@@ -365,10 +365,14 @@ impl Session {
         };
         // The query's own result is capped by SET ROWCOUNT only when the INSERT has no TOP
         // (with TOP, SQL Server ignores SET ROWCOUNT); `top_count` caps what is inserted.
-        let streamed = match ins.top {
-            Some(_) => self.without_rowcount(|s| s.select_streamed(q, &mut Out::new(&mut capture))),
-            None => self.select_streamed(q, &mut Out::new(&mut capture)),
-        };
+        let streamed = self.with_ctes(q, |s| {
+            Ok(match ins.top {
+                Some(_) => {
+                    s.without_rowcount(|s| s.select_streamed(q, &mut Out::new(&mut capture)))
+                }
+                None => s.select_streamed(q, &mut Out::new(&mut capture)),
+            })
+        })?;
         match streamed {
             Some(done) => done?,
             None => {
@@ -526,12 +530,7 @@ impl Session {
         old: &[Value],
     ) -> Result<Vec<Value>, Vec<SqlError>> {
         let columns = t.columns();
-        let ctx = RowCtx {
-            columns: &columns,
-            values: old,
-            alias: None,
-            table: &t.entry.name,
-        };
+        let ctx = RowCtx::single(&columns, old, None, &t.entry.name);
         let mut new = old.to_vec();
         for (a, target) in u.assignments.iter().zip(targets) {
             let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
@@ -627,12 +626,7 @@ impl Session {
             let keep = match filter {
                 None => true,
                 Some(w) => {
-                    let ctx = RowCtx {
-                        columns: &columns,
-                        values: &r,
-                        alias: None,
-                        table: &t.entry.name,
-                    };
+                    let ctx = RowCtx::single(&columns, &r, None, &t.entry.name);
                     self.condition_row(w, Some(&ctx)).map_err(terminated)? == Some(true)
                 }
             };

@@ -23,6 +23,131 @@ pub struct RowCtx<'a> {
     pub values: &'a [Value],
     pub alias: Option<&'a str>,
     pub table: &'a str,
+    /// A joined row's sources by the names that qualify their columns, and each column's
+    /// source (an index into `parts`, or `UNQUALIFIED`); both empty for a row of one
+    /// source, whose columns `alias` or `table` qualify.
+    pub parts: &'a [String],
+    pub part_of: &'a [u32],
+}
+
+/// `part_of` of a column no source name qualifies (an aggregate's hidden column).
+pub const UNQUALIFIED: u32 = u32::MAX;
+
+/// What a column reference names in one row's scope.
+enum Binding {
+    Column(usize),
+    /// The qualifier names no source of the scope.
+    NoSource,
+    /// The scope has no such column (under the qualifier, if one matched).
+    NoColumn,
+    /// More than one source has the column (209).
+    Ambiguous,
+}
+
+impl<'a> RowCtx<'a> {
+    /// The row of one source.
+    pub fn single(
+        columns: &'a [(String, SqlType)],
+        values: &'a [Value],
+        alias: Option<&'a str>,
+        table: &'a str,
+    ) -> RowCtx<'a> {
+        RowCtx {
+            columns,
+            values,
+            alias,
+            table,
+            parts: &[],
+            part_of: &[],
+        }
+    }
+
+    /// The column a reference names in this scope alone, if exactly one.
+    pub fn position(&self, name: &crate::ast::ObjectName) -> Option<usize> {
+        match self.bind(name) {
+            Binding::Column(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// Binds a column reference in this scope (SQL Server's rules: a qualifier is a
+    /// source's exposed name, an unqualified name must be one source's only).
+    fn bind(&self, name: &crate::ast::ObjectName) -> Binding {
+        let col = name.name();
+        let part = match (name.qualifier(), self.parts.is_empty()) {
+            (None, _) => None,
+            (Some(q), true) => {
+                // An alias hides the table's name (SQL Server's exposed name).
+                let named = match self.alias {
+                    Some(a) => a.eq_ignore_ascii_case(q),
+                    None => self.table.eq_ignore_ascii_case(q),
+                };
+                if !named {
+                    return Binding::NoSource;
+                }
+                None
+            }
+            (Some(q), false) => match self.parts.iter().position(|p| p.eq_ignore_ascii_case(q)) {
+                Some(p) => Some(p as u32),
+                None => return Binding::NoSource,
+            },
+        };
+        let mut found = None;
+        for (i, (n, _)) in self.columns.iter().enumerate() {
+            let in_part = part.is_none_or(|p| self.part_of.get(i) == Some(&p));
+            if in_part && n.eq_ignore_ascii_case(col) {
+                if found.is_some() {
+                    if self.parts.is_empty() {
+                        break;
+                    }
+                    return Binding::Ambiguous;
+                }
+                found = Some(i);
+            }
+        }
+        found.map_or(Binding::NoColumn, Binding::Column)
+    }
+}
+
+/// A row of an enclosing query that a correlated subquery's outer references read
+/// (`Session::outer_rows`, innermost last): an owned `RowCtx`.
+#[derive(Clone)]
+pub(super) struct OuterRow {
+    pub columns: Vec<(String, SqlType)>,
+    pub values: Vec<Value>,
+    pub alias: Option<String>,
+    pub table: String,
+    pub parts: Vec<String>,
+    pub part_of: Vec<u32>,
+}
+
+impl OuterRow {
+    pub fn of(ctx: &RowCtx<'_>) -> OuterRow {
+        OuterRow {
+            columns: ctx.columns.to_vec(),
+            values: ctx.values.to_vec(),
+            alias: ctx.alias.map(str::to_string),
+            table: ctx.table.to_string(),
+            parts: ctx.parts.to_vec(),
+            part_of: ctx.part_of.to_vec(),
+        }
+    }
+
+    /// True when a column reference names one of its columns.
+    pub fn binds(&self, name: &crate::ast::ObjectName) -> bool {
+        self.ctx().position(name).is_some()
+    }
+
+    pub fn ctx(&self) -> RowCtx<'_> {
+        RowCtx {
+            columns: &self.columns,
+            values: &self.values,
+            alias: self.alias.as_deref(),
+            table: &self.table,
+            parts: &self.parts,
+            part_of: &self.part_of,
+        }
+    }
 }
 
 /// A value as text, as PRINT and string contexts show it.
@@ -93,7 +218,7 @@ impl Session {
                 .map(|v| v.1.clone())
                 .ok_or_else(|| msg(137, &[name])),
             Expr::GlobalVariable(name) => Ok(self.global(name)),
-            Expr::Column(name) => column(name, row),
+            Expr::Column(name) => self.column(name, row),
             Expr::DatePart(p) => Ok(Value::Text(p.clone())),
             Expr::Function {
                 name, args, star, ..
@@ -185,9 +310,7 @@ impl Session {
             }
             Expr::Collate { expr, .. } => self.eval(expr, row),
             e if is_predicate(e) => Err(msg(102, &[&"="])),
-            Expr::Subquery(_) | Expr::Exists(_) | Expr::InSubquery { .. } => {
-                Err(super::lower::not_yet("subqueries"))
-            }
+            Expr::Subquery(q) => self.scalar_subquery(q, row),
             _ => Err(msg(102, &[&"DEFAULT"])),
         }
     }
@@ -303,8 +426,15 @@ impl Session {
                 }
             }
             Expr::IsNull { expr, negated } => Some(self.eval(expr, row)?.is_null() != *negated),
-            Expr::Exists(_) | Expr::InSubquery { .. } => {
-                return Err(super::lower::not_yet("subqueries"))
+            Expr::Exists(q) => Some(self.exists_subquery(q, row)?),
+            Expr::InSubquery {
+                expr,
+                subquery,
+                negated,
+            } => {
+                let v = self.eval(expr, row)?;
+                self.in_subquery(&v, subquery, row)?
+                    .map(|found| found != *negated)
             }
             other => {
                 // A non-boolean expression where a condition is expected.
@@ -478,23 +608,45 @@ impl Session {
     }
 }
 
-fn column(name: &crate::ast::ObjectName, row: Option<&RowCtx<'_>>) -> Result<Value, SqlError> {
-    let col = name.name();
-    let Some(row) = row else {
-        return Err(msg(207, &[&col]));
-    };
-    if let Some(q) = name.qualifier() {
-        let matches_source = row.alias.is_some_and(|a| a.eq_ignore_ascii_case(q))
-            || row.table.eq_ignore_ascii_case(q);
-        if !matches_source {
-            return Err(msg(4104, &[&name.joined()]));
+impl Session {
+    /// A column reference's value: from the row, else from the enclosing queries' rows
+    /// (innermost first) for a correlated subquery's outer reference.
+    fn column(
+        &mut self,
+        name: &crate::ast::ObjectName,
+        row: Option<&RowCtx<'_>>,
+    ) -> Result<Value, SqlError> {
+        let qualified = name.qualifier().is_some();
+        if let Some(row) = row {
+            match row.bind(name) {
+                Binding::Column(i) => return Ok(row.values[i].clone()),
+                Binding::Ambiguous => return Err(msg(209, &[&name.name()])),
+                Binding::NoColumn if qualified => return Err(msg(207, &[&name.name()])),
+                Binding::NoColumn | Binding::NoSource => {}
+            }
         }
+        for outer in self.scopes.outer_rows.iter().rev() {
+            let ctx = outer.ctx();
+            match ctx.bind(name) {
+                Binding::Column(i) => {
+                    self.scopes.outer_reads += 1;
+                    return Ok(ctx.values[i].clone());
+                }
+                Binding::Ambiguous => return Err(msg(209, &[&name.name()])),
+                Binding::NoColumn if qualified => return Err(msg(207, &[&name.name()])),
+                Binding::NoColumn | Binding::NoSource => {}
+            }
+        }
+        Err(
+            match (
+                qualified,
+                row.is_some() || !self.scopes.outer_rows.is_empty(),
+            ) {
+                (true, true) => msg(4104, &[&name.joined()]),
+                _ => msg(207, &[&name.name()]),
+            },
+        )
     }
-    row.columns
-        .iter()
-        .position(|(n, _)| n.eq_ignore_ascii_case(col))
-        .map(|i| row.values[i].clone())
-        .ok_or_else(|| msg(207, &[&col]))
 }
 
 /// An integer from a value, converting as T-SQL would.

@@ -35,6 +35,7 @@ mod eval;
 mod expr_text;
 mod helpdb;
 mod history;
+mod join;
 mod lock_views;
 mod locking;
 mod logins;
@@ -45,12 +46,14 @@ mod security;
 mod security_ddl;
 mod seek;
 mod select;
+mod set_ops;
 mod set_options;
 mod shrink;
 mod space;
 mod spill;
 mod stream;
 mod structure;
+mod subquery;
 mod table_cache;
 mod table_ddl;
 mod tables;
@@ -311,6 +314,7 @@ impl Engine {
             batches: Default::default(),
             tables: Default::default(),
             temp_tables: Default::default(),
+            scopes: Default::default(),
         }
     }
 }
@@ -379,6 +383,8 @@ pub struct Session {
     tables: std::cell::RefCell<table_cache::TableCache>,
     /// Its temporary tables (`temp_tables.rs`).
     temp_tables: temp_tables::TempTables,
+    /// The running statement's enclosing rows, CTEs and subquery results (`subquery.rs`).
+    scopes: subquery::Scopes,
 }
 
 impl Drop for Session {
@@ -627,7 +633,9 @@ impl Session {
 
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
         self.statement_locks_start();
+        self.scopes.statement_start();
         let result = self.statement(s, out);
+        self.scopes.statement_start();
         // Outside a transaction a statement's locks end with it (locking.rs invariant 2);
         // inside one, its Sch-S locks do (invariant 4).
         if self.trancount == 0 {

@@ -101,6 +101,8 @@ struct KeyColumns<'a> {
     type_ids: Vec<u8>,
     table: &'a str,
     alias: Option<&'a str>,
+    /// Column references known before the read (`access_with`).
+    fixed: &'a dyn Fn(&crate::ast::ObjectName) -> bool,
 }
 
 impl KeyColumns<'_> {
@@ -113,8 +115,7 @@ impl KeyColumns<'_> {
             1 => true,
             2 => {
                 let q = name.parts[0].as_str();
-                q.eq_ignore_ascii_case(self.table)
-                    || self.alias.is_some_and(|a| q.eq_ignore_ascii_case(a))
+                q.eq_ignore_ascii_case(self.alias.unwrap_or(self.table))
             }
             _ => false,
         };
@@ -136,6 +137,35 @@ impl Session {
         filter: Option<&Expr>,
         alias: Option<&str>,
     ) -> Access {
+        // A correlated subquery's outer references are known before its read: a column
+        // that is not the table's and that an enclosing row has.
+        let columns = t.columns();
+        let own = super::eval::RowCtx::single(&columns, &[], alias, &t.entry.name);
+        let outer = &self.scopes.outer_rows;
+        let fixed = |n: &crate::ast::ObjectName| {
+            own.position(n).is_none()
+                && n.qualifier()
+                    .is_none_or(|q| !q.eq_ignore_ascii_case(alias.unwrap_or(&t.entry.name)))
+                && outer.iter().any(|o| o.binds(n))
+        };
+        let mut names = Vec::new();
+        if let Some(f) = filter {
+            column_names(f, &mut names);
+        }
+        let known: Vec<crate::ast::ObjectName> =
+            names.into_iter().filter(|n| fixed(n)).cloned().collect();
+        self.access_with(t, filter, alias, &|n| known.contains(n))
+    }
+
+    /// `access_for` where `fixed` says which column references are known before the read
+    /// (an enclosing row's, or a join's outer row's, held in `Scopes::outer_rows`).
+    pub(super) fn access_with(
+        &mut self,
+        t: &TableRef,
+        filter: Option<&Expr>,
+        alias: Option<&str>,
+        fixed: &dyn Fn(&crate::ast::ObjectName) -> bool,
+    ) -> Access {
         let (Some(filter), Some((_, ids)), 1) = (filter, &t.entry.primary_key, t.entry.index_id)
         else {
             return Access::Scan;
@@ -146,6 +176,7 @@ impl Session {
             type_ids: Vec::new(),
             table: &t.entry.name,
             alias,
+            fixed,
         };
         for id in ids {
             let Some(p) = t.entry.columns.iter().position(|c| c.column_id == *id) else {
@@ -181,8 +212,8 @@ impl Session {
             Expr::Binary { left, op, right } => {
                 let cmp = Cmp::of(*op)?;
                 let (col, cmp, value) = match (keys.column_of(left), keys.column_of(right)) {
-                    (Some(c), None) if is_constant(right) => (c, cmp, right),
-                    (None, Some(c)) if is_constant(left) => (c, cmp.reversed(), left),
+                    (Some(c), None) if is_constant(right, keys.fixed) => (c, cmp, right),
+                    (None, Some(c)) if is_constant(left, keys.fixed) => (c, cmp.reversed(), left),
                     _ => return None,
                 };
                 let v = self.eval(value, None).ok()?;
@@ -195,7 +226,7 @@ impl Session {
                 negated: false,
             } => {
                 let col = keys.column_of(expr)?;
-                if !is_constant(low) || !is_constant(high) {
+                if !is_constant(low, keys.fixed) || !is_constant(high, keys.fixed) {
                     return None;
                 }
                 let (lo, hi) = (self.eval(low, None).ok()?, self.eval(high, None).ok()?);
@@ -215,7 +246,7 @@ impl Session {
                 let col = keys.column_of(expr)?;
                 let mut points = Vec::with_capacity(list.len());
                 for item in list {
-                    if !is_constant(item) {
+                    if !is_constant(item, keys.fixed) {
                         return None;
                     }
                     let v = self.eval(item, None).ok()?;
@@ -248,17 +279,19 @@ fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
 }
 
 /// True for an expression whose value is known before the first row and the same for
-/// every row: literals, variables (and parameters), and arithmetic and conversions of them.
-fn is_constant(e: &Expr) -> bool {
+/// every row: literals, variables (and parameters), column references `fixed` allows, and
+/// arithmetic and conversions of them.
+fn is_constant(e: &Expr, fixed: &dyn Fn(&crate::ast::ObjectName) -> bool) -> bool {
     match e {
         Expr::Literal(_) | Expr::Variable(_) => true,
+        Expr::Column(n) => fixed(n),
         Expr::Unary {
             op: UnaryOp::Negate | UnaryOp::Plus,
             expr,
-        } => is_constant(expr),
-        Expr::Cast { expr, .. } => is_constant(expr),
+        } => is_constant(expr, fixed),
+        Expr::Cast { expr, .. } => is_constant(expr, fixed),
         Expr::Convert { expr, style, .. } => {
-            is_constant(expr) && style.as_deref().is_none_or(is_constant)
+            is_constant(expr, fixed) && style.as_deref().is_none_or(|s| is_constant(s, fixed))
         }
         Expr::Binary { left, op, right } => {
             matches!(
@@ -268,10 +301,40 @@ fn is_constant(e: &Expr) -> bool {
                     | BinaryOp::Multiply
                     | BinaryOp::Divide
                     | BinaryOp::Modulo
-            ) && is_constant(left)
-                && is_constant(right)
+            ) && is_constant(left, fixed)
+                && is_constant(right, fixed)
         }
         _ => false,
+    }
+}
+
+/// The column references in a WHERE clause's conjuncts (not inside subqueries).
+fn column_names<'e>(e: &'e Expr, out: &mut Vec<&'e crate::ast::ObjectName>) {
+    match e {
+        Expr::Column(n) => out.push(n),
+        Expr::Unary { expr, .. } | Expr::Cast { expr, .. } => column_names(expr, out),
+        Expr::Convert { expr, style, .. } => {
+            column_names(expr, out);
+            if let Some(s) = style {
+                column_names(s, out);
+            }
+        }
+        Expr::Binary { left, right, .. } => {
+            column_names(left, out);
+            column_names(right, out);
+        }
+        Expr::Between {
+            expr, low, high, ..
+        } => {
+            for x in [expr, low, high] {
+                column_names(x, out);
+            }
+        }
+        Expr::InList { expr, list, .. } => {
+            column_names(expr, out);
+            list.iter().for_each(|x| column_names(x, out));
+        }
+        _ => {}
     }
 }
 

@@ -23,6 +23,51 @@ pub(super) struct Source {
     pub rowset: Rowset,
     pub table: String,
     pub alias: Option<String>,
+    /// A join's sources and each column's source (`RowCtx::parts`, `part_of`); empty
+    /// for one table source.
+    pub parts: Vec<String>,
+    pub part_of: Vec<u32>,
+}
+
+impl Source {
+    /// The columns `*` or `q.*` stands for: all, or those of the source `q` names.
+    pub fn wildcard(
+        &self,
+        qualifier: Option<&crate::ast::ObjectName>,
+    ) -> Result<Vec<usize>, SqlError> {
+        let all = 0..self.rowset.columns.len();
+        let Some(q) = qualifier.map(|q| q.name()) else {
+            return Ok(all.collect());
+        };
+        if self.parts.is_empty() {
+            let named = q.eq_ignore_ascii_case(self.alias.as_deref().unwrap_or(&self.table));
+            return if named {
+                Ok(all.collect())
+            } else {
+                Err(msg(107, &[&q]))
+            };
+        }
+        let Some(p) = self.parts.iter().position(|n| n.eq_ignore_ascii_case(q)) else {
+            return Err(msg(107, &[&q]));
+        };
+        Ok(all.filter(|&i| self.part_of[i] == p as u32).collect())
+    }
+
+    /// The column a reference names, if exactly one.
+    pub fn position(&self, name: &crate::ast::ObjectName) -> Option<usize> {
+        Session::ctx(self, &[]).position(name)
+    }
+
+    /// The rows of one table source.
+    pub fn single(rowset: Rowset, table: String, alias: Option<String>) -> Source {
+        Source {
+            rowset,
+            table,
+            alias,
+            parts: Vec::new(),
+            part_of: Vec::new(),
+        }
+    }
 }
 
 /// Types the columns a select list leaves open (`select_header`) from the values they take,
@@ -126,12 +171,6 @@ fn widened(t: SqlType) -> SqlType {
 /// one thread) and RECOMPILE (no plan is cached).
 pub(super) fn refuse_unbuilt(q: &Query) -> Result<(), Vec<SqlError>> {
     let refuse = |what: &str| Err(vec![not_yet(what)]);
-    if !q.ctes.is_empty() {
-        return refuse("common table expressions (WITH ... AS)");
-    }
-    if q.offset.is_some() || q.fetch.is_some() {
-        return refuse("ORDER BY ... OFFSET / FETCH");
-    }
     if let Some(h) = q
         .hints
         .iter()
@@ -142,9 +181,6 @@ pub(super) fn refuse_unbuilt(q: &Query) -> Result<(), Vec<SqlError>> {
     if let QueryBody::Select(s) = &q.body {
         if s.into.is_some() {
             return refuse("SELECT ... INTO");
-        }
-        if s.top.as_ref().is_some_and(|t| t.with_ties) {
-            return refuse("TOP ... WITH TIES");
         }
     }
     Ok(())
@@ -164,6 +200,11 @@ pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
 impl Session {
     pub(super) fn select(&mut self, q: &Query, out: &mut Out) -> Result<(), Vec<SqlError>> {
         refuse_unbuilt(q)?;
+        self.with_ctes(q, |s| s.select_in_scope(q, out))
+    }
+
+    /// `select` with the query's CTEs in scope.
+    fn select_in_scope(&mut self, q: &Query, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if let QueryBody::Select(s) = &q.body {
             if s.items
                 .iter()
@@ -196,6 +237,10 @@ impl Session {
     /// aggregates, HAVING, the select list, DISTINCT, ORDER BY and TOP, in that order.
     pub(super) fn query_result(&mut self, q: &Query) -> Result<Projection, Vec<SqlError>> {
         refuse_unbuilt(q)?;
+        self.with_ctes(q, |s| s.query_result_in_scope(q))
+    }
+
+    fn query_result_in_scope(&mut self, q: &Query) -> Result<Projection, Vec<SqlError>> {
         let QueryBody::Select(s) = &q.body else {
             return Err(vec![not_yet("UNION, EXCEPT and INTERSECT")]);
         };
@@ -236,7 +281,19 @@ impl Session {
             }
             result = kept;
         }
+        // The streamed path's checks of TOP, OFFSET and FETCH (10741, 10742, 10744, 1062).
+        self.window(q, s)?;
+        if let Some(offset) = &q.offset {
+            let skip = as_i64(&self.eval(offset, None)?)?.max(0) as usize;
+            result.drain(..skip.min(result.len()));
+            if let Some(f) = &q.fetch {
+                result.truncate(as_i64(&self.eval(f, None)?)?.max(0) as usize);
+            }
+        }
         if let Some(top) = &s.top {
+            if top.with_ties {
+                return Err(not_yet("TOP ... WITH TIES over a system view"));
+            }
             let n = as_i64(&self.eval(&top.count, None)?)?.max(0) as usize;
             let n = if top.percent {
                 (result.len() * n).div_ceil(100)
@@ -252,31 +309,9 @@ impl Session {
     fn from(&mut self, s: &Select) -> Result<Option<Source>, Vec<SqlError>> {
         match s.from.as_slice() {
             [] => Ok(None),
-            [TableSource::Table { name, alias, hints }] => {
-                let db_id = match name.database().filter(|d| !d.is_empty()) {
-                    Some(db) => self
-                        .engine
-                        .instance
-                        .database_by_name(db)
-                        .map(|(id, _)| id)
-                        .ok_or_else(|| {
-                            vec![self.unopened_error(db).unwrap_or_else(|| msg(911, &[&db]))]
-                        })
-                        .and_then(|id| self.check_single_user(id, db).map(|()| id))?,
-                    None => self.database_id,
-                };
-                let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();
-                let key = format!("{schema}.{}", name.name().to_ascii_lowercase());
-                let own_only = self.view_server_state_scope(&key)?;
-                let rowset = match views::view(&self.engine.instance, db_id, &key) {
-                    Some(r) => {
-                        let r = r.map_err(|e| errors::map(&e, errors::Context::Other))?;
-                        if own_only {
-                            self.own_session_rows(r)
-                        } else {
-                            r
-                        }
-                    }
+            [TableSource::Table { name, alias, hints }] if !self.is_cte(name) => {
+                let rowset = match self.view_rowset(name)? {
+                    Some(r) => r,
                     None => {
                         let t = self.table_for(name, "SELECT")?;
                         let locking = self.row_locking(&t, false, hints)?;
@@ -295,27 +330,59 @@ impl Session {
                         }
                     }
                 };
-                Ok(Some(Source {
+                Ok(Some(Source::single(
                     rowset,
-                    table: name.name().to_string(),
-                    alias: alias.clone(),
-                }))
+                    name.name().to_string(),
+                    alias.clone(),
+                )))
             }
             [TableSource::Function { name, args, alias }] => {
                 let rowset = self.table_function(name, args)?;
-                Ok(Some(Source {
+                Ok(Some(Source::single(
                     rowset,
-                    table: name.name().to_string(),
-                    alias: alias.clone(),
+                    name.name().to_string(),
+                    alias.clone(),
+                )))
+            }
+            from => self.joined_source(from, s.where_clause.as_ref()).map(Some),
+        }
+    }
+
+    /// The rows of a system view (`sys.x`, `db.sys.x`, INFORMATION_SCHEMA), None when the
+    /// name is no view.
+    pub(super) fn view_rowset(
+        &mut self,
+        name: &crate::ast::ObjectName,
+    ) -> Result<Option<Rowset>, Vec<SqlError>> {
+        let db_id = match name.database().filter(|d| !d.is_empty()) {
+            Some(db) => self
+                .engine
+                .instance
+                .database_by_name(db)
+                .map(|(id, _)| id)
+                .ok_or_else(|| vec![self.unopened_error(db).unwrap_or_else(|| msg(911, &[&db]))])
+                .and_then(|id| self.check_single_user(id, db).map(|()| id))?,
+            None => self.database_id,
+        };
+        let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();
+        let key = format!("{schema}.{}", name.name().to_ascii_lowercase());
+        let own_only = self.view_server_state_scope(&key)?;
+        match views::view(&self.engine.instance, db_id, &key) {
+            Some(r) => {
+                let r = r.map_err(|e| errors::map(&e, errors::Context::Other))?;
+                Ok(Some(if own_only {
+                    self.own_session_rows(r)
+                } else {
+                    r
                 }))
             }
-            _ => Err(vec![not_yet("joins and derived tables")]),
+            None => Ok(None),
         }
     }
 
     /// The rows of a table-valued function in FROM: sys.fn_my_permissions; any other is not
     /// built (40517).
-    fn table_function(
+    pub(super) fn table_function(
         &mut self,
         name: &crate::ast::ObjectName,
         args: &[crate::ast::Expr],
@@ -348,6 +415,8 @@ impl Session {
             values,
             alias: src.alias.as_deref(),
             table: &src.table,
+            parts: &src.parts,
+            part_of: &src.part_of,
         }
     }
 
@@ -404,32 +473,20 @@ impl Session {
         let mut columns: Vec<(String, Option<SqlType>)> = Vec::new();
         for item in &s.items {
             match item {
-                SelectItem::Wildcard { .. } => {
+                SelectItem::Wildcard { qualifier } => {
                     let src = src.ok_or_else(|| msg(263, &[]))?;
-                    columns.extend(
-                        src.rowset
-                            .columns
-                            .iter()
-                            .map(|(n, t)| (n.clone(), Some(*t))),
-                    );
+                    for i in src.wildcard(qualifier.as_ref())? {
+                        let (n, t) = &src.rowset.columns[i];
+                        columns.push((n.clone(), Some(*t)));
+                    }
                 }
                 SelectItem::Expr { expr, alias } => {
                     let (name, t) = match expr {
                         crate::ast::Expr::Column(c) => {
-                            let t = src.and_then(|s| {
-                                s.rowset
-                                    .columns
-                                    .iter()
-                                    .find(|(n, _)| n.eq_ignore_ascii_case(c.name()))
-                                    .map(|x| x.1)
-                            });
-                            let real = src.and_then(|s| {
-                                s.rowset
-                                    .columns
-                                    .iter()
-                                    .find(|(n, _)| n.eq_ignore_ascii_case(c.name()))
-                                    .map(|x| x.0.clone())
-                            });
+                            let found = src
+                                .and_then(|s| s.position(c).map(|i| s.rowset.columns[i].clone()));
+                            let t = found.as_ref().map(|x| x.1);
+                            let real = found.map(|x| x.0);
                             let name = alias
                                 .clone()
                                 .or(real)
@@ -463,7 +520,13 @@ impl Session {
         let mut values = Vec::with_capacity(s.items.len());
         for item in &s.items {
             match item {
-                SelectItem::Wildcard { .. } => values.extend(r.iter().cloned()),
+                SelectItem::Wildcard { qualifier: None } => values.extend(r.iter().cloned()),
+                SelectItem::Wildcard { qualifier } => {
+                    let src = src.ok_or_else(|| msg(263, &[]))?;
+                    for i in src.wildcard(qualifier.as_ref())? {
+                        values.push(r[i].clone());
+                    }
+                }
                 SelectItem::Expr { expr, .. } => {
                     let ctx = src.map(|s| Self::ctx(s, r));
                     values.push(self.eval(expr, ctx.as_ref())?);

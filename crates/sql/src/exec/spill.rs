@@ -236,6 +236,23 @@ impl SortSpill {
         self.spilled_bytes
     }
 
+    /// Ends a spool's input for reading more than once (SQL Server's table spool under a
+    /// nested loop: the inner side of a join, rewound for each outer row). Its work file
+    /// stays whole until the spool is dropped; its in-memory tail is within the budget.
+    pub fn finish_rewindable(mut self) -> Result<Spool, SqlError> {
+        assert!(self.fifo, "only a spool rewinds");
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let work = self.writer.take().map(|w| w.into_work_file());
+        Ok(Spool {
+            work,
+            runs: std::mem::take(&mut self.runs),
+            tail: std::mem::take(&mut self.buffer),
+            sort_number: self.sort_number,
+        })
+    }
+
     /// Ends the input: sorts what is buffered and merges it with the runs. When nothing
     /// was spilled, no file is created and the rows come straight from memory.
     pub fn finish(mut self) -> Result<SortedRows, SqlError> {
@@ -422,6 +439,73 @@ enum Rows {
     Merge(Merger),
     Chain(Chain),
     Done,
+}
+
+/// A finished spool that is read from the start as often as asked (`rows`).
+pub(super) struct Spool {
+    work: Option<Arc<WorkFile>>,
+    runs: Vec<Run>,
+    tail: Vec<Vec<Value>>,
+    sort_number: u64,
+}
+
+impl Spool {
+    /// Its rows from the first, in push order.
+    pub fn rows(&self) -> SpoolRows<'_> {
+        SpoolRows {
+            spool: self,
+            cursor: SpoolCursor::default(),
+        }
+    }
+}
+
+/// Where one reading of a spool is, kept apart from the spool so that both may live in
+/// one struct (a join owns its inner side's spool and rewinds it for each outer row).
+#[derive(Default)]
+pub(super) struct SpoolCursor {
+    run: usize,
+    reading: Option<RunReader>,
+    tail: usize,
+    scratch: Vec<u8>,
+}
+
+impl SpoolCursor {
+    /// The next row of `spool` (always the same spool for one cursor); None at its end.
+    pub fn next_row(&mut self, spool: &Spool) -> Result<Option<Vec<Value>>, SqlError> {
+        loop {
+            if let Some(reader) = &mut self.reading {
+                if let Some(row) = reader.next_row(&mut self.scratch)? {
+                    return Ok(Some(row));
+                }
+                self.reading = None;
+            }
+            match (spool.runs.get(self.run), &spool.work) {
+                (Some(run), Some(work)) => {
+                    self.run += 1;
+                    self.reading = Some(RunReader::new(work, *run, spool.sort_number));
+                }
+                _ => {
+                    let row = spool.tail.get(self.tail).cloned();
+                    self.tail += usize::from(row.is_some());
+                    return Ok(row);
+                }
+            }
+        }
+    }
+}
+
+/// One reading of a spool; the work file is left whole for the next.
+pub(super) struct SpoolRows<'a> {
+    spool: &'a Spool,
+    cursor: SpoolCursor,
+}
+
+impl Iterator for SpoolRows<'_> {
+    type Item = Result<Vec<Value>, SqlError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.cursor.next_row(self.spool).transpose()
+    }
 }
 
 /// A spool's rows: its runs one after the other, then the in-memory tail.
@@ -1275,6 +1359,36 @@ mod tests {
         }
         assert_eq!(back, rows);
         assert!(dir.entries().is_empty());
+    }
+
+    /// Proves a rewindable spool gives every row back in push order on each reading, from
+    /// its spilled runs and its tail alike, and that two readings may interleave.
+    #[test]
+    fn a_rewindable_spool_reads_the_same_rows_every_time() {
+        let dir = ScratchDir::new("rewind");
+        let rows = random_rows(0x5eed_0011, 2000);
+        let mut spool = SortSpill::fifo(&dir.0, 2048);
+        for row in &rows {
+            spool.push(row.clone()).unwrap();
+        }
+        assert!(spool.spilled_runs() > 2);
+        let spool = spool.finish_rewindable().unwrap();
+        for _ in 0..3 {
+            let back: Vec<_> = spool.rows().map(Result::unwrap).collect();
+            assert_eq!(back, rows);
+        }
+        let mut a = spool.rows();
+        let mut b = spool.rows();
+        for row in &rows {
+            assert_eq!(&a.next().unwrap().unwrap(), row);
+            assert_eq!(&b.next().unwrap().unwrap(), row);
+        }
+        assert!(a.next().is_none() && b.next().is_none());
+        drop((a, b));
+        drop(spool);
+        assert!(dir.entries().is_empty());
+        let empty = SortSpill::fifo(&dir.0, 2048).finish_rewindable().unwrap();
+        assert!(empty.rows().next().is_none());
     }
 
     /// Proves multi-pass merges keep order and stability: fan-ins of 2 and 3 over hundreds of

@@ -57,12 +57,12 @@ fn one(e: SqlError) -> Errors {
 }
 
 /// Rows pulled one at a time; None at the end.
-trait RowSource {
+pub(super) trait RowSource {
     fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors>;
 }
 
 /// A user table's rows, read chunk by chunk (invariant 1).
-struct TableScan<'a> {
+pub(super) struct TableScan<'a> {
     t: &'a TableRef,
     chunks: Chunks<'a>,
     chunk: std::vec::IntoIter<(Rid, Vec<u8>)>,
@@ -71,7 +71,7 @@ struct TableScan<'a> {
 impl<'a> TableScan<'a> {
     /// The rows `access` reaches: the whole table, or a seek's key ranges, each locked as
     /// `locking` says.
-    fn new(
+    pub(super) fn new(
         t: &'a TableRef,
         access: Access,
         locking: &'a super::locking::RowLocking,
@@ -219,7 +219,7 @@ pub(super) fn key_order(
 
 /// TOP's limit: rows, or a percentage of the rows there are.
 #[derive(Clone, Copy)]
-enum Limit {
+pub(super) enum Limit {
     Rows(u64),
     Percent(u64),
 }
@@ -252,15 +252,21 @@ impl Session {
             return Some(Err(e));
         }
         let QueryBody::Select(s) = &q.body else {
-            return None;
+            return Some(self.select_set(q, out));
         };
+        let single = match s.from.as_slice() {
+            [TableSource::Table { name, .. }] => !self.is_cte(name),
+            _ => false,
+        };
+        if !single && !s.from.is_empty() {
+            return self.select_joined(q, s, out);
+        }
         let [TableSource::Table { name, alias, hints }] = s.from.as_slice() else {
             return None;
         };
         // What `refuse_unbuilt` let through: no CTE, OFFSET, INTO or WITH TIES; hints only
         // those extentdb always honours.
         let plain = s.into.is_none()
-            && s.top.as_ref().is_none_or(|t| !t.with_ties)
             && s.items
                 .iter()
                 .all(|i| !matches!(i, SelectItem::Assign { .. }));
@@ -275,14 +281,14 @@ impl Session {
             Ok(t) => t,
             Err(e) => return Some(Err(e)),
         };
-        let src = Source {
-            rowset: Rowset {
+        let src = Source::single(
+            Rowset {
                 columns: t.columns(),
                 rows: Vec::new(),
             },
-            table: name.name().to_string(),
-            alias: alias.clone(),
-        };
+            name.name().to_string(),
+            alias.clone(),
+        );
         let access = self.access_for(&t, s.where_clause.as_ref(), alias.as_deref());
         let locking = match self.row_locking(&t, false, hints) {
             Ok(l) => l,
@@ -315,6 +321,24 @@ impl Session {
         (access, locking): (Access, &super::locking::RowLocking),
         out: &mut Out,
     ) -> Option<Result<(), Errors>> {
+        let plan = match self.streamed_grouping(q, s, src)? {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        Some((|| {
+            let mut scan = TableScan::new(t, access, locking)?;
+            self.grouped_rows(&plan, s, src, &mut scan, out)
+        })())
+    }
+
+    /// A grouped query's plan when its groups can stream (None: an aggregate under GROUP
+    /// BY is typed by its values, which the materializing path sees first).
+    pub(super) fn streamed_grouping(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        src: &Source,
+    ) -> Option<Result<aggregate::GroupingPlan, Errors>> {
         let plan = match self.plan_grouping(q, s, src, &[]) {
             Ok(p) => p,
             Err(e) => return Some(Err(e)),
@@ -323,52 +347,90 @@ impl Session {
         if !typed && !s.group_by.is_empty() {
             return None;
         }
-        Some((|| {
-            let mut scan = TableScan::new(t, access, locking)?;
-            let mut filtered;
-            let input: &mut dyn RowSource = match &s.where_clause {
-                Some(w) => {
-                    filtered = Filtered {
-                        input: &mut scan,
-                        condition: w,
-                        src,
-                    };
-                    &mut filtered
-                }
-                None => &mut scan,
-            };
-            let mut sorted;
-            let keyed: &mut dyn RowSource = if s.group_by.is_empty() {
-                input
-            } else {
-                sorted = self.sort_by_group(&s.group_by, src, input)?;
-                &mut sorted
-            };
-            let mut groups = Grouped {
-                input: keyed,
-                key_len: s.group_by.len(),
-                src,
-                aggregates: &plan.aggregates,
-                pending: None,
-                started: false,
-                done: false,
-                types: Vec::new(),
-            };
-            if s.group_by.is_empty() {
-                // One group: computed first, so an aggregate typed by its values is known.
-                let row = groups.next_row(self)?.unwrap_or_default();
-                let grouped = aggregate::grouped_source(src, &groups.types, Vec::new());
-                let mut rows = vec![row].into_iter();
-                return self.finish_streamed(&plan.query, &plan.select, &grouped, &mut rows, out);
+        Some(Ok(plan))
+    }
+
+    /// The groups of `input` (source rows), then HAVING, the select list, ORDER BY and
+    /// TOP over them, sent.
+    pub(super) fn grouped_rows(
+        &mut self,
+        plan: &aggregate::GroupingPlan,
+        s: &Select,
+        src: &Source,
+        input: &mut dyn RowSource,
+        out: &mut Out,
+    ) -> Result<(), Errors> {
+        let mut filtered;
+        let input: &mut dyn RowSource = match &s.where_clause {
+            Some(w) => {
+                filtered = Filtered {
+                    input,
+                    condition: w,
+                    src,
+                };
+                &mut filtered
             }
-            let types: Vec<_> = plan
-                .aggregates
-                .iter()
-                .map(|a| a.result_type().unwrap_or(SqlType::Int))
-                .collect();
-            let grouped = aggregate::grouped_source(src, &types, Vec::new());
-            self.finish_streamed(&plan.query, &plan.select, &grouped, &mut groups, out)
-        })())
+            None => input,
+        };
+        let mut sorted;
+        let keyed: &mut dyn RowSource = if s.group_by.is_empty() {
+            input
+        } else {
+            sorted = self.sort_by_group(&s.group_by, src, input)?;
+            &mut sorted
+        };
+        let mut groups = Grouped {
+            input: keyed,
+            key_len: s.group_by.len(),
+            src,
+            aggregates: &plan.aggregates,
+            pending: None,
+            started: false,
+            done: false,
+            types: Vec::new(),
+        };
+        if s.group_by.is_empty() {
+            // One group: computed first, so an aggregate typed by its values is known.
+            let row = groups.next_row(self)?.unwrap_or_default();
+            let grouped = aggregate::grouped_source(src, &groups.types, Vec::new());
+            let mut rows = vec![row].into_iter();
+            return self.finish_streamed(&plan.query, &plan.select, &grouped, &mut rows, out);
+        }
+        let types: Vec<_> = plan
+            .aggregates
+            .iter()
+            .map(|a| a.result_type().unwrap_or(SqlType::Int))
+            .collect();
+        let grouped = aggregate::grouped_source(src, &types, Vec::new());
+        self.finish_streamed(&plan.query, &plan.select, &grouped, &mut groups, out)
+    }
+
+    /// A SELECT whose FROM clause joins, or reads a derived table or CTE: its rows
+    /// (join.rs) through the same WHERE, grouping, select list, ORDER BY and TOP. None
+    /// (the materializing path) for what `grouped_streamed` leaves to it.
+    fn select_joined(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        out: &mut Out,
+    ) -> Option<Result<(), Errors>> {
+        let leaves = match self.from_leaves(&s.from) {
+            Ok(l) => l,
+            Err(e) => return Some(Err(e)),
+        };
+        let (shape, mut rows) = match leaves.relation(self, &s.from, s.where_clause.as_ref()) {
+            Ok(r) => r,
+            Err(e) => return Some(Err(e)),
+        };
+        let src = shape.source();
+        if !aggregate::is_aggregate_query(s) {
+            return Some(self.finish_streamed(q, s, &src, &mut *rows, out));
+        }
+        let plan = match self.streamed_grouping(q, s, &src)? {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.grouped_rows(&plan, s, &src, &mut *rows, out))
     }
 
     /// `input`'s rows each prefixed by its grouping keys, sorted by them (stable).
@@ -404,7 +466,7 @@ impl Session {
 
     /// WHERE, the select list, ORDER BY / DISTINCT and TOP over `input`, each row sent as
     /// it is made (unsorted) or as the sort gives it back.
-    fn finish_streamed(
+    pub(super) fn finish_streamed(
         &mut self,
         q: &Query,
         s: &Select,
@@ -413,18 +475,8 @@ impl Session {
         out: &mut Out,
     ) -> Result<(), Errors> {
         let typer = ColumnTyper::new(self.select_header(s, Some(src)).map_err(one)?);
-        let top = match &s.top {
-            Some(top) => {
-                let n = self.eval(&top.count, None).and_then(|v| as_i64(&v));
-                let n = n.map_err(one)?.max(0) as u64;
-                Some(if top.percent {
-                    Limit::Percent(n)
-                } else {
-                    Limit::Rows(n)
-                })
-            }
-            None => None,
-        };
+        let window = self.window(q, s).map_err(one)?;
+        let top = window.limit;
         let mut filtered;
         let input: &mut dyn RowSource = match &s.where_clause {
             Some(w) => {
@@ -444,7 +496,7 @@ impl Session {
                 let top = self.capped_by_rowcount(top.map(|l| l.rows(0)));
                 self.send_unsorted(s, src, input, typer, top, out)
             }
-            _ => self.send_sorted(q, s, src, input, typer, top, out),
+            _ => self.send_sorted(q, s, src, input, typer, window, out),
         }
     }
 
@@ -500,9 +552,10 @@ impl Session {
         src: &Source,
         input: &mut dyn RowSource,
         mut typer: ColumnTyper,
-        limit: Option<Limit>,
+        window: Window,
         out: &mut Out,
     ) -> Result<(), Errors> {
+        let limit = window.limit;
         let names: Vec<String> = typer.types(false).into_iter().map(|(n, _)| n).collect();
         let keys = sort_keys(q, &names);
         if s.distinct && keys.iter().any(|k| matches!(k, SortKey::Expr(_))) {
@@ -548,6 +601,7 @@ impl Session {
             keys: keys.len(),
             distinct: s.distinct,
             last: None,
+            last_keys: Vec::new(),
         };
         let (mut spooled, top) = match limit {
             // A percentage of the distinct rows: counted into a spool, then sent from it.
@@ -565,22 +619,94 @@ impl Session {
         };
         // SET ROWCOUNT counts the rows sent, after ORDER BY and DISTINCT, like TOP.
         let top = self.capped_by_rowcount(top);
-        let rows: &mut dyn Iterator<Item = Result<Vec<Value>, SqlError>> = match &mut spooled {
-            Some(spool) => spool,
-            None => &mut rows,
-        };
         out.columns(typer.types(false));
         let mut sent = 0u64;
-        for v in rows {
-            if top.is_some_and(|n| sent >= n) || out.gone() || self.cancelled() {
+        let mut skipped = 0u64;
+        // WITH TIES: the ORDER BY keys of the last row TOP allowed.
+        let mut tie: Option<Vec<Value>> = None;
+        loop {
+            let v = match &mut spooled {
+                Some(spool) => spool.next(),
+                None => rows.next(),
+            };
+            let Some(v) = v else {
+                break;
+            };
+            let v = v.map_err(one)?;
+            if out.gone() || self.cancelled() {
                 break;
             }
-            out.row(v.map_err(one)?);
+            if skipped < window.skip {
+                skipped += 1;
+                continue;
+            }
+            if top.is_some_and(|n| sent >= n) {
+                let tied = tie.as_ref().is_some_and(|k| same_row(k, &rows.last_keys));
+                if !(window.ties && spooled.is_none() && tied) {
+                    break;
+                }
+            } else if window.ties {
+                tie = Some(rows.last_keys.clone());
+            }
+            out.row(v);
             sent += 1;
         }
         self.rows_affected(sent, out);
         Ok(())
     }
+
+    /// The rows a SELECT gives of its ordered result: TOP's (rows or percent, WITH TIES),
+    /// or OFFSET's rows skipped and FETCH's taken.
+    pub(super) fn window(&mut self, q: &Query, s: &Select) -> Result<Window, SqlError> {
+        let count = |s: &mut Session, e: &Expr| s.eval(e, None).and_then(|v| as_i64(&v));
+        if let Some(offset) = &q.offset {
+            if s.top.is_some() {
+                return Err(msg(10741, &[]));
+            }
+            let skip = count(self, offset)?;
+            if skip < 0 {
+                return Err(msg(10742, &[]));
+            }
+            let fetch = match &q.fetch {
+                Some(f) => match count(self, f)? {
+                    n if n <= 0 => return Err(msg(10744, &[])),
+                    n => Some(Limit::Rows(n as u64)),
+                },
+                None => None,
+            };
+            return Ok(Window {
+                limit: fetch,
+                skip: skip as u64,
+                ties: false,
+            });
+        }
+        let Some(top) = &s.top else {
+            return Ok(Window::default());
+        };
+        if top.with_ties && q.order_by.is_empty() {
+            return Err(msg(1062, &[]));
+        }
+        let n = count(self, &top.count)?.max(0) as u64;
+        Ok(Window {
+            limit: Some(if top.percent {
+                Limit::Percent(n)
+            } else {
+                Limit::Rows(n)
+            }),
+            skip: 0,
+            ties: top.with_ties,
+        })
+    }
+}
+
+/// Which of a SELECT's ordered rows it gives (`Session::window`).
+#[derive(Clone, Copy, Default)]
+pub(super) struct Window {
+    limit: Option<Limit>,
+    /// OFFSET: rows skipped first.
+    skip: u64,
+    /// TOP ... WITH TIES: rows equal to the last one in the ORDER BY keys come too.
+    ties: bool,
 }
 
 /// A sort's rows without their sort keys, each DISTINCT row once (equal rows are adjacent:
@@ -590,6 +716,8 @@ struct Deduplicated {
     keys: usize,
     distinct: bool,
     last: Option<Vec<Value>>,
+    /// The sort keys of the row given last (WITH TIES compares them).
+    last_keys: Vec<Value>,
 }
 
 impl Iterator for Deduplicated {
@@ -598,7 +726,11 @@ impl Iterator for Deduplicated {
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let v = match self.sorted.next()? {
-                Ok(mut row) => row.split_off(self.keys),
+                Ok(mut row) => {
+                    let v = row.split_off(self.keys);
+                    self.last_keys = row;
+                    v
+                }
                 Err(e) => return Some(Err(e)),
             };
             if !self.distinct {

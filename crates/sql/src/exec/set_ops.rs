@@ -1,0 +1,275 @@
+//! UNION [ALL], INTERSECT and EXCEPT: each branch runs as its own SELECT into a spool
+//! (`subquery.rs`), the branches combine into one spool, and the statement's ORDER BY,
+//! OFFSET and TOP apply to the combined rows through the streamed SELECT's last steps.
+//!
+//! Invariants:
+//! 1. Every branch has as many columns as the first (205); the result's columns are named
+//!    by the first branch and typed by SQL Server's precedence over all branches
+//!    (`union_type`), every value converted to its column's type.
+//! 2. UNION, INTERSECT and EXCEPT compare rows as DISTINCT does (NULLs equal, the
+//!    comparison rules of `=` otherwise) and give each distinct row once; UNION ALL keeps
+//!    every row. Sorts and spools spill past `SORT_MEMORY_BYTES` (spill.rs invariant 2).
+
+use std::cmp::Ordering;
+use std::sync::{Arc, Mutex};
+
+use super::select::{same_row, Source};
+use super::spill::{SortSpill, SortedRows, SpoolCursor};
+use super::stream::{key_order, RowSource, SORT_MEMORY_BYTES};
+use super::subquery::Rows;
+use super::views::Rowset;
+use super::{Out, Session};
+use crate::ast::{Query, QueryBody, Select, SelectItem, SetOperator};
+use crate::convert::{convert, decimal_shape, precedence};
+use crate::messages::{msg, SqlError};
+use crate::types::{SqlType, Value, MAX_LENGTH};
+
+type Errors = Vec<SqlError>;
+
+fn one(e: SqlError) -> Errors {
+    vec![e]
+}
+
+impl Session {
+    /// A query whose body is a set operation (or a parenthesized query): its rows, then
+    /// the statement's ORDER BY, OFFSET and TOP.
+    pub(super) fn select_set(&mut self, q: &Query, out: &mut Out) -> Result<(), Errors> {
+        let rows = self.body_rows(&q.body)?;
+        let src = Source::single(
+            Rowset {
+                columns: rows.columns.clone(),
+                rows: Vec::new(),
+            },
+            String::new(),
+            None,
+        );
+        let all = Select {
+            distinct: false,
+            top: None,
+            items: vec![SelectItem::Wildcard { qualifier: None }],
+            into: None,
+            from: Vec::new(),
+            where_clause: None,
+            group_by: Vec::new(),
+            having: None,
+        };
+        let mut input = Spooled {
+            rows: &rows,
+            cursor: SpoolCursor::default(),
+        };
+        self.finish_streamed(q, &all, &src, &mut input, out)
+    }
+
+    fn body_rows(&mut self, body: &QueryBody) -> Result<Rows, Errors> {
+        match body {
+            QueryBody::Select(s) => {
+                let q = Query {
+                    ctes: Vec::new(),
+                    body: QueryBody::Select(s.clone()),
+                    order_by: Vec::new(),
+                    offset: None,
+                    fetch: None,
+                    hints: Vec::new(),
+                };
+                self.query_rows(&q, None).map_err(one)
+            }
+            QueryBody::Parenthesized(q) => self.query_rows(q, None).map_err(one),
+            QueryBody::SetOperation { op, left, right } => {
+                let left = self.body_rows(left)?;
+                let right = self.body_rows(right)?;
+                self.combine(*op, left, right)
+            }
+        }
+    }
+
+    /// Two branches' rows combined by `op` (invariants 1 and 2).
+    fn combine(&mut self, op: SetOperator, left: Rows, right: Rows) -> Result<Rows, Errors> {
+        if left.columns.len() != right.columns.len() {
+            return Err(vec![msg(205, &[])]);
+        }
+        let columns: Vec<(String, SqlType)> = left
+            .columns
+            .iter()
+            .zip(&right.columns)
+            .map(|((n, a), (_, b))| (n.clone(), union_type(*a, *b)))
+            .collect();
+        let types: Vec<SqlType> = columns.iter().map(|c| c.1).collect();
+        let dir = self.spill_dir();
+        let mut spool = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
+        let mut count = 0u64;
+        let mut emit = |r: Vec<Value>| -> Result<(), Errors> {
+            count += 1;
+            spool.push(r).map_err(one)
+        };
+        match op {
+            SetOperator::UnionAll => {
+                for side in [&left, &right] {
+                    for r in side.spool.rows() {
+                        emit(converted(r.map_err(one)?, &types)?)?;
+                    }
+                }
+            }
+            SetOperator::Union => {
+                let failure = Arc::new(Mutex::new(None));
+                let order = key_order(vec![false; types.len()], failure.clone());
+                let mut sort = SortSpill::new(&dir, SORT_MEMORY_BYTES, order);
+                for side in [&left, &right] {
+                    for r in side.spool.rows() {
+                        sort.push(converted(r.map_err(one)?, &types)?)
+                            .map_err(one)?;
+                    }
+                }
+                let mut sorted = Distinct::new(sort.finish().map_err(one)?);
+                while let Some(r) = sorted.next_row()? {
+                    emit(r)?;
+                }
+                failed(&failure)?;
+            }
+            SetOperator::Intersect | SetOperator::Except => {
+                let failure = Arc::new(Mutex::new(None));
+                let mut l = self.distinct_sorted(&left, &types, &failure)?;
+                let mut r = self.distinct_sorted(&right, &types, &failure)?;
+                let compare = key_order(vec![false; types.len()], failure.clone());
+                let keep_common = op == SetOperator::Intersect;
+                let mut b = r.next_row()?;
+                while let Some(a) = l.next_row()? {
+                    let mut o = Ordering::Less;
+                    while let Some(x) = &b {
+                        o = compare(&a, x);
+                        if o != Ordering::Greater {
+                            break;
+                        }
+                        b = r.next_row()?;
+                    }
+                    let common = b.is_some() && o == Ordering::Equal;
+                    if common == keep_common {
+                        emit(a)?;
+                    }
+                }
+                failed(&failure)?;
+            }
+        }
+        Ok(Rows {
+            columns,
+            spool: spool.finish_rewindable().map_err(one)?,
+            count,
+        })
+    }
+
+    /// A branch's rows converted, sorted and each distinct row once.
+    fn distinct_sorted(
+        &mut self,
+        rows: &Rows,
+        types: &[SqlType],
+        failure: &Arc<Mutex<Option<SqlError>>>,
+    ) -> Result<Distinct, Errors> {
+        let order = key_order(vec![false; types.len()], failure.clone());
+        let mut sort = SortSpill::new(&self.spill_dir(), SORT_MEMORY_BYTES, order);
+        for r in rows.spool.rows() {
+            sort.push(converted(r.map_err(one)?, types)?).map_err(one)?;
+        }
+        Ok(Distinct::new(sort.finish().map_err(one)?))
+    }
+}
+
+/// A comparison that failed while sorting (values of types that do not compare).
+fn failed(failure: &Arc<Mutex<Option<SqlError>>>) -> Result<(), Errors> {
+    match failure.lock().unwrap().take() {
+        Some(e) => Err(vec![e]),
+        None => Ok(()),
+    }
+}
+
+/// A row's values converted to the result's column types (invariant 1).
+fn converted(row: Vec<Value>, types: &[SqlType]) -> Result<Vec<Value>, Errors> {
+    row.into_iter()
+        .zip(types)
+        .map(|(v, t)| convert(&v, *t, None).map_err(one))
+        .collect()
+}
+
+/// The type of a column two branches give as `a` and `b`: the higher precedence type;
+/// strings as long as the longer (Unicode if either is), decimals wide enough for both.
+pub(super) fn union_type(a: SqlType, b: SqlType) -> SqlType {
+    if a == b {
+        return a;
+    }
+    let text_len = |t: SqlType| match t {
+        SqlType::Char(n) | SqlType::VarChar(n) | SqlType::NChar(n) | SqlType::NVarChar(n) => {
+            Some(n)
+        }
+        _ => None,
+    };
+    if let (Some(la), Some(lb)) = (text_len(a), text_len(b)) {
+        let unicode = matches!(a, SqlType::NChar(_) | SqlType::NVarChar(_))
+            || matches!(b, SqlType::NChar(_) | SqlType::NVarChar(_));
+        let n = if la == MAX_LENGTH || lb == MAX_LENGTH {
+            MAX_LENGTH
+        } else {
+            la.max(lb)
+        };
+        return if unicode {
+            SqlType::NVarChar(n)
+        } else {
+            SqlType::VarChar(n)
+        };
+    }
+    if let (
+        SqlType::VarBinary(la) | SqlType::Binary(la),
+        SqlType::VarBinary(lb) | SqlType::Binary(lb),
+    ) = (a, b)
+    {
+        return SqlType::VarBinary(if la == MAX_LENGTH || lb == MAX_LENGTH {
+            MAX_LENGTH
+        } else {
+            la.max(lb)
+        });
+    }
+    let decimal = matches!(a, SqlType::Decimal { .. }) || matches!(b, SqlType::Decimal { .. });
+    if let (true, Some((p1, s1)), Some((p2, s2))) = (decimal, decimal_shape(a), decimal_shape(b)) {
+        let scale = s1.max(s2);
+        let precision = (scale + (p1 - s1).max(p2 - s2)).min(38);
+        return SqlType::Decimal { precision, scale };
+    }
+    if precedence(a) >= precedence(b) {
+        a
+    } else {
+        b
+    }
+}
+
+/// Sorted rows, each distinct row once (adjacent equal rows skipped).
+struct Distinct {
+    sorted: SortedRows,
+    last: Option<Vec<Value>>,
+}
+
+impl Distinct {
+    fn new(sorted: SortedRows) -> Distinct {
+        Distinct { sorted, last: None }
+    }
+
+    fn next_row(&mut self) -> Result<Option<Vec<Value>>, Errors> {
+        for r in self.sorted.by_ref() {
+            let r = r.map_err(one)?;
+            if self.last.as_ref().is_some_and(|l| same_row(l, &r)) {
+                continue;
+            }
+            self.last = Some(r.clone());
+            return Ok(Some(r));
+        }
+        Ok(None)
+    }
+}
+
+/// A combined result's rows, read once.
+struct Spooled<'a> {
+    rows: &'a Rows,
+    cursor: SpoolCursor,
+}
+
+impl RowSource for Spooled<'_> {
+    fn next_row(&mut self, _: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        self.cursor.next_row(&self.rows.spool).map_err(one)
+    }
+}
