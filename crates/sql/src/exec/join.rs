@@ -33,6 +33,7 @@
 //!    side, plus for FULL both kinds of unmatched rows.
 
 use super::eval::RowCtx;
+use super::join_hash::{self, HashIndex};
 use super::locking::RowLocking;
 use super::select::Source;
 use super::spill::{SortSpill, Spool, SpoolCursor};
@@ -346,6 +347,7 @@ impl Leaves {
         Ok(Inner::Spooled {
             spool: spooled(s, rows)?,
             shape,
+            index: None,
         })
     }
 }
@@ -427,14 +429,39 @@ enum Inner<'p> {
     Spooled {
         spool: Spool,
         shape: Shape,
+        /// The spool's rows by their keys on ON's equated columns, when it is in memory.
+        index: Option<HashIndex>,
     },
+    /// Only while a table's inner input becomes a spool (`JoinRows::open`).
+    Idle,
 }
 
 impl Inner<'_> {
     fn shape(&self) -> &Shape {
         match self {
             Inner::Table { shape, .. } | Inner::Spooled { shape, .. } => shape,
+            Inner::Idle => unreachable!("an inner input is replaced whole"),
         }
+    }
+
+    /// Indexes a spooled inner input held in memory on the columns ON equates with the
+    /// outer input's (join_hash.rs), so each outer row reads only its candidates.
+    fn indexed(mut self, on: Option<&Expr>, outer: &Shape) -> Self {
+        if let (
+            Inner::Spooled {
+                spool,
+                shape,
+                index,
+            },
+            Some(on),
+        ) = (&mut self, on)
+        {
+            let pairs = join_hash::equi_columns(on, &outer.ctx(&[]), &shape.ctx(&[]));
+            if let (false, Some(rows)) = (pairs.is_empty(), spool.in_memory()) {
+                *index = Some(HashIndex::build(rows, &pairs));
+            }
+        }
+        self
     }
 }
 
@@ -443,6 +470,9 @@ enum InnerCursor<'p> {
     Idle,
     Scan(TableScan<'p>),
     Spool(SpoolCursor),
+    /// The inner rows (by number in the in-memory spool) the hash index gave, and how many
+    /// were read.
+    Candidates(Vec<u32>, usize),
 }
 
 /// A nested loop join of `outer` with `inner` (invariant 3).
@@ -453,6 +483,7 @@ fn join<'p>(
     on: Option<&'p Expr>,
 ) -> Built<'p> {
     let shape = outer_shape.joined(inner.shape());
+    let inner = inner.indexed(on, &outer_shape);
     let preserve = matches!(kind, JoinKind::Left | JoinKind::OuterApply);
     let rows = JoinRows {
         outer,
@@ -509,9 +540,28 @@ impl<'p> JoinRows<'p> {
                     }
                     None => Access::Scan,
                 };
+                if let Access::Scan = access {
+                    // ON does not seek this table: read it once into a spool instead of
+                    // once per outer row.
+                    let rows = Box::new(TableScan::new(t, Access::Scan, locking)?);
+                    let spool = spooled(s, rows)?;
+                    let shape = shape.clone();
+                    self.inner = Inner::Spooled {
+                        spool,
+                        shape,
+                        index: None,
+                    };
+                    let inner = std::mem::replace(&mut self.inner, Inner::Idle);
+                    self.inner = inner.indexed(self.on, &self.outer_shape);
+                    return self.open(s, r);
+                }
                 Ok(InnerCursor::Scan(TableScan::new(t, access, locking)?))
             }
+            Inner::Spooled {
+                index: Some(index), ..
+            } => Ok(InnerCursor::Candidates(index.candidates(r), 0)),
             Inner::Spooled { .. } => Ok(InnerCursor::Spool(SpoolCursor::default())),
+            Inner::Idle => unreachable!("an inner input is replaced whole"),
         }
     }
 
@@ -519,6 +569,14 @@ impl<'p> JoinRows<'p> {
         match (&mut self.cursor, &self.inner) {
             (InnerCursor::Scan(scan), _) => scan.next_row(s),
             (InnerCursor::Spool(c), Inner::Spooled { spool, .. }) => c.next_row(spool).map_err(one),
+            (InnerCursor::Candidates(rows, read), Inner::Spooled { spool, .. }) => {
+                let Some(&n) = rows.get(*read) else {
+                    return Ok(None);
+                };
+                *read += 1;
+                let all = spool.in_memory().expect("indexed only in memory");
+                Ok(Some(all[n as usize].clone()))
+            }
             _ => Ok(None),
         }
     }

@@ -36,6 +36,7 @@ mod expr_text;
 mod helpdb;
 mod history;
 mod join;
+mod join_hash;
 mod lock_views;
 mod locking;
 mod logins;

@@ -450,6 +450,11 @@ pub(super) struct Spool {
 }
 
 impl Spool {
+    /// All its rows when none spilled (a join indexes them: join_hash.rs).
+    pub fn in_memory(&self) -> Option<&[Vec<Value>]> {
+        self.runs.is_empty().then_some(self.tail.as_slice())
+    }
+
     /// Its rows from the first, in push order.
     pub fn rows(&self) -> SpoolRows<'_> {
         SpoolRows {

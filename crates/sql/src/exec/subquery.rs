@@ -16,7 +16,7 @@
 //!    applies to the statement's own result).
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::eval::{OuterRow, RowCtx};
 use super::output::OutputSink;
@@ -37,10 +37,10 @@ pub(super) struct Scopes {
     pub outer_reads: u64,
     /// Results of subqueries that read no enclosing row, by the subquery's address in the
     /// statement's tree (invariant 1).
-    cache: HashMap<usize, Rc<Rows>>,
+    cache: HashMap<usize, Arc<Rows>>,
     /// The common table expressions in scope, innermost last, each with whether it is
     /// being run (a reference to it from inside itself is recursion).
-    ctes: Vec<(Rc<CommonTableExpression>, bool)>,
+    ctes: Vec<(Arc<CommonTableExpression>, bool)>,
 }
 
 impl Scopes {
@@ -143,14 +143,14 @@ impl Session {
         q: &Query,
         row: Option<&RowCtx<'_>>,
         limit: Option<u64>,
-    ) -> Result<Rc<Rows>, SqlError> {
+    ) -> Result<Arc<Rows>, SqlError> {
         let key = q as *const Query as usize;
         if let Some(r) = self.scopes.cache.get(&key) {
             return Ok(r.clone());
         }
         let reads = self.scopes.outer_reads;
         let rows = self.with_outer_row(row, |s| s.query_rows(q, limit));
-        let rows = Rc::new(rows?);
+        let rows = Arc::new(rows?);
         if self.scopes.outer_reads == reads {
             self.scopes.cache.insert(key, rows.clone());
         }
@@ -237,7 +237,7 @@ impl Session {
         f: impl FnOnce(&mut Session) -> Result<T, Vec<SqlError>>,
     ) -> Result<T, Vec<SqlError>> {
         for cte in &q.ctes {
-            self.scopes.ctes.push((Rc::new(cte.clone()), false));
+            self.scopes.ctes.push((Arc::new(cte.clone()), false));
         }
         let result = f(self);
         let kept = self.scopes.ctes.len() - q.ctes.len();
