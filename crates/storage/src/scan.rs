@@ -25,10 +25,18 @@
 //!    exactly the rows a full scan would return inside the range, never one outside it.
 //! 5. Every chunk counts the pages it read (`PageReads`): each page visited once per visit
 //!    (logical), and of those the ones not in the buffer pool before (physical).
+//! 6. A heap page that reads as zeros where the PFS says allocated fails the scan (Msg 824)
+//!    only if it reads as zeros again after the PFS was read. A session inserting beside
+//!    the scan formats a new page of the heap (installed in the buffer pool, then marked
+//!    allocated) without the page's latch: a read that missed the pool before the install
+//!    finds the file's zeros, and the PFS read after it the new bit. Read again after the
+//!    bit, the page shows its format (allocation.rs invariant 5; the pool lets a changed
+//!    page go only written back), so zeros then are damage. Before this the scan failed
+//!    with 824 on a page being formatted (`SELECT COUNT(*)` beside INSERTs, under load).
 
 use std::ops::Bound;
 
-use extentdb_format::{data_page, record, PageId, PAGES_PER_EXTENT};
+use extentdb_format::{data_page, record, Page, PageId, PAGES_PER_EXTENT};
 
 use crate::access::RowGate;
 use crate::table::{is_heap_page, Rid};
@@ -302,6 +310,24 @@ impl Database {
         Ok(ScanChunk::to(rows, ScanPosition::End, reads))
     }
 
+    /// Heap page `pid` as a scan reads it (`peek`, not cached by the read). Zeros where
+    /// the PFS says allocated are damage (table.rs invariant 4) only when a read after the
+    /// PFS still finds them (invariant 6).
+    fn heap_page_as_read(&self, pid: PageId) -> Result<Page, StorageError> {
+        let p = self.data.pool.peek(&self.data_files, pid)?;
+        if !p.is_unformatted() || !self.page_allocated(pid)? {
+            return Ok(p);
+        }
+        // The bit is set once the page's format is in the pool (allocation.rs invariant 5),
+        // and the pool lets a changed page go only written back: read now, the page shows
+        // the format that may have come between the first read and the PFS's.
+        let again = self.data.pool.peek(&self.data_files, pid)?;
+        if again.is_unformatted() {
+            return Err(self.incorrect_page_id(pid, PageId::NULL));
+        }
+        Ok(again)
+    }
+
     /// Appends the live rows of heap page `pid` (if it is one of unit `au`'s) after slot
     /// `after` (all when None) that `gate` lets through, holding the page's latch meanwhile
     /// when there is a gate (access.rs invariant 5); returns their bytes, and the row the
@@ -315,11 +341,8 @@ impl Database {
         mut gate: RowGate<'_, '_>,
     ) -> Result<(usize, Option<StoredRow>), StorageError> {
         let _latch = gate.is_some().then(|| self.data.page_latches.hold(pid));
-        let p = self.data.pool.peek(&self.data_files, pid)?;
+        let p = self.heap_page_as_read(pid)?;
         if !is_heap_page(&p, au) {
-            if p.is_unformatted() && self.page_allocated(pid)? {
-                return Err(self.incorrect_page_id(pid, extentdb_format::PageId::NULL));
-            }
             return Ok((0, None));
         }
         let mut bytes = 0;

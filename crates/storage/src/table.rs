@@ -37,7 +37,8 @@
 //! 4. A heap page is marked allocated in the PFS only after its format is logged
 //!    (allocation.rs invariant 5): a page taken whose format failed is zero and free, a
 //!    zero page the PFS calls allocated is damage, and a scan reaching one fails (Msg 824)
-//!    rather than return fewer rows.
+//!    rather than return fewer rows; it reads the page again after the PFS first, as a
+//!    session's insert may have formatted it meanwhile (scan.rs invariant 6).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -20,6 +20,10 @@
 //! is there entirely or not at all. The threads interleave differently on each run, so a
 //! seed fixes the cut and the workload, not the schedule; `XDB_SHARED_CRASH_SEEDS=N` runs
 //! a longer loop.
+//!
+//! `a_heap_scan_beside_the_format_of_its_next_page_reads_no_damage`: a scan's read of the
+//! heap's next page, which missed the pool, is held while an insert formats the page and
+//! commits a row on it; the scan returns both rows (scan.rs invariant 6), no Msg 824.
 
 mod common;
 use common::{
@@ -37,6 +41,7 @@ use std::sync::{Arc, Barrier};
 
 use extentdb_format::catalog::RecoveryModel;
 use extentdb_format::file_header::FileType;
+use extentdb_format::PageId;
 use extentdb_io::os::OsFileSystem;
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_storage::access::{Held, Needs, Step};
@@ -510,6 +515,92 @@ fn heap_rows_that_grow_move_sharing_the_database() {
     let db = Database::open(fs.as_ref(), &dir.join("Ins.mdf")).unwrap();
     assert_eq!(table_rows(&db, heap), want, "after redo");
     assert_checkdb_clean(&db, "after redo");
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Proves a heap scan reading a page from disk beside an insert that formats that page
+/// (its first row there) reads no damage: the scan's read of the page is held (the pool's
+/// test hook) after the page missed the pool, the insert formats it (logged, installed in
+/// the pool, marked allocated in the PFS) and commits a row on it, and the read goes on.
+/// It finds the zeros the file still holds where the PFS now says allocated, which alone
+/// is damage (table.rs invariant 4); the scan reads the page again after the PFS and finds
+/// the format (allocation.rs invariant 5). Failed with Msg 824 for the page, (0:0), as
+/// `SELECT COUNT(*)` did beside INSERTs over TDS (iam_damage.rs, now and then under load).
+#[test]
+fn a_heap_scan_beside_the_format_of_its_next_page_reads_no_damage() {
+    let dir = fresh_dir("shared-insert-format");
+    let fs = OsFileSystem::new();
+    let mut db = Database::create(&ctx(fs.as_ref(), true, &Quiet), &spec(&dir, 1024)).unwrap();
+    let heap = create_tables(&mut db)[0];
+    // One row of 5,000 bytes: the first page of the heap's extent is formatted, the next
+    // one (where the next such row goes) is not, and the pool does not cache it.
+    let big = |k: u32| row(k, &vec![k as u8; 5_000]);
+    let x = db.begin_xact();
+    let (first, _) = db
+        .now(|d| d.insert_row(x, heap, (&big(1), d.growth_env()), None))
+        .unwrap();
+    let lsn = db.commit_xact(x).unwrap().unwrap();
+    db.wal().unwrap().flush(lsn).unwrap();
+    let next = PageId::new(first.file.0, first.page.0 + 1);
+    assert_ne!(
+        next.page.0 % 8,
+        0,
+        "the next page is in the first one's extent"
+    );
+    let (entered_tx, entered) = std::sync::mpsc::channel::<()>();
+    let (release_tx, release) = std::sync::mpsc::channel::<()>();
+    let (entered_tx, release) = (
+        std::sync::Mutex::new(entered_tx),
+        std::sync::Mutex::new(release),
+    );
+    let held = std::sync::atomic::AtomicBool::new(false);
+    // Holds the scan's first read of `next` from disk, once.
+    db.set_pool_read_hook(Some(Arc::new(move |pid| {
+        let scan = std::thread::current().name() == Some("scan");
+        if pid == next && scan && !held.swap(true, Ordering::SeqCst) {
+            entered_tx.lock().unwrap().send(()).unwrap();
+            let _ = release.lock().unwrap().recv();
+        }
+    })));
+    let db = Arc::new(SharedDatabase::new(db));
+    let scan = std::thread::Builder::new()
+        .name("scan".into())
+        .spawn({
+            let db = db.clone();
+            move || db.read().unwrap().scan_rows(heap)
+        })
+        .unwrap();
+    entered.recv().unwrap();
+    // The scan's read of `next` missed the pool and waits; the insert formats `next`.
+    let env = GrowthEnv::default();
+    let x = db.read().unwrap().begin_xact();
+    let (placed, _) = db
+        .run(
+            &env,
+            |e| e,
+            |d| d.insert_row(x, heap, (&big(2), &env), None),
+        )
+        .unwrap();
+    assert_eq!(
+        placed, next,
+        "the second row formatted the page the scan reads"
+    );
+    let lsn = db.read().unwrap().commit_xact(x).unwrap().unwrap();
+    db.read().unwrap().wal().unwrap().flush(lsn).unwrap();
+    release_tx.send(()).unwrap();
+    let rows = scan
+        .join()
+        .unwrap()
+        .expect("no damage: the page was being formatted");
+    let pages: Vec<PageId> = rows.iter().map(|((p, _), _)| *p).collect();
+    assert_eq!(
+        pages,
+        vec![first, next],
+        "the scan read the first row and, read again, the page formatted beside it"
+    );
+    let db = Arc::into_inner(db).expect("scan joined").into_inner();
+    assert_checkdb_clean(&db, "after the scan");
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
