@@ -513,3 +513,47 @@ fn a_join_larger_than_memory_spills_and_gives_every_row() {
         vec![format!("{},{},{}", 3000 + 1, 3000, want + 1)]
     );
 }
+
+/// Proves SELECT ... INTO makes the table from the query's columns and fills it with its
+/// rows (a join, a grouped query, a #temporary table only its session sees), that another
+/// session reads the new table, and SQL Server's messages for an existing target (2714),
+/// an unnamed column (1038) and a name given twice (2705), none of which makes a table.
+/// Before select_into.rs it was refused (40517); before that it returned the rows and
+/// made nothing.
+#[test]
+fn select_into_makes_and_fills_a_table() {
+    let (s, mut c) = setup("q-into");
+    run(
+        &mut c,
+        "SELECT c.cid, c.name, o.amt * 2 AS twice INTO r FROM c JOIN o ON o.cid = c.cid",
+    );
+    assert_eq!(
+        bag(&mut c, "SELECT cid, name, twice FROM r"),
+        strs(&["1,ann,10", "1,ann,14", "2,bob,18"])
+    );
+    run(&mut c, "INSERT INTO r VALUES (9, 'zed', NULL)");
+    run(
+        &mut c,
+        "SELECT cid, SUM(amt) AS total INTO s FROM o GROUP BY cid",
+    );
+    assert_eq!(
+        bag(&mut c, "SELECT * FROM s"),
+        strs(&["1,12", "2,9", "4,1"])
+    );
+    let mut other = connect_at(&s.addr, Some("q"), 60).unwrap();
+    assert_eq!(table(&mut other, "SELECT COUNT(*) FROM r"), strs(&["4"]));
+    run(&mut c, "SELECT name INTO #mine FROM c WHERE cid < 3");
+    assert_eq!(bag(&mut c, "SELECT name FROM #mine"), strs(&["ann", "bob"]));
+    assert_eq!(numbers(&mut other, "SELECT name FROM #mine"), vec![208]);
+    let refused: &[(&str, i32)] = &[
+        ("SELECT cid INTO r FROM c", 2714),
+        ("SELECT cid + 1 INTO n1 FROM c", 1038),
+        ("SELECT cid, cid INTO n2 FROM c", 2705),
+    ];
+    for (sql, want) in refused {
+        assert_eq!(numbers(&mut c, sql), vec![*want], "{sql}");
+    }
+    assert_eq!(numbers(&mut c, "SELECT * FROM n1"), vec![208]);
+    assert_eq!(numbers(&mut c, "SELECT * FROM n2"), vec![208]);
+    assert_eq!(table(&mut c, "SELECT COUNT(*) FROM r"), strs(&["4"]));
+}

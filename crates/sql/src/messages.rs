@@ -153,6 +153,7 @@ static CATALOGUE: &[Entry] = &[
     e(220, 16, 2, "Arithmetic overflow error for data type %ls, value = %ld."),
     e(512, 16, 1, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression."),
     e(1013, 16, 1, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
+    e(1038, 15, 4, "An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name."), // unverified
     e(1062, 15, 1, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause."), // unverified
     e(10741, 15, 1, "A TOP can not be used in the same query or sub-query as a OFFSET."), // unverified
     e(10742, 16, 1, "The offset specified in a OFFSET clause may not be negative."), // unverified

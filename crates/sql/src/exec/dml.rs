@@ -305,7 +305,19 @@ impl Session {
                 (rows, None, count)
             }
         };
-        let locking = self.row_locking(&t, true, &ins.hints)?;
+        self.insert_rows(&t, (rows, more, count), &ins.hints, out)
+    }
+
+    /// Writes the rows of an INSERT (those in `rows`, then those `more` spools) into `t`
+    /// in the statement's transaction, and reports how many.
+    fn insert_rows(
+        &mut self,
+        t: &TableRef,
+        (rows, more, count): (Vec<NewRow>, Option<SortedRows>, u64),
+        hints: &[String],
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
+        let locking = self.row_locking(t, true, hints)?;
         locking.table_intent()?;
         if t.entry.index_id == 1 {
             // Keys another open transaction deleted are waited for now, not with the
@@ -327,8 +339,7 @@ impl Session {
             spill_dir: self.spill_dir(),
             last: None,
         };
-        let step =
-            |db: Held<'_>, x| write_inserts(db, x, (&t, &locking, &range_wait), &env, &mut p);
+        let step = |db: Held<'_>, x| write_inserts(db, x, (t, &locking, &range_wait), &env, &mut p);
         // A key range another transaction locked: waited for, then the rows go on.
         let wait = || match range_wait.take() {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
@@ -340,6 +351,28 @@ impl Session {
         }
         self.rows_affected(count, out);
         Ok(())
+    }
+
+    /// SELECT ... INTO's rows into the table it made: each of `rows` converted to the
+    /// new table's columns (spooled), then written as INSERT writes.
+    pub(super) fn insert_query_rows(
+        &mut self,
+        t: &TableRef,
+        rows: &super::subquery::Rows,
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
+        let one = |e| vec![e];
+        let targets: Vec<usize> = (0..t.entry.columns.len()).collect();
+        let mut spool = SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES);
+        let mut count = 0u64;
+        for r in rows.spool.rows() {
+            let src = r.map_err(one)?.into_iter().map(Some).collect();
+            let row = self.new_row(t, &targets, src, None)?;
+            spool.push(row.spooled()).map_err(one)?;
+            count += 1;
+        }
+        let more = Some(spool.finish().map_err(one)?);
+        self.insert_rows(t, (Vec::new(), more, count), &[], out)
     }
 
     /// INSERT ... SELECT's rows through two spools, so neither the query's result nor the

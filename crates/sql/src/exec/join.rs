@@ -130,7 +130,7 @@ pub(super) struct Leaves {
 impl Session {
     /// Resolves every leaf of `from` (a comma list of table sources, each maybe a join
     /// tree); two leaves with one exposed name are 1013.
-    pub(super) fn from_leaves(&mut self, from: &[TableSource]) -> Result<Leaves, Errors> {
+    pub(super) fn resolve_leaves(&mut self, from: &[TableSource]) -> Result<Leaves, Errors> {
         let mut leaves = Vec::new();
         for ts in from {
             self.collect_leaves(ts, &mut leaves)?;
@@ -232,7 +232,7 @@ impl Session {
         from: &[TableSource],
         filter: Option<&Expr>,
     ) -> Result<Source, Errors> {
-        let leaves = self.from_leaves(from)?;
+        let leaves = self.resolve_leaves(from)?;
         let (shape, mut rows) = leaves.relation(self, from, filter)?;
         let mut all = Vec::new();
         while let Some(r) = rows.next_row(self)? {

@@ -47,6 +47,7 @@ mod security;
 mod security_ddl;
 mod seek;
 mod select;
+mod select_into;
 mod set_ops;
 mod set_options;
 mod shrink;

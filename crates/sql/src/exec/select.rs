@@ -199,6 +199,11 @@ pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
 
 impl Session {
     pub(super) fn select(&mut self, q: &Query, out: &mut Out) -> Result<(), Vec<SqlError>> {
+        if let QueryBody::Select(s) = &q.body {
+            if let Some(target) = &s.into {
+                return self.with_ctes(q, |s| s.select_into(q, target, out));
+            }
+        }
         refuse_unbuilt(q)?;
         self.with_ctes(q, |s| s.select_in_scope(q, out))
     }

@@ -414,7 +414,7 @@ impl Session {
         s: &Select,
         out: &mut Out,
     ) -> Option<Result<(), Errors>> {
-        let leaves = match self.from_leaves(&s.from) {
+        let leaves = match self.resolve_leaves(&s.from) {
             Ok(l) => l,
             Err(e) => return Some(Err(e)),
         };
