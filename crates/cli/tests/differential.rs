@@ -2,7 +2,7 @@
 //! tables of small integers, short strings and NULLs, loads the same rows into a real
 //! `extentdb serve` (over TDS) and into SQLite (Python's sqlite3, run as a child process),
 //! then generates queries over joins of every kind, IN / EXISTS / scalar subqueries
-//! (correlated or not), derived tables, CTEs, UNION / INTERSECT / EXCEPT, grouping over
+//! (correlated or not), derived tables, CTEs (recursive too), UNION / INTERSECT / EXCEPT, grouping over
 //! joins and OFFSET / FETCH windows, each written in T-SQL and in SQLite's dialect, and
 //! compares the result multisets (in order where ORDER BY decides it).
 //!
@@ -232,8 +232,23 @@ fn window_case(rng: &mut Rng) -> Case {
     }
 }
 
+fn recursive_case(rng: &mut Rng) -> Case {
+    let (start, depth) = (rng.below(12), 1 + rng.below(4));
+    let body = format!(
+        "r (a, d) AS (SELECT a, 0 FROM t3 WHERE a = {start} \
+         UNION ALL SELECT t3.a, r.d + 1 FROM t3 JOIN r ON t3.b = r.a WHERE r.d < {depth}) \
+         SELECT a, d FROM r"
+    );
+    Case {
+        tsql: format!("WITH {body}"),
+        sqlite: format!("WITH RECURSIVE {body}"),
+        ordered: false,
+    }
+}
+
 fn generate(rng: &mut Rng) -> Case {
-    let makers: [fn(&mut Rng) -> Case; 11] = [
+    let makers: [fn(&mut Rng) -> Case; 12] = [
+        recursive_case,
         join_case,
         join_case,
         three_way_case,

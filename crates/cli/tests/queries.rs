@@ -232,9 +232,11 @@ fn subqueries_scalar_in_and_exists() {
 }
 
 /// Proves derived tables and CTEs: columns named by alias or by the CTE's list, a CTE used
-/// twice and one CTE over another, and SQL Server's messages for an unnamed column (8155),
-/// a name given twice (8156), a column list of the wrong length (8158, 8159); a recursive
-/// CTE is refused (40517), not run.
+/// twice and one CTE over another, recursive CTEs (a hierarchy walked level by level, a
+/// count past the default recursion limit with OPTION (MAXRECURSION)), and SQL Server's
+/// messages for an unnamed column (8155), a name given twice (8156), a column list of the
+/// wrong length (8158, 8159), a recursive CTE without UNION ALL (252) or without an anchor
+/// (246), the recursion limit reached (530) and a limit past 32767 (310).
 #[test]
 fn derived_tables_and_ctes() {
     let (_s, mut c) = setup("q-cte");
@@ -258,6 +260,17 @@ fn derived_tables_and_ctes() {
             "SELECT COUNT(*) FROM (SELECT DISTINCT cid FROM o) x",
             &["3"],
         ),
+        (
+            "WITH r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 1000) \
+             SELECT COUNT(*), SUM(n) FROM r OPTION (MAXRECURSION 1000)",
+            &["1000,500500"],
+        ),
+        (
+            "WITH chain AS (SELECT cid, name, 0 AS depth FROM c WHERE cid = 1 \
+             UNION ALL SELECT c.cid, c.name, chain.depth + 1 FROM c JOIN chain ON c.cid = chain.cid + 1) \
+             SELECT name, depth FROM chain",
+            &["ann,0", "bob,1", "cy,2"],
+        ),
     ];
     for (sql, want) in cases {
         assert_eq!(bag(&mut c, sql), strs(want), "{sql}");
@@ -273,9 +286,15 @@ fn derived_tables_and_ctes() {
             "WITH t (a, b, c) AS (SELECT cid, amt FROM o) SELECT * FROM t",
             8159,
         ),
+        ("WITH r AS (SELECT n FROM r) SELECT n FROM r", 252),
+        ("WITH r AS (SELECT 1 AS n FROM r UNION ALL SELECT 2 FROM r) SELECT n FROM r", 246),
         (
-            "WITH r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r",
-            40517,
+            "WITH r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 200) SELECT n FROM r",
+            530,
+        ),
+        (
+            "WITH r (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT n FROM r OPTION (MAXRECURSION 40000)",
+            310,
         ),
     ];
     for (sql, want) in refused {

@@ -151,6 +151,10 @@ static CATALOGUE: &[Entry] = &[
     e(209, 16, 1, "Ambiguous column name '%.*ls'."),
     e(213, 16, 1, "Column name or number of supplied values does not match table definition."),
     e(220, 16, 2, "Arithmetic overflow error for data type %ls, value = %ld."),
+    e(246, 16, 1, "No anchor member was specified for recursive query \"%.*ls\"."), // unverified
+    e(252, 16, 1, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator."), // unverified
+    e(310, 15, 1, "The value %d specified for the MAXRECURSION option exceeds the allowed maximum of %d."), // unverified
+    e(530, 16, 1, "The statement terminated. The maximum recursion %d has been exhausted before statement completion."),
     e(512, 16, 1, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression."),
     e(1013, 16, 1, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
     e(1038, 15, 4, "An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name."), // unverified

@@ -117,7 +117,7 @@ enum Leaf {
         exposed: String,
     },
     /// A derived table's or CTE's rows.
-    Spooled(Spool),
+    Spooled(std::sync::Arc<Spool>),
     /// A system view's or table-valued function's rows.
     Rowset(Vec<Vec<Value>>),
 }
@@ -174,7 +174,7 @@ impl Session {
                 let rows = self.query_rows(query, None).map_err(one)?;
                 let rows = super::subquery::named_columns(rows, &[], alias).map_err(one)?;
                 let shape = Shape::leaf(rows.columns, alias);
-                out.push((Leaf::Spooled(rows.spool), shape));
+                out.push((Leaf::Spooled(std::sync::Arc::new(rows.spool)), shape));
                 Ok(())
             }
             TableSource::Function { name, args, alias } => {
@@ -195,11 +195,8 @@ impl Session {
     ) -> Result<(Leaf, Shape), Errors> {
         if name.parts.len() == 1 {
             if let Some(rows) = self.cte_rows(name.name()) {
-                let rows = rows.map_err(one)?;
-                return Ok((
-                    Leaf::Spooled(rows.spool),
-                    Shape::leaf(rows.columns, exposed),
-                ));
+                let (columns, spool) = rows.map_err(one)?;
+                return Ok((Leaf::Spooled(spool), Shape::leaf(columns, exposed)));
             }
         }
         if let Some(r) = self.view_rowset(name)? {

@@ -26,6 +26,7 @@ mod aggregate;
 mod backup;
 mod batch_cache;
 pub mod checkdb;
+mod cte;
 mod database_lock;
 mod db_state;
 pub mod ddl;

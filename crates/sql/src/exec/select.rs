@@ -168,14 +168,12 @@ fn widened(t: SqlType) -> SqlType {
 /// The parts of a query that are parsed but not built yet: refused (40517) rather than
 /// dropped, so no statement returns a silently wrong result (issue 22 builds them). Query
 /// hints are accepted only where extentdb always does what they ask: MAXDOP (a query runs on
-/// one thread) and RECOMPILE (no plan is cached).
+/// one thread), RECOMPILE (no plan is cached) and MAXRECURSION (cte.rs).
 pub(super) fn refuse_unbuilt(q: &Query) -> Result<(), Vec<SqlError>> {
     let refuse = |what: &str| Err(vec![not_yet(what)]);
-    if let Some(h) = q
-        .hints
-        .iter()
-        .find(|h| !(h.starts_with("MAXDOP") || h.as_str() == "RECOMPILE"))
-    {
+    if let Some(h) = q.hints.iter().find(|h| {
+        !(h.starts_with("MAXDOP") || h.starts_with("MAXRECURSION") || h.as_str() == "RECOMPILE")
+    }) {
         return refuse(&format!("the query hint OPTION ({h})"));
     }
     if let QueryBody::Select(s) = &q.body {

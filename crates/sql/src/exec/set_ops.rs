@@ -34,7 +34,7 @@ impl Session {
     /// A query whose body is a set operation (or a parenthesized query): its rows, then
     /// the statement's ORDER BY, OFFSET and TOP.
     pub(super) fn select_set(&mut self, q: &Query, out: &mut Out) -> Result<(), Errors> {
-        let rows = self.body_rows(&q.body)?;
+        let rows = self.branch_rows(&q.body)?;
         let src = Source::single(
             Rowset {
                 columns: rows.columns.clone(),
@@ -60,7 +60,7 @@ impl Session {
         self.finish_streamed(q, &all, &src, &mut input, out)
     }
 
-    fn body_rows(&mut self, body: &QueryBody) -> Result<Rows, Errors> {
+    pub(super) fn branch_rows(&mut self, body: &QueryBody) -> Result<Rows, Errors> {
         match body {
             QueryBody::Select(s) => {
                 let q = Query {
@@ -75,8 +75,8 @@ impl Session {
             }
             QueryBody::Parenthesized(q) => self.query_rows(q, None).map_err(one),
             QueryBody::SetOperation { op, left, right } => {
-                let left = self.body_rows(left)?;
-                let right = self.body_rows(right)?;
+                let left = self.branch_rows(left)?;
+                let right = self.branch_rows(right)?;
                 self.combine(*op, left, right)
             }
         }

@@ -1,6 +1,6 @@
 //! Queries inside queries: subqueries in expressions (scalar, EXISTS, IN), and the rows of
-//! derived tables and common table expressions, each run through the ordinary SELECT path
-//! into a spool (`spill::Spool`, which spills to tempdb's directory past its memory).
+//! derived tables and common table expressions (`cte.rs`), each run through the ordinary
+//! SELECT path into a spool (`spill::Spool`, which spills to tempdb's directory past its memory).
 //!
 //! A correlated subquery sees its enclosing rows through `Scopes::outer_rows` (innermost
 //! last), which column binding (`eval.rs`, `Session::column`) searches after the row of
@@ -23,7 +23,7 @@ use super::output::OutputSink;
 use super::spill::{SortSpill, Spool};
 use super::stream::SORT_MEMORY_BYTES;
 use super::{Out, Output, Session};
-use crate::ast::{CommonTableExpression, Query};
+use crate::ast::Query;
 use crate::messages::{msg, SqlError};
 use crate::ops;
 use crate::types::{SqlType, Value};
@@ -38,9 +38,8 @@ pub(super) struct Scopes {
     /// Results of subqueries that read no enclosing row, by the subquery's address in the
     /// statement's tree (invariant 1).
     cache: HashMap<usize, Arc<Rows>>,
-    /// The common table expressions in scope, innermost last, each with whether it is
-    /// being run (a reference to it from inside itself is recursion).
-    ctes: Vec<(Arc<CommonTableExpression>, bool)>,
+    /// The common table expressions in scope, innermost last (`cte.rs`).
+    pub ctes: Vec<super::cte::CteScope>,
 }
 
 impl Scopes {
@@ -228,49 +227,6 @@ impl Session {
             }
         }
         Ok(if unknown { None } else { Some(false) })
-    }
-
-    /// Runs `f` with the query's common table expressions in scope.
-    pub(super) fn with_ctes<T>(
-        &mut self,
-        q: &Query,
-        f: impl FnOnce(&mut Session) -> Result<T, Vec<SqlError>>,
-    ) -> Result<T, Vec<SqlError>> {
-        for cte in &q.ctes {
-            self.scopes.ctes.push((Arc::new(cte.clone()), false));
-        }
-        let result = f(self);
-        let kept = self.scopes.ctes.len() - q.ctes.len();
-        self.scopes.ctes.truncate(kept);
-        result
-    }
-
-    /// True when a common table expression of this name is in scope.
-    pub(super) fn scopes_have_cte(&self, name: &str) -> bool {
-        self.scopes
-            .ctes
-            .iter()
-            .any(|(c, _)| c.name.eq_ignore_ascii_case(name))
-    }
-
-    /// The rows of the common table expression a one-part name refers to, if one is in
-    /// scope: its query run into a spool, its columns named by its column list if any.
-    pub(super) fn cte_rows(&mut self, name: &str) -> Option<Result<Rows, SqlError>> {
-        let i = self
-            .scopes
-            .ctes
-            .iter()
-            .rposition(|(c, _)| c.name.eq_ignore_ascii_case(name))?;
-        let (cte, running) = self.scopes.ctes[i].clone();
-        if running {
-            return Some(Err(super::lower::not_yet(
-                "recursive common table expressions",
-            )));
-        }
-        self.scopes.ctes[i].1 = true;
-        let rows = self.query_rows(&cte.query, None);
-        self.scopes.ctes[i].1 = false;
-        Some(rows.and_then(|r| named_columns(r, &cte.columns, &cte.name)))
     }
 }
 
