@@ -182,9 +182,9 @@ fn syntax_errors() -> Value {
             ),
             Err(e) => e,
         };
-        let ours_matches = ours.as_ref().map_or(false, |e| {
-            e.number == *number && e.line == *line && e.text == *message
-        });
+        let ours_matches = ours
+            .as_ref()
+            .is_some_and(|e| e.number == *number && e.line == *line && e.text == *message);
         println!("{name:<26} SQL Server: Msg {number}, Line {line}: {message}");
         println!(
             "{:<26} extentdb:   {}",
