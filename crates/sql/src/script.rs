@@ -34,8 +34,10 @@ impl CarryState {
     }
 }
 
-/// Splits a script into batches at `GO` lines. Whitespace-only batches are dropped.
+/// Splits a script into batches at `GO` lines. Whitespace-only batches are dropped. A
+/// UTF-8 byte-order mark at the start is no part of the first batch, as sqlcmd reads it.
 pub fn split_batches(script: &str) -> Vec<Batch> {
+    let script = script.strip_prefix('\u{feff}').unwrap_or(script);
     let mut batches = Vec::new();
     let mut current: Vec<&str> = Vec::new();
     let mut first_line = 1u32;
@@ -149,6 +151,15 @@ fn scan_line(line: &str, mut state: CarryState) -> CarryState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_batch() {
+        let b = split_batches("\u{feff}SELECT 1\nGO\nSELECT 2");
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].text, "SELECT 1");
+        let parsed = crate::parser::parse_batch(&b[0].text);
+        assert!(parsed.is_ok(), "{parsed:?}");
+    }
 
     #[test]
     fn splits_on_go_lines() {
