@@ -232,6 +232,18 @@ fn window_case(rng: &mut Rng) -> Case {
     }
 }
 
+/// Uncorrelated subqueries in each branch of a set operation (each branch is a copy the
+/// executor makes and drops in turn).
+fn branch_subquery_case(rng: &mut Rng) -> Case {
+    let (l, r) = two(rng);
+    let agg = |rng: &mut Rng| rng.pick(&["MAX(a)", "MIN(b)", "COUNT(*)", "SUM(a)"]);
+    let (a1, a2) = (agg(rng), agg(rng));
+    let (p1, p2) = (predicate(rng, &[l]), predicate(rng, &[r]));
+    Case::same(format!(
+        "SELECT (SELECT {a1} FROM {l} WHERE {p1}) UNION ALL SELECT (SELECT {a2} FROM {r} WHERE {p2})"
+    ))
+}
+
 fn recursive_case(rng: &mut Rng) -> Case {
     let (start, depth) = (rng.below(12), 1 + rng.below(4));
     let body = format!(
@@ -247,8 +259,9 @@ fn recursive_case(rng: &mut Rng) -> Case {
 }
 
 fn generate(rng: &mut Rng) -> Case {
-    let makers: [fn(&mut Rng) -> Case; 12] = [
+    let makers: [fn(&mut Rng) -> Case; 13] = [
         recursive_case,
+        branch_subquery_case,
         join_case,
         join_case,
         three_way_case,

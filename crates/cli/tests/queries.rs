@@ -210,6 +210,17 @@ fn subqueries_scalar_in_and_exists() {
     for (sql, want) in cases {
         assert_eq!(bag(&mut c, sql), strs(want), "{sql}");
     }
+    // Uncorrelated subqueries in the branches of a set operation: each its own answer,
+    // though each branch's query is a copy made and dropped in turn (a cache keyed by a
+    // subquery's address alone gave the first branch's answer to the others).
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT (SELECT MAX(amt) FROM o) UNION ALL SELECT (SELECT MIN(cid) FROM c) \
+             UNION ALL SELECT (SELECT COUNT(*) FROM h) UNION ALL SELECT (SELECT MIN(oid) FROM o)"
+        ),
+        strs(&["9", "1", "3", "10"])
+    );
     assert_eq!(numbers(&mut c, "SELECT (SELECT cid FROM c)"), vec![512]);
     assert_eq!(
         numbers(&mut c, "SELECT 1 WHERE 1 IN (SELECT cid, name FROM c)"),

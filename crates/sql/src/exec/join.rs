@@ -455,7 +455,7 @@ impl Inner<'_> {
         {
             let pairs = join_hash::equi_columns(on, &outer.ctx(&[]), &shape.ctx(&[]));
             if let (false, Some(rows)) = (pairs.is_empty(), spool.in_memory()) {
-                *index = Some(HashIndex::build(rows, &pairs));
+                *index = HashIndex::build(rows, &pairs);
             }
         }
         self
@@ -556,7 +556,10 @@ impl<'p> JoinRows<'p> {
             }
             Inner::Spooled {
                 index: Some(index), ..
-            } => Ok(InnerCursor::Candidates(index.candidates(r), 0)),
+            } => Ok(match index.candidates(r) {
+                Some(rows) => InnerCursor::Candidates(rows, 0),
+                None => InnerCursor::Spool(SpoolCursor::default()),
+            }),
             Inner::Spooled { .. } => Ok(InnerCursor::Spool(SpoolCursor::default())),
             Inner::Idle => unreachable!("an inner input is replaced whole"),
         }

@@ -11,7 +11,9 @@
 //!    default collation folds it; date and time in ticks). Columns of different families
 //!    (which compare through a conversion) are not keyed.
 //! 2. A row whose key has a NULL is in no bucket and an outer row with a NULL key has no
-//!    candidates: `=` with NULL is never true.
+//!    candidates: `=` with NULL is never true. A value of another family than its
+//!    column's type (a derived table's column is typed by its first values) is never
+//!    keyed: an inner one leaves the input unindexed, an outer one reads every inner row.
 //! 3. The index only narrows: the join still evaluates all of ON on every candidate pair, so
 //!    a wrong answer needs invariant 1 broken, never a mere hash collision.
 //! 4. Memory: built only over a spool held wholly in memory (within `SORT_MEMORY_BYTES`);
@@ -62,6 +64,24 @@ enum Key {
     Text(String),
     Time(i64),
     Bytes(Vec<u8>),
+}
+
+/// What a value keys as in family `f`.
+enum Keyed {
+    Key(Key),
+    /// NULL: equal to nothing (invariant 2).
+    Null,
+    /// A value of another family (a derived table's column typed by its first values may
+    /// hold others): no key is sure to match as `=` would.
+    Foreign,
+}
+
+fn keyed(v: &Value, f: Family) -> Keyed {
+    match (v, key(v, f)) {
+        (Value::Null, _) => Keyed::Null,
+        (_, Some(k)) => Keyed::Key(k),
+        (_, None) => Keyed::Foreign,
+    }
 }
 
 /// The key of a non-NULL value of family `f`; None for NULL or a value outside the family.
@@ -161,37 +181,41 @@ pub(super) struct HashIndex {
 }
 
 impl HashIndex {
-    /// Indexes `rows` (the whole inner input, in memory) on the pairs' inner columns.
-    pub fn build(rows: &[Vec<Value>], pairs: &[(usize, usize, SqlType)]) -> HashIndex {
+    /// Indexes `rows` (the whole inner input, in memory) on the pairs' inner columns; None
+    /// when a row holds a value of another family there (the join reads every row then).
+    pub fn build(rows: &[Vec<Value>], pairs: &[(usize, usize, SqlType)]) -> Option<HashIndex> {
         let families: Vec<Family> = pairs.iter().map(|p| family(p.2)).collect();
         let mut buckets: HashMap<Vec<Key>, Vec<u32>> = HashMap::new();
-        for (n, row) in rows.iter().enumerate() {
-            let keys: Option<Vec<Key>> = pairs
-                .iter()
-                .zip(&families)
-                .map(|(p, f)| key(&row[p.1], *f))
-                .collect();
-            if let Some(keys) = keys {
-                buckets.entry(keys).or_default().push(n as u32);
+        'rows: for (n, row) in rows.iter().enumerate() {
+            let mut keys = Vec::with_capacity(pairs.len());
+            for (p, f) in pairs.iter().zip(&families) {
+                match keyed(&row[p.1], *f) {
+                    Keyed::Key(k) => keys.push(k),
+                    Keyed::Null => continue 'rows,
+                    Keyed::Foreign => return None,
+                }
             }
+            buckets.entry(keys).or_default().push(n as u32);
         }
-        HashIndex {
+        Some(HashIndex {
             outer: pairs.iter().map(|p| p.0).collect(),
             families,
             buckets,
-        }
+        })
     }
 
-    /// The inner rows (by number) whose keys equal the outer row's; none for a NULL key.
-    pub fn candidates(&self, outer: &[Value]) -> Vec<u32> {
-        let keys: Option<Vec<Key>> = self
-            .outer
-            .iter()
-            .zip(&self.families)
-            .map(|(i, f)| key(&outer[*i], *f))
-            .collect();
-        keys.and_then(|k| self.buckets.get(&k).cloned())
-            .unwrap_or_default()
+    /// The inner rows (by number) whose keys equal the outer row's: none for a NULL key;
+    /// None (read them all) for a value of another family.
+    pub fn candidates(&self, outer: &[Value]) -> Option<Vec<u32>> {
+        let mut keys = Vec::with_capacity(self.outer.len());
+        for (i, f) in self.outer.iter().zip(&self.families) {
+            match keyed(&outer[*i], *f) {
+                Keyed::Key(k) => keys.push(k),
+                Keyed::Null => return Some(Vec::new()),
+                Keyed::Foreign => return None,
+            }
+        }
+        Some(self.buckets.get(&keys).cloned().unwrap_or_default())
     }
 }
 
@@ -258,5 +282,19 @@ mod tests {
             }
             assert_eq!(key(&Value::Null, f), None);
         }
+    }
+
+    /// Proves a column holding a value of another family than its type's is not indexed
+    /// (so no row is missed), and an outer value of another family reads every row.
+    #[test]
+    fn values_of_another_family_are_never_keyed() {
+        let pairs = [(0, 0, SqlType::Int)];
+        let rows = vec![vec![Value::Int(5)], vec![Value::Text("5".into())]];
+        assert!(HashIndex::build(&rows, &pairs).is_none());
+        let rows = vec![vec![Value::Int(5)], vec![Value::Null]];
+        let index = HashIndex::build(&rows, &pairs).unwrap();
+        assert_eq!(index.candidates(&[Value::Int(5)]), Some(vec![0]));
+        assert_eq!(index.candidates(&[Value::Null]), Some(vec![]));
+        assert_eq!(index.candidates(&[Value::Text("5".into())]), None);
     }
 }

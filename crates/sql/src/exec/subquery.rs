@@ -9,8 +9,10 @@
 //! Invariants:
 //! 1. A subquery's result is reused within one statement only when its run read no
 //!    enclosing row (`outer_reads` unchanged): a run that never read the outer rows gives
-//!    the same rows for any of them. The cache is emptied at every statement's start and
-//!    end, so a later statement (or a loop's next turn) sees the data as it is then.
+//!    the same rows for any of them. It is found by the subquery's address and reused
+//!    only for an equal subquery (an address is reused once a copy is dropped). The cache
+//!    is emptied at every statement's start and end, so a later statement (or a loop's
+//!    next turn) sees the data as it is then.
 //! 2. `outer_rows` is empty between statements: every push has its pop on all paths.
 //! 3. A subquery does not change @@ROWCOUNT and is not capped by SET ROWCOUNT (which
 //!    applies to the statement's own result).
@@ -36,8 +38,8 @@ pub(super) struct Scopes {
     /// How many column references bound to an enclosing row so far (invariant 1).
     pub outer_reads: u64,
     /// Results of subqueries that read no enclosing row, by the subquery's address in the
-    /// statement's tree (invariant 1).
-    cache: HashMap<usize, Arc<Rows>>,
+    /// statement's tree, each with the subquery it answers (invariant 1).
+    cache: HashMap<usize, (Query, Arc<Rows>)>,
     /// The common table expressions in scope, innermost last (`cte.rs`).
     pub ctes: Vec<super::cte::CteScope>,
 }
@@ -144,14 +146,19 @@ impl Session {
         limit: Option<u64>,
     ) -> Result<Arc<Rows>, SqlError> {
         let key = q as *const Query as usize;
-        if let Some(r) = self.scopes.cache.get(&key) {
-            return Ok(r.clone());
+        // An address alone is not enough: a copy of part of the statement (a set
+        // operation's branch, a grouped query's rewrite) is made and dropped, and the next
+        // copy may take the same address with another subquery there.
+        if let Some((same, r)) = self.scopes.cache.get(&key) {
+            if same == q {
+                return Ok(r.clone());
+            }
         }
         let reads = self.scopes.outer_reads;
         let rows = self.with_outer_row(row, |s| s.query_rows(q, limit));
         let rows = Arc::new(rows?);
         if self.scopes.outer_reads == reads {
-            self.scopes.cache.insert(key, rows.clone());
+            self.scopes.cache.insert(key, (q.clone(), rows.clone()));
         }
         Ok(rows)
     }
