@@ -55,6 +55,14 @@
 //!    room stays reserved for the transaction (`held_for_next`) until its next change,
 //!    which spends it: other sessions' changes meanwhile cannot take it, so the second
 //!    change never finds the log full.
+//! 9. Nothing computed from a page in the pool is logged once the database is poisoned:
+//!    a page's copy there may be stale (invariant 6), and a record found on it (a
+//!    compensation's slot) would not fit the page as the log has it, so recovery could not
+//!    redo it ("slot N is beyond the slot count M"). Every such record is logged after
+//!    `check_writable`, under the latch of its page (a row change's, `try_log_change`; a
+//!    compensation's, `compensate`; a split's or ghost cleanup's, `log_system_images`),
+//!    and whatever leaves a page stale poisons the database before letting that latch go.
+//!    So a rollback on a poisoned database stops, its transaction left to recovery.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -683,7 +691,7 @@ impl Database {
 
     /// Logs and applies the compensation of one change; returns the CLR's LSN.
     /// The page's latch is held from finding the change's slot to applying its CLR
-    /// (invariant 7).
+    /// (invariant 7); nothing is logged on a poisoned database (invariant 9).
     pub(crate) fn compensate(
         &self,
         xact: XactId,
@@ -695,6 +703,10 @@ impl Database {
             Undo::Slot(page, action) => (*page, action.clone(), self.data.page_latches.hold(*page)),
             Undo::Keyed(au, k) => self.btree_undo_target(*au, k)?,
         };
+        // Under the page's latch (invariant 9): a split or ghost cleanup of this page
+        // that logged its images and failed to install them poisoned the database before
+        // letting the latch go, and the slot was then found in the stale copy.
+        self.check_writable()?;
         let body = LogRecordBody::Compensation {
             xact,
             prev,
@@ -703,7 +715,11 @@ impl Database {
             redo: action.clone(),
         };
         let lsn = self.log(&body)?;
-        self.apply_logged(page, &action, lsn)?;
+        if let Err(e) = self.apply_logged(page, &action, lsn) {
+            // Logged but not applied: poisoned before the latch is let go (invariant 6).
+            self.poison();
+            return Err(e);
+        }
         Ok(lsn)
     }
 
