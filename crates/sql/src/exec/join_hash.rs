@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 
 use super::eval::RowCtx;
+use super::seek::flatten_and;
 use crate::ast::{BinaryOp, Expr};
 use crate::convert::{numeric_of, value_ticks, Num};
 use crate::types::{SqlType, Value};
@@ -157,20 +158,6 @@ pub(super) fn equi_columns(
         }
     }
     pairs
-}
-
-fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::Binary {
-            left,
-            op: BinaryOp::And,
-            right,
-        } => {
-            flatten_and(left, out);
-            flatten_and(right, out);
-        }
-        e => out.push(e),
-    }
 }
 
 /// The inner rows by their keys on the equated columns.

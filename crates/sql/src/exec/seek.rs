@@ -264,7 +264,7 @@ impl Session {
 }
 
 /// The conjuncts of a top-level AND chain.
-fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+pub(super) fn flatten_and<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     match e {
         Expr::Binary {
             left,

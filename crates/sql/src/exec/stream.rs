@@ -102,18 +102,21 @@ impl RowSource for TableScan<'_> {
     }
 }
 
-/// The rows of `input` a condition keeps.
+/// The rows of `input` a condition keeps (all of them without one: no WHERE).
 struct Filtered<'a> {
     input: &'a mut dyn RowSource,
-    condition: &'a Expr,
+    condition: Option<&'a Expr>,
     src: &'a Source,
 }
 
 impl RowSource for Filtered<'_> {
     fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        let Some(condition) = self.condition else {
+            return self.input.next_row(s);
+        };
         while let Some(r) = self.input.next_row(s)? {
             let ctx = Session::ctx(self.src, &r);
-            if s.condition_row(self.condition, Some(&ctx)).map_err(one)? == Some(true) {
+            if s.condition_row(condition, Some(&ctx)).map_err(one)? == Some(true) {
                 return Ok(Some(r));
             }
         }
@@ -360,18 +363,12 @@ impl Session {
         input: &mut dyn RowSource,
         out: &mut Out,
     ) -> Result<(), Errors> {
-        let mut filtered;
-        let input: &mut dyn RowSource = match &s.where_clause {
-            Some(w) => {
-                filtered = Filtered {
-                    input,
-                    condition: w,
-                    src,
-                };
-                &mut filtered
-            }
-            None => input,
+        let mut filtered = Filtered {
+            input,
+            condition: s.where_clause.as_ref(),
+            src,
         };
+        let input: &mut dyn RowSource = &mut filtered;
         let mut sorted;
         let keyed: &mut dyn RowSource = if s.group_by.is_empty() {
             input
@@ -477,18 +474,12 @@ impl Session {
         let typer = ColumnTyper::new(self.select_header(s, Some(src)).map_err(one)?);
         let window = self.window(q, s).map_err(one)?;
         let top = window.limit;
-        let mut filtered;
-        let input: &mut dyn RowSource = match &s.where_clause {
-            Some(w) => {
-                filtered = Filtered {
-                    input,
-                    condition: w,
-                    src,
-                };
-                &mut filtered
-            }
-            None => input,
+        let mut filtered = Filtered {
+            input,
+            condition: s.where_clause.as_ref(),
+            src,
         };
+        let input: &mut dyn RowSource = &mut filtered;
         match top {
             // TOP PERCENT needs the count first: through the sort (with no keys, in input
             // order), which spills past its memory.
