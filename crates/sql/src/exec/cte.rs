@@ -32,13 +32,16 @@ const DEFAULT_MAX_RECURSION: u32 = 100;
 /// The largest MAXRECURSION SQL Server accepts.
 const MAX_RECURSION_LIMIT: u32 = 32767;
 
+/// A CTE's rows as a reference reads them: its columns and a spool.
+pub(super) type CteRows = (Vec<(String, SqlType)>, Arc<Spool>);
+
 /// One CTE in scope.
 pub(super) struct CteScope {
     cte: Arc<CommonTableExpression>,
     /// Its rows are being computed (a reference now is recursion).
     running: bool,
     /// While its recursive member runs: the previous level's rows.
-    working: Option<(Vec<(String, SqlType)>, Arc<Spool>)>,
+    working: Option<CteRows>,
     /// OPTION (MAXRECURSION) of the statement that defined it.
     max_recursion: u32,
 }
@@ -78,10 +81,7 @@ impl Session {
 
     /// The rows of the CTE a one-part name refers to, if one is in scope: inside its own
     /// recursive member, the working table; else its query's rows.
-    pub(super) fn cte_rows(
-        &mut self,
-        name: &str,
-    ) -> Option<Result<(Vec<(String, SqlType)>, Arc<Spool>), SqlError>> {
+    pub(super) fn cte_rows(&mut self, name: &str) -> Option<Result<CteRows, SqlError>> {
         let i = self
             .scopes
             .ctes
