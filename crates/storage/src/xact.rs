@@ -14,8 +14,7 @@
 //!
 //! Torn-page protection: the first change to a page whose LSN is older than the boot
 //! page's checkpoint LSN (where redo starts) logs the page's whole image first, so redo
-//! never needs the on-disk copy of a page that a crash may have torn mid-write. A
-//! compensation is such a change too (invariant 10).
+//! never needs the on-disk copy of a page that a crash may have torn mid-write.
 //!
 //! Invariants:
 //! 1. A change is logged before the page is changed, and the page carries its LSN.
@@ -30,9 +29,8 @@
 //! 3. The checkpoint never lets the log be reused past the first LSN of the oldest active
 //!    transaction (see `Database::checkpoint`).
 //! 4. A change is refused (log full, error 9002) unless the log's free space also covers
-//!    the compensation records that rolling back every active transaction would write
-//!    (and the page images they log, invariant 10), so a rollback, or the undo phase of
-//!    recovery, never finds the log full.
+//!    the compensation records that rolling back every active transaction would write, so
+//!    a rollback, or the undo phase of recovery, never finds the log full.
 //! 5. A table an open transaction has changed is not dropped or truncated before that
 //!    transaction ends, so a rollback never compensates into pages that have changed
 //!    owner (asserted by `drop_table` and `truncate_table`: `assert_no_open_changes`).
@@ -65,19 +63,6 @@
 //!    compensation's, `compensate`; a split's or ghost cleanup's, `log_system_images`),
 //!    and whatever leaves a page stale poisons the database before letting that latch go.
 //!    So a rollback on a poisoned database stops, its transaction left to recovery.
-//! 10. Every record that changes a row on a page (a row change, `try_log_change`; a
-//!     compensation, `compensate`, whether a rollback's or recovery's undo's) is preceded
-//!     in the log by the page's whole image when the page's LSN is older than the redo
-//!     start (`image_floor`): the image is logged under the page's latch, after
-//!     `check_writable` and before the record, and stamps the page, so redo meets an image
-//!     before any record of the page and never reads a copy a crash tore. Asserted where the
-//!     change is applied (`apply_logged`: the page's LSN is at or past the floor). For the
-//!     log room (invariant 4), a change to another page than the transaction's last change
-//!     reserves one image (`IMAGE_RESERVATION`) for its compensation: a rollback undoes a
-//!     run of changes to one page together, so it needs at most one image per run. Beyond
-//!     that reservation, from the log's margin: an image again for a run whose undo a
-//!     checkpoint beginning mid-rollback interrupted, and the images of leaves another
-//!     session's split moved the transaction's clustered rows to.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -144,9 +129,6 @@ pub(crate) struct XactState {
     /// The allocation units this transaction changed: DDL on their tables waits for it to
     /// end (invariant 5).
     pub units: BTreeSet<u64>,
-    /// The page of the transaction's last change: a change to another page reserves the
-    /// image its compensation may log (invariants 4 and 10).
-    last_page: Option<PageId>,
 }
 
 impl XactState {
@@ -189,9 +171,6 @@ impl XactState {
         self.last_lsn = lsn;
         self.undoable -= 1;
         self.undo_next = undo_next;
-        // A change after a compensation starts a run of its own (invariant 10): the run
-        // before was undone, the image it reserved perhaps spent.
-        self.last_page = None;
     }
 }
 
@@ -238,15 +217,11 @@ const LOG_MARGIN_BYTES: u64 = 128 << 10;
 /// allocation-page images of a new extent, each at most a page.
 const UNCHECKED_BYTES_PER_XACT: u64 = 4 * (8 << 10);
 
-/// Log bytes a page's image may take (`image_if_needed`), padding to a sector included:
-/// what a change reserves for the image its compensation may log (invariant 10).
-const IMAGE_RESERVATION: u64 = extentdb_format::PAGE_SIZE as u64 + 64 + 512;
-
 /// Log bytes at most of one change of a record of `record_len` bytes and of its
-/// compensation's reservation, its page's image included: what a row move's first change
-/// keeps free in the log for its second (access.rs invariant 3).
+/// compensation's reservation: what a row move's first change keeps free in the log for
+/// its second (access.rs invariant 3).
 pub(crate) fn change_bytes_bound(record_len: usize) -> u64 {
-    2 * (record_len as u64 + 64 + 512) + IMAGE_RESERVATION
+    2 * (record_len as u64 + 64 + 512)
 }
 
 /// Log bytes a compensation record for `undo` may take, padding to a sector included.
@@ -455,12 +430,7 @@ impl Database {
                 },
             };
             let bytes = log_record::compact(body.encode());
-            let (held, last_page) = (x.held_for_next, x.last_page);
-            // The compensation's image, once per run of changes to one page (invariant 10).
-            let reserve = match last_page == Some(page) {
-                true => reserve,
-                false => reserve + IMAGE_RESERVATION,
-            };
+            let held = t.active[&xact].held_for_next;
             if !t.log_keeps_reservations(wal, bytes.len() as u64 + reserve + also, held) {
                 return Ok(false);
             }
@@ -468,7 +438,6 @@ impl Database {
             let appended = wal.append(&bytes);
             if let Ok(lsn) = appended {
                 x.last_lsn = lsn;
-                x.last_page = Some(page);
                 // The next change's bytes kept, this one's spent (invariant 8).
                 x.reserved_bytes = x.reserved_bytes - held + reserve + also;
                 x.held_for_next = also;
@@ -507,16 +476,7 @@ impl Database {
         lsn: Lsn,
     ) -> Result<(), StorageError> {
         let pool = &self.data.pool;
-        // Constant while the caller shares the database: a checkpoint moves it holding
-        // the database exclusively.
-        let floor = self.image_floor();
         pool.with_page_mut(&self.data_files, self.wal.as_deref(), page, |p| {
-            let before = p.header()?.lsn;
-            assert!(
-                before >= floor,
-                "page {page} changed by the record at {lsn} without its image since the \
-                 redo start {floor} (its LSN {before}; xact.rs invariant 10)"
-            );
             apply_action(p, action)?;
             set_lsn(p, lsn)?;
             p.mark_dirty();
@@ -747,10 +707,6 @@ impl Database {
         // that logged its images and failed to install them poisoned the database before
         // letting the latch go, and the slot was then found in the stale copy.
         self.check_writable()?;
-        // The page's image first when the CLR is its first change since the redo start
-        // (invariant 10): else a crash tearing the page's next write leaves redo nothing
-        // to rebuild it from.
-        self.image_if_needed(page)?;
         let body = LogRecordBody::Compensation {
             xact,
             prev,

@@ -117,10 +117,7 @@ fn long_transaction_grows_the_log_to_maxsize() {
     assert_eq!(growths, 5, "1 MB -> 6 MB in 1 MB steps");
     let log = db.catalog.files.iter().find(|f| f.file_id == 2).unwrap();
     assert_eq!(log.size_pages, 128 * 6);
-    // Per page of two rows: two ~4 KB records, their compensations' reservations and the
-    // reservation of the page image a compensation may log (xact.rs invariant 10), about
-    // 18 KB: some 650 rows fit 6 MB less the margin.
-    assert!(n > 600, "{n} rows of 4 KB in a 6 MB log");
+    assert!(n > 1000, "{n} rows of 4 KB in a 6 MB log");
     let lsn = db.commit_xact(x).unwrap().unwrap();
     db.wal().unwrap().flush(lsn).unwrap();
     drop(db);
