@@ -244,6 +244,17 @@ impl Session {
     }
 }
 
+impl Leaves {
+    /// SET STATISTICS IO's line (3615) for each user table of the FROM clause.
+    pub(super) fn report_io(&self, s: &Session, out: &mut super::Out) {
+        for (leaf, _) in &self.leaves {
+            if let Leaf::Table { t, .. } = leaf {
+                s.report_io(t, out);
+            }
+        }
+    }
+}
+
 /// A join input being built: its shape and its rows.
 type Built<'p> = (Shape, Box<dyn RowSource + 'p>);
 

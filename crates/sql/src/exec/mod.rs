@@ -639,6 +639,7 @@ impl Session {
         self.scopes.statement_start();
         let result = self.statement(s, out);
         self.scopes.statement_start();
+        out.extend(std::mem::take(&mut self.scopes.deferred));
         // Outside a transaction a statement's locks end with it (locking.rs invariant 2);
         // inside one, its Sch-S locks do (invariant 4).
         if self.trancount == 0 {

@@ -420,14 +420,20 @@ impl Session {
             Err(e) => return Some(Err(e)),
         };
         let src = shape.source();
-        if !aggregate::is_aggregate_query(s) {
-            return Some(self.finish_streamed(q, s, &src, &mut *rows, out));
-        }
-        let plan = match self.streamed_grouping(q, s, &src)? {
-            Ok(p) => p,
-            Err(e) => return Some(Err(e)),
+        let done = if !aggregate::is_aggregate_query(s) {
+            self.finish_streamed(q, s, &src, &mut *rows, out)
+        } else {
+            let plan = match self.streamed_grouping(q, s, &src)? {
+                Ok(p) => p,
+                Err(e) => return Some(Err(e)),
+            };
+            self.grouped_rows(&plan, s, &src, &mut *rows, out)
         };
-        Some(self.grouped_rows(&plan, s, &src, &mut *rows, out))
+        drop(rows);
+        if done.is_ok() {
+            leaves.report_io(self, out);
+        }
+        Some(done)
     }
 
     /// `input`'s rows each prefixed by its grouping keys, sorted by them (stable).

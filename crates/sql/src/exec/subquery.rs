@@ -42,6 +42,9 @@ pub(super) struct Scopes {
     cache: HashMap<usize, (Query, Arc<Rows>)>,
     /// The common table expressions in scope, innermost last (`cte.rs`).
     pub ctes: Vec<super::cte::CteScope>,
+    /// Messages of the queries run into spools (SET STATISTICS IO's lines), passed on to
+    /// the client when the statement ends.
+    pub deferred: Vec<Output>,
 }
 
 impl Scopes {
@@ -129,6 +132,7 @@ impl Session {
         if let Some(e) = sink.failed {
             return Err(e);
         }
+        self.scopes.deferred.append(&mut sink.messages);
         let spool = sink.spool.take().expect("open").finish_rewindable()?;
         Ok(Rows {
             columns: sink.columns.unwrap_or_default(),
