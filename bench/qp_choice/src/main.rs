@@ -146,10 +146,9 @@ fn corpus(root: &Path) -> Vec<(String, PathBuf)> {
         "ola/MaintenanceSolution.sql".to_string(),
         root.join("../shared/tools/ola-maintenance-solution/MaintenanceSolution.sql"),
     )];
-    let shared =
-        PathBuf::from("/work/shared/tools/ola-maintenance-solution/MaintenanceSolution.sql");
-    if !files[0].1.exists() && shared.exists() {
-        files[0].1 = shared;
+    // Elsewhere than beside the repository: XDB_OLA_SCRIPT names the file.
+    if let Some(path) = std::env::var_os("XDB_OLA_SCRIPT") {
+        files[0].1 = PathBuf::from(path);
     }
     for name in [
         "seed000_ifi.sql",

@@ -138,7 +138,11 @@ impl Session {
         alias: Option<&str>,
     ) -> Access {
         // A correlated subquery's outer references are known before its read: a column
-        // that is not the table's and that an enclosing row has.
+        // that is not the table's and that an enclosing row has. Without an enclosing row
+        // (every top-level statement) there are none to look for.
+        if self.scopes.outer_rows.is_empty() {
+            return self.access_with(t, filter, alias, &|_| false);
+        }
         let columns = t.columns();
         let own = super::eval::RowCtx::single(&columns, &[], alias, &t.entry.name);
         let outer = &self.scopes.outer_rows;
