@@ -29,9 +29,11 @@ pub struct BootPage {
     pub catalog_first_page: PageId,
     pub catalog_bytes: u32,
     pub catalog_crc: u32,
-    /// BEGIN of the oldest transaction active at the checkpoint (where analysis and undo
-    /// start), or zero when none was: see FORMAT.md, "Boot page".
-    pub oldest_active_lsn: Lsn,
+    /// SQL Server's MinLSN when older than the checkpoint LSN: where analysis, redo and
+    /// undo start, the lowest image floor a transaction active at the checkpoint began
+    /// under (at or before its BEGIN); zero when none was active: see FORMAT.md, "Boot
+    /// page".
+    pub min_recovery_lsn: Lsn,
     /// Where the next BACKUP LOG starts (the end of the last one, or the start of the full
     /// backup that began the log chain); zero when there is no log chain (SIMPLE recovery,
     /// or no full backup since FULL was set): under FULL the log is kept from here.
@@ -43,9 +45,9 @@ pub struct BootPage {
     pub differential_base_guid: [u8; 16],
 }
 
-/// Offset of `oldest_active_lsn`, after the name's largest extent.
-const OFF_OLDEST_ACTIVE: usize = 690;
-const _: () = assert!(OFF_OLDEST_ACTIVE >= crate::PAGE_HEADER_SIZE + 80 + 2 + 512);
+/// Offset of `min_recovery_lsn`, after the name's largest extent.
+const OFF_MIN_RECOVERY: usize = 690;
+const _: () = assert!(OFF_MIN_RECOVERY >= crate::PAGE_HEADER_SIZE + 80 + 2 + 512);
 /// Offsets of the backup fields (FORMAT.md, "Boot page").
 const OFF_LOG_BACKUP: usize = 700;
 const OFF_DIFF_BASE: usize = 710;
@@ -91,7 +93,7 @@ impl BootPage {
         w.string(&self.name);
         page.body_mut()[..w.bytes.len()].copy_from_slice(&w.bytes);
         let b = page.bytes_mut();
-        put_lsn_at(b, OFF_OLDEST_ACTIVE, self.oldest_active_lsn);
+        put_lsn_at(b, OFF_MIN_RECOVERY, self.min_recovery_lsn);
         put_lsn_at(b, OFF_LOG_BACKUP, self.log_backup_lsn);
         put_lsn_at(b, OFF_DIFF_BASE, self.differential_base_lsn);
         b[OFF_DIFF_GUID..OFF_DIFF_GUID + 16].copy_from_slice(&self.differential_base_guid);
@@ -121,7 +123,7 @@ impl BootPage {
         }
         let b = page.bytes();
         Ok(BootPage {
-            oldest_active_lsn: lsn_at(b, OFF_OLDEST_ACTIVE),
+            min_recovery_lsn: lsn_at(b, OFF_MIN_RECOVERY),
             log_backup_lsn: lsn_at(b, OFF_LOG_BACKUP),
             differential_base_lsn: lsn_at(b, OFF_DIFF_BASE),
             differential_base_guid: b[OFF_DIFF_GUID..OFF_DIFF_GUID + 16]

@@ -72,7 +72,7 @@ fn boot_page_fixture() {
         catalog_first_page: PageId::new(1, 16),
         catalog_bytes: 300,
         catalog_crc: 0xdead_beef,
-        oldest_active_lsn: Lsn {
+        min_recovery_lsn: Lsn {
             vlf_sequence: 36,
             block: 7,
             slot: 2,

@@ -269,7 +269,7 @@ pub fn backup_database(
                 if kind == BackupType::Differential && boot.differential_base_lsn == Lsn::ZERO {
                     return Err(StorageError::NoDifferentialBase(g.name.clone()));
                 }
-                let from = match boot.oldest_active_lsn {
+                let from = match boot.min_recovery_lsn {
                     o if o != Lsn::ZERO => o.min(boot.checkpoint_lsn),
                     _ => boot.checkpoint_lsn,
                 };

@@ -114,9 +114,10 @@ impl Database {
     }
 
     /// Step 4's bookkeeping, shared by both ways: keeps the log from the oldest active
-    /// BEGIN (analysis and undo read from there) or cp, and publishes cp in the boot page.
+    /// transaction's redo floor (recovery reads from there: xact.rs invariant 10) or cp,
+    /// and publishes both in the boot page.
     fn checkpoint_record(&mut self, wal: &LogWriter, cp: Lsn) -> Result<(), StorageError> {
-        let oldest = self.data.xacts.get_mut().oldest_first_lsn();
+        let oldest = self.data.xacts.get_mut().oldest_redo_floor();
         let mut keep = oldest.map_or(cp, |o| o.min(cp));
         // Under FULL recovery the log chain keeps what the next BACKUP LOG copies.
         if let Some(chain) = self.log_chain_start() {
@@ -131,7 +132,7 @@ impl Database {
             return Ok(());
         }
         self.boot.checkpoint_lsn = cp;
-        self.boot.oldest_active_lsn = oldest.unwrap_or(Lsn::ZERO);
+        self.boot.min_recovery_lsn = oldest.unwrap_or(Lsn::ZERO);
         self.save_catalog()?;
         self.data.checkpoint.completed += 1;
         Ok(())

@@ -232,7 +232,7 @@ impl Database {
             catalog_first_page: PageId::NULL,
             catalog_bytes: 0,
             catalog_crc: 0,
-            oldest_active_lsn: Lsn::ZERO,
+            min_recovery_lsn: Lsn::ZERO,
             log_backup_lsn: Lsn::ZERO,
             differential_base_lsn: Lsn::ZERO,
             differential_base_guid: [0; 16],

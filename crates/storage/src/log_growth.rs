@@ -244,7 +244,7 @@ impl Database {
             return (0, "NOTHING");
         };
         let current = wal.current_sequence();
-        let oldest = self.data.xacts.lock().oldest_first_lsn();
+        let oldest = self.data.xacts.lock().oldest_redo_floor();
         if let Some(chain) = self.log_chain_start() {
             let before_oldest = oldest.is_none_or(|o| chain < o);
             if chain.vlf_sequence < current && before_oldest {
@@ -264,13 +264,13 @@ impl Database {
             return false;
         };
         let mut keep = wal.end_lsn();
-        if let Some(oldest) = self.data.xacts.lock().oldest_first_lsn() {
+        if let Some(oldest) = self.data.xacts.lock().oldest_redo_floor() {
             keep = keep.min(oldest);
         }
         if let Some(chain) = self.log_chain_start() {
             keep = keep.min(chain);
         }
-        let kept = match self.boot.oldest_active_lsn {
+        let kept = match self.boot.min_recovery_lsn {
             Lsn::ZERO => self.boot.checkpoint_lsn,
             o => o.min(self.boot.checkpoint_lsn),
         };

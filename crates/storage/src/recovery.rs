@@ -1,6 +1,7 @@
 //! Crash recovery at open: analysis, redo, undo (see docs/RECOVERY.md).
 //!
-//! 1. Analysis and redo, in one pass over the log from the boot page's checkpoint LSN to
+//! 1. Analysis and redo, in one pass over the log from the boot page's MinLSN (else its
+//!    checkpoint LSN; xact.rs invariant 10) to
 //!    the end the reader found from parity and checksums in its own first pass (so damage
 //!    stops recovery before anything is redone), the records taken one at a time from the
 //!    reader's second pass (`Redo::step`): every record is redone where its page is older
@@ -258,13 +259,19 @@ impl Database {
         meter: &mut Meter<'_>,
         rf: Option<&mut crate::restore::RollForward<'_>>,
     ) -> Result<Analysis, StorageError> {
+        // Crash recovery redoes from MinLSN (xact.rs invariant 10); RESTORE LOG's roll
+        // forward from the backup's last LSN, its pages being as they were there.
+        let redo_from = match rf {
+            Some(_) => self.boot.checkpoint_lsn,
+            None => self.analysis_start(),
+        };
         let mut redo = Redo {
             analysis: Analysis::default(),
             touched: BTreeSet::new(),
             stats,
             meter,
             rf,
-            redo_from: self.boot.checkpoint_lsn,
+            redo_from,
             analysis_from: self.analysis_start(),
         };
         // The reader borrows the log files while each step changes the database.
@@ -319,7 +326,7 @@ impl Database {
     fn redo_record(&mut self, lsn: Lsn, body: &LogRecordBody) -> Result<bool, StorageError> {
         match body {
             LogRecordBody::FormatPage { page, .. } => {
-                if !self.data_files.contains_key(&page.file.0) {
+                if !self.redo_reaches(*page) {
                     return Ok(false);
                 }
                 // A torn copy on disk is simply replaced (invariant 2).
@@ -339,7 +346,7 @@ impl Database {
             LogRecordBody::PageImages { images } | LogRecordBody::RootMove { images, .. } => {
                 let mut any = false;
                 for (pid, bytes) in images {
-                    if !self.data_files.contains_key(&pid.file.0) {
+                    if !self.redo_reaches(*pid) {
                         continue;
                     }
                     let current = self
@@ -361,6 +368,9 @@ impl Database {
             LogRecordBody::RowChange { page, redo, .. }
             | LogRecordBody::IndexChange { page, redo, .. }
             | LogRecordBody::Compensation { page, redo, .. } => {
+                if !self.redo_reaches(*page) {
+                    return Ok(false);
+                }
                 let p = self.data.pool.page(&self.data_files, None, *page)?;
                 if p.header()?.lsn >= lsn {
                     return Ok(false);
@@ -372,6 +382,15 @@ impl Database {
             }
             _ => Ok(false),
         }
+    }
+
+    /// Whether redo applies records to `page`: a page of a file the catalog no longer
+    /// has, or beyond its file's catalog size (a SHRINKFILE cut it off after the record,
+    /// or a growth that never committed added it), holds nothing recovery keeps.
+    fn redo_reaches(&self, page: PageId) -> bool {
+        self.data_files
+            .get(&page.file.0)
+            .is_some_and(|df| page.page.0 < df.size_pages)
     }
 
     /// Completes the root moves whose catalog change a crash cut off (invariant 5): a
@@ -440,10 +459,11 @@ impl Database {
         Ok(())
     }
 
-    /// Where analysis starts: the oldest BEGIN active at the last checkpoint, else the
-    /// checkpoint LSN itself.
-    fn analysis_start(&self) -> Lsn {
-        let o = self.boot.oldest_active_lsn;
+    /// Where analysis starts, and crash recovery's redo (SQL Server's MinLSN): the lowest
+    /// image floor a transaction active at the last checkpoint began under (at or before
+    /// its BEGIN; xact.rs invariant 10), else the checkpoint LSN itself.
+    pub(crate) fn analysis_start(&self) -> Lsn {
+        let o = self.boot.min_recovery_lsn;
         if o == Lsn::ZERO {
             self.boot.checkpoint_lsn
         } else {
@@ -467,9 +487,11 @@ struct Redo<'s, 'm, 'f> {
     stats: &'s mut RecoveryStats,
     meter: &'s mut Meter<'m>,
     rf: Option<&'s mut crate::restore::RollForward<'f>>,
-    /// Records before the checkpoint LSN are in the data files already: analysed (their
-    /// transactions may still be open) but not redone. Before the oldest BEGIN active at
-    /// the checkpoint (`analysis_from`), nothing matters any more.
+    /// Records before it are in the data files already: analysed (their transactions may
+    /// still be open) but not redone. Crash recovery redoes from `analysis_from` (MinLSN,
+    /// so a page an active transaction's compensation changes is rebuilt from its image
+    /// even when the checkpoint came after the change: xact.rs invariant 10); RESTORE LOG
+    /// from the backup's last LSN. Before `analysis_from`, nothing matters any more.
     redo_from: Lsn,
     analysis_from: Lsn,
 }

@@ -587,7 +587,7 @@ fn apply_onto(
     let beyond =
         rf.stopped.is_none() && req.stop_at_us.is_some_and(|t| t >= set.trailer.finished_us);
     db.boot.checkpoint_lsn = reached;
-    db.boot.oldest_active_lsn = oldest.unwrap_or(Lsn::ZERO);
+    db.boot.min_recovery_lsn = oldest.unwrap_or(Lsn::ZERO);
     db.write_boot_unlogged()?;
     Ok((written, beyond))
 }
@@ -907,7 +907,7 @@ fn settle_boot(
     for at in [BOOT_PAGE, BOOT_MIRROR_PAGE] {
         let (pid, mut boot) = boot_copy(primary, at)?;
         boot.checkpoint_lsn = h.last_lsn;
-        boot.oldest_active_lsn = h.first_lsn;
+        boot.min_recovery_lsn = h.first_lsn;
         boot.log_backup_lsn = Lsn::ZERO;
         if let Some(g) = media_guid {
             boot.differential_base_lsn = h.last_lsn;

@@ -12,9 +12,10 @@
 //! log is flushed to the commit LSN, which the caller does outside the database lock, so
 //! concurrent committers share a flush) ; active --ROLLBACK--> CLRs + ABORT --> ended.
 //!
-//! Torn-page protection: the first change to a page whose LSN is older than the boot
-//! page's checkpoint LSN (where redo starts) logs the page's whole image first, so redo
-//! never needs the on-disk copy of a page that a crash may have torn mid-write.
+//! Torn-page protection: the first change to a page whose LSN is older than the image
+//! floor (the last checkpoint's LSN, or the one being taken) logs the page's whole image
+//! first, so redo never needs the on-disk copy of a page that a crash may have torn
+//! mid-write. Compensations log no image: redo starts early enough for them (invariant 10).
 //!
 //! Invariants:
 //! 1. A change is logged before the page is changed, and the page carries its LSN.
@@ -63,6 +64,18 @@
 //!    compensation's, `compensate`; a split's or ghost cleanup's, `log_system_images`),
 //!    and whatever leaves a page stale poisons the database before letting that latch go.
 //!    So a rollback on a poisoned database stops, its transaction left to recovery.
+//! 10. A compensation never needs its page's image: crash recovery redoes from MinLSN, the
+//!     lowest image floor an active transaction began under (`redo_floor`, taken when its
+//!     BEGIN is logged; the checkpoint records it in the boot page, `min_recovery_lsn`,
+//!     and keeps the log from it). Every page a transaction changes (or a split moves its
+//!     rows to) has an LSN past its BEGIN, every change at or after a floor was made under
+//!     that floor or a later one, and so a page's first change after MinLSN logged its
+//!     image (or formatted it): redo rebuilds the page whole before it meets the
+//!     compensation, even when a power cut tore the page's write after a rollback whose
+//!     compensation was its first change since the last checkpoint. Asserted before each
+//!     compensation is logged (`assert_compensation_floor`). The cost is redo work, not
+//!     log: a transaction open across checkpoints makes recovery redo from the checkpoint
+//!     before its BEGIN.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -108,6 +121,9 @@ fn change_bytes(undo: &Undo) -> usize {
 pub(crate) struct XactState {
     /// LSN of BEGIN, once the first change logged it.
     pub first_lsn: Option<Lsn>,
+    /// The image floor when BEGIN was logged (invariant 10): no checkpoint records a redo
+    /// start past it while the transaction is active, so its compensations need no image.
+    redo_floor: Lsn,
     pub last_lsn: Lsn,
     /// The oldest undoable changes, while they fit the bound (invariant 2), and their bytes.
     pub changes: Vec<Change>,
@@ -207,7 +223,27 @@ impl XactTable {
     pub fn oldest_first_lsn(&self) -> Option<Lsn> {
         self.active.values().filter_map(|x| x.first_lsn).min()
     }
+
+    /// Where redo must start for the active transactions' compensations to need no page
+    /// image (invariant 10): the lowest image floor any of them began under (at or before
+    /// its BEGIN). None when no active transaction has logged anything.
+    pub fn oldest_redo_floor(&self) -> Option<Lsn> {
+        self.active
+            .values()
+            .filter(|x| x.first_lsn.is_some())
+            .map(|x| x.redo_floor)
+            .min()
+    }
 }
+
+/// The lowest LSN a record can have (VLF sequence numbers start at 1): the redo floor of a
+/// transaction that began before any checkpoint (invariant 10), and never zero, which the
+/// boot page's MinLSN field reads as "no transaction was active".
+const LOG_FIRST_LSN: Lsn = Lsn {
+    vlf_sequence: 1,
+    block: 0,
+    slot: 0,
+};
 
 /// Log space kept free besides reservations: block headers, sector padding, VLF end
 /// markers and ABORT records.
@@ -339,6 +375,11 @@ impl Database {
             LogRecordBody::BeginXact { xact }.encode(),
         )) {
             Ok(lsn) => {
+                // Constant while the database is shared: a checkpoint moves it holding the
+                // database exclusively (checkpoint.rs step 1). A database never
+                // checkpointed has no floor: redo starts at the log's first LSN.
+                x.redo_floor = self.image_floor().max(LOG_FIRST_LSN);
+                debug_assert!(x.redo_floor <= lsn, "a floor is a past end of the log");
                 x.first_lsn = Some(lsn);
                 x.last_lsn = lsn;
                 Ok(())
@@ -707,6 +748,7 @@ impl Database {
         // that logged its images and failed to install them poisoned the database before
         // letting the latch go, and the slot was then found in the stale copy.
         self.check_writable()?;
+        self.assert_compensation_floor(xact, page)?;
         let body = LogRecordBody::Compensation {
             xact,
             prev,
@@ -721,6 +763,31 @@ impl Database {
             return Err(e);
         }
         Ok(lsn)
+    }
+
+    /// Invariant 10: the page a compensation of `xact` changes is at or past where redo
+    /// would start after a crash (the transaction's redo floor; for a loser recovery
+    /// undoes, where this recovery redid from), so redo meets the page's image before the
+    /// compensation and never reads a copy a crash tore. Page LSNs only grow, so the check
+    /// holds from here to the compensation's apply.
+    fn assert_compensation_floor(&self, xact: XactId, page: PageId) -> Result<(), StorageError> {
+        let floor = {
+            let t = self.data.xacts.lock();
+            let active = t.active.get(&xact).filter(|x| x.first_lsn.is_some());
+            active.map(|x| x.redo_floor)
+        }
+        .unwrap_or_else(|| self.analysis_start());
+        let wal = self.wal.as_deref();
+        let lsn = self
+            .data
+            .pool
+            .with_page(&self.data_files, wal, page, |p| p.header().map(|h| h.lsn))??;
+        assert!(
+            lsn >= floor,
+            "page {page} compensated by transaction {xact} below its redo floor {floor} \
+             (page LSN {lsn}; xact.rs invariant 10)"
+        );
+        Ok(())
     }
 
     /// Rolls `xact` back completely and ends it.
