@@ -635,3 +635,128 @@ fn statistics_io_names_every_table_a_query_reads() {
     let names: Vec<&str> = with_subquery.iter().map(|t| t.0.as_str()).collect();
     assert_eq!(names, ["c", "o"], "{with_subquery:?}");
 }
+
+/// Decimal arithmetic types its operands as SQL Server does: a column, a CAST and a
+/// variable by their declared precision and scale, a literal by its digits. Before, every
+/// operand took the precision of its value's digits, so `d / e` over two decimal(10,2)
+/// columns gave 0.333333 (scale 6) where SQL Server gives 0.3333333333333 (scale 13): a
+/// silent loss of digits. Two sessions, one changing the rows between the other's reads.
+#[test]
+fn decimal_arithmetic_takes_declared_precision_and_scale() {
+    let s = Server::start("decimal_types", &[]);
+    let mut c = s.connect();
+    run(&mut c, "CREATE DATABASE dq");
+    run(&mut c, "USE dq");
+    run(
+        &mut c,
+        "CREATE TABLE m (k INT PRIMARY KEY, d DECIMAL(10,2), e DECIMAL(10,2), i INT, \
+         big DECIMAL(38,10));
+         INSERT INTO m VALUES (1, 1.00, 3.00, 3, 1.5)",
+    );
+    let mut other = s.connect();
+    run(&mut other, "USE dq");
+    let one = |c: &mut Client, sql: &str| table(c, sql).join(";");
+    assert_eq!(one(&mut c, "SELECT d / e FROM m"), "0.3333333333333");
+    assert_eq!(one(&mut c, "SELECT d / i FROM m"), "0.3333333333333");
+    assert_eq!(one(&mut c, "SELECT d / 3 FROM m"), "0.333333");
+    assert_eq!(one(&mut c, "SELECT 1.0 / 3"), "0.333333");
+    assert_eq!(one(&mut c, "SELECT (d * 2) / e FROM m"), "0.6666666666667");
+    assert_eq!(one(&mut c, "SELECT big * big FROM m"), "2.250000");
+    assert_eq!(
+        one(
+            &mut c,
+            "SELECT CAST(1 AS DECIMAL(5,2)) / CAST(3 AS DECIMAL(5,2))"
+        ),
+        "0.33333333"
+    );
+    assert_eq!(
+        one(&mut c, "DECLARE @x DECIMAL(10,2) = 1; SELECT @x / e FROM m"),
+        "0.3333333333333"
+    );
+    // Another session's row: the same scale whatever the values' digits.
+    run(&mut other, "INSERT INTO m VALUES (2, 1000.00, 7.00, 7, 0)");
+    assert_eq!(
+        one(&mut c, "SELECT d / e FROM m ORDER BY k"),
+        "0.3333333333333;142.8571428571429"
+    );
+    assert_eq!(
+        one(
+            &mut other,
+            "SELECT o.k FROM m AS o WHERE EXISTS (SELECT 1 FROM m AS x \
+             WHERE x.k = o.k AND o.d / x.e > 0.3333333333332)"
+        ),
+        "1;2"
+    );
+}
+
+/// A computed column's type fits every value it takes: before, it was the first value's
+/// type, so `UPPER(n)` cut every later value to the first one's length, a CASE of int and
+/// bigint sent the bigint as NULL, a CASE of int and decimal cut 2.5 to 2, and `d + 0`
+/// sent NULL for a value with more digits than the first. Past the rows held to type the
+/// columns (1,000), a later value the sent type cannot hold is the statement's error 8115,
+/// never a changed value.
+#[test]
+fn computed_columns_are_typed_to_fit_every_value() {
+    let s = Server::start("computed_types", &[]);
+    let mut c = s.connect();
+    run(&mut c, "CREATE DATABASE ct");
+    run(&mut c, "USE ct");
+    run(
+        &mut c,
+        "CREATE TABLE s (k INT PRIMARY KEY, n VARCHAR(20), i INT, b BIGINT, d DECIMAL(10,2));
+         INSERT INTO s VALUES (1, 'a', 1, 1, 1.00), (2, 'abcdef', 2, 5000000000, 1000.00)",
+    );
+    let mut other = s.connect();
+    run(&mut other, "USE ct");
+    for (sql, want) in [
+        ("SELECT UPPER(n) FROM s ORDER BY k", "A;ABCDEF"),
+        ("SELECT UPPER(n) FROM s", "A;ABCDEF"),
+        (
+            "SELECT CASE WHEN k = 1 THEN i ELSE b END FROM s ORDER BY k",
+            "1;5000000000",
+        ),
+        (
+            "SELECT CASE WHEN k = 1 THEN i ELSE 2.5 END FROM s ORDER BY k",
+            "1.0;2.5",
+        ),
+        ("SELECT d + 0 FROM s ORDER BY k", "1.00;1000.00"),
+        ("SELECT ABS(d) FROM s", "1.00;1000.00"),
+        (
+            "SELECT k, SUM(d) + 0 FROM s GROUP BY k ORDER BY k",
+            "1,1.00;2,1000.00",
+        ),
+    ] {
+        assert_eq!(table(&mut c, sql).join(";"), want, "{sql}");
+        assert_eq!(
+            table(&mut other, sql).join(";"),
+            want,
+            "{sql} (second session)"
+        );
+    }
+    // 1,200 rows: the first 1,000 type the column, then a value that needs more.
+    run(&mut c, "CREATE TABLE w (k INT PRIMARY KEY, v BIGINT)");
+    for block in 0..2 {
+        let values: Vec<String> = (block * 600 + 1..=block * 600 + 600i64)
+            .map(|k| format!("({k}, {})", if k == 1100 { 9_000_000_000 } else { k }))
+            .collect();
+        run(
+            &mut c,
+            &format!("INSERT INTO w VALUES {}", values.join(",")),
+        );
+    }
+    let failed = common::tds::errors(
+        &mut other,
+        "SELECT CASE WHEN v > 2000000000 THEN v ELSE CAST(v AS INT) END FROM w",
+    );
+    let numbers: Vec<i32> = failed.iter().map(|e| e.0).collect();
+    assert_eq!(numbers, vec![8115], "a later value past the sent type");
+    // Where every value fits, the same query streams every row.
+    assert_eq!(
+        table(
+            &mut other,
+            "SELECT CASE WHEN v > 2000000000 THEN 0 ELSE CAST(v AS INT) END FROM w"
+        )
+        .len(),
+        1200
+    );
+}

@@ -70,7 +70,36 @@ impl BinaryOp {
 }
 
 /// Applies a binary operator. Comparisons give `Value::Bit` (or `Null` for unknown).
+/// Operands of decimal arithmetic take the precision of their digits (as SQL Server types
+/// literals); `binary_typed` gives declared types.
 pub fn binary(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, SqlError> {
+    binary_typed(op, a, b, Declared::default())
+}
+
+/// The declared types of a binary operator's operands, where known without their values
+/// (a column's type, a CAST's target, a variable's type). Decimal arithmetic computes the
+/// result's precision and scale from them, as SQL Server does: `d / e` over two
+/// decimal(10,2) columns has scale 13 whatever the digits of the row's values.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Declared {
+    pub left: Option<SqlType>,
+    pub right: Option<SqlType>,
+}
+
+/// Whether decimal arithmetic of `a` and `b` would use declared types (`binary_typed`):
+/// worth finding them only then.
+pub fn wants_declared(op: BinaryOp, a: &Value, b: &Value) -> bool {
+    !op.is_comparison()
+        && (matches!(a, Value::Decimal { .. }) || matches!(b, Value::Decimal { .. }))
+}
+
+/// `binary` with the operands' declared types (`Declared`).
+pub fn binary_typed(
+    op: BinaryOp,
+    a: &Value,
+    b: &Value,
+    declared: Declared,
+) -> Result<Value, SqlError> {
     if a.is_null() || b.is_null() {
         return Ok(Value::Null);
     }
@@ -102,7 +131,7 @@ pub fn binary(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, SqlError> {
     if let Some(result) = date_arithmetic(op, a, b)? {
         return Ok(result);
     }
-    arithmetic(op, a, b)
+    arithmetic(op, a, b, declared)
 }
 
 /// The result type of an operator for result-set metadata: SQL Server's decimal rules
@@ -187,7 +216,7 @@ fn date_arithmetic(op: BinaryOp, a: &Value, b: &Value) -> Result<Option<Value>, 
 }
 
 /// Converts both operands to the higher-precedence numeric type and computes.
-fn arithmetic(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, SqlError> {
+fn arithmetic(op: BinaryOp, a: &Value, b: &Value, declared: Declared) -> Result<Value, SqlError> {
     let (ta, tb) = (type_of(a), type_of(b));
     let target = if precedence(ta) >= precedence(tb) {
         ta
@@ -211,16 +240,11 @@ fn arithmetic(op: BinaryOp, a: &Value, b: &Value) -> Result<Value, SqlError> {
         SqlType::Float | SqlType::Real => {
             float_arithmetic(op, num_to_f64(na), num_to_f64(nb), target)
         }
-        SqlType::Decimal { .. } => {
-            // Integers take the precision of their digits, as SQL Server types integer
-            // literals in decimal expressions (1.0 / 3 is 0.333333).
-            let shape = |n: Num| match n {
-                Num::Dec(u, s) => (u, digits_precision(u, s), s),
-                Num::Int(i) => (i, digits_precision(i, 0), 0),
-                Num::Float(f) => (f as i128, 38, 0),
-            };
-            decimal_arithmetic(op, shape(na), shape(nb))
-        }
+        SqlType::Decimal { .. } => decimal_arithmetic(
+            op,
+            decimal_operand(na, declared.left),
+            decimal_operand(nb, declared.right),
+        ),
         _ => {
             let target = if target == SqlType::Bit {
                 SqlType::Int
@@ -245,6 +269,23 @@ fn operand_number(v: &Value, target: SqlType) -> Result<Num, SqlError> {
     }
     let converted = convert(v, target, None)?;
     numeric_of(&converted).ok_or_else(|| overflow(target))
+}
+
+/// A decimal operand as (unscaled, precision, scale): its declared type's precision and
+/// scale when known (a decimal(10,2) column's 3.00 is (300, 10, 2)); else the precision of
+/// its digits, as SQL Server types literals in decimal expressions (1.0 / 3 is 0.333333).
+fn decimal_operand(n: Num, declared: Option<SqlType>) -> (i128, u8, u8) {
+    let (u, s) = match n {
+        Num::Dec(u, s) => (u, s),
+        Num::Int(i) => (i, 0),
+        Num::Float(f) => return (f as i128, 38, 0),
+    };
+    let typed = declared
+        .and_then(crate::convert::decimal_shape)
+        .filter(|&(_, ds)| ds >= s)
+        .and_then(|(p, ds)| Some((rescale(u, s, ds)?, p, ds)))
+        .filter(|&(u, p, _)| crate::convert::digit_count(u.unsigned_abs()) <= p as u32);
+    typed.unwrap_or((u, digits_precision(u, s), s))
 }
 
 fn digits_precision(u: i128, s: u8) -> u8 {
@@ -791,6 +832,61 @@ mod tests {
                 precision: 7,
                 scale: 6
             }
+        );
+    }
+
+    #[test]
+    fn decimal_operands_take_their_declared_shape() {
+        let d10_2 = SqlType::Decimal {
+            precision: 10,
+            scale: 2,
+        };
+        let typed = |a: &Value, b: &Value, l, r| {
+            binary_typed(BinaryOp::Divide, a, b, Declared { left: l, right: r }).unwrap()
+        };
+        // decimal(10,2) / decimal(10,2): scale max(6, 2 + 10 + 1) = 13.
+        assert_eq!(
+            typed(&dec(100, 2), &dec(300, 2), Some(d10_2), Some(d10_2)),
+            dec(3_333_333_333_333, 13)
+        );
+        // An int column is decimal(10,0); a literal 3 by its digits, decimal(1,0).
+        assert_eq!(
+            typed(
+                &dec(100, 2),
+                &Value::Int(3),
+                Some(d10_2),
+                Some(SqlType::Int)
+            ),
+            dec(3_333_333_333_333, 13)
+        );
+        assert_eq!(
+            typed(&dec(100, 2), &Value::Int(3), Some(d10_2), None),
+            dec(333_333, 6)
+        );
+        // decimal(38,10) * decimal(38,10): precision 77 reduced to 38, scale to 6.
+        let d38 = Some(SqlType::Decimal {
+            precision: 38,
+            scale: 10,
+        });
+        let square = binary_typed(
+            BinaryOp::Multiply,
+            &dec(15, 1),
+            &dec(15, 1),
+            Declared {
+                left: d38,
+                right: d38,
+            },
+        );
+        assert_eq!(square.unwrap(), dec(2_250_000, 6));
+        // A value whose digits exceed its claimed type keeps its digits' shape.
+        assert_eq!(
+            typed(
+                &dec(123_456, 2),
+                &Value::Int(3),
+                Some(SqlType::TinyInt),
+                None
+            ),
+            dec(411_520_000, 6)
         );
     }
 

@@ -177,6 +177,29 @@ fn literal(l: &Literal) -> Value {
     }
 }
 
+/// A number literal's type beside an operand of type `other`: decimal(digits, 0) for an
+/// integer in decimal arithmetic (as SQL Server converts the constant), else int or bigint;
+/// a decimal literal's own precision and scale. None for other expressions.
+fn literal_type(e: &Expr, other: Option<SqlType>) -> Option<SqlType> {
+    match e {
+        Expr::Literal(Literal::Integer(i)) => Some(match other {
+            Some(SqlType::Decimal { .. }) => SqlType::Decimal {
+                precision: crate::convert::digit_count(i.unsigned_abs() as u128).max(1) as u8,
+                scale: 0,
+            },
+            _ if i32::try_from(*i).is_ok() => SqlType::Int,
+            _ => SqlType::BigInt,
+        }),
+        Expr::Literal(Literal::Decimal {
+            precision, scale, ..
+        }) => Some(SqlType::Decimal {
+            precision: *precision,
+            scale: *scale,
+        }),
+        _ => None,
+    }
+}
+
 fn value_op(op: BinaryOp) -> Option<ops::BinaryOp> {
     Some(match op {
         BinaryOp::Add => ops::BinaryOp::Add,
@@ -306,7 +329,15 @@ impl Session {
             } => ops::bit_not(&self.eval(expr, row)?),
             Expr::Binary { left, op, right } if value_op(*op).is_some() => {
                 let (a, b) = (self.eval(left, row)?, self.eval(right, row)?);
-                ops::binary(value_op(*op).expect("checked"), &a, &b)
+                let op = value_op(*op).expect("checked");
+                if !ops::wants_declared(op, &a, &b) {
+                    return ops::binary(op, &a, &b);
+                }
+                let declared = ops::Declared {
+                    left: self.operand_type(left, row),
+                    right: self.operand_type(right, row),
+                };
+                ops::binary_typed(op, &a, &b, declared)
             }
             Expr::Collate { expr, .. } => self.eval(expr, row),
             e if is_predicate(e) => Err(msg(102, &[&"="])),
@@ -611,6 +642,52 @@ impl Session {
 impl Session {
     /// A column reference's value: from the row, else from the enclosing queries' rows
     /// (innermost first) for a correlated subquery's outer reference.
+    /// The type `e` has whatever its value, for decimal arithmetic (`ops::Declared`): a
+    /// column's declared type, a CAST or CONVERT's target, a variable's type, an arithmetic
+    /// of such. None where only the value tells: a literal (SQL Server types a number
+    /// literal in decimal arithmetic by its digits, which the value shows), a function.
+    fn operand_type(&self, e: &Expr, row: Option<&RowCtx<'_>>) -> Option<SqlType> {
+        match e {
+            Expr::Column(name) => self.column_type(name, row),
+            Expr::Cast { data_type, .. } | Expr::Convert { data_type, .. } => {
+                Some(data_type.cast_target())
+            }
+            Expr::Variable(name) => self.variable(name).map(|(t, _)| t),
+            Expr::Unary {
+                op: UnaryOp::Negate | UnaryOp::Plus,
+                expr,
+            } => self.operand_type(expr, row),
+            Expr::Binary { left, op, right } => {
+                let op = value_op(*op)?;
+                let (l, r) = (self.operand_type(left, row), self.operand_type(right, row));
+                let (l, r) = (
+                    l.or_else(|| literal_type(left, r))?,
+                    r.or_else(|| literal_type(right, l))?,
+                );
+                Some(ops::binary_result_type(op, l, r))
+            }
+            _ => None,
+        }
+    }
+
+    /// A column's declared type, found as `column` finds its value.
+    fn column_type(
+        &self,
+        name: &crate::ast::ObjectName,
+        row: Option<&RowCtx<'_>>,
+    ) -> Option<SqlType> {
+        if let Some(Binding::Column(i)) = row.map(|r| r.bind(name)) {
+            return row.map(|r| r.columns[i].1);
+        }
+        for outer in self.scopes.outer_rows.iter().rev() {
+            let ctx = outer.ctx();
+            if let Binding::Column(i) = ctx.bind(name) {
+                return Some(ctx.columns[i].1);
+            }
+        }
+        None
+    }
+
     fn column(
         &mut self,
         name: &crate::ast::ObjectName,

@@ -71,15 +71,20 @@ impl Source {
 }
 
 /// Types the columns a select list leaves open (`select_header`) from the values they take,
-/// row by row: the first non-NULL value's type. A computed character column typed so
+/// row by row: a type every value seen fits (`fitting`: the longest text, the widest
+/// integer, a decimal with the most integral digits and the largest scale, the type of
+/// highest precedence), so no value is cut, rounded or lost when it is sent in the
+/// column's type. (Typed by the first value, `UPPER(name)` cut every later name to the
+/// first one's length, and a decimal with more digits than the first came out NULL.)
+/// A computed character column typed so
 /// (VARCHAR) becomes NVARCHAR when a value has a character beyond U+00FF: such text came
 /// from a Unicode source (an NVARCHAR column through UPPER, `+`, ISNULL ...), which SQL
 /// Server types NVARCHAR, and as VARCHAR a client would receive it in code page 1252 with
 /// those characters turned into '?'.
 pub(super) struct ColumnTyper {
     columns: Vec<(String, Option<SqlType>)>,
-    /// For each column: the first non-NULL value's type, whether some text went beyond
-    /// U+00FF, and the longest text in UTF-16 units.
+    /// For each column: a type every non-NULL value so far fits, whether some text went
+    /// beyond U+00FF, and the longest text in UTF-16 units.
     seen: Vec<(Option<SqlType>, bool, usize)>,
 }
 
@@ -94,15 +99,39 @@ impl ColumnTyper {
             if declared.is_some() {
                 continue;
             }
-            let (first, unicode, units) = seen;
-            if first.is_none() && !v.is_null() {
-                *first = Some(value_type(v));
+            let (fit, unicode, units) = seen;
+            if !v.is_null() {
+                let t = value_type(v);
+                *fit = Some(fit.map_or(t, |f| fitting(f, t)));
             }
             if let Value::Text(s) = v {
                 *unicode |= s.chars().any(|c| c as u32 > 0xFF);
                 *units = (*units).max(s.encode_utf16().count());
             }
         }
+    }
+
+    /// Checks that a row streamed after the columns were sent as `sent` (`types(true)`)
+    /// fits them: a computed column's value that the sent type would cut or round is the
+    /// statement's error (8115, as a value overflowing its column's type in SQL Server),
+    /// never a changed value.
+    pub(super) fn check_fits(
+        &self,
+        sent: &[(String, SqlType)],
+        row: &[Value],
+    ) -> Result<(), SqlError> {
+        for (((_, declared), (_, t)), v) in self.columns.iter().zip(sent).zip(row) {
+            if declared.is_some() || v.is_null() {
+                continue;
+            }
+            if fitting(*t, value_type(v)) != *t {
+                return Err(msg(
+                    8115,
+                    &[&"expression", &crate::convert::data_type_name(*t)],
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// True when every column's type is known without a row.
@@ -149,6 +178,49 @@ pub(super) fn type_columns(
         typer.observe(r);
     }
     typer.types(more)
+}
+
+/// A type values of types `a` and `b` both fit without loss, where one exists: the longer
+/// of two texts or binaries, the wider of two integers, the decimal with the larger
+/// integral part and scale (precision at most 38, the scale giving way); else the type of
+/// higher precedence (to which SQL Server would convert the other).
+fn fitting(a: SqlType, b: SqlType) -> SqlType {
+    use crate::convert::{decimal_shape, precedence};
+    use SqlType::*;
+    if a == b {
+        return a;
+    }
+    let len = |t: SqlType| match t {
+        VarChar(n) | NVarChar(n) | Char(n) | NChar(n) | VarBinary(n) | Binary(n) => Some(n),
+        _ => None,
+    };
+    let (high, low) = if precedence(a) >= precedence(b) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    match (high, len(high), len(low)) {
+        (VarChar(_) | NVarChar(_) | Char(_) | NChar(_), Some(x), Some(y)) if low.is_text() => {
+            let n = x.max(y);
+            return match high {
+                NVarChar(_) | NChar(_) => NVarChar(n),
+                _ => VarChar(n),
+            };
+        }
+        (VarBinary(_) | Binary(_), Some(x), Some(y)) => return VarBinary(x.max(y)),
+        _ => {}
+    }
+    match (high, decimal_shape(high), decimal_shape(low)) {
+        (Decimal { .. }, Some((p1, s1)), Some((p2, s2))) => {
+            let integral = (p1 - s1).max(p2 - s2);
+            let scale = s1.max(s2).min(38 - integral.min(38));
+            Decimal {
+                precision: (integral + scale).clamp(1, 38),
+                scale,
+            }
+        }
+        _ => high,
+    }
 }
 
 /// A type every later value of a computed column fits (`ColumnTyper::types` with `more`).

@@ -509,6 +509,8 @@ impl Session {
         out: &mut Out,
     ) -> Result<(), Errors> {
         let mut held: Option<Vec<Vec<Value>>> = Some(Vec::new());
+        // The types sent before every row was seen (`ColumnTyper::check_fits`).
+        let mut early: Option<Vec<(String, SqlType)>> = None;
         if typer.all_declared() {
             out.columns(typer.types(false));
             held = None;
@@ -521,13 +523,18 @@ impl Session {
             let v = self.project_row(s, Some(src), &r).map_err(one)?;
             sent += 1;
             let Some(h) = &mut held else {
+                if let Some(types) = &early {
+                    typer.check_fits(types, &v).map_err(one)?;
+                }
                 out.row(v);
                 continue;
             };
             typer.observe(&v);
             h.push(v);
             if h.len() >= TYPING_ROWS {
-                out.columns(typer.types(true));
+                let types = typer.types(true);
+                out.columns(types.clone());
+                early = Some(types);
                 held.take().into_iter().flatten().for_each(|v| out.row(v));
             }
         }
