@@ -199,6 +199,49 @@ pub fn decimal_shape(t: SqlType) -> Option<(u8, u8)> {
     }
 }
 
+/// A type values of types `a` and `b` both fit without loss, where one exists: the longer
+/// of two texts or binaries, the wider of two integers, the decimal with the larger
+/// integral part and scale (precision at most 38, the scale giving way); else the type of
+/// higher precedence (to which SQL Server would convert the other). A UNION's column and a
+/// column typed by its values (select.rs `ColumnTyper`) are typed so.
+pub fn fitting_type(a: SqlType, b: SqlType) -> SqlType {
+    use SqlType::*;
+    if a == b {
+        return a;
+    }
+    let len = |t: SqlType| match t {
+        VarChar(n) | NVarChar(n) | Char(n) | NChar(n) | VarBinary(n) | Binary(n) => Some(n),
+        _ => None,
+    };
+    let (high, low) = if precedence(a) >= precedence(b) {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    match (high, len(high), len(low)) {
+        (VarChar(_) | NVarChar(_) | Char(_) | NChar(_), Some(x), Some(y)) if low.is_text() => {
+            let n = x.max(y);
+            return match high {
+                NVarChar(_) | NChar(_) => NVarChar(n),
+                _ => VarChar(n),
+            };
+        }
+        (VarBinary(_) | Binary(_), Some(x), Some(y)) => return VarBinary(x.max(y)),
+        _ => {}
+    }
+    match (high, decimal_shape(high), decimal_shape(low)) {
+        (Decimal { .. }, Some((p1, s1)), Some((p2, s2))) => {
+            let integral = (p1 - s1).max(p2 - s2);
+            let scale = s1.max(s2).min(38 - integral.min(38));
+            Decimal {
+                precision: (integral + scale).clamp(1, 38),
+                scale,
+            }
+        }
+        _ => high,
+    }
+}
+
 /// A decimal type from computed precision and scale, reduced as SQL Server does when the
 /// precision passes 38: the integral digits are kept and the scale shrinks, to no less
 /// than 6 (or the original scale when that is smaller).

@@ -102,7 +102,7 @@ impl ColumnTyper {
             let (fit, unicode, units) = seen;
             if !v.is_null() {
                 let t = value_type(v);
-                *fit = Some(fit.map_or(t, |f| fitting(f, t)));
+                *fit = Some(fit.map_or(t, |f| crate::convert::fitting_type(f, t)));
             }
             if let Value::Text(s) = v {
                 *unicode |= s.chars().any(|c| c as u32 > 0xFF);
@@ -124,7 +124,7 @@ impl ColumnTyper {
             if declared.is_some() || v.is_null() {
                 continue;
             }
-            if fitting(*t, value_type(v)) != *t {
+            if crate::convert::fitting_type(*t, value_type(v)) != *t {
                 return Err(msg(
                     8115,
                     &[&"expression", &crate::convert::data_type_name(*t)],
@@ -178,49 +178,6 @@ pub(super) fn type_columns(
         typer.observe(r);
     }
     typer.types(more)
-}
-
-/// A type values of types `a` and `b` both fit without loss, where one exists: the longer
-/// of two texts or binaries, the wider of two integers, the decimal with the larger
-/// integral part and scale (precision at most 38, the scale giving way); else the type of
-/// higher precedence (to which SQL Server would convert the other).
-fn fitting(a: SqlType, b: SqlType) -> SqlType {
-    use crate::convert::{decimal_shape, precedence};
-    use SqlType::*;
-    if a == b {
-        return a;
-    }
-    let len = |t: SqlType| match t {
-        VarChar(n) | NVarChar(n) | Char(n) | NChar(n) | VarBinary(n) | Binary(n) => Some(n),
-        _ => None,
-    };
-    let (high, low) = if precedence(a) >= precedence(b) {
-        (a, b)
-    } else {
-        (b, a)
-    };
-    match (high, len(high), len(low)) {
-        (VarChar(_) | NVarChar(_) | Char(_) | NChar(_), Some(x), Some(y)) if low.is_text() => {
-            let n = x.max(y);
-            return match high {
-                NVarChar(_) | NChar(_) => NVarChar(n),
-                _ => VarChar(n),
-            };
-        }
-        (VarBinary(_) | Binary(_), Some(x), Some(y)) => return VarBinary(x.max(y)),
-        _ => {}
-    }
-    match (high, decimal_shape(high), decimal_shape(low)) {
-        (Decimal { .. }, Some((p1, s1)), Some((p2, s2))) => {
-            let integral = (p1 - s1).max(p2 - s2);
-            let scale = s1.max(s2).min(38 - integral.min(38));
-            Decimal {
-                precision: (integral + scale).clamp(1, 38),
-                scale,
-            }
-        }
-        _ => high,
-    }
 }
 
 /// A type every later value of a computed column fits (`ColumnTyper::types` with `more`).

@@ -5,7 +5,7 @@
 //! Invariants:
 //! 1. Every branch has as many columns as the first (205); the result's columns are named
 //!    by the first branch and typed by SQL Server's precedence over all branches
-//!    (`union_type`), every value converted to its column's type.
+//!    (`convert::fitting_type`), every value converted to its column's type.
 //! 2. UNION, INTERSECT and EXCEPT compare rows as DISTINCT does (NULLs equal, the
 //!    comparison rules of `=` otherwise) and give each distinct row once; UNION ALL keeps
 //!    every row. Sorts and spools spill past `SORT_MEMORY_BYTES` (spill.rs invariant 2).
@@ -20,9 +20,9 @@ use super::subquery::Rows;
 use super::views::Rowset;
 use super::{Out, Session};
 use crate::ast::{Query, QueryBody, Select, SelectItem, SetOperator};
-use crate::convert::{convert, decimal_shape, precedence};
+use crate::convert::convert;
 use crate::messages::{msg, SqlError};
-use crate::types::{SqlType, Value, MAX_LENGTH};
+use crate::types::{SqlType, Value};
 
 type Errors = Vec<SqlError>;
 
@@ -91,7 +91,7 @@ impl Session {
             .columns
             .iter()
             .zip(&right.columns)
-            .map(|((n, a), (_, b))| (n.clone(), union_type(*a, *b)))
+            .map(|((n, a), (_, b))| (n.clone(), crate::convert::fitting_type(*a, *b)))
             .collect();
         let types: Vec<SqlType> = columns.iter().map(|c| c.1).collect();
         let dir = self.spill_dir();
@@ -186,56 +186,6 @@ fn converted(row: Vec<Value>, types: &[SqlType]) -> Result<Vec<Value>, Errors> {
         .zip(types)
         .map(|(v, t)| convert(&v, *t, None).map_err(one))
         .collect()
-}
-
-/// The type of a column two branches give as `a` and `b`: the higher precedence type;
-/// strings as long as the longer (Unicode if either is), decimals wide enough for both.
-pub(super) fn union_type(a: SqlType, b: SqlType) -> SqlType {
-    if a == b {
-        return a;
-    }
-    let text_len = |t: SqlType| match t {
-        SqlType::Char(n) | SqlType::VarChar(n) | SqlType::NChar(n) | SqlType::NVarChar(n) => {
-            Some(n)
-        }
-        _ => None,
-    };
-    if let (Some(la), Some(lb)) = (text_len(a), text_len(b)) {
-        let unicode = matches!(a, SqlType::NChar(_) | SqlType::NVarChar(_))
-            || matches!(b, SqlType::NChar(_) | SqlType::NVarChar(_));
-        let n = if la == MAX_LENGTH || lb == MAX_LENGTH {
-            MAX_LENGTH
-        } else {
-            la.max(lb)
-        };
-        return if unicode {
-            SqlType::NVarChar(n)
-        } else {
-            SqlType::VarChar(n)
-        };
-    }
-    if let (
-        SqlType::VarBinary(la) | SqlType::Binary(la),
-        SqlType::VarBinary(lb) | SqlType::Binary(lb),
-    ) = (a, b)
-    {
-        return SqlType::VarBinary(if la == MAX_LENGTH || lb == MAX_LENGTH {
-            MAX_LENGTH
-        } else {
-            la.max(lb)
-        });
-    }
-    let decimal = matches!(a, SqlType::Decimal { .. }) || matches!(b, SqlType::Decimal { .. });
-    if let (true, Some((p1, s1)), Some((p2, s2))) = (decimal, decimal_shape(a), decimal_shape(b)) {
-        let scale = s1.max(s2);
-        let precision = (scale + (p1 - s1).max(p2 - s2)).min(38);
-        return SqlType::Decimal { precision, scale };
-    }
-    if precedence(a) >= precedence(b) {
-        a
-    } else {
-        b
-    }
 }
 
 /// Sorted rows, each distinct row once (adjacent equal rows skipped).
