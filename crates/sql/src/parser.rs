@@ -2934,12 +2934,14 @@ impl Parser {
         if self.check_symbol("(") && !self.check_word_at(1, "SELECT") {
             columns = self.paren_list(|p| p.ident())?;
         }
+        let output = self.output_clause()?;
         let source = self.insert_source()?;
         Ok(Insert {
             top,
             table,
             hints,
             columns,
+            output,
             source,
         })
     }
@@ -2969,6 +2971,7 @@ impl Parser {
         let hints = self.table_hints()?;
         self.expect_word("SET")?;
         let assignments = self.comma_list(|p| p.assignment())?;
+        let output = self.output_clause()?;
         let from = if self.eat_word("FROM") {
             self.comma_list(|p| p.table_source())?
         } else {
@@ -2980,9 +2983,56 @@ impl Parser {
             table,
             hints,
             assignments,
+            output,
             from,
             where_clause,
         })
+    }
+
+    /// `OUTPUT items [INTO target [(columns)]]`, and after an INTO a second `OUTPUT items`.
+    fn output_clause(&mut self) -> PResult<Option<OutputClause>> {
+        if !self.eat_word("OUTPUT") {
+            return Ok(None);
+        }
+        let items = self.comma_list(|p| p.output_item())?;
+        let into = if self.eat_word("INTO") {
+            let target = if self.check_kind(&TokenKind::Variable) {
+                OutputTarget::Variable(self.next()?.text)
+            } else {
+                OutputTarget::Table(self.object_name()?)
+            };
+            let mut columns = Vec::new();
+            if self.check_symbol("(") && !self.check_word_at(1, "SELECT") {
+                columns = self.paren_list(|p| p.ident())?;
+            }
+            Some(OutputInto { target, columns })
+        } else {
+            None
+        };
+        let also = match into.is_some() && self.eat_word("OUTPUT") {
+            true => Some(Box::new(OutputClause {
+                items: self.comma_list(|p| p.output_item())?,
+                into: None,
+                also: None,
+            })),
+            false => None,
+        };
+        Ok(Some(OutputClause { items, into, also }))
+    }
+
+    /// An OUTPUT list's item: a select item, or MERGE's `$action` (kept as a column
+    /// reference named `$action`, which the executor refuses outside MERGE).
+    fn output_item(&mut self) -> PResult<SelectItem> {
+        let dollar = self.peek().is_some_and(|t| t.text == "$");
+        if dollar && self.check_word_at(1, "ACTION") {
+            self.pos += 2;
+            let expr = Expr::Column(ObjectName {
+                parts: vec!["$action".into()],
+            });
+            let alias = self.column_alias()?;
+            return Ok(SelectItem::Expr { expr, alias });
+        }
+        self.select_item()
     }
 
     fn assignment(&mut self) -> PResult<Assignment> {
@@ -3002,6 +3052,7 @@ impl Parser {
         self.eat_word("FROM");
         let table = self.object_name()?;
         let hints = self.table_hints()?;
+        let output = self.output_clause()?;
         let from = if self.eat_word("FROM") {
             self.comma_list(|p| p.table_source())?
         } else {
@@ -3012,6 +3063,7 @@ impl Parser {
             top,
             table,
             hints,
+            output,
             from,
             where_clause,
         })

@@ -14,9 +14,10 @@
 //! (a chunked scan into a spool) before changing any, so none is met twice (the Halloween
 //! problem). Key uniqueness goes through a spilling sort (`unique::KeyCheck`).
 //!
-//! Deliberately not here yet: UPDATE/DELETE ... FROM (joins), INSERT ... EXEC, OUTPUT,
-//! and isolation between the two phases (a concurrent session could change the rows in
-//! between; the CLI runs one session, the server will need locks).
+//! The OUTPUT clause is `dml_output.rs`'s: each write phase pushes the rows it changed
+//! into the spool it is given, as they are written.
+//!
+//! Deliberately not here yet: UPDATE/DELETE ... FROM (joins) and INSERT ... EXEC.
 
 use std::path::PathBuf;
 
@@ -26,6 +27,7 @@ use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::table::Rid;
 use extentdb_storage::Database;
 
+use super::dml_output::Changed;
 use super::errors;
 use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
@@ -126,14 +128,14 @@ fn identity_value(t: SqlType, v: i64) -> Result<Value, SqlError> {
 }
 
 /// One row to insert: its values, and the identity column to fill if it was not given.
-struct NewRow {
+pub(super) struct NewRow {
     values: Vec<Value>,
     generate_identity: Option<usize>,
 }
 
 impl NewRow {
     /// The row as a spool keeps it: its values, then the identity column to fill or NULL.
-    fn spooled(self) -> Vec<Value> {
+    pub(super) fn spooled(self) -> Vec<Value> {
         let mut v = self.values;
         v.push(
             self.generate_identity
@@ -200,14 +202,20 @@ impl Session {
         rowcodec::assign(t.types[col], &v, &t.three_part(), &c.name)
     }
 
-    /// The columns an INSERT gives values for, by position.
-    fn insert_targets(&self, ins: &Insert, t: &TableRef) -> Result<Vec<usize>, Vec<SqlError>> {
+    /// The columns an INSERT (or an OUTPUT ... INTO) gives values for, by position: those
+    /// of its column list, else every column but the identity; none for DEFAULT VALUES.
+    pub(super) fn insert_targets(
+        &self,
+        columns: &[String],
+        default_values: bool,
+        t: &TableRef,
+    ) -> Result<Vec<usize>, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
         let identity_insert = self.identity_insert == Some((t.db_id, t.entry.object_id));
-        if matches!(ins.source, InsertSource::DefaultValues) {
+        if default_values {
             return Ok(Vec::new());
         }
-        if ins.columns.is_empty() {
+        if columns.is_empty() {
             if identity.is_some() && identity_insert {
                 return Err(vec![msg(8101, &[&t.entry.name])]);
             }
@@ -215,8 +223,8 @@ impl Session {
                 .filter(|i| Some(*i) != identity)
                 .collect());
         }
-        let mut targets = Vec::with_capacity(ins.columns.len());
-        for name in &ins.columns {
+        let mut targets = Vec::with_capacity(columns.len());
+        for name in columns {
             let i = t
                 .column_index(name)
                 .ok_or_else(|| vec![msg(207, &[name])])?;
@@ -286,36 +294,53 @@ impl Session {
 
     pub(super) fn insert(&mut self, ins: &Insert, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.table_for(&ins.table, "INSERT")?;
-        let targets = self.insert_targets(ins, &t)?;
+        let default_values = matches!(ins.source, InsertSource::DefaultValues);
+        let targets = self.insert_targets(&ins.columns, default_values, &t)?;
+        let plan = self.output_plan(ins.output.as_ref(), &t, Changed::Inserted)?;
+        self.dml_with_output(plan, out, |s, output, _| {
+            s.insert_values(ins, &t, &targets, output)
+        })
+    }
+
+    /// INSERT's rows computed and written (pushed into `output` as they go in); returns
+    /// how many.
+    fn insert_values(
+        &mut self,
+        ins: &Insert,
+        t: &TableRef,
+        targets: &[usize],
+        output: Option<&mut SortSpill>,
+    ) -> Result<u64, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
         let (rows, more, count) = match &ins.source {
             InsertSource::Query(q) => {
-                let (spool, count) = self.spooled_insert_rows(ins, q, &t, &targets, identity)?;
+                let (spool, count) = self.spooled_insert_rows(ins, q, t, targets, identity)?;
                 (Vec::new(), Some(spool), count)
             }
             _ => {
-                let mut source = self.insert_source(ins, &targets)?;
+                let mut source = self.insert_source(ins, targets)?;
                 let n = self.top_count(&ins.top, source.len())?;
                 source.truncate(n);
                 let mut rows = Vec::with_capacity(source.len());
                 for src in source {
-                    rows.push(self.new_row(&t, &targets, src, identity)?);
+                    rows.push(self.new_row(t, targets, src, identity)?);
                 }
                 let count = rows.len() as u64;
                 (rows, None, count)
             }
         };
-        self.insert_rows(&t, (rows, more, count), &ins.hints, out)
+        self.insert_rows(t, (rows, more, output), &ins.hints)?;
+        Ok(count)
     }
 
     /// Writes the rows of an INSERT (those in `rows`, then those `more` spools) into `t`
-    /// in the statement's transaction, and reports how many.
-    fn insert_rows(
+    /// in the statement's transaction, each pushed into `output` once it is in the table;
+    /// the caller reports how many.
+    pub(super) fn insert_rows(
         &mut self,
         t: &TableRef,
-        (rows, more, count): (Vec<NewRow>, Option<SortedRows>, u64),
+        (rows, more, output): (Vec<NewRow>, Option<SortedRows>, Option<&mut SortSpill>),
         hints: &[String],
-        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         let locking = self.row_locking(t, true, hints)?;
         locking.table_intent()?;
@@ -338,6 +363,7 @@ impl Session {
             keys_checked: false,
             spill_dir: self.spill_dir(),
             last: None,
+            output,
         };
         let step = |db: Held<'_>, x| write_inserts(db, x, (t, &locking, &range_wait), &env, &mut p);
         // A key range another transaction locked: waited for, then the rows go on.
@@ -349,7 +375,6 @@ impl Session {
         if p.last.is_some() {
             self.last_identity = p.last;
         }
-        self.rows_affected(count, out);
         Ok(())
     }
 
@@ -372,7 +397,9 @@ impl Session {
             count += 1;
         }
         let more = Some(spool.finish().map_err(one)?);
-        self.insert_rows(t, (Vec::new(), more, count), &[], out)
+        self.insert_rows(t, (Vec::new(), more, None), &[])?;
+        self.rows_affected(count, out);
+        Ok(())
     }
 
     /// INSERT ... SELECT's rows through two spools, so neither the query's result nor the
@@ -434,7 +461,7 @@ impl Session {
     }
 
     /// One row to insert: given values converted, defaults filled, NOT NULL checked.
-    fn new_row(
+    pub(super) fn new_row(
         &mut self,
         t: &TableRef,
         targets: &[usize],
@@ -474,19 +501,35 @@ impl Session {
         }
         let t = self.table_for(&u.table, "UPDATE")?;
         let targets = update_targets(u, &t)?;
+        let plan = self.output_plan(u.output.as_ref(), &t, Changed::Both)?;
+        self.dml_with_output(plan, out, |s, output, out| {
+            s.update_rows(u, &t, &targets, output, out)
+        })
+    }
+
+    /// UPDATE's rows found, checked and changed (each pushed into `output` as changed:
+    /// its old values, then its new); returns how many.
+    fn update_rows(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+        mut output: Option<&mut SortSpill>,
+        out: &mut Out,
+    ) -> Result<u64, Vec<SqlError>> {
         // A variable assigned row by row may be what WHERE compares with: no seek then.
         let assigns_variable = targets.iter().any(Option::is_none);
         let access = match assigns_variable {
             true => Access::Scan,
-            false => self.access_for(&t, u.where_clause.as_ref(), None),
+            false => self.access_for(t, u.where_clause.as_ref(), None),
         };
-        let locking = self.row_locking(&t, true, &u.hints)?;
+        let locking = self.row_locking(t, true, &u.hints)?;
         let stop = self.rowcount_stop(&u.top);
         let (mut matched, found) =
-            self.matching(&t, u.where_clause.as_ref(), (access, stop), &locking)?;
+            self.matching(t, u.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&u.top, found as usize)?;
         let key =
-            key_columns(&t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
+            key_columns(t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
         let one = |e| vec![e];
         let dir = self.spill_dir();
         let mut check = key
@@ -497,7 +540,7 @@ impl Session {
         let mut count = 0u64;
         for row in matched.by_ref().take(limit) {
             let mut row = row.map_err(one)?;
-            let new = self.updated_row(u, &t, &targets, &row[1..])?;
+            let new = self.updated_row(u, t, targets, &row[1..])?;
             if let Some(c) = &mut check {
                 c.new_key(&new, count as i64).map_err(one)?;
                 c.cancel(&row[1..]).map_err(one)?;
@@ -512,7 +555,7 @@ impl Session {
             t.each_row(Access::Scan, |_, r| {
                 c.existing(&r).map(|()| true).map_err(terminated)
             })?;
-            check_keys(&t, name, c)?;
+            check_keys(t, name, c)?;
         }
         let mut changes = changes.finish().map_err(one)?;
         let width = t.entry.columns.len();
@@ -534,12 +577,16 @@ impl Session {
                 }
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
-                let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
-                let locks = (&t, &locking, &range_wait);
+                let (rid, old, new) = (rid_of(&row[0]), record(t, old)?, record(t, new)?);
+                let locks = (t, &locking, &range_wait);
                 match update_one(&db, x, locks, (rid, &old, &new), &env)? {
                     None => return Ok(Step::Done(())),
                     Some(Step::Needs(n)) => return Ok(Step::Needs(n)),
-                    Some(Step::Done(_)) => {}
+                    Some(Step::Done(_)) => {
+                        if let Some(o) = output.as_mut() {
+                            o.push(row[1..].to_vec()).map_err(one)?;
+                        }
+                    }
                 }
                 (at, done) = (at + 1, done + 1);
             }
@@ -549,9 +596,8 @@ impl Session {
             None => Ok(false),
         };
         self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
-        self.report_io(&t, out);
-        self.rows_affected(count, out);
-        Ok(())
+        self.report_io(t, out);
+        Ok(count)
     }
 
     /// A row's new values under UPDATE's SET (variables assigned as it goes).
@@ -594,11 +640,26 @@ impl Session {
             return Err(vec![not_yet("DELETE ... FROM")]);
         }
         let t = self.table_for(&d.table, "DELETE")?;
-        let access = self.access_for(&t, d.where_clause.as_ref(), None);
-        let locking = self.row_locking(&t, true, &d.hints)?;
+        let plan = self.output_plan(d.output.as_ref(), &t, Changed::Deleted)?;
+        self.dml_with_output(plan, out, |s, output, out| {
+            s.delete_rows(d, &t, output, out)
+        })
+    }
+
+    /// DELETE's rows found and deleted (each pushed into `output` as deleted); returns
+    /// how many.
+    fn delete_rows(
+        &mut self,
+        d: &Delete,
+        t: &TableRef,
+        mut output: Option<&mut SortSpill>,
+        out: &mut Out,
+    ) -> Result<u64, Vec<SqlError>> {
+        let access = self.access_for(t, d.where_clause.as_ref(), None);
+        let locking = self.row_locking(t, true, &d.hints)?;
         let stop = self.rowcount_stop(&d.top);
         let (mut matched, found) =
-            self.matching(&t, d.where_clause.as_ref(), (access, stop), &locking)?;
+            self.matching(t, d.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&d.top, found as usize)?;
         let count = found.min(limit as u64);
         let mut left = count as usize;
@@ -622,19 +683,21 @@ impl Session {
                     return Ok(share);
                 }
                 let row: &Vec<Value> = &window[at];
-                let old = record(&t, &row[1..])?;
+                let old = record(t, &row[1..])?;
                 let step = db
                     .delete_row_at(x, t.entry.object_id, (rid_of(&row[0]), &old))
                     .map_err(|e| errors::map_data(&e, &t.db_name))?;
                 if let Step::Needs(n) = step {
                     return Ok(Step::Needs(n));
                 }
+                if let Some(o) = output.as_mut() {
+                    o.push(row[1..].to_vec()).map_err(|e| vec![e])?;
+                }
                 (at, done) = (at + 1, done + 1);
             }
         })?;
-        self.report_io(&t, out);
-        self.rows_affected(count, out);
-        Ok(())
+        self.report_io(t, out);
+        Ok(count)
     }
 
     /// The rows WHERE accepts, spooled as [rid, values...], all found before anything is
@@ -709,7 +772,7 @@ fn update_targets(u: &Update, t: &TableRef) -> Result<Vec<Option<usize>>, Vec<Sq
 
 /// An INSERT's rows and how far its write phase took them: the first `numbered` have
 /// their identity values, the first `inserted` are in the table.
-struct InsertProgress {
+struct InsertProgress<'o> {
     /// The rows of the current window (all of them, unless `more` has the rest).
     rows: Vec<NewRow>,
     numbered: usize,
@@ -725,6 +788,8 @@ struct InsertProgress {
     spill_dir: PathBuf,
     /// The last identity value handed out (@@IDENTITY, SCOPE_IDENTITY()).
     last: Option<i64>,
+    /// Where each row goes once it is in the table, for an OUTPUT clause.
+    output: Option<&'o mut SortSpill>,
 }
 
 /// A query's rows caught into a spool (`spooled_insert_rows`).
@@ -765,7 +830,18 @@ impl super::OutputSink for Capture {
 /// Rows of a spool (INSERT ... SELECT, UPDATE, DELETE) held at once while they are written.
 const SPOOL_WINDOW: usize = 1000;
 
-impl InsertProgress {
+impl InsertProgress<'_> {
+    /// The row just inserted (`rows[inserted]`, identity filled) to the OUTPUT clause's
+    /// spool, if the statement has one.
+    fn output_row(&mut self) -> Result<(), Vec<SqlError>> {
+        match &mut self.output {
+            Some(spool) => spool
+                .push(self.rows[self.inserted].values.clone())
+                .map_err(|e| vec![e]),
+            None => Ok(()),
+        }
+    }
+
     /// True while rows remain: the current window's, or the next window's once the
     /// current one is all in the table.
     fn refill(&mut self) -> Result<bool, Vec<SqlError>> {
@@ -798,7 +874,7 @@ fn write_inserts(
     x: u64,
     (t, locking, range_wait): InsertLocks<'_>,
     env: &GrowthEnv,
-    p: &mut InsertProgress,
+    p: &mut InsertProgress<'_>,
 ) -> Result<Step<()>, Vec<SqlError>> {
     if let (Some(key), 0) = (key_columns(t), t.entry.index_id) {
         let Held::Exclusive(db) = db else {
@@ -840,7 +916,7 @@ fn write_inserts(
                 }
                 Err(e) => return Err(map(e)),
                 Ok(Step::Needs(n)) => return Ok(Step::Needs(n)),
-                Ok(Step::Done(_)) => {}
+                Ok(Step::Done(_)) => p.output_row()?,
             }
             (p.inserted, done) = (p.inserted + 1, done + 1);
         }
@@ -856,7 +932,7 @@ fn insert_checked(
     x: u64,
     (t, locking, _): InsertLocks<'_>,
     env: &GrowthEnv,
-    p: &mut InsertProgress,
+    p: &mut InsertProgress<'_>,
     (name, pos): (String, Vec<usize>),
 ) -> Result<(), Vec<SqlError>> {
     let oid = t.entry.object_id;
@@ -875,6 +951,7 @@ fn insert_checked(
                 db.now(|d| d.insert_row(x, oid, (&rec, env), g.as_deref_mut()))
             })?
             .map_err(map)?;
+            p.output_row()?;
             p.inserted += 1;
         }
     }
@@ -1059,7 +1136,7 @@ fn number_rows(
 fn check_new_keys(
     db: &mut Database,
     t: &TableRef,
-    p: &mut InsertProgress,
+    p: &mut InsertProgress<'_>,
     name: &str,
     pos: Vec<usize>,
 ) -> Result<(), Vec<SqlError>> {

@@ -45,7 +45,7 @@ use crate::ops;
 use crate::types::{SqlType, Value};
 
 /// Rows held to type computed columns before a result set streams (invariant 2).
-const TYPING_ROWS: usize = 1000;
+pub(super) const TYPING_ROWS: usize = 1000;
 /// Memory one sort buffers before it spills a run (within the per-connection allowance
 /// docs/BENCHMARKS.md states).
 pub(super) const SORT_MEMORY_BYTES: usize = 8 << 20;
