@@ -17,11 +17,13 @@
 //! The OUTPUT clause is `dml_output.rs`'s: each write phase pushes the rows it changed
 //! into the spool it is given, as they are written.
 //!
-//! Deliberately not here yet: UPDATE/DELETE ... FROM (joins) and INSERT ... EXEC.
+//! UPDATE ... FROM and DELETE ... FROM find their rows in `dml_from.rs` and write them
+//! through the same write phases (`write_updates`, `write_deletes`).
+//!
+//! Deliberately not here yet: INSERT ... EXEC.
 
 use std::path::PathBuf;
 
-use extentdb_format::ids::PageId;
 use extentdb_storage::access::{Held, Needs, RowGate, Step};
 use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::table::Rid;
@@ -33,7 +35,7 @@ use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
 use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
-use super::tables::{Access, TableRef};
+use super::tables::{rid_of, rid_value, Access, TableRef};
 use super::unique::KeyCheck;
 use super::{Out, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
@@ -46,7 +48,7 @@ use crate::types::{SqlType, Value};
 
 /// Runtime errors of a data modification, which SQL Server follows with "The statement has
 /// been terminated."; compile-time ones (207, 213, 544 ...) are not.
-fn terminated(e: SqlError) -> Vec<SqlError> {
+pub(super) fn terminated(e: SqlError) -> Vec<SqlError> {
     let runtime = matches!(
         e.number,
         515 | 2627 | 2628 | 8152 | 8115 | 220 | 232 | 8134 | 242 | 517 | 8114
@@ -99,25 +101,8 @@ fn check_keys(t: &TableRef, name: &str, check: KeyCheck) -> Result<(), Vec<SqlEr
     }
 }
 
-/// A RID as a spool keeps it: file, page and slot in one bigint's 64 bits.
-fn rid_value(rid: Rid) -> Value {
-    let bits = (u64::from(rid.0.file.0) << 48) | (u64::from(rid.0.page.0) << 16) | u64::from(rid.1);
-    Value::BigInt(bits as i64)
-}
-
-fn rid_of(v: &Value) -> Rid {
-    let Value::BigInt(bits) = v else {
-        unreachable!("a spooled row starts with its RID");
-    };
-    let bits = *bits as u64;
-    (
-        PageId::new((bits >> 48) as u16, (bits >> 16) as u32),
-        bits as u16,
-    )
-}
-
 /// The record of a row about to be written; its errors end the statement.
-fn record(t: &TableRef, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
+pub(super) fn record(t: &TableRef, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
     t.encode(values)
         .map_err(|e| e.into_iter().flat_map(terminated).collect())
 }
@@ -159,7 +144,11 @@ impl NewRow {
 impl Session {
     /// How many of `rows` an INSERT, UPDATE or DELETE changes: its TOP's, else SET
     /// ROWCOUNT's (SQL Server ignores SET ROWCOUNT for a statement with TOP), else all.
-    fn top_count(&mut self, top: &Option<Top>, rows: usize) -> Result<usize, Vec<SqlError>> {
+    pub(super) fn top_count(
+        &mut self,
+        top: &Option<Top>,
+        rows: usize,
+    ) -> Result<usize, Vec<SqlError>> {
         let Some(top) = top else {
             let cap = self.rowcount_cap().unwrap_or(u64::MAX);
             return Ok(rows.min(usize::try_from(cap).unwrap_or(usize::MAX)));
@@ -497,7 +486,7 @@ impl Session {
 
     pub(super) fn update(&mut self, u: &Update, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if !u.from.is_empty() {
-            return Err(vec![not_yet("UPDATE ... FROM")]);
+            return self.update_from(u, out);
         }
         let t = self.table_for(&u.table, "UPDATE")?;
         let targets = update_targets(u, &t)?;
@@ -514,7 +503,7 @@ impl Session {
         u: &Update,
         t: &TableRef,
         targets: &[Option<usize>],
-        mut output: Option<&mut SortSpill>,
+        output: Option<&mut SortSpill>,
         out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
         // A variable assigned row by row may be what WHERE compares with: no seek then.
@@ -528,36 +517,30 @@ impl Session {
         let (mut matched, found) =
             self.matching(t, u.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&u.top, found as usize)?;
-        let key =
-            key_columns(t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
-        let one = |e| vec![e];
-        let dir = self.spill_dir();
-        let mut check = key
-            .as_ref()
-            .map(|(_, pos)| KeyCheck::new(pos.clone(), false, &dir, SORT_MEMORY_BYTES));
-        // Each change as [rid, old values..., new values...], in scan order.
-        let mut changes = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
-        let mut count = 0u64;
+        let mut changes = UpdateChanges::new(t, targets, &self.spill_dir());
         for row in matched.by_ref().take(limit) {
-            let mut row = row.map_err(one)?;
+            let row = row.map_err(|e| vec![e])?;
             let new = self.updated_row(u, t, targets, &row[1..])?;
-            if let Some(c) = &mut check {
-                c.new_key(&new, count as i64).map_err(one)?;
-                c.cancel(&row[1..]).map_err(one)?;
-            }
-            row.extend(new);
-            changes.push(row).map_err(one)?;
-            count += 1;
+            changes.add(row, new)?;
         }
         drop(matched);
-        if let (Some(mut c), Some((name, _))) = (check, &key) {
-            // The new keys against every row the statement leaves as it is.
-            t.each_row(Access::Scan, |_, r| {
-                c.existing(&r).map(|()| true).map_err(terminated)
-            })?;
-            check_keys(t, name, c)?;
-        }
-        let mut changes = changes.finish().map_err(one)?;
+        let (changes, count) = changes.finish(t)?;
+        self.write_updates(t, changes, &locking, output)?;
+        self.report_io(t, out);
+        Ok(count)
+    }
+
+    /// UPDATE's write phase: each change of `changes` (`[rid, old values..., new
+    /// values...]`) made in the statement's transaction, `SPOOL_WINDOW` at a time, and
+    /// pushed into `output` once made.
+    pub(super) fn write_updates(
+        &mut self,
+        t: &TableRef,
+        mut changes: SortedRows,
+        locking: &super::locking::RowLocking,
+        mut output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
+        let one = |e| vec![e];
         let width = t.entry.columns.len();
         let db = t.db.clone();
         let env = self.growth_env();
@@ -578,7 +561,7 @@ impl Session {
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
                 let (rid, old, new) = (rid_of(&row[0]), record(t, old)?, record(t, new)?);
-                let locks = (t, &locking, &range_wait);
+                let locks = (t, locking, &range_wait);
                 match update_one(&db, x, locks, (rid, &old, &new), &env)? {
                     None => return Ok(Step::Done(())),
                     Some(Step::Needs(n)) => return Ok(Step::Needs(n)),
@@ -595,9 +578,7 @@ impl Session {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
             None => Ok(false),
         };
-        self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
-        self.report_io(t, out);
-        Ok(count)
+        self.write_in_xact_waiting(t.db_id, &db, step, wait)
     }
 
     /// A row's new values under UPDATE's SET (variables assigned as it goes).
@@ -610,9 +591,22 @@ impl Session {
     ) -> Result<Vec<Value>, Vec<SqlError>> {
         let columns = t.columns();
         let ctx = RowCtx::single(&columns, old, None, &t.entry.name);
+        self.updated_row_in(u, t, targets, old, &ctx)
+    }
+
+    /// `updated_row` with SET's expressions evaluated over `ctx` (an UPDATE ... FROM's
+    /// joined row, of which `old` is the target's part).
+    pub(super) fn updated_row_in(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+        old: &[Value],
+        ctx: &RowCtx<'_>,
+    ) -> Result<Vec<Value>, Vec<SqlError>> {
         let mut new = old.to_vec();
         for (a, target) in u.assignments.iter().zip(targets) {
-            let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
+            let v = self.eval(&a.value, Some(ctx)).map_err(terminated)?;
             match (target, &a.target) {
                 (Some(col), _) => {
                     let v = match super::eval::compound(a.op) {
@@ -637,7 +631,7 @@ impl Session {
 
     pub(super) fn delete(&mut self, d: &Delete, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if !d.from.is_empty() {
-            return Err(vec![not_yet("DELETE ... FROM")]);
+            return self.delete_from(d, out);
         }
         let t = self.table_for(&d.table, "DELETE")?;
         let plan = self.output_plan(d.output.as_ref(), &t, Changed::Deleted)?;
@@ -652,16 +646,31 @@ impl Session {
         &mut self,
         d: &Delete,
         t: &TableRef,
-        mut output: Option<&mut SortSpill>,
+        output: Option<&mut SortSpill>,
         out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
         let access = self.access_for(t, d.where_clause.as_ref(), None);
         let locking = self.row_locking(t, true, &d.hints)?;
         let stop = self.rowcount_stop(&d.top);
-        let (mut matched, found) =
+        let (matched, found) =
             self.matching(t, d.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&d.top, found as usize)?;
         let count = found.min(limit as u64);
+        self.write_deletes(t, matched, count, output)?;
+        self.report_io(t, out);
+        Ok(count)
+    }
+
+    /// DELETE's write phase: the first `count` rows of `matched` (`[rid, values...]`)
+    /// deleted in the statement's transaction, `SPOOL_WINDOW` at a time, each pushed into
+    /// `output` once deleted.
+    pub(super) fn write_deletes(
+        &mut self,
+        t: &TableRef,
+        mut matched: SortedRows,
+        count: u64,
+        mut output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
         let mut left = count as usize;
         let db = t.db.clone();
         let (mut window, mut at) = (Vec::new(), 0usize);
@@ -695,9 +704,7 @@ impl Session {
                 }
                 (at, done) = (at + 1, done + 1);
             }
-        })?;
-        self.report_io(t, out);
-        Ok(count)
+        })
     }
 
     /// The rows WHERE accepts, spooled as [rid, values...], all found before anything is
@@ -747,8 +754,65 @@ impl Session {
     }
 }
 
+/// An UPDATE's changes as they are found: spooled `[rid, old values..., new values...]` in
+/// the order found, and, when SET changes a primary key column, the new keys' check.
+pub(super) struct UpdateChanges {
+    key: Option<(String, Vec<usize>)>,
+    check: Option<KeyCheck>,
+    changes: SortSpill,
+    count: u64,
+}
+
+impl UpdateChanges {
+    pub(super) fn new(t: &TableRef, targets: &[Option<usize>], dir: &std::path::Path) -> Self {
+        let key =
+            key_columns(t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
+        let check = key
+            .as_ref()
+            .map(|(_, pos)| KeyCheck::new(pos.clone(), false, dir, SORT_MEMORY_BYTES));
+        UpdateChanges {
+            key,
+            check,
+            changes: SortSpill::fifo(dir, SORT_MEMORY_BYTES),
+            count: 0,
+        }
+    }
+
+    /// One change: `row` is `[rid, old values...]`, `new` the row's new values.
+    pub(super) fn add(
+        &mut self,
+        mut row: Vec<Value>,
+        new: Vec<Value>,
+    ) -> Result<(), Vec<SqlError>> {
+        let one = |e| vec![e];
+        if let Some(c) = &mut self.check {
+            c.new_key(&new, self.count as i64).map_err(one)?;
+            c.cancel(&row[1..]).map_err(one)?;
+        }
+        row.extend(new);
+        self.changes.push(row).map_err(one)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The changes to write and how many, once the new keys were checked against every
+    /// row the statement leaves as it is (Msg 2627).
+    pub(super) fn finish(self, t: &TableRef) -> Result<(SortedRows, u64), Vec<SqlError>> {
+        if let (Some(mut c), Some((name, _))) = (self.check, &self.key) {
+            t.each_row(Access::Scan, |_, r| {
+                c.existing(&r).map(|()| true).map_err(terminated)
+            })?;
+            check_keys(t, name, c)?;
+        }
+        Ok((self.changes.finish().map_err(|e| vec![e])?, self.count))
+    }
+}
+
 /// UPDATE's SET targets: each assignment's column position, None for a variable.
-fn update_targets(u: &Update, t: &TableRef) -> Result<Vec<Option<usize>>, Vec<SqlError>> {
+pub(super) fn update_targets(
+    u: &Update,
+    t: &TableRef,
+) -> Result<Vec<Option<usize>>, Vec<SqlError>> {
     let mut targets: Vec<Option<usize>> = Vec::with_capacity(u.assignments.len());
     for a in &u.assignments {
         targets.push(match &a.target {

@@ -160,6 +160,70 @@ fn checked_expr(e: &Expr) -> Result<(), SqlError> {
     }
 }
 
+/// The first column qualifier in `e` other than `inserted` and `deleted`, if any (outside
+/// subqueries, which `checked_expr` refuses).
+pub(super) fn first_qualifier_not_pseudo(e: &Expr) -> Option<String> {
+    let mut found = None;
+    visit_columns(e, &mut |c| {
+        if let Some(q) = c.qualifier() {
+            let pseudo = ["inserted", "deleted"]
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(q));
+            if !pseudo && found.is_none() {
+                found = Some(q.to_string());
+            }
+        }
+    });
+    found
+}
+
+/// Calls `f` on each column reference of `e` outside subqueries.
+fn visit_columns(e: &Expr, f: &mut dyn FnMut(&crate::ast::ObjectName)) {
+    let all = |es: &mut dyn Iterator<Item = &Expr>, f: &mut dyn FnMut(&crate::ast::ObjectName)| {
+        for e in es {
+            visit_columns(e, f);
+        }
+    };
+    match e {
+        Expr::Column(c) => f(c),
+        Expr::Function { args, .. } => all(&mut args.iter(), f),
+        Expr::Cast { expr, .. }
+        | Expr::Unary { expr, .. }
+        | Expr::IsNull { expr, .. }
+        | Expr::Collate { expr, .. } => visit_columns(expr, f),
+        Expr::Convert { expr, style, .. } => {
+            all(&mut std::iter::once(&**expr).chain(style.as_deref()), f)
+        }
+        Expr::Case {
+            operand,
+            branches,
+            else_result,
+        } => all(
+            &mut operand
+                .as_deref()
+                .into_iter()
+                .chain(branches.iter().flat_map(|(w, t)| [w, t]))
+                .chain(else_result.as_deref()),
+            f,
+        ),
+        Expr::Binary { left, right, .. } => all(&mut [&**left, &**right].into_iter(), f),
+        Expr::Like {
+            expr,
+            pattern,
+            escape,
+            ..
+        } => all(
+            &mut [&**expr, &**pattern].into_iter().chain(escape.as_deref()),
+            f,
+        ),
+        Expr::InList { expr, list, .. } => all(&mut std::iter::once(&**expr).chain(list), f),
+        Expr::Between {
+            expr, low, high, ..
+        } => all(&mut [&**expr, &**low, &**high].into_iter(), f),
+        _ => {}
+    }
+}
+
 /// Errors of binding a name, which checking the list against a row of NULLs finds
 /// before anything is written; any other error is the row's own, raised when it comes.
 fn is_binding_error(e: &SqlError) -> bool {

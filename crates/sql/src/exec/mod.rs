@@ -31,6 +31,7 @@ mod database_lock;
 mod db_state;
 pub mod ddl;
 mod dml;
+mod dml_from;
 mod dml_output;
 mod errors;
 mod eval;
