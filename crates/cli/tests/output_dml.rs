@@ -316,6 +316,16 @@ fn update_and_delete_from_joins() {
         query(&mut c, "SELECT id, v FROM heap ORDER BY id"),
         "1,5;2,7;3,0"
     );
+    // A heap target matched twice (account 2 has two payments) changes once.
+    let r = run(
+        &mut c,
+        "UPDATE h SET v = v + 1 FROM heap h JOIN pay p ON p.acct = h.id; SELECT @@ROWCOUNT",
+    );
+    assert_eq!(text(&all_rows(&r)), "2");
+    assert_eq!(
+        query(&mut c, "SELECT id, v FROM heap ORDER BY id"),
+        "1,6;2,8;3,0"
+    );
     // DELETE with a join, both spellings, and OUTPUT of the deleted rows.
     let r = run(
         &mut c,

@@ -76,7 +76,7 @@ fn key_text(values: &[Value]) -> String {
 }
 
 /// PRIMARY KEY positions of a table, with the constraint name.
-fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
+pub(super) fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
     let (name, ids) = t.entry.primary_key.as_ref()?;
     let pos = ids
         .iter()

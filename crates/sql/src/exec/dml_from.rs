@@ -13,12 +13,13 @@
 //!    (`Leaves::make_target`): it reads its rows with the statement's row locking (U, as
 //!    a plain UPDATE's scan) and gives each row's RID as a hidden last column
 //!    (`RID_COLUMN`, SQL Server's %%physloc%%).
-//! 2. The joined rows WHERE keeps go to a spilling sort by (RID, arrival) with the
+//! 2. The joined rows WHERE keeps go to a spilling sort by (target row, arrival), a
+//!    target row told by its clustered key, else (a heap) by its RID, with the
 //!    target's old values and, for UPDATE, the new values SET computes over the joined
 //!    row. The whole join is read before anything is written, so the statement never
 //!    meets its own changes (Halloween protection: a row an UPDATE moves to a new key is
 //!    not found again).
-//! 3. Read back in RID order, each target row is taken once: when several joined rows
+//! 3. Read back in that order, each target row is taken once: when several joined rows
 //!    match it, the first the join gave wins (SQL Server takes one of them, unspecified);
 //!    its U lock goes to X (`RowLocking::changes`) with no database held, and it goes on
 //!    to the write phase a plain UPDATE or DELETE uses (dml.rs).
@@ -137,16 +138,37 @@ fn joined_from(
     }
 }
 
-/// Orders spooled matches by RID, then by arrival (step 2).
-fn by_rid_then_arrival(a: &[Value], b: &[Value]) -> Ordering {
-    let n = |v: &Value| match v {
-        Value::BigInt(i) => *i,
-        _ => unreachable!("a match starts with its RID and its number"),
-    };
-    (n(&a[0]), n(&a[1])).cmp(&(n(&b[0]), n(&b[1])))
+/// A spooled match's `[rid, arrival, old values...]` number at `i`.
+fn number(m: &[Value], i: usize) -> i64 {
+    match m[i] {
+        Value::BigInt(n) => n,
+        _ => unreachable!("a match starts with its RID and its arrival"),
+    }
 }
 
-/// The rows of a statement's FROM to change, deduplicated by RID (step 3): each as
+/// Which target row a match is, as an order (step 3): a clustered table's rows by their
+/// key (unique: the primary key), which stays when a concurrent page split moves a row
+/// between two reads of the join's inner input; a heap's by RID (a heap row moves only
+/// when updated, and the statement holds its U lock).
+fn target_row_order(key: &Option<Vec<usize>>, a: &[Value], b: &[Value]) -> Ordering {
+    let Some(pos) = key else {
+        return number(a, 0).cmp(&number(b, 0));
+    };
+    pos.iter()
+        .map(|&p| match crate::ops::compare(&a[2 + p], &b[2 + p]) {
+            Ok(Some(o)) => o,
+            _ => Ordering::Equal,
+        })
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
+/// Step 2's sort: by target row, then by arrival.
+fn match_order(key: Option<Vec<usize>>) -> Box<super::spill::RowCompare> {
+    Box::new(move |a, b| target_row_order(&key, a, b).then_with(|| number(a, 1).cmp(&number(b, 1))))
+}
+
+/// The rows of a statement's FROM to change, each target row once (step 3): each as
 /// `[rid, old values..., new values...]` (UPDATE) or `[rid, old values...]` (DELETE).
 struct FromMatches {
     rows: SortedRows,
@@ -255,7 +277,10 @@ impl Session {
         let locking = self.row_locking(t, true, hints)?;
         let width = leaves.make_target(ft.leaf, locking)?;
         let dir = self.spill_dir();
-        let mut sort = SortSpill::new(&dir, SORT_MEMORY_BYTES, Box::new(by_rid_then_arrival));
+        let key = super::dml::key_columns(t)
+            .filter(|_| t.entry.index_id == 1)
+            .map(|(_, pos)| pos);
+        let mut sort = SortSpill::new(&dir, SORT_MEMORY_BYTES, match_order(key.clone()));
         {
             let (shape, mut rows) = leaves.relation(self, &ft.from, filter)?;
             let src: Source = shape.source();
@@ -287,14 +312,18 @@ impl Session {
         let locking = self.row_locking(t, true, hints)?;
         let mut sorted = sort.finish().map_err(one)?;
         let mut kept = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
-        let (mut last, mut count) = (None, 0u64);
+        let (mut last, mut count): (Option<Vec<Value>>, u64) = (None, 0);
         while count < limit {
             let Some(m) = sorted.next() else { break };
             let mut m = m.map_err(one)?;
-            if last.as_ref() == Some(&m[0]) {
-                continue;
+            if let Some(l) = &last {
+                match target_row_order(&key, l, &m) {
+                    Ordering::Equal => continue,
+                    // Invariant 1: each target row once, in order.
+                    o => assert_eq!(o, Ordering::Less, "matches sorted by target row"),
+                }
             }
-            last = Some(m[0].clone());
+            last = Some(m.clone());
             m.remove(1);
             let rec = super::dml::record(t, &m[1..1 + width])?;
             locking.changes(super::tables::rid_of(&m[0]), &rec, false)?;
