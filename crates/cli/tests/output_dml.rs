@@ -374,8 +374,9 @@ fn key_changing_update_from_changes_each_row_once() {
 }
 
 /// What UPDATE / DELETE with FROM refuse: a target named only through two aliases
-/// (8154), an unknown qualifier (4104), an unknown table (208), TOP PERCENT and OUTPUT of
-/// a FROM table's columns (40517); each changes nothing.
+/// (8154), an unknown qualifier or SET of another source's column (4104), NOLOCK on the
+/// target's FROM reference (1065), an unknown table (208), an ambiguous column (209), TOP
+/// PERCENT and OUTPUT of a FROM table's columns (40517); each changes nothing.
 #[test]
 fn from_refusals() {
     let (_s, mut c) = setup("fromrefuse");
@@ -391,6 +392,10 @@ fn from_refusals() {
         ),
         ("UPDATE t SET v = zz.w FROM t JOIN u ON u.id = t.id", 4104),
         ("UPDATE t SET u.w = 0 FROM t JOIN u ON u.id = t.id", 4104),
+        (
+            "UPDATE t SET v = 0 FROM t WITH (NOLOCK) JOIN u ON u.id = t.id",
+            1065,
+        ),
         ("DELETE t FROM t JOIN nosuch n ON n.id = t.id", 208),
         (
             "UPDATE TOP (50) PERCENT t SET v = 0 FROM t JOIN u ON u.id = t.id",

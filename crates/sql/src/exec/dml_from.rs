@@ -77,6 +77,25 @@ fn leaf_names<'a>(ts: &'a TableSource, out: &mut Vec<Option<(&'a ObjectName, Opt
     }
 }
 
+/// The table hints of FROM's leaf `i` (written order), none for other leaves.
+fn leaf_hints(from: &[TableSource], i: usize) -> Vec<String> {
+    fn walk<'a>(ts: &'a TableSource, out: &mut Vec<&'a TableSource>) {
+        match ts {
+            TableSource::Join { left, right, .. } => {
+                walk(left, out);
+                walk(right, out);
+            }
+            leaf => out.push(leaf),
+        }
+    }
+    let mut leaves = Vec::new();
+    from.iter().for_each(|ts| walk(ts, &mut leaves));
+    match leaves.get(i) {
+        Some(TableSource::Table { hints, .. }) => hints.clone(),
+        _ => Vec::new(),
+    }
+}
+
 /// True when `a` and `b` name one table: one name, and one schema when both give one.
 fn same_table(a: &ObjectName, b: &ObjectName) -> bool {
     let schema = |n: &ObjectName| (n.parts.len() >= 2).then(|| n.parts[n.parts.len() - 2].clone());
@@ -180,6 +199,9 @@ struct FromTarget {
     table: TableRef,
     /// The name that qualifies the target's columns (its alias, else its table name).
     exposed: String,
+    /// How the target is locked: the statement's table hints, then those its reference
+    /// in FROM has (none is dropped: each is built or refused by `hint_locking`).
+    hints: Vec<String>,
     leaf: usize,
     from: Vec<TableSource>,
 }
@@ -206,7 +228,7 @@ impl Session {
         let limit = self.limit_with_from(&u.top)?;
         self.dml_with_output(plan, out, |s, output, out| {
             let set = Some((u, &targets[..]));
-            let m = s.target_rows(&ft, (filter, &u.hints), set, limit, out)?;
+            let m = s.target_rows(&ft, filter, set, limit, out)?;
             let width = t.entry.columns.len();
             let mut changes = super::dml::UpdateChanges::new(t, &targets, &s.spill_dir());
             for r in m.rows {
@@ -216,7 +238,7 @@ impl Session {
             }
             let (changes, count) = changes.finish(t)?;
             assert_eq!(count, m.count, "every deduplicated row is changed");
-            let locking = s.row_locking(t, true, &u.hints)?;
+            let locking = s.row_locking(t, true, &ft.hints)?;
             s.write_updates(t, changes, &locking, output)?;
             Ok(count)
         })
@@ -230,7 +252,7 @@ impl Session {
         let plan = self.output_plan(d.output.as_ref(), &ft.table, Changed::Deleted)?;
         let limit = self.limit_with_from(&d.top)?;
         self.dml_with_output(plan, out, |s, output, out| {
-            let m = s.target_rows(&ft, (filter, &d.hints), None, limit, out)?;
+            let m = s.target_rows(&ft, filter, None, limit, out)?;
             s.write_deletes(&ft.table, m.rows, m.count, output)?;
             Ok(m.count)
         })
@@ -245,9 +267,13 @@ impl Session {
         (from, filter): (&[TableSource], Option<&Expr>),
         perm: &str,
     ) -> Result<FromTarget, Errors> {
-        let (leaf, from) = match target_in(target, from).map_err(one)? {
-            TargetIn::Leaf(i) => (i, from.to_vec()),
-            TargetIn::Joined => (0, joined_from(target, hints, from, filter)),
+        let (leaf, from, hints) = match target_in(target, from).map_err(one)? {
+            TargetIn::Leaf(i) => {
+                let mut all = hints.to_vec();
+                all.extend(leaf_hints(from, i));
+                (i, from.to_vec(), all)
+            }
+            TargetIn::Joined => (0, joined_from(target, hints, from, filter), hints.to_vec()),
         };
         let mut names = Vec::new();
         from.iter().for_each(|ts| leaf_names(ts, &mut names));
@@ -257,6 +283,7 @@ impl Session {
         Ok(FromTarget {
             table,
             exposed,
+            hints,
             leaf,
             from,
         })
@@ -267,14 +294,14 @@ impl Session {
     fn target_rows(
         &mut self,
         ft: &FromTarget,
-        (filter, hints): (Option<&Expr>, &[String]),
+        filter: Option<&Expr>,
         set: Option<(&Update, &[Option<usize>])>,
         limit: u64,
         out: &mut Out,
     ) -> Result<FromMatches, Errors> {
         let t = &ft.table;
         let mut leaves = self.resolve_leaves(&ft.from)?;
-        let locking = self.row_locking(t, true, hints)?;
+        let locking = self.row_locking(t, true, &ft.hints)?;
         let width = leaves.make_target(ft.leaf, locking)?;
         let dir = self.spill_dir();
         let key = super::dml::key_columns(t)
@@ -309,7 +336,7 @@ impl Session {
             }
         }
         leaves.report_io(self, out);
-        let locking = self.row_locking(t, true, hints)?;
+        let locking = self.row_locking(t, true, &ft.hints)?;
         let mut sorted = sort.finish().map_err(one)?;
         let mut kept = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
         let (mut last, mut count): (Option<Vec<Value>>, u64) = (None, 0);
