@@ -3479,6 +3479,45 @@ mod tests {
         }
     }
 
+    /// OUTPUT after an INSERT's column list, with INTO a column list and a second OUTPUT
+    /// to the client, `$action` kept as a column named `$action`; after UPDATE's SET and
+    /// DELETE's table, before FROM.
+    #[test]
+    fn output_clauses() {
+        let b = parse_batch(
+            "INSERT INTO t (a) OUTPUT inserted.a, $action AS act INTO #x (c, d) OUTPUT inserted.* VALUES (1)
+             UPDATE t SET a = 1 OUTPUT deleted.a FROM t JOIN u ON u.a = t.a
+             DELETE t OUTPUT deleted.a INTO @v WHERE a = 1",
+        )
+        .unwrap();
+        let StatementKind::Insert(i) = &b[0].kind else {
+            panic!("{:?}", b[0].kind)
+        };
+        let o = i.output.as_ref().unwrap();
+        assert_eq!(o.items.len(), 2);
+        assert!(
+            matches!(&o.items[1], SelectItem::Expr { expr: Expr::Column(c), alias: Some(a) }
+            if c.name() == "$action" && a == "act")
+        );
+        let into = o.into.as_ref().unwrap();
+        assert_eq!(into.columns, vec!["c", "d"]);
+        assert!(matches!(&into.target, OutputTarget::Table(n) if n.name() == "#x"));
+        assert!(o
+            .also
+            .as_ref()
+            .is_some_and(|a| a.into.is_none() && a.items.len() == 1));
+        let StatementKind::Update(u) = &b[1].kind else {
+            panic!("{:?}", b[1].kind)
+        };
+        assert!(u.output.is_some() && u.from.len() == 1);
+        let StatementKind::Delete(d) = &b[2].kind else {
+            panic!("{:?}", b[2].kind)
+        };
+        let into = d.output.as_ref().unwrap().into.as_ref().unwrap();
+        assert!(matches!(&into.target, OutputTarget::Variable(v) if v == "@v"));
+        assert!(d.where_clause.is_some());
+    }
+
     #[test]
     fn truncated_scripts_never_panic() {
         let script = "IF DATABASEPROPERTYEX (N'Company', N'Version') > 0

@@ -118,9 +118,9 @@ fn checked_expr(e: &Expr) -> Result<(), SqlError> {
         Ok(())
     };
     match e {
-        Expr::Column(c) if c.name().eq_ignore_ascii_case("$action") => Err(not_yet(
-            "$action outside MERGE (MERGE, whose OUTPUT clause has it,",
-        )),
+        Expr::Column(c) if c.name().eq_ignore_ascii_case("$action") => {
+            Err(not_yet("MERGE, whose OUTPUT clause alone has $action,"))
+        }
         Expr::Column(c) if c.qualifier().is_none() => Err(msg(207, &[&c.name()])),
         Expr::Subquery(_) | Expr::Exists(_) | Expr::InSubquery { .. } => {
             Err(not_yet("a subquery in an OUTPUT clause"))
