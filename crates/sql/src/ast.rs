@@ -852,6 +852,7 @@ pub struct Insert {
     pub table: ObjectName,
     pub hints: Vec<String>,
     pub columns: Vec<String>,
+    pub output: Option<OutputClause>,
     pub source: InsertSource,
 }
 
@@ -869,8 +870,32 @@ pub struct Update {
     pub table: ObjectName,
     pub hints: Vec<String>,
     pub assignments: Vec<Assignment>,
+    pub output: Option<OutputClause>,
     pub from: Vec<TableSource>,
     pub where_clause: Option<Expr>,
+}
+
+/// `OUTPUT items [INTO target [(columns)]]` of INSERT, UPDATE and DELETE; `$action`
+/// stands as the column reference `$action` (MERGE's, refused elsewhere).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputClause {
+    pub items: Vec<SelectItem>,
+    pub into: Option<OutputInto>,
+    /// A second clause (`OUTPUT ... INTO t OUTPUT ...`): the rows also go to the client.
+    pub also: Option<Box<OutputClause>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputInto {
+    pub target: OutputTarget,
+    pub columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputTarget {
+    Table(ObjectName),
+    /// `@name`, a table variable.
+    Variable(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -891,6 +916,7 @@ pub struct Delete {
     pub top: Option<Top>,
     pub table: ObjectName,
     pub hints: Vec<String>,
+    pub output: Option<OutputClause>,
     pub from: Vec<TableSource>,
     pub where_clause: Option<Expr>,
 }

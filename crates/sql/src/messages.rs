@@ -150,6 +150,9 @@ static CATALOGUE: &[Entry] = &[
     e(208, 16, 1, "Invalid object name '%.*ls'."),
     e(209, 16, 1, "Ambiguous column name '%.*ls'."),
     e(213, 16, 1, "Column name or number of supplied values does not match table definition."),
+    e(120, 15, 1, "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns."),
+    e(121, 15, 1, "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns."),
+    e(8154, 16, 1, "The table '%.*ls' is ambiguous."),
     e(220, 16, 2, "Arithmetic overflow error for data type %ls, value = %ld."),
     e(246, 16, 1, "No anchor member was specified for recursive query \"%.*ls\"."), // unverified
     e(252, 16, 1, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator."), // unverified

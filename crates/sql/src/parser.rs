@@ -2934,12 +2934,14 @@ impl Parser {
         if self.check_symbol("(") && !self.check_word_at(1, "SELECT") {
             columns = self.paren_list(|p| p.ident())?;
         }
+        let output = self.output_clause()?;
         let source = self.insert_source()?;
         Ok(Insert {
             top,
             table,
             hints,
             columns,
+            output,
             source,
         })
     }
@@ -2969,6 +2971,7 @@ impl Parser {
         let hints = self.table_hints()?;
         self.expect_word("SET")?;
         let assignments = self.comma_list(|p| p.assignment())?;
+        let output = self.output_clause()?;
         let from = if self.eat_word("FROM") {
             self.comma_list(|p| p.table_source())?
         } else {
@@ -2980,9 +2983,56 @@ impl Parser {
             table,
             hints,
             assignments,
+            output,
             from,
             where_clause,
         })
+    }
+
+    /// `OUTPUT items [INTO target [(columns)]]`, and after an INTO a second `OUTPUT items`.
+    fn output_clause(&mut self) -> PResult<Option<OutputClause>> {
+        if !self.eat_word("OUTPUT") {
+            return Ok(None);
+        }
+        let items = self.comma_list(|p| p.output_item())?;
+        let into = if self.eat_word("INTO") {
+            let target = if self.check_kind(&TokenKind::Variable) {
+                OutputTarget::Variable(self.next()?.text)
+            } else {
+                OutputTarget::Table(self.object_name()?)
+            };
+            let mut columns = Vec::new();
+            if self.check_symbol("(") && !self.check_word_at(1, "SELECT") {
+                columns = self.paren_list(|p| p.ident())?;
+            }
+            Some(OutputInto { target, columns })
+        } else {
+            None
+        };
+        let also = match into.is_some() && self.eat_word("OUTPUT") {
+            true => Some(Box::new(OutputClause {
+                items: self.comma_list(|p| p.output_item())?,
+                into: None,
+                also: None,
+            })),
+            false => None,
+        };
+        Ok(Some(OutputClause { items, into, also }))
+    }
+
+    /// An OUTPUT list's item: a select item, or MERGE's `$action` (kept as a column
+    /// reference named `$action`, which the executor refuses outside MERGE).
+    fn output_item(&mut self) -> PResult<SelectItem> {
+        let dollar = self.peek().is_some_and(|t| t.text == "$");
+        if dollar && self.check_word_at(1, "ACTION") {
+            self.pos += 2;
+            let expr = Expr::Column(ObjectName {
+                parts: vec!["$action".into()],
+            });
+            let alias = self.column_alias()?;
+            return Ok(SelectItem::Expr { expr, alias });
+        }
+        self.select_item()
     }
 
     fn assignment(&mut self) -> PResult<Assignment> {
@@ -3002,6 +3052,7 @@ impl Parser {
         self.eat_word("FROM");
         let table = self.object_name()?;
         let hints = self.table_hints()?;
+        let output = self.output_clause()?;
         let from = if self.eat_word("FROM") {
             self.comma_list(|p| p.table_source())?
         } else {
@@ -3012,6 +3063,7 @@ impl Parser {
             top,
             table,
             hints,
+            output,
             from,
             where_clause,
         })
@@ -3425,6 +3477,45 @@ mod tests {
             let ascii: String = (0..n).map(|_| (rng.below(95) as u8 + 32) as char).collect();
             let _ = parse_batch(&ascii);
         }
+    }
+
+    /// OUTPUT after an INSERT's column list, with INTO a column list and a second OUTPUT
+    /// to the client, `$action` kept as a column named `$action`; after UPDATE's SET and
+    /// DELETE's table, before FROM.
+    #[test]
+    fn output_clauses() {
+        let b = parse_batch(
+            "INSERT INTO t (a) OUTPUT inserted.a, $action AS act INTO #x (c, d) OUTPUT inserted.* VALUES (1)
+             UPDATE t SET a = 1 OUTPUT deleted.a FROM t JOIN u ON u.a = t.a
+             DELETE t OUTPUT deleted.a INTO @v WHERE a = 1",
+        )
+        .unwrap();
+        let StatementKind::Insert(i) = &b[0].kind else {
+            panic!("{:?}", b[0].kind)
+        };
+        let o = i.output.as_ref().unwrap();
+        assert_eq!(o.items.len(), 2);
+        assert!(
+            matches!(&o.items[1], SelectItem::Expr { expr: Expr::Column(c), alias: Some(a) }
+            if c.name() == "$action" && a == "act")
+        );
+        let into = o.into.as_ref().unwrap();
+        assert_eq!(into.columns, vec!["c", "d"]);
+        assert!(matches!(&into.target, OutputTarget::Table(n) if n.name() == "#x"));
+        assert!(o
+            .also
+            .as_ref()
+            .is_some_and(|a| a.into.is_none() && a.items.len() == 1));
+        let StatementKind::Update(u) = &b[1].kind else {
+            panic!("{:?}", b[1].kind)
+        };
+        assert!(u.output.is_some() && u.from.len() == 1);
+        let StatementKind::Delete(d) = &b[2].kind else {
+            panic!("{:?}", b[2].kind)
+        };
+        let into = d.output.as_ref().unwrap().into.as_ref().unwrap();
+        assert!(matches!(&into.target, OutputTarget::Variable(v) if v == "@v"));
+        assert!(d.where_clause.is_some());
     }
 
     #[test]

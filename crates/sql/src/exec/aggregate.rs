@@ -59,7 +59,7 @@ fn is_aggregate(e: &Expr) -> bool {
 }
 
 /// True when the expression contains an aggregate call.
-fn contains_aggregate(e: &Expr) -> bool {
+pub(super) fn contains_aggregate(e: &Expr) -> bool {
     let mut found = false;
     let _ = map_expr(e, &mut |x| {
         found |= is_aggregate(x);

@@ -14,24 +14,28 @@
 //! (a chunked scan into a spool) before changing any, so none is met twice (the Halloween
 //! problem). Key uniqueness goes through a spilling sort (`unique::KeyCheck`).
 //!
-//! Deliberately not here yet: UPDATE/DELETE ... FROM (joins), INSERT ... EXEC, OUTPUT,
-//! and isolation between the two phases (a concurrent session could change the rows in
-//! between; the CLI runs one session, the server will need locks).
+//! The OUTPUT clause is `dml_output.rs`'s: each write phase pushes the rows it changed
+//! into the spool it is given, as they are written.
+//!
+//! UPDATE ... FROM and DELETE ... FROM find their rows in `dml_from.rs` and write them
+//! through the same write phases (`write_updates`, `write_deletes`).
+//!
+//! Deliberately not here yet: INSERT ... EXEC.
 
 use std::path::PathBuf;
 
-use extentdb_format::ids::PageId;
 use extentdb_storage::access::{Held, Needs, RowGate, Step};
 use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::table::Rid;
 use extentdb_storage::Database;
 
+use super::dml_output::Changed;
 use super::errors;
 use super::eval::{as_i64, RowCtx};
 use super::lower::not_yet;
 use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
-use super::tables::{Access, TableRef};
+use super::tables::{rid_of, rid_value, Access, TableRef};
 use super::unique::KeyCheck;
 use super::{Out, Session};
 use crate::ast::{AssignTarget, Delete, Expr, Insert, InsertSource, Top, Update};
@@ -44,7 +48,7 @@ use crate::types::{SqlType, Value};
 
 /// Runtime errors of a data modification, which SQL Server follows with "The statement has
 /// been terminated."; compile-time ones (207, 213, 544 ...) are not.
-fn terminated(e: SqlError) -> Vec<SqlError> {
+pub(super) fn terminated(e: SqlError) -> Vec<SqlError> {
     let runtime = matches!(
         e.number,
         515 | 2627 | 2628 | 8152 | 8115 | 220 | 232 | 8134 | 242 | 517 | 8114
@@ -72,7 +76,7 @@ fn key_text(values: &[Value]) -> String {
 }
 
 /// PRIMARY KEY positions of a table, with the constraint name.
-fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
+pub(super) fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
     let (name, ids) = t.entry.primary_key.as_ref()?;
     let pos = ids
         .iter()
@@ -97,25 +101,8 @@ fn check_keys(t: &TableRef, name: &str, check: KeyCheck) -> Result<(), Vec<SqlEr
     }
 }
 
-/// A RID as a spool keeps it: file, page and slot in one bigint's 64 bits.
-fn rid_value(rid: Rid) -> Value {
-    let bits = (u64::from(rid.0.file.0) << 48) | (u64::from(rid.0.page.0) << 16) | u64::from(rid.1);
-    Value::BigInt(bits as i64)
-}
-
-fn rid_of(v: &Value) -> Rid {
-    let Value::BigInt(bits) = v else {
-        unreachable!("a spooled row starts with its RID");
-    };
-    let bits = *bits as u64;
-    (
-        PageId::new((bits >> 48) as u16, (bits >> 16) as u32),
-        bits as u16,
-    )
-}
-
 /// The record of a row about to be written; its errors end the statement.
-fn record(t: &TableRef, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
+pub(super) fn record(t: &TableRef, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
     t.encode(values)
         .map_err(|e| e.into_iter().flat_map(terminated).collect())
 }
@@ -126,14 +113,14 @@ fn identity_value(t: SqlType, v: i64) -> Result<Value, SqlError> {
 }
 
 /// One row to insert: its values, and the identity column to fill if it was not given.
-struct NewRow {
+pub(super) struct NewRow {
     values: Vec<Value>,
     generate_identity: Option<usize>,
 }
 
 impl NewRow {
     /// The row as a spool keeps it: its values, then the identity column to fill or NULL.
-    fn spooled(self) -> Vec<Value> {
+    pub(super) fn spooled(self) -> Vec<Value> {
         let mut v = self.values;
         v.push(
             self.generate_identity
@@ -157,7 +144,11 @@ impl NewRow {
 impl Session {
     /// How many of `rows` an INSERT, UPDATE or DELETE changes: its TOP's, else SET
     /// ROWCOUNT's (SQL Server ignores SET ROWCOUNT for a statement with TOP), else all.
-    fn top_count(&mut self, top: &Option<Top>, rows: usize) -> Result<usize, Vec<SqlError>> {
+    pub(super) fn top_count(
+        &mut self,
+        top: &Option<Top>,
+        rows: usize,
+    ) -> Result<usize, Vec<SqlError>> {
         let Some(top) = top else {
             let cap = self.rowcount_cap().unwrap_or(u64::MAX);
             return Ok(rows.min(usize::try_from(cap).unwrap_or(usize::MAX)));
@@ -200,14 +191,20 @@ impl Session {
         rowcodec::assign(t.types[col], &v, &t.three_part(), &c.name)
     }
 
-    /// The columns an INSERT gives values for, by position.
-    fn insert_targets(&self, ins: &Insert, t: &TableRef) -> Result<Vec<usize>, Vec<SqlError>> {
+    /// The columns an INSERT (or an OUTPUT ... INTO) gives values for, by position: those
+    /// of its column list, else every column but the identity; none for DEFAULT VALUES.
+    pub(super) fn insert_targets(
+        &self,
+        columns: &[String],
+        default_values: bool,
+        t: &TableRef,
+    ) -> Result<Vec<usize>, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
         let identity_insert = self.identity_insert == Some((t.db_id, t.entry.object_id));
-        if matches!(ins.source, InsertSource::DefaultValues) {
+        if default_values {
             return Ok(Vec::new());
         }
-        if ins.columns.is_empty() {
+        if columns.is_empty() {
             if identity.is_some() && identity_insert {
                 return Err(vec![msg(8101, &[&t.entry.name])]);
             }
@@ -215,8 +212,8 @@ impl Session {
                 .filter(|i| Some(*i) != identity)
                 .collect());
         }
-        let mut targets = Vec::with_capacity(ins.columns.len());
-        for name in &ins.columns {
+        let mut targets = Vec::with_capacity(columns.len());
+        for name in columns {
             let i = t
                 .column_index(name)
                 .ok_or_else(|| vec![msg(207, &[name])])?;
@@ -286,36 +283,53 @@ impl Session {
 
     pub(super) fn insert(&mut self, ins: &Insert, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.table_for(&ins.table, "INSERT")?;
-        let targets = self.insert_targets(ins, &t)?;
+        let default_values = matches!(ins.source, InsertSource::DefaultValues);
+        let targets = self.insert_targets(&ins.columns, default_values, &t)?;
+        let plan = self.output_plan(ins.output.as_ref(), &t, Changed::Inserted)?;
+        self.dml_with_output(plan, out, |s, output, _| {
+            s.insert_values(ins, &t, &targets, output)
+        })
+    }
+
+    /// INSERT's rows computed and written (pushed into `output` as they go in); returns
+    /// how many.
+    fn insert_values(
+        &mut self,
+        ins: &Insert,
+        t: &TableRef,
+        targets: &[usize],
+        output: Option<&mut SortSpill>,
+    ) -> Result<u64, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
         let (rows, more, count) = match &ins.source {
             InsertSource::Query(q) => {
-                let (spool, count) = self.spooled_insert_rows(ins, q, &t, &targets, identity)?;
+                let (spool, count) = self.spooled_insert_rows(ins, q, t, targets, identity)?;
                 (Vec::new(), Some(spool), count)
             }
             _ => {
-                let mut source = self.insert_source(ins, &targets)?;
+                let mut source = self.insert_source(ins, targets)?;
                 let n = self.top_count(&ins.top, source.len())?;
                 source.truncate(n);
                 let mut rows = Vec::with_capacity(source.len());
                 for src in source {
-                    rows.push(self.new_row(&t, &targets, src, identity)?);
+                    rows.push(self.new_row(t, targets, src, identity)?);
                 }
                 let count = rows.len() as u64;
                 (rows, None, count)
             }
         };
-        self.insert_rows(&t, (rows, more, count), &ins.hints, out)
+        self.insert_rows(t, (rows, more, output), &ins.hints)?;
+        Ok(count)
     }
 
     /// Writes the rows of an INSERT (those in `rows`, then those `more` spools) into `t`
-    /// in the statement's transaction, and reports how many.
-    fn insert_rows(
+    /// in the statement's transaction, each pushed into `output` once it is in the table;
+    /// the caller reports how many.
+    pub(super) fn insert_rows(
         &mut self,
         t: &TableRef,
-        (rows, more, count): (Vec<NewRow>, Option<SortedRows>, u64),
+        (rows, more, output): (Vec<NewRow>, Option<SortedRows>, Option<&mut SortSpill>),
         hints: &[String],
-        out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
         let locking = self.row_locking(t, true, hints)?;
         locking.table_intent()?;
@@ -338,6 +352,7 @@ impl Session {
             keys_checked: false,
             spill_dir: self.spill_dir(),
             last: None,
+            output,
         };
         let step = |db: Held<'_>, x| write_inserts(db, x, (t, &locking, &range_wait), &env, &mut p);
         // A key range another transaction locked: waited for, then the rows go on.
@@ -349,7 +364,6 @@ impl Session {
         if p.last.is_some() {
             self.last_identity = p.last;
         }
-        self.rows_affected(count, out);
         Ok(())
     }
 
@@ -372,7 +386,9 @@ impl Session {
             count += 1;
         }
         let more = Some(spool.finish().map_err(one)?);
-        self.insert_rows(t, (Vec::new(), more, count), &[], out)
+        self.insert_rows(t, (Vec::new(), more, None), &[])?;
+        self.rows_affected(count, out);
+        Ok(())
     }
 
     /// INSERT ... SELECT's rows through two spools, so neither the query's result nor the
@@ -434,7 +450,7 @@ impl Session {
     }
 
     /// One row to insert: given values converted, defaults filled, NOT NULL checked.
-    fn new_row(
+    pub(super) fn new_row(
         &mut self,
         t: &TableRef,
         targets: &[usize],
@@ -470,51 +486,61 @@ impl Session {
 
     pub(super) fn update(&mut self, u: &Update, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if !u.from.is_empty() {
-            return Err(vec![not_yet("UPDATE ... FROM")]);
+            return self.update_from(u, out);
         }
         let t = self.table_for(&u.table, "UPDATE")?;
         let targets = update_targets(u, &t)?;
+        let plan = self.output_plan(u.output.as_ref(), &t, Changed::Both)?;
+        self.dml_with_output(plan, out, |s, output, out| {
+            s.update_rows(u, &t, &targets, output, out)
+        })
+    }
+
+    /// UPDATE's rows found, checked and changed (each pushed into `output` as changed:
+    /// its old values, then its new); returns how many.
+    fn update_rows(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+        output: Option<&mut SortSpill>,
+        out: &mut Out,
+    ) -> Result<u64, Vec<SqlError>> {
         // A variable assigned row by row may be what WHERE compares with: no seek then.
         let assigns_variable = targets.iter().any(Option::is_none);
         let access = match assigns_variable {
             true => Access::Scan,
-            false => self.access_for(&t, u.where_clause.as_ref(), None),
+            false => self.access_for(t, u.where_clause.as_ref(), None),
         };
-        let locking = self.row_locking(&t, true, &u.hints)?;
+        let locking = self.row_locking(t, true, &u.hints)?;
         let stop = self.rowcount_stop(&u.top);
         let (mut matched, found) =
-            self.matching(&t, u.where_clause.as_ref(), (access, stop), &locking)?;
+            self.matching(t, u.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&u.top, found as usize)?;
-        let key =
-            key_columns(&t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
-        let one = |e| vec![e];
-        let dir = self.spill_dir();
-        let mut check = key
-            .as_ref()
-            .map(|(_, pos)| KeyCheck::new(pos.clone(), false, &dir, SORT_MEMORY_BYTES));
-        // Each change as [rid, old values..., new values...], in scan order.
-        let mut changes = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
-        let mut count = 0u64;
+        let mut changes = UpdateChanges::new(t, targets, &self.spill_dir());
         for row in matched.by_ref().take(limit) {
-            let mut row = row.map_err(one)?;
-            let new = self.updated_row(u, &t, &targets, &row[1..])?;
-            if let Some(c) = &mut check {
-                c.new_key(&new, count as i64).map_err(one)?;
-                c.cancel(&row[1..]).map_err(one)?;
-            }
-            row.extend(new);
-            changes.push(row).map_err(one)?;
-            count += 1;
+            let row = row.map_err(|e| vec![e])?;
+            let new = self.updated_row(u, t, targets, &row[1..])?;
+            changes.add(row, new)?;
         }
         drop(matched);
-        if let (Some(mut c), Some((name, _))) = (check, &key) {
-            // The new keys against every row the statement leaves as it is.
-            t.each_row(Access::Scan, |_, r| {
-                c.existing(&r).map(|()| true).map_err(terminated)
-            })?;
-            check_keys(&t, name, c)?;
-        }
-        let mut changes = changes.finish().map_err(one)?;
+        let (changes, count) = changes.finish(t)?;
+        self.write_updates(t, changes, &locking, output)?;
+        self.report_io(t, out);
+        Ok(count)
+    }
+
+    /// UPDATE's write phase: each change of `changes` (`[rid, old values..., new
+    /// values...]`) made in the statement's transaction, `SPOOL_WINDOW` at a time, and
+    /// pushed into `output` once made.
+    pub(super) fn write_updates(
+        &mut self,
+        t: &TableRef,
+        mut changes: SortedRows,
+        locking: &super::locking::RowLocking,
+        mut output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
+        let one = |e| vec![e];
         let width = t.entry.columns.len();
         let db = t.db.clone();
         let env = self.growth_env();
@@ -534,12 +560,16 @@ impl Session {
                 }
                 let row: &Vec<Value> = &window[at];
                 let (old, new) = row[1..].split_at(width);
-                let (rid, old, new) = (rid_of(&row[0]), record(&t, old)?, record(&t, new)?);
-                let locks = (&t, &locking, &range_wait);
+                let (rid, old, new) = (rid_of(&row[0]), record(t, old)?, record(t, new)?);
+                let locks = (t, locking, &range_wait);
                 match update_one(&db, x, locks, (rid, &old, &new), &env)? {
                     None => return Ok(Step::Done(())),
                     Some(Step::Needs(n)) => return Ok(Step::Needs(n)),
-                    Some(Step::Done(_)) => {}
+                    Some(Step::Done(_)) => {
+                        if let Some(o) = output.as_mut() {
+                            o.push(row[1..].to_vec()).map_err(one)?;
+                        }
+                    }
                 }
                 (at, done) = (at + 1, done + 1);
             }
@@ -548,10 +578,7 @@ impl Session {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
             None => Ok(false),
         };
-        self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
-        self.report_io(&t, out);
-        self.rows_affected(count, out);
-        Ok(())
+        self.write_in_xact_waiting(t.db_id, &db, step, wait)
     }
 
     /// A row's new values under UPDATE's SET (variables assigned as it goes).
@@ -564,9 +591,22 @@ impl Session {
     ) -> Result<Vec<Value>, Vec<SqlError>> {
         let columns = t.columns();
         let ctx = RowCtx::single(&columns, old, None, &t.entry.name);
+        self.updated_row_in(u, t, targets, old, &ctx)
+    }
+
+    /// `updated_row` with SET's expressions evaluated over `ctx` (an UPDATE ... FROM's
+    /// joined row, of which `old` is the target's part).
+    pub(super) fn updated_row_in(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+        old: &[Value],
+        ctx: &RowCtx<'_>,
+    ) -> Result<Vec<Value>, Vec<SqlError>> {
         let mut new = old.to_vec();
         for (a, target) in u.assignments.iter().zip(targets) {
-            let v = self.eval(&a.value, Some(&ctx)).map_err(terminated)?;
+            let v = self.eval(&a.value, Some(ctx)).map_err(terminated)?;
             match (target, &a.target) {
                 (Some(col), _) => {
                     let v = match super::eval::compound(a.op) {
@@ -591,16 +631,46 @@ impl Session {
 
     pub(super) fn delete(&mut self, d: &Delete, out: &mut Out) -> Result<(), Vec<SqlError>> {
         if !d.from.is_empty() {
-            return Err(vec![not_yet("DELETE ... FROM")]);
+            return self.delete_from(d, out);
         }
         let t = self.table_for(&d.table, "DELETE")?;
-        let access = self.access_for(&t, d.where_clause.as_ref(), None);
-        let locking = self.row_locking(&t, true, &d.hints)?;
+        let plan = self.output_plan(d.output.as_ref(), &t, Changed::Deleted)?;
+        self.dml_with_output(plan, out, |s, output, out| {
+            s.delete_rows(d, &t, output, out)
+        })
+    }
+
+    /// DELETE's rows found and deleted (each pushed into `output` as deleted); returns
+    /// how many.
+    fn delete_rows(
+        &mut self,
+        d: &Delete,
+        t: &TableRef,
+        output: Option<&mut SortSpill>,
+        out: &mut Out,
+    ) -> Result<u64, Vec<SqlError>> {
+        let access = self.access_for(t, d.where_clause.as_ref(), None);
+        let locking = self.row_locking(t, true, &d.hints)?;
         let stop = self.rowcount_stop(&d.top);
-        let (mut matched, found) =
-            self.matching(&t, d.where_clause.as_ref(), (access, stop), &locking)?;
+        let (matched, found) =
+            self.matching(t, d.where_clause.as_ref(), (access, stop), &locking)?;
         let limit = self.top_count(&d.top, found as usize)?;
         let count = found.min(limit as u64);
+        self.write_deletes(t, matched, count, output)?;
+        self.report_io(t, out);
+        Ok(count)
+    }
+
+    /// DELETE's write phase: the first `count` rows of `matched` (`[rid, values...]`)
+    /// deleted in the statement's transaction, `SPOOL_WINDOW` at a time, each pushed into
+    /// `output` once deleted.
+    pub(super) fn write_deletes(
+        &mut self,
+        t: &TableRef,
+        mut matched: SortedRows,
+        count: u64,
+        mut output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
         let mut left = count as usize;
         let db = t.db.clone();
         let (mut window, mut at) = (Vec::new(), 0usize);
@@ -622,19 +692,19 @@ impl Session {
                     return Ok(share);
                 }
                 let row: &Vec<Value> = &window[at];
-                let old = record(&t, &row[1..])?;
+                let old = record(t, &row[1..])?;
                 let step = db
                     .delete_row_at(x, t.entry.object_id, (rid_of(&row[0]), &old))
                     .map_err(|e| errors::map_data(&e, &t.db_name))?;
                 if let Step::Needs(n) = step {
                     return Ok(Step::Needs(n));
                 }
+                if let Some(o) = output.as_mut() {
+                    o.push(row[1..].to_vec()).map_err(|e| vec![e])?;
+                }
                 (at, done) = (at + 1, done + 1);
             }
-        })?;
-        self.report_io(&t, out);
-        self.rows_affected(count, out);
-        Ok(())
+        })
     }
 
     /// The rows WHERE accepts, spooled as [rid, values...], all found before anything is
@@ -684,8 +754,65 @@ impl Session {
     }
 }
 
+/// An UPDATE's changes as they are found: spooled `[rid, old values..., new values...]` in
+/// the order found, and, when SET changes a primary key column, the new keys' check.
+pub(super) struct UpdateChanges {
+    key: Option<(String, Vec<usize>)>,
+    check: Option<KeyCheck>,
+    changes: SortSpill,
+    count: u64,
+}
+
+impl UpdateChanges {
+    pub(super) fn new(t: &TableRef, targets: &[Option<usize>], dir: &std::path::Path) -> Self {
+        let key =
+            key_columns(t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
+        let check = key
+            .as_ref()
+            .map(|(_, pos)| KeyCheck::new(pos.clone(), false, dir, SORT_MEMORY_BYTES));
+        UpdateChanges {
+            key,
+            check,
+            changes: SortSpill::fifo(dir, SORT_MEMORY_BYTES),
+            count: 0,
+        }
+    }
+
+    /// One change: `row` is `[rid, old values...]`, `new` the row's new values.
+    pub(super) fn add(
+        &mut self,
+        mut row: Vec<Value>,
+        new: Vec<Value>,
+    ) -> Result<(), Vec<SqlError>> {
+        let one = |e| vec![e];
+        if let Some(c) = &mut self.check {
+            c.new_key(&new, self.count as i64).map_err(one)?;
+            c.cancel(&row[1..]).map_err(one)?;
+        }
+        row.extend(new);
+        self.changes.push(row).map_err(one)?;
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The changes to write and how many, once the new keys were checked against every
+    /// row the statement leaves as it is (Msg 2627).
+    pub(super) fn finish(self, t: &TableRef) -> Result<(SortedRows, u64), Vec<SqlError>> {
+        if let (Some(mut c), Some((name, _))) = (self.check, &self.key) {
+            t.each_row(Access::Scan, |_, r| {
+                c.existing(&r).map(|()| true).map_err(terminated)
+            })?;
+            check_keys(t, name, c)?;
+        }
+        Ok((self.changes.finish().map_err(|e| vec![e])?, self.count))
+    }
+}
+
 /// UPDATE's SET targets: each assignment's column position, None for a variable.
-fn update_targets(u: &Update, t: &TableRef) -> Result<Vec<Option<usize>>, Vec<SqlError>> {
+pub(super) fn update_targets(
+    u: &Update,
+    t: &TableRef,
+) -> Result<Vec<Option<usize>>, Vec<SqlError>> {
     let mut targets: Vec<Option<usize>> = Vec::with_capacity(u.assignments.len());
     for a in &u.assignments {
         targets.push(match &a.target {
@@ -709,7 +836,7 @@ fn update_targets(u: &Update, t: &TableRef) -> Result<Vec<Option<usize>>, Vec<Sq
 
 /// An INSERT's rows and how far its write phase took them: the first `numbered` have
 /// their identity values, the first `inserted` are in the table.
-struct InsertProgress {
+struct InsertProgress<'o> {
     /// The rows of the current window (all of them, unless `more` has the rest).
     rows: Vec<NewRow>,
     numbered: usize,
@@ -725,6 +852,8 @@ struct InsertProgress {
     spill_dir: PathBuf,
     /// The last identity value handed out (@@IDENTITY, SCOPE_IDENTITY()).
     last: Option<i64>,
+    /// Where each row goes once it is in the table, for an OUTPUT clause.
+    output: Option<&'o mut SortSpill>,
 }
 
 /// A query's rows caught into a spool (`spooled_insert_rows`).
@@ -765,7 +894,18 @@ impl super::OutputSink for Capture {
 /// Rows of a spool (INSERT ... SELECT, UPDATE, DELETE) held at once while they are written.
 const SPOOL_WINDOW: usize = 1000;
 
-impl InsertProgress {
+impl InsertProgress<'_> {
+    /// The row just inserted (`rows[inserted]`, identity filled) to the OUTPUT clause's
+    /// spool, if the statement has one.
+    fn output_row(&mut self) -> Result<(), Vec<SqlError>> {
+        match &mut self.output {
+            Some(spool) => spool
+                .push(self.rows[self.inserted].values.clone())
+                .map_err(|e| vec![e]),
+            None => Ok(()),
+        }
+    }
+
     /// True while rows remain: the current window's, or the next window's once the
     /// current one is all in the table.
     fn refill(&mut self) -> Result<bool, Vec<SqlError>> {
@@ -798,7 +938,7 @@ fn write_inserts(
     x: u64,
     (t, locking, range_wait): InsertLocks<'_>,
     env: &GrowthEnv,
-    p: &mut InsertProgress,
+    p: &mut InsertProgress<'_>,
 ) -> Result<Step<()>, Vec<SqlError>> {
     if let (Some(key), 0) = (key_columns(t), t.entry.index_id) {
         let Held::Exclusive(db) = db else {
@@ -840,7 +980,7 @@ fn write_inserts(
                 }
                 Err(e) => return Err(map(e)),
                 Ok(Step::Needs(n)) => return Ok(Step::Needs(n)),
-                Ok(Step::Done(_)) => {}
+                Ok(Step::Done(_)) => p.output_row()?,
             }
             (p.inserted, done) = (p.inserted + 1, done + 1);
         }
@@ -856,7 +996,7 @@ fn insert_checked(
     x: u64,
     (t, locking, _): InsertLocks<'_>,
     env: &GrowthEnv,
-    p: &mut InsertProgress,
+    p: &mut InsertProgress<'_>,
     (name, pos): (String, Vec<usize>),
 ) -> Result<(), Vec<SqlError>> {
     let oid = t.entry.object_id;
@@ -875,6 +1015,7 @@ fn insert_checked(
                 db.now(|d| d.insert_row(x, oid, (&rec, env), g.as_deref_mut()))
             })?
             .map_err(map)?;
+            p.output_row()?;
             p.inserted += 1;
         }
     }
@@ -1059,7 +1200,7 @@ fn number_rows(
 fn check_new_keys(
     db: &mut Database,
     t: &TableRef,
-    p: &mut InsertProgress,
+    p: &mut InsertProgress<'_>,
     name: &str,
     pos: Vec<usize>,
 ) -> Result<(), Vec<SqlError>> {

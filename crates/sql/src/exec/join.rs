@@ -117,6 +117,8 @@ enum Leaf {
         t: TableRef,
         locking: RowLocking,
         exposed: String,
+        /// The rows end with their RIDs (`RID_COLUMN`): a data modification's target.
+        rids: bool,
     },
     /// A derived table's or CTE's rows.
     Spooled(std::sync::Arc<Spool>),
@@ -213,6 +215,7 @@ impl Session {
                 t,
                 locking,
                 exposed,
+                rids: false,
             },
             shape,
         ))
@@ -244,7 +247,33 @@ impl Session {
     }
 }
 
+/// The hidden last column of a data modification's target leaf: each row's RID
+/// (`tables::rid_value`; SQL Server calls it %%physloc%%), which no column name binds.
+pub(super) const RID_COLUMN: &str = "%%physloc%%";
+
 impl Leaves {
+    /// Marks leaf `i` as an UPDATE's or DELETE's target (dml_from.rs step 1): it reads its
+    /// rows with `locking` (the statement's U locks) and gives each row's RID after its
+    /// columns. Returns the table's width; a target that is not a user table is refused.
+    pub(super) fn make_target(&mut self, i: usize, locking: RowLocking) -> Result<usize, Errors> {
+        let (leaf, shape) = &mut self.leaves[i];
+        let Leaf::Table {
+            t,
+            locking: l,
+            rids,
+            ..
+        } = leaf
+        else {
+            return Err(vec![super::lower::not_yet(
+                "UPDATE or DELETE of a view, CTE or derived table",
+            )]);
+        };
+        (*l, *rids) = (locking, true);
+        shape.columns.push((RID_COLUMN.into(), SqlType::BigInt));
+        shape.part_of.push(shape.part_of[0]);
+        Ok(t.entry.columns.len())
+    }
+
     /// SET STATISTICS IO's line (3615) for each user table of the FROM clause.
     pub(super) fn report_io(&self, s: &Session, out: &mut super::Out) {
         for (leaf, _) in &self.leaves {
@@ -340,6 +369,7 @@ impl Leaves {
                     t,
                     locking,
                     exposed,
+                    rids,
                 },
                 shape,
             ) = &self.leaves[*next]
@@ -349,6 +379,7 @@ impl Leaves {
                     t,
                     locking,
                     exposed,
+                    rids: *rids,
                     shape: shape.clone(),
                 });
             }
@@ -385,12 +416,13 @@ fn leaf_rows<'p>(
             t,
             locking,
             exposed,
+            rids,
         } => {
             let access = match filter {
                 Some(f) => s.access_with(t, Some(f), Some(exposed), &|_| false),
                 None => Access::Scan,
             };
-            Box::new(TableScan::new(t, access, locking)?)
+            Box::new(TableScan::new(t, access, locking)?.with_rids(*rids))
         }
         Leaf::Spooled(spool) => Box::new(SpoolScan {
             spool,
@@ -434,6 +466,7 @@ enum Inner<'p> {
         t: &'p TableRef,
         locking: &'p RowLocking,
         exposed: &'p str,
+        rids: bool,
         shape: Shape,
     },
     Spooled {
@@ -532,8 +565,10 @@ impl<'p> JoinRows<'p> {
                 t,
                 locking,
                 exposed,
+                rids,
                 shape,
             } => {
+                let rids = *rids;
                 let access = match self.on {
                     Some(on) => {
                         let left = self.outer_shape.ctx(r);
@@ -553,7 +588,7 @@ impl<'p> JoinRows<'p> {
                 if let Access::Scan = access {
                     // ON does not seek this table: read it once into a spool instead of
                     // once per outer row.
-                    let rows = Box::new(TableScan::new(t, Access::Scan, locking)?);
+                    let rows = Box::new(TableScan::new(t, Access::Scan, locking)?.with_rids(rids));
                     let spool = spooled(s, rows)?;
                     let shape = shape.clone();
                     self.inner = Inner::Spooled {
@@ -565,7 +600,9 @@ impl<'p> JoinRows<'p> {
                     self.inner = inner.indexed(self.on, &self.outer_shape);
                     return self.open(s, r);
                 }
-                Ok(InnerCursor::Scan(TableScan::new(t, access, locking)?))
+                Ok(InnerCursor::Scan(
+                    TableScan::new(t, access, locking)?.with_rids(rids),
+                ))
             }
             Inner::Spooled {
                 index: Some(index), ..

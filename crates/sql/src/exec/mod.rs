@@ -31,6 +31,8 @@ mod database_lock;
 mod db_state;
 pub mod ddl;
 mod dml;
+mod dml_from;
+mod dml_output;
 mod errors;
 mod eval;
 mod expr_text;
@@ -308,6 +310,7 @@ impl Engine {
             rowcount: 0,
             trancount: 0,
             xacts: BTreeMap::new(),
+            statement_marks: None,
             identity_insert: None,
             last_identity: None,
             descriptor: 0,
@@ -366,6 +369,10 @@ pub struct Session {
     /// The explicit transaction's storage transaction in each database it wrote to, begun
     /// lazily on the first write there.
     xacts: BTreeMap<u16, u64>,
+    /// While a statement of several writes runs as one (`as_one_statement`): where each
+    /// database's storage transaction stood when the statement first wrote there
+    /// (database id, transaction, savepoint).
+    statement_marks: Option<Vec<(u16, u64, usize)>>,
     /// SET IDENTITY_INSERT ... ON: (database id, object id) of the one table it is on for.
     identity_insert: Option<(u16, u32)>,
     /// SCOPE_IDENTITY() and @@IDENTITY: the last identity value this session inserted.

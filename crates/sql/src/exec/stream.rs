@@ -45,7 +45,7 @@ use crate::ops;
 use crate::types::{SqlType, Value};
 
 /// Rows held to type computed columns before a result set streams (invariant 2).
-const TYPING_ROWS: usize = 1000;
+pub(super) const TYPING_ROWS: usize = 1000;
 /// Memory one sort buffers before it spills a run (within the per-connection allowance
 /// docs/BENCHMARKS.md states).
 pub(super) const SORT_MEMORY_BYTES: usize = 8 << 20;
@@ -66,6 +66,9 @@ pub(super) struct TableScan<'a> {
     t: &'a TableRef,
     chunks: Chunks<'a>,
     chunk: std::vec::IntoIter<(Rid, Vec<u8>)>,
+    /// Each row ends with its RID (`tables::rid_value`): an UPDATE's or DELETE's target
+    /// read through a join (dml_from.rs).
+    rids: bool,
 }
 
 impl<'a> TableScan<'a> {
@@ -80,15 +83,26 @@ impl<'a> TableScan<'a> {
             t,
             chunks: Chunks::new(t, access)?.locked(locking),
             chunk: Vec::new().into_iter(),
+            rids: false,
         })
+    }
+
+    /// The same scan, each row followed by its RID when `rids`.
+    pub(super) fn with_rids(mut self, rids: bool) -> Self {
+        self.rids = rids;
+        self
     }
 }
 
 impl RowSource for TableScan<'_> {
     fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
         loop {
-            if let Some((_, rec)) = self.chunk.next() {
-                return self.t.decode(&rec).map(Some);
+            if let Some((rid, rec)) = self.chunk.next() {
+                let mut row = self.t.decode(&rec)?;
+                if self.rids {
+                    row.push(super::tables::rid_value(rid));
+                }
+                return Ok(Some(row));
             }
             // A cancelled batch ends here; its answer is DONE with ATTN (server.rs).
             if s.cancelled() {

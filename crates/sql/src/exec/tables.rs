@@ -584,3 +584,20 @@ impl Session {
             .ok_or_else(|| vec![msg(208, &[&name.joined()])])
     }
 }
+
+/// A RID as a spool keeps it: file, page and slot in one bigint's 64 bits.
+pub(super) fn rid_value(rid: Rid) -> Value {
+    let bits = (u64::from(rid.0.file.0) << 48) | (u64::from(rid.0.page.0) << 16) | u64::from(rid.1);
+    Value::BigInt(bits as i64)
+}
+
+pub(super) fn rid_of(v: &Value) -> Rid {
+    let Value::BigInt(bits) = v else {
+        unreachable!("a spooled row starts with its RID");
+    };
+    let bits = *bits as u64;
+    (
+        extentdb_format::ids::PageId::new((bits >> 48) as u16, (bits >> 16) as u32),
+        bits as u16,
+    )
+}

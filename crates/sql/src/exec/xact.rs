@@ -104,6 +104,12 @@ impl Session {
         out.push(Output::EnvChange(EnvChange::CommitTransaction(
             std::mem::take(&mut self.descriptor),
         )));
+        self.commit_xacts()
+    }
+
+    /// Commits every storage transaction of the session (trancount already 0), then lets
+    /// its locks go.
+    fn commit_xacts(&mut self) -> Result<(), Vec<SqlError>> {
         let mut failures = Vec::new();
         let xacts = std::mem::take(&mut self.xacts);
         for (db_id, x) in xacts {
@@ -173,6 +179,50 @@ impl Session {
         *self.info.xact_databases.lock().unwrap() = self.xacts.keys().copied().collect();
     }
 
+    /// Runs `f`, one statement made of several writes (a data modification and its OUTPUT
+    /// ... INTO's insert), as one statement (invariant 2): in autocommit, all of it in one
+    /// transaction per database, committed only when all of `f` succeeded (the session
+    /// counts as inside a transaction meanwhile, without telling the client); inside a
+    /// transaction, rolled back to where it first wrote in each database when `f` fails.
+    pub(super) fn as_one_statement(
+        &mut self,
+        f: impl FnOnce(&mut Session) -> Result<(), Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        assert!(
+            self.statement_marks.is_none(),
+            "statements of writes do not nest"
+        );
+        let autocommit = self.trancount == 0;
+        if autocommit {
+            self.trancount = 1;
+        }
+        self.statement_marks = Some(Vec::new());
+        let result = f(self);
+        let marks = self.statement_marks.take().unwrap_or_default();
+        match (result, autocommit) {
+            (Ok(()), true) => {
+                self.trancount = 0;
+                self.commit_xacts()
+            }
+            (Ok(()), false) => Ok(()),
+            (Err(mut e), true) => {
+                e.extend(self.rollback_all());
+                Err(e)
+            }
+            (Err(mut e), false) => {
+                for (db_id, x, savepoint) in marks {
+                    let Some(db) = self.engine.instance.database(db_id) else {
+                        continue;
+                    };
+                    if let Err(re) = db.rollback_to(x, savepoint) {
+                        e.extend(errors::map(&re, errors::Context::Other));
+                    }
+                }
+                Err(e)
+            }
+        }
+    }
+
     /// Runs one statement's writes to database `db_id` inside the session's transaction
     /// (invariants 1 to 4): `step` gets the database and the transaction to write in, and
     /// runs as storage's `SharedDatabase::run` says (access.rs): sharing the database, and holding
@@ -206,6 +256,11 @@ impl Session {
             .copied()
             .filter(|_| self.trancount > 0);
         let (x, savepoint) = db.begin(open);
+        if let Some(marks) = &mut self.statement_marks {
+            if !marks.iter().any(|&(d, ..)| d == db_id) {
+                marks.push((db_id, x, savepoint));
+            }
+        }
         let autocommit = self.trancount == 0;
         if !autocommit && self.xacts.insert(db_id, x).is_none() {
             self.publish_xacts();
