@@ -352,6 +352,30 @@ fn windows_over_every_source() {
         ),
         strs(&["2"])
     );
+    // OFFSET / FETCH over the numbered rows, and SELECT ... INTO a table of them.
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT id, ROW_NUMBER() OVER (ORDER BY v DESC, id) AS rn FROM s ORDER BY rn
+             OFFSET 2 ROWS FETCH NEXT 3 ROWS ONLY"
+        ),
+        strs(&["1,3", "6,4", "5,5"])
+    );
+    run(
+        &mut c,
+        "SELECT id, NTILE(4) OVER (ORDER BY id) AS quarter INTO quartered FROM s",
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT quarter, COUNT(*) FROM quartered GROUP BY quarter ORDER BY quarter"
+        ),
+        strs(&["1,2", "2,2", "3,2", "4,2"])
+    );
+    assert_eq!(
+        types(&mut c, "SELECT quarter FROM quartered"),
+        vec![SqlType::BigInt]
+    );
     // INSERT ... SELECT takes the numbered rows.
     run(
         &mut c,

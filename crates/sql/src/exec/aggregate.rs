@@ -416,6 +416,49 @@ impl Accumulator {
         self.take(v)
     }
 
+    /// Takes back one value `take_value` took (a window frame's row leaving it): exact
+    /// only for COUNT, and for SUM and AVG of integers and decimals (`removable`).
+    pub(super) fn remove_value(&mut self, v: Option<Value>) -> Result<(), SqlError> {
+        debug_assert!(self.removable(), "{} cannot take a value back", self.upper);
+        let Some(v) = v else {
+            self.count -= 1;
+            return Ok(());
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        self.count -= 1;
+        debug_assert!(self.count >= 0, "a value taken back was taken first");
+        if matches!(self.upper.as_str(), "COUNT" | "COUNT_BIG") {
+            return Ok(());
+        }
+        if self.count == 0 {
+            self.sum = None;
+            return Ok(());
+        }
+        let acc_type = match self.result_type() {
+            SqlType::Int => SqlType::BigInt,
+            t => t,
+        };
+        let v = convert(&v, acc_type, None)?;
+        let sum = self.sum.take().expect("a value was taken");
+        self.sum = Some(ops::binary(ops::BinaryOp::Subtract, &sum, &v)?);
+        Ok(())
+    }
+
+    /// True when values can be taken back exactly (`remove_value`): COUNT always, SUM and
+    /// AVG over integers and decimals (a float sum would round differently).
+    pub(super) fn removable(&self) -> bool {
+        match self.upper.as_str() {
+            "COUNT" | "COUNT_BIG" => true,
+            "SUM" | "AVG" => matches!(
+                self.result_type(),
+                SqlType::Int | SqlType::BigInt | SqlType::Decimal { .. }
+            ),
+            _ => false,
+        }
+    }
+
     /// Takes one source row.
     pub(super) fn add(
         &mut self,

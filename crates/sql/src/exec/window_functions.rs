@@ -31,9 +31,10 @@
 //! 2. A frame's bounds never move backwards as the current row advances (every bound is
 //!    UNBOUNDED, the current row or its peers, or a fixed offset from it), so the readers
 //!    of a spilled partition read forwards, each row once: a frame that starts at the
-//!    partition's first row folds on as it grows; one whose start moves keeps its values
-//!    (`FrameValues`) and folds them again for each row; past their memory it is read
-//!    again from the spool for each row (time, not memory).
+//!    partition's first row folds on as it grows; one whose start moves takes leaving rows
+//!    back (COUNT, and SUM and AVG of integers and decimals: `Partition::slide`), or keeps
+//!    its values (`FrameValues`: MIN, MAX, float sums) and folds them again for each row;
+//!    past their memory it is read again from the spool for each row (time, not memory).
 //! 3. Peers are rows with equal order keys as `same_row` compares them (NULLs equal), the
 //!    order the sort gave them (`stream::key_order`: NULLs first).
 //!
@@ -638,6 +639,12 @@ struct State {
     tiles: i64,
     /// A frame whose start moves: its values.
     values: FrameValues,
+    /// Whether that frame's aggregate slides (takes leaving rows back), once known.
+    sliding: Option<bool>,
+    /// The sliding frame's first row still in `running` (rows before it were taken
+    /// back), and the reader that takes them back.
+    removed: usize,
+    behind: Reader,
 }
 
 /// One partition, spooled, and where its reading is.
@@ -754,20 +761,27 @@ impl Partition {
 
     /// The rows of `f`'s frame at row `i`, first and last; None when it is empty.
     fn frame(&self, f: &Function, i: usize) -> Option<(usize, usize)> {
-        let (i, last) = (i as i64, self.len as i64 - 1);
+        let (lo, end) = self.bounds(f, i);
+        (lo < end).then(|| (lo, end - 1))
+    }
+
+    /// `f`'s frame at row `i` as `lo..end` within the partition (empty when `lo >= end`);
+    /// both only grow with `i` (invariant 2).
+    fn bounds(&self, f: &Function, i: usize) -> (usize, usize) {
+        let (i, len) = (i as i64, self.len as i64);
         let far = |k: u64| i64::try_from(k).unwrap_or(i64::MAX);
         let at = |b: FrameBound, start: bool| match b {
             FrameBound::UnboundedPreceding => 0,
-            FrameBound::UnboundedFollowing => last,
+            FrameBound::UnboundedFollowing => len - 1,
             FrameBound::Preceding(k) => i.saturating_sub(far(k)),
             FrameBound::Following(k) => i.saturating_add(far(k)),
             FrameBound::CurrentRow if f.frame.rows => i,
             FrameBound::CurrentRow if start => self.peer_start as i64,
             FrameBound::CurrentRow => self.peer_end as i64,
         };
-        let lo = at(f.frame.start, true).max(0);
-        let hi = at(f.frame.end, false).min(last);
-        (lo <= hi).then_some((lo as usize, hi as usize))
+        let lo = at(f.frame.start, true).clamp(0, len);
+        let end = at(f.frame.end, false).saturating_add(1).clamp(0, len);
+        (lo as usize, end as usize)
     }
 
     /// An aggregate over `f`'s frame at row `i`: folded on as the frame grows when it
@@ -793,6 +807,14 @@ impl Partition {
             }
             return acc.finish();
         }
+        if state.sliding.is_none() {
+            let acc = Accumulator::windowed(&f.call, f.arg_type);
+            state.sliding = Some(acc.removable());
+        }
+        if state.sliding == Some(true) {
+            let (lo, end) = self.bounds(f, i);
+            return self.slide(f, j, lo, end);
+        }
         let mut acc = Accumulator::windowed(&f.call, f.arg_type);
         let Some((lo, hi)) = frame else {
             return acc.finish();
@@ -810,6 +832,36 @@ impl Partition {
                 None => None,
             };
             acc.take_value(v)?;
+        }
+        acc.finish()
+    }
+}
+
+impl Partition {
+    /// A removable aggregate (`Accumulator::removable`) over the frame `lo..end`, which
+    /// only moves forwards: the rows entering it are taken, those leaving taken back, each
+    /// read once by one of two readers.
+    fn slide(&mut self, f: &Function, j: usize, lo: usize, end: usize) -> Result<Value, SqlError> {
+        let state = &mut self.states[j];
+        let acc = state
+            .running
+            .get_or_insert_with(|| Accumulator::windowed(&f.call, f.arg_type));
+        let value = |reader: &mut Reader, k: usize| -> Result<Option<Value>, SqlError> {
+            match f.star {
+                true => Ok(None),
+                false => Ok(Some(reader.row(&self.spool, k)?[f.slot].clone())),
+            }
+        };
+        debug_assert!(state.removed <= lo, "a frame's start never moves back");
+        while state.removed < lo.min(state.added) {
+            acc.remove_value(value(&mut state.behind, state.removed)?)?;
+            state.removed += 1;
+        }
+        state.removed = lo;
+        state.added = state.added.max(lo);
+        while state.added < end {
+            acc.take_value(value(&mut state.reader, state.added)?)?;
+            state.added += 1;
         }
         acc.finish()
     }
