@@ -94,7 +94,11 @@ const NOT_BUILT: [&str; 9] = [
 
 /// True for a function that needs an OVER clause (ROW_NUMBER, LAG, ...).
 pub(super) fn is_window_only(name: &ObjectName) -> bool {
-    name.parts.len() == 1 && WINDOW_ONLY.contains(&name.name().to_ascii_uppercase().as_str())
+    // Asked for every function call evaluated: compares without allocating.
+    name.parts.len() == 1
+        && WINDOW_ONLY
+            .iter()
+            .any(|w| w.eq_ignore_ascii_case(name.name()))
 }
 
 fn hidden_name(i: usize) -> String {
