@@ -541,6 +541,8 @@ impl RowSource for WindowRows {
                     return p.next_row(&self.pass).map(Some).map_err(one);
                 }
             }
+            // The finished partition's spool goes before the next one fills (invariant 1).
+            self.partition = None;
             if s.cancelled() {
                 return Ok(None);
             }
