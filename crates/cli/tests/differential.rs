@@ -3,8 +3,9 @@
 //! `extentdb serve` (over TDS) and into SQLite (Python's sqlite3, run as a child process),
 //! then generates queries over joins of every kind, IN / EXISTS / scalar subqueries
 //! (correlated or not), derived tables, CTEs (recursive too), UNION / INTERSECT / EXCEPT, grouping over
-//! joins and OFFSET / FETCH windows, each written in T-SQL and in SQLite's dialect, and
-//! compares the result multisets (in order where ORDER BY decides it).
+//! joins, OFFSET / FETCH windows and window functions (OVER: made total by a tie-break on
+//! a unique key, or of functions ties cannot change), each written in T-SQL and in
+//! SQLite's dialect, and compares the result multisets (in order where ORDER BY decides it).
 //!
 //! A metamorphic oracle runs beside it on extentdb alone (ternary logic partitioning):
 //! a join's rows are exactly the union of the rows WHERE p keeps, the rows WHERE NOT p
@@ -232,6 +233,110 @@ fn window_case(rng: &mut Rng) -> Case {
     }
 }
 
+/// A window function over t3, whose ORDER BY ends on the unique key `a` so that every
+/// function (ROW_NUMBER, NTILE, LAG, LEAD, FIRST_VALUE, LAST_VALUE, aggregates over ROWS
+/// and RANGE frames) has one answer in both engines.
+fn over_total_case(rng: &mut Rng) -> Case {
+    let f = rng.pick(&[
+        "ROW_NUMBER()",
+        "NTILE(3)",
+        "NTILE(5)",
+        "LAG(b)",
+        "LAG(s, 2, 'q')",
+        "LEAD(b, 1, -1)",
+        "LEAD(s)",
+        "FIRST_VALUE(b)",
+        "LAST_VALUE(s)",
+        "SUM(b)",
+        "COUNT(b)",
+        "COUNT(*)",
+        "MIN(s)",
+        "MAX(b)",
+    ]);
+    let framed = ["FIRST_VALUE", "LAST_VALUE", "SUM", "COUNT", "MIN", "MAX"]
+        .iter()
+        .any(|n| f.starts_with(n));
+    let frame = if framed {
+        rng.pick(&[
+            "",
+            " ROWS UNBOUNDED PRECEDING",
+            " ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING",
+            " ROWS BETWEEN 2 PRECEDING AND CURRENT ROW",
+            " ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+            " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING",
+            " ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING",
+            " ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING",
+            " RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING",
+            " RANGE UNBOUNDED PRECEDING",
+        ])
+    } else {
+        ""
+    };
+    let part = rng.pick(&["", "PARTITION BY b ", "PARTITION BY s "]);
+    let key = rng.pick(&["b", "s", "b DESC", "s DESC"]);
+    let dir = rng.pick(&["", " DESC"]);
+    let filter = if rng.chance(40) {
+        format!(" WHERE {}", predicate(rng, &["t3"]))
+    } else {
+        String::new()
+    };
+    Case::same(format!(
+        "SELECT a, b, s, {f} OVER ({part}ORDER BY {key}, a{dir}{frame}) FROM t3{filter}"
+    ))
+}
+
+/// Window functions whose answer ties cannot change (RANK, DENSE_RANK, aggregates over
+/// RANGE frames or whole partitions), over a heap or a join of two, or beside GROUP BY,
+/// or filtered through a derived table.
+fn over_ties_case(rng: &mut Rng) -> Case {
+    let (l, r) = two(rng);
+    let f = rng.pick(&[
+        "RANK() OVER (ORDER BY {l}.b)",
+        "DENSE_RANK() OVER (PARTITION BY {l}.s ORDER BY {l}.b DESC)",
+        "RANK() OVER (PARTITION BY {l}.a ORDER BY {l}.s DESC, {l}.b)",
+        "COUNT(*) OVER (PARTITION BY {l}.b)",
+        "SUM({l}.a) OVER (ORDER BY {l}.b)",
+        "MAX({l}.s) OVER (PARTITION BY {l}.a ORDER BY {l}.b DESC)",
+        "MIN({l}.b) OVER (ORDER BY {l}.s RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING)",
+        "COUNT({l}.s) OVER (ORDER BY {l}.a RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)",
+        "SUM({l}.b) OVER ()",
+    ])
+    .replace("{l}", l);
+    match rng.below(4) {
+        0 => Case::same(format!("SELECT {l}.a, {l}.b, {l}.s, {f} FROM {l}")),
+        1 => Case::same(format!(
+            "SELECT {l}.a, {r}.b, {f} FROM {l} JOIN {r} ON {l}.b = {r}.a"
+        )),
+        2 => Case::same(format!(
+            "SELECT {l}.b, COUNT(*), SUM({l}.a), RANK() OVER (ORDER BY COUNT(*) DESC), \
+             SUM(SUM({l}.a)) OVER (ORDER BY {l}.b), DENSE_RANK() OVER (ORDER BY MAX({l}.s)) \
+             FROM {l} GROUP BY {l}.b"
+        )),
+        _ => {
+            // MAX(s) is text: compared with text (SQL Server would convert 'x' to int: 245).
+            let bound = match f.starts_with("MAX") {
+                true => format!("'{}'", rng.pick(&["w", "x", "y"])),
+                false => (1 + rng.below(4)).to_string(),
+            };
+            Case::same(format!(
+                "SELECT x.a, x.b FROM (SELECT {l}.a, {l}.b, {f} AS w FROM {l}) AS x WHERE x.w <= {bound}"
+            ))
+        }
+    }
+}
+
+/// A window function in ORDER BY, over t3 with a total order: the row order is compared.
+fn over_order_case(rng: &mut Rng) -> Case {
+    let key = rng.pick(&["b", "s", "b DESC", "s DESC"]);
+    let f = rng.pick(&["ROW_NUMBER()", "SUM(b)", "COUNT(*)"]);
+    Case {
+        ordered: true,
+        ..Case::same(format!(
+            "SELECT a, b FROM t3 ORDER BY {f} OVER (ORDER BY {key}, a), a"
+        ))
+    }
+}
+
 /// Uncorrelated subqueries in each branch of a set operation (each branch is a copy the
 /// executor makes and drops in turn).
 fn branch_subquery_case(rng: &mut Rng) -> Case {
@@ -259,7 +364,11 @@ fn recursive_case(rng: &mut Rng) -> Case {
 }
 
 fn generate(rng: &mut Rng) -> Case {
-    let makers: [fn(&mut Rng) -> Case; 13] = [
+    let makers: [fn(&mut Rng) -> Case; 17] = [
+        over_total_case,
+        over_total_case,
+        over_ties_case,
+        over_order_case,
         recursive_case,
         branch_subquery_case,
         join_case,

@@ -759,6 +759,36 @@ pub enum Expr {
     },
     /// `DEFAULT` in a VALUES row or a procedure argument.
     Default,
+    /// A window function: a call with an OVER clause (`exec/window.rs`).
+    Window(Box<WindowCall>),
+}
+
+/// `function(args) OVER ([PARTITION BY ...] [ORDER BY ...] [ROWS | RANGE frame])`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowCall {
+    /// The call before OVER: an [`Expr::Function`].
+    pub function: Expr,
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<OrderByItem>,
+    pub frame: Option<WindowFrame>,
+}
+
+/// A window frame; the one-bound forms (`ROWS 2 PRECEDING`) end at CURRENT ROW.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowFrame {
+    /// ROWS (true) counts rows; RANGE (false) takes a row's peers with it.
+    pub rows: bool,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(u64),
+    CurrentRow,
+    Following(u64),
+    UnboundedFollowing,
 }
 
 // ----------------------------------------------------------------------------------------

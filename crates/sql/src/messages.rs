@@ -162,6 +162,20 @@ static CATALOGUE: &[Entry] = &[
     e(1013, 16, 1, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
     e(1038, 15, 4, "An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name."), // unverified
     e(1062, 15, 1, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause."), // unverified
+    e(4108, 15, 1, "Windowed functions can only appear in the SELECT or ORDER BY clauses."),
+    e(4109, 15, 1, "Windowed functions cannot be used in the context of another windowed function or aggregate."), // unverified
+    e(4112, 15, 1, "The function '%.*ls' must have an OVER clause with ORDER BY."),
+    e(4113, 15, 4, "The function '%.*ls' is not a valid windowing function, and cannot be used with the OVER clause."),
+    e(4116, 15, 1, "The function 'ntile' takes only a positive int or bigint expression as its input."),
+    e(4193, 16, 1, "'%.*ls' is not a valid window frame and cannot be used with the OVER clause."),
+    e(4194, 16, 1, "RANGE is only supported with UNBOUNDED and CURRENT ROW window frame delimiters."),
+    e(5308, 15, 1, "Windowed functions, aggregates and NEXT VALUE FOR functions do not support integer indices as ORDER BY clause expressions."),
+    e(5309, 15, 1, "Windowed functions, aggregates and NEXT VALUE FOR functions do not support constants as ORDER BY clause expressions."),
+    e(8730, 16, 1, "Offset parameter for Lag and Lead functions cannot be a negative value."), // unverified
+    e(10752, 15, 3, "The function '%.*ls' may not have a window frame."),
+    e(10753, 15, 3, "The function '%.*ls' must have an OVER clause."),
+    e(10756, 15, 1, "Window frame with ROWS or RANGE must have an ORDER BY clause."),
+    e(10759, 15, 1, "Use of DISTINCT is not allowed with the OVER clause."),
     e(10741, 15, 1, "A TOP can not be used in the same query or sub-query as a OFFSET."), // unverified
     e(10742, 16, 1, "The offset specified in a OFFSET clause may not be negative."), // unverified
     e(10744, 16, 1, "The number of rows provided for a FETCH clause must be greater then zero."), // unverified

@@ -8,7 +8,7 @@
 //!
 //! Deliberately not done here: name resolution, type checking of expressions, constant
 //! folding, and statements outside the supported set (CREATE PROCEDURE/VIEW/FUNCTION,
-//! MERGE, cursors, table variables, window functions, CTEs before INSERT/UPDATE/DELETE);
+//! MERGE, cursors, table variables, CTEs before INSERT/UPDATE/DELETE);
 //! those are syntax errors for now. Nesting is bounded (Msg 191) by tree depth and by
 //! measured stack use, so no input can exhaust the stack.
 
@@ -2484,7 +2484,8 @@ impl Parser {
             "CONVERT" | "TRY_CONVERT" if call => self.convert(upper == "TRY_CONVERT"),
             _ if RESERVED_FUNCTIONS.contains(&upper.as_str()) && call => {
                 self.pos += 1;
-                self.function_call(ObjectName::simple(&token.text))
+                let f = self.function_call(ObjectName::simple(&token.text))?;
+                self.over(f)
             }
             _ if NILADIC_FUNCTIONS.contains(&upper.as_str()) => {
                 self.pos += 1;
@@ -2504,9 +2505,95 @@ impl Parser {
     fn name_primary(&mut self) -> PResult<Expr> {
         let name = self.object_name()?;
         if self.check_symbol("(") {
-            return self.function_call(name);
+            let f = self.function_call(name)?;
+            return self.over(f);
         }
         Ok(Expr::Column(name))
+    }
+
+    /// A call's `OVER ([PARTITION BY ...] [ORDER BY ...] [frame])`, if one follows.
+    fn over(&mut self, function: Expr) -> PResult<Expr> {
+        if !self.eat_word("OVER") {
+            return Ok(function);
+        }
+        self.expect_symbol("(")?;
+        let mut partition_by = Vec::new();
+        if self.eat_word("PARTITION") {
+            self.expect_word("BY")?;
+            partition_by = self.comma_list(|p| p.expr())?;
+        }
+        let mut order_by = Vec::new();
+        if self.eat_word("ORDER") {
+            self.expect_word("BY")?;
+            order_by = self.comma_list(|p| p.order_item())?;
+        }
+        let frame = if self.check_word("ROWS") || self.check_word("RANGE") {
+            Some(self.window_frame()?)
+        } else {
+            None
+        };
+        self.expect_symbol(")")?;
+        Ok(Expr::Window(Box::new(WindowCall {
+            function,
+            partition_by,
+            order_by,
+            frame,
+        })))
+    }
+
+    /// `ROWS | RANGE` then one bound (ending at CURRENT ROW) or `BETWEEN b AND b`.
+    fn window_frame(&mut self) -> PResult<WindowFrame> {
+        let rows = self.eat_word("ROWS");
+        if !rows {
+            self.expect_word("RANGE")?;
+        }
+        if !self.eat_word("BETWEEN") {
+            let start = self.frame_bound()?;
+            if matches!(
+                start,
+                FrameBound::Following(_) | FrameBound::UnboundedFollowing
+            ) {
+                return Err(syntax_error(&self.tokens[self.pos - 1]));
+            }
+            let end = FrameBound::CurrentRow;
+            return Ok(WindowFrame { rows, start, end });
+        }
+        let start = self.frame_bound()?;
+        if start == FrameBound::UnboundedFollowing {
+            return Err(syntax_error(&self.tokens[self.pos - 1]));
+        }
+        self.expect_word("AND")?;
+        let end = self.frame_bound()?;
+        if end == FrameBound::UnboundedPreceding {
+            return Err(syntax_error(&self.tokens[self.pos - 1]));
+        }
+        Ok(WindowFrame { rows, start, end })
+    }
+
+    /// `UNBOUNDED PRECEDING | UNBOUNDED FOLLOWING | CURRENT ROW | n PRECEDING | n FOLLOWING`
+    /// (n an unsigned integer, as SQL Server's grammar has it).
+    fn frame_bound(&mut self) -> PResult<FrameBound> {
+        if self.eat_word("UNBOUNDED") {
+            if self.eat_word("PRECEDING") {
+                return Ok(FrameBound::UnboundedPreceding);
+            }
+            self.expect_word("FOLLOWING")?;
+            return Ok(FrameBound::UnboundedFollowing);
+        }
+        if self.eat_word("CURRENT") {
+            self.expect_word("ROW")?;
+            return Ok(FrameBound::CurrentRow);
+        }
+        let token = self.next()?;
+        let n = match (&token.kind, token.text.parse::<u64>()) {
+            (TokenKind::Integer, Ok(n)) => n,
+            _ => return Err(syntax_error(&token)),
+        };
+        if self.eat_word("PRECEDING") {
+            return Ok(FrameBound::Preceding(n));
+        }
+        self.expect_word("FOLLOWING")?;
+        Ok(FrameBound::Following(n))
     }
 
     /// After the function name: `( [* | [DISTINCT] args] )`. The arguments recurse
@@ -3234,6 +3321,68 @@ mod tests {
         match parse_batch(sql) {
             Err(e) => e,
             Ok(statements) => panic!("{sql} parsed: {statements:?}"),
+        }
+    }
+
+    /// The first select item of a one-SELECT batch.
+    fn first_item(sql: &str) -> Expr {
+        let s = parse_batch(sql).unwrap();
+        let StatementKind::Select(q) = &s[0].kind else {
+            panic!("{sql}")
+        };
+        let QueryBody::Select(sel) = &q.body else {
+            panic!("{sql}")
+        };
+        match &sel.items[0] {
+            SelectItem::Expr { expr, .. } => expr.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// OVER parses into a window call with its partition, order and frame; the one-bound
+    /// frame ends at CURRENT ROW; a frame cannot start at UNBOUNDED FOLLOWING, end at
+    /// UNBOUNDED PRECEDING, or (alone) be FOLLOWING.
+    #[test]
+    fn over_clauses_parse_to_window_calls() {
+        let Expr::Window(w) = first_item(
+            "SELECT SUM(x) OVER (PARTITION BY a, b ORDER BY c DESC ROWS BETWEEN 2 PRECEDING AND UNBOUNDED FOLLOWING) FROM t",
+        ) else {
+            panic!()
+        };
+        assert_eq!(w.partition_by.len(), 2);
+        assert!(w.order_by[0].descending);
+        assert_eq!(
+            w.frame,
+            Some(WindowFrame {
+                rows: true,
+                start: FrameBound::Preceding(2),
+                end: FrameBound::UnboundedFollowing
+            })
+        );
+        let Expr::Window(w) = first_item("SELECT COUNT(*) OVER (ORDER BY c RANGE CURRENT ROW)")
+        else {
+            panic!()
+        };
+        assert_eq!(
+            w.frame,
+            Some(WindowFrame {
+                rows: false,
+                start: FrameBound::CurrentRow,
+                end: FrameBound::CurrentRow
+            })
+        );
+        assert!(matches!(
+            first_item("SELECT ROW_NUMBER() OVER ()"),
+            Expr::Window(_)
+        ));
+        for bad in [
+            "SELECT SUM(x) OVER (ORDER BY c ROWS 2 FOLLOWING)",
+            "SELECT SUM(x) OVER (ORDER BY c ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW)",
+            "SELECT SUM(x) OVER (ORDER BY c ROWS BETWEEN CURRENT ROW AND UNBOUNDED PRECEDING)",
+            "SELECT SUM(x) OVER (ORDER BY c ROWS BETWEEN 1.5 PRECEDING AND CURRENT ROW)",
+            "SELECT SUM(x) OVER (ORDER BY c",
+        ] {
+            assert_eq!(error(bad).number, 102, "{bad}");
         }
     }
 

@@ -78,9 +78,21 @@ pub(super) fn is_aggregate_query(s: &Select) -> bool {
         })
 }
 
+/// True when the expression contains a window function (outside subqueries).
+pub(super) fn contains_window(e: &Expr) -> bool {
+    let mut found = false;
+    let _ = map_expr(e, &mut |x| {
+        found |= matches!(x, Expr::Window(_));
+        Ok(None)
+    });
+    found
+}
+
 /// Rebuilds `e` bottom-up-free: `f` may replace a node (Some) or let it be rebuilt from
-/// its rewritten children (None). Subqueries are left as they are.
-fn map_expr(
+/// its rewritten children (None). Subqueries are left as they are. A window function's
+/// call is not offered to `f` itself (`SUM(x) OVER ()` is no aggregate); its arguments,
+/// PARTITION BY and ORDER BY are.
+pub(super) fn map_expr(
     e: &Expr,
     f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
 ) -> Result<Expr, SqlError> {
@@ -186,7 +198,51 @@ fn map_expr(
             expr: m(expr)?,
             collation: collation.clone(),
         },
+        Expr::Window(w) => Expr::Window(Box::new(map_window(w, f)?)),
         other => other.clone(),
+    })
+}
+
+/// `map_expr` over a window function's parts (not its call, which is no aggregate).
+fn map_window(
+    w: &crate::ast::WindowCall,
+    f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
+) -> Result<crate::ast::WindowCall, SqlError> {
+    let function = match &w.function {
+        Expr::Function {
+            name,
+            args,
+            distinct,
+            star,
+        } => Expr::Function {
+            name: name.clone(),
+            args: args
+                .iter()
+                .map(|a| map_expr(a, f))
+                .collect::<Result<_, _>>()?,
+            distinct: *distinct,
+            star: *star,
+        },
+        other => map_expr(other, f)?,
+    };
+    Ok(crate::ast::WindowCall {
+        function,
+        partition_by: w
+            .partition_by
+            .iter()
+            .map(|p| map_expr(p, f))
+            .collect::<Result<_, _>>()?,
+        order_by: w
+            .order_by
+            .iter()
+            .map(|o| {
+                Ok(OrderByItem {
+                    expr: map_expr(&o.expr, f)?,
+                    descending: o.descending,
+                })
+            })
+            .collect::<Result<_, SqlError>>()?,
+        frame: w.frame,
     })
 }
 
@@ -279,7 +335,7 @@ fn sum_type(t: SqlType, avg: bool) -> SqlType {
 }
 
 /// The result type of aggregate `upper` over an argument of type `t`.
-fn result_of(upper: &str, t: SqlType) -> SqlType {
+pub(super) fn result_of(upper: &str, t: SqlType) -> SqlType {
     match upper {
         "COUNT" => SqlType::Int,
         "COUNT_BIG" => SqlType::BigInt,
@@ -324,6 +380,82 @@ impl Accumulator {
             best: None,
             sum: None,
             distinct: None,
+        }
+    }
+
+    /// An accumulator for a windowed aggregate (`window_functions.rs`), whose argument
+    /// values come evaluated (`take_value`); `arg_type` is the argument's, when known.
+    pub(super) fn windowed(call: &Expr, arg_type: Option<SqlType>) -> Accumulator {
+        let Expr::Function { name, .. } = call else {
+            unreachable!("a windowed aggregate is a call");
+        };
+        let upper = name.name().to_ascii_uppercase();
+        let result_type = match upper.as_str() {
+            "COUNT" => Some(SqlType::Int),
+            "COUNT_BIG" => Some(SqlType::BigInt),
+            _ => arg_type.map(|t| result_of(&upper, t)),
+        };
+        Accumulator::new(&Aggregate {
+            call: call.clone(),
+            result_type,
+        })
+    }
+
+    /// Takes one row's argument value, evaluated (None for COUNT(*), which counts rows).
+    pub(super) fn take_value(&mut self, v: Option<Value>) -> Result<(), SqlError> {
+        debug_assert!(self.distinct.is_none(), "OVER refuses DISTINCT (10759)");
+        let Some(v) = v else {
+            self.count += 1;
+            return Ok(());
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        self.result_type
+            .get_or_insert_with(|| result_of(&self.upper, type_of(&v)));
+        self.take(v)
+    }
+
+    /// Takes back one value `take_value` took (a window frame's row leaving it): exact
+    /// only for COUNT, and for SUM and AVG of integers and decimals (`removable`).
+    pub(super) fn remove_value(&mut self, v: Option<Value>) -> Result<(), SqlError> {
+        debug_assert!(self.removable(), "{} cannot take a value back", self.upper);
+        let Some(v) = v else {
+            self.count -= 1;
+            return Ok(());
+        };
+        if v.is_null() {
+            return Ok(());
+        }
+        self.count -= 1;
+        debug_assert!(self.count >= 0, "a value taken back was taken first");
+        if matches!(self.upper.as_str(), "COUNT" | "COUNT_BIG") {
+            return Ok(());
+        }
+        if self.count == 0 {
+            self.sum = None;
+            return Ok(());
+        }
+        let acc_type = match self.result_type() {
+            SqlType::Int => SqlType::BigInt,
+            t => t,
+        };
+        let v = convert(&v, acc_type, None)?;
+        let sum = self.sum.take().expect("a value was taken");
+        self.sum = Some(ops::binary(ops::BinaryOp::Subtract, &sum, &v)?);
+        Ok(())
+    }
+
+    /// True when values can be taken back exactly (`remove_value`): COUNT always, SUM and
+    /// AVG over integers and decimals (a float sum would round differently).
+    pub(super) fn removable(&self) -> bool {
+        match self.upper.as_str() {
+            "COUNT" | "COUNT_BIG" => true,
+            "SUM" | "AVG" => matches!(
+                self.result_type(),
+                SqlType::Int | SqlType::BigInt | SqlType::Decimal { .. }
+            ),
+            _ => false,
         }
     }
 
@@ -505,6 +637,9 @@ impl Session {
         if *star && upper != "COUNT" && upper != "COUNT_BIG" {
             return Err(msg(102, &[&"*"]));
         }
+        if args.iter().any(contains_window) {
+            return Err(msg(4109, &[]));
+        }
         if args.iter().any(contains_aggregate) {
             return Err(not_yet("aggregates of aggregates"));
         }
@@ -572,6 +707,10 @@ impl Session {
         let one = |e| vec![e];
         if s.where_clause.as_ref().is_some_and(contains_aggregate) {
             return Err(vec![msg(147, &[])]);
+        }
+        let outside = s.group_by.iter().chain(&s.having).chain(&s.where_clause);
+        if outside.into_iter().any(contains_window) {
+            return Err(vec![msg(4108, &[])]);
         }
         let mut c = Collector::default();
         let mut items = Vec::with_capacity(s.items.len());

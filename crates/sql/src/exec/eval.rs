@@ -249,6 +249,9 @@ impl Session {
                 if *star {
                     return Err(msg(102, &[&"*"]));
                 }
+                if super::window_functions::is_window_only(name) {
+                    return Err(msg(10753, &[&name.name().to_ascii_lowercase()]));
+                }
                 let values = args
                     .iter()
                     .map(|a| self.eval(a, row))
@@ -342,6 +345,8 @@ impl Session {
             Expr::Collate { expr, .. } => self.eval(expr, row),
             e if is_predicate(e) => Err(msg(102, &[&"="])),
             Expr::Subquery(q) => self.scalar_subquery(q, row),
+            // The select list's and ORDER BY's are columns by now (window_functions.rs).
+            Expr::Window(_) => Err(msg(4108, &[])),
             _ => Err(msg(102, &[&"DEFAULT"])),
         }
     }

@@ -5,7 +5,7 @@
 //! `sys.default_constraints.definition` shows it. What matters is the round trip: parsing
 //! `SELECT <text>` gives back an equal expression up to parentheses.
 //!
-//! Not rendered (the caller refuses them as defaults): subqueries.
+//! Not rendered (the caller refuses them as defaults): subqueries and window functions.
 
 use crate::ast::{BinaryOp, DataType, Expr, Literal, UnaryOp};
 use crate::convert::{data_type_name, decimal_string, hex_upper};
@@ -205,9 +205,11 @@ pub fn expr(e: &Expr) -> Option<String> {
             format!("({} IS{not} NULL)", expr(x)?)
         }
         Expr::Collate { expr: x, collation } => format!("{} COLLATE {collation}", expr(x)?),
-        Expr::Exists(_) | Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Default => {
-            return None
-        }
+        Expr::Exists(_)
+        | Expr::Subquery(_)
+        | Expr::InSubquery { .. }
+        | Expr::Default
+        | Expr::Window(_) => return None,
     })
 }
 

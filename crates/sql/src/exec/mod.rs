@@ -66,6 +66,7 @@ mod temp_tables;
 mod tran_views;
 mod unique;
 pub mod views;
+mod window_functions;
 mod xact;
 
 /// One thing a batch produced, in order.

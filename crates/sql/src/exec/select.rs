@@ -35,7 +35,7 @@ impl Source {
         &self,
         qualifier: Option<&crate::ast::ObjectName>,
     ) -> Result<Vec<usize>, SqlError> {
-        let all = 0..self.rowset.columns.len();
+        let all = 0..self.visible_columns();
         let Some(q) = qualifier.map(|q| q.name()) else {
             return Ok(all.collect());
         };
@@ -51,6 +51,33 @@ impl Source {
             return Err(msg(107, &[&q]));
         };
         Ok(all.filter(|&i| self.part_of[i] == p as u32).collect())
+    }
+
+    /// How many columns come before the hidden ones (aggregates', window functions'),
+    /// which are always last and which `*` does not stand for.
+    pub fn visible_columns(&self) -> usize {
+        let columns = &self.rowset.columns;
+        columns.len()
+            - columns
+                .iter()
+                .rev()
+                .take_while(|(n, _)| aggregate::is_hidden(n))
+                .count()
+    }
+
+    /// The same source without its rows (its columns and names), for evaluating over rows
+    /// held elsewhere.
+    pub fn shape(&self) -> Source {
+        Source {
+            rowset: Rowset {
+                columns: self.rowset.columns.clone(),
+                rows: Vec::new(),
+            },
+            table: self.table.clone(),
+            alias: self.alias.clone(),
+            parts: self.parts.clone(),
+            part_of: self.part_of.clone(),
+        }
     }
 
     /// The column a reference names, if exactly one.
@@ -181,7 +208,7 @@ pub(super) fn type_columns(
 }
 
 /// A type every later value of a computed column fits (`ColumnTyper::types` with `more`).
-fn widened(t: SqlType) -> SqlType {
+pub(super) fn widened(t: SqlType) -> SqlType {
     use crate::types::MAX_LENGTH;
     match t {
         SqlType::VarChar(_) | SqlType::NVarChar(_) => SqlType::NVarChar(MAX_LENGTH),
@@ -242,6 +269,9 @@ impl Session {
                 .iter()
                 .all(|i| matches!(i, SelectItem::Assign { .. }))
             {
+                if super::window_functions::has_windows(q, s) {
+                    return Err(vec![not_yet("window functions in an assignment SELECT")]);
+                }
                 if let Some(done) = self.aggregate_assignment(q, s) {
                     return done;
                 }
@@ -299,6 +329,9 @@ impl Session {
         s: &Select,
         src: Option<&Source>,
     ) -> Result<Projection, SqlError> {
+        if super::window_functions::has_windows(q, s) {
+            return self.finish_windowed_rows(q, s, src);
+        }
         let rows = self.filtered_rows(s, src)?;
         let (columns, mut result) = self.project(s, src, &rows)?;
         if !q.order_by.is_empty() {
@@ -335,6 +368,30 @@ impl Session {
             result.truncate(n);
         }
         Ok((columns, result))
+    }
+
+    /// `finish` for a query with window functions, over rows held in memory (a system
+    /// view's, a grouped query's on the materializing path, none without FROM).
+    fn finish_windowed_rows(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        src: Option<&Source>,
+    ) -> Result<Projection, SqlError> {
+        let first = |mut e: Vec<SqlError>| e.remove(0);
+        let plan = super::window_functions::plan(q, s)?;
+        let rows = self.filtered_rows(s, src)?;
+        let base = match src {
+            Some(s) => s.shape(),
+            None => Source::single(Rowset::default(), String::new(), None),
+        };
+        let (mut windowed, mut out) = self
+            .windowed(&plan.calls, &base, &mut rows.into_iter())
+            .map_err(first)?;
+        while let Some(r) = out.next_row(self).map_err(first)? {
+            windowed.rowset.rows.push(r);
+        }
+        self.finish(&plan.query, &plan.select, Some(&windowed))
     }
 
     /// Resolves FROM: one system view (`sys.x`, `db.sys.x`) or user table, or none.
@@ -552,7 +609,11 @@ impl Session {
         let mut values = Vec::with_capacity(s.items.len());
         for item in &s.items {
             match item {
-                SelectItem::Wildcard { qualifier: None } => values.extend(r.iter().cloned()),
+                SelectItem::Wildcard { qualifier: None }
+                    if src.is_none_or(|s| s.visible_columns() == r.len()) =>
+                {
+                    values.extend(r.iter().cloned())
+                }
                 SelectItem::Wildcard { qualifier } => {
                     let src = src.ok_or_else(|| msg(263, &[]))?;
                     for i in src.wildcard(qualifier.as_ref())? {

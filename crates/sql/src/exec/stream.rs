@@ -5,7 +5,8 @@
 //!
 //! The chain: `TableScan` (storage `scan_chunk`, or `seek_chunk` over the key ranges
 //! `seek::access_for` finds in WHERE; the database held for each chunk's read only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
-//! computed row by row (`aggregate::Accumulator`)] → HAVING → the select list →
+//! computed row by row (`aggregate::Accumulator`)] → HAVING → [window functions: a sort per
+//! PARTITION BY / ORDER BY, partitions spooled (`window_functions.rs`)] → the select list →
 //! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
 //! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP (lowered to SET ROWCOUNT's cap when
 //! that is smaller) → the client; an unsorted result stops reading at its limit. TOP PERCENT counts its
@@ -117,10 +118,10 @@ impl RowSource for TableScan<'_> {
 }
 
 /// The rows of `input` a condition keeps (all of them without one: no WHERE).
-struct Filtered<'a> {
-    input: &'a mut dyn RowSource,
-    condition: Option<&'a Expr>,
-    src: &'a Source,
+pub(super) struct Filtered<'a> {
+    pub input: &'a mut dyn RowSource,
+    pub condition: Option<&'a Expr>,
+    pub src: &'a Source,
 }
 
 impl RowSource for Filtered<'_> {
@@ -491,6 +492,15 @@ impl Session {
         input: &mut dyn RowSource,
         out: &mut Out,
     ) -> Result<(), Errors> {
+        if super::window_functions::has_windows(q, s) {
+            return self.finish_windowed(q, s, src, input, out);
+        }
+        if s.where_clause
+            .as_ref()
+            .is_some_and(aggregate::contains_window)
+        {
+            return Err(vec![msg(4108, &[])]);
+        }
         let typer = ColumnTyper::new(self.select_header(s, Some(src)).map_err(one)?);
         let window = self.window(q, s).map_err(one)?;
         let top = window.limit;
