@@ -899,6 +899,29 @@ impl Parser {
         ))
     }
 
+    /// One GROUP BY item: an expression. ROLLUP, CUBE and GROUPING SETS are refused
+    /// (40517) until they are built, never read as a call of a function of that name.
+    fn group_by_item(&mut self) -> PResult<Expr> {
+        let grouping = (self.check_word("ROLLUP") || self.check_word("CUBE"))
+            && self.check_symbol_at(1, "(")
+            || self.check_word("GROUPING") && self.check_word_at(1, "SETS");
+        if grouping {
+            return Err(self.not_built("GROUP BY ROLLUP, CUBE or GROUPING SETS"));
+        }
+        self.expr()
+    }
+
+    /// The refusal of a construct that is parsed but not built (40517).
+    fn not_built(&self, what: &str) -> ParseError {
+        ParseError::new(
+            40517,
+            16,
+            1,
+            format!("extentdb does not support {what} yet."),
+            self.line(),
+        )
+    }
+
     fn drop(&mut self) -> PResult<StatementKind> {
         self.pos += 1;
         let word = self.peek_upper_word().unwrap_or_default();
@@ -1977,7 +2000,12 @@ impl Parser {
         let mut group_by = Vec::new();
         if self.check_word("GROUP") && self.check_word_at(1, "BY") {
             self.pos += 2;
-            group_by = self.comma_list(|p| p.expr())?;
+            group_by = self.comma_list(|p| p.group_by_item())?;
+            if self.check_word("WITH")
+                && (self.check_word_at(1, "ROLLUP") || self.check_word_at(1, "CUBE"))
+            {
+                return Err(self.not_built("GROUP BY ... WITH ROLLUP or WITH CUBE"));
+            }
         }
         let having = if self.eat_word("HAVING") {
             Some(self.expr()?)
@@ -3337,6 +3365,23 @@ mod tests {
             SelectItem::Expr { expr, .. } => expr.clone(),
             other => panic!("{other:?}"),
         }
+    }
+
+    /// ROLLUP, CUBE and GROUPING SETS are refused as not built, never read as a call of a
+    /// function named ROLLUP (which grouped by it, or gave 8120 about the select list).
+    #[test]
+    fn grouping_sets_are_refused_until_built() {
+        for sql in [
+            "SELECT a, COUNT(*) FROM t GROUP BY ROLLUP(a)",
+            "SELECT a, COUNT(*) FROM t GROUP BY b, CUBE (a, b)",
+            "SELECT a, COUNT(*) FROM t GROUP BY GROUPING SETS ((a), ())",
+            "SELECT a, COUNT(*) FROM t GROUP BY a WITH ROLLUP",
+            "SELECT a, COUNT(*) FROM t GROUP BY a WITH CUBE",
+        ] {
+            let e = error(sql);
+            assert_eq!(e.number, 40517, "{sql}: {e}");
+        }
+        assert!(parse_batch("SELECT rollup, COUNT(*) FROM t GROUP BY rollup").is_ok());
     }
 
     /// OVER parses into a window call with its partition, order and frame; the one-bound
