@@ -9,40 +9,16 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::Client;
 
 mod common;
-use common::tds::{all_rows, connect_at, numbers, run, Server};
-
-/// The rows of a query, each value as text ("NULL" for NULL), in the order given.
-fn table(c: &mut Client, sql: &str) -> Vec<String> {
-    all_rows(&run(c, sql))
-        .into_iter()
-        .map(|r| r.iter().map(show).collect::<Vec<_>>().join(","))
-        .collect()
-}
+use common::tds::{all_rows, connect_at, numbers, run, show, strs, table, Server};
 
 /// The same rows sorted (for results without ORDER BY).
 fn bag(c: &mut Client, sql: &str) -> Vec<String> {
     let mut rows = table(c, sql);
     rows.sort();
     rows
-}
-
-fn show(v: &Value) -> String {
-    match v {
-        Value::Null => "NULL".into(),
-        Value::Int(n) => n.to_string(),
-        Value::BigInt(n) => n.to_string(),
-        Value::SmallInt(n) => n.to_string(),
-        Value::TinyInt(n) => n.to_string(),
-        Value::Text(s) => s.clone(),
-        other => match extentdb_sql::convert::convert(other, SqlType::VarChar(100), None) {
-            Ok(Value::Text(s)) => s,
-            _ => format!("{other:?}"),
-        },
-    }
 }
 
 const SETUP: &str = "CREATE TABLE c (cid INT PRIMARY KEY, name VARCHAR(20));
@@ -59,10 +35,6 @@ fn setup(name: &str) -> (Server, Client) {
     run(&mut c, "USE q");
     run(&mut c, SETUP);
     (s, c)
-}
-
-fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
 }
 
 /// Proves each join kind gives SQL Server's rows: INNER, LEFT, RIGHT, FULL, CROSS, the

@@ -10,38 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use extentdb_sql::exec::Output;
-use extentdb_sql::types::{SqlType, Value};
+use extentdb_sql::types::SqlType;
 use extentdb_tds::client::Client;
 
 mod common;
-use common::tds::{all_rows, connect_at, errors, run, Server};
-
-/// The rows of a query, each value as text ("NULL" for NULL), in the order given.
-fn table(c: &mut Client, sql: &str) -> Vec<String> {
-    all_rows(&run(c, sql))
-        .into_iter()
-        .map(|r| r.iter().map(show).collect::<Vec<_>>().join(","))
-        .collect()
-}
-
-fn show(v: &Value) -> String {
-    match v {
-        Value::Null => "NULL".into(),
-        Value::Int(n) => n.to_string(),
-        Value::BigInt(n) => n.to_string(),
-        Value::SmallInt(n) => n.to_string(),
-        Value::TinyInt(n) => n.to_string(),
-        Value::Text(s) => s.clone(),
-        other => match extentdb_sql::convert::convert(other, SqlType::VarChar(100), None) {
-            Ok(Value::Text(s)) => s,
-            _ => format!("{other:?}"),
-        },
-    }
-}
-
-fn strs(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
-}
+use common::tds::{all_rows, connect_at, errors, run, strs, table, Server};
 
 /// The column types of a query's first result set.
 fn types(c: &mut Client, sql: &str) -> Vec<SqlType> {

@@ -172,3 +172,32 @@ pub fn assert_checkdb_clean(c: &mut Client, db: &str, when: &str) {
         r.outputs
     );
 }
+
+/// The rows of a query, each value as text ("NULL" for NULL), in the order given.
+pub fn table(c: &mut Client, sql: &str) -> Vec<String> {
+    all_rows(&run(c, sql))
+        .into_iter()
+        .map(|r| r.iter().map(show).collect::<Vec<_>>().join(","))
+        .collect()
+}
+
+/// A value as text, as the query tests compare them ("NULL" for NULL).
+pub fn show(v: &extentdb_sql::types::Value) -> String {
+    use extentdb_sql::types::{SqlType, Value};
+    match v {
+        Value::Null => "NULL".into(),
+        Value::Int(n) => n.to_string(),
+        Value::BigInt(n) => n.to_string(),
+        Value::SmallInt(n) => n.to_string(),
+        Value::TinyInt(n) => n.to_string(),
+        Value::Text(s) => s.clone(),
+        other => match extentdb_sql::convert::convert(other, SqlType::VarChar(100), None) {
+            Ok(Value::Text(s)) => s,
+            _ => format!("{other:?}"),
+        },
+    }
+}
+
+pub fn strs(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}

@@ -99,22 +99,11 @@ pub(super) fn map_expr(
     if let Some(r) = f(e)? {
         return Ok(r);
     }
+    if let Expr::Function { .. } = e {
+        return map_call(e, f);
+    }
     let mut m = |x: &Expr| map_expr(x, f).map(Box::new);
     Ok(match e {
-        Expr::Function {
-            name,
-            args,
-            distinct,
-            star,
-        } => Expr::Function {
-            name: name.clone(),
-            args: args
-                .iter()
-                .map(|a| m(a).map(|b| *b))
-                .collect::<Result<_, _>>()?,
-            distinct: *distinct,
-            star: *star,
-        },
         Expr::Cast {
             expr,
             data_type,
@@ -203,26 +192,39 @@ pub(super) fn map_expr(
     })
 }
 
+/// A function call rebuilt from its arguments through `map_expr` (the call itself not
+/// offered to `f`).
+fn map_call(
+    call: &Expr,
+    f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
+) -> Result<Expr, SqlError> {
+    let Expr::Function {
+        name,
+        args,
+        distinct,
+        star,
+    } = call
+    else {
+        return map_expr(call, f);
+    };
+    Ok(Expr::Function {
+        name: name.clone(),
+        args: args
+            .iter()
+            .map(|a| map_expr(a, f))
+            .collect::<Result<_, _>>()?,
+        distinct: *distinct,
+        star: *star,
+    })
+}
+
 /// `map_expr` over a window function's parts (not its call, which is no aggregate).
 fn map_window(
     w: &crate::ast::WindowCall,
     f: &mut dyn FnMut(&Expr) -> Result<Option<Expr>, SqlError>,
 ) -> Result<crate::ast::WindowCall, SqlError> {
     let function = match &w.function {
-        Expr::Function {
-            name,
-            args,
-            distinct,
-            star,
-        } => Expr::Function {
-            name: name.clone(),
-            args: args
-                .iter()
-                .map(|a| map_expr(a, f))
-                .collect::<Result<_, _>>()?,
-            distinct: *distinct,
-            star: *star,
-        },
+        call @ Expr::Function { .. } => map_call(call, f)?,
         other => map_expr(other, f)?,
     };
     Ok(crate::ast::WindowCall {
