@@ -10,8 +10,9 @@
 
 use std::io::Write;
 
-use extentdb_sql::convert::convert;
+use extentdb_sql::convert::{convert, data_type_name};
 use extentdb_sql::exec::{EnvChange, Output, OutputSink};
+use extentdb_sql::messages::msg;
 use extentdb_sql::types::{SqlType, Value};
 
 use crate::packet::{MessageWriter, PacketType};
@@ -64,19 +65,29 @@ impl<'a> Encoder<'a> {
         }
     }
 
-    fn row(&self, t: &mut Tokens, r: &[Value]) {
+    /// A row in its result set's types. A value its column's type cannot hold (which the
+    /// engine's typing of computed columns is meant to prevent) goes as NULL followed by
+    /// error 8115 for the statement, so the client is never left with a silent NULL.
+    fn row(&mut self, t: &mut Tokens, r: &[Value]) {
+        let mut failed = None;
         let values: Vec<Value> = r
             .iter()
             .zip(&self.types)
-            .map(|(v, ty)| {
-                if v.is_null() {
+            .map(|(v, ty)| match v {
+                Value::Null => Value::Null,
+                v => convert(v, *ty, None).unwrap_or_else(|_| {
+                    failed.get_or_insert(*ty);
                     Value::Null
-                } else {
-                    convert(v, *ty, None).unwrap_or(Value::Null)
-                }
+                }),
             })
             .collect();
         t.row(&self.types, &values);
+        if let Some(ty) = failed {
+            let e = msg(8115, &[&"expression", &data_type_name(ty)]);
+            self.error = true;
+            self.statement_error = true;
+            t.message(&e, self.server_name);
+        }
     }
 
     fn columns(&mut self, t: &mut Tokens, columns: &[(String, SqlType)]) {
@@ -217,5 +228,23 @@ impl<W: Write> OutputSink for Streaming<'_, W> {
             self.failed = Some(e);
         }
         self.failed.is_none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value its column's type cannot hold is never a silent NULL: the statement gets
+    /// 8115 after the row.
+    #[test]
+    fn a_value_past_its_columns_type_is_an_error() {
+        let mut t = Tokens::new();
+        let mut e = Encoder::new(token::DONE, "srv");
+        e.add(&Output::Columns(vec![("c".into(), SqlType::Int)]), &mut t);
+        e.add(&Output::Row(vec![Value::Int(7)]), &mut t);
+        assert!(!e.error, "a value that fits");
+        e.add(&Output::Row(vec![Value::BigInt(9_000_000_000)]), &mut t);
+        assert!(e.error && e.statement_error, "8115 for the statement");
     }
 }
