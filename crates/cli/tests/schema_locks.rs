@@ -147,10 +147,10 @@ fn drop_table_waits_for_a_writer_as_a_visible_sch_m_wait() {
     assert_checkdb_clean(&mut dba, "sl", "at the end");
 }
 
-/// SET LOCK_TIMEOUT ends a schema-lock wait with 1222 and changes nothing: TRUNCATE and
-/// ALTER TABLE ... SET (LOCK_ESCALATION) of a table an open transaction holds leave its
-/// rows and its option as they were; the waiter's own transaction stays open. (Before,
-/// TRUNCATE polled without end and ALTER TABLE did not wait at all.)
+/// SET LOCK_TIMEOUT ends a schema-lock wait with 1222 and changes nothing: TRUNCATE,
+/// ALTER TABLE ... SET (LOCK_ESCALATION) and DROP TABLE of a table an open transaction
+/// holds leave its rows and its option as they were; the waiter's own transaction stays
+/// open. (Before, TRUNCATE polled without end and ALTER TABLE did not wait at all.)
 #[test]
 fn lock_timeout_ends_a_truncate_or_alter_with_1222() {
     let s = Server::start("schm-timeout", &[]);
@@ -160,16 +160,16 @@ fn lock_timeout_ends_a_truncate_or_alter_with_1222() {
     let (_, b_done) = spawn_batch(
         &s,
         "SET LOCK_TIMEOUT 200",
-        "BEGIN TRAN; TRUNCATE TABLE h; ALTER TABLE h SET (LOCK_ESCALATION = DISABLE); \
-         IF @@TRANCOUNT = 1 COMMIT",
+        "TRUNCATE TABLE h; ALTER TABLE h SET (LOCK_ESCALATION = DISABLE); \
+         BEGIN TRAN; DROP TABLE h; IF @@TRANCOUNT = 1 COMMIT",
     );
     let started = Instant::now();
     let errs = b_done
         .recv_timeout(Duration::from_secs(10))
         .expect("LOCK_TIMEOUT ends the waits");
-    // Each statement waited its 200 ms, then the batch went on in its transaction.
-    assert_eq!(errs, vec![1222, 1222]);
-    assert!(started.elapsed() >= Duration::from_millis(300));
+    // Each statement waited its 200 ms, then the batch went on (in its transaction).
+    assert_eq!(errs, vec![1222, 1222, 1222]);
+    assert!(started.elapsed() >= Duration::from_millis(500));
     let mut c = s.connect_to(Some("sl"));
     assert_eq!(
         value(
@@ -195,17 +195,23 @@ fn lock_timeout_ends_a_truncate_or_alter_with_1222() {
         vec![vec![Value::Text("TABLE".into())]],
         "ALTER TABLE changed nothing"
     );
-    // Nobody in the way: the same statements go through, and the session's own intent
-    // lock on the table converts to Sch-M instead of waiting on itself.
+    // Nobody in the way: the session's own intent lock on the table converts to Sch-M
+    // instead of waiting on itself, held until its transaction ends; its ROLLBACK brings
+    // the dropped table back whole.
     run(
         &mut c,
         "SET LOCK_TIMEOUT 200; BEGIN TRAN; SELECT COUNT(*) FROM h WITH (HOLDLOCK); \
-         ALTER TABLE h SET (LOCK_ESCALATION = DISABLE); TRUNCATE TABLE h",
+         DROP TABLE h",
     );
     let mine = value(&mut c, "SELECT @@SPID");
     let locks = object_locks(&mut c);
     assert_eq!(locks, vec![("Sch-M".into(), "GRANT".into(), mine)]);
-    run(&mut c, "COMMIT");
+    run(&mut c, "ROLLBACK");
+    assert_eq!(value(&mut c, "SELECT COUNT(*) FROM h"), 2);
+    run(
+        &mut c,
+        "ALTER TABLE h SET (LOCK_ESCALATION = DISABLE); TRUNCATE TABLE h",
+    );
     assert_eq!(value(&mut c, "SELECT COUNT(*) FROM h"), 0);
     assert_checkdb_clean(&mut c, "sl", "at the end");
 }

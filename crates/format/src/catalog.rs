@@ -21,6 +21,8 @@
 //!    RESTRICTED_USER) is independent of the state and lives in the high nibble.
 //! 7. A table keeps an identity value (`IdentityLast` other than `Unused`) only when it has
 //!    an IDENTITY column.
+//! 8. A table's pending-DDL mark (`PendingDdl`) says CREATE, DROP or both: a mark that says
+//!    neither is damage.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -35,7 +37,7 @@ use crate::{
 /// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER. Version 6 added
 /// each table's identity value (`IdentityLast`) after its columns; older blobs decode with
 /// `IdentityLast::Unknown` for a table with an IDENTITY column.
-pub const CATALOG_VERSION: u16 = 7;
+pub const CATALOG_VERSION: u16 = 8;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -169,6 +171,24 @@ pub struct TableEntry {
     pub identity_last: IdentityLast,
     /// ALTER TABLE ... SET (LOCK_ESCALATION = ...) (version 7; TABLE before).
     pub lock_escalation: LockEscalation,
+    /// A CREATE or DROP TABLE of a transaction not yet settled (version 8; none before).
+    pub pending_ddl: Option<PendingDdl>,
+}
+
+/// What a transaction still open (or committing, not yet settled) did to a table's
+/// existence: the table goes when that transaction rolls back if it `created` it, when it
+/// commits if it `dropped` it, and the mark goes either way (storage's ddl.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingDdl {
+    pub xact: u64,
+    pub created: bool,
+    pub dropped: bool,
+}
+
+impl PendingDdl {
+    fn flags(self) -> u8 {
+        self.created as u8 | (self.dropped as u8) << 1
+    }
 }
 
 /// sys.tables.lock_escalation: 0 TABLE (SQL Server's default), 1 DISABLE, 2 AUTO.
@@ -564,6 +584,12 @@ impl Catalog {
                     t.name
                 ));
             }
+            if t.pending_ddl.is_some_and(|p| !p.created && !p.dropped) {
+                return Err(format!(
+                    "table {} is pending neither CREATE nor DROP",
+                    t.name
+                ));
+            }
         }
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
@@ -677,6 +703,35 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     if version >= 7 {
         w.u8(t.lock_escalation as u8);
     }
+    if version >= 8 {
+        match t.pending_ddl {
+            None => w.u8(0),
+            Some(p) => {
+                w.u8(p.flags());
+                w.u64(p.xact);
+            }
+        }
+    }
+}
+
+/// Version 8's pending-DDL mark: flags u8 (0 none; bit 0 created, bit 1 dropped), then
+/// the transaction id u64 when any is set.
+fn decode_pending(r: &mut Reader<'_>, object_id: u32) -> Result<Option<PendingDdl>, FormatError> {
+    let flags = r.u8()?;
+    if flags == 0 {
+        return Ok(None);
+    }
+    if flags & !3 != 0 {
+        return Err(corrupt(
+            PageId::NULL,
+            format!("table {object_id} has unknown pending DDL flags {flags}"),
+        ));
+    }
+    Ok(Some(PendingDdl {
+        xact: r.u64()?,
+        created: flags & 1 != 0,
+        dropped: flags & 2 != 0,
+    }))
 }
 
 fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableEntry, FormatError> {
@@ -754,6 +809,10 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
             })?
         }
     };
+    let pending_ddl = match version {
+        ..=7 => None,
+        _ => decode_pending(r, object_id)?,
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -767,6 +826,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         columns,
         identity_last,
         lock_escalation,
+        pending_ddl,
     })
 }
 

@@ -267,6 +267,7 @@ fn catalog_fixture() {
             ],
             identity_last: IdentityLast::Through(1_234),
             lock_escalation: LockEscalation::Auto,
+            pending_ddl: None,
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -340,18 +341,19 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 7);
-    assert_eq!(&c.encode()[..2], &7u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 8);
+    assert_eq!(&c.encode()[..2], &8u16.to_le_bytes());
     lock_escalation_byte(c);
+    pending_ddl_mark(c);
     let mut unknown = c.clone();
     unknown.tables[0].identity_last = IdentityLast::Unknown;
     unknown.tables[0].lock_escalation = LockEscalation::Table;
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 7 without the identity tag and its value (nine bytes for
-    // `Through`) and the lock escalation byte.
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1);
+    // Version 5 is version 8 without the identity tag and its value (nine bytes for
+    // `Through`), the lock escalation byte and the pending-DDL flags (0: no mark).
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -390,6 +392,40 @@ fn lock_escalation_byte(c: &Catalog) {
     b[tag + 9] = 3;
     let e = Catalog::decode(&b, at).unwrap_err().to_string();
     assert!(e.contains("unknown lock escalation 3"), "{e}");
+}
+
+/// Version 8's pending-DDL mark follows the lock escalation byte: flags (bit 0 created, bit
+/// 1 dropped) and, when any is set, the transaction id (u64). A version 7 blob has no mark;
+/// flags with an unknown bit are damage.
+fn pending_ddl_mark(c: &Catalog) {
+    use extentdb_format::catalog::PendingDdl;
+    let at = PageId::new(1, 16);
+    assert_eq!(c.tables[0].pending_ddl, None);
+    let v7 = c.encode_version(7);
+    assert_eq!(Catalog::decode(&v7, at).unwrap(), *c);
+    let blob = c.encode();
+    let tag = identity_tag_at(&blob);
+    assert_eq!(blob[tag + 10], 0, "no mark after the lock escalation byte");
+    let mut marked = c.clone();
+    marked.tables[0].pending_ddl = Some(PendingDdl {
+        xact: 0x0102_0304_0506_0708,
+        created: true,
+        dropped: true,
+    });
+    let b = marked.encode();
+    assert_eq!(b.len(), blob.len() + 8);
+    assert_eq!(b[tag + 10], 3);
+    assert_eq!(
+        &b[tag + 11..tag + 19],
+        &0x0102_0304_0506_0708u64.to_le_bytes()
+    );
+    assert_eq!(Catalog::decode(&b, at).unwrap(), marked);
+    for bad in [4u8, 8] {
+        let mut d = b.clone();
+        d[tag + 10] = bad;
+        let e = Catalog::decode(&d, at).unwrap_err().to_string();
+        assert!(e.contains("unknown pending DDL flags"), "{e}");
+    }
 }
 
 /// Where this catalog's identity tag 1 and its value 1,234 (i64) stand in `blob`.

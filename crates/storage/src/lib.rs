@@ -24,6 +24,7 @@ pub mod config;
 pub mod data_file;
 pub mod database;
 pub mod db_state;
+pub mod ddl;
 pub mod errorlog;
 pub mod file_init;
 pub mod identity;
@@ -159,6 +160,10 @@ pub enum StorageError {
     TableNotFound(u32),
     #[error("there is already an object named '{0}' in the database")]
     TableExists(String),
+    /// A name whose table an open transaction dropped, taken again before that transaction
+    /// ends (ddl.rs invariant 5).
+    #[error("table '{0}' was dropped by a transaction that has not ended")]
+    DropPending(String),
     /// Another process holds the instance directory's lock (instance_lock.rs).
     #[error("{}", crate::instance_lock::in_use_text(dir, *holder))]
     InstanceInUse { dir: PathBuf, holder: Option<u32> },

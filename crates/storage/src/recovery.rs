@@ -168,6 +168,10 @@ pub(crate) struct Analysis {
     /// The root moves redone, in log order, for `finish_root_moves` (few: one per root a
     /// SHRINKFILE or REBALANCE moved since the checkpoint).
     root_moves: Vec<RootMoved>,
+    /// The transactions the catalog's pending-DDL marks name, and those of them whose
+    /// COMMIT analysis met (ddl.rs invariant 3).
+    ddl_watch: BTreeSet<XactId>,
+    ddl_committed: BTreeSet<XactId>,
 }
 
 impl Database {
@@ -217,6 +221,7 @@ impl Database {
         // stretches are skipped).
         meter.total += analysis.tracked as u64;
         self.undo_losers(&analysis, &mut meter)?;
+        self.settle_recovered(&analysis.ddl_committed)?;
         if stats.redone > 0 || stats.rolled_back > 0 {
             self.checkpoint()?;
         }
@@ -266,7 +271,10 @@ impl Database {
             None => self.analysis_start(),
         };
         let mut redo = Redo {
-            analysis: Analysis::default(),
+            analysis: Analysis {
+                ddl_watch: self.marking_xacts(),
+                ..Analysis::default()
+            },
             touched: BTreeSet::new(),
             stats,
             meter,
@@ -582,6 +590,9 @@ fn track(a: &mut Analysis, lsn: Lsn, body: LogRecordBody) {
     match body {
         LogRecordBody::CommitXact { .. } => {
             a.committed += 1;
+            if a.ddl_watch.contains(&x) {
+                a.ddl_committed.insert(x);
+            }
             forget(a, x);
         }
         LogRecordBody::AbortXact { .. } => forget(a, x),

@@ -22,6 +22,7 @@
 //! operations (`SharedDatabase::run`, access.rs).
 
 use extentdb_format::catalog::{FilegroupEntry, LockEscalation, RecoveryModel, TableEntry};
+use extentdb_format::log_record::XactId;
 use extentdb_format::principals::{
     PermissionClass, PermissionEntry, PermissionState, PrincipalEntry, PrincipalKind, DBO,
 };
@@ -324,19 +325,22 @@ impl SharedDatabase {
     }
 
     /// CREATE TABLE: `entry` placed as the caller resolved it (its filegroup) at catalog
-    /// state `catalog_version`; the new table's object id.
+    /// state `catalog_version`; the new table's object id. Inside transaction `xact`, its
+    /// rollback takes the table back (ddl.rs).
     pub fn create_table(
         &self,
         catalog_version: u64,
         entry: TableEntry,
+        xact: Option<XactId>,
     ) -> Result<u32, StorageError> {
-        self.hold_at(catalog_version)?.create_table(entry)
+        self.hold_at(catalog_version)?.create_table_in(entry, xact)
     }
 
     /// DROP TABLE of `object_id`; `TableNotFound` if it is gone. The caller holds the
-    /// table's Sch-M lock (no open transaction changed it: xact.rs invariant 5).
-    pub fn drop_table(&self, object_id: u32) -> Result<(), StorageError> {
-        self.hold_table(object_id)?.drop_table(object_id)
+    /// table's Sch-M lock: outside a transaction no open transaction changed it (xact.rs
+    /// invariant 5); inside `xact` the drop waits for its commit (ddl.rs).
+    pub fn drop_table(&self, object_id: u32, xact: Option<XactId>) -> Result<(), StorageError> {
+        self.hold_table(object_id)?.drop_table_in(object_id, xact)
     }
 
     /// TRUNCATE TABLE of `object_id`, under its Sch-M lock as `drop_table`.

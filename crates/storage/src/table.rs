@@ -190,7 +190,8 @@ pub fn column_layout(c: &ColumnEntry) -> ColumnLayout {
 }
 
 impl Database {
-    /// The table `schema.name` (case-insensitive).
+    /// The table `schema.name` (case-insensitive), a pending DROP's too: only the dropping
+    /// transaction's session no longer finds it (ddl.rs), others wait for its Sch-M lock.
     pub fn table(&self, schema: &str, name: &str) -> Option<&TableEntry> {
         self.catalog.tables.iter().find(|t| {
             t.name.eq_ignore_ascii_case(name) && t.schema_name.eq_ignore_ascii_case(schema)

@@ -79,6 +79,7 @@ fn heap() -> TableEntry {
         columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
         identity_last: Default::default(),
         lock_escalation: Default::default(),
+        pending_ddl: None,
     }
 }
 

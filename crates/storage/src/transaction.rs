@@ -40,6 +40,9 @@ impl SharedDatabase {
 
     /// Commits `x` and returns once its commit record is durable (invariant 1).
     pub fn commit(&self, x: XactId) -> Result<(), StorageError> {
+        if self.read().unwrap().has_pending_ddl(x) {
+            return self.commit_settling(x);
+        }
         let (lsn, wal) = {
             let db = self.read().unwrap();
             (db.commit_xact(x)?, db.wal())
@@ -55,10 +58,26 @@ impl SharedDatabase {
         Ok(())
     }
 
-    /// Rolls `x` back whole (invariant 2).
+    /// Commits `x`, which created or dropped tables, and settles them in one exclusive hold
+    /// (ddl.rs invariant 2); the flush is this hold's, shared with no other committer.
+    fn commit_settling(&self, x: XactId) -> Result<(), StorageError> {
+        let mut db = self.lock().unwrap();
+        if let (Some(lsn), Some(wal)) = (db.commit_xact(x)?, db.wal()) {
+            wal.flush(lsn)?;
+        }
+        db.settle_ddl(x, true)
+    }
+
+    /// Rolls `x` back whole (invariant 2); then the tables it created go and the ones it
+    /// dropped come back, in the hold that ends it (ddl.rs invariant 2).
     pub fn rollback(&self, x: XactId) -> Result<(), StorageError> {
         self.rollback_to(x, 0)?;
-        self.read().unwrap().end_rolled_back(x)
+        if !self.read().unwrap().has_pending_ddl(x) {
+            return self.read().unwrap().end_rolled_back(x);
+        }
+        let mut db = self.lock().unwrap();
+        db.end_rolled_back(x)?;
+        db.settle_ddl(x, false)
     }
 
     /// Rolls `x` back to `savepoint` (a failed statement's changes), leaving it active.

@@ -364,7 +364,7 @@ impl Database {
     }
 
     /// Logs BEGIN for `xact` if this is its first change.
-    fn ensure_begun(&self, xact: XactId) -> Result<(), StorageError> {
+    pub(crate) fn ensure_begun(&self, xact: XactId) -> Result<(), StorageError> {
         let wal = self.wal.as_ref().ok_or(StorageError::LogFailed)?;
         let mut t = self.data.xacts.lock();
         let x = t.active.get_mut(&xact).expect("an active transaction");

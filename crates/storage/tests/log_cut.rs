@@ -46,6 +46,7 @@ fn table() -> TableEntry {
         columns: vec![col(1, 56, 4), col(2, 165, 8000)],
         identity_last: Default::default(),
         lock_escalation: Default::default(),
+        pending_ddl: None,
     }
 }
 

@@ -37,6 +37,7 @@ fn table() -> TableEntry {
         }],
         identity_last: Default::default(),
         lock_escalation: Default::default(),
+        pending_ddl: None,
     }
 }
 

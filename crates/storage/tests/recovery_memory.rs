@@ -98,6 +98,7 @@ fn table() -> TableEntry {
         }],
         identity_last: Default::default(),
         lock_escalation: Default::default(),
+        pending_ddl: None,
     }
 }
 

@@ -61,6 +61,9 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         CannotRemovePrimaryFilegroup => vec![msg(5020, &[])],
         InvalidName(name) => vec![msg(102, &[name])],
         TableExists(name) => vec![msg(2714, &[name])],
+        DropPending(name) => vec![super::lower::not_yet(&format!(
+            "CREATE TABLE of '{name}' in the transaction that dropped it"
+        ))],
         ScanMoved => vec![msg(601, &[])],
         TooLong(t) => vec![too_long(t.what, &t.value, t.max)],
         DuplicateKey { table, constraint } => vec![msg(

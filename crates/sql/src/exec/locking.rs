@@ -255,9 +255,19 @@ impl Session {
         &mut self,
         t: &super::tables::TableRef,
     ) -> Result<(), Vec<SqlError>> {
-        let table = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry).table();
+        self.lock_new_table(t.db_id, &t.entry)
+    }
+
+    /// Sch-M on table `entry` of database `db_id`, as `schema_modification`; for CREATE
+    /// TABLE inside a transaction, taken before the table exists (table_ddl.rs).
+    pub(super) fn lock_new_table(
+        &mut self,
+        db_id: u16,
+        entry: &extentdb_format::catalog::TableEntry,
+    ) -> Result<(), Vec<SqlError>> {
+        let table = extentdb_storage::row_lock::RowNames::of(db_id, entry).table();
         let locker = self.locker();
-        self.other_database_lock(&locker, t.db_id)?;
+        self.other_database_lock(&locker, db_id)?;
         let mut l = locker.lock().unwrap();
         l.lock(table, LockMode::SchM)
             .map_err(|e| lock_error(e, self.spid))?;

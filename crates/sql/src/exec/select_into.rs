@@ -7,8 +7,9 @@
 //! 1. The query runs once: the rows written are exactly the rows that typed the table.
 //! 2. Every column has a name (1038) and each name once (2705), checked before anything
 //!    is made; a target that exists is 2714 and changes nothing.
-//! 3. A statement that fails after making the table drops it again: no table is left
-//!    behind without its rows.
+//! 3. The table and its rows are made in one transaction (`as_one_statement`): a statement
+//!    that fails, a crash before its commit, or the ROLLBACK of the transaction it ran in,
+//!    leaves no table behind (storage's ddl.rs).
 //! 4. Every column is nullable, and none is an identity column. (SQL Server copies a
 //!    column's NOT NULL and IDENTITY when the select list names it unchanged; extentdb
 //!    does not yet, and says so here rather than in a result.)
@@ -38,15 +39,20 @@ impl Session {
         }
         let rows = self.query_rows(&plain, None).map_err(|e| vec![e])?;
         let definition = new_table(target, &rows.columns)?;
-        self.create_table(&definition)?;
-        let written = self
-            .table(target)
-            .and_then(|t| self.insert_query_rows(&t, &rows, out));
-        if written.is_err() {
-            // Invariant 3: the new table goes with the statement.
-            let _ = self.drop_tables(false, std::slice::from_ref(target));
-        }
-        written
+        // The table and its rows are one statement (invariant 3): in autocommit one
+        // transaction whose rollback, or recovery after a crash, takes the table back.
+        self.as_one_statement(|s| {
+            s.create_table(&definition)?;
+            let written = s
+                .table(target)
+                .and_then(|t| s.insert_query_rows(&t, &rows, out));
+            if written.is_err() {
+                // Inside a transaction the statement's rollback keeps the transaction's
+                // tables: this one goes with the statement.
+                let _ = s.drop_tables(false, std::slice::from_ref(target));
+            }
+            written
+        })
     }
 }
 

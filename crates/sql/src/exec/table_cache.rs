@@ -124,6 +124,7 @@ mod tests {
                 columns: Vec::new(),
                 identity_last: Default::default(),
                 lock_escalation: Default::default(),
+                pending_ddl: None,
             }),
             types: Arc::from(Vec::new()),
             db_name: Arc::from("d"),

@@ -6,13 +6,18 @@
 //! A table is a heap. A PRIMARY KEY is recorded (name and key columns) and enforced by
 //! DML over the heap; its columns become NOT NULL as in SQL Server.
 //!
+//! CREATE and DROP TABLE inside a transaction are its own: its ROLLBACK takes them back
+//! (storage's ddl.rs); the creator holds the new table's Sch-M lock until the transaction
+//! ends, taken before the table exists, so no other session ever uses a table a rollback
+//! may take back.
+//!
 //! Not here yet: UNIQUE and CHECK constraints, computed columns, collations other than the
-//! default, and DDL that a transaction's ROLLBACK undoes.
+//! default, and TRUNCATE or ALTER TABLE inside a transaction (refused: 40517).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
-use extentdb_storage::{Database, StorageError};
+use extentdb_storage::{Database, SharedDatabase, StorageError};
 
 use super::errors;
 use super::expr_text::default_text;
@@ -146,6 +151,28 @@ fn table_data_space(db: &Database, filegroup: Option<&str>) -> Result<u16, Vec<S
 /// (locking.rs invariant 4: waited for with no database held, kept to the transaction's
 /// end; granted, no other transaction has an open change in the table, storage's xact.rs
 /// invariant 5): a table dropped while the lock was waited for is `gone`.
+/// CREATE TABLE outside a transaction: made at once, in the filegroup resolved at the
+/// catalog state it is made at (storage's structure.rs invariant 2).
+fn create_at_once(
+    db: &SharedDatabase,
+    entry: TableEntry,
+    filegroup: Option<&str>,
+) -> Result<(), Vec<SqlError>> {
+    validated_change(
+        db,
+        |d| table_data_space(d, filegroup),
+        |version, data_space_id| {
+            let entry = TableEntry {
+                data_space_id,
+                ..entry.clone()
+            };
+            db.create_table(version, entry, None)
+        },
+        |e| errors::map(&e, errors::Context::Other),
+    )?;
+    Ok(())
+}
+
 fn table_ddl_error(e: StorageError, gone: SqlError) -> Vec<SqlError> {
     match e {
         StorageError::TableNotFound(_) => vec![gone],
@@ -243,25 +270,50 @@ impl Session {
             columns,
             identity_last: Default::default(),
             lock_escalation: Default::default(),
+            pending_ddl: None,
         };
-        // The filegroup resolved at the catalog state the table is created at (storage's
-        // structure.rs invariant 2).
-        validated_change(
-            &db,
-            |d| table_data_space(d, c.filegroup.as_deref()),
-            |version, data_space_id| {
-                let entry = TableEntry {
-                    data_space_id,
-                    ..entry.clone()
-                };
-                db.create_table(version, entry)
-            },
-            |e| errors::map(&e, errors::Context::Other),
-        )?;
+        match self.ddl_xact(db_id, &db) {
+            None => create_at_once(&db, entry, c.filegroup.as_deref())?,
+            Some(x) => self.create_in_xact(db_id, &db, entry, c.filegroup.as_deref(), x)?,
+        }
         if let Some(stored) = temporary {
             self.temporary_created(c.name.name(), stored);
         }
         Ok(())
+    }
+
+    /// CREATE TABLE inside transaction `x`: the object id the table will get is locked
+    /// Sch-M first (the module's rule), then the table is made at the catalog state that
+    /// id was read from (storage's structure.rs invariant 2), else both again.
+    fn create_in_xact(
+        &mut self,
+        db_id: u16,
+        db: &SharedDatabase,
+        entry: TableEntry,
+        filegroup: Option<&str>,
+        x: u64,
+    ) -> Result<(), Vec<SqlError>> {
+        loop {
+            let (version, data_space_id, object_id) = {
+                let d = db.read().unwrap();
+                let space = table_data_space(&d, filegroup)?;
+                (d.catalog_version(), space, d.catalog.next_object_id)
+            };
+            let entry = TableEntry {
+                data_space_id,
+                object_id,
+                ..entry.clone()
+            };
+            self.lock_new_table(db_id, &entry)?;
+            match db.create_table(version, entry, Some(x)) {
+                Err(StorageError::CatalogChanged) => continue,
+                Ok(id) => {
+                    assert_eq!(id, object_id, "made at the catalog state read");
+                    return Ok(());
+                }
+                Err(e) => return Err(errors::map(&e, errors::Context::Other)),
+            }
+        }
     }
 
     pub(super) fn drop_tables(
@@ -278,9 +330,10 @@ impl Session {
                 return Err(vec![gone()]);
             };
             self.require_table_alter(&t, gone())?;
-            self.refuse_own_changes(&t, "DROP TABLE")?;
             self.schema_modification(&t)?;
-            t.db.drop_table(t.entry.object_id)
+            // Inside a transaction the drop waits for its end (storage's ddl.rs).
+            let xact = self.ddl_xact(t.db_id, &t.db);
+            t.db.drop_table(t.entry.object_id, xact)
                 .map_err(|e| table_ddl_error(e, gone()))?;
             self.temporary_dropped(&t.entry.name);
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
@@ -295,29 +348,18 @@ impl Session {
             .find_table(name)?
             .ok_or_else(|| vec![msg(4701, &[&name.joined()])])?;
         self.require_table_alter(&t, msg(1088, &[&name.joined()]))?;
-        self.refuse_own_changes(&t, "TRUNCATE TABLE")?;
+        self.refuse_in_transaction("TRUNCATE TABLE")?;
         self.schema_modification(&t)?;
         t.db.truncate_table(t.entry.object_id)
             .map_err(|e| table_ddl_error(e, msg(4701, &[&name.joined()])))
     }
 
-    /// DDL is not transactional here yet: after dropping or emptying a table its own
-    /// transaction changed, ROLLBACK would undo into pages that changed owner (Msg 226).
-    /// Nothing else can change that while the session runs this statement.
-    fn refuse_own_changes(
-        &self,
-        t: &super::tables::TableRef,
-        statement: &str,
-    ) -> Result<(), Vec<SqlError>> {
-        let Some(own) = self.xacts.get(&t.db_id).copied() else {
-            return Ok(());
-        };
-        if t.db
-            .read()
-            .unwrap()
-            .table_changed_by(t.entry.object_id, own)
-        {
-            return Err(vec![msg(226, &[&statement])]);
+    /// TRUNCATE and ALTER TABLE change the catalog at once, so inside a transaction its
+    /// ROLLBACK could not take them back: refused there (CREATE and DROP TABLE belong to
+    /// the transaction: storage's ddl.rs).
+    fn refuse_in_transaction(&self, statement: &str) -> Result<(), Vec<SqlError>> {
+        if self.trancount > 0 {
+            return Err(vec![not_yet(&format!("{statement} inside a transaction"))]);
         }
         Ok(())
     }
@@ -336,6 +378,7 @@ impl Session {
             .find_table(name)?
             .ok_or_else(|| vec![msg(4902, &[&name.joined()])])?;
         self.require_table_alter(&t, msg(4902, &[&name.joined()]))?;
+        self.refuse_in_transaction("ALTER TABLE")?;
         let v = match value {
             "DISABLE" => LockEscalation::Disable,
             "AUTO" => LockEscalation::Auto,

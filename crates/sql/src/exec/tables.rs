@@ -568,6 +568,16 @@ impl Session {
                 }
             }
         };
+        // A table this session's transaction dropped is gone for it (storage's ddl.rs);
+        // other sessions find it and wait for that transaction's Sch-M lock.
+        let own = self.xacts.get(&db_id).copied();
+        if resolved
+            .entry
+            .pending_ddl
+            .is_some_and(|p| p.dropped && Some(p.xact) == own)
+        {
+            return Ok(None);
+        }
         Ok(Some(TableRef {
             db_id,
             db,

@@ -12,6 +12,9 @@
 //!    and only grows.
 //! 3. A session's temporary tables are dropped when it ends or is reset; a failure to drop
 //!    one goes to the error log, and tempdb is made anew at the next start anyway.
+//! 4. CREATE and DROP TABLE #name inside a transaction are the transaction's (storage's
+//!    ddl.rs): when it ends, the session's names follow tempdb (`temporary_xact_ended`):
+//!    a table its ROLLBACK took back is forgotten, one it brought back is named again.
 //!
 //! Not built: global temporary tables (`##name`, refused with 40517), temporary stored
 //! procedures, and the end of a temporary table at the end of the procedure that made it
@@ -46,6 +49,9 @@ pub struct TempCounter(AtomicU64);
 #[derive(Default)]
 pub(super) struct TempTables {
     stored: HashMap<String, String>,
+    /// `#name`s (lower case, with their stored names) dropped inside the session's open
+    /// transaction: its ROLLBACK brings them back (invariant 4).
+    dropped_in_xact: Vec<(String, String)>,
 }
 
 /// The stored name of `#name` with number `n`.
@@ -98,9 +104,42 @@ impl Session {
         self.temp_tables.stored.insert(name.to_lowercase(), stored);
     }
 
-    /// Forgets a temporary table dropped by its stored name.
+    /// Forgets a temporary table dropped by its stored name; inside a transaction, until
+    /// it ends (invariant 4).
     pub(super) fn temporary_dropped(&mut self, stored: &str) {
-        self.temp_tables.stored.retain(|_, s| s != stored);
+        let in_xact = self.trancount > 0;
+        let t = &mut self.temp_tables;
+        let gone: Vec<(String, String)> = t
+            .stored
+            .iter()
+            .filter(|(_, s)| *s == stored)
+            .map(|(k, s)| (k.clone(), s.clone()))
+            .collect();
+        t.stored.retain(|_, s| s != stored);
+        if in_xact {
+            t.dropped_in_xact.extend(gone);
+        }
+    }
+
+    /// The session's transaction ended (invariant 4): names of tables tempdb no longer
+    /// has go, and a rollback names again the tables it brought back.
+    pub(super) fn temporary_xact_ended(&mut self, committed: bool) {
+        let dropped = std::mem::take(&mut self.temp_tables.dropped_in_xact);
+        let Some(tempdb) = self.engine.instance.database(TEMPDB_ID) else {
+            return;
+        };
+        let db = tempdb.read().unwrap();
+        self.temp_tables
+            .stored
+            .retain(|_, s| db.table("dbo", s).is_some());
+        if committed {
+            return;
+        }
+        for (name, stored) in dropped {
+            if db.table("dbo", &stored).is_some() {
+                self.temp_tables.stored.entry(name).or_insert(stored);
+            }
+        }
     }
 
     /// Drops every temporary table of the session (its end, a connection reset), errors
@@ -113,7 +152,7 @@ impl Session {
         for s in stored {
             let id = tempdb.read().unwrap().table("dbo", &s).map(|t| t.object_id);
             let Some(id) = id else { continue };
-            if let Err(e) = tempdb.drop_table(id) {
+            if let Err(e) = tempdb.drop_table(id, None) {
                 let text = format!("Could not drop temporary table '{s}': {e}");
                 self.engine
                     .instance

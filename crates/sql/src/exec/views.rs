@@ -462,9 +462,7 @@ fn tables(db: &Database) -> Rowset {
         ("lock_escalation_desc", SqlType::NVarChar(60)),
     ]);
     let rows = db
-        .catalog
-        .tables
-        .iter()
+        .live_tables()
         .map(|t| {
             vec![
                 text(&t.name),
@@ -495,7 +493,7 @@ fn columns(db: &Database) -> Rowset {
         ("is_identity", SqlType::Bit),
     ]);
     let mut rows = Vec::new();
-    for t in &db.catalog.tables {
+    for t in db.live_tables() {
         for c in &t.columns {
             rows.push(vec![
                 Value::Int(t.object_id as i32),
@@ -525,9 +523,7 @@ fn indexes(db: &Database) -> Rowset {
         ("data_space_id", SqlType::Int),
     ]);
     let rows = db
-        .catalog
-        .tables
-        .iter()
+        .live_tables()
         .map(|t| {
             // A clustered index (PRIMARY KEY CLUSTERED) is index 1 and named after its
             // constraint; a heap is index 0 without a name.

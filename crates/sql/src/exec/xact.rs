@@ -23,9 +23,10 @@
 //!    access.rs); either way they are one statement in one transaction. This layer never
 //!    holds a database exclusively itself (`exec/structure.rs`).
 //!
-//! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, and DDL
-//! inside a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE
-//! TABLE are immediate). Row locks are the session's `Locker` (locking.rs), released here
+//! CREATE and DROP TABLE inside a transaction belong to it (`ddl_xact`; storage's ddl.rs):
+//! its ROLLBACK takes them back. TRUNCATE and ALTER TABLE are refused there (table_ddl.rs).
+//!
+//! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT. Row locks are the session's `Locker` (locking.rs), released here
 //! when the transaction ends.
 
 use std::sync::Arc;
@@ -121,6 +122,7 @@ impl Session {
             }
         }
         self.publish_xacts();
+        self.temporary_xact_ended(true);
         // After every commit is durable (locking.rs invariant 2).
         self.release_locks();
         if failures.is_empty() {
@@ -168,6 +170,7 @@ impl Session {
             }
         }
         self.publish_xacts();
+        self.temporary_xact_ended(false);
         // After the undo (locking.rs invariant 2).
         self.release_locks();
         failed
@@ -223,6 +226,34 @@ impl Session {
         }
     }
 
+    /// The storage transaction a statement writes to database `db_id` in, and the savepoint
+    /// its failure rolls back to: the session's (invariant 1), begun if need be, or a new
+    /// one of its own in autocommit.
+    fn xact_for_write(&mut self, db_id: u16, db: &SharedDatabase) -> (u64, usize) {
+        let open = self
+            .xacts
+            .get(&db_id)
+            .copied()
+            .filter(|_| self.trancount > 0);
+        let (x, savepoint) = db.begin(open);
+        if let Some(marks) = &mut self.statement_marks {
+            if !marks.iter().any(|&(d, ..)| d == db_id) {
+                marks.push((db_id, x, savepoint));
+            }
+        }
+        if self.trancount > 0 && self.xacts.insert(db_id, x).is_none() {
+            self.publish_xacts();
+        }
+        (x, savepoint)
+    }
+
+    /// The transaction CREATE or DROP TABLE in database `db_id` belongs to: the session's
+    /// inside a transaction (its ROLLBACK takes the change back: storage's ddl.rs), none
+    /// in autocommit, where the change is made at once.
+    pub(super) fn ddl_xact(&mut self, db_id: u16, db: &SharedDatabase) -> Option<u64> {
+        (self.trancount > 0).then(|| self.xact_for_write(db_id, db).0)
+    }
+
     /// Runs one statement's writes to database `db_id` inside the session's transaction
     /// (invariants 1 to 4): `step` gets the database and the transaction to write in, and
     /// runs as storage's `SharedDatabase::run` says (access.rs): sharing the database, and holding
@@ -250,21 +281,8 @@ impl Session {
         step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
         mut wait: impl FnMut() -> Result<bool, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
-        let open = self
-            .xacts
-            .get(&db_id)
-            .copied()
-            .filter(|_| self.trancount > 0);
-        let (x, savepoint) = db.begin(open);
-        if let Some(marks) = &mut self.statement_marks {
-            if !marks.iter().any(|&(d, ..)| d == db_id) {
-                marks.push((db_id, x, savepoint));
-            }
-        }
+        let (x, savepoint) = self.xact_for_write(db_id, db);
         let autocommit = self.trancount == 0;
-        if !autocommit && self.xacts.insert(db_id, x).is_none() {
-            self.publish_xacts();
-        }
         let name = db.read().unwrap().name.clone();
         let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &name);
         let mut step = step;

@@ -45,6 +45,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         columns,
         identity_last: Default::default(),
         lock_escalation: Default::default(),
+        pending_ddl: None,
     }
 }
 

@@ -113,6 +113,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         columns: vec![col(1, "k", 56, 4), col(2, "v", 165, 8000)],
         identity_last: Default::default(),
         lock_escalation: Default::default(),
+        pending_ddl: None,
     }
 }
 
