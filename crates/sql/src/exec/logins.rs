@@ -86,6 +86,7 @@ impl Session {
         from_windows: bool,
         options: &[WithOption],
     ) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("CREATE LOGIN")?;
         if !self.has_server_permission("ALTER ANY LOGIN") {
             return Err(vec![msg(15247, &[])]);
         }
@@ -114,6 +115,7 @@ impl Session {
         enable: Option<bool>,
         options: &[WithOption],
     ) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("ALTER LOGIN")?;
         let o = self.login_options(options)?;
         let own = self.login_name().eq_ignore_ascii_case(name);
         let logins = &self.engine.instance.logins;
@@ -146,6 +148,7 @@ impl Session {
     }
 
     pub(super) fn drop_login(&mut self, name: &str) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("DROP LOGIN")?;
         if !self.has_server_permission("ALTER ANY LOGIN") {
             return Err(vec![msg(15151, &[&"drop", &"login", &name])]);
         }

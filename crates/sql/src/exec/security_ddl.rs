@@ -29,6 +29,7 @@ impl Session {
         add: bool,
         member: &str,
     ) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("ALTER SERVER ROLE")?;
         let role = role.to_ascii_lowercase();
         if !SERVER_ROLES.contains(&role.as_str()) || role == "public" {
             return Err(vec![msg(15151, &[&"alter", &"server role", &role])]);
@@ -51,6 +52,7 @@ impl Session {
     /// CREATE USER name FOR LOGIN login: ALTER ANY USER (db_owner, db_accessadmin); the
     /// user gets CONNECT, as SQL Server grants it.
     pub(super) fn create_user(&mut self, name: &str, login: &str) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("CREATE USER")?;
         let (db_id, db) = self.current_database()?;
         let sid = self
             .engine
@@ -77,6 +79,7 @@ impl Session {
 
     /// DROP USER: its memberships and permissions go with it.
     pub(super) fn drop_user(&mut self, name: &str, if_exists: bool) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("DROP USER")?;
         let (db_id, db) = self.current_database()?;
         let check = |g: &Database| {
             self.require_db_manage(db_id, g, "ALTER ANY USER")?;
@@ -106,6 +109,7 @@ impl Session {
         add: bool,
         member: &str,
     ) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("ALTER ROLE")?;
         let (db_id, db) = self.current_database()?;
         let Some(role_id) = principals::fixed_role(role) else {
             return Err(vec![msg(15151, &[&"alter", &"role", &role])]);
@@ -134,6 +138,7 @@ impl Session {
         &mut self,
         p: &PermissionStatement,
     ) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("GRANT, DENY and REVOKE")?;
         let server = match &p.on {
             Securable::Server => true,
             Securable::Default => p

@@ -354,10 +354,11 @@ impl Session {
             .map_err(|e| table_ddl_error(e, msg(4701, &[&name.joined()])))
     }
 
-    /// TRUNCATE and ALTER TABLE change the catalog at once, so inside a transaction its
-    /// ROLLBACK could not take them back: refused there (CREATE and DROP TABLE belong to
-    /// the transaction: storage's ddl.rs).
-    fn refuse_in_transaction(&self, statement: &str) -> Result<(), Vec<SqlError>> {
+    /// TRUNCATE, ALTER TABLE and the security statements (logins, users, roles,
+    /// permissions) change the catalog at once, so inside a transaction its ROLLBACK could
+    /// not take them back: refused there (CREATE and DROP TABLE belong to the transaction:
+    /// storage's ddl.rs).
+    pub(super) fn refuse_in_transaction(&self, statement: &str) -> Result<(), Vec<SqlError>> {
         if self.trancount > 0 {
             return Err(vec![not_yet(&format!("{statement} inside a transaction"))]);
         }
