@@ -150,6 +150,7 @@ static CATALOGUE: &[Entry] = &[
     e(208, 16, 1, "Invalid object name '%.*ls'."),
     e(209, 16, 1, "Ambiguous column name '%.*ls'."),
     e(213, 16, 1, "Column name or number of supplied values does not match table definition."),
+    e(8164, 16, 1, "An INSERT EXEC statement cannot be nested."),
     e(120, 15, 1, "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns."),
     e(121, 15, 1, "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns."),
     e(8154, 16, 1, "The table '%.*ls' is ambiguous."),

@@ -20,7 +20,8 @@
 //! UPDATE ... FROM and DELETE ... FROM find their rows in `dml_from.rs` and write them
 //! through the same write phases (`write_updates`, `write_deletes`).
 //!
-//! Deliberately not here yet: INSERT ... EXEC.
+//! INSERT ... EXEC captures the EXEC's result sets into a spool first (`exec_rows`), then
+//! inserts them as INSERT ... SELECT does; the EXEC may only read.
 
 use std::path::PathBuf;
 
@@ -286,8 +287,8 @@ impl Session {
         let default_values = matches!(ins.source, InsertSource::DefaultValues);
         let targets = self.insert_targets(&ins.columns, default_values, &t)?;
         let plan = self.output_plan(ins.output.as_ref(), &t, Changed::Inserted)?;
-        self.dml_with_output(plan, out, |s, output, _| {
-            s.insert_values(ins, &t, &targets, output)
+        self.dml_with_output(plan, out, |s, output, out| {
+            s.insert_values(ins, &t, &targets, output, out)
         })
     }
 
@@ -299,11 +300,19 @@ impl Session {
         t: &TableRef,
         targets: &[usize],
         output: Option<&mut SortSpill>,
+        out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
         let (rows, more, count) = match &ins.source {
             InsertSource::Query(q) => {
                 let (spool, count) = self.spooled_insert_rows(ins, q, t, targets, identity)?;
+                (Vec::new(), Some(spool), count)
+            }
+            InsertSource::Execute(e) => {
+                let source = self.exec_rows(e, targets.len(), out)?;
+                let n = self.top_count(&ins.top, source.rows)?;
+                let source = source.spool.finish().map_err(|e| vec![e])?;
+                let (spool, count) = self.converted_rows(source, n, t, targets, identity)?;
                 (Vec::new(), Some(spool), count)
             }
             _ => {
@@ -438,7 +447,21 @@ impl Session {
         }
         let n = self.top_count(&ins.top, capture.rows)?;
         let source = capture.spool.finish().map_err(one)?;
-        let mut spool = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
+        self.converted_rows(source, n, t, targets, identity)
+    }
+
+    /// The first `n` rows of `source`, each converted to a row of `t` (defaults, NOT NULL),
+    /// into a spool the write phase reads a window at a time; and how many.
+    fn converted_rows(
+        &mut self,
+        source: SortedRows,
+        n: usize,
+        t: &TableRef,
+        targets: &[usize],
+        identity: Option<usize>,
+    ) -> Result<(SortedRows, u64), Vec<SqlError>> {
+        let one = |e| vec![e];
+        let mut spool = SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES);
         let mut count = 0u64;
         for r in source.take(n) {
             let src = r.map_err(one)?.into_iter().map(Some).collect();
@@ -447,6 +470,51 @@ impl Session {
             count += 1;
         }
         Ok((spool.finish().map_err(one)?, count))
+    }
+
+    /// INSERT ... EXEC's source: the EXEC run with its result sets captured into a spool
+    /// (each must have `width` columns, else 213), its messages and row counts passed on to
+    /// `out`, and its errors made the INSERT's (which then inserts nothing). It may only read (`reads_only` in mod.rs):
+    /// its rows are inserted after it ended, so a change it made could not go with the
+    /// INSERT's failure. Nested, 8164.
+    fn exec_rows(
+        &mut self,
+        e: &crate::ast::Execute,
+        width: usize,
+        out: &mut Out,
+    ) -> Result<Capture, Vec<SqlError>> {
+        if self.in_insert_exec {
+            return Err(vec![msg(8164, &[])]);
+        }
+        let mut capture = Capture {
+            spool: SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES),
+            width: None,
+            rows: 0,
+            failed: None,
+        };
+        let mut sink = ExecCapture {
+            capture: &mut capture,
+            width,
+            passed: Vec::new(),
+            errors: Vec::new(),
+        };
+        self.in_insert_exec = true;
+        let ran = self.execute_proc(e, &mut Out::new(&mut sink));
+        self.in_insert_exec = false;
+        let (passed, errors) = (
+            std::mem::take(&mut sink.passed),
+            std::mem::take(&mut sink.errors),
+        );
+        passed.into_iter().for_each(|o| out.push(o));
+        ran?;
+        // An error inside the EXEC fails the INSERT: none of its rows go in.
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        match capture.failed.take() {
+            Some(e) => Err(vec![e]),
+            None => Ok(capture),
+        }
     }
 
     /// One row to insert: given values converted, defaults filled, NOT NULL checked.
@@ -888,6 +956,45 @@ impl super::OutputSink for Capture {
             _ => {}
         }
         self.failed.is_none()
+    }
+}
+
+/// INSERT ... EXEC's sink: result sets into the capture, each of the target's width (213
+/// and the EXEC stops otherwise); the rest kept to pass on once the EXEC ends.
+struct ExecCapture<'a> {
+    capture: &'a mut Capture,
+    width: usize,
+    passed: Vec<super::Output>,
+    /// The EXEC's errors: the INSERT's own, which then inserts nothing.
+    errors: Vec<SqlError>,
+}
+
+impl super::OutputSink for ExecCapture<'_> {
+    fn emit(&mut self, o: super::Output) -> bool {
+        let columns = match &o {
+            super::Output::Columns(c) => Some(c.len()),
+            super::Output::Rows { columns, .. } => Some(columns.len()),
+            _ => None,
+        };
+        match columns {
+            Some(n) if n != self.width => {
+                self.capture.failed.get_or_insert(msg(213, &[]));
+                return false;
+            }
+            Some(_) => {}
+            None if matches!(o, super::Output::Row(_)) => {}
+            None if matches!(o, super::Output::Error(_)) => {
+                if let super::Output::Error(e) = o {
+                    self.errors.push(e);
+                }
+                return true;
+            }
+            None => {
+                self.passed.push(o);
+                return true;
+            }
+        }
+        self.capture.emit(o)
     }
 }
 

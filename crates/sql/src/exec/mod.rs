@@ -115,6 +115,25 @@ pub enum StatementCommand {
     Other,
 }
 
+/// Whether a statement only reads, as the EXEC of INSERT ... EXEC may (dml.rs): queries
+/// without INTO, EXEC, DBCC, and what runs no statement of its own (control flow,
+/// variables, SET options, PRINT); not transaction statements.
+fn reads_only(kind: &StatementKind) -> bool {
+    use StatementKind as K;
+    match kind {
+        K::Select(q) => !matches!(&q.body, crate::ast::QueryBody::Select(s) if s.into.is_some()),
+        K::BeginTransaction { .. }
+        | K::Commit { .. }
+        | K::Rollback { .. }
+        | K::SaveTransaction { .. } => false,
+        K::Insert(i) => matches!(i.source, crate::ast::InsertSource::Execute(_)),
+        other => matches!(
+            StatementCommand::of(other),
+            None | Some(StatementCommand::Execute | StatementCommand::Dbcc)
+        ),
+    }
+}
+
 impl StatementCommand {
     /// The command of a statement that gets a DONE of its own, None for control flow,
     /// variables, SET options, USE, PRINT and transaction statements (the batch's final
@@ -312,6 +331,7 @@ impl Engine {
             trancount: 0,
             xacts: BTreeMap::new(),
             statement_marks: None,
+            in_insert_exec: false,
             identity_insert: None,
             last_identity: None,
             descriptor: 0,
@@ -374,6 +394,9 @@ pub struct Session {
     /// database's storage transaction stood when the statement first wrote there
     /// (database id, transaction, savepoint).
     statement_marks: Option<Vec<(u16, u64, usize)>>,
+    /// While INSERT ... EXEC runs its EXEC (dml.rs): statements that change anything are
+    /// refused, and another INSERT ... EXEC is 8164.
+    in_insert_exec: bool,
     /// SET IDENTITY_INSERT ... ON: (database id, object id) of the one table it is on for.
     identity_insert: Option<(u16, u32)>,
     /// SCOPE_IDENTITY() and @@IDENTITY: the last identity value this session inserted.
@@ -701,6 +724,11 @@ impl Session {
         if self.implicit_transactions && self.trancount == 0 && starts_implicit_transaction(&s.kind)
         {
             self.begin_transaction(out);
+        }
+        if self.in_insert_exec && !reads_only(&s.kind) {
+            return Err(vec![lower::not_yet(
+                "a statement that changes data, definitions or the transaction inside INSERT ... EXEC",
+            )]);
         }
         match &s.kind {
             K::Block(body) => return Ok(self.run_block(body, out)),
