@@ -142,6 +142,22 @@ fn rollback_leaves_table_variables_and_failed_statements_leave_nothing() {
         ]
     );
     assert_eq!(table(&mut c, "SELECT @@TRANCOUNT"), strs(&["0"]));
+    // Messages name a table variable by its @name, as SQL Server's do.
+    let r = c
+        .batch(
+            "DECLARE @t TABLE (k int PRIMARY KEY, v int NOT NULL);
+             INSERT @t VALUES (1, 1), (1, 2); INSERT @t (k) VALUES (2)",
+        )
+        .unwrap();
+    let texts: Vec<&str> = r.errors().map(|e| e.text.as_str()).collect();
+    assert_eq!(texts.len(), 2, "{texts:?}");
+    assert!(
+        texts[0].ends_with(
+            "Cannot insert duplicate key in object 'dbo.@t'. The duplicate key value is (1)."
+        ),
+        "{texts:?}"
+    );
+    assert_eq!(texts[1], "Cannot insert the value NULL into column 'v', table '@t'; column does not allow nulls. INSERT fails.");
 }
 
 /// Proves a table variable's scope and names: listed in tempdb.sys.tables as `#` and 8

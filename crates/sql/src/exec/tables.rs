@@ -33,6 +33,9 @@ pub(super) struct TableRef {
     pub types: Arc<[SqlType]>,
     /// What the statement's reads of the table cost so far (SET STATISTICS IO).
     pub io: Cell<TableIo>,
+    /// A table variable's `@name`, as SQL Server's messages name it (`dbo.@t` in 2627,
+    /// `@t` in 515) instead of its stored name.
+    pub variable: Option<Arc<str>>,
 }
 
 /// A statement's reads of one table, as SET STATISTICS IO reports them.
@@ -64,12 +67,16 @@ impl TableRef {
 
     /// `dbo.name`, as messages name the table.
     pub fn two_part(&self) -> String {
-        format!("{}.{}", self.entry.schema_name, self.entry.name)
+        let name = self.variable.as_deref().unwrap_or(&self.entry.name);
+        format!("{}.{name}", self.entry.schema_name)
     }
 
-    /// `db.dbo.name`, as Msg 515 names the table.
+    /// `db.dbo.name`, as Msg 515 names the table (a table variable by its `@name` alone).
     pub fn three_part(&self) -> String {
-        format!("{}.{}", self.db_name, self.two_part())
+        match &self.variable {
+            Some(v) => v.to_string(),
+            None => format!("{}.{}", self.db_name, self.two_part()),
+        }
     }
 
     /// Columns of the clustered key (0 for a heap).
@@ -549,6 +556,8 @@ impl Session {
         // A #name or @name is the session's table in tempdb (temp_tables.rs invariant 1,
         // table_variables.rs invariant 1).
         let temporary = self.tempdb_target(name);
+        let variable = super::table_variables::is_table_variable_name(name)
+            .then(|| Arc::<str>::from(name.name()));
         let name = temporary.as_ref().unwrap_or(name);
         let (db_id, db) = self.object_database(name)?;
         let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
@@ -580,6 +589,7 @@ impl Session {
             entry: resolved.entry,
             types: resolved.types,
             io: Cell::new(TableIo::default()),
+            variable,
         }))
     }
 
