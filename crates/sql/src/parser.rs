@@ -1434,6 +1434,9 @@ pub fn parse_parameter_definitions(text: &str) -> Result<Vec<ParameterDefinition
     let mut ordinal = 0;
     let defs = parser.comma_list(|p| {
         ordinal += 1;
+        if p.table_valued_parameter() {
+            return Err(p.not_built("table-valued parameters (READONLY)"));
+        }
         let (name, data_type) = p.variable_and_type(ordinal)?;
         let output = p.eat_word("OUTPUT") || p.eat_word("OUT");
         Ok(ParameterDefinition {
@@ -1459,6 +1462,22 @@ impl Parser {
         let name = self.next()?.text;
         self.eat_word("AS");
         Ok((name, self.data_type(ordinal, false)?))
+    }
+
+    /// Whether the parameter definition that starts here is a table-valued one: READONLY
+    /// before the next comma outside parentheses.
+    fn table_valued_parameter(&self) -> bool {
+        let mut depth = 0usize;
+        for t in &self.tokens[self.pos..] {
+            match t.text.as_str() {
+                "(" if t.kind == TokenKind::Symbol => depth += 1,
+                ")" if t.kind == TokenKind::Symbol => depth = depth.saturating_sub(1),
+                "," if t.kind == TokenKind::Symbol && depth == 0 => return false,
+                _ if t.is_word("READONLY") => return true,
+                _ => {}
+            }
+        }
+        false
     }
 
     fn declare(&mut self) -> PResult<StatementKind> {

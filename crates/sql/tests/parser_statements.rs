@@ -1395,6 +1395,14 @@ fn table_variables_parse() {
         let e = parse_batch(sql).unwrap_err();
         assert_eq!(e.number, 40517, "{sql}: {e}");
     }
+    let e = extentdb_sql::parser::parse_parameter_definitions("@a int, @p dbo.Keys READONLY")
+        .unwrap_err();
+    assert_eq!(e.number, 40517, "{e}");
+    assert_eq!(
+        extentdb_sql::parser::parse_parameter_definitions("@a decimal(10, 2), @b int OUTPUT")
+            .map(|d| d.len()),
+        Ok(2)
+    );
     // A table variable is no qualifier: SQL Server's 137, the batch not run.
     let e = parse_batch("SELECT @t.k FROM @t").unwrap_err();
     assert_eq!((e.number, e.severity, e.state), (137, 15, 2), "{e}");

@@ -22,8 +22,12 @@
 //! 4. A table variable takes no lock (`RowLocking` of a private plan, locking.rs): no
 //!    other session can reach it, so none waits for it, and its statements wait for none.
 //!
-//! Not built (refused, 40517): an inline INDEX in the declaration, user-defined table
-//! types (CREATE TYPE), table-valued parameters.
+//! Not built (refused by the parser, 40517): an inline INDEX in the declaration,
+//! user-defined table types (CREATE TYPE; `DECLARE @t dbo.T` is then SQL Server's 2715
+//! for a type that does not exist), table-valued parameters (`@p T READONLY` in
+//! sp_executesql's definitions). A table variable is not passed to an inner batch
+//! (EXEC ('...') has its own: 1087 there), and a TVP value on the wire (TDS type 0xF3)
+//! is a type the TDS decoder does not know, which ends the request's connection.
 
 use std::collections::HashMap;
 
