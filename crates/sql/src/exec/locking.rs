@@ -39,6 +39,8 @@
 //!    held, and the range is read again from before it: the row is back (rolled back) or
 //!    still a ghost whose lock is now free (committed), skipped. Under READ COMMITTED the
 //!    lock goes at once, as a row's does once read.
+//! 7. A table variable is locked by nobody (`LockPlan::PRIVATE`): only its session's
+//!    batch can name it (table_variables.rs invariant 4).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -23,6 +23,10 @@
 //!    access.rs); either way they are one statement in one transaction. This layer never
 //!    holds a database exclusively itself (`exec/structure.rs`).
 //!
+//! 5. A table variable's writes are in none of these transactions: each statement's are
+//!    a tempdb transaction of their own (`write_table_variable`), ended with the
+//!    statement (table_variables.rs invariant 3), so ROLLBACK leaves them.
+//!
 //! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT, and DDL
 //! inside a transaction being rolled back (the catalog changes of CREATE/DROP/TRUNCATE
 //! TABLE are immediate). Row locks are the session's `Locker` (locking.rs), released here
