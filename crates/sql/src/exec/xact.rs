@@ -22,7 +22,6 @@
 //!    exclusively only while a change of its structure is made for a row (storage's
 //!    access.rs); either way they are one statement in one transaction. This layer never
 //!    holds a database exclusively itself (`exec/structure.rs`).
-//!
 //! 5. A table variable's writes are in none of these transactions: each statement's are
 //!    a tempdb transaction of their own (`write_table_variable`), ended with the
 //!    statement (table_variables.rs invariant 3), so ROLLBACK leaves them.
