@@ -195,8 +195,8 @@ fn failing_statement_with_output() {
 /// What OUTPUT refuses, with SQL Server's numbers, each changing nothing: `deleted` in an
 /// INSERT and `inserted` in a DELETE (4104), a bare column name (207), an unknown column
 /// (207), `*` alone (102), INTO with the wrong count of values (213, 121, 120), INTO an
-/// unknown table (208); and what is not built (40517): `$action`, INTO a table variable,
-/// a subquery.
+/// unknown table (208), INTO an undeclared table variable (1087); and what is not built
+/// (40517): `$action`, a subquery.
 #[test]
 fn output_refusals() {
     let (_s, mut c) = setup("refuse");
@@ -219,7 +219,11 @@ fn output_refusals() {
         ("DELETE t OUTPUT deleted.id, 1, 2 INTO two", 213),
         ("DELETE t OUTPUT deleted.id INTO nosuch", 208),
         ("INSERT INTO t OUTPUT $action VALUES (2, 2)", 40517),
-        ("DELETE t OUTPUT deleted.id INTO @t", 40517),
+        ("DELETE t OUTPUT deleted.id INTO @t", 1087),
+        (
+            "DECLARE @t TABLE (a int, b int); DELETE t OUTPUT deleted.id INTO @t",
+            213,
+        ),
         ("DELETE t OUTPUT (SELECT 1)", 40517),
         ("DELETE t OUTPUT COUNT(*)", 40517),
     ];

@@ -95,7 +95,7 @@ fn rollback_takes_back_create_drop_and_select_into() {
 
 /// #temp tables follow their transaction too: a rolled-back CREATE TABLE #t is gone (the
 /// name free again), a rolled-back DROP TABLE #t brings it back under its name, and
-/// tempdb keeps no orphan.
+/// tempdb keeps no orphan. A table variable declared inside a transaction outlives it.
 #[test]
 fn temporary_tables_follow_the_transaction() {
     let s = Server::start("xddl-temp", &[]);
@@ -117,6 +117,15 @@ fn temporary_tables_follow_the_transaction() {
         "BEGIN TRAN; DROP TABLE #t; CREATE TABLE #t (y INT); INSERT INTO #t VALUES (6); COMMIT",
     );
     assert_eq!(value(&mut a, "SELECT y FROM #t"), 6);
+    // A table variable declared inside a transaction is no DDL of it: ROLLBACK leaves it.
+    assert_eq!(
+        value(
+            &mut a,
+            "BEGIN TRAN; DECLARE @v TABLE (x INT); INSERT INTO @v VALUES (1); ROLLBACK; \
+             SELECT COUNT(*) FROM @v"
+        ),
+        1
+    );
     assert_eq!(
         value(&mut a, "SELECT COUNT(*) FROM tempdb.sys.tables"),
         before + 1

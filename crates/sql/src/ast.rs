@@ -36,7 +36,7 @@ pub enum StatementKind {
     Dbcc(Dbcc),
     Execute(Execute),
     Select(Box<Query>),
-    Declare(Vec<VariableDeclaration>),
+    Declare(Vec<Declaration>),
     /// `SET @v = expr`, `SET @v += expr`, ...
     SetVariable {
         name: String,
@@ -439,6 +439,25 @@ pub struct ExecArg {
 
 // ----------------------------------------------------------------------------------------
 // Variables and types.
+
+/// One declaration of a DECLARE: a scalar variable or a table variable.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declaration {
+    Scalar(VariableDeclaration),
+    /// `@name [AS] TABLE (columns, constraints)`: its definition as CREATE TABLE's,
+    /// named `@name`, without a filegroup.
+    Table(CreateTable),
+}
+
+impl Declaration {
+    /// The variable's name, with its `@`.
+    pub fn name(&self) -> &str {
+        match self {
+            Declaration::Scalar(v) => &v.name,
+            Declaration::Table(t) => t.name.name(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct VariableDeclaration {

@@ -136,6 +136,7 @@ static CATALOGUE: &[Entry] = &[
     e(113, 15, 1, "Missing end comment mark '*/'."),
     e(134, 15, 1, "The variable name '%.*ls' has already been declared. Variable names must be unique within a query batch or stored procedure."),
     e(137, 15, 2, "Must declare the scalar variable \"%.*ls\"."),
+    e(1087, 15, 2, "Must declare the table variable \"%.*ls\"."),
     e(148, 15, 1, "Incorrect time syntax in time string '%.*ls' used with WAITFOR."), // unverified
     e(155, 15, 1, "'%.*ls' is not a recognized %ls option."),
     e(156, 15, 1, "Incorrect syntax near the keyword '%.*ls'."),

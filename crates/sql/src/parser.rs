@@ -8,8 +8,9 @@
 //!
 //! Deliberately not done here: name resolution, type checking of expressions, constant
 //! folding, and statements outside the supported set (CREATE PROCEDURE/VIEW/FUNCTION,
-//! MERGE, cursors, table variables, CTEs before INSERT/UPDATE/DELETE);
-//! those are syntax errors for now. Nesting is bounded (Msg 191) by tree depth and by
+//! MERGE, cursors, CTEs before INSERT/UPDATE/DELETE);
+//! those are syntax errors for now. A table variable (`@name`) stands as a one-part table
+//! name where SQL Server allows one: FROM, and the target of INSERT, UPDATE, DELETE. Nesting is bounded (Msg 191) by tree depth and by
 //! measured stack use, so no input can exhaust the stack.
 
 mod security;
@@ -839,6 +840,7 @@ impl Parser {
                 Ok(StatementKind::CreateIndex(self.create_index()?))
             }
             "LOGIN" => self.create_login(),
+            "TYPE" => Err(self.not_built("CREATE TYPE (user-defined data types and table types)")),
             "USER" => {
                 self.pos += 1;
                 self.create_user()
@@ -1432,6 +1434,9 @@ pub fn parse_parameter_definitions(text: &str) -> Result<Vec<ParameterDefinition
     let mut ordinal = 0;
     let defs = parser.comma_list(|p| {
         ordinal += 1;
+        if p.table_valued_parameter() {
+            return Err(p.not_built("table-valued parameters (READONLY)"));
+        }
         let (name, data_type) = p.variable_and_type(ordinal)?;
         let output = p.eat_word("OUTPUT") || p.eat_word("OUT");
         Ok(ParameterDefinition {
@@ -1459,24 +1464,71 @@ impl Parser {
         Ok((name, self.data_type(ordinal, false)?))
     }
 
+    /// Whether the parameter definition that starts here is a table-valued one: READONLY
+    /// before the next comma outside parentheses.
+    fn table_valued_parameter(&self) -> bool {
+        let mut depth = 0usize;
+        for t in &self.tokens[self.pos..] {
+            match t.text.as_str() {
+                "(" if t.kind == TokenKind::Symbol => depth += 1,
+                ")" if t.kind == TokenKind::Symbol => depth = depth.saturating_sub(1),
+                "," if t.kind == TokenKind::Symbol && depth == 0 => return false,
+                _ if t.is_word("READONLY") => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
     fn declare(&mut self) -> PResult<StatementKind> {
         self.pos += 1;
         let mut ordinal = 0;
         let declarations = self.comma_list(|p| {
             ordinal += 1;
+            let table = p.check_kind(&TokenKind::Variable)
+                && (p.check_word_at(1, "TABLE")
+                    || p.check_word_at(1, "AS") && p.check_word_at(2, "TABLE"));
+            if table {
+                return p.table_variable().map(Declaration::Table);
+            }
             let (name, data_type) = p.variable_and_type(ordinal)?;
             let initial = if p.eat_symbol("=") {
                 Some(p.expr()?)
             } else {
                 None
             };
-            Ok(VariableDeclaration {
+            Ok(Declaration::Scalar(VariableDeclaration {
                 name,
                 data_type,
                 initial,
-            })
+            }))
         })?;
         Ok(StatementKind::Declare(declarations))
+    }
+
+    /// `@name [AS] TABLE (definitions)`, a table variable's declaration. An inline INDEX
+    /// is refused (40517) until it is built.
+    fn table_variable(&mut self) -> PResult<CreateTable> {
+        let name = self.next()?.text;
+        self.eat_word("AS");
+        self.expect_word("TABLE")?;
+        let mut table = CreateTable {
+            name: ObjectName::simple(&name),
+            columns: Vec::new(),
+            constraints: Vec::new(),
+            filegroup: None,
+        };
+        self.table_definitions(&mut table, true)?;
+        Ok(table)
+    }
+
+    /// A table's name where a table variable may stand instead (`@name`, kept as a
+    /// one-part name): the target of INSERT, UPDATE and DELETE, a FROM clause's table.
+    fn table_or_variable(&mut self) -> PResult<ObjectName> {
+        if self.check_kind(&TokenKind::Variable) {
+            return Ok(ObjectName::simple(&self.next()?.text));
+        }
+        self.object_name()
     }
 
     fn assign_op(&mut self) -> Option<AssignOp> {
@@ -2198,6 +2250,12 @@ impl Parser {
         if self.check_symbol("(") {
             return self.nested(|p| p.parenthesized_table_source());
         }
+        if self.check_kind(&TokenKind::Variable) {
+            let name = self.table_or_variable()?;
+            let alias = self.table_alias()?;
+            let hints = self.table_hints()?;
+            return Ok(TableSource::Table { name, alias, hints });
+        }
         let name = self.object_name()?;
         let old_style_hints = self.check_symbol("(")
             && self
@@ -2469,6 +2527,17 @@ impl Parser {
             }
             TokenKind::Variable => {
                 self.pos += 1;
+                if self.check_symbol(".") {
+                    // `@t.col`: a table variable is no qualifier; SQL Server's compiler
+                    // takes `@t` for a scalar and fails the batch with 137.
+                    return Err(ParseError::new(
+                        137,
+                        15,
+                        2,
+                        format!("Must declare the scalar variable \"{}\".", token.text),
+                        self.line(),
+                    ));
+                }
                 Ok(Expr::Variable(token.text))
             }
             TokenKind::GlobalVariable => {
@@ -2788,11 +2857,27 @@ impl Parser {
             constraints: Vec::new(),
             filegroup: None,
         };
+        self.table_definitions(&mut table, false)?;
+        if self.eat_word("ON") {
+            table.filegroup = Some(self.filegroup_name()?);
+        }
+        if self.eat_word("TEXTIMAGE_ON") {
+            self.filegroup_name()?;
+        }
+        Ok(table)
+    }
+
+    /// `(column or constraint, ...)` of CREATE TABLE or a table variable's declaration
+    /// (`variable`: an inline INDEX there is refused, 40517, until it is built).
+    fn table_definitions(&mut self, table: &mut CreateTable, variable: bool) -> PResult<()> {
         self.expect_symbol("(")?;
         loop {
             let starts_constraint = ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK"]
                 .iter()
                 .any(|w| self.check_word(w));
+            if variable && self.check_word("INDEX") {
+                return Err(self.not_built("INDEX in a table variable's definition"));
+            }
             if starts_constraint {
                 table.constraints.push(self.table_constraint()?);
             } else {
@@ -2807,14 +2892,7 @@ impl Parser {
                 break;
             }
         }
-        self.expect_symbol(")")?;
-        if self.eat_word("ON") {
-            table.filegroup = Some(self.filegroup_name()?);
-        }
-        if self.eat_word("TEXTIMAGE_ON") {
-            self.filegroup_name()?;
-        }
-        Ok(table)
+        self.expect_symbol(")")
     }
 
     /// A filegroup name; `PRIMARY` is a keyword but names the primary filegroup.
@@ -3043,7 +3121,7 @@ impl Parser {
         self.pos += 1;
         let top = self.dml_top()?;
         self.eat_word("INTO");
-        let table = self.object_name()?;
+        let table = self.table_or_variable()?;
         let hints = self.table_hints()?;
         let mut columns = Vec::new();
         if self.check_symbol("(") && !self.check_word_at(1, "SELECT") {
@@ -3082,7 +3160,7 @@ impl Parser {
     fn update(&mut self) -> PResult<Update> {
         self.pos += 1;
         let top = self.dml_top()?;
-        let table = self.object_name()?;
+        let table = self.table_or_variable()?;
         let hints = self.table_hints()?;
         self.expect_word("SET")?;
         let assignments = self.comma_list(|p| p.assignment())?;
@@ -3165,7 +3243,7 @@ impl Parser {
         self.pos += 1;
         let top = self.dml_top()?;
         self.eat_word("FROM");
-        let table = self.object_name()?;
+        let table = self.table_or_variable()?;
         let hints = self.table_hints()?;
         let output = self.output_clause()?;
         let from = if self.eat_word("FROM") {

@@ -774,6 +774,13 @@ fn declare_types() {
     ) else {
         panic!()
     };
+    let d: Vec<&VariableDeclaration> = d
+        .iter()
+        .map(|v| match v {
+            Declaration::Scalar(v) => v,
+            Declaration::Table(_) => panic!("no table variable here"),
+        })
+        .collect();
     let types: Vec<SqlType> = d.iter().map(|v| v.data_type.sql_type).collect();
     assert_eq!(
         types,
@@ -1332,4 +1339,71 @@ fn common_table_expressions() {
     assert_eq!(q.ctes[0].columns, ["x"]);
     assert_eq!(q.ctes[1].name, "b");
     assert_eq!(q.order_by.len(), 1);
+}
+
+/// Proves DECLARE mixes scalar and table variables, that a table variable's definition is
+/// CREATE TABLE's (columns, inline and table PRIMARY KEY), that `@t` stands as a table in
+/// FROM (with an alias), INSERT, UPDATE and DELETE, and that an inline INDEX and CREATE
+/// TYPE are refused as not built (40517), not read as something else.
+#[test]
+fn table_variables_parse() {
+    let StatementKind::Declare(d) = one(
+        "DECLARE @a int = 1, @t TABLE (k int PRIMARY KEY, v varchar(10) NOT NULL DEFAULT 'x', \
+         id int IDENTITY(5, 1)), @u AS TABLE (a int, b int, PRIMARY KEY (a, b)), @b int",
+    ) else {
+        panic!()
+    };
+    let names: Vec<&str> = d.iter().map(|x| x.name()).collect();
+    assert_eq!(names, ["@a", "@t", "@u", "@b"]);
+    let Declaration::Table(t) = &d[1] else {
+        panic!("{:?}", d[1])
+    };
+    assert_eq!(t.columns.len(), 3);
+    assert!(t.columns[0].key.as_ref().is_some_and(|k| k.primary));
+    assert!(t.columns[2].identity.is_some());
+    let Declaration::Table(u) = &d[2] else {
+        panic!("{:?}", d[2])
+    };
+    assert_eq!(u.constraints.len(), 1);
+    let s = select("SELECT x.k FROM @t AS x JOIN t ON t.k = x.k");
+    let TableSource::Join { left, .. } = &s.from[0] else {
+        panic!("{:?}", s.from)
+    };
+    let TableSource::Table { name, alias, .. } = &**left else {
+        panic!("{left:?}")
+    };
+    assert_eq!(
+        (name.joined().as_str(), alias.as_deref()),
+        ("@t", Some("x"))
+    );
+    let StatementKind::Insert(i) = one("INSERT @t (k) VALUES (1)") else {
+        panic!()
+    };
+    assert_eq!(i.table.joined(), "@t");
+    let StatementKind::Update(u) = one("UPDATE @t SET v = 'y' WHERE k = 1") else {
+        panic!()
+    };
+    assert_eq!(u.table.joined(), "@t");
+    let StatementKind::Delete(d) = one("DELETE FROM @t WHERE k = 1") else {
+        panic!()
+    };
+    assert_eq!(d.table.joined(), "@t");
+    for sql in [
+        "DECLARE @t TABLE (k int, INDEX ix (k))",
+        "CREATE TYPE dbo.Keys AS TABLE (k int)",
+    ] {
+        let e = parse_batch(sql).unwrap_err();
+        assert_eq!(e.number, 40517, "{sql}: {e}");
+    }
+    let e = extentdb_sql::parser::parse_parameter_definitions("@a int, @p dbo.Keys READONLY")
+        .unwrap_err();
+    assert_eq!(e.number, 40517, "{e}");
+    assert_eq!(
+        extentdb_sql::parser::parse_parameter_definitions("@a decimal(10, 2), @b int OUTPUT")
+            .map(|d| d.len()),
+        Ok(2)
+    );
+    // A table variable is no qualifier: SQL Server's 137, the batch not run.
+    let e = parse_batch("SELECT @t.k FROM @t").unwrap_err();
+    assert_eq!((e.number, e.severity, e.state), (137, 15, 2), "{e}");
 }

@@ -376,9 +376,11 @@ impl Session {
         Ok(())
     }
 
-    /// EXEC ('...'): runs the text as a batch of its own, with its own variables.
+    /// EXEC ('...'): runs the text as a batch of its own, with its own variables and
+    /// table variables.
     fn dynamic(&mut self, sql: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let saved = std::mem::take(&mut self.vars);
+        let saved_tables = self.take_table_variables();
         let result = match parse_batch(sql) {
             Err(e) => Err(vec![super::parse_error(e)]),
             Ok(stmts) => {
@@ -386,6 +388,9 @@ impl Session {
                 Ok(())
             }
         };
+        // Its table variables end with it (table_variables.rs invariant 2).
+        self.drop_table_variables();
+        self.restore_table_variables(saved_tables);
         self.vars = saved;
         result
     }

@@ -349,7 +349,6 @@ impl Session {
                 locking.lock_new_key(&t.encode(&r.values)?)?;
             }
         }
-        let db = t.db.clone();
         let env = self.growth_env();
         let range_wait = std::cell::Cell::new(None);
         let mut p = InsertProgress {
@@ -369,7 +368,7 @@ impl Session {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
             None => Ok(false),
         };
-        self.write_in_xact_waiting(t.db_id, &db, step, wait)?;
+        self.write_in_xact_waiting(t, step, wait)?;
         if p.last.is_some() {
             self.last_identity = p.last;
         }
@@ -610,7 +609,6 @@ impl Session {
     ) -> Result<(), Vec<SqlError>> {
         let one = |e| vec![e];
         let width = t.entry.columns.len();
-        let db = t.db.clone();
         let env = self.growth_env();
         let (mut window, mut at) = (Vec::new(), 0usize);
         let range_wait = std::cell::Cell::new(None);
@@ -646,7 +644,7 @@ impl Session {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
             None => Ok(false),
         };
-        self.write_in_xact_waiting(t.db_id, &db, step, wait)
+        self.write_in_xact_waiting(t, step, wait)
     }
 
     /// A row's new values under UPDATE's SET (variables assigned as it goes).
@@ -740,9 +738,8 @@ impl Session {
         mut output: Option<&mut SortSpill>,
     ) -> Result<(), Vec<SqlError>> {
         let mut left = count as usize;
-        let db = t.db.clone();
         let (mut window, mut at) = (Vec::new(), 0usize);
-        self.write_in_xact(t.db_id, &db, |db, x| {
+        self.write_in_xact(t, |db, x| {
             let mut done = 0;
             loop {
                 if at == window.len() {

@@ -27,9 +27,12 @@
 //! 3. The rows go out only after the write phase is done: no database is held while a
 //!    slow client takes them (the statement's row locks are, to its end).
 //!
-//! Not here: `$action` (MERGE's, and MERGE is not built), `INTO @table_variable` (table
-//! variables are not built), subqueries and aggregates in the list, and columns of an
-//! UPDATE's or DELETE's FROM tables: each refused with 40517.
+//! `INTO @table_variable` inserts into the batch's table variable (`table_variables.rs`):
+//! its rows are written in the statement's own transaction in tempdb, committed or rolled
+//! back with the rest of the statement (invariant 1), never with the session's transaction.
+//!
+//! Not here: `$action` (MERGE's, and MERGE is not built), subqueries and aggregates in the
+//! list, and columns of an UPDATE's or DELETE's FROM tables: each refused with 40517.
 
 use super::lower::not_yet;
 use super::select::{ColumnTyper, Source};
@@ -301,11 +304,11 @@ impl Session {
         columns: &[String],
         width: usize,
     ) -> Result<IntoTable, Vec<SqlError>> {
+        let variable;
         let name = match target {
-            OutputTarget::Variable(_) => {
-                return Err(vec![not_yet(
-                    "OUTPUT ... INTO a table variable (table variables are not built)",
-                )])
+            OutputTarget::Variable(v) => {
+                variable = crate::ast::ObjectName::simple(v);
+                &variable
             }
             OutputTarget::Table(name) => name,
         };

@@ -10,7 +10,7 @@ use extentdb_format::boot::DATABASE_VERSION;
 use extentdb_storage::instance::VERSION;
 
 use super::Session;
-use crate::ast::{AssignOp, BinaryOp, Expr, Literal, UnaryOp, VariableDeclaration};
+use crate::ast::{AssignOp, BinaryOp, Declaration, Expr, Literal, UnaryOp};
 use crate::convert::{convert, type_of};
 use crate::functions::{call_scalar, SystemClock};
 use crate::messages::{msg, SqlError};
@@ -595,12 +595,21 @@ impl Session {
     /// DECLARE: each variable once per batch (134), converted to its declared type. The same
     /// DECLARE run again (inside a WHILE loop) is not a redeclaration: as in SQL Server, it
     /// keeps the variable's value unless it has an initial value, which is assigned again.
-    pub(super) fn declare(&mut self, decls: &[VariableDeclaration]) -> Result<(), Vec<SqlError>> {
-        for d in decls {
-            let key = d.name.to_lowercase();
-            let site = d as *const VariableDeclaration as usize;
+    pub(super) fn declare(&mut self, decls: &[Declaration]) -> Result<(), Vec<SqlError>> {
+        for decl in decls {
+            let key = decl.name().to_lowercase();
+            let site = decl as *const Declaration as usize;
             let again = self.declared_by.get(&key) == Some(&site);
-            if self.vars.contains_key(&key) && !again {
+            let d = match decl {
+                Declaration::Scalar(d) => d,
+                Declaration::Table(c) => {
+                    self.declare_table(c, again)?;
+                    self.declared_by.insert(key, site);
+                    continue;
+                }
+            };
+            let taken = self.vars.contains_key(&key) || self.table_variable_declared(&key);
+            if taken && !again {
                 return Err(vec![msg(134, &[&d.name])]);
             }
             let t = d.data_type.sql_type;

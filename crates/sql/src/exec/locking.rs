@@ -39,6 +39,8 @@
 //!    held, and the range is read again from before it: the row is back (rolled back) or
 //!    still a ghost whose lock is now free (committed), skipped. Under READ COMMITTED the
 //!    lock goes at once, as a row's does once read.
+//! 7. A table variable is locked by nobody (`LockPlan::PRIVATE`): only its session's
+//!    batch can name it (table_variables.rs invariant 4).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -172,8 +174,19 @@ impl Session {
         let heap = t.entry.index_id != 1;
         let plan = hint_locking(self.locks.isolation, write, hints, heap)?;
         let locker = self.locker();
-        self.other_database_lock(&locker, t.db_id)?;
         let names = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry);
+        if self.is_table_variable(t) {
+            // No other session reaches it (table_variables.rs invariant 4): nothing is
+            // locked, as if the statement held the whole table already.
+            return Ok(RowLocking {
+                locker,
+                names,
+                plan: LockPlan::PRIVATE,
+                spid: self.spid,
+                escalation: Escalation::Disable,
+            });
+        }
+        self.other_database_lock(&locker, t.db_id)?;
         if let Some(mode) = plan.table {
             let mut l = locker.lock().unwrap();
             let timeout = plan.nowait.then_some(Duration::ZERO).or(l.timeout);
@@ -440,6 +453,20 @@ pub(super) struct LockPlan {
     pub readpast: bool,
     /// NOWAIT: a lock that would wait fails at once (1222).
     pub nowait: bool,
+}
+
+impl LockPlan {
+    /// A table only this session can reach (a table variable): no lock at all. `table`
+    /// stands for the session's sole use of it, so no row, key or range is locked.
+    const PRIVATE: LockPlan = LockPlan {
+        mode: None,
+        changes_to_x: false,
+        keep: false,
+        table: Some(LockMode::X),
+        ranges: false,
+        readpast: false,
+        nowait: false,
+    };
 }
 
 /// The locking of a read or write of one table (a `heap`, or a clustered index) under

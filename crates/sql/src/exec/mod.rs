@@ -61,6 +61,7 @@ mod structure;
 mod subquery;
 mod table_cache;
 mod table_ddl;
+mod table_variables;
 mod tables;
 mod temp_tables;
 mod tran_views;
@@ -341,6 +342,7 @@ impl Engine {
             batches: Default::default(),
             tables: Default::default(),
             temp_tables: Default::default(),
+            table_vars: Default::default(),
             scopes: Default::default(),
         }
     }
@@ -417,6 +419,8 @@ pub struct Session {
     tables: std::cell::RefCell<table_cache::TableCache>,
     /// Its temporary tables (`temp_tables.rs`).
     temp_tables: temp_tables::TempTables,
+    /// The running batch's table variables (`table_variables.rs`).
+    table_vars: table_variables::TableVariables,
     /// The running statement's enclosing rows, CTEs and subquery results (`subquery.rs`).
     scopes: subquery::Scopes,
 }
@@ -429,6 +433,7 @@ impl Drop for Session {
         for e in self.rollback_all() {
             self.log_event(&e);
         }
+        self.drop_table_variables();
         self.drop_temporary_tables();
         self.engine
             .instance
@@ -478,7 +483,7 @@ fn starts_implicit_transaction(kind: &StatementKind) -> bool {
 
 /// Errors that SQL Server raises while compiling a batch: they end the batch.
 fn aborts_batch(e: &SqlError) -> bool {
-    matches!(e.number, 137 | 207 | 208 | 102 | 156 | 2715) || e.severity >= 20
+    matches!(e.number, 137 | 207 | 208 | 102 | 156 | 1087 | 2715) || e.severity >= 20
 }
 
 impl Session {
@@ -527,6 +532,8 @@ impl Session {
                 self.run_block(&statements, &mut out);
             }
         }
+        // The batch's table variables end with it (table_variables.rs invariant 2).
+        self.drop_table_variables();
         self.info.running.store(false, Ordering::Release);
         *self.info.command.lock().unwrap() = "AWAITING COMMAND";
     }

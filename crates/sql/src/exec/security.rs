@@ -369,7 +369,7 @@ impl Session {
         perm: &str,
     ) -> Result<super::tables::TableRef, Vec<SqlError>> {
         let t = self.table(name)?;
-        if self.owns_temporary(t.db_id, &t.entry.name) {
+        if self.owns_tempdb_table(t.db_id, &t.entry.name) {
             return Ok(t);
         }
         let g = t.db.read().unwrap();
@@ -384,7 +384,7 @@ impl Session {
         t: &super::tables::TableRef,
         refusal: SqlError,
     ) -> Result<(), Vec<SqlError>> {
-        if self.owns_temporary(t.db_id, &t.entry.name) {
+        if self.owns_tempdb_table(t.db_id, &t.entry.name) {
             return Ok(());
         }
         let g = t.db.read().unwrap();

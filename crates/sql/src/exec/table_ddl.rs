@@ -23,6 +23,7 @@ use super::errors;
 use super::expr_text::default_text;
 use super::lower::not_yet;
 use super::structure::validated_change;
+use super::table_variables::is_table_variable_name;
 use super::temp_tables;
 use super::Session;
 use crate::ast::{ColumnDefinition, CreateTable, KeyConstraint, ObjectName, TableConstraint};
@@ -187,8 +188,11 @@ impl Session {
     /// CREATE TABLE; at most `MAX_COLUMNS` columns (Msg 1702).
     pub(super) fn create_table(&mut self, c: &CreateTable) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.object_database(&c.name)?;
-        // A #name: the session's own table in tempdb, which needs no permission.
+        // A #name or a table variable: the session's own table in tempdb, which needs no
+        // permission.
+        let variable = is_table_variable_name(&c.name);
         let temporary = match temp_tables::is_temporary(c.name.name()) {
+            _ if variable => Some(self.new_table_variable(c.name.name())?),
             true => Some(self.new_temporary(c.name.name())?),
             false => {
                 self.require_db_permission(db_id, &db.read().unwrap(), "CREATE TABLE")?;
@@ -272,12 +276,19 @@ impl Session {
             lock_escalation: Default::default(),
             pending_ddl: None,
         };
-        match self.ddl_xact(db_id, &db) {
-            None => create_at_once(&db, entry, c.filegroup.as_deref())?,
+        // A table variable outlives ROLLBACK (table_variables.rs): made at once.
+        let xact = match variable {
+            true => None,
+            false => self.ddl_xact(db_id, &db),
+        };
+        match xact {
             Some(x) => self.create_in_xact(db_id, &db, entry, c.filegroup.as_deref(), x)?,
+            None => create_at_once(&db, entry, c.filegroup.as_deref())?,
         }
-        if let Some(stored) = temporary {
-            self.temporary_created(c.name.name(), stored);
+        match temporary {
+            Some(stored) if variable => self.table_variable_created(c.name.name(), stored),
+            Some(stored) => self.temporary_created(c.name.name(), stored),
+            None => {}
         }
         Ok(())
     }

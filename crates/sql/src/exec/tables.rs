@@ -33,6 +33,9 @@ pub(super) struct TableRef {
     pub types: Arc<[SqlType]>,
     /// What the statement's reads of the table cost so far (SET STATISTICS IO).
     pub io: Cell<TableIo>,
+    /// A table variable's `@name`, as SQL Server's messages name it (`dbo.@t` in 2627,
+    /// `@t` in 515) instead of its stored name.
+    pub variable: Option<Arc<str>>,
 }
 
 /// A statement's reads of one table, as SET STATISTICS IO reports them.
@@ -64,12 +67,16 @@ impl TableRef {
 
     /// `dbo.name`, as messages name the table.
     pub fn two_part(&self) -> String {
-        format!("{}.{}", self.entry.schema_name, self.entry.name)
+        let name = self.variable.as_deref().unwrap_or(&self.entry.name);
+        format!("{}.{name}", self.entry.schema_name)
     }
 
-    /// `db.dbo.name`, as Msg 515 names the table.
+    /// `db.dbo.name`, as Msg 515 names the table (a table variable by its `@name` alone).
     pub fn three_part(&self) -> String {
-        format!("{}.{}", self.db_name, self.two_part())
+        match &self.variable {
+            Some(v) => v.to_string(),
+            None => format!("{}.{}", self.db_name, self.two_part()),
+        }
     }
 
     /// Columns of the clustered key (0 for a heap).
@@ -455,12 +462,16 @@ impl Gate for ChunkGate<'_> {
 /// An object name given as text (`'dbo.T'`, `N'[D].[dbo].[T]'`), as OBJECT_ID and the
 /// system procedures read it.
 pub(super) fn object_name_from_text(text: &str) -> ObjectName {
-    ObjectName {
-        parts: text
-            .split('.')
-            .map(|p| p.trim_matches(['[', ']']).to_string())
-            .collect(),
+    let mut parts: Vec<String> = text
+        .split('.')
+        .map(|p| p.trim_matches(['[', ']']).to_string())
+        .collect();
+    // A name in a string never means a table variable (OBJECT_ID('@t') is NULL in SQL
+    // Server): an empty schema part keeps `@t` a table name (table_variables.rs).
+    if parts.len() == 1 && parts[0].starts_with('@') {
+        parts.insert(0, String::new());
     }
+    ObjectName { parts }
 }
 
 /// A stored row that does not decode (the data is damaged or the formats disagree):
@@ -507,7 +518,7 @@ impl Session {
         &self,
         name: &ObjectName,
     ) -> Result<(u16, Arc<SharedDatabase>), Vec<SqlError>> {
-        if let Some(temporary) = self.temporary_target(name) {
+        if let Some(temporary) = self.tempdb_target(name) {
             return self.object_database_named(&temporary);
         }
         self.object_database_named(name)
@@ -542,8 +553,11 @@ impl Session {
     /// The user table `name` names, if it exists: as this session resolved it before
     /// under the same catalog state (`table_cache.rs`), else from the catalog.
     pub(super) fn find_table(&self, name: &ObjectName) -> Result<Option<TableRef>, Vec<SqlError>> {
-        // A #name is the session's table in tempdb (temp_tables.rs invariant 1).
-        let temporary = self.temporary_target(name);
+        // A #name or @name is the session's table in tempdb (temp_tables.rs invariant 1,
+        // table_variables.rs invariant 1).
+        let temporary = self.tempdb_target(name);
+        let variable = super::table_variables::is_table_variable_name(name)
+            .then(|| Arc::<str>::from(name.name()));
         let name = temporary.as_ref().unwrap_or(name);
         let (db_id, db) = self.object_database(name)?;
         let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
@@ -585,13 +599,18 @@ impl Session {
             entry: resolved.entry,
             types: resolved.types,
             io: Cell::new(TableIo::default()),
+            variable,
         }))
     }
 
     /// The user table `name` names, or Msg 208.
     pub(super) fn table(&self, name: &ObjectName) -> Result<TableRef, Vec<SqlError>> {
-        self.find_table(name)?
-            .ok_or_else(|| vec![msg(208, &[&name.joined()])])
+        self.find_table(name)?.ok_or_else(|| {
+            if super::table_variables::is_table_variable_name(name) {
+                return vec![msg(1087, &[&name.name()])];
+            }
+            vec![msg(208, &[&name.joined()])]
+        })
     }
 }
 

@@ -41,9 +41,16 @@ pub fn is_temporary(name: &str) -> bool {
     name.starts_with('#')
 }
 
-/// The instance-wide numbers of temporary tables (invariant 2).
+/// The instance-wide numbers of temporary tables and table variables (invariant 2).
 #[derive(Default)]
 pub struct TempCounter(AtomicU64);
+
+impl TempCounter {
+    /// The next number (invariant 2).
+    pub(super) fn next(&self) -> u64 {
+        self.0.fetch_add(1, Ordering::Relaxed) + 1
+    }
+}
 
 /// A session's temporary tables: `#name` (lower case) to its stored name in tempdb.
 #[derive(Default)]
@@ -95,8 +102,7 @@ impl Session {
         if self.temp_tables.stored.contains_key(&name.to_lowercase()) {
             return Err(vec![msg(2714, &[&name])]);
         }
-        let n = self.engine.temp_counter.0.fetch_add(1, Ordering::Relaxed) + 1;
-        Ok(stored_name(name, n))
+        Ok(stored_name(name, self.engine.temp_counter.next()))
     }
 
     /// Records a temporary table made (`new_temporary`'s stored name).
@@ -146,6 +152,15 @@ impl Session {
     /// to the error log (invariant 3).
     pub(super) fn drop_temporary_tables(&mut self) {
         let stored: Vec<String> = self.temp_tables.stored.drain().map(|(_, s)| s).collect();
+        self.drop_tempdb_tables(stored, "temporary table");
+    }
+
+    /// Drops tables of tempdb by their stored names (`what` they are, for the error
+    /// log, where a failure goes).
+    pub(super) fn drop_tempdb_tables(&self, stored: Vec<String>, what: &str) {
+        if stored.is_empty() {
+            return;
+        }
         let Some(tempdb) = self.engine.instance.database(TEMPDB_ID) else {
             return;
         };
@@ -153,7 +168,7 @@ impl Session {
             let id = tempdb.read().unwrap().table("dbo", &s).map(|t| t.object_id);
             let Some(id) = id else { continue };
             if let Err(e) = tempdb.drop_table(id, None) {
-                let text = format!("Could not drop temporary table '{s}': {e}");
+                let text = format!("Could not drop {what} '{s}': {e}");
                 self.engine
                     .instance
                     .errorlog

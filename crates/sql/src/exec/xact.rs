@@ -22,12 +22,15 @@
 //!    exclusively only while a change of its structure is made for a row (storage's
 //!    access.rs); either way they are one statement in one transaction. This layer never
 //!    holds a database exclusively itself (`exec/structure.rs`).
+//! 5. A table variable's writes are in none of these transactions: each statement's are
+//!    a tempdb transaction of their own (`write_table_variable`), ended with the
+//!    statement (table_variables.rs invariant 3), so ROLLBACK leaves them.
 //!
 //! CREATE and DROP TABLE inside a transaction belong to it (`ddl_xact`; storage's ddl.rs):
 //! its ROLLBACK takes them back. TRUNCATE and ALTER TABLE are refused there (table_ddl.rs).
 //!
-//! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT. Row locks are the session's `Locker` (locking.rs), released here
-//! when the transaction ends.
+//! Not here yet: SAVE TRANSACTION and ROLLBACK to a savepoint name, XACT_ABORT. Row locks
+//! are the session's `Locker` (locking.rs), released here when the transaction ends.
 
 use std::sync::Arc;
 
@@ -36,6 +39,7 @@ use extentdb_storage::SharedDatabase;
 use extentdb_storage::access::{Held, Step};
 
 use super::errors;
+use super::tables::TableRef;
 use super::{EnvChange, Out, Output, Session};
 use crate::messages::{msg, SqlError};
 
@@ -202,6 +206,19 @@ impl Session {
         self.statement_marks = Some(Vec::new());
         let result = f(self);
         let marks = self.statement_marks.take().unwrap_or_default();
+        // Its table-variable writes, in a transaction of their own (table_variables.rs
+        // invariant 3), end with it: committed when all of it succeeded.
+        let result = match result {
+            Ok(()) => self.end_table_variable_writes(true),
+            Err(mut e) => {
+                e.extend(
+                    self.end_table_variable_writes(false)
+                        .err()
+                        .unwrap_or_default(),
+                );
+                Err(e)
+            }
+        };
         match (result, autocommit) {
             (Ok(()), true) => {
                 self.trancount = 0;
@@ -263,11 +280,10 @@ impl Session {
     /// one append); a failure's rollback holds it exclusively.
     pub(super) fn write_in_xact(
         &mut self,
-        db_id: u16,
-        db: &Arc<SharedDatabase>,
+        t: &TableRef,
         step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
-        self.write_in_xact_waiting(db_id, db, step, || Ok(false))
+        self.write_in_xact_waiting(t, step, || Ok(false))
     }
 
     /// `write_in_xact` for a step that can stop for a lock (an INSERT's key range,
@@ -276,24 +292,17 @@ impl Session {
     /// on; all of it in one transaction, committed (autocommit) or rolled back once.
     pub(super) fn write_in_xact_waiting(
         &mut self,
-        db_id: u16,
-        db: &Arc<SharedDatabase>,
+        t: &TableRef,
         step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
-        mut wait: impl FnMut() -> Result<bool, Vec<SqlError>>,
+        wait: impl FnMut() -> Result<bool, Vec<SqlError>>,
     ) -> Result<(), Vec<SqlError>> {
+        if self.is_table_variable(t) {
+            return self.write_table_variable(&t.db, step, wait);
+        }
+        let (db_id, db) = (t.db_id, &t.db);
         let (x, savepoint) = self.xact_for_write(db_id, db);
         let autocommit = self.trancount == 0;
-        let name = db.read().unwrap().name.clone();
-        let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &name);
-        let mut step = step;
-        let env = self.growth_env();
-        let result = loop {
-            match db.run(&env, map, |db| step(db, x)).and_then(|()| wait()) {
-                Ok(true) => continue,
-                Ok(false) => break Ok(()),
-                Err(e) => break Err(e),
-            }
-        };
+        let result = self.run_steps(db, x, step, wait);
         match result {
             Ok(()) if autocommit => commit(db, x),
             Ok(()) => Ok(()),
@@ -311,9 +320,59 @@ impl Session {
     }
 }
 
+impl Session {
+    /// `step` (then `wait`) run in transaction `x` of `db` until done, as
+    /// `write_in_xact_waiting` describes.
+    fn run_steps(
+        &self,
+        db: &Arc<SharedDatabase>,
+        x: u64,
+        mut step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
+        mut wait: impl FnMut() -> Result<bool, Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        let name = db.read().unwrap().name.clone();
+        let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &name);
+        let env = self.growth_env();
+        loop {
+            match db.run(&env, map, |db| step(db, x)).and_then(|()| wait()) {
+                Ok(true) => continue,
+                Ok(false) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        }
+    }
+
+    /// A statement's writes to a table variable (table_variables.rs invariant 3): in the
+    /// statement's own transaction in tempdb, never the session's; committed here unless
+    /// the statement is one of several writes (`as_one_statement`, which ends it), and
+    /// rolled back whole when they fail.
+    fn write_table_variable(
+        &mut self,
+        db: &Arc<SharedDatabase>,
+        step: impl FnMut(Held<'_>, u64) -> Result<Step<()>, Vec<SqlError>>,
+        wait: impl FnMut() -> Result<bool, Vec<SqlError>>,
+    ) -> Result<(), Vec<SqlError>> {
+        let (x, _) = db.begin(self.table_vars.xact);
+        self.table_vars.xact = Some(x);
+        let result = self.run_steps(db, x, step, wait);
+        match (result, self.statement_marks.is_some()) {
+            (Ok(()), true) => Ok(()),
+            (Ok(()), false) => self.end_table_variable_writes(true),
+            (Err(mut e), _) => {
+                e.extend(
+                    self.end_table_variable_writes(false)
+                        .err()
+                        .unwrap_or_default(),
+                );
+                Err(e)
+            }
+        }
+    }
+}
+
 /// Commits `x` and waits for its commit record to be durable (storage's transaction.rs
 /// flushes outside the database's lock: invariant 3).
-fn commit(db: &Arc<SharedDatabase>, x: u64) -> Result<(), Vec<SqlError>> {
+pub(super) fn commit(db: &Arc<SharedDatabase>, x: u64) -> Result<(), Vec<SqlError>> {
     db.commit(x).map_err(|e| match e {
         extentdb_storage::StorageError::LogFailed => {
             vec![msg(9001, &[&db.read().unwrap().name])]
