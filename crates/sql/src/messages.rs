@@ -390,6 +390,11 @@ static CATALOGUE: &[Entry] = &[
     e(8107, 16, 1, "IDENTITY_INSERT is already ON for table '%.*ls'. Cannot perform SET operation for table '%.*ls'."),
     e(8110, 16, 0, "Cannot add multiple PRIMARY KEY constraints to table '%.*ls'."),
     e(8111, 16, 1, "Cannot define PRIMARY KEY constraint on nullable column in table '%.*ls'."),
+    e(8160, 15, 1, "A GROUPING or GROUPING_ID function can only be specified when there is a GROUP BY clause."),
+    e(8161, 15, 1, "Argument %d of the %.*ls function does not match any of the expressions in the GROUP BY clause."),
+    e(10703, 15, 1, "The WITH CUBE and WITH ROLLUP options are not permitted with a ROLLUP, CUBE, or GROUPING SETS specification."),
+    e(10705, 15, 1, "Too many grouping sets. The maximum number is %d."),
+    e(10707, 15, 1, "Too many expressions are specified in the GROUP BY clause. The maximum number is %d when grouping sets are supplied."),
     e(8120, 16, 1, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
     e(8147, 16, 1, "Could not create IDENTITY attribute on nullable column '%.*ls', table '%.*ls'."),
     // System procedures.

@@ -365,6 +365,13 @@ impl Session {
         if !typed && !s.group_by.is_empty() {
             return None;
         }
+        // A computed grouping expression (or an aggregate) under grouping sets is typed
+        // by its values, which the materializing path sees first.
+        if let Some(sets) = &plan.sets {
+            if !typed || !sets.keys_typed() {
+                return None;
+            }
+        }
         Some(Ok(plan))
     }
 
@@ -384,6 +391,9 @@ impl Session {
             src,
         };
         let input: &mut dyn RowSource = &mut filtered;
+        if let Some(sets) = &plan.sets {
+            return self.sets_rows(plan, sets, src, input, out);
+        }
         let mut sorted;
         let keyed: &mut dyn RowSource = if s.group_by.is_empty() {
             input
