@@ -5,7 +5,8 @@
 //!
 //! The chain: `TableScan` (storage `scan_chunk`, or `seek_chunk` over the key ranges
 //! `seek::access_for` finds in WHERE; the database held for each chunk's read only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
-//! computed row by row (`aggregate::Accumulator`)] → HAVING → [window functions: a sort per
+//! computed row by row (`aggregate::Accumulator`); grouping sets: `grouping_sets::SetsRows`,
+//! a spool and one such sort per chain of nested sets] → HAVING → [window functions: a sort per
 //! PARTITION BY / ORDER BY, partitions spooled (`window_functions.rs`)] → the select list →
 //! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
 //! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP (lowered to SET ROWCOUNT's cap when
