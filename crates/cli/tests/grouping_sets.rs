@@ -303,7 +303,8 @@ fn an_empty_table_gives_only_the_grand_total() {
 /// without GROUP BY (8160), an argument not grouped (8161, naming its position and the
 /// function), GROUPING in WHERE (147), a column neither grouped nor aggregated (8120),
 /// GROUPING with two arguments (174), WITH ROLLUP beside ROLLUP (10703), too many sets
-/// (10705) and expressions (10707), a composite outside GROUPING SETS (102).
+/// (10705) and expressions (10707), a composite outside GROUPING SETS (102), GROUPING in
+/// an aggregate (130); a subquery beside grouping sets is refused as not built (40517).
 #[test]
 fn misuses_get_sql_servers_messages() {
     let (_s, mut c) = setup("gs-errors");
@@ -317,7 +318,8 @@ fn misuses_get_sql_servers_messages() {
         .join(", ");
     let cube_sql = format!("SELECT COUNT(*) FROM s GROUP BY CUBE ({cube13})");
     let many_sql = format!("SELECT COUNT(*) FROM s GROUP BY ROLLUP ({many})");
-    let refused: Vec<(&str, (i32, u8))> = vec![
+    let refused: Vec<(&str, (i32, u8))> =
+        vec![
         ("SELECT GROUPING(g) FROM s", (8160, 15)),
         ("SELECT COUNT(*), GROUPING(g) FROM s", (8160, 15)),
         (
@@ -341,6 +343,16 @@ fn misuses_get_sql_servers_messages() {
         (cube_sql.as_str(), (10705, 15)),
         (many_sql.as_str(), (10707, 15)),
         ("SELECT COUNT(*) FROM s GROUP BY g, (g, h)", (102, 15)),
+        ("SELECT g, SUM(GROUPING(g)) FROM s GROUP BY ROLLUP (g)", (130, 16)),
+        // A subquery would read the group's first row where the set makes g NULL.
+        (
+            "SELECT g, (SELECT COUNT(*) FROM s AS y WHERE y.g = s.g) FROM s GROUP BY ROLLUP (g)",
+            (40517, 16),
+        ),
+        (
+            "SELECT COUNT(*) FROM s GROUP BY ROLLUP (g) HAVING g IN (SELECT g FROM s)",
+            (40517, 16),
+        ),
     ];
     for (sql, want) in refused {
         let got: Vec<(i32, u8)> = errors(&mut c, sql).iter().map(|e| (e.0, e.1)).collect();
@@ -370,8 +382,8 @@ fn misuses_get_sql_servers_messages() {
 }
 
 /// Proves an input larger than a sort's memory (8 MB): 3,000 rows of 4 KB (12 MB) are
-/// spooled and sorted through spilled runs for each of CUBE's chains, and every set still
-/// counts every row.
+/// spooled and sorted through spilled runs for each of CUBE's chains (and for ROLLUP's
+/// one chain sorted directly), and every set still counts every row.
 #[test]
 fn an_input_larger_than_memory_spills() {
     let (_s, mut c) = setup("gs-spill");
@@ -416,6 +428,16 @@ fn an_input_larger_than_memory_spills() {
         got.last().unwrap(),
         &format!("3,3000,3000,{},0", 3000 * 2999 / 2)
     );
+    // A ROLLUP is one chain: the input goes straight into its one sort, which spills.
+    let got = table(
+        &mut c,
+        "SELECT GROUPING_ID(grp, sub), COUNT(*), COUNT(pad) FROM big
+         GROUP BY ROLLUP (grp, sub) ORDER BY 1, grp, sub",
+    );
+    assert_eq!(got.len(), 15 + 3 + 1, "{got:?}");
+    assert_eq!(got[0], "0,200,200");
+    assert_eq!(got[15], "1,1000,1000");
+    assert_eq!(got[18], "3,3000,3000");
 }
 
 /// Proves grouping sets run beside writers: two sessions insert rows in transactions

@@ -369,6 +369,7 @@ static CATALOGUE: &[Entry] = &[
     e(109, 15, 1, "There are more columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
     e(110, 15, 1, "There are fewer columns in the INSERT statement than values specified in the VALUES clause. The number of values in the VALUES clause must match the number of columns specified in the INSERT statement."),
     e(145, 15, 1, "ORDER BY items must appear in the select list if SELECT DISTINCT is specified."),
+    e(130, 16, 1, "Cannot perform an aggregate function on an expression containing an aggregate or a subquery."),
     e(147, 15, 1, "An aggregate may not appear in the WHERE clause unless it is in a subquery contained in a HAVING clause or a select list, and the column being aggregated is an outer reference."),
     e(264, 16, 1, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code."),
     e(544, 16, 1, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF."),

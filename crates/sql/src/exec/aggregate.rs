@@ -644,6 +644,9 @@ impl Session {
         if args.iter().any(contains_window) {
             return Err(msg(4109, &[]));
         }
+        if args.iter().any(contains_grouping) {
+            return Err(msg(130, &[]));
+        }
         if args.iter().any(contains_aggregate) {
             return Err(not_yet("aggregates of aggregates"));
         }

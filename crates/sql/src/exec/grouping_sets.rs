@@ -17,9 +17,10 @@
 //! expressions needs as many chains as its largest layer of equal-sized subsets). Each
 //! chain sorts the rows once (`SortSpill`, spilling past `SORT_MEMORY_BYTES`) by an order
 //! in which every one of its sets is a prefix, and one pass keeps one group per set open
-//! at a time, emitting a set's group when its prefix of the key changes. With more than
-//! one chain the input (its keys evaluated once) is spooled first (`Spool`, spilling) and
-//! read once per chain, so every set sees the same rows.
+//! at a time, emitting a set's group when its prefix of the key changes. One chain (a
+//! ROLLUP) sorts the input directly; with more, the input (its keys evaluated once) is
+//! spooled first (`Spool`, spilling) and read once per chain, so every set sees the same
+//! rows.
 //!
 //! Invariants:
 //! 1. Held at once: the spool's and one sort's memory, and per set of the current chain
@@ -36,6 +37,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use super::aggregate::{self, Accumulator, Aggregate};
+use super::lower::not_yet;
 use super::select::{same_row, Source};
 use super::spill::{SortSpill, SortedRows, Spool};
 use super::stream::{key_order, RowSource, SORT_MEMORY_BYTES};
@@ -133,7 +135,22 @@ impl SetsPlan {
 
     /// `e` (its aggregates already hidden columns) with GROUPING calls and grouping
     /// expressions replaced by their hidden columns.
+    /// A subquery is refused: its references to grouping columns (and the operand of IN)
+    /// would read the group's first row, not the set's NULL.
     pub(super) fn rewrite(&mut self, e: &Expr) -> Result<Expr, SqlError> {
+        let mut subquery = false;
+        let _ = aggregate::map_expr(e, &mut |x| {
+            subquery |= matches!(
+                x,
+                Expr::Subquery(_) | Expr::Exists(_) | Expr::InSubquery { .. }
+            );
+            Ok(None)
+        });
+        if subquery {
+            return Err(not_yet(
+                "subqueries in a query with ROLLUP, CUBE, GROUPING SETS or GROUPING",
+            ));
+        }
         aggregate::map_expr(e, &mut |x| {
             if let Some((name, args)) = grouping_function(x) {
                 return self.call(name, args).map(Some);
@@ -337,55 +354,37 @@ pub(super) struct SetsRows<'a> {
     src: &'a Source,
     chains: Vec<Chain>,
     next_chain: usize,
-    /// The input with its keys in front; read once per chain.
+    /// The input with its keys in front; read once per chain (empty with one chain,
+    /// whose sort takes the input directly).
     spool: Spool,
     pass: Option<ChainPass>,
     ready: VecDeque<Vec<Value>>,
 }
 
-impl<'a> SetsRows<'a> {
-    /// Reads `input` (source rows) into a spool, each row behind its keys.
-    pub(super) fn new(
-        s: &mut Session,
-        plan: &'a SetsPlan,
-        aggregates: &'a [Aggregate],
-        src: &'a Source,
-        input: &mut dyn RowSource,
-    ) -> Result<SetsRows<'a>, Errors> {
-        let mut spool = SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES);
-        while let Some(r) = input.next_row(s)? {
-            let ctx = Session::ctx(src, &r);
-            let mut keyed = Vec::with_capacity(plan.keys.len() + r.len());
-            for k in &plan.keys {
-                keyed.push(s.eval(k, Some(&ctx)).map_err(one)?);
-            }
-            keyed.extend(r);
-            spool.push(keyed).map_err(one)?;
-        }
-        Ok(SetsRows {
-            plan,
-            aggregates,
-            src,
-            chains: chains(&plan.sets),
-            next_chain: 0,
-            spool: spool.finish_rewindable().map_err(one)?,
-            pass: None,
-            ready: VecDeque::new(),
-        })
-    }
+/// One chain's sort as it is filled: each row behind its chain-ordered keys.
+struct ChainSort {
+    sort: SortSpill,
+    failure: Arc<Mutex<Option<SqlError>>>,
+}
 
-    /// Sorts the spool for chain `c`: each row behind its chain-ordered keys.
-    fn start(&mut self, s: &Session, c: usize) -> Result<ChainPass, Errors> {
-        let chain = &self.chains[c];
+impl ChainSort {
+    fn new(s: &Session, chain: &Chain) -> ChainSort {
         let failure = Arc::new(Mutex::new(None));
         let order = key_order(vec![false; chain.order.len()], failure.clone());
-        let mut sort = SortSpill::new(&s.spill_dir(), SORT_MEMORY_BYTES, order);
-        for r in self.spool.rows() {
-            let r = r.map_err(one)?;
-            let mut keyed: Vec<Value> = chain.order.iter().map(|&k| r[k].clone()).collect();
-            keyed.extend(r);
-            sort.push(keyed).map_err(one)?;
+        ChainSort {
+            sort: SortSpill::new(&s.spill_dir(), SORT_MEMORY_BYTES, order),
+            failure,
         }
+    }
+
+    /// Takes a row of all keys then the source row.
+    fn push(&mut self, chain: &Chain, r: Vec<Value>) -> Result<(), SqlError> {
+        let mut keyed: Vec<Value> = chain.order.iter().map(|&k| r[k].clone()).collect();
+        keyed.extend(r);
+        self.sort.push(keyed)
+    }
+
+    fn finish(self, chain: &Chain) -> Result<ChainPass, SqlError> {
         let levels = chain
             .levels
             .iter()
@@ -397,12 +396,65 @@ impl<'a> SetsRows<'a> {
             })
             .collect();
         Ok(ChainPass {
-            sorted: sort.finish().map_err(one)?,
-            failure,
+            sorted: self.sort.finish()?,
+            failure: self.failure,
             levels,
             width: chain.order.len(),
             last: None,
         })
+    }
+}
+
+impl<'a> SetsRows<'a> {
+    /// Reads `input` (source rows), each row behind its keys: into the one chain's sort,
+    /// or into a spool that each chain reads.
+    pub(super) fn new(
+        s: &mut Session,
+        plan: &'a SetsPlan,
+        aggregates: &'a [Aggregate],
+        src: &'a Source,
+        input: &mut dyn RowSource,
+    ) -> Result<SetsRows<'a>, Errors> {
+        let chains = chains(&plan.sets);
+        let mut single = (chains.len() == 1).then(|| ChainSort::new(s, &chains[0]));
+        let mut spool = SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES);
+        while let Some(r) = input.next_row(s)? {
+            let ctx = Session::ctx(src, &r);
+            let mut keyed = Vec::with_capacity(plan.keys.len() + r.len());
+            for k in &plan.keys {
+                keyed.push(s.eval(k, Some(&ctx)).map_err(one)?);
+            }
+            keyed.extend(r);
+            match &mut single {
+                Some(sort) => sort.push(&chains[0], keyed),
+                None => spool.push(keyed),
+            }
+            .map_err(one)?;
+        }
+        let pass = single
+            .map(|sort| sort.finish(&chains[0]))
+            .transpose()
+            .map_err(one)?;
+        Ok(SetsRows {
+            plan,
+            aggregates,
+            src,
+            next_chain: usize::from(pass.is_some()),
+            chains,
+            spool: spool.finish_rewindable().map_err(one)?,
+            pass,
+            ready: VecDeque::new(),
+        })
+    }
+
+    /// Sorts the spool for chain `c`.
+    fn start(&mut self, s: &Session, c: usize) -> Result<ChainPass, SqlError> {
+        let chain = &self.chains[c];
+        let mut sort = ChainSort::new(s, chain);
+        for r in self.spool.rows() {
+            sort.push(chain, r?)?;
+        }
+        sort.finish(chain)
     }
 
     /// The row of `level`'s group (none for an empty group, except the grand total's).
@@ -468,7 +520,7 @@ impl RowSource for SetsRows<'_> {
                 None if self.next_chain == self.chains.len() => return Ok(None),
                 None => {
                     self.next_chain += 1;
-                    self.start(s, self.next_chain - 1)?
+                    self.start(s, self.next_chain - 1).map_err(one)?
                 }
             };
             match pass.sorted.next().transpose().map_err(one)? {
