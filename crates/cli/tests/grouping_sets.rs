@@ -255,7 +255,32 @@ fn having_order_distinct_and_computed_keys() {
         ),
         strs(&["NULL,6", "a,3"])
     );
-    // Over a join and a derived table.
+    // A window function over the groups of every set.
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT g, SUM(v), RANK() OVER (ORDER BY SUM(v)) FROM s GROUP BY ROLLUP (g)
+             ORDER BY GROUPING(g), g"
+        ),
+        strs(&["NULL,1,1", "a,60,3", "b,12,2", "NULL,73,4"])
+    );
+    // Over a join and a derived table; y.g is not the grouped x.g (8120, under a plain
+    // GROUP BY too: it was taken for x.g by its name alone).
+    for by in ["ROLLUP (x.g)", "x.g"] {
+        let sql = format!("SELECT y.g FROM s AS x JOIN s AS y ON x.id = y.id GROUP BY {by}");
+        let got = c.batch(&sql).unwrap();
+        let got: Vec<(i32, String)> = got.errors().map(|e| (e.number, e.text.clone())).collect();
+        assert_eq!(
+            got,
+            vec![(
+                8120,
+                "Column 'y.g' is invalid in the select list because it is not contained in \
+                 either an aggregate function or the GROUP BY clause."
+                    .to_string()
+            )],
+            "{sql}"
+        );
+    }
     assert_eq!(
         table(
             &mut c,

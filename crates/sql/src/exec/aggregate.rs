@@ -292,6 +292,17 @@ fn hidden_name(i: usize) -> String {
     format!("{HIDDEN}agg{i}")
 }
 
+/// True when two column references may name the same column: the same name, and the
+/// same qualifier where both have one (`g` and `x.g` do; `x.g` and `y.g`, columns of two
+/// tables of a join, do not).
+pub(super) fn same_column(a: &ObjectName, b: &ObjectName) -> bool {
+    a.name().eq_ignore_ascii_case(b.name())
+        && match (a.qualifier(), b.qualifier()) {
+            (Some(x), Some(y)) => x.eq_ignore_ascii_case(y),
+            _ => true,
+        }
+}
+
 /// Msg 8120 for a column outside aggregates and GROUP BY.
 fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlError> {
     let mut bad: Option<String> = None;
@@ -301,9 +312,9 @@ fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlErr
         }
         if let Expr::Column(n) = x {
             let grouped = is_hidden(n.name())
-                || group_by.iter().any(
-                    |g| matches!(g, Expr::Column(c) if c.name().eq_ignore_ascii_case(n.name())),
-                );
+                || group_by
+                    .iter()
+                    .any(|g| matches!(g, Expr::Column(c) if same_column(c, n)));
             if !grouped {
                 let real = src
                     .rowset
@@ -313,7 +324,7 @@ fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlErr
                     .map(|(c, _)| c.clone());
                 // An unknown column is Msg 207, which evaluation reports.
                 if let Some(real) = real {
-                    let q = src.alias.as_deref().unwrap_or(&src.table);
+                    let q = n.qualifier().or(src.alias.as_deref()).unwrap_or(&src.table);
                     bad = Some(format!("{q}.{real}"));
                 }
             }

@@ -123,13 +123,13 @@ impl SetsPlan {
     }
 
     /// The key `e` stands for: an equal grouping expression, or one naming the same
-    /// column.
+    /// column (`g` and `x.g`; never `x.g` and `y.g`, columns of two tables).
     fn key_of(&self, e: &Expr) -> Option<usize> {
         self.keys.iter().position(|k| k == e).or_else(|| {
             let Expr::Column(n) = e else { return None };
-            self.keys.iter().position(
-                |k| matches!(k, Expr::Column(c) if c.name().eq_ignore_ascii_case(n.name())),
-            )
+            self.keys
+                .iter()
+                .position(|k| matches!(k, Expr::Column(c) if aggregate::same_column(c, n)))
         })
     }
 
