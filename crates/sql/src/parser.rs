@@ -3389,6 +3389,10 @@ mod tests {
         );
         assert_eq!(sets("SELECT 1 FROM t GROUP BY ()"), (0, v(&[&[]])));
         assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY a, a WITH ROLLUP"),
+            (1, v(&[&[0], &[0], &[]]))
+        );
+        assert_eq!(
             sets("SELECT 1 FROM t GROUP BY GROUPING SETS (a, a, ROLLUP (b))"),
             (2, v(&[&[0], &[0], &[1], &[]]))
         );

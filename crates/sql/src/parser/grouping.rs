@@ -83,7 +83,8 @@ impl Parser {
             }
             let rollup = self.check_word_at(1, "ROLLUP");
             self.pos += 2;
-            let composites: Sets = (0..interned.exprs.len()).map(|i| vec![i]).collect();
+            // Each expression as written, repeats too: `a, a WITH ROLLUP` is ROLLUP (a, a).
+            let composites: Sets = plain.into_iter().map(|e| vec![interned.index(e)]).collect();
             let sets = self.expand(&composites, rollup)?;
             return self.checked(interned, sets);
         }
