@@ -24,8 +24,9 @@
 //!
 //! Invariants:
 //! 1. Held at once: the spool's and one sort's memory, and per set of the current chain
-//!    one group (its first row and accumulators); nothing grows with the number of
-//!    groups.
+//!    one group (its first row and accumulators, a DISTINCT aggregate's with its own
+//!    spilling sort: at most sets x DISTINCT aggregates x `SORT_MEMORY_BYTES`, fixed by
+//!    the query); nothing grows with the number of rows or groups.
 //! 2. Every set of a chain is a prefix of the chain's sort order, and a chain's sets are
 //!    listed longest first (asserted in `chains`), so a change at key position d ends the
 //!    groups of exactly the sets longer than d.
