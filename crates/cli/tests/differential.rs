@@ -4,7 +4,8 @@
 //! then generates queries over joins of every kind, IN / EXISTS / scalar subqueries
 //! (correlated or not), derived tables, CTEs (recursive too), UNION / INTERSECT / EXCEPT, grouping over
 //! joins, OFFSET / FETCH windows and window functions (OVER: made total by a tie-break on
-//! a unique key, or of functions ties cannot change), each written in T-SQL and in
+//! a unique key, or of functions ties cannot change), ROLLUP / CUBE / GROUPING SETS (to
+//! SQLite the UNION ALL of one plain GROUP BY per set), each written in T-SQL and in
 //! SQLite's dialect, and compares the result multisets (in order where ORDER BY decides it).
 //!
 //! A metamorphic oracle runs beside it on extentdb alone (ternary logic partitioning):
@@ -218,6 +219,104 @@ fn grouped_case(rng: &mut Rng) -> Case {
     ))
 }
 
+/// ROLLUP, CUBE, GROUPING SETS, a plain column beside ROLLUP, WITH ROLLUP / CUBE over one
+/// table or a join; SQLite, which has none of them, gets the UNION ALL of one plain GROUP
+/// BY per grouping set (the model below expands the sets itself), the keys outside a set
+/// as NULL and GROUPING_ID as the set's literal bits.
+fn grouping_sets_case(rng: &mut Rng) -> Case {
+    let (l, r) = two(rng);
+    let joined = rng.chance(40);
+    let from = match joined {
+        true => format!("{l} JOIN {r} ON {l}.b = {r}.a"),
+        false => l.to_string(),
+    };
+    let mut columns = vec![format!("{l}.a"), format!("{l}.b"), format!("{l}.s")];
+    if joined {
+        columns.push(format!("{r}.s"));
+    }
+    let n = 1 + rng.below(3);
+    let mut keys: Vec<String> = Vec::new();
+    while keys.len() < n {
+        let k = columns[rng.below(columns.len())].clone();
+        if !keys.contains(&k) {
+            keys.push(k);
+        }
+    }
+    let list = keys.join(", ");
+    let all = (1usize << n) - 1;
+    // Each set as a bit mask of the keys present, bit i for keys[i].
+    let prefixes: Vec<usize> = (0..=n).rev().map(|k| (1 << k) - 1).collect();
+    let (group_by, sets): (String, Vec<usize>) = match rng.below(6) {
+        0 => (format!("ROLLUP ({list})"), prefixes),
+        1 => (format!("CUBE ({list})"), (0..=all).rev().collect()),
+        2 => (format!("{list} WITH ROLLUP"), prefixes),
+        3 => (format!("{list} WITH CUBE"), (0..=all).rev().collect()),
+        4 if n >= 2 => {
+            let rest = keys[1..].join(", ");
+            let sets = (0..n).rev().map(|k| ((1 << k) - 1) << 1 | 1).collect();
+            (format!("{}, ROLLUP ({rest})", keys[0]), sets)
+        }
+        _ => {
+            // Every key in some set: a select-list key grouped by none is 8120 (and in
+            // GROUPING_ID 8161) in SQL Server as here.
+            let mut sets: Vec<usize> = (0..rng.below(4)).map(|_| rng.below(all + 1)).collect();
+            sets.insert(rng.below(sets.len() + 1), all);
+            let text: Vec<String> = sets
+                .iter()
+                .map(|&m| {
+                    let members: Vec<&str> = (0..n)
+                        .filter(|i| m & (1 << i) != 0)
+                        .map(|i| keys[i].as_str())
+                        .collect();
+                    format!("({})", members.join(", "))
+                })
+                .collect();
+            (format!("GROUPING SETS ({})", text.join(", ")), sets)
+        }
+    };
+    let filter = match rng.chance(50) {
+        true => format!(" WHERE {}", predicate(rng, &[l])),
+        false => String::new(),
+    };
+    let having = match rng.chance(30) {
+        true => " HAVING COUNT(*) > 1",
+        false => "",
+    };
+    let aggregates = format!("COUNT(*), SUM({l}.a), MAX({l}.s), COUNT(DISTINCT {l}.b)");
+    let tsql = format!(
+        "SELECT {list}, {aggregates}, GROUPING_ID({list}) FROM {from}{filter} GROUP BY {group_by}{having}"
+    );
+    let branches: Vec<String> = sets
+        .iter()
+        .map(|&m| {
+            let shown: Vec<String> = (0..n)
+                .map(|i| match m & (1 << i) != 0 {
+                    true => keys[i].clone(),
+                    false => "NULL".to_string(),
+                })
+                .collect();
+            let bits = (0..n).fold(0, |acc, i| acc << 1 | usize::from(m & (1 << i) == 0));
+            let by: Vec<&str> = (0..n)
+                .filter(|i| m & (1 << i) != 0)
+                .map(|i| keys[i].as_str())
+                .collect();
+            let group = match by.is_empty() {
+                true => String::new(),
+                false => format!(" GROUP BY {}", by.join(", ")),
+            };
+            format!(
+                "SELECT {}, {aggregates}, {bits} FROM {from}{filter}{group}{having}",
+                shown.join(", ")
+            )
+        })
+        .collect();
+    Case {
+        tsql,
+        sqlite: branches.join(" UNION ALL "),
+        ordered: false,
+    }
+}
+
 fn window_case(rng: &mut Rng) -> Case {
     let (l, r) = two(rng);
     let dir = rng.pick(&["", " DESC"]);
@@ -364,7 +463,9 @@ fn recursive_case(rng: &mut Rng) -> Case {
 }
 
 fn generate(rng: &mut Rng) -> Case {
-    let makers: [fn(&mut Rng) -> Case; 17] = [
+    let makers: [fn(&mut Rng) -> Case; 19] = [
+        grouping_sets_case,
+        grouping_sets_case,
         over_total_case,
         over_total_case,
         over_ties_case,

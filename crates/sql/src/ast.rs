@@ -577,7 +577,12 @@ pub struct Select {
     /// Comma-separated table sources (an implicit cross join).
     pub from: Vec<TableSource>,
     pub where_clause: Option<Expr>,
+    /// Each distinct grouping expression once when `grouping_sets` is Some; else the
+    /// plain GROUP BY list as written.
     pub group_by: Vec<Expr>,
+    /// ROLLUP, CUBE, GROUPING SETS, `()`, WITH ROLLUP / CUBE: the grouping sets, each
+    /// sorted indexes into `group_by` (parser/grouping.rs); None for a plain GROUP BY.
+    pub grouping_sets: Option<Vec<Vec<usize>>>,
     pub having: Option<Expr>,
 }
 

@@ -13,6 +13,7 @@
 //! name where SQL Server allows one: FROM, and the target of INSERT, UPDATE, DELETE. Nesting is bounded (Msg 191) by tree depth and by
 //! measured stack use, so no input can exhaust the stack.
 
+mod grouping;
 mod security;
 
 use crate::ast::*;
@@ -899,29 +900,6 @@ impl Parser {
             "extentdb does not support ALTER TABLE other than SET (LOCK_ESCALATION = ...) yet.",
             self.line(),
         ))
-    }
-
-    /// One GROUP BY item: an expression. ROLLUP, CUBE and GROUPING SETS are refused
-    /// (40517) until they are built, never read as a call of a function of that name.
-    fn group_by_item(&mut self) -> PResult<Expr> {
-        let grouping = (self.check_word("ROLLUP") || self.check_word("CUBE"))
-            && self.check_symbol_at(1, "(")
-            || self.check_word("GROUPING") && self.check_word_at(1, "SETS");
-        if grouping {
-            return Err(self.not_built("GROUP BY ROLLUP, CUBE or GROUPING SETS"));
-        }
-        self.expr()
-    }
-
-    /// The refusal of a construct that is parsed but not built (40517).
-    fn not_built(&self, what: &str) -> ParseError {
-        ParseError::new(
-            40517,
-            16,
-            1,
-            format!("extentdb does not support {what} yet."),
-            self.line(),
-        )
     }
 
     fn drop(&mut self) -> PResult<StatementKind> {
@@ -2049,15 +2027,10 @@ impl Parser {
             Vec::new()
         };
         let where_clause = self.where_clause()?;
-        let mut group_by = Vec::new();
+        let (mut group_by, mut grouping_sets) = (Vec::new(), None);
         if self.check_word("GROUP") && self.check_word_at(1, "BY") {
             self.pos += 2;
-            group_by = self.comma_list(|p| p.group_by_item())?;
-            if self.check_word("WITH")
-                && (self.check_word_at(1, "ROLLUP") || self.check_word_at(1, "CUBE"))
-            {
-                return Err(self.not_built("GROUP BY ... WITH ROLLUP or WITH CUBE"));
-            }
+            (group_by, grouping_sets) = self.group_by_clause()?;
         }
         let having = if self.eat_word("HAVING") {
             Some(self.expr()?)
@@ -2072,6 +2045,7 @@ impl Parser {
             from,
             where_clause,
             group_by,
+            grouping_sets,
             having,
         })
     }
@@ -3445,21 +3419,88 @@ mod tests {
         }
     }
 
-    /// ROLLUP, CUBE and GROUPING SETS are refused as not built, never read as a call of a
-    /// function named ROLLUP (which grouped by it, or gave 8120 about the select list).
+    /// ROLLUP, CUBE, GROUPING SETS, `()` and WITH ROLLUP / CUBE parse into their grouping
+    /// sets over the distinct expressions (parser/grouping.rs), never into a call of a
+    /// function named ROLLUP; the limits and the mix of WITH with sets are refused with
+    /// SQL Server's numbers.
     #[test]
-    fn grouping_sets_are_refused_until_built() {
-        for sql in [
-            "SELECT a, COUNT(*) FROM t GROUP BY ROLLUP(a)",
-            "SELECT a, COUNT(*) FROM t GROUP BY b, CUBE (a, b)",
-            "SELECT a, COUNT(*) FROM t GROUP BY GROUPING SETS ((a), ())",
-            "SELECT a, COUNT(*) FROM t GROUP BY a WITH ROLLUP",
-            "SELECT a, COUNT(*) FROM t GROUP BY a WITH CUBE",
-        ] {
-            let e = error(sql);
-            assert_eq!(e.number, 40517, "{sql}: {e}");
-        }
+    fn grouping_sets_parse_into_sets() {
+        let sets = |sql: &str| -> (usize, Option<Vec<Vec<usize>>>) {
+            let b = parse_batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            let StatementKind::Select(q) = &b[0].kind else {
+                panic!("{sql}: not a SELECT")
+            };
+            let QueryBody::Select(s) = &q.body else {
+                panic!("{sql}: not a plain SELECT")
+            };
+            (s.group_by.len(), s.grouping_sets.clone())
+        };
+        let v = |x: &[&[usize]]| Some(x.iter().map(|s| s.to_vec()).collect::<Vec<_>>());
+        assert_eq!(sets("SELECT 1 FROM t GROUP BY a, b"), (2, None));
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY ROLLUP (a, b)"),
+            (2, v(&[&[0, 1], &[0], &[]]))
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY a, b WITH ROLLUP"),
+            sets("SELECT 1 FROM t GROUP BY ROLLUP (a, b)")
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY CUBE (a, b)"),
+            (2, v(&[&[0, 1], &[0], &[1], &[]]))
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY a, b WITH CUBE"),
+            sets("SELECT 1 FROM t GROUP BY CUBE (a, b)")
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY GROUPING SETS ((a, b), (a), ())"),
+            (2, v(&[&[0, 1], &[0], &[]]))
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY ROLLUP ((a, b), c)"),
+            (3, v(&[&[0, 1, 2], &[0, 1], &[]]))
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY a, ROLLUP (b, c)"),
+            (3, v(&[&[0, 1, 2], &[0, 1], &[0]]))
+        );
+        assert_eq!(sets("SELECT 1 FROM t GROUP BY ()"), (0, v(&[&[]])));
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY a, a WITH ROLLUP"),
+            (1, v(&[&[0], &[0], &[]]))
+        );
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY GROUPING SETS (a, a, ROLLUP (b))"),
+            (2, v(&[&[0], &[0], &[1], &[]]))
+        );
+        // A parenthesis that opens an expression stays an expression.
+        assert_eq!(
+            sets("SELECT 1 FROM t GROUP BY ROLLUP ((a + b) * 2, c)"),
+            (2, v(&[&[0, 1], &[0], &[]]))
+        );
         assert!(parse_batch("SELECT rollup, COUNT(*) FROM t GROUP BY rollup").is_ok());
+        let cube13 = (0..13)
+            .map(|i| format!("c{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let many = (0..33)
+            .map(|i| format!("c{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        for (sql, number) in [
+            (format!("SELECT 1 FROM t GROUP BY CUBE ({cube13})"), 10705),
+            (format!("SELECT 1 FROM t GROUP BY ROLLUP ({many})"), 10707),
+            (
+                "SELECT 1 FROM t GROUP BY ROLLUP (a) WITH CUBE".to_string(),
+                10703,
+            ),
+            ("SELECT 1 FROM t GROUP BY a, (b, c)".to_string(), 102),
+            ("SELECT 1 FROM t GROUP BY ROLLUP (())".to_string(), 102),
+        ] {
+            let e = error(&sql);
+            assert_eq!(e.number, number, "{sql}: {e}");
+        }
     }
 
     /// OVER parses into a window call with its partition, order and frame; the one-bound

@@ -27,6 +27,7 @@ use std::cmp::Ordering;
 use std::sync::{Arc, Mutex};
 
 use super::eval::RowCtx;
+use super::grouping_sets::{contains_grouping, SetsPlan};
 use super::lower::not_yet;
 use super::select::{same_row, Source};
 use super::spill::SortSpill;
@@ -71,6 +72,7 @@ pub(super) fn contains_aggregate(e: &Expr) -> bool {
 /// A grouped query: GROUP BY, HAVING or an aggregate in the select list.
 pub(super) fn is_aggregate_query(s: &Select) -> bool {
     !s.group_by.is_empty()
+        || s.grouping_sets.is_some()
         || s.having.is_some()
         || s.items.iter().any(|i| match i {
             SelectItem::Expr { expr, .. } => contains_aggregate(expr),
@@ -290,6 +292,17 @@ fn hidden_name(i: usize) -> String {
     format!("{HIDDEN}agg{i}")
 }
 
+/// True when two column references may name the same column: the same name, and the
+/// same qualifier where both have one (`g` and `x.g` do; `x.g` and `y.g`, columns of two
+/// tables of a join, do not).
+pub(super) fn same_column(a: &ObjectName, b: &ObjectName) -> bool {
+    a.name().eq_ignore_ascii_case(b.name())
+        && match (a.qualifier(), b.qualifier()) {
+            (Some(x), Some(y)) => x.eq_ignore_ascii_case(y),
+            _ => true,
+        }
+}
+
 /// Msg 8120 for a column outside aggregates and GROUP BY.
 fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlError> {
     let mut bad: Option<String> = None;
@@ -299,9 +312,9 @@ fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlErr
         }
         if let Expr::Column(n) = x {
             let grouped = is_hidden(n.name())
-                || group_by.iter().any(
-                    |g| matches!(g, Expr::Column(c) if c.name().eq_ignore_ascii_case(n.name())),
-                );
+                || group_by
+                    .iter()
+                    .any(|g| matches!(g, Expr::Column(c) if same_column(c, n)));
             if !grouped {
                 let real = src
                     .rowset
@@ -311,7 +324,7 @@ fn check_grouped(e: &Expr, group_by: &[Expr], src: &Source) -> Result<(), SqlErr
                     .map(|(c, _)| c.clone());
                 // An unknown column is Msg 207, which evaluation reports.
                 if let Some(real) = real {
-                    let q = src.alias.as_deref().unwrap_or(&src.table);
+                    let q = n.qualifier().or(src.alias.as_deref()).unwrap_or(&src.table);
                     bad = Some(format!("{q}.{real}"));
                 }
             }
@@ -642,6 +655,9 @@ impl Session {
         if args.iter().any(contains_window) {
             return Err(msg(4109, &[]));
         }
+        if args.iter().any(contains_grouping) {
+            return Err(msg(130, &[]));
+        }
         if args.iter().any(contains_aggregate) {
             return Err(not_yet("aggregates of aggregates"));
         }
@@ -673,6 +689,10 @@ impl Session {
             .filtered_rows(s, has_from.then_some(&src))
             .map_err(one)?;
         let plan = self.plan_grouping(q, s, &src, &rows)?;
+        if let Some(sets) = &plan.sets {
+            let grouped = self.sets_source(&plan, sets, &src, rows)?;
+            return Ok((plan.query, plan.select, grouped));
+        }
         let groups = self.groups(&s.group_by, &src, &rows).map_err(one)?;
         let mut grouped_rows = Vec::with_capacity(groups.len());
         // Typed over every row (`plan_grouping`), so the same for each group.
@@ -707,9 +727,16 @@ impl Session {
         rows: &[Vec<Value>],
     ) -> Result<GroupingPlan, Vec<SqlError>> {
         let one = |e| vec![e];
-        if s.where_clause.as_ref().is_some_and(contains_aggregate) {
+        let grouping_in = |e: &Expr| contains_aggregate(e) || contains_grouping(e);
+        if s.where_clause.as_ref().is_some_and(grouping_in) {
             return Err(vec![msg(147, &[])]);
         }
+        let uses_grouping = s.items.iter().any(|i| match i {
+            SelectItem::Expr { expr, .. } => contains_grouping(expr),
+            _ => false,
+        }) || s.having.as_ref().is_some_and(contains_grouping)
+            || q.order_by.iter().any(|o| contains_grouping(&o.expr));
+        let mut sets = SetsPlan::of(s, uses_grouping).map_err(one)?;
         let outside = s.group_by.iter().chain(&s.having).chain(&s.where_clause);
         if outside.into_iter().any(contains_window) {
             return Err(vec![msg(4108, &[])]);
@@ -719,12 +746,14 @@ impl Session {
         for item in &s.items {
             items.push(match item {
                 SelectItem::Expr { expr, alias } => {
-                    let e = c.rewrite(expr).map_err(one)?;
-                    check_grouped(&e, &s.group_by, src).map_err(one)?;
-                    SelectItem::Expr {
-                        expr: e,
-                        alias: alias.clone(),
+                    let mut e = c.rewrite(expr).map_err(one)?;
+                    let mut alias = alias.clone();
+                    if let Some(sets) = &mut sets {
+                        alias = alias.or_else(|| sets.item_alias(expr, src));
+                        e = sets.rewrite(&e).map_err(one)?;
                     }
+                    check_grouped(&e, &s.group_by, src).map_err(one)?;
+                    SelectItem::Expr { expr: e, alias }
                 }
                 SelectItem::Wildcard { .. } => {
                     return Err(vec![not_yet("* in a grouped query")]);
@@ -734,7 +763,10 @@ impl Session {
         }
         let having = match &s.having {
             Some(h) => {
-                let e = c.rewrite(h).map_err(one)?;
+                let mut e = c.rewrite(h).map_err(one)?;
+                if let Some(sets) = &mut sets {
+                    e = sets.rewrite(&e).map_err(one)?;
+                }
                 check_grouped(&e, &s.group_by, src).map_err(one)?;
                 Some(e)
             }
@@ -742,7 +774,10 @@ impl Session {
         };
         let mut order_by = Vec::with_capacity(q.order_by.len());
         for o in &q.order_by {
-            let e = c.rewrite(&o.expr).map_err(one)?;
+            let mut e = c.rewrite(&o.expr).map_err(one)?;
+            if let Some(sets) = &mut sets {
+                e = sets.rewrite(&e).map_err(one)?;
+            }
             order_by.push(OrderByItem {
                 expr: e,
                 descending: o.descending,
@@ -762,6 +797,7 @@ impl Session {
             from: s.from.clone(),
             where_clause: having,
             group_by: Vec::new(),
+            grouping_sets: None,
             having: None,
         };
         let query = Query {
@@ -772,10 +808,14 @@ impl Session {
             fetch: None,
             hints: Vec::new(),
         };
+        if let Some(sets) = &mut sets {
+            sets.type_keys(self, src, rows);
+        }
         Ok(GroupingPlan {
             query,
             select,
             aggregates,
+            sets,
         })
     }
 
@@ -840,6 +880,8 @@ pub(super) struct GroupingPlan {
     pub query: Query,
     pub select: Select,
     pub aggregates: Vec<Aggregate>,
+    /// ROLLUP, CUBE, GROUPING SETS or GROUPING calls (grouping_sets.rs).
+    pub sets: Option<SetsPlan>,
 }
 
 /// A group's row: its first source row (NULLs for an empty group), then each aggregate.

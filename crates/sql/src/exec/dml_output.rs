@@ -92,6 +92,7 @@ fn as_select(items: &[SelectItem]) -> Select {
         from: Vec::new(),
         where_clause: None,
         group_by: Vec::new(),
+        grouping_sets: None,
         having: None,
     }
 }

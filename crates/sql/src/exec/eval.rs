@@ -497,6 +497,11 @@ impl Session {
 
     /// Engine functions first, then the scalar built-ins; unknown names give 195.
     fn function(&mut self, name: &str, args: &[Value]) -> Result<Value, SqlError> {
+        // Grouping replaces every call it can answer (grouping_sets.rs); one evaluated is
+        // outside a grouped query.
+        if name.eq_ignore_ascii_case("GROUPING") || name.eq_ignore_ascii_case("GROUPING_ID") {
+            return Err(msg(8160, &[]));
+        }
         if let Some(v) = self.engine_function(name, args)? {
             return Ok(v);
         }

@@ -36,6 +36,7 @@ mod dml_output;
 mod errors;
 mod eval;
 mod expr_text;
+mod grouping_sets;
 mod helpdb;
 mod history;
 mod join;

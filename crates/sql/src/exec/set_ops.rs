@@ -51,6 +51,7 @@ impl Session {
             from: Vec::new(),
             where_clause: None,
             group_by: Vec::new(),
+            grouping_sets: None,
             having: None,
         };
         let mut input = Spooled {

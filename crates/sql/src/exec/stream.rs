@@ -5,7 +5,8 @@
 //!
 //! The chain: `TableScan` (storage `scan_chunk`, or `seek_chunk` over the key ranges
 //! `seek::access_for` finds in WHERE; the database held for each chunk's read only) → WHERE → [GROUP BY: `SortSpill` by the grouping keys → `Grouped`, aggregates
-//! computed row by row (`aggregate::Accumulator`)] → HAVING → [window functions: a sort per
+//! computed row by row (`aggregate::Accumulator`); grouping sets: `grouping_sets::SetsRows`,
+//! a spool and one such sort per chain of nested sets] → HAVING → [window functions: a sort per
 //! PARTITION BY / ORDER BY, partitions spooled (`window_functions.rs`)] → the select list →
 //! [ORDER BY / DISTINCT / TOP PERCENT: `SortSpill`, which spills runs to work files in
 //! tempdb's directory past `SORT_MEMORY_BYTES`] → TOP (lowered to SET ROWCOUNT's cap when
@@ -365,6 +366,13 @@ impl Session {
         if !typed && !s.group_by.is_empty() {
             return None;
         }
+        // A computed grouping expression (or an aggregate) under grouping sets is typed
+        // by its values, which the materializing path sees first.
+        if let Some(sets) = &plan.sets {
+            if !typed || !sets.keys_typed() {
+                return None;
+            }
+        }
         Some(Ok(plan))
     }
 
@@ -384,6 +392,9 @@ impl Session {
             src,
         };
         let input: &mut dyn RowSource = &mut filtered;
+        if let Some(sets) = &plan.sets {
+            return self.sets_rows(plan, sets, src, input, out);
+        }
         let mut sorted;
         let keyed: &mut dyn RowSource = if s.group_by.is_empty() {
             input
