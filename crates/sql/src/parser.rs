@@ -902,6 +902,17 @@ impl Parser {
         ))
     }
 
+    /// The refusal of a construct that is parsed but not built (40517).
+    fn not_built(&self, what: &str) -> ParseError {
+        ParseError::new(
+            40517,
+            16,
+            1,
+            format!("extentdb does not support {what} yet."),
+            self.line(),
+        )
+    }
+
     fn drop(&mut self) -> PResult<StatementKind> {
         self.pos += 1;
         let word = self.peek_upper_word().unwrap_or_default();
