@@ -24,12 +24,7 @@ const SETUP: &str = "CREATE TABLE s (id INT PRIMARY KEY, g VARCHAR(5), h INT, v 
     CREATE TABLE e (g VARCHAR(5), h INT, v INT)";
 
 fn setup(name: &str) -> (Server, Client) {
-    let s = Server::start(name, &[]);
-    let mut c = s.connect();
-    run(&mut c, "CREATE DATABASE gs");
-    run(&mut c, "USE gs");
-    run(&mut c, SETUP);
-    (s, c)
+    common::tds::start_in_database(name, "gs", SETUP)
 }
 
 /// Proves ROLLUP (g, h): the detail groups, one subtotal per g and the grand total, with

@@ -17,11 +17,7 @@ mod common;
 use common::tds::{all_rows, connect_at, int, numbers, run, Server};
 
 fn setup(name: &str) -> (Server, Client) {
-    let s = Server::start(name, &[]);
-    let mut c = s.connect();
-    run(&mut c, "CREATE DATABASE od");
-    run(&mut c, "USE od");
-    (s, c)
+    common::tds::start_in_database(name, "od", "")
 }
 
 /// The column names of each result set of a response.

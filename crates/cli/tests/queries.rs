@@ -29,12 +29,7 @@ const SETUP: &str = "CREATE TABLE c (cid INT PRIMARY KEY, name VARCHAR(20));
     INSERT INTO h VALUES (1, 'x'), (NULL, 'y'), (3, NULL)";
 
 fn setup(name: &str) -> (Server, Client) {
-    let s = Server::start(name, &[]);
-    let mut c = s.connect();
-    run(&mut c, "CREATE DATABASE q");
-    run(&mut c, "USE q");
-    run(&mut c, SETUP);
-    (s, c)
+    common::tds::start_in_database(name, "q", SETUP)
 }
 
 /// Proves each join kind gives SQL Server's rows: INNER, LEFT, RIGHT, FULL, CROSS, the

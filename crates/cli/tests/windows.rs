@@ -39,12 +39,7 @@ const SETUP: &str = "CREATE TABLE s (id INT PRIMARY KEY, g VARCHAR(5), v INT, d 
     INSERT INTO o VALUES (10, 1, 5), (11, 1, 7), (12, 2, 9), (13, 4, 1), (14, 2, 9)";
 
 fn setup(name: &str) -> (Server, Client) {
-    let s = Server::start(name, &[]);
-    let mut c = s.connect();
-    run(&mut c, "CREATE DATABASE w");
-    run(&mut c, "USE w");
-    run(&mut c, SETUP);
-    (s, c)
+    common::tds::start_in_database(name, "w", SETUP)
 }
 
 /// Proves the ranking functions: ROW_NUMBER counts rows, RANK leaves gaps after ties,

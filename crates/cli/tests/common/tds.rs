@@ -135,6 +135,18 @@ pub fn numbers(c: &mut extentdb_tds::client::Client, sql: &str) -> Vec<i32> {
     errors(c, sql).into_iter().map(|e| e.0).collect()
 }
 
+/// A server named `name` with database `db` made, a session in it, and `setup` run there.
+pub fn start_in_database(name: &str, db: &str, setup: &str) -> (Server, Client) {
+    let s = Server::start(name, &[]);
+    let mut c = s.connect();
+    run(&mut c, &format!("CREATE DATABASE {db}"));
+    run(&mut c, &format!("USE {db}"));
+    if !setup.is_empty() {
+        run(&mut c, setup);
+    }
+    (s, c)
+}
+
 /// Kills the server (SIGKILL) and starts another on the same directory.
 pub fn restart(s: Server) -> Server {
     let mut s = s;
