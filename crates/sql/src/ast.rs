@@ -586,6 +586,24 @@ pub struct Select {
     pub having: Option<Expr>,
 }
 
+impl Select {
+    /// `SELECT items` and nothing else (no FROM, WHERE or grouping): a select list the
+    /// executor runs over rows it has already.
+    pub fn of_items(items: Vec<SelectItem>) -> Select {
+        Select {
+            distinct: false,
+            top: None,
+            items,
+            into: None,
+            from: Vec::new(),
+            where_clause: None,
+            group_by: Vec::new(),
+            grouping_sets: None,
+            having: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Top {
     pub count: Expr,

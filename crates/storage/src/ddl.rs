@@ -62,7 +62,11 @@ impl Database {
                 dropped: false,
             });
         }
-        self.create_table(entry)
+        let id = self.create_table(entry)?;
+        if let Some(x) = xact {
+            self.note_marked(x);
+        }
+        Ok(id)
     }
 
     /// DROP TABLE: at once outside a transaction; inside `xact`, marked dropped until it
@@ -81,7 +85,16 @@ impl Database {
             return Err(StorageError::TableNotFound(object_id));
         }
         self.ensure_begun(x)?;
-        self.mark(object_id, x, |p| p.dropped = true)
+        self.mark(object_id, x, |p| p.dropped = true)?;
+        self.note_marked(x);
+        Ok(())
+    }
+
+    /// Tells `xact`'s state it has a mark, so its end asks no catalog scan whether to settle.
+    fn note_marked(&self, xact: XactId) {
+        if let Some(x) = self.data.xacts.lock().active.get_mut(&xact) {
+            x.marked_ddl = true;
+        }
     }
 
     /// Sets `object_id`'s mark for `xact` (invariant 4).
@@ -121,12 +134,26 @@ impl Database {
         })
     }
 
-    /// True if `xact` has marked a table (its end settles them: invariant 2).
+    /// True if active transaction `xact` has marked a table (its end settles them:
+    /// invariant 2); asked by every commit and rollback, so read from its state, not the
+    /// catalog.
     pub fn has_pending_ddl(&self, xact: XactId) -> bool {
-        self.catalog
-            .tables
-            .iter()
-            .any(|t| t.pending_ddl.is_some_and(|p| p.xact == xact))
+        let marked = self
+            .data
+            .xacts
+            .lock()
+            .active
+            .get(&xact)
+            .is_some_and(|x| x.marked_ddl);
+        debug_assert_eq!(
+            marked,
+            self.catalog
+                .tables
+                .iter()
+                .any(|t| t.pending_ddl.is_some_and(|p| p.xact == xact)),
+            "transaction {xact}'s state and the catalog's marks disagree"
+        );
+        marked
     }
 
     /// The tables that exist for name lookups and the catalog views: all but those whose

@@ -145,6 +145,8 @@ pub(crate) struct XactState {
     /// The allocation units this transaction changed: DDL on their tables waits for it to
     /// end (invariant 5).
     pub units: BTreeSet<u64>,
+    /// It marked a table's CREATE or DROP in the catalog: its end settles them (ddl.rs).
+    pub marked_ddl: bool,
 }
 
 impl XactState {

@@ -792,13 +792,9 @@ impl Session {
         let select = Select {
             distinct: s.distinct,
             top: s.top.clone(),
-            items,
-            into: None,
             from: s.from.clone(),
             where_clause: having,
-            group_by: Vec::new(),
-            grouping_sets: None,
-            having: None,
+            ..Select::of_items(items)
         };
         let query = Query {
             ctes: Vec::new(),

@@ -84,17 +84,7 @@ pub(super) struct OutputPlan {
 
 /// One OUTPUT list as a select list over the changed row.
 fn as_select(items: &[SelectItem]) -> Select {
-    Select {
-        distinct: false,
-        top: None,
-        items: items.to_vec(),
-        into: None,
-        from: Vec::new(),
-        where_clause: None,
-        group_by: Vec::new(),
-        grouping_sets: None,
-        having: None,
-    }
+    Select::of_items(items.to_vec())
 }
 
 /// What the list may not hold: `*` alone (the grammar has only `inserted.*` and

@@ -43,17 +43,7 @@ impl Session {
             String::new(),
             None,
         );
-        let all = Select {
-            distinct: false,
-            top: None,
-            items: vec![SelectItem::Wildcard { qualifier: None }],
-            into: None,
-            from: Vec::new(),
-            where_clause: None,
-            group_by: Vec::new(),
-            grouping_sets: None,
-            having: None,
-        };
+        let all = Select::of_items(vec![SelectItem::Wildcard { qualifier: None }]);
         let mut input = Spooled {
             rows: &rows,
             cursor: SpoolCursor::default(),

@@ -131,6 +131,9 @@ impl Session {
     /// has go, and a rollback names again the tables it brought back.
     pub(super) fn temporary_xact_ended(&mut self, committed: bool) {
         let dropped = std::mem::take(&mut self.temp_tables.dropped_in_xact);
+        if dropped.is_empty() && self.temp_tables.stored.is_empty() {
+            return;
+        }
         let Some(tempdb) = self.engine.instance.database(TEMPDB_ID) else {
             return;
         };
