@@ -37,7 +37,7 @@ use crate::{
 /// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER. Version 6 added
 /// each table's identity value (`IdentityLast`) after its columns; older blobs decode with
 /// `IdentityLast::Unknown` for a table with an IDENTITY column.
-pub const CATALOG_VERSION: u16 = 8;
+pub const CATALOG_VERSION: u16 = 9;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -173,6 +173,29 @@ pub struct TableEntry {
     pub lock_escalation: LockEscalation,
     /// A CREATE or DROP TABLE of a transaction not yet settled (version 8; none before).
     pub pending_ddl: Option<PendingDdl>,
+    /// Set on a nonclustered index's entry (version 9): the entry is not a table but the
+    /// index's B-tree, whose `columns` are its index record's and whose `primary_key` is its
+    /// B-tree key (storage's index.rs).
+    pub index_of: Option<IndexOf>,
+}
+
+/// A nonclustered index (sys.indexes row with index id 2 or more) kept as its own B-tree
+/// entry. The entry's columns are, in order: the `key_columns` the index was declared
+/// with, its `included` columns, then the row locator's columns that are not already there
+/// (the base table's clustering key, or for a heap the RID, binary(8), source 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexOf {
+    /// The base table's object id.
+    pub table_object_id: u32,
+    /// sys.indexes.index_id (2 and up).
+    pub index_id: u16,
+    pub unique: bool,
+    /// Made by a UNIQUE constraint (sys.indexes.is_unique_constraint; Msg 2627, not 2601).
+    pub unique_constraint: bool,
+    pub key_columns: u16,
+    pub included: u16,
+    /// For each of the entry's columns, the base table's column id it copies (0: the RID).
+    pub sources: Vec<u16>,
 }
 
 /// What a transaction still open (or committing, not yet settled) did to a table's
@@ -590,6 +613,9 @@ impl Catalog {
                     t.name
                 ));
             }
+            if let Some(ix) = &t.index_of {
+                check_index_entry(self, t, ix)?;
+            }
         }
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
@@ -605,6 +631,34 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// An index entry's shape: its base table exists and is not an index, its sources are
+/// the base's columns (0, the RID, only over a heap), one per column, and the counts fit.
+fn check_index_entry(c: &Catalog, t: &TableEntry, ix: &IndexOf) -> Result<(), String> {
+    let base = c
+        .tables
+        .iter()
+        .find(|b| b.object_id == ix.table_object_id && b.index_of.is_none())
+        .ok_or_else(|| format!("index {} has no base table {}", t.name, ix.table_object_id))?;
+    let bad = |what: &str| Err(format!("index {} {what}", t.name));
+    if ix.sources.len() != t.columns.len()
+        || (ix.key_columns + ix.included) as usize > t.columns.len()
+        || ix.key_columns == 0
+        || ix.index_id < 2
+    {
+        return bad("has a shape its columns do not match");
+    }
+    for s in &ix.sources {
+        let known = match s {
+            0 => base.index_id == 0,
+            id => base.columns.iter().any(|c| c.column_id == *id),
+        };
+        if !known {
+            return bad("copies a column its table does not have");
+        }
+    }
+    Ok(())
 }
 
 impl Catalog {
@@ -712,6 +766,60 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
             }
         }
     }
+    if version >= 9 {
+        encode_index_of(w, t.index_of.as_ref());
+    }
+}
+
+/// Version 9's index tag: u8 0 (a table), or 1 then the base object id u32, index id u16,
+/// flags u8 (bit 0 unique, bit 1 unique constraint), key column count u16, included count
+/// u16, and the sources (u16 count, u16 each).
+fn encode_index_of(w: &mut Writer, ix: Option<&IndexOf>) {
+    let Some(ix) = ix else {
+        w.u8(0);
+        return;
+    };
+    w.u8(1);
+    w.u32(ix.table_object_id);
+    w.u16(ix.index_id);
+    w.u8(ix.unique as u8 | (ix.unique_constraint as u8) << 1);
+    w.u16(ix.key_columns);
+    w.u16(ix.included);
+    w.u16(ix.sources.len() as u16);
+    for s in &ix.sources {
+        w.u16(*s);
+    }
+}
+
+fn decode_index_of(r: &mut Reader<'_>, object_id: u32) -> Result<Option<IndexOf>, FormatError> {
+    let bad = |what: String| corrupt(PageId::NULL, format!("table {object_id} {what}"));
+    match r.u8()? {
+        0 => return Ok(None),
+        1 => {}
+        v => return Err(bad(format!("has unknown index tag {v}"))),
+    }
+    let table_object_id = r.u32()?;
+    let index_id = r.u16()?;
+    let flags = r.u8()?;
+    if flags & !3 != 0 {
+        return Err(bad(format!("has unknown index flags {flags}")));
+    }
+    let key_columns = r.u16()?;
+    let included = r.u16()?;
+    let n = r.u16()?;
+    let mut sources = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        sources.push(r.u16()?);
+    }
+    Ok(Some(IndexOf {
+        table_object_id,
+        index_id,
+        unique: flags & 1 != 0,
+        unique_constraint: flags & 2 != 0,
+        key_columns,
+        included,
+        sources,
+    }))
 }
 
 /// Version 8's pending-DDL mark: flags u8 (0 none; bit 0 created, bit 1 dropped), then
@@ -813,6 +921,10 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         ..=7 => None,
         _ => decode_pending(r, object_id)?,
     };
+    let index_of = match version {
+        ..=8 => None,
+        _ => decode_index_of(r, object_id)?,
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -827,6 +939,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         identity_last,
         lock_escalation,
         pending_ddl,
+        index_of,
     })
 }
 

@@ -268,6 +268,7 @@ fn catalog_fixture() {
             identity_last: IdentityLast::Through(1_234),
             lock_escalation: LockEscalation::Auto,
             pending_ddl: None,
+            index_of: None,
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -341,19 +342,21 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 8);
-    assert_eq!(&c.encode()[..2], &8u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 9);
+    assert_eq!(&c.encode()[..2], &9u16.to_le_bytes());
     lock_escalation_byte(c);
     pending_ddl_mark(c);
+    index_tag(c);
     let mut unknown = c.clone();
     unknown.tables[0].identity_last = IdentityLast::Unknown;
     unknown.tables[0].lock_escalation = LockEscalation::Table;
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 8 without the identity tag and its value (nine bytes for
-    // `Through`), the lock escalation byte and the pending-DDL flags (0: no mark).
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1);
+    // Version 5 is version 9 without the identity tag and its value (nine bytes for
+    // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark) and the
+    // index tag (0: a table).
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -426,6 +429,72 @@ fn pending_ddl_mark(c: &Catalog) {
         let e = Catalog::decode(&d, at).unwrap_err().to_string();
         assert!(e.contains("unknown pending DDL flags"), "{e}");
     }
+}
+
+/// Version 9's index tag follows the pending-DDL mark: 0 for a table; for a nonclustered
+/// index's entry 1, then the base object id u32, index id u16, flags u8 (bit 0 unique, bit 1
+/// unique constraint), key and included counts u16, and the sources (u16 count, u16 each).
+/// A version 8 blob has no tag; an unknown tag or flag is damage, and so is an index whose
+/// base table is missing.
+fn index_tag(c: &Catalog) {
+    use extentdb_format::catalog::IndexOf;
+    let at = PageId::new(1, 16);
+    let v8 = c.encode_version(8);
+    assert_eq!(Catalog::decode(&v8, at).unwrap(), *c);
+    let blob = c.encode();
+    let tag = identity_tag_at(&blob);
+    assert_eq!(
+        blob[tag + 11],
+        0,
+        "a table's tag after the pending-DDL flags"
+    );
+    let mut ix = c.clone();
+    let mut entry = c.tables[0].clone();
+    entry.object_id += 1;
+    entry.name = "ix_c2".into();
+    entry.identity_last = IdentityLast::Unused;
+    entry.columns[0].identity = None;
+    entry.columns.reverse();
+    entry.index_of = Some(IndexOf {
+        table_object_id: c.tables[0].object_id,
+        index_id: 2,
+        unique: true,
+        unique_constraint: false,
+        key_columns: 1,
+        included: 0,
+        sources: vec![2, 1],
+    });
+    ix.tables.push(entry);
+    let b = ix.encode();
+    let mut w = extentdb_format::codec::Writer::default();
+    ix.security.encode(&mut w);
+    let start = b.len() - w.bytes.len();
+    let tail = &b[..start];
+    let expect: Vec<u8> = [
+        &[1u8][..],
+        &581_577_110u32.to_le_bytes(),
+        &2u16.to_le_bytes(),
+        &[1],
+        &1u16.to_le_bytes(),
+        &0u16.to_le_bytes(),
+        &2u16.to_le_bytes(),
+        &2u16.to_le_bytes(),
+        &1u16.to_le_bytes(),
+    ]
+    .concat();
+    assert!(tail.ends_with(&expect), "the index tag ends the entry");
+    assert_eq!(Catalog::decode(&b, at).unwrap(), ix);
+    ix.check_invariants().unwrap();
+    let mut d = b.clone();
+    d[start - expect.len()] = 2;
+    let e = Catalog::decode(&d, at).unwrap_err().to_string();
+    assert!(e.contains("unknown index tag 2"), "{e}");
+    let mut d = b.clone();
+    d[start - expect.len() + 7] = 4;
+    let e = Catalog::decode(&d, at).unwrap_err().to_string();
+    assert!(e.contains("unknown index flags 4"), "{e}");
+    ix.tables[1].index_of.as_mut().unwrap().table_object_id = 7;
+    assert!(ix.check_invariants().unwrap_err().contains("no base table"));
 }
 
 /// Where this catalog's identity tag 1 and its value 1,234 (i64) stand in `blob`.

@@ -380,6 +380,16 @@ static CATALOGUE: &[Entry] = &[
     e(1701, 16, 1, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including %d bytes of internal overhead. This exceeds the maximum allowable table row size of %d bytes."),
     e(1750, 16, 0, "Could not create constraint or index. See previous errors."),
     e(1911, 16, 1, "Column name '%.*ls' does not exist in the target table or view."),
+    e(8951, 16, 1, "Table error: table '%.*ls' (ID %d). Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:"), // unverified state
+    e(8952, 16, 1, "Table error: table '%.*ls' (ID %d). Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:"), // unverified state
+    e(1505, 16, 1, "The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '%.*ls' and the index name '%.*ls'. The duplicate key value is %ls."),
+    e(1902, 16, 3, "Cannot create more than one clustered index on %S_MSG '%.*ls'. Drop the existing clustered index '%.*ls' before creating another."), // unverified state
+    e(1904, 16, 1, "The index '%.*ls' on table '%.*ls' has %d columns in the key list. The maximum limit for index key column list is %d."), // unverified
+    e(1909, 16, 2, "Cannot use duplicate column names in index. Column name '%.*ls' listed more than once."), // unverified state
+    e(1913, 16, 1, "The operation failed because an index or statistics with name '%.*ls' already exists on table '%.*ls'."),
+    e(1919, 16, 1, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index."),
+    e(1944, 16, 1, "Index '%.*ls' was not created. This index has a key length of at least %d bytes. The maximum permissible key length is %d bytes."), // unverified
+    e(3723, 16, 4, "An explicit DROP INDEX is not allowed on index '%.*ls'. It is being used for %ls constraint enforcement."), // unverified state
     e(1921, 16, 1, "Invalid filegroup '%.*ls' specified."),
     e(2744, 16, 2, "Multiple identity columns specified for table '%.*ls'. Only one identity column per table is allowed."),
     e(2749, 16, 2, "Identity column '%.*ls' must be of data type int, bigint, smallint, tinyint, or decimal or numeric with a scale of 0, and constrained to be nonnullable."),

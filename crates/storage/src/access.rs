@@ -12,7 +12,9 @@
 //!
 //! Invariants:
 //! 1. An operation that returns `Step::Needs` has logged no change of the row (a heap page
-//!    it formatted for the row stays, empty, as its heap's current page).
+//!    it formatted for the row stays, empty, as its heap's current page), or, on a table
+//!    with nonclustered indexes, only changes its transaction's kept progress records, which
+//!    the same operation run again goes on from (index.rs invariant 1).
 //! 2. A shared operation changes a page only while holding that page's latch
 //!    (`PageLatches::hold`, SQL Server's PAGELATCH_EX), which it takes after its heap's
 //!    insert lock and before any other latch, and never holds two page latches at once
@@ -64,6 +66,7 @@ use extentdb_format::catalog::TableEntry;
 use extentdb_format::log_record::XactId;
 use extentdb_format::PageId;
 
+use crate::index::RowOp;
 use crate::log_growth::GrowthEnv;
 use crate::proportional_fill::GrowthPreparation;
 use crate::table::Rid;
@@ -281,9 +284,28 @@ impl Database {
         (rec, env): (&[u8], &GrowthEnv),
         gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
-        self.on_table(object_id, |t, clustered| match clustered {
-            true => self.btree_insert(xact, t, (rec, 0), gate),
-            false => self.heap_insert(xact, t, rec, (env, 0), gate),
+        self.on_table(object_id, |t, clustered| {
+            let base = |gate| match clustered {
+                true => self.btree_insert(xact, t, (rec, 0), gate),
+                false => self.heap_insert(xact, t, rec, (env, 0), gate),
+            };
+            if !self.has_indexes(object_id) {
+                return base(gate);
+            }
+            let op = RowOp::Insert(rec.to_vec());
+            let (rid, steps) = match self.take_progress(xact, &op) {
+                Some(p) => (p.base, p.steps),
+                None => match base(gate)? {
+                    Step::Done(rid) => (rid, 0),
+                    Step::Needs(n) => return Ok(Step::Needs(n)),
+                },
+            };
+            Ok(
+                match self.maintain_indexes(xact, t, (op, steps), (rid, rid))? {
+                    Step::Done(()) => Step::Done(rid),
+                    Step::Needs(n) => Step::Needs(n),
+                },
+            )
         })
     }
 
@@ -298,9 +320,28 @@ impl Database {
         (new, env): (&[u8], &GrowthEnv),
         gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
-        self.on_table(object_id, |t, clustered| match clustered {
-            true => self.btree_update(xact, t, (old, new), gate),
-            false => self.heap_update(xact, t, rid, new, env, gate),
+        self.on_table(object_id, |t, clustered| {
+            let base = |gate| match clustered {
+                true => self.btree_update(xact, t, (old, new), gate),
+                false => self.heap_update(xact, t, rid, new, env, gate),
+            };
+            if !self.has_indexes(object_id) {
+                return base(gate);
+            }
+            let op = RowOp::Update(old.to_vec(), new.to_vec());
+            let (moved, steps) = match self.take_progress(xact, &op) {
+                Some(p) => (p.base, p.steps),
+                None => match base(gate)? {
+                    Step::Done(at) => (at, 0),
+                    Step::Needs(n) => return Ok(Step::Needs(n)),
+                },
+            };
+            Ok(
+                match self.maintain_indexes(xact, t, (op, steps), (rid, moved))? {
+                    Step::Done(()) => Step::Done(moved),
+                    Step::Needs(n) => Step::Needs(n),
+                },
+            )
         })
     }
 
@@ -312,9 +353,23 @@ impl Database {
         object_id: u32,
         (rid, old): (Rid, &[u8]),
     ) -> Result<Step<()>, StorageError> {
-        self.on_table(object_id, |t, clustered| match clustered {
-            true => self.btree_delete(xact, t, old, 0),
-            false => self.heap_delete(xact, t, rid),
+        self.on_table(object_id, |t, clustered| {
+            let base = || match clustered {
+                true => self.btree_delete(xact, t, old, 0),
+                false => self.heap_delete(xact, t, rid),
+            };
+            if !self.has_indexes(object_id) {
+                return base();
+            }
+            let op = RowOp::Delete(old.to_vec());
+            let steps = match self.take_progress(xact, &op) {
+                Some(p) => p.steps,
+                None => match base()? {
+                    Step::Done(()) => 0,
+                    Step::Needs(n) => return Ok(Step::Needs(n)),
+                },
+            };
+            self.maintain_indexes(xact, t, (op, steps), (rid, rid))
         })
     }
 

@@ -21,6 +21,12 @@
 //!    from its root level by level: children seen and of the right level (8976/8980, 8931),
 //!    each child under one parent (8937), keys inside the parent's range (8933, 8934), the
 //!    sibling chain in the parents' order (8935, 8978, 8981), every page reached (8977).
+//! 5. Nonclustered indexes against their tables (not with PHYSICAL_ONLY): each live row of
+//!    a table is projected into each of its indexes (storage's index.rs) and the index
+//!    records' count and two order-free hashes (a sum and an exclusive or) are gathered
+//!    per index, beside the same of the index's own live leaf records. They differ only
+//!    when an index misses rows (8951) or holds rows no table row matches (8952): both are
+//!    reported then, once per index, without naming the rows.
 //!
 //! Whether a page of an owned extent is in use is the allocation maps' word, never the
 //! page's bytes: a page whose PFS byte has the allocated bit (set only once the page's
@@ -411,6 +417,9 @@ struct Gathered {
     /// Per unit: pages holding its records, and live rows.
     pages: HashMap<u64, u64>,
     rows: HashMap<u64, u64>,
+    /// Per nonclustered index's unit: the rows its table's rows project to, and the live
+    /// rows it holds (step 5).
+    index_rows: HashMap<u64, IndexRows>,
     pages_read: u64,
     /// The run being scanned: its unit's data pages and live rows so far.
     run_pages: u64,
@@ -472,6 +481,9 @@ impl Gathered {
         for (u, n) in o.rows {
             *self.rows.entry(u).or_default() += n;
         }
+        for (u, r) in o.index_rows {
+            self.index_rows.entry(u).or_default().add(&r);
+        }
         self.pages_read += o.pages_read;
     }
 }
@@ -491,6 +503,8 @@ struct TableInfo<'a> {
     owner: Owner,
     layouts: Vec<ColumnLayout>,
     keys: Option<KeyInfo>,
+    /// A table's nonclustered indexes' entries, each row's projections go to (step 5).
+    indexes: Vec<&'a TableEntry>,
 }
 
 struct Context<'a> {
@@ -527,9 +541,14 @@ pub fn check_database(
     let mut tables = Vec::new();
     let mut by_unit = HashMap::new();
     for (i, t) in src.catalog.tables.iter().enumerate() {
+        // An index's findings are its table's, under its own index id.
+        let (object_id, index_id) = match &t.index_of {
+            Some(ix) => (ix.table_object_id, ix.index_id as i32),
+            None => (t.object_id, t.index_id as i32),
+        };
         let owner = Owner {
-            object_id: t.object_id,
-            index_id: t.index_id as i32,
+            object_id,
+            index_id,
             unit: t.allocation_unit_id,
             table: Some(i),
         };
@@ -539,12 +558,15 @@ pub fn check_database(
             owner,
             layouts: layouts(t),
             keys: (t.index_id == 1).then(|| KeyInfo::of(t)),
+            indexes: indexes_of(&src.catalog.tables, t),
         });
     }
     let checked = |t: &TableEntry| {
-        opts.objects
+        let id = t
+            .index_of
             .as_ref()
-            .is_none_or(|o| o.contains(&t.object_id))
+            .map_or(t.object_id, |i| i.table_object_id);
+        opts.objects.as_ref().is_none_or(|o| o.contains(&id))
     };
     let checked_units: HashSet<u64> = src
         .catalog
@@ -762,6 +784,9 @@ pub fn check_database(
             check_tree(t, k, &facts, workers, &mut g.findings);
         }
     }
+    if !opts.physical_only {
+        g.findings.extend(index_mismatches(&ctx, &g.index_rows));
+    }
     report.findings.extend(g.findings);
     report.findings.sort_by_key(|f| {
         (
@@ -772,7 +797,7 @@ pub fn check_database(
     });
     for t in &ctx.tables {
         let au = t.entry.allocation_unit_id;
-        if !ctx.checked_units.contains(&au) {
+        if !ctx.checked_units.contains(&au) || t.entry.index_of.is_some() {
             continue;
         }
         let mine = report
@@ -1225,6 +1250,9 @@ fn check_records(
     out.run_rows += live;
     if ctx.opts.physical_only {
         return;
+    }
+    if header.page_type == PageType::Data {
+        index_facts(ti, pid, records, out);
     }
     // Records against the table's columns, values against their types.
     let index_page = header.page_type == PageType::Index;
@@ -1866,4 +1894,130 @@ impl crate::Database {
         self.boot.last_checkdb_us = at_unix_us;
         self.save_catalog()
     }
+}
+
+/// Table `t`'s nonclustered indexes' entries (none for an index entry).
+fn indexes_of<'a>(tables: &'a [TableEntry], t: &TableEntry) -> Vec<&'a TableEntry> {
+    match t.index_of {
+        Some(_) => Vec::new(),
+        None => tables
+            .iter()
+            .filter(|x| x.index_of.as_ref().map(|i| i.table_object_id) == Some(t.object_id))
+            .collect(),
+    }
+}
+
+/// An index's rows as counted and hashed, order-free (module docs, step 5).
+#[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
+struct RowSums {
+    count: u64,
+    sum: u64,
+    xor: u64,
+}
+
+impl RowSums {
+    fn add_record(&mut self, rec: &[u8]) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        rec.hash(&mut h);
+        let v = h.finish();
+        self.count += 1;
+        self.sum = self.sum.wrapping_add(v);
+        self.xor ^= v;
+    }
+
+    fn add(&mut self, o: &RowSums) {
+        self.count += o.count;
+        self.sum = self.sum.wrapping_add(o.sum);
+        self.xor ^= o.xor;
+    }
+}
+
+/// One index's sums: of its table's rows' projections, and of its own records.
+#[derive(Default, Clone, Copy, Debug)]
+struct IndexRows {
+    expected: RowSums,
+    found: RowSums,
+}
+
+impl IndexRows {
+    fn add(&mut self, o: &IndexRows) {
+        self.expected.add(&o.expected);
+        self.found.add(&o.found);
+    }
+}
+
+/// Step 5's facts of one data page's live records: as an index's own records, or
+/// projected into each of their table's indexes. A record that does not project (it
+/// failed its own checks) adds nothing; those checks report it.
+fn index_facts(ti: &TableInfo<'_>, pid: PageId, records: &[(u16, &[u8])], out: &mut Gathered) {
+    let live = records.iter().filter(|(_, r)| !record::is_ghost(r));
+    if ti.entry.index_of.is_some() {
+        let sums = &mut out
+            .index_rows
+            .entry(ti.entry.allocation_unit_id)
+            .or_default();
+        for (_, rec) in live {
+            sums.found.add_record(rec);
+        }
+        return;
+    }
+    for (slot, rec) in live {
+        for ix in &ti.indexes {
+            if let Ok(irec) = crate::index::project(ix, ti.entry, rec, (pid, *slot)) {
+                let sums = out.index_rows.entry(ix.allocation_unit_id).or_default();
+                sums.expected.add_record(&irec);
+            }
+        }
+    }
+}
+
+/// 8951 and 8952 for each checked index whose rows and its table's differ (step 5).
+fn index_mismatches(ctx: &Context<'_>, rows: &HashMap<u64, IndexRows>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for t in &ctx.tables {
+        let au = t.entry.allocation_unit_id;
+        let Some(ix) = &t.entry.index_of else {
+            continue;
+        };
+        if !ctx.checked_units.contains(&au) {
+            continue;
+        }
+        let r = rows.get(&au).copied().unwrap_or_default();
+        if r.expected == r.found {
+            continue;
+        }
+        let base = ctx
+            .tables
+            .iter()
+            .find(|b| b.entry.object_id == ix.table_object_id && b.entry.index_of.is_none());
+        let table = base.map_or(String::new(), |b| {
+            format!("{}.{}", b.entry.schema_name, b.entry.name)
+        });
+        let args = vec![
+            table,
+            ix.table_object_id.to_string(),
+            t.entry.name.clone(),
+            ix.index_id.to_string(),
+        ];
+        // Counts alone say which way when they differ; equal counts with other rows
+        // are both a missing and an extra row.
+        let finding = |number| Finding {
+            number,
+            args: args.clone(),
+            object_id: t.owner.object_id,
+            index_id: t.owner.index_id,
+            allocation_unit_id: au,
+            allocation: false,
+            page: None,
+            slot: None,
+        };
+        if r.expected.count >= r.found.count {
+            out.push(finding(8951));
+        }
+        if r.found.count >= r.expected.count {
+            out.push(finding(8952));
+        }
+    }
+    out
 }

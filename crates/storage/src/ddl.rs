@@ -162,7 +162,7 @@ impl Database {
         self.catalog
             .tables
             .iter()
-            .filter(|t| !t.pending_ddl.is_some_and(|p| p.dropped))
+            .filter(|t| t.index_of.is_none() && !t.pending_ddl.is_some_and(|p| p.dropped))
     }
 
     /// Settles `xact`'s marks as its end decided (invariant 2): the tables that go are

@@ -28,6 +28,7 @@ pub mod ddl;
 pub mod errorlog;
 pub mod file_init;
 pub mod identity;
+pub mod index;
 pub mod instance;
 pub mod instance_lock;
 pub mod latch;
@@ -194,6 +195,20 @@ pub enum StorageError {
     FilegroupFull { object: String, filegroup: String },
     #[error("violation of PRIMARY KEY constraint '{constraint}': duplicate key in '{table}'")]
     DuplicateKey { table: String, constraint: String },
+    /// A duplicate key in a unique nonclustered index (index.rs): the key's stored values.
+    #[error("duplicate key in unique index '{index}'")]
+    DuplicateIndexKey {
+        /// The table, `schema.name`.
+        table: String,
+        index: String,
+        unique_constraint: bool,
+        /// The key's columns and stored values.
+        key: Vec<(extentdb_format::catalog::ColumnEntry, Option<Vec<u8>>)>,
+    },
+    #[error("an index named '{0}' already exists on the table")]
+    IndexExists(String),
+    #[error("index '{0}' does not exist")]
+    IndexNotFound(String),
     /// A leaf of clustered index `table` holds only versions of the key being inserted
     /// (a live row and ghosts that open transactions may still turn live): it cannot split
     /// without parting one key's records (btree.rs invariant 1).

@@ -343,6 +343,17 @@ impl SharedDatabase {
         self.hold_table(object_id)?.drop_table_in(object_id, xact)
     }
 
+    /// CREATE INDEX `def`, under its table's Sch-M lock: built holding the database
+    /// (index.rs invariant 2); the index's entry's object id.
+    pub fn create_index(&self, def: &crate::index::IndexDef) -> Result<u32, StorageError> {
+        self.hold_table(def.table_object_id)?.create_index(def)
+    }
+
+    /// DROP INDEX `name` of table `object_id`, under the table's Sch-M lock.
+    pub fn drop_index(&self, object_id: u32, name: &str) -> Result<(), StorageError> {
+        self.hold_table(object_id)?.drop_index(object_id, name)
+    }
+
     /// TRUNCATE TABLE of `object_id`, under its Sch-M lock as `drop_table`.
     pub fn truncate_table(&self, object_id: u32) -> Result<(), StorageError> {
         self.hold_table(object_id)?.truncate_table(object_id)

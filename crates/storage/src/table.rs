@@ -194,7 +194,9 @@ impl Database {
     /// transaction's session no longer finds it (ddl.rs), others wait for its Sch-M lock.
     pub fn table(&self, schema: &str, name: &str) -> Option<&TableEntry> {
         self.catalog.tables.iter().find(|t| {
-            t.name.eq_ignore_ascii_case(name) && t.schema_name.eq_ignore_ascii_case(schema)
+            t.index_of.is_none()
+                && t.name.eq_ignore_ascii_case(name)
+                && t.schema_name.eq_ignore_ascii_case(schema)
         })
     }
 
@@ -213,7 +215,7 @@ impl Database {
     /// Creates a table; `object_id` and `allocation_unit_id` of `entry` are assigned here.
     pub fn create_table(&mut self, mut entry: TableEntry) -> Result<u32, StorageError> {
         self.check_writable()?;
-        if self.table(&entry.schema_name, &entry.name).is_some() {
+        if entry.index_of.is_none() && self.table(&entry.schema_name, &entry.name).is_some() {
             return Err(StorageError::TableExists(entry.name));
         }
         let au = self.create_allocation_unit(entry.data_space_id)?;
@@ -243,6 +245,10 @@ impl Database {
     /// (xact.rs invariant 5).
     pub fn drop_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?.clone();
+        // index.rs invariant 3: its indexes go first, so none outlives it.
+        for ix in self.index_ids(object_id) {
+            self.drop_table(ix)?;
+        }
         // A failed rollback poisons the database and may leave its transaction open.
         self.check_writable()?;
         self.assert_no_open_changes(object_id);
@@ -261,6 +267,10 @@ impl Database {
     /// may have changed it (xact.rs invariant 5).
     pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?.clone();
+        // index.rs invariant 3: its indexes are emptied with it.
+        for ix in self.index_ids(object_id) {
+            self.truncate_table(ix)?;
+        }
         // A failed rollback poisons the database and may leave its transaction open.
         self.check_writable()?;
         self.assert_no_open_changes(object_id);

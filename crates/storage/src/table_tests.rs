@@ -80,6 +80,7 @@ fn heap() -> TableEntry {
         identity_last: Default::default(),
         lock_escalation: Default::default(),
         pending_ddl: None,
+        index_of: None,
     }
 }
 

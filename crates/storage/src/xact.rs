@@ -147,6 +147,9 @@ pub(crate) struct XactState {
     pub units: BTreeSet<u64>,
     /// It marked a table's CREATE or DROP in the catalog: its end settles them (ddl.rs).
     pub marked_ddl: bool,
+    /// A row operation that needed something after its base change (index.rs invariant
+    /// 1): how far it got.
+    pub(crate) row_progress: Option<crate::index::RowProgress>,
 }
 
 impl XactState {
@@ -682,6 +685,8 @@ impl Database {
             let Some(x) = t.active.get_mut(&xact) else {
                 return Ok(false);
             };
+            // index.rs invariant 1: the operation it kept is being undone.
+            x.row_progress = None;
             if x.undoable <= savepoint {
                 return Ok(false);
             }

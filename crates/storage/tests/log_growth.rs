@@ -38,6 +38,7 @@ fn table() -> TableEntry {
         identity_last: Default::default(),
         lock_escalation: Default::default(),
         pending_ddl: None,
+        index_of: None,
     }
 }
 

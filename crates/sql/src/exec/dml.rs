@@ -591,8 +591,9 @@ impl Session {
             changes.add(row, new)?;
         }
         drop(matched);
+        let moves_keys = changes.moves_unique_keys();
         let (changes, count) = changes.finish(t)?;
-        self.write_updates(t, changes, &locking, output)?;
+        self.write_updates(t, (changes, moves_keys), &locking, output)?;
         self.report_io(t, out);
         Ok(count)
     }
@@ -601,6 +602,21 @@ impl Session {
     /// values...]`) made in the statement's transaction, `SPOOL_WINDOW` at a time, and
     /// pushed into `output` once made.
     pub(super) fn write_updates(
+        &mut self,
+        t: &TableRef,
+        (changes, moves_keys): (SortedRows, bool),
+        locking: &super::locking::RowLocking,
+        output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
+        if moves_keys {
+            return self.write_key_updates(t, changes, locking, output);
+        }
+        self.write_updates_in_place(t, changes, locking, output)
+    }
+
+    /// `write_updates` row by row: each change made where the row is (or moved by
+    /// storage, a clustered key's change included).
+    fn write_updates_in_place(
         &mut self,
         t: &TableRef,
         mut changes: SortedRows,
@@ -634,6 +650,93 @@ impl Session {
                     Some(Step::Done(_)) => {
                         if let Some(o) = output.as_mut() {
                             o.push(row[1..].to_vec()).map_err(one)?;
+                        }
+                    }
+                }
+                (at, done) = (at + 1, done + 1);
+            }
+        };
+        let wait = || match range_wait.take() {
+            Some(r) => locking.wait_insert_range(r).map(|()| true),
+            None => Ok(false),
+        };
+        self.write_in_xact_waiting(t, step, wait)
+    }
+
+    /// `write_updates` of an UPDATE that changes the keys of a unique index or of the
+    /// clustered PRIMARY KEY in several rows: every changed row is deleted first, then
+    /// every new row inserted, so uniqueness is that of the rows the statement leaves, as
+    /// SQL Server's split, sort and collapse decides it (`SET id = id + 1` moves each key
+    /// onto one another row's, and succeeds). The deleted rows are spooled for the inserts.
+    fn write_key_updates(
+        &mut self,
+        t: &TableRef,
+        mut changes: SortedRows,
+        locking: &super::locking::RowLocking,
+        mut output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
+        let one = |e| vec![e];
+        let width = t.entry.columns.len();
+        let env = self.growth_env();
+        let mut inserts = Some(SortSpill::fifo(&self.spill_dir(), SORT_MEMORY_BYTES));
+        let mut second: Option<SortedRows> = None;
+        let (mut window, mut at) = (Vec::new(), 0usize);
+        let range_wait = std::cell::Cell::new(None);
+        let oid = t.entry.object_id;
+        let map = |e: extentdb_storage::StorageError| errors::map_data(&e, &t.db_name);
+        let step = |db: Held<'_>, x| {
+            let mut done = 0;
+            loop {
+                if at == window.len() {
+                    let source = match second.as_mut() {
+                        Some(s) => s,
+                        None => &mut changes,
+                    };
+                    (window, at) = (source.window(SPOOL_WINDOW).map_err(one)?, 0);
+                    if window.is_empty() {
+                        match inserts.take() {
+                            Some(i) => second = Some(i.finish().map_err(one)?),
+                            None => return Ok(Step::Done(())),
+                        }
+                        continue;
+                    }
+                }
+                if let Some(share) = db.share_again(done) {
+                    return Ok(share);
+                }
+                let row: &Vec<Value> = &window[at];
+                let (old, new) = row[1..].split_at(width);
+                if let Some(spool) = inserts.as_mut() {
+                    let rec = record(t, old)?;
+                    match db
+                        .delete_row_at(x, oid, (rid_of(&row[0]), &rec))
+                        .map_err(map)?
+                    {
+                        Step::Needs(n) => return Ok(Step::Needs(n)),
+                        Step::Done(()) => spool.push(row.clone()).map_err(one)?,
+                    }
+                } else {
+                    let rec = record(t, new)?;
+                    let mut gate = NewRowGate::new(locking, locking.insert_ranges());
+                    let placed = db.insert_row(x, oid, (&rec, &env), Some(&mut gate));
+                    match gate.outcome(placed)? {
+                        Err(extentdb_storage::StorageError::RowRefused) => {
+                            gate.leave_range_wait(&range_wait);
+                            return Ok(Step::Done(()));
+                        }
+                        Err(extentdb_storage::StorageError::DuplicateKey {
+                            constraint, ..
+                        }) => {
+                            let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
+                            let key: Vec<Value> = pos.iter().map(|&p| new[p].clone()).collect();
+                            return Err(duplicate_key(t, &constraint, &key));
+                        }
+                        Err(e) => return Err(map(e)),
+                        Ok(Step::Needs(n)) => return Ok(Step::Needs(n)),
+                        Ok(Step::Done(_)) => {
+                            if let Some(o) = output.as_mut() {
+                                o.push(row[1..].to_vec()).map_err(one)?;
+                            }
                         }
                     }
                 }
@@ -822,6 +925,8 @@ impl Session {
 /// An UPDATE's changes as they are found: spooled `[rid, old values..., new values...]` in
 /// the order found, and, when SET changes a primary key column, the new keys' check.
 pub(super) struct UpdateChanges {
+    /// SET changes a column of the clustered key or of a unique index's key.
+    unique_targets: bool,
     key: Option<(String, Vec<usize>)>,
     check: Option<KeyCheck>,
     changes: SortSpill,
@@ -835,12 +940,20 @@ impl UpdateChanges {
         let check = key
             .as_ref()
             .map(|(_, pos)| KeyCheck::new(pos.clone(), false, dir, SORT_MEMORY_BYTES));
+        let unique = unique_key_positions(t);
         UpdateChanges {
+            unique_targets: targets.iter().flatten().any(|c| unique.contains(c)),
             key,
             check,
             changes: SortSpill::fifo(dir, SORT_MEMORY_BYTES),
             count: 0,
         }
+    }
+
+    /// Whether the changes move unique keys between rows: SET changes a key column of the
+    /// clustered index or of a unique index in more than one row (`write_key_updates`).
+    pub(super) fn moves_unique_keys(&self) -> bool {
+        self.unique_targets && self.count > 1
     }
 
     /// One change: `row` is `[rid, old values...]`, `new` the row's new values.
@@ -1332,4 +1445,22 @@ fn check_new_keys(
     }
     t.each_row_in(db, |r| check.existing(&r).map_err(terminated))?;
     check_keys(t, name, check)
+}
+
+/// The positions of the columns in table `t`'s clustered key and its unique indexes' keys.
+fn unique_key_positions(t: &TableRef) -> Vec<usize> {
+    let position = |id: &u16| t.entry.columns.iter().position(|c| c.column_id == *id);
+    let mut out: Vec<usize> = match (&t.entry.primary_key, t.entry.index_id) {
+        (Some((_, ids)), 1) => ids.iter().filter_map(position).collect(),
+        _ => Vec::new(),
+    };
+    let db = t.db.read().unwrap();
+    for ix in db.indexes_of(t.entry.object_id) {
+        let Some(info) = ix.index_of.as_ref().filter(|i| i.unique) else {
+            continue;
+        };
+        let keys = &info.sources[..info.key_columns as usize];
+        out.extend(keys.iter().filter_map(position));
+    }
+    out
 }

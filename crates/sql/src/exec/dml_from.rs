@@ -236,10 +236,11 @@ impl Session {
                 let new = r.split_off(1 + width);
                 changes.add(r, new)?;
             }
+            let moves_keys = changes.moves_unique_keys();
             let (changes, count) = changes.finish(t)?;
             assert_eq!(count, m.count, "every deduplicated row is changed");
             let locking = s.row_locking(t, true, &ft.hints)?;
-            s.write_updates(t, changes, &locking, output)?;
+            s.write_updates(t, (changes, moves_keys), &locking, output)?;
             Ok(count)
         })
     }

@@ -66,6 +66,20 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         ))],
         ScanMoved => vec![msg(601, &[])],
         TooLong(t) => vec![too_long(t.what, &t.value, t.max)],
+        DuplicateIndexKey {
+            table,
+            index,
+            unique_constraint,
+            key,
+        } => {
+            let first = match unique_constraint {
+                true => msg(2627, &[&"UNIQUE KEY", index, table, &stored_key_text(key)]),
+                false => msg(2601, &[table, index, &stored_key_text(key)]),
+            };
+            vec![first, msg(3621, &[])]
+        }
+        IndexExists(name) => vec![msg(1913, &[name, &"?"])],
+        IndexNotFound(name) => vec![msg(3701, &[&"drop", &"index", name])],
         DuplicateKey { table, constraint } => vec![msg(
             2627,
             &[&"PRIMARY KEY", constraint, &format!("dbo.{table}"), &"(?)"],
@@ -158,4 +172,23 @@ pub fn map_data(err: &StorageError, database: &str) -> Vec<SqlError> {
     };
     out.push(msg(3621, &[]));
     out
+}
+
+/// A key's stored values as Msgs 2601, 2627 and 1505 print them: `(v1, v2)`, NULL as
+/// `<NULL>`.
+pub fn stored_key_text(key: &[(extentdb_format::catalog::ColumnEntry, Option<Vec<u8>>)]) -> String {
+    let parts: Vec<String> = key
+        .iter()
+        .map(|(c, v)| {
+            let value = super::tables::column_type(c)
+                .ok()
+                .and_then(|t| crate::rowcodec::decode(t, v.as_deref()).ok());
+            match value {
+                Some(v) if !v.is_null() => super::eval::to_text(&v),
+                Some(_) => "<NULL>".into(),
+                None => "?".into(),
+            }
+        })
+        .collect();
+    format!("({})", parts.join(", "))
 }

@@ -39,6 +39,7 @@ mod expr_text;
 mod grouping_sets;
 mod helpdb;
 mod history;
+mod index_ddl;
 mod join;
 mod join_hash;
 mod lock_views;
@@ -819,6 +820,8 @@ impl Session {
             K::CreateTable(c) => self.create_table(c)?,
             K::DropTable { if_exists, names } => self.drop_tables(*if_exists, names)?,
             K::TruncateTable { name } => self.truncate_table(name)?,
+            K::CreateIndex(c) => self.create_index(c)?,
+            K::DropIndex { if_exists, indexes } => self.drop_indexes(*if_exists, indexes)?,
             K::Insert(i) => self.insert(i, out)?,
             K::Update(u) => self.update(u, out)?,
             K::Delete(d) => self.delete(d, out)?,

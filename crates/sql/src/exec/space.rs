@@ -293,7 +293,7 @@ impl Session {
 
     fn table_space_used(&mut self, objname: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
         let t = self.spaceused_table(objname)?;
-        let space = t.db.read().unwrap().unit_space(t.entry.allocation_unit_id);
+        let space = table_and_index_space(&t.db.read().unwrap(), t.entry.object_id);
         let space = space.map_err(storage_error)?;
         // rows = CONVERT(char(20), @rowCount).
         let rows = convert(&Value::BigInt(space.rows as i64), SqlType::Char(20), None);
@@ -320,6 +320,26 @@ impl Session {
             vec![e.in_procedure("sp_spaceused", SPACEUSED_LINE_15009)]
         })
     }
+}
+
+/// A table's space with its nonclustered indexes': their pages count as index pages
+/// (index_size), their rows not at all.
+fn table_and_index_space(db: &Database, object_id: u32) -> Result<UnitSpace, StorageError> {
+    let t = db
+        .table_by_id(object_id)
+        .ok_or(StorageError::TableNotFound(object_id))?;
+    let mut space = db.unit_space(t.allocation_unit_id)?;
+    let units: Vec<u64> = db
+        .indexes_of(object_id)
+        .map(|i| i.allocation_unit_id)
+        .collect();
+    for au in units {
+        let ix = db.unit_space(au)?;
+        space.reserved_pages += ix.reserved_pages;
+        space.index_pages += ix.data_pages + ix.index_pages;
+        space.iam_pages += ix.iam_pages;
+    }
+    Ok(space)
 }
 
 #[cfg(test)]

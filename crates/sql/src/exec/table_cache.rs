@@ -125,6 +125,7 @@ mod tests {
                 identity_last: Default::default(),
                 lock_escalation: Default::default(),
                 pending_ddl: None,
+                index_of: None,
             }),
             types: Arc::from(Vec::new()),
             db_name: Arc::from("d"),

@@ -133,7 +133,10 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
 
 /// CREATE TABLE's data space, checked against `db`: ON filegroup (1921 if there is none,
 /// 1922 if it has no files), else the default filegroup.
-fn table_data_space(db: &Database, filegroup: Option<&str>) -> Result<u16, Vec<SqlError>> {
+pub(super) fn table_data_space(
+    db: &Database,
+    filegroup: Option<&str>,
+) -> Result<u16, Vec<SqlError>> {
     let Some(fg) = filegroup else {
         let default = db.catalog.filegroups.iter().find(|f| f.is_default);
         return Ok(default.map_or(1, |f| f.data_space_id));
@@ -275,6 +278,7 @@ impl Session {
             identity_last: Default::default(),
             lock_escalation: Default::default(),
             pending_ddl: None,
+            index_of: None,
         };
         // A table variable outlives ROLLBACK (table_variables.rs): made at once.
         let xact = match variable {

@@ -134,6 +134,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.tables"
         | "sys.columns"
         | "sys.indexes"
+        | "sys.index_columns"
         | "sys.partitions"
         | "sys.allocation_units" => {
             let db = inst.database(current_db)?;
@@ -142,6 +143,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 "sys.tables" => tables(&db),
                 "sys.columns" => columns(&db),
                 "sys.indexes" => indexes(&db),
+                "sys.index_columns" => index_columns(&db),
                 "sys.partitions" => return Some(partitions(&db)),
                 _ => return Some(allocation_units(&db)),
             }
@@ -519,46 +521,124 @@ fn indexes(db: &Database) -> Rowset {
         ("index_id", SqlType::Int),
         ("type", SqlType::TinyInt),
         ("type_desc", SqlType::NVarChar(60)),
-        ("is_primary_key", SqlType::Bit),
+        ("is_unique", SqlType::Bit),
         ("data_space_id", SqlType::Int),
+        ("is_primary_key", SqlType::Bit),
+        ("is_unique_constraint", SqlType::Bit),
+        ("is_disabled", SqlType::Bit),
     ]);
-    let rows = db
-        .live_tables()
-        .map(|t| {
-            // A clustered index (PRIMARY KEY CLUSTERED) is index 1 and named after its
-            // constraint; a heap is index 0 without a name.
-            let clustered = t.index_id == 1;
-            let name = match (&t.primary_key, clustered) {
-                (Some((pk, _)), true) => text(pk),
-                _ => Value::Null,
-            };
-            vec![
-                Value::Int(t.object_id as i32),
-                name,
-                Value::Int(t.index_id as i32),
-                Value::TinyInt(t.index_id),
-                text(if clustered { "CLUSTERED" } else { "HEAP" }),
-                bit(clustered),
-                Value::Int(t.data_space_id as i32),
-            ]
-        })
-        .collect();
+    let mut rows = Vec::new();
+    for t in db.live_tables() {
+        // A clustered index (PRIMARY KEY CLUSTERED) is index 1 and named after its
+        // constraint; a heap is index 0 without a name.
+        let clustered = t.index_id == 1;
+        let name = match (&t.primary_key, clustered) {
+            (Some((pk, _)), true) => text(pk),
+            _ => Value::Null,
+        };
+        let kind = if clustered { "CLUSTERED" } else { "HEAP" };
+        let flags = [clustered, clustered, false];
+        rows.push(index_row(
+            t.object_id,
+            name,
+            (t.index_id as u16, kind),
+            flags,
+            t,
+        ));
+        for ix in db.indexes_of(t.object_id) {
+            let info = ix.index_of.as_ref().expect("an index entry");
+            let flags = [info.unique, false, info.unique_constraint];
+            let id = (info.index_id, "NONCLUSTERED");
+            rows.push(index_row(t.object_id, text(&ix.name), id, flags, ix));
+        }
+    }
     Rowset { columns, rows }
 }
 
-/// (object id, allocation unit, index id, data space) of every table, so the catalog is not
-/// borrowed while the units' pages are read.
-fn table_units(db: &Database) -> Vec<(u32, u64, u8, u16)> {
+/// One row of sys.indexes; `flags` are is_unique, is_primary_key, is_unique_constraint.
+fn index_row(
+    object_id: u32,
+    name: Value,
+    (index_id, kind): (u16, &str),
+    [unique, primary_key, unique_constraint]: [bool; 3],
+    entry: &extentdb_format::catalog::TableEntry,
+) -> Vec<Value> {
+    let type_code = match kind {
+        "HEAP" => 0,
+        "CLUSTERED" => 1,
+        _ => 2,
+    };
+    vec![
+        Value::Int(object_id as i32),
+        name,
+        Value::Int(index_id as i32),
+        Value::TinyInt(type_code),
+        text(kind),
+        bit(unique),
+        Value::Int(entry.data_space_id as i32),
+        bit(primary_key),
+        bit(unique_constraint),
+        bit(false),
+    ]
+}
+
+/// sys.index_columns: the clustered key's columns, then each nonclustered index's key
+/// (key_ordinal from 1) and INCLUDE columns (key_ordinal 0, is_included_column 1).
+fn index_columns(db: &Database) -> Rowset {
+    let columns = cols(&[
+        ("object_id", SqlType::Int),
+        ("index_id", SqlType::Int),
+        ("index_column_id", SqlType::Int),
+        ("column_id", SqlType::Int),
+        ("key_ordinal", SqlType::TinyInt),
+        ("partition_ordinal", SqlType::TinyInt),
+        ("is_descending_key", SqlType::Bit),
+        ("is_included_column", SqlType::Bit),
+    ]);
+    let row = |oid: u32, index_id: u16, n: usize, column_id: u16, key_ordinal: usize| {
+        vec![
+            Value::Int(oid as i32),
+            Value::Int(index_id as i32),
+            Value::Int(n as i32 + 1),
+            Value::Int(column_id as i32),
+            Value::TinyInt(key_ordinal as u8),
+            Value::TinyInt(0),
+            bit(false),
+            bit(key_ordinal == 0),
+        ]
+    };
+    let mut rows = Vec::new();
+    for t in db.live_tables() {
+        if let (1, Some((_, ids))) = (t.index_id, &t.primary_key) {
+            for (n, id) in ids.iter().enumerate() {
+                rows.push(row(t.object_id, 1, n, *id, n + 1));
+            }
+        }
+        for ix in db.indexes_of(t.object_id) {
+            let info = ix.index_of.as_ref().expect("an index entry");
+            let (keys, included) = (info.key_columns as usize, info.included as usize);
+            for (n, source) in info.sources[..keys + included].iter().enumerate() {
+                let ordinal = if n < keys { n + 1 } else { 0 };
+                rows.push(row(t.object_id, info.index_id, n, *source, ordinal));
+            }
+        }
+    }
+    Rowset { columns, rows }
+}
+
+/// (object id, allocation unit, index id, data space) of every table and index, so the
+/// catalog is not borrowed while the units' pages are read. An index's row names its
+/// table and its own index id.
+fn table_units(db: &Database) -> Vec<(u32, u64, u16, u16)> {
     db.catalog
         .tables
         .iter()
         .map(|t| {
-            (
-                t.object_id,
-                t.allocation_unit_id,
-                t.index_id,
-                t.data_space_id,
-            )
+            let (object_id, index_id) = match &t.index_of {
+                Some(i) => (i.table_object_id, i.index_id),
+                None => (t.object_id, t.index_id as u16),
+            };
+            (object_id, t.allocation_unit_id, index_id, t.data_space_id)
         })
         .collect()
 }

@@ -46,6 +46,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         identity_last: Default::default(),
         lock_escalation: Default::default(),
         pending_ddl: None,
+        index_of: None,
     }
 }
 

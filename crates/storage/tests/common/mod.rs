@@ -114,6 +114,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         identity_last: Default::default(),
         lock_escalation: Default::default(),
         pending_ddl: None,
+        index_of: None,
     }
 }
 

@@ -1,0 +1,210 @@
+//! CREATE INDEX and DROP INDEX: nonclustered indexes (storage's index.rs keeps them). The
+//! statement is resolved against the table here, with SQL Server's checks and messages,
+//! then made under the table's Sch-M lock (locking.rs invariant 4) by storage, which
+//! builds the index from the table's rows in one transaction of its own.
+//!
+//! Built: [UNIQUE] [NONCLUSTERED] INDEX name ON table (columns [ASC]) [INCLUDE (columns)]
+//! [WITH (ONLINE = OFF)] [ON filegroup]; DROP INDEX [IF EXISTS] name ON table and the old
+//! table.name form. Refused with 40517 until built: CLUSTERED over a heap, DESC keys,
+//! filtered indexes (WHERE), every other WITH option, INCLUDE of a MAX column, and both
+//! statements inside a transaction (a ROLLBACK could not take them back).
+//!
+//! Invariants:
+//! 1. An index's key is at most `MAX_KEY_COLUMNS` columns and `MAX_KEY_BYTES` bytes at
+//!    their declared widths (Msgs 1904 and 1944), so every key fits a B-tree separator.
+//! 2. The PRIMARY KEY's clustered index is not an index DROP INDEX drops (Msg 3723).
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
+use extentdb_storage::index::IndexDef;
+use extentdb_storage::StorageError;
+
+use super::errors;
+use super::lower::not_yet;
+use super::tables::TableRef;
+use super::Session;
+use crate::ast::{CreateIndex, IndexRef, OptionValue};
+use crate::messages::{msg, SqlError};
+
+/// SQL Server's key columns per index (2016 and later).
+const MAX_KEY_COLUMNS: usize = 32;
+/// SQL Server's largest nonclustered index key, in bytes.
+const MAX_KEY_BYTES: usize = 1700;
+
+impl Session {
+    /// CREATE INDEX (the module's doc).
+    pub(super) fn create_index(&mut self, c: &CreateIndex) -> Result<(), Vec<SqlError>> {
+        let t = self
+            .find_table(&c.table)?
+            .ok_or_else(|| vec![msg(1088, &[&c.table.joined()])])?;
+        self.require_table_alter(&t, msg(1088, &[&c.table.joined()]))?;
+        refuse_unbuilt(c, &t)?;
+        self.refuse_in_transaction("CREATE INDEX")?;
+        let def = {
+            let d = t.db.read().unwrap();
+            let data_space_id = match &c.filegroup {
+                None => t.entry.data_space_id,
+                Some(fg) => super::table_ddl::table_data_space(&d, Some(fg))?,
+            };
+            index_def(c, &t, data_space_id)?
+        };
+        self.schema_modification(&t)?;
+        t.db.create_index(&def)
+            .map(|_| ())
+            .map_err(|e| create_failed(e, c, &t))
+    }
+
+    /// DROP INDEX of each of `indexes` (the module's doc).
+    pub(super) fn drop_indexes(
+        &mut self,
+        if_exists: bool,
+        indexes: &[IndexRef],
+    ) -> Result<(), Vec<SqlError>> {
+        self.refuse_in_transaction("DROP INDEX")?;
+        for ix in indexes {
+            let gone = || {
+                let name = format!("{}.{}", ix.table.joined(), ix.index);
+                vec![msg(3701, &[&"drop", &"index", &name])]
+            };
+            let Some(t) = self.find_table(&ix.table)? else {
+                return if_exists.then_some(()).ok_or_else(gone);
+            };
+            self.require_table_alter(&t, gone().remove(0))?;
+            if is_primary_key(&t.entry, &ix.index) {
+                let name = format!("{}.{}", t.two_part(), ix.index);
+                return Err(vec![msg(3723, &[&name, &"PRIMARY KEY"])]);
+            }
+            let exists =
+                t.db.read()
+                    .unwrap()
+                    .index_by_name(t.entry.object_id, &ix.index)
+                    .is_some();
+            if !exists {
+                match if_exists {
+                    true => continue,
+                    false => return Err(gone()),
+                }
+            }
+            self.schema_modification(&t)?;
+            match t.db.drop_index(t.entry.object_id, &ix.index) {
+                Ok(()) => {}
+                Err(StorageError::IndexNotFound(_) | StorageError::TableNotFound(_)) => {
+                    return Err(gone())
+                }
+                Err(e) => return Err(errors::map(&e, errors::Context::Other)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `name` is table `t`'s PRIMARY KEY's clustered index.
+fn is_primary_key(t: &TableEntry, name: &str) -> bool {
+    t.index_id == 1
+        && t.primary_key
+            .as_ref()
+            .is_some_and(|(pk, _)| pk.eq_ignore_ascii_case(name))
+}
+
+/// The forms not built yet, refused with 40517 (Msg 1902 for a second clustered index).
+fn refuse_unbuilt(c: &CreateIndex, t: &TableRef) -> Result<(), Vec<SqlError>> {
+    if c.clustered == Some(true) {
+        if let (1, Some((pk, _))) = (t.entry.index_id, &t.entry.primary_key) {
+            return Err(vec![msg(1902, &[&"table", &t.two_part(), &pk])]);
+        }
+        return Err(vec![not_yet("CREATE CLUSTERED INDEX on a heap")]);
+    }
+    if c.filter.is_some() {
+        return Err(vec![not_yet("filtered indexes (CREATE INDEX ... WHERE)")]);
+    }
+    if c.columns.iter().any(|k| k.descending) {
+        return Err(vec![not_yet("descending index keys (DESC)")]);
+    }
+    for o in &c.options {
+        let off = matches!(&o.value, Some(OptionValue::Word(w)) if w.eq_ignore_ascii_case("OFF"));
+        if !(o.name.eq_ignore_ascii_case("ONLINE") && off) {
+            let what = format!("the index option {} in CREATE INDEX", o.name.to_uppercase());
+            return Err(vec![not_yet(&what)]);
+        }
+    }
+    Ok(())
+}
+
+/// CREATE INDEX resolved against table `t`: its columns by name (Msgs 1911, 1909), its
+/// key's types and size (1919, invariant 1).
+fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexDef, Vec<SqlError>> {
+    let column = |name: &str| -> Result<&ColumnEntry, Vec<SqlError>> {
+        t.entry
+            .columns
+            .iter()
+            .find(|col| col.name.eq_ignore_ascii_case(name))
+            .ok_or_else(|| vec![msg(1911, &[&name])])
+    };
+    let mut seen: Vec<u16> = Vec::new();
+    let mut key = Vec::new();
+    let mut key_bytes = 0usize;
+    for k in &c.columns {
+        let col = column(&k.name)?;
+        if seen.contains(&col.column_id) {
+            return Err(vec![msg(1909, &[&col.name])]);
+        }
+        if !is_key_type(col) {
+            return Err(vec![msg(1919, &[&col.name, &t.two_part()])]);
+        }
+        seen.push(col.column_id);
+        key.push(col.column_id);
+        key_bytes += col.max_length.max(0) as usize;
+    }
+    if key.len() > MAX_KEY_COLUMNS {
+        let n = key.len();
+        return Err(vec![msg(
+            1904,
+            &[&c.name, &t.two_part(), &n, &MAX_KEY_COLUMNS],
+        )]);
+    }
+    if key_bytes > MAX_KEY_BYTES {
+        return Err(vec![msg(1944, &[&c.name, &key_bytes, &MAX_KEY_BYTES])]);
+    }
+    let mut include = Vec::new();
+    for name in &c.include {
+        let col = column(name)?;
+        if seen.contains(&col.column_id) {
+            return Err(vec![msg(1909, &[&col.name])]);
+        }
+        if col.max_length < 0 {
+            return Err(vec![not_yet("INCLUDE of a MAX column")]);
+        }
+        seen.push(col.column_id);
+        include.push(col.column_id);
+    }
+    Ok(IndexDef {
+        table_object_id: t.entry.object_id,
+        name: c.name.clone(),
+        unique: c.unique,
+        unique_constraint: false,
+        key,
+        include,
+        data_space_id,
+    })
+}
+
+/// Whether a column's type may be an index key: not a MAX type, text, ntext, image or xml.
+fn is_key_type(c: &ColumnEntry) -> bool {
+    c.max_length >= 0 && !matches!(c.system_type_id, 34 | 35 | 99 | 241)
+}
+
+/// CREATE INDEX's failure as SQL Server reports it: 1505 for duplicate keys, 1913 for a
+/// name the table's indexes already have.
+fn create_failed(e: StorageError, c: &CreateIndex, t: &TableRef) -> Vec<SqlError> {
+    match e {
+        StorageError::DuplicateIndexKey { key, .. } => vec![
+            msg(
+                1505,
+                &[&t.two_part(), &c.name, &errors::stored_key_text(&key)],
+            ),
+            msg(3621, &[]),
+        ],
+        StorageError::IndexExists(name) => vec![msg(1913, &[&name, &t.two_part()])],
+        StorageError::TableNotFound(_) => vec![msg(1088, &[&c.table.joined()])],
+        other => errors::map(&other, errors::Context::Other),
+    }
+}

@@ -1,0 +1,414 @@
+//! Nonclustered indexes (sys.indexes rows with index id 2 and up). Each is a B-tree of its
+//! own (btree.rs), kept as a catalog entry marked by `index_of` (docs/FORMAT.md, "Catalog"):
+//! its columns are its index record's (the declared key, the INCLUDE columns, then the row
+//! locator: the base table's clustering key, or a heap row's RID as binary(8)), its
+//! primary key is the B-tree's key (the declared key; for an index that is not unique, the
+//! locator after it, so every index record's key is unique). Because the entry is a B-tree
+//! like a clustered table's, its pages are allocated, logged, recovered, undone by key,
+//! shrunk, backed up and checked by the same code.
+//!
+//! Invariants:
+//! 1. Once a row operation is done (access.rs), each index of its table holds exactly one
+//!    live record for each live base row: the row's projection (`project`). An operation
+//!    changes the base row first, then each index in catalog order; when one needs
+//!    something (a split, a growth, access.rs's `Needs`), the operation's progress is kept
+//!    in its transaction's state (`RowProgress`) and the same operation run again goes on
+//!    from there, changing nothing twice. A rollback step forgets the progress: the
+//!    statement it belonged to is being undone.
+//! 2. An index is built in a transaction of its own whose CREATE mark (ddl.rs) it carries:
+//!    a crash or an error before that transaction commits takes the index back whole, so
+//!    no index is ever seen holding only some of its table's rows.
+//! 3. An index entry is never a table to the SQL layer: `Database::table` and
+//!    `live_tables` skip it; it goes with its table (DROP and TRUNCATE TABLE).
+//! 4. A unique index holds at most one live record per declared key (NULL equal to NULL,
+//!    as SQL Server's unique indexes treat it): btree.rs invariant 2 on its B-tree key.
+
+use extentdb_format::catalog::{ColumnEntry, IndexOf, TableEntry};
+use extentdb_format::log_record::XactId;
+use extentdb_format::record;
+
+use crate::access::Step;
+use crate::scan::ScanPosition;
+use crate::table::{layouts, Rid};
+use crate::{Database, StorageError};
+
+/// CREATE INDEX as the SQL layer resolved it.
+#[derive(Debug, Clone)]
+pub struct IndexDef {
+    pub table_object_id: u32,
+    pub name: String,
+    pub unique: bool,
+    pub unique_constraint: bool,
+    /// The key's base column ids, in key order.
+    pub key: Vec<u16>,
+    /// INCLUDE's base column ids.
+    pub include: Vec<u16>,
+    pub data_space_id: u16,
+}
+
+/// How far a row operation got (invariant 1): its base change made (the row's place
+/// then), and how many of its table's index changes after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RowProgress {
+    /// The operation and its records, to tell it is the same operation run again.
+    pub op: RowOp,
+    pub base: Rid,
+    /// Index changes made; an update's index change is two (its delete, its insert).
+    pub steps: usize,
+}
+
+/// A row operation as its indexes see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RowOp {
+    Insert(Vec<u8>),
+    Delete(Vec<u8>),
+    Update(Vec<u8>, Vec<u8>),
+}
+
+/// The base column a source of a heap's index copies: the RID (`IndexOf::sources`).
+const RID_SOURCE: u16 = 0;
+
+impl Database {
+    /// The indexes of table `object_id`, in catalog order (the order rows change them).
+    pub fn indexes_of(&self, object_id: u32) -> impl Iterator<Item = &TableEntry> {
+        self.catalog
+            .tables
+            .iter()
+            .filter(move |t| t.index_of.as_ref().map(|i| i.table_object_id) == Some(object_id))
+    }
+
+    /// Table `object_id`'s index named `name` (case-insensitive).
+    pub fn index_by_name(&self, object_id: u32, name: &str) -> Option<&TableEntry> {
+        self.indexes_of(object_id)
+            .find(|t| t.name.eq_ignore_ascii_case(name))
+    }
+
+    /// CREATE INDEX: the entry made and filled from the table's rows in a transaction of
+    /// its own (invariant 2); its object id. A unique index over duplicate keys fails with
+    /// `DuplicateIndexKey`, leaving nothing.
+    pub(crate) fn create_index(&mut self, def: &IndexDef) -> Result<u32, StorageError> {
+        self.check_writable()?;
+        let base = self.table_or_err(def.table_object_id)?.clone();
+        assert!(base.index_of.is_none(), "an index of an index");
+        if self.index_by_name(base.object_id, &def.name).is_some() {
+            return Err(StorageError::IndexExists(def.name.clone()));
+        }
+        let entry = index_entry(&base, def, self.next_index_id(base.object_id));
+        let x = self.begin_xact();
+        let built = self
+            .create_table_in(entry, Some(x))
+            .and_then(|id| self.fill_index(x, &base, id).map(|()| id));
+        match built {
+            Ok(id) => {
+                if let (Some(lsn), Some(wal)) = (self.commit_xact(x)?, self.wal()) {
+                    wal.flush(lsn)?;
+                }
+                self.settle_ddl(x, true)?;
+                Ok(id)
+            }
+            Err(e) => {
+                self.rollback_xact(x)?;
+                self.settle_ddl(x, false)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The lowest index id table `object_id`'s indexes leave free (2 and up).
+    fn next_index_id(&self, object_id: u32) -> u16 {
+        let used: Vec<u16> = self
+            .indexes_of(object_id)
+            .filter_map(|t| Some(t.index_of.as_ref()?.index_id))
+            .collect();
+        (2..).find(|i| !used.contains(i)).expect("an index id")
+    }
+
+    /// Every live row of `base` projected into index `id`, a scan chunk at a time.
+    fn fill_index(&mut self, x: XactId, base: &TableEntry, id: u32) -> Result<(), StorageError> {
+        let origin = self.scan_origin(base.object_id)?;
+        let mut at = ScanPosition::Start;
+        while !matches!(at, ScanPosition::End) {
+            let chunk = self.scan_chunk(base.object_id, origin, &at, 1 << 20, None)?;
+            let ix = self.table_or_err(id)?.clone();
+            for (rid, rec) in &chunk.rows {
+                let irec = project(&ix, base, rec, *rid)?;
+                self.now(|d| d.index_insert(x, base, &ix, &irec))?;
+            }
+            at = chunk.next;
+        }
+        Ok(())
+    }
+
+    /// DROP INDEX `name` of table `object_id`; `IndexNotFound` when it has none so named.
+    pub(crate) fn drop_index(&mut self, object_id: u32, name: &str) -> Result<(), StorageError> {
+        let id = self
+            .index_by_name(object_id, name)
+            .map(|t| t.object_id)
+            .ok_or_else(|| StorageError::IndexNotFound(name.to_string()))?;
+        self.drop_table(id)
+    }
+
+    /// The changes of `op` (whose base change moved the row from `old_rid` to `base_rid`)
+    /// to table `t`'s indexes, from step `steps` on (invariant 1: what an earlier run of the
+    /// same operation made).
+    pub(crate) fn maintain_indexes(
+        &self,
+        xact: XactId,
+        t: &TableEntry,
+        (op, mut steps): (RowOp, usize),
+        (old_rid, base_rid): (Rid, Rid),
+    ) -> Result<Step<()>, StorageError> {
+        let plan = self.index_steps(t, &op, (old_rid, base_rid))?;
+        while steps < plan.len() {
+            let (ix, step) = &plan[steps];
+            let done = match step {
+                IndexStep::Insert(irec) => self.index_insert(xact, t, ix, irec)?,
+                IndexStep::Delete(irec) => self.btree_delete(xact, ix, irec, 0)?,
+                IndexStep::Nothing => Step::Done(()),
+            };
+            if let Step::Needs(n) = done {
+                self.keep_progress(xact, op, base_rid, steps);
+                return Ok(Step::Needs(n));
+            }
+            steps += 1;
+        }
+        Ok(Step::Done(()))
+    }
+
+    /// The index changes `op` makes, two per index (an update's delete and insert; one of
+    /// them `Nothing` for an insert or a delete, both when the projection stays).
+    fn index_steps(
+        &self,
+        t: &TableEntry,
+        op: &RowOp,
+        (old_rid, new_rid): (Rid, Rid),
+    ) -> Result<Vec<(TableEntry, IndexStep)>, StorageError> {
+        let mut plan = Vec::new();
+        for ix in self.indexes_of(t.object_id) {
+            let old = match op {
+                RowOp::Delete(old) | RowOp::Update(old, _) => Some(project(ix, t, old, old_rid)?),
+                RowOp::Insert(_) => None,
+            };
+            let new = match op {
+                RowOp::Insert(new) | RowOp::Update(_, new) => Some(project(ix, t, new, new_rid)?),
+                RowOp::Delete(_) => None,
+            };
+            let (del, ins) = match (old, new) {
+                (Some(o), Some(n)) if o == n => (IndexStep::Nothing, IndexStep::Nothing),
+                (o, n) => (
+                    o.map_or(IndexStep::Nothing, IndexStep::Delete),
+                    n.map_or(IndexStep::Nothing, IndexStep::Insert),
+                ),
+            };
+            plan.push((ix.clone(), del));
+            plan.push((ix.clone(), ins));
+        }
+        Ok(plan)
+    }
+
+    /// One index record in: a duplicate in a unique index is `DuplicateIndexKey`.
+    fn index_insert(
+        &self,
+        xact: XactId,
+        base: &TableEntry,
+        ix: &TableEntry,
+        irec: &[u8],
+    ) -> Result<Step<()>, StorageError> {
+        match self.btree_insert(xact, ix, (irec, 0), None) {
+            Ok(Step::Done(_)) => Ok(Step::Done(())),
+            Ok(Step::Needs(n)) => Ok(Step::Needs(n)),
+            Err(StorageError::DuplicateKey { .. }) => Err(duplicate(base, ix, irec)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The progress `xact` kept for `op` (invariant 1), taken out of its state; a kept
+    /// progress for another operation is a caller's error: a row operation that needed
+    /// something is run again before any other.
+    pub(crate) fn take_progress(&self, xact: XactId, op: &RowOp) -> Option<RowProgress> {
+        let mut t = self.data.xacts.lock();
+        let p = t.active.get_mut(&xact)?.row_progress.take()?;
+        assert_eq!(
+            &p.op, op,
+            "index.rs invariant 1: another operation ran first"
+        );
+        Some(p)
+    }
+
+    fn keep_progress(&self, xact: XactId, op: RowOp, base: Rid, steps: usize) {
+        let mut t = self.data.xacts.lock();
+        if let Some(x) = t.active.get_mut(&xact) {
+            x.row_progress = Some(RowProgress { op, base, steps });
+        }
+    }
+
+    /// Whether table `object_id` has indexes to keep (the row operations' fast path).
+    pub(crate) fn has_indexes(&self, object_id: u32) -> bool {
+        self.indexes_of(object_id).next().is_some()
+    }
+
+    /// The ids of table `object_id`'s indexes, for DROP and TRUNCATE TABLE (invariant 3).
+    pub(crate) fn index_ids(&self, object_id: u32) -> Vec<u32> {
+        self.indexes_of(object_id).map(|t| t.object_id).collect()
+    }
+}
+
+/// One index change of a row operation.
+enum IndexStep {
+    Insert(Vec<u8>),
+    Delete(Vec<u8>),
+    Nothing,
+}
+
+/// The error for a duplicate key in unique index `ix` of `base`: its key's stored values.
+fn duplicate(base: &TableEntry, ix: &TableEntry, irec: &[u8]) -> StorageError {
+    let info = ix.index_of.as_ref().expect("an index entry");
+    let n = info.key_columns as usize;
+    let key = record::decode(&layouts(ix), irec)
+        .map(|cols| {
+            ix.columns[..n]
+                .iter()
+                .zip(&cols[..n])
+                .map(|(c, v)| (c.clone(), v.map(<[u8]>::to_vec)))
+                .collect()
+        })
+        .unwrap_or_default();
+    StorageError::DuplicateIndexKey {
+        table: format!("{}.{}", base.schema_name, base.name),
+        index: ix.name.clone(),
+        unique_constraint: info.unique_constraint,
+        key,
+    }
+}
+
+/// The index record of base row `rec` (at `rid`) in index `ix` of `base`.
+pub(crate) fn project(
+    ix: &TableEntry,
+    base: &TableEntry,
+    rec: &[u8],
+    rid: Rid,
+) -> Result<Vec<u8>, StorageError> {
+    let info = ix.index_of.as_ref().expect("an index entry");
+    let cols = record::decode(&layouts(base), rec)?;
+    let rid_bytes = rid_bytes(rid);
+    let values: Vec<Option<&[u8]>> = info
+        .sources
+        .iter()
+        .map(|&s| match s {
+            RID_SOURCE => Some(&rid_bytes[..]),
+            id => {
+                let at = base.columns.iter().position(|c| c.column_id == id);
+                cols[at.expect("index.rs: a source the catalog checked")]
+            }
+        })
+        .collect();
+    Ok(record::encode(&layouts(ix), &values)?)
+}
+
+/// A heap row's RID as an index stores it: page u32, file u16, slot u16 (little-endian).
+pub fn rid_bytes((page, slot): Rid) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&page.page.0.to_le_bytes());
+    b[4..6].copy_from_slice(&page.file.0.to_le_bytes());
+    b[6..].copy_from_slice(&slot.to_le_bytes());
+    b
+}
+
+/// The RID an index record's locator names (`rid_bytes` read back).
+pub fn rid_of_bytes(b: &[u8]) -> Option<Rid> {
+    let b: &[u8; 8] = b.try_into().ok()?;
+    let page = extentdb_format::PageId::new(
+        u16::from_le_bytes([b[4], b[5]]),
+        u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+    );
+    Some((page, u16::from_le_bytes([b[6], b[7]])))
+}
+
+/// Index `def`'s catalog entry over `base`, as index id `index_id`: its columns, sources
+/// and B-tree key (the module's doc).
+fn index_entry(base: &TableEntry, def: &IndexDef, index_id: u16) -> TableEntry {
+    let mut sources: Vec<u16> = def.key.clone();
+    sources.extend(def.include.iter().filter(|c| !def.key.contains(c)));
+    let locator: Vec<u16> = match &base.primary_key {
+        Some((_, cols)) if base.index_id == 1 => cols.clone(),
+        _ => vec![RID_SOURCE],
+    };
+    for c in &locator {
+        if !sources.contains(c) {
+            sources.push(*c);
+        }
+    }
+    let columns: Vec<ColumnEntry> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| index_column(base, s, i as u16 + 1))
+        .collect();
+    let position = |s: &u16| sources.iter().position(|x| x == s).expect("placed") as u16 + 1;
+    let mut key: Vec<u16> = def.key.iter().map(position).collect();
+    if !def.unique {
+        for c in locator.iter().map(position) {
+            if !key.contains(&c) {
+                key.push(c);
+            }
+        }
+    }
+    TableEntry {
+        object_id: 0,
+        schema_name: base.schema_name.clone(),
+        name: def.name.clone(),
+        created_us: crate::now_us(),
+        data_space_id: def.data_space_id,
+        allocation_unit_id: 0,
+        index_id: 1,
+        root_page: extentdb_format::PageId::NULL,
+        primary_key: Some((def.name.clone(), key)),
+        columns,
+        identity_last: Default::default(),
+        lock_escalation: base.lock_escalation,
+        pending_ddl: None,
+        index_of: Some(IndexOf {
+            table_object_id: base.object_id,
+            index_id,
+            unique: def.unique,
+            unique_constraint: def.unique_constraint,
+            key_columns: def.key.len() as u16,
+            included: def.include.iter().filter(|c| !def.key.contains(c)).count() as u16,
+            sources,
+        }),
+    }
+}
+
+/// The index entry's column `column_id` copying base column `source` (or the RID).
+fn index_column(base: &TableEntry, source: u16, column_id: u16) -> ColumnEntry {
+    match base.columns.iter().find(|c| c.column_id == source) {
+        Some(c) => ColumnEntry {
+            column_id,
+            identity: None,
+            default_sql: String::new(),
+            ..c.clone()
+        },
+        None => ColumnEntry {
+            column_id,
+            name: "RID".into(),
+            system_type_id: 173,
+            max_length: 8,
+            precision: 0,
+            scale: 0,
+            is_nullable: false,
+            identity: None,
+            default_sql: String::new(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rid_reads_back() {
+        let rid = (extentdb_format::PageId::new(3, 70_000), 513);
+        assert_eq!(rid_of_bytes(&rid_bytes(rid)), Some(rid));
+        assert_eq!(rid_of_bytes(&[0; 7]), None);
+    }
+}

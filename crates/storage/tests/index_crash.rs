@@ -1,0 +1,203 @@
+//! Nonclustered indexes (index.rs) under power cuts, in seeded loops on the simulated file
+//! layer: the N-th I/O fails (N from the seed) and every unsynced write is dropped or torn
+//! before the reopen. Row changes: a transaction inserts, updates (heap rows that grow and
+//! move) and deletes in a heap and a clustered table that each have an index, then commits
+//! (even seeds) or rolls back (odd seeds). Index builds: CREATE INDEX over 400 rows. After
+//! recovery every index holds exactly its table's rows (CHECKDB's index check, and the
+//! counts), each table holds its rows before the transaction or after it, an acknowledged
+//! commit is kept, and an index is there whole or not at all. A failing seed replays.
+
+mod common;
+use common::{assert_checkdb_clean, ctx, row, seed_count, spec, table_entry, table_rows, Quiet};
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use extentdb_io::sim::{Faults, SimFileSystem};
+use extentdb_storage::index::IndexDef;
+use extentdb_storage::shared::SharedDatabase;
+use extentdb_storage::{Database, StorageError};
+
+type Rows = BTreeMap<u32, Vec<u8>>;
+
+/// An index on column `k` of table `t`.
+fn index_on_k(t: u32, name: &str, unique: bool) -> IndexDef {
+    IndexDef {
+        table_object_id: t,
+        name: name.into(),
+        unique,
+        unique_constraint: false,
+        key: vec![1],
+        include: vec![],
+        data_space_id: 1,
+    }
+}
+
+/// "Heap" and "Tree" with 60 committed rows each, checkpointed, and their indexes.
+fn setup(fs: &SimFileSystem, root: &Path) -> (SharedDatabase, [u32; 2]) {
+    let mut db = Database::create(&ctx(fs, true, &Quiet), &spec("Xix", root)).unwrap();
+    let mut ids = [0; 2];
+    for (i, clustered) in [false, true].into_iter().enumerate() {
+        let mut e = table_entry(clustered);
+        e.name = ["Heap", "Tree"][i].into();
+        ids[i] = db.create_table(e).unwrap();
+    }
+    let x = db.begin_xact();
+    for k in 0..60u32 {
+        for t in ids {
+            db.now(|d| d.insert_row(x, t, (&row(k, &[k as u8; 40]), d.growth_env()), None))
+                .unwrap();
+        }
+    }
+    let lsn = db.commit_xact(x).unwrap().unwrap();
+    db.wal().unwrap().flush(lsn).unwrap();
+    db.checkpoint().unwrap();
+    let shared = SharedDatabase::new(db);
+    shared
+        .create_index(&index_on_k(ids[0], "heap_k", true))
+        .unwrap();
+    shared
+        .create_index(&index_on_k(ids[1], "tree_k", false))
+        .unwrap();
+    (shared, ids)
+}
+
+/// The transaction's changes to table `t`, applied to `model` as they succeed: rows 100..
+/// 130 in, rows whose key is a multiple of 3 grown (a heap row moves), multiples of 5 out.
+fn changes(db: &mut Database, x: u64, t: u32, model: &mut Rows) -> Result<(), StorageError> {
+    for k in 100..130u32 {
+        let rec = row(k, &[1; 30]);
+        db.now(|d| d.insert_row(x, t, (&rec, d.growth_env()), None))?;
+        model.insert(k, vec![1; 30]);
+    }
+    for (rid, old) in db.scan_rows(t)? {
+        let k = u32::from_le_bytes(old[4..8].try_into().unwrap());
+        if k % 5 == 0 {
+            db.now(|d| d.delete_row_at(x, t, (rid, &old)))?;
+            model.remove(&k);
+        } else if k % 3 == 0 {
+            let new = row(k, &[2; 900]);
+            db.now(|d| d.update_row_at(x, t, (rid, &old), (&new, d.growth_env()), None))?;
+            model.insert(k, vec![2; 900]);
+        }
+    }
+    Ok(())
+}
+
+/// Every index of `t` holds as many rows as `t`, and CHECKDB (which checks each index
+/// against its table) is clean.
+fn assert_indexes_exact(db: &Database, t: u32, when: &str) {
+    let rows = db.scan_rows(t).unwrap().len();
+    let ids: Vec<u32> = db.indexes_of(t).map(|i| i.object_id).collect();
+    for ix in ids {
+        assert_eq!(db.scan_rows(ix).unwrap().len(), rows, "{when}: index {ix}");
+    }
+    assert_checkdb_clean(db, when);
+}
+
+#[test]
+fn row_changes_keep_indexes_exact_across_power_cuts() {
+    let (mut kept, mut undone) = (0, 0);
+    for seed in 0..seed_count("XDB_CRASH_SEEDS", 12, 60) {
+        let fs = SimFileSystem::new(seed + 1, Faults::default());
+        let root = Path::new("/sim");
+        let (shared, ids) = setup(&fs, root);
+        let before: Vec<Rows> = {
+            let db = shared.read().unwrap();
+            ids.iter().map(|t| table_rows(&db, *t)).collect()
+        };
+        let (x, _) = shared.begin(None);
+        fs.set_faults(Faults {
+            fail_io_at: Some((fs.io_count() + 1 + (seed * 7) % 70, libc::EIO)),
+            ..Default::default()
+        });
+        let mut after = before.clone();
+        let ran = {
+            let mut db = shared.lock_for_tests();
+            changes(&mut db, x, ids[0], &mut after[0])
+                .and_then(|()| changes(&mut db, x, ids[1], &mut after[1]))
+        };
+        let commit = seed % 2 == 0;
+        let end = match (ran, commit) {
+            (Ok(()), true) => shared.commit(x),
+            (Ok(()), false) => shared.rollback(x),
+            (Err(e), _) => Err(e),
+        };
+        drop(shared);
+        fs.set_faults(Faults::default());
+        fs.crash();
+        let db = Database::open(&fs, &root.join("Xix.mdf"))
+            .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        let now: Vec<Rows> = ids.iter().map(|t| table_rows(&db, *t)).collect();
+        if now == after && commit {
+            kept += 1;
+        } else {
+            assert_eq!(
+                now, before,
+                "seed {seed} ({end:?}): neither before nor after"
+            );
+            assert!(
+                !(commit && end.is_ok()),
+                "seed {seed}: an acknowledged commit was lost"
+            );
+            undone += 1;
+        }
+        for t in ids {
+            assert_indexes_exact(&db, t, &format!("seed {seed}"));
+        }
+    }
+    assert!(
+        kept > 0 && undone > 0,
+        "kept {kept}, undone {undone}: cuts on both sides"
+    );
+}
+
+#[test]
+fn an_index_build_cut_short_leaves_no_index() {
+    let (mut built, mut gone) = (0, 0);
+    for seed in 0..seed_count("XDB_CRASH_SEEDS", 10, 40) {
+        let fs = SimFileSystem::new(seed + 7, Faults::default());
+        let root = Path::new("/sim");
+        let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec("Xib", root)).unwrap();
+        let t = db.create_table(table_entry(true)).unwrap();
+        let x = db.begin_xact();
+        for k in 0..400u32 {
+            db.now(|d| d.insert_row(x, t, (&row(k, &[3; 120]), d.growth_env()), None))
+                .unwrap();
+        }
+        let lsn = db.commit_xact(x).unwrap().unwrap();
+        db.wal().unwrap().flush(lsn).unwrap();
+        db.checkpoint().unwrap();
+        let shared = SharedDatabase::new(db);
+        fs.set_faults(Faults {
+            fail_io_at: Some((fs.io_count() + 1 + (seed * 13) % 90, libc::EIO)),
+            ..Default::default()
+        });
+        let made = shared.create_index(&index_on_k(t, "t_k", true));
+        drop(shared);
+        fs.set_faults(Faults::default());
+        fs.crash();
+        let db = Database::open(&fs, &root.join("Xib.mdf"))
+            .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        match db.index_by_name(t, "t_k") {
+            Some(ix) => {
+                assert_eq!(
+                    db.scan_rows(ix.object_id).unwrap().len(),
+                    400,
+                    "seed {seed}"
+                );
+                built += 1;
+            }
+            None => {
+                assert!(made.is_err(), "seed {seed}: a built index was lost");
+                gone += 1;
+            }
+        }
+        assert!(db.catalog.tables.iter().all(|t| t.pending_ddl.is_none()));
+        assert_indexes_exact(&db, t, &format!("seed {seed}"));
+    }
+    assert!(
+        built > 0 && gone > 0,
+        "built {built}, gone {gone}: cuts on both sides"
+    );
+}
