@@ -639,8 +639,13 @@ pub enum TableSource {
         /// Table hints, upper-cased (`NOLOCK`, `INDEX(1)`); parsed and kept, not enforced.
         hints: Vec<String>,
     },
-    /// `(SELECT ...) AS x`.
-    Derived { query: Box<Query>, alias: String },
+    /// `(SELECT ...) AS x [(c, ...)]`, and `(VALUES (...), ...) AS x [(c, ...)]` as a
+    /// UNION ALL of one SELECT per row (`columns`: the derived column list, maybe empty).
+    Derived {
+        query: Box<Query>,
+        alias: String,
+        columns: Vec<String>,
+    },
     /// A table-valued function (`sys.fn_dblog(NULL, NULL)`).
     Function {
         name: ObjectName,
