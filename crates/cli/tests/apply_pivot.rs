@@ -1,13 +1,17 @@
 //! CROSS APPLY / OUTER APPLY of derived tables, VALUES constructors and table-valued
-//! functions (exec/join/apply.rs), through a real `extentdb serve` and real TDS sessions:
-//! top-n per group, left rows with empty right sides, the VALUES unpivot idiom, an APPLY
-//! followed by a join and GROUP BY, SQL Server's messages for misuse (none changing
-//! anything), a few thousand left rows, and sessions applying while others insert.
-//! Before them an APPLY of anything but a table was refused (40517).
+//! functions (exec/join/apply.rs), and PIVOT / UNPIVOT (exec/join/rotation.rs), through a
+//! real `extentdb serve` and real TDS sessions: top-n per group, left rows with empty
+//! right sides, the VALUES unpivot idiom, an APPLY followed by a join and GROUP BY, PIVOT
+//! with SUM / COUNT / MAX and NULL cells over a table and a derived table, UNPIVOT dropping
+//! NULLs, SQL Server's messages for misuse (none changing anything), a few thousand rows,
+//! and sessions applying and pivoting while others insert. Before them an APPLY of
+//! anything but a table was refused (40517) and PIVOT / UNPIVOT were syntax errors.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use extentdb_sql::exec::Output;
+use extentdb_sql::types::SqlType;
 use extentdb_tds::client::Client;
 
 mod common;
@@ -19,7 +23,25 @@ const SETUP: &str = "CREATE TABLE c (cid INT PRIMARY KEY, name VARCHAR(20), q1 I
     CREATE TABLE o (oid INT PRIMARY KEY, cid INT, amt INT);
     INSERT INTO o VALUES (10, 1, 5), (11, 1, 7), (12, 1, 9), (13, 2, 9), (14, 2, 3), (15, 4, 1);
     CREATE TABLE r (cid INT PRIMARY KEY, region VARCHAR(10));
-    INSERT INTO r VALUES (1, 'north'), (2, 'south'), (3, 'north')";
+    INSERT INTO r VALUES (1, 'north'), (2, 'south'), (3, 'north');
+    CREATE TABLE sales (id INT PRIMARY KEY, region VARCHAR(10), yr INT, qtr VARCHAR(2), amt INT);
+    INSERT INTO sales VALUES (1, 'north', 2023, 'q1', 10), (2, 'north', 2023, 'q2', 20),
+        (3, 'north', 2023, 'q1', 5), (4, 'south', 2023, 'q1', 7), (5, 'south', 2023, 'q3', NULL),
+        (6, 'east', 2024, 'q2', 1);
+    CREATE TABLE m (region VARCHAR(10), qtr VARCHAR(2), amt INT);
+    INSERT INTO m SELECT region, qtr, amt FROM sales";
+
+/// The names and types of a query's first result set's columns.
+fn columns(c: &mut Client, sql: &str) -> Vec<(String, SqlType)> {
+    run(c, sql)
+        .outputs
+        .iter()
+        .find_map(|o| match o {
+            Output::Rows { columns, .. } => Some(columns.clone()),
+            _ => None,
+        })
+        .expect("a result set")
+}
 
 fn setup(name: &str) -> (Server, Client) {
     common::tds::start_in_database(name, "ap", SETUP)
@@ -262,8 +284,9 @@ fn thousands_of_left_rows_through_apply() {
     );
 }
 
-/// Proves APPLY runs beside writers: two sessions insert orders while three sum each
-/// customer's top orders through CROSS APPLY; every answer is consistent with itself.
+/// Proves APPLY and PIVOT run beside writers: two sessions insert orders while three sum
+/// each customer's top orders through CROSS APPLY and pivot the largest order per
+/// customer; every answer is consistent with itself.
 #[test]
 fn sessions_apply_beside_inserting_sessions() {
     let (s, mut c) = setup("ap-concurrent");
@@ -318,6 +341,15 @@ fn sessions_apply_beside_inserting_sessions() {
                     got[0][1] >= 3 && got[1][1] >= 2 && got[2][1] >= 0,
                     "{got:?}"
                 );
+                let pivot = "SELECT p.[1], p.[2], p.[3] FROM (SELECT cid, amt FROM o) s
+                    PIVOT (MAX(amt) FOR cid IN ([1], [2], [3])) p";
+                let r = c.batch(pivot).unwrap();
+                if r.errors().any(|e| e.number == 1205) {
+                    continue;
+                }
+                // The largest orders stay 9 and 9 (new orders are 1s).
+                let row: Vec<String> = all_rows(&r)[0].iter().map(common::tds::show).collect();
+                assert!(row[0] == "9" && row[1] == "9", "{row:?}");
                 checks += 1;
             }
             checks
@@ -336,4 +368,248 @@ fn sessions_apply_beside_inserting_sessions() {
         "SELECT SUM(x.n) FROM c CROSS APPLY (SELECT COUNT(*) AS n FROM o WHERE o.cid = c.cid) x",
     );
     assert_eq!(counts, vec![format!("{}", inserted + 5)]);
+}
+
+/// Proves PIVOT over a derived table: grouping by every other column, one column per IN
+/// value named by it, SUM's NULL and COUNT's 0 where no row (or only NULLs) fall, MAX,
+/// an INT FOR column matched by bracketed numbers, and WHERE over the pivoted columns.
+#[test]
+fn pivot_groups_by_the_other_columns() {
+    let (_s, mut c) = setup("ap-pivot");
+    let sum = "SELECT * FROM (SELECT region, qtr, amt FROM sales) AS s
+        PIVOT (SUM(amt) FOR qtr IN ([q1], [q2], q3)) AS p ORDER BY region";
+    assert_eq!(
+        table(&mut c, sum),
+        strs(&["east,NULL,1,NULL", "north,15,20,NULL", "south,7,NULL,NULL"])
+    );
+    let names: Vec<String> = columns(&mut c, sum).into_iter().map(|c| c.0).collect();
+    assert_eq!(names, strs(&["region", "q1", "q2", "q3"]));
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT region, q1, q2, q3 FROM (SELECT region, qtr, amt FROM sales) AS s
+             PIVOT (COUNT(amt) FOR qtr IN ([q1], [q2], [q3])) AS p ORDER BY region"
+        ),
+        strs(&["east,0,1,0", "north,2,1,0", "south,1,0,0"])
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT p.region, p.[2023], p.[2024] FROM (SELECT region, yr, amt FROM sales) s
+             PIVOT (MAX(amt) FOR yr IN ([2023], [2024])) p WHERE p.[2023] > 5 ORDER BY 1"
+        ),
+        strs(&["north,20,NULL", "south,7,NULL"])
+    );
+    // Types: the grouping column keeps its own, COUNT is int.
+    let types: Vec<SqlType> = columns(
+        &mut c,
+        "SELECT * FROM (SELECT region, qtr, amt FROM sales) s
+         PIVOT (COUNT(amt) FOR qtr IN ([q1])) p",
+    )
+    .into_iter()
+    .map(|c| c.1)
+    .collect();
+    assert_eq!(types, vec![SqlType::VarChar(10), SqlType::Int]);
+}
+
+/// Proves PIVOT straight over a table (a heap, every other column grouping), a join of
+/// the pivoted rows, and a source with no grouping column giving one row.
+#[test]
+fn pivot_over_a_table_and_without_grouping_columns() {
+    let (_s, mut c) = setup("ap-pivot-table");
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT * FROM m PIVOT (SUM(amt) FOR qtr IN (q1, q2)) AS p ORDER BY region"
+        ),
+        strs(&["east,NULL,1", "north,15,20", "south,7,NULL"])
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT p.region, p.q1, r.cid FROM m PIVOT (SUM(amt) FOR qtr IN (q1)) AS p
+             JOIN r ON r.region = p.region ORDER BY r.cid"
+        ),
+        strs(&["north,15,1", "south,7,2", "north,15,3"])
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT * FROM (SELECT qtr, amt FROM m) s PIVOT (SUM(amt) FOR qtr IN (q1, q9)) p"
+        ),
+        strs(&["22,NULL"])
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT * FROM (SELECT qtr, amt FROM m WHERE 1 = 0) s
+             PIVOT (COUNT(amt) FOR qtr IN (q1)) p"
+        ),
+        strs(&["0"])
+    );
+}
+
+/// Proves UNPIVOT: one row per listed column that is not NULL (a row of NULLs vanishes),
+/// the kept columns then the value then the name (NVARCHAR(128)), and an APPLY's VALUES
+/// idiom agreeing with it.
+#[test]
+fn unpivot_drops_nulls() {
+    let (_s, mut c) = setup("ap-unpivot");
+    let sql = "SELECT * FROM c UNPIVOT (amt FOR q IN (q1, q2, q3)) AS u ORDER BY cid, q";
+    assert_eq!(
+        table(&mut c, sql),
+        strs(&["1,ann,10,q1", "1,ann,30,q3", "2,bob,5,q1", "2,bob,6,q2"])
+    );
+    assert_eq!(
+        columns(&mut c, sql),
+        vec![
+            ("cid".to_string(), SqlType::Int),
+            ("name".to_string(), SqlType::VarChar(20)),
+            ("amt".to_string(), SqlType::Int),
+            ("q".to_string(), SqlType::NVarChar(128)),
+        ]
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT u.q, SUM(u.amt) FROM (SELECT cid, q1, q2, q3 FROM c) s
+             UNPIVOT (amt FOR q IN (q1, q2, q3)) u GROUP BY u.q ORDER BY u.q"
+        ),
+        table(
+            &mut c,
+            "SELECT v.q, SUM(v.amt) FROM c CROSS APPLY (VALUES ('q1', q1), ('q2', q2), ('q3', q3))
+             v(q, amt) WHERE v.amt IS NOT NULL GROUP BY v.q ORDER BY v.q"
+        )
+    );
+}
+
+/// Proves PIVOT's and UNPIVOT's misuses get SQL Server's messages and change nothing.
+#[test]
+fn pivot_and_unpivot_misuse_gets_sql_servers_messages() {
+    let (_s, mut c) = setup("ap-pivot-errors");
+    let src = "SELECT * FROM (SELECT region, qtr, yr, amt FROM sales) s";
+    let cases: Vec<(String, Vec<i32>)> = vec![
+        (
+            format!("{src} PIVOT (SUM(amt) FOR qtr IN ([q1], [Q1 ])) p"),
+            vec![8156],
+        ),
+        (
+            format!("{src} PIVOT (SUM(amt) FOR qtr IN ([q1], [region])) p"),
+            vec![265, 8156],
+        ),
+        (
+            format!("{src} PIVOT (SUM(amt) FOR qtr IN ('q1')) p"),
+            vec![102],
+        ),
+        (
+            format!("{src} PIVOT (COUNT(*) FOR qtr IN ([q1])) p"),
+            vec![102],
+        ),
+        (
+            format!("{src} PIVOT (SUM(amt), COUNT(amt) FOR qtr IN ([q1])) p"),
+            vec![102],
+        ),
+        (
+            format!("{src} PIVOT (SUM(amt) FOR qtr IN ([q1]))"),
+            vec![102],
+        ),
+        (
+            format!("{src} PIVOT (UPPER(amt) FOR qtr IN ([q1])) p"),
+            vec![195],
+        ),
+        (
+            format!("{src} PIVOT (SUM(nope) FOR qtr IN ([q1])) p"),
+            vec![207],
+        ),
+        (
+            format!("{src} PIVOT (SUM(amt) FOR nope IN ([q1])) p"),
+            vec![207],
+        ),
+        (
+            format!("{src} PIVOT (SUM(amt) FOR yr IN ([abc])) p"),
+            vec![8114, 473],
+        ),
+        (
+            format!("{src} PIVOT (STDEV(amt) FOR qtr IN ([q1])) p"),
+            vec![40517],
+        ),
+        (
+            "SELECT * FROM c UNPIVOT (v FOR k IN (name, q1)) u".into(),
+            vec![8167],
+        ),
+        (
+            "SELECT * FROM c UNPIVOT (v FOR k IN (q1, nope)) u".into(),
+            vec![207],
+        ),
+        (
+            "SELECT * FROM c UNPIVOT (name FOR k IN (q1, q2)) u".into(),
+            vec![265, 8156],
+        ),
+        (
+            "SELECT * FROM c UNPIVOT (v FOR k IN (q1, q1)) u".into(),
+            vec![8156],
+        ),
+        (
+            "SELECT * FROM c UNPIVOT (v FOR k IN (q1, q2))".into(),
+            vec![102],
+        ),
+        (
+            "SELECT * FROM c JOIN r ON r.cid = c.cid UNPIVOT (v FOR k IN (q1)) u".into(),
+            vec![40517],
+        ),
+    ];
+    for (sql, want) in &cases {
+        let got: Vec<i32> = errors(&mut c, sql).into_iter().map(|e| e.0).collect();
+        assert_eq!(&got, want, "{sql}");
+    }
+    assert_eq!(table(&mut c, "SELECT COUNT(*) FROM sales"), strs(&["6"]));
+}
+
+/// Proves PIVOT and UNPIVOT over 4,000 rows: PIVOT agrees with SUM(CASE ...) GROUP BY,
+/// UNPIVOT gives every non-NULL value once.
+#[test]
+fn pivot_and_unpivot_over_thousands_of_rows() {
+    let (_s, mut c) = setup("ap-pivot-large");
+    run(
+        &mut c,
+        "CREATE TABLE big (id INT PRIMARY KEY, grp INT, k VARCHAR(2), v INT, w INT)",
+    );
+    for chunk in 0..4 {
+        let values: Vec<String> = (0..1000)
+            .map(|i| {
+                let id = chunk * 1000 + i;
+                let w = if id % 3 == 0 {
+                    "NULL".into()
+                } else {
+                    (id % 13).to_string()
+                };
+                format!("({id}, {}, 'k{}', {}, {w})", id % 97, id % 4, id % 101)
+            })
+            .collect();
+        run(
+            &mut c,
+            &format!("INSERT INTO big VALUES {}", values.join(",")),
+        );
+    }
+    let pivoted = table(
+        &mut c,
+        "SELECT * FROM (SELECT grp, k, v FROM big) s
+         PIVOT (SUM(v) FOR k IN (k0, k1, k2, k3)) p ORDER BY grp",
+    );
+    let grouped = table(
+        &mut c,
+        "SELECT grp, SUM(CASE WHEN k = 'k0' THEN v END), SUM(CASE WHEN k = 'k1' THEN v END),
+             SUM(CASE WHEN k = 'k2' THEN v END), SUM(CASE WHEN k = 'k3' THEN v END)
+         FROM big GROUP BY grp ORDER BY grp",
+    );
+    assert_eq!(pivoted.len(), 97);
+    assert_eq!(pivoted, grouped);
+    let nulls = (0..4000).filter(|id| id % 3 == 0).count();
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT COUNT(*) FROM big UNPIVOT (x FOR col IN (v, w)) u"
+        ),
+        vec![format!("{}", 8000 - nulls)]
+    );
 }

@@ -652,6 +652,24 @@ pub enum TableSource {
         args: Vec<Expr>,
         alias: Option<String>,
     },
+    /// `source PIVOT (agg(argument) FOR column IN ([v], ...)) AS alias`.
+    Pivot {
+        source: Box<TableSource>,
+        aggregate: ObjectName,
+        argument: ObjectName,
+        column: ObjectName,
+        /// The IN list's identifiers: the output columns' names, and the values compared.
+        values: Vec<String>,
+        alias: String,
+    },
+    /// `source UNPIVOT (value FOR name IN (c, ...)) AS alias`.
+    Unpivot {
+        source: Box<TableSource>,
+        value: String,
+        name: String,
+        columns: Vec<String>,
+        alias: String,
+    },
     Join {
         left: Box<TableSource>,
         kind: JoinKind,

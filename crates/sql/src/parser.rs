@@ -2183,10 +2183,12 @@ impl Parser {
     }
 
     fn table_source(&mut self) -> PResult<TableSource> {
-        let mut left = self.table_primary()?;
+        let primary = self.table_primary()?;
+        let mut left = self.rotated(primary)?;
         while let Some(kind) = self.join_kind() {
             self.chain_link()?;
-            let right = self.table_primary()?;
+            let primary = self.table_primary()?;
+            let right = self.rotated(primary)?;
             let on = match kind {
                 JoinKind::Cross | JoinKind::CrossApply | JoinKind::OuterApply => None,
                 _ => {
@@ -2200,8 +2202,57 @@ impl Parser {
                 right: Box::new(right),
                 on,
             };
+            left = self.rotated(left)?;
         }
         Ok(left)
+    }
+
+    /// `source` followed by any PIVOT / UNPIVOT clauses, each with its required alias.
+    fn rotated(&mut self, mut source: TableSource) -> PResult<TableSource> {
+        loop {
+            let pivot = self.eat_word("PIVOT");
+            if !pivot && !self.eat_word("UNPIVOT") {
+                return Ok(source);
+            }
+            self.chain_link()?;
+            self.expect_symbol("(")?;
+            let boxed = Box::new(source);
+            source = if pivot {
+                let aggregate = self.object_name()?;
+                self.expect_symbol("(")?;
+                let argument = self.object_name()?;
+                self.expect_symbol(")")?;
+                self.expect_word("FOR")?;
+                let column = self.object_name()?;
+                self.expect_word("IN")?;
+                let values = self.paren_list(|p| p.ident())?;
+                self.expect_symbol(")")?;
+                let alias = self.table_alias()?.ok_or_else(|| self.error())?;
+                TableSource::Pivot {
+                    source: boxed,
+                    aggregate,
+                    argument,
+                    column,
+                    values,
+                    alias,
+                }
+            } else {
+                let value = self.ident()?;
+                self.expect_word("FOR")?;
+                let name = self.ident()?;
+                self.expect_word("IN")?;
+                let columns = self.paren_list(|p| p.ident())?;
+                self.expect_symbol(")")?;
+                let alias = self.table_alias()?.ok_or_else(|| self.error())?;
+                TableSource::Unpivot {
+                    source: boxed,
+                    value,
+                    name,
+                    columns,
+                    alias,
+                }
+            };
+        }
     }
 
     /// Consumes a join operator if one is next.

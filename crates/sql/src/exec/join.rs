@@ -33,6 +33,7 @@
 //!    side, plus for FULL both kinds of unmatched rows.
 
 mod apply;
+mod rotation;
 
 use super::eval::RowCtx;
 use super::join_hash::{self, HashIndex};
@@ -129,6 +130,11 @@ enum Leaf {
     /// The right side of CROSS / OUTER APPLY when it is a derived table or a function: run
     /// for each left row (`apply.rs`); its shape has only its exposed name here.
     Applied,
+    /// An UNPIVOT of its source leaf's rows (`rotation.rs`).
+    Unpivot {
+        source: Box<Leaf>,
+        plan: rotation::UnpivotPlan,
+    },
 }
 
 /// The leaves of one FROM clause, in written order, with their shapes.
@@ -178,7 +184,9 @@ impl Session {
                         out.push((Leaf::Applied, Shape::leaf(Vec::new(), exposed)));
                         Ok(())
                     }
-                    TableSource::Table { .. } => self.collect_leaves(right, out),
+                    TableSource::Table { .. }
+                    | TableSource::Pivot { .. }
+                    | TableSource::Unpivot { .. } => self.collect_leaves(right, out),
                     TableSource::Join { .. } => Err(vec![super::lower::not_yet(
                         "CROSS APPLY and OUTER APPLY of a parenthesized join",
                     )]),
@@ -198,6 +206,16 @@ impl Session {
                 let rows = super::subquery::named_columns(rows, columns, alias).map_err(one)?;
                 let shape = Shape::leaf(rows.columns, alias);
                 out.push((Leaf::Spooled(std::sync::Arc::new(rows.spool)), shape));
+                Ok(())
+            }
+            TableSource::Pivot { source, .. } | TableSource::Unpivot { source, .. } => {
+                if let TableSource::Join { .. } = **source {
+                    return Err(vec![super::lower::not_yet("PIVOT and UNPIVOT of a join")]);
+                }
+                let mut inner = Vec::with_capacity(1);
+                self.collect_leaves(source, &mut inner)?;
+                let leaf = inner.pop().expect("a source that is no join is one leaf");
+                out.push(rotation::rotated(self, ts, leaf)?);
                 Ok(())
             }
             TableSource::Function { name, args, alias } => {
@@ -453,6 +471,7 @@ fn leaf_rows<'p>(
             cursor: SpoolCursor::default(),
         }),
         Leaf::Rowset(rows) => Box::new(rows.iter()),
+        Leaf::Unpivot { source, plan } => rotation::unpivot_rows(s, source, plan)?,
         Leaf::Applied => unreachable!("an applied leaf is built by its APPLY (apply.rs)"),
     })
 }
