@@ -565,6 +565,38 @@ fn pivot_and_unpivot_misuse_gets_sql_servers_messages() {
     assert_eq!(table(&mut c, "SELECT COUNT(*) FROM sales"), strs(&["6"]));
 }
 
+/// Proves SET STATISTICS IO names the table under a PIVOT and an UNPIVOT (Msg 3615).
+#[test]
+fn statistics_io_names_the_rotated_tables() {
+    let (_s, mut c) = setup("ap-pivot-io");
+    let tables = |c: &mut Client, sql: &str| -> Vec<String> {
+        run(
+            c,
+            &format!("SET STATISTICS IO ON; {sql}; SET STATISTICS IO OFF"),
+        )
+        .outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Info(m) if m.number == 3615 => {
+                Some(m.text.split('\'').nth(1).unwrap_or_default().to_string())
+            }
+            _ => None,
+        })
+        .collect()
+    };
+    assert_eq!(
+        tables(&mut c, "SELECT * FROM m PIVOT (SUM(amt) FOR qtr IN (q1)) p"),
+        strs(&["m"])
+    );
+    assert_eq!(
+        tables(
+            &mut c,
+            "SELECT * FROM c UNPIVOT (v FOR k IN (q1, q2)) u JOIN r ON r.cid = u.cid"
+        ),
+        strs(&["c", "r"])
+    );
+}
+
 /// Proves PIVOT and UNPIVOT over 4,000 rows: PIVOT agrees with SUM(CASE ...) GROUP BY,
 /// UNPIVOT gives every non-NULL value once.
 #[test]

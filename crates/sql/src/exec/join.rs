@@ -314,10 +314,17 @@ impl Leaves {
     /// SET STATISTICS IO's line (3615) for each user table of the FROM clause.
     pub(super) fn report_io(&self, s: &Session, out: &mut super::Out) {
         for (leaf, _) in &self.leaves {
-            if let Leaf::Table { t, .. } = leaf {
-                s.report_io(t, out);
-            }
+            leaf_io(s, leaf, out);
         }
+    }
+}
+
+/// SET STATISTICS IO's line for a leaf that is a user table or an UNPIVOT of one.
+fn leaf_io(s: &Session, leaf: &Leaf, out: &mut super::Out) {
+    match leaf {
+        Leaf::Table { t, .. } => s.report_io(t, out),
+        Leaf::Unpivot { source, .. } => leaf_io(s, source, out),
+        _ => {}
     }
 }
 

@@ -313,6 +313,11 @@ impl PivotSpec {
             sort.push(keyed).map_err(one)?;
         }
         drop(input);
+        // The source is read here, not as the statement's rows are: its SET STATISTICS IO
+        // line comes after the results, as a derived table's does.
+        if let Leaf::Table { t, .. } = source {
+            s.scopes.deferred.extend(s.io_line(t));
+        }
         let sorted = sort.finish().map_err(one)?;
         if let Some(e) = failure.lock().unwrap().take() {
             return Err(one(e));
