@@ -114,6 +114,13 @@ fn outer_apply_keeps_left_rows_with_no_right_rows() {
          WHERE c.cid > 100",
     );
     assert!(all_rows(&r).is_empty());
+    let r = run(
+        &mut c,
+        "SELECT c.cid, x.oid FROM c
+         CROSS APPLY (SELECT TOP (c.cid) oid FROM o WHERE o.cid = c.cid ORDER BY oid) x
+         WHERE c.cid > 100",
+    );
+    assert!(all_rows(&r).is_empty());
     // A right side that reads no left column runs once and joins every left row.
     assert_eq!(
         table(
