@@ -2,7 +2,9 @@
 //! tables of small integers, short strings and NULLs, loads the same rows into a real
 //! `extentdb serve` (over TDS) and into SQLite (Python's sqlite3, run as a child process),
 //! then generates queries over joins of every kind, IN / EXISTS / scalar subqueries
-//! (correlated or not), derived tables, CTEs (recursive too), UNION / INTERSECT / EXCEPT, grouping over
+//! (correlated or not), derived tables, CTEs (recursive too), APPLY (to SQLite a join or
+//! correlated subqueries), PIVOT (aggregates of CASE with GROUP BY) and UNPIVOT (a UNION
+//! ALL per column), UNION / INTERSECT / EXCEPT, grouping over
 //! joins, OFFSET / FETCH windows and window functions (OVER: made total by a tie-break on
 //! a unique key, or of functions ties cannot change), ROLLUP / CUBE / GROUPING SETS (to
 //! SQLite the UNION ALL of one plain GROUP BY per set), each written in T-SQL and in
@@ -462,8 +464,88 @@ fn recursive_case(rng: &mut Rng) -> Case {
     }
 }
 
+/// CROSS / OUTER APPLY of a correlated derived table; SQLite, which has no APPLY, gets
+/// the JOIN / LEFT JOIN it equals, or for an aggregate per left row, correlated scalar
+/// subqueries.
+fn apply_case(rng: &mut Rng) -> Case {
+    let (l, r) = two(rng);
+    let (inner_col, outer_col) = (rng.pick(&["a", "b"]), rng.pick(&["a", "b"]));
+    let on = format!("{r}.{inner_col} = {l}.{outer_col}");
+    if rng.chance(30) {
+        let agg = rng.pick(&["COUNT(*)", "MAX(b)", "MIN(s)", "SUM(a)"]);
+        return Case {
+            tsql: format!(
+                "SELECT {l}.a, x.v FROM {l} CROSS APPLY (SELECT {agg} AS v FROM {r} WHERE {on}) x"
+            ),
+            sqlite: format!("SELECT {l}.a, (SELECT {agg} FROM {r} WHERE {on}) FROM {l}"),
+            ordered: false,
+        };
+    }
+    let pred = predicate(rng, &[l, r]);
+    let (apply, join) = match rng.chance(50) {
+        true => ("CROSS APPLY", "JOIN"),
+        false => ("OUTER APPLY", "LEFT JOIN"),
+    };
+    Case {
+        tsql: format!(
+            "SELECT {l}.a, {l}.s, x.b, x.s FROM {l} {apply} \
+             (SELECT {r}.b, {r}.s FROM {r} WHERE {on} AND {pred}) x"
+        ),
+        sqlite: format!("SELECT {l}.a, {l}.s, {r}.b, {r}.s FROM {l} {join} {r} ON {on} AND {pred}"),
+        ordered: false,
+    }
+}
+
+/// PIVOT over a derived table, grouped by one column or none; SQLite, which has no
+/// PIVOT, gets the same aggregates of CASE expressions with GROUP BY.
+fn pivot_case(rng: &mut Rng) -> Case {
+    let l = TABLES[rng.below(3)];
+    let agg = rng.pick(&["SUM", "COUNT", "MAX", "MIN"]);
+    let group = rng.pick(&["a", ""]);
+    let filter = predicate(rng, &[l]);
+    let cells: Vec<String> = ["w", "x", "y"]
+        .iter()
+        .map(|v| format!("{agg}(CASE WHEN s = '{v}' THEN b END)"))
+        .collect();
+    let (src_group, keys, by) = match group {
+        "" => (String::new(), String::new(), String::new()),
+        g => (format!("{g}, "), format!("{g}, "), format!(" GROUP BY {g}")),
+    };
+    Case {
+        tsql: format!(
+            "SELECT * FROM (SELECT {src_group}s, b FROM {l} WHERE {filter}) AS src \
+             PIVOT ({agg}(b) FOR s IN ([w], x, [y])) AS p"
+        ),
+        sqlite: format!(
+            "SELECT {keys}{} FROM {l} WHERE {filter}{by}",
+            cells.join(", ")
+        ),
+        ordered: false,
+    }
+}
+
+/// UNPIVOT of two INT columns; SQLite gets the UNION ALL of each column's non-NULL rows.
+fn unpivot_case(rng: &mut Rng) -> Case {
+    let l = TABLES[rng.below(3)];
+    let filter = predicate(rng, &[l]);
+    Case {
+        tsql: format!(
+            "SELECT * FROM (SELECT s, a, b FROM {l} WHERE {filter}) AS src \
+             UNPIVOT (v FOR col IN (a, b)) AS u"
+        ),
+        sqlite: format!(
+            "SELECT s, a, 'a' FROM {l} WHERE ({filter}) AND a IS NOT NULL \
+             UNION ALL SELECT s, b, 'b' FROM {l} WHERE ({filter}) AND b IS NOT NULL"
+        ),
+        ordered: false,
+    }
+}
+
 fn generate(rng: &mut Rng) -> Case {
-    let makers: [fn(&mut Rng) -> Case; 19] = [
+    let makers: [fn(&mut Rng) -> Case; 22] = [
+        apply_case,
+        pivot_case,
+        unpivot_case,
         grouping_sets_case,
         grouping_sets_case,
         over_total_case,

@@ -328,10 +328,12 @@ fn emptyfile_waits_for_the_transactions_that_changed_its_tables() {
 }
 
 /// Query parts that are parsed but not built are refused, never dropped: a query hint
-/// other than MAXDOP, MAXRECURSION and RECOMPILE, APPLY of a derived table, the window
+/// other than MAXDOP, MAXRECURSION and RECOMPILE, APPLY of a parenthesized join or of a
+/// table-valued function not built, PIVOT with STDEV, UNPIVOT of a join, the window
 /// functions not built (STDEV OVER, an assignment SELECT of a window function). (OFFSET /
 /// FETCH, WITH TIES, CTEs, recursive ones too, and SELECT INTO, once refused here, are
-/// built: crates/cli/tests/queries.rs; OVER, once a syntax error: windows.rs.)
+/// built: crates/cli/tests/queries.rs; OVER, once a syntax error: windows.rs; APPLY of a
+/// derived table, PIVOT and UNPIVOT: apply_pivot.rs.)
 #[test]
 fn unbuilt_query_parts_are_refused_not_dropped() {
     let s = Server::start("unbuilt-query", &[]);
@@ -345,8 +347,10 @@ fn unbuilt_query_parts_are_refused_not_dropped() {
     );
     for sql in [
         "SELECT a FROM t OPTION (HASH JOIN)",
-        "SELECT t.a, x.b FROM t CROSS APPLY (SELECT t.a AS b) x",
-        "INSERT INTO t SELECT t.a FROM t OUTER APPLY (SELECT 1 AS one) x",
+        "SELECT t.a FROM t CROSS APPLY (t AS u JOIN t AS v ON u.a = v.a)",
+        "INSERT INTO t SELECT t.a FROM t OUTER APPLY STRING_SPLIT('a,b', ',') x",
+        "SELECT * FROM t PIVOT (STDEV(a) FOR a IN ([1])) AS p",
+        "INSERT INTO t SELECT v FROM t JOIN t AS u ON t.a = u.a UNPIVOT (v FOR k IN (a)) AS p",
         "SELECT STDEV(a) OVER (ORDER BY a) FROM t",
         "INSERT INTO t SELECT VAR(a) OVER () FROM t",
         "DECLARE @n BIGINT; SELECT @n = ROW_NUMBER() OVER (ORDER BY a) FROM t",

@@ -639,13 +639,36 @@ pub enum TableSource {
         /// Table hints, upper-cased (`NOLOCK`, `INDEX(1)`); parsed and kept, not enforced.
         hints: Vec<String>,
     },
-    /// `(SELECT ...) AS x`.
-    Derived { query: Box<Query>, alias: String },
+    /// `(SELECT ...) AS x [(c, ...)]`, and `(VALUES (...), ...) AS x [(c, ...)]` as a
+    /// UNION ALL of one SELECT per row (`columns`: the derived column list, maybe empty).
+    Derived {
+        query: Box<Query>,
+        alias: String,
+        columns: Vec<String>,
+    },
     /// A table-valued function (`sys.fn_dblog(NULL, NULL)`).
     Function {
         name: ObjectName,
         args: Vec<Expr>,
         alias: Option<String>,
+    },
+    /// `source PIVOT (agg(argument) FOR column IN ([v], ...)) AS alias`.
+    Pivot {
+        source: Box<TableSource>,
+        aggregate: ObjectName,
+        argument: ObjectName,
+        column: ObjectName,
+        /// The IN list's identifiers: the output columns' names, and the values compared.
+        values: Vec<String>,
+        alias: String,
+    },
+    /// `source UNPIVOT (value FOR name IN (c, ...)) AS alias`.
+    Unpivot {
+        source: Box<TableSource>,
+        value: String,
+        name: String,
+        columns: Vec<String>,
+        alias: String,
     },
     Join {
         left: Box<TableSource>,

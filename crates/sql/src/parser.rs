@@ -2183,10 +2183,12 @@ impl Parser {
     }
 
     fn table_source(&mut self) -> PResult<TableSource> {
-        let mut left = self.table_primary()?;
+        let primary = self.table_primary()?;
+        let mut left = self.rotated(primary)?;
         while let Some(kind) = self.join_kind() {
             self.chain_link()?;
-            let right = self.table_primary()?;
+            let primary = self.table_primary()?;
+            let right = self.rotated(primary)?;
             let on = match kind {
                 JoinKind::Cross | JoinKind::CrossApply | JoinKind::OuterApply => None,
                 _ => {
@@ -2200,8 +2202,57 @@ impl Parser {
                 right: Box::new(right),
                 on,
             };
+            left = self.rotated(left)?;
         }
         Ok(left)
+    }
+
+    /// `source` followed by any PIVOT / UNPIVOT clauses, each with its required alias.
+    fn rotated(&mut self, mut source: TableSource) -> PResult<TableSource> {
+        loop {
+            let pivot = self.eat_word("PIVOT");
+            if !pivot && !self.eat_word("UNPIVOT") {
+                return Ok(source);
+            }
+            self.chain_link()?;
+            self.expect_symbol("(")?;
+            let boxed = Box::new(source);
+            source = if pivot {
+                let aggregate = self.object_name()?;
+                self.expect_symbol("(")?;
+                let argument = self.object_name()?;
+                self.expect_symbol(")")?;
+                self.expect_word("FOR")?;
+                let column = self.object_name()?;
+                self.expect_word("IN")?;
+                let values = self.paren_list(|p| p.ident())?;
+                self.expect_symbol(")")?;
+                let alias = self.table_alias()?.ok_or_else(|| self.error())?;
+                TableSource::Pivot {
+                    source: boxed,
+                    aggregate,
+                    argument,
+                    column,
+                    values,
+                    alias,
+                }
+            } else {
+                let value = self.ident()?;
+                self.expect_word("FOR")?;
+                let name = self.ident()?;
+                self.expect_word("IN")?;
+                let columns = self.paren_list(|p| p.ident())?;
+                self.expect_symbol(")")?;
+                let alias = self.table_alias()?.ok_or_else(|| self.error())?;
+                TableSource::Unpivot {
+                    source: boxed,
+                    value,
+                    name,
+                    columns,
+                    alias,
+                }
+            };
+        }
     }
 
     /// Consumes a join operator if one is next.
@@ -2278,17 +2329,77 @@ impl Parser {
     fn parenthesized_table_source(&mut self) -> PResult<TableSource> {
         self.expect_symbol("(")?;
         let is_query = self.check_word("SELECT") || self.check_symbol("(");
-        if !is_query {
+        let values = self.check_word("VALUES");
+        if !is_query && !values {
             let inner = self.table_source()?;
             self.expect_symbol(")")?;
             return Ok(inner);
         }
-        let query = self.query()?;
+        let query = if values {
+            self.values_constructor()?
+        } else {
+            self.query()?
+        };
         self.expect_symbol(")")?;
         let alias = self.table_alias()?.ok_or_else(|| self.error())?;
+        let columns = if self.check_symbol("(") {
+            self.paren_list(|p| p.ident())?
+        } else {
+            Vec::new()
+        };
         Ok(TableSource::Derived {
             query: Box::new(query),
             alias,
+            columns,
+        })
+    }
+
+    /// `VALUES (e, ...), (e, ...)` in FROM (a table value constructor): its rows as a
+    /// UNION ALL of one SELECT without FROM per row, which types the columns by SQL
+    /// Server's precedence as the constructor does. Rows of different widths are 10709.
+    fn values_constructor(&mut self) -> PResult<Query> {
+        self.expect_word("VALUES")?;
+        let mut body: Option<QueryBody> = None;
+        let mut width = None;
+        loop {
+            let line = self.line();
+            let row = self.paren_list(|p| p.expr())?;
+            if *width.get_or_insert(row.len()) != row.len() {
+                return Err(ParseError::new(
+                    10709,
+                    16,
+                    1,
+                    "The number of columns for each row in a table value constructor must be the same.",
+                    line,
+                ));
+            }
+            let items = row
+                .into_iter()
+                .map(|expr| SelectItem::Expr { expr, alias: None })
+                .collect();
+            let select = QueryBody::Select(Box::new(Select::of_items(items)));
+            body = Some(match body {
+                None => select,
+                Some(left) => {
+                    self.chain_link()?;
+                    QueryBody::SetOperation {
+                        op: SetOperator::UnionAll,
+                        left: Box::new(left),
+                        right: Box::new(select),
+                    }
+                }
+            });
+            if !self.eat_symbol(",") {
+                break;
+            }
+        }
+        Ok(Query {
+            ctes: Vec::new(),
+            body: body.expect("one row at least"),
+            order_by: Vec::new(),
+            offset: None,
+            fetch: None,
+            hints: Vec::new(),
         })
     }
 }

@@ -209,6 +209,9 @@ fn source_names(t: &TableSource, cte: &str) -> bool {
         TableSource::Join { left, right, .. } => {
             source_names(left, cte) || source_names(right, cte)
         }
+        TableSource::Pivot { source, .. } | TableSource::Unpivot { source, .. } => {
+            source_names(source, cte)
+        }
         TableSource::Function { .. } => false,
     }
 }

@@ -32,6 +32,9 @@
 //!    for LEFT (RIGHT) each left (right) row no pair accepted with NULLs for the other
 //!    side, plus for FULL both kinds of unmatched rows.
 
+mod apply;
+mod rotation;
+
 use super::eval::RowCtx;
 use super::join_hash::{self, HashIndex};
 use super::locking::RowLocking;
@@ -124,6 +127,14 @@ enum Leaf {
     Spooled(std::sync::Arc<Spool>),
     /// A system view's or table-valued function's rows.
     Rowset(Vec<Vec<Value>>),
+    /// The right side of CROSS / OUTER APPLY when it is a derived table or a function: run
+    /// for each left row (`apply.rs`); its shape has only its exposed name here.
+    Applied,
+    /// An UNPIVOT of its source leaf's rows (`rotation.rs`).
+    Unpivot {
+        source: Box<Leaf>,
+        plan: rotation::UnpivotPlan,
+    },
 }
 
 /// The leaves of one FROM clause, in written order, with their shapes.
@@ -159,26 +170,52 @@ impl Session {
             TableSource::Join {
                 left, kind, right, ..
             } => {
-                if matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply)
-                    && !matches!(**right, TableSource::Table { .. })
-                {
-                    return Err(vec![super::lower::not_yet(
-                        "CROSS APPLY and OUTER APPLY of a derived table or function",
-                    )]);
-                }
                 self.collect_leaves(left, out)?;
-                self.collect_leaves(right, out)
+                if !matches!(kind, JoinKind::CrossApply | JoinKind::OuterApply) {
+                    return self.collect_leaves(right, out);
+                }
+                match &**right {
+                    TableSource::Derived { alias, .. } => {
+                        out.push((Leaf::Applied, Shape::leaf(Vec::new(), alias)));
+                        Ok(())
+                    }
+                    TableSource::Function { name, alias, .. } => {
+                        let exposed = alias.as_deref().unwrap_or(name.name());
+                        out.push((Leaf::Applied, Shape::leaf(Vec::new(), exposed)));
+                        Ok(())
+                    }
+                    TableSource::Table { .. }
+                    | TableSource::Pivot { .. }
+                    | TableSource::Unpivot { .. } => self.collect_leaves(right, out),
+                    TableSource::Join { .. } => Err(vec![super::lower::not_yet(
+                        "CROSS APPLY and OUTER APPLY of a parenthesized join",
+                    )]),
+                }
             }
             TableSource::Table { name, alias, hints } => {
                 let exposed = alias.as_deref().unwrap_or(name.name());
                 out.push(self.named_leaf(name, exposed, hints)?);
                 Ok(())
             }
-            TableSource::Derived { query, alias } => {
+            TableSource::Derived {
+                query,
+                alias,
+                columns,
+            } => {
                 let rows = self.query_rows(query, None).map_err(one)?;
-                let rows = super::subquery::named_columns(rows, &[], alias).map_err(one)?;
+                let rows = super::subquery::named_columns(rows, columns, alias).map_err(one)?;
                 let shape = Shape::leaf(rows.columns, alias);
                 out.push((Leaf::Spooled(std::sync::Arc::new(rows.spool)), shape));
+                Ok(())
+            }
+            TableSource::Pivot { source, .. } | TableSource::Unpivot { source, .. } => {
+                if let TableSource::Join { .. } = **source {
+                    return Err(vec![super::lower::not_yet("PIVOT and UNPIVOT of a join")]);
+                }
+                let mut inner = Vec::with_capacity(1);
+                self.collect_leaves(source, &mut inner)?;
+                let leaf = inner.pop().expect("a source that is no join is one leaf");
+                out.push(rotation::rotated(self, ts, leaf)?);
                 Ok(())
             }
             TableSource::Function { name, args, alias } => {
@@ -277,10 +314,17 @@ impl Leaves {
     /// SET STATISTICS IO's line (3615) for each user table of the FROM clause.
     pub(super) fn report_io(&self, s: &Session, out: &mut super::Out) {
         for (leaf, _) in &self.leaves {
-            if let Leaf::Table { t, .. } = leaf {
-                s.report_io(t, out);
-            }
+            leaf_io(s, leaf, out);
         }
+    }
+}
+
+/// SET STATISTICS IO's line for a leaf that is a user table or an UNPIVOT of one.
+fn leaf_io(s: &Session, leaf: &Leaf, out: &mut super::Out) {
+    match leaf {
+        Leaf::Table { t, .. } => s.report_io(t, out),
+        Leaf::Unpivot { source, .. } => leaf_io(s, source, out),
+        _ => {}
     }
 }
 
@@ -350,6 +394,11 @@ impl Leaves {
             }
             _ => {
                 let outer = self.build(s, left, next, filter)?;
+                if let (Leaf::Applied, shape) = &self.leaves[*next] {
+                    *next += 1;
+                    let preserve = *kind == JoinKind::OuterApply;
+                    return apply::apply(s, outer, right, &shape.parts[0], preserve);
+                }
                 let inner = self.inner(s, right, next)?;
                 Ok(join(outer, inner, *kind, on))
             }
@@ -429,6 +478,8 @@ fn leaf_rows<'p>(
             cursor: SpoolCursor::default(),
         }),
         Leaf::Rowset(rows) => Box::new(rows.iter()),
+        Leaf::Unpivot { source, plan } => rotation::unpivot_rows(s, source, plan)?,
+        Leaf::Applied => unreachable!("an applied leaf is built by its APPLY (apply.rs)"),
     })
 }
 

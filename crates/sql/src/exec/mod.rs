@@ -854,12 +854,19 @@ impl Session {
     /// SET STATISTICS IO's report of a statement's reads of table `t` (Msg 3615). Only
     /// data pages exist: no page servers, no read-ahead, no LOB pages, so those are 0.
     fn report_io(&self, t: &tables::TableRef, out: &mut Out) {
+        if let Some(line) = self.io_line(t) {
+            out.push(line);
+        }
+    }
+
+    /// `report_io`'s line, None with SET STATISTICS IO OFF.
+    fn io_line(&self, t: &tables::TableRef) -> Option<Output> {
         if !self.statistics_io {
-            return;
+            return None;
         }
         let io = t.io.get();
         let (scans, logical, physical) = (io.scans, io.reads.logical, io.reads.physical);
-        out.push(Output::Info(msg(
+        Some(Output::Info(msg(
             3615,
             &[
                 &t.entry.name,
@@ -875,7 +882,7 @@ impl Session {
                 &0,
                 &0,
             ],
-        )));
+        )))
     }
 
     /// Reports rows affected unless SET NOCOUNT ON, and sets @@ROWCOUNT.
