@@ -174,9 +174,13 @@ impl Session {
                 out.push(self.named_leaf(name, exposed, hints)?);
                 Ok(())
             }
-            TableSource::Derived { query, alias } => {
+            TableSource::Derived {
+                query,
+                alias,
+                columns,
+            } => {
                 let rows = self.query_rows(query, None).map_err(one)?;
-                let rows = super::subquery::named_columns(rows, &[], alias).map_err(one)?;
+                let rows = super::subquery::named_columns(rows, columns, alias).map_err(one)?;
                 let shape = Shape::leaf(rows.columns, alias);
                 out.push((Leaf::Spooled(std::sync::Arc::new(rows.spool)), shape));
                 Ok(())
