@@ -147,6 +147,31 @@ fn cte_derived_and_variable_sources() {
         table(&mut c, "SELECT i, v FROM idt ORDER BY i"),
         strs(&["10,5", "11,6", "12,NULL"])
     );
+    // A table variable as the target, and the HOLDLOCK hint MERGE upserts often carry.
+    let r = run(
+        &mut c,
+        "DECLARE @t TABLE (id INT PRIMARY KEY, n INT); INSERT INTO @t VALUES (1, 1);
+         MERGE @t AS tv USING (VALUES (1), (2)) AS s (id) ON tv.id = s.id
+         WHEN MATCHED THEN UPDATE SET n = tv.n + 1
+         WHEN NOT MATCHED THEN INSERT VALUES (s.id, 0);
+         MERGE k WITH (HOLDLOCK) USING (VALUES (1)) AS s (id) ON k.id = s.id
+         WHEN MATCHED THEN UPDATE SET n = n + 1;
+         SELECT id, n FROM @t ORDER BY id",
+    );
+    let got: Vec<String> = all_rows(&r)
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(common::tds::show)
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    assert_eq!(got, strs(&["1,2", "2,0"]));
+    assert_eq!(
+        table(&mut c, "SELECT n FROM k WHERE id = 1"),
+        strs(&["101"])
+    );
 }
 
 /// OUTPUT $action with inserted and deleted columns (NULL for the half an action lacks),
@@ -286,7 +311,8 @@ fn errors_and_rollback_undo_the_whole_merge() {
     assert_checkdb_clean(&mut c, "mg", "after the failed MERGEs");
 }
 
-/// The clause rules with SQL Server's numbers (10710, 10711, 10713, 10714, 10709), the
+/// The clause rules with SQL Server's numbers (10710, 10711, 10713, 10714, 10709; 5332 and
+/// 5333 for a side a NOT MATCHED clause has no row of), the
 /// errors of UPDATE and INSERT (207, 4104, 8102, 109, 110, 213, 1013), and what is not
 /// built refused with 40517 (TOP, OPTION, SET ROWCOUNT, a join as the source, a source's
 /// columns in OUTPUT, a system view as the target, $action outside MERGE); each changes
@@ -318,6 +344,10 @@ fn clause_rules_and_refusals() {
             "MERGE t USING (VALUES (1, 2), (3)) AS s (id, v) ON t.id = s.id WHEN MATCHED THEN DELETE;".into(),
             10709,
         ),
+        (format!("{m} WHEN NOT MATCHED THEN INSERT VALUES (t.id, 1);"), 5332),
+        (format!("{m} WHEN NOT MATCHED AND t.v = 1 THEN INSERT VALUES (2, 1);"), 5332),
+        (format!("{m} WHEN NOT MATCHED BY SOURCE AND s.v = 1 THEN DELETE;"), 5333),
+        (format!("{m} WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = s.v;"), 5333),
         (format!("{m} WHEN MATCHED THEN UPDATE SET nope = 1;"), 207),
         (format!("{m} WHEN MATCHED THEN UPDATE SET x.v = 1;"), 4104),
         (format!("{m} WHEN NOT MATCHED THEN INSERT (id) VALUES (1, 2);"), 110),

@@ -183,7 +183,7 @@ pub(super) fn first_qualifier_not_pseudo(e: &Expr) -> Option<String> {
 }
 
 /// Calls `f` on each column reference of `e` outside subqueries.
-fn visit_columns(e: &Expr, f: &mut dyn FnMut(&crate::ast::ObjectName)) {
+pub(super) fn visit_columns(e: &Expr, f: &mut dyn FnMut(&crate::ast::ObjectName)) {
     let all = |es: &mut dyn Iterator<Item = &Expr>, f: &mut dyn FnMut(&crate::ast::ObjectName)| {
         for e in es {
             visit_columns(e, f);

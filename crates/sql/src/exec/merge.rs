@@ -11,6 +11,8 @@
 //!    `source FULL JOIN target`; BY TARGET only, `source LEFT JOIN target` (the target
 //!    sought per source row when ON compares its clustered key); BY SOURCE only, `target
 //!    LEFT JOIN source`; MATCHED only, `source JOIN target`.
+//!    Before any row is read, a NOT MATCHED clause naming the side it has no row of is
+//!    refused (5332 the target's in WHEN NOT MATCHED, 5333 the source's in BY SOURCE).
 //! 3. Each joined row goes to the first clause of its kind (matched: both sides; not
 //!    matched by target: no RID; not matched by source: no mark) whose AND holds, and its
 //!    action's values are computed over the joined row. Updates and deletes go to a
@@ -160,6 +162,15 @@ struct Found {
     set_columns: Vec<Option<usize>>,
 }
 
+/// The join pass's outputs as they grow (step 3).
+struct Finding {
+    sort: SortSpill,
+    inserts: SortSpill,
+    insert_count: u64,
+    /// The next target action's arrival number.
+    seq: i64,
+}
+
 /// What the write phases pushed for OUTPUT, one spool per action.
 struct OutputSpools {
     deleted: SortSpill,
@@ -298,59 +309,39 @@ impl Session {
         let key = super::dml::key_columns(t)
             .filter(|_| t.entry.index_id == 1)
             .map(|(_, pos)| pos);
-        let mut sort = SortSpill::new(&dir, SORT_MEMORY_BYTES, match_order(key));
-        let mut inserts = SortSpill::fifo(&dir, SORT_MEMORY_BYTES);
-        let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-        let mut insert_count = 0u64;
+        let mut found = Finding {
+            sort: SortSpill::new(&dir, SORT_MEMORY_BYTES, match_order(key)),
+            inserts: SortSpill::fifo(&dir, SORT_MEMORY_BYTES),
+            insert_count: 0,
+            seq: 0,
+        };
         {
             let (shape, mut rows) = leaves.relation(self, from, None)?;
             let src: Source = shape.source();
             let at = |name: &str| src.rowset.columns.iter().position(|c| c.0 == name);
             let rid_at = at(RID_COLUMN).expect("the target's leaf gives RIDs");
             let mark_at = at(SOURCE_MARK).expect("the marked source");
-            let mut seq = 0i64;
+            let parts = (src.part_of[rid_at], src.part_of[mark_at]);
+            check_clause_scope(&m.clauses, &src, parts).map_err(one)?;
             while let Some(r) = rows.next_row(self)? {
-                let ctx = Session::ctx(&src, &r);
                 let when = match (r[rid_at].is_null(), r[mark_at].is_null()) {
                     (true, _) => MergeWhen::NotMatchedByTarget,
                     (false, true) => MergeWhen::NotMatchedBySource,
                     (false, false) => MergeWhen::Matched,
                 };
+                let ctx = Session::ctx(&src, &r);
                 let Some(i) = self.first_clause(&m.clauses, when, &ctx)? else {
                     continue;
                 };
-                let old = &r[rid_at - width..rid_at];
-                match &plans[i] {
-                    Plan::Insert(targets, values) => {
-                        let row =
-                            self.merge_insert_row(t, targets, values.as_deref(), &ctx, identity)?;
-                        inserts.push(row).map_err(one)?;
-                        insert_count += 1;
-                    }
-                    plan => {
-                        let mut a = vec![r[rid_at].clone(), Value::BigInt(seq)];
-                        a.extend(old.iter().cloned());
-                        match plan {
-                            Plan::Update(u, targets) => {
-                                a.push(Value::Int(UPDATE));
-                                a.extend(self.updated_row_in(u, t, targets, old, &ctx)?);
-                            }
-                            _ => {
-                                a.push(Value::Int(DELETE));
-                                a.extend(std::iter::repeat_n(Value::Null, width));
-                            }
-                        }
-                        sort.push(a).map_err(one)?;
-                        seq += 1;
-                    }
-                }
+                let old = (&r[rid_at], &r[rid_at - width..rid_at]);
+                self.merge_row(t, &plans[i], old, &ctx, &mut found)?;
             }
         }
         leaves.report_io(self, out);
         Ok(Found {
-            sorted: sort.finish().map_err(one)?,
-            inserts: inserts.finish().map_err(one)?,
-            insert_count,
+            sorted: found.sort.finish().map_err(one)?,
+            inserts: found.inserts.finish().map_err(one)?,
+            insert_count: found.insert_count,
             set_columns: plans
                 .iter()
                 .flat_map(|p| match p {
@@ -359,6 +350,41 @@ impl Session {
                 })
                 .collect(),
         })
+    }
+
+    /// One joined row's action under `plan` (step 3): an insert's new row spooled, or
+    /// `[rid, arrival, old values..., action, new values...]` into the sort (a delete's
+    /// new values NULL). `old` is the target's RID and values in the joined row.
+    fn merge_row(
+        &mut self,
+        t: &TableRef,
+        plan: &Plan,
+        (rid, old): (&Value, &[Value]),
+        ctx: &super::eval::RowCtx<'_>,
+        found: &mut Finding,
+    ) -> Result<(), Errors> {
+        let width = t.entry.columns.len();
+        let mut a = vec![rid.clone(), Value::BigInt(found.seq)];
+        a.extend(old.iter().cloned());
+        match plan {
+            Plan::Insert(targets, values) => {
+                let row = self.merge_insert_row(t, targets, values.as_deref(), ctx)?;
+                found.inserts.push(row).map_err(one)?;
+                found.insert_count += 1;
+                return Ok(());
+            }
+            Plan::Update(u, targets) => {
+                a.push(Value::Int(UPDATE));
+                a.extend(self.updated_row_in(u, t, targets, old, ctx)?);
+            }
+            Plan::Delete => {
+                a.push(Value::Int(DELETE));
+                a.extend(std::iter::repeat_n(Value::Null, width));
+            }
+        }
+        found.sort.push(a).map_err(one)?;
+        found.seq += 1;
+        Ok(())
     }
 
     /// The first clause of kind `when` whose AND holds for the joined row, by index.
@@ -387,8 +413,8 @@ impl Session {
         targets: &[usize],
         values: Option<&[Expr]>,
         ctx: &super::eval::RowCtx<'_>,
-        identity: Option<usize>,
     ) -> Result<Vec<Value>, Errors> {
+        let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
         let mut src = Vec::with_capacity(targets.len());
         for e in values.unwrap_or_default() {
             src.push(match e {
@@ -472,6 +498,61 @@ impl Session {
             next = c.also.as_deref();
         }
         Ok(())
+    }
+}
+
+/// The side a NOT MATCHED clause may not name (its rows have none): 5332 for the target
+/// in a WHEN NOT MATCHED [BY TARGET] clause, 5333 for the source in a BY SOURCE one. A
+/// column belongs to a side by its qualifier, or unqualified by the side whose column
+/// it names (`parts`: the target's and the source's part in `src`). Subqueries are not
+/// looked into.
+fn check_clause_scope(
+    clauses: &[MergeClause],
+    src: &Source,
+    (target, source): (u32, u32),
+) -> Result<(), SqlError> {
+    for c in clauses {
+        let (banned, number) = match c.when {
+            MergeWhen::Matched => continue,
+            MergeWhen::NotMatchedByTarget => (target, 5332),
+            MergeWhen::NotMatchedBySource => (source, 5333),
+        };
+        let mut exprs: Vec<&Expr> = c.condition.iter().collect();
+        match &c.action {
+            MergeAction::Insert {
+                values: Some(v), ..
+            } => exprs.extend(v),
+            MergeAction::Update(a) => exprs.extend(a.iter().map(|a| &a.value)),
+            _ => {}
+        }
+        let mut bad = None;
+        for e in exprs {
+            super::dml_output::visit_columns(e, &mut |col| {
+                if bad.is_none() && names_part(src, col, banned) {
+                    bad = Some(col.joined());
+                }
+            });
+        }
+        if let Some(name) = bad {
+            return Err(msg(number, &[&name]));
+        }
+    }
+    Ok(())
+}
+
+/// True when column reference `col` binds to part `part` of `src`: by its qualifier, or
+/// unqualified when only that part has a column of its name.
+fn names_part(src: &Source, col: &crate::ast::ObjectName, part: u32) -> bool {
+    let of_part = |p: u32| {
+        src.rowset
+            .columns
+            .iter()
+            .zip(&src.part_of)
+            .any(|(c, &q)| q == p && c.0.eq_ignore_ascii_case(col.name()))
+    };
+    match col.qualifier() {
+        Some(q) => src.parts[part as usize].eq_ignore_ascii_case(q),
+        None => of_part(part) && (0..src.parts.len() as u32).all(|p| p == part || !of_part(p)),
     }
 }
 
