@@ -174,6 +174,61 @@ fn cte_derived_and_variable_sources() {
     );
 }
 
+/// A sync of 6,000 target rows against 6,000 source rows half of which match, on a
+/// clustered table and a heap: 3,000 updated, 3,000 inserted, 3,000 deleted, in one
+/// statement; a VALUES table and a derived table's column list read as SELECT's sources.
+#[test]
+fn a_larger_sync() {
+    let (_s, mut c) = setup("larger");
+    run(&mut c, "CREATE TABLE #acts (a NVARCHAR(10))");
+    let t = table(
+        &mut c,
+        "SELECT a + b FROM (SELECT 1, 2) AS d (a, b)
+         UNION ALL SELECT SUM(n) FROM (VALUES (1, 'x'), (2, 'y')) AS v (n, s)",
+    );
+    assert_eq!(t, strs(&["3", "3"]));
+    for create in [
+        "CREATE TABLE big (k INT PRIMARY KEY, pad CHAR(200) NOT NULL, n INT NOT NULL)",
+        "CREATE TABLE big (k INT NOT NULL, pad CHAR(200) NOT NULL, n INT NOT NULL)",
+    ] {
+        run(
+            &mut c,
+            &format!(
+                "DROP TABLE IF EXISTS big; DROP TABLE IF EXISTS src; {create};
+                 CREATE TABLE src (k INT PRIMARY KEY, n INT NOT NULL);
+                 SET NOCOUNT ON; DECLARE @i INT = 0;
+                 WHILE @i < 6000 BEGIN
+                   INSERT INTO big VALUES (@i, 'p', 0); INSERT INTO src VALUES (@i + 3000, 1);
+                   SET @i += 1;
+                 END; SET NOCOUNT OFF"
+            ),
+        );
+        let r = run(
+            &mut c,
+            "MERGE big USING src ON big.k = src.k
+             WHEN MATCHED THEN UPDATE SET n = big.n + src.n
+             WHEN NOT MATCHED BY TARGET THEN INSERT VALUES (src.k, 'q', 5)
+             WHEN NOT MATCHED BY SOURCE THEN DELETE
+             OUTPUT $action INTO #acts (a);",
+        );
+        assert_eq!(counts(&r), vec![9000], "{create}");
+        assert_eq!(
+            table(&mut c, "SELECT COUNT(*), MIN(k), MAX(k), SUM(n) FROM big"),
+            strs(&["6000,3000,8999,18000"]),
+            "{create}"
+        );
+        assert_eq!(
+            table(
+                &mut c,
+                "SELECT a, COUNT(*) FROM #acts GROUP BY a ORDER BY a"
+            ),
+            strs(&["DELETE,3000", "INSERT,3000", "UPDATE,3000"])
+        );
+        run(&mut c, "DELETE FROM #acts");
+    }
+    assert_checkdb_clean(&mut c, "mg", "after the larger syncs");
+}
+
 /// OUTPUT $action with inserted and deleted columns (NULL for the half an action lacks),
 /// `$action` typed nvarchar(10), and OUTPUT ... INTO a #temp table.
 #[test]

@@ -7,10 +7,13 @@
 //!    it has a source row even when all the source's own columns are NULL. The target is
 //!    a FROM leaf marked as dml_from.rs marks an UPDATE's (`Leaves::make_target`): read
 //!    under the statement's U locks, each row's RID after its columns.
-//! 2. The join's kind follows the clauses present: NOT MATCHED BY TARGET and BY SOURCE,
-//!    `source FULL JOIN target`; BY TARGET only, `source LEFT JOIN target` (the target
-//!    sought per source row when ON compares its clustered key); BY SOURCE only, `target
-//!    LEFT JOIN source`; MATCHED only, `source JOIN target`.
+//! 2. The join follows the clauses present, the target always the second leaf: MATCHED
+//!    only, `source JOIN target`; NOT MATCHED BY TARGET, `source LEFT JOIN target` (the
+//!    target sought per source row when ON compares its clustered key); BY SOURCE only,
+//!    `source RIGHT JOIN target` (the target scanned, the source spooled and hashed on
+//!    ON's equated columns); both, those two as two passes over the same leaves (one
+//!    spool of the source), the second keeping only the rows no source row matched: a
+//!    FULL JOIN would be a nested loop of every target row with every source row.
 //!    Before any row is read, a NOT MATCHED clause naming the side it has no row of is
 //!    refused (5332 the target's in WHEN NOT MATCHED, 5333 the source's in BY SOURCE).
 //! 3. Each joined row goes to the first clause of its kind (matched: both sides; not
@@ -105,31 +108,30 @@ fn marked_source(source: &TableSource, name: &str) -> TableSource {
     }
 }
 
-/// Step 2: the FROM clause, and the target's leaf in it (written order).
-fn merge_from(m: &Merge, source: TableSource) -> (TableSource, usize) {
+/// Step 2: the join passes, each a FROM clause of `source <kind> JOIN target` (the
+/// target is always leaf 1) and whether only its rows not matched by source count.
+fn merge_passes(m: &Merge, source: TableSource) -> Vec<(TableSource, bool)> {
     let has = |w: MergeWhen| m.clauses.iter().any(|c| c.when == w);
     let target = TableSource::Table {
         name: m.target.clone(),
         alias: m.alias.clone(),
         hints: m.hints.clone(),
     };
-    let (by_target, by_source) = (
-        has(MergeWhen::NotMatchedByTarget),
-        has(MergeWhen::NotMatchedBySource),
-    );
-    let (left, kind, right, leaf) = match (by_target, by_source) {
-        (true, true) => (source, JoinKind::Full, target, 1),
-        (true, false) => (source, JoinKind::Left, target, 1),
-        (false, true) => (target, JoinKind::Left, source, 0),
-        (false, false) => (source, JoinKind::Inner, target, 1),
-    };
-    let from = TableSource::Join {
-        left: Box::new(left),
+    let join = |kind| TableSource::Join {
+        left: Box::new(source.clone()),
         kind,
-        right: Box::new(right),
+        right: Box::new(target.clone()),
         on: Some(m.on.clone()),
     };
-    (from, leaf)
+    match (
+        has(MergeWhen::NotMatchedByTarget),
+        has(MergeWhen::NotMatchedBySource),
+    ) {
+        (true, true) => vec![(join(JoinKind::Left), false), (join(JoinKind::Right), true)],
+        (true, false) => vec![(join(JoinKind::Left), false)],
+        (false, true) => vec![(join(JoinKind::Right), false)],
+        (false, false) => vec![(join(JoinKind::Inner), false)],
+    }
 }
 
 /// A MATCHED or NOT MATCHED BY SOURCE clause's UPDATE as an UPDATE statement, so its SET
@@ -213,9 +215,9 @@ impl Session {
         let name = source_name(&m.source).map_err(one)?;
         self.refuse_merge_columns_in_output(m, &[&name, &exposed])?;
         let plan = self.merge_output_plan(m.output.as_ref(), &t)?;
-        let (from, leaf) = merge_from(m, marked_source(&m.source, &name));
+        let passes = merge_passes(m, marked_source(&m.source, &name));
         self.as_one_statement(|s| {
-            let found = s.merge_rows(m, &t, (&from, leaf), &plans, out)?;
+            let found = s.merge_rows(m, &t, &passes, &plans, out)?;
             let mut spools = plan.as_ref().map(|_| OutputSpools {
                 deleted: SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES),
                 updated: SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES),
@@ -297,14 +299,13 @@ impl Session {
         &mut self,
         m: &Merge,
         t: &TableRef,
-        (from, leaf): (&TableSource, usize),
+        passes: &[(TableSource, bool)],
         plans: &[Plan],
         out: &mut Out,
     ) -> Result<Found, Errors> {
-        let from = std::slice::from_ref(from);
-        let mut leaves = self.resolve_leaves(from)?;
+        let mut leaves = self.resolve_leaves(std::slice::from_ref(&passes[0].0))?;
         let locking = self.row_locking(t, true, &m.hints)?;
-        let width = leaves.make_target(leaf, locking)?;
+        let width = leaves.make_target(1, locking)?;
         let dir = self.spill_dir();
         let key = super::dml::key_columns(t)
             .filter(|_| t.entry.index_id == 1)
@@ -315,8 +316,8 @@ impl Session {
             insert_count: 0,
             seq: 0,
         };
-        {
-            let (shape, mut rows) = leaves.relation(self, from, None)?;
+        for (from, only_by_source) in passes {
+            let (shape, mut rows) = leaves.relation(self, std::slice::from_ref(from), None)?;
             let src: Source = shape.source();
             let at = |name: &str| src.rowset.columns.iter().position(|c| c.0 == name);
             let rid_at = at(RID_COLUMN).expect("the target's leaf gives RIDs");
@@ -329,6 +330,9 @@ impl Session {
                     (false, true) => MergeWhen::NotMatchedBySource,
                     (false, false) => MergeWhen::Matched,
                 };
+                if *only_by_source && when != MergeWhen::NotMatchedBySource {
+                    continue;
+                }
                 let ctx = Session::ctx(&src, &r);
                 let Some(i) = self.first_clause(&m.clauses, when, &ctx)? else {
                     continue;
