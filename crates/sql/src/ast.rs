@@ -113,6 +113,7 @@ pub enum StatementKind {
     Insert(Insert),
     Update(Update),
     Delete(Delete),
+    Merge(Box<Merge>),
     BeginTransaction {
         name: Option<String>,
         distributed: bool,
@@ -968,6 +969,50 @@ pub struct Update {
     pub output: Option<OutputClause>,
     pub from: Vec<TableSource>,
     pub where_clause: Option<Expr>,
+}
+
+/// `[WITH ctes] MERGE [TOP (n) [PERCENT]] [INTO] target [WITH (hints)] [[AS] alias] USING
+/// source ON cond WHEN ... [OUTPUT ...] [OPTION (...)];`
+#[derive(Debug, Clone, PartialEq)]
+pub struct Merge {
+    pub ctes: Vec<CommonTableExpression>,
+    pub top: Option<Top>,
+    pub target: ObjectName,
+    pub hints: Vec<String>,
+    pub alias: Option<String>,
+    pub source: TableSource,
+    pub on: Expr,
+    /// In written order: each row takes the first clause of its kind whose AND holds.
+    pub clauses: Vec<MergeClause>,
+    pub output: Option<OutputClause>,
+    /// `OPTION (...)` hints, as a query's.
+    pub options: Vec<String>,
+}
+
+/// One `WHEN ... [AND cond] THEN action` of a MERGE.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeClause {
+    pub when: MergeWhen,
+    pub condition: Option<Expr>,
+    pub action: MergeAction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeWhen {
+    Matched,
+    NotMatchedByTarget,
+    NotMatchedBySource,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeAction {
+    Update(Vec<Assignment>),
+    Delete,
+    /// `INSERT [(columns)] VALUES (...)`; `values` None for `DEFAULT VALUES`.
+    Insert {
+        columns: Vec<String>,
+        values: Option<Vec<Expr>>,
+    },
 }
 
 /// `OUTPUT items [INTO target [(columns)]]` of INSERT, UPDATE and DELETE; `$action`

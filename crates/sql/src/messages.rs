@@ -155,6 +155,9 @@ static CATALOGUE: &[Entry] = &[
     e(120, 15, 1, "The select list for the INSERT statement contains fewer items than the insert list. The number of SELECT values must match the number of INSERT columns."),
     e(121, 15, 1, "The select list for the INSERT statement contains more items than the insert list. The number of SELECT values must match the number of INSERT columns."),
     e(8154, 16, 1, "The table '%.*ls' is ambiguous."),
+    e(5332, 16, 1, "The identifier '%.*ls' cannot be bound. Only source columns are allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement."), // number unverified (5332 or 5333)
+    e(5333, 16, 1, "The identifier '%.*ls' cannot be bound. Only target columns and columns in the clause scope are allowed in the 'WHEN NOT MATCHED BY SOURCE' clause of a MERGE statement."), // number unverified (5333 or 5334)
+    e(8672, 16, 1, "The MERGE statement attempted to UPDATE or DELETE the same row more than once. This happens when a target row matches more than one source row. A MERGE statement cannot UPDATE/DELETE the same row of the target table multiple times. Refine the ON clause to ensure a target row matches at most one source row, or use the GROUP BY clause to group the source rows."),
     e(220, 16, 2, "Arithmetic overflow error for data type %ls, value = %ld."),
     e(246, 16, 1, "No anchor member was specified for recursive query \"%.*ls\"."), // unverified
     e(252, 16, 1, "Recursive common table expression '%.*ls' does not contain a top-level UNION ALL operator."), // unverified

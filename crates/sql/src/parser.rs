@@ -14,6 +14,7 @@
 //! measured stack use, so no input can exhaust the stack.
 
 mod grouping;
+mod merge;
 mod security;
 
 use crate::ast::*;
@@ -459,7 +460,17 @@ impl Parser {
     }
 
     fn with_statement(&mut self) -> PResult<StatementKind> {
-        Ok(StatementKind::Select(Box::new(self.query_with_ctes()?)))
+        let ctes = self.cte_list()?;
+        if self.check_word("MERGE") {
+            return Ok(StatementKind::Merge(Box::new(self.merge(ctes)?)));
+        }
+        Ok(StatementKind::Select(Box::new(
+            self.query_after_ctes(ctes)?,
+        )))
+    }
+
+    fn merge_statement(&mut self) -> PResult<StatementKind> {
+        Ok(StatementKind::Merge(Box::new(self.merge(Vec::new())?)))
     }
 
     fn use_statement(&mut self) -> PResult<StatementKind> {
@@ -783,6 +794,7 @@ fn statement_handler(word: &str) -> Option<StatementHandler> {
         "INSERT" => Parser::insert_statement,
         "UPDATE" => Parser::update_statement,
         "DELETE" => Parser::delete_statement,
+        "MERGE" => Parser::merge_statement,
         "TRUNCATE" => Parser::truncate_statement,
         "BACKUP" => Parser::backup_statement,
         "RESTORE" => Parser::restore_statement,
@@ -1922,10 +1934,20 @@ impl Parser {
         })
     }
 
-    /// `WITH cte [(cols)] AS (query), ... SELECT ...`. Only a SELECT may follow for now.
-    fn query_with_ctes(&mut self) -> PResult<Query> {
+    /// The SELECT after a `WITH` list (MERGE may follow one too: `with_statement`).
+    fn query_after_ctes(&mut self, ctes: Vec<CommonTableExpression>) -> PResult<Query> {
+        if !self.check_word("SELECT") {
+            return Err(self.error());
+        }
+        let mut query = self.query()?;
+        query.ctes = ctes;
+        Ok(query)
+    }
+
+    /// `WITH cte [(cols)] AS (query), ...`.
+    fn cte_list(&mut self) -> PResult<Vec<CommonTableExpression>> {
         self.expect_word("WITH")?;
-        let ctes = self.comma_list(|p| {
+        self.comma_list(|p| {
             let name = p.ident()?;
             let columns = if p.check_symbol("(") {
                 p.paren_list(|p| p.ident())?
@@ -1941,13 +1963,7 @@ impl Parser {
                 columns,
                 query,
             })
-        })?;
-        if !self.check_word("SELECT") {
-            return Err(self.error());
-        }
-        let mut query = self.query()?;
-        query.ctes = ctes;
-        Ok(query)
+        })
     }
 
     fn expect_rows(&mut self) -> PResult<()> {
@@ -2328,78 +2344,26 @@ impl Parser {
 
     fn parenthesized_table_source(&mut self) -> PResult<TableSource> {
         self.expect_symbol("(")?;
+        if self.check_word("VALUES") {
+            return self.table_value_constructor();
+        }
         let is_query = self.check_word("SELECT") || self.check_symbol("(");
-        let values = self.check_word("VALUES");
-        if !is_query && !values {
+        if !is_query {
             let inner = self.table_source()?;
             self.expect_symbol(")")?;
             return Ok(inner);
         }
-        let query = if values {
-            self.values_constructor()?
-        } else {
-            self.query()?
-        };
+        let query = self.query()?;
         self.expect_symbol(")")?;
         let alias = self.table_alias()?.ok_or_else(|| self.error())?;
-        let columns = if self.check_symbol("(") {
-            self.paren_list(|p| p.ident())?
-        } else {
-            Vec::new()
+        let columns = match self.check_symbol("(") {
+            true => self.paren_list(|p| p.ident())?,
+            false => Vec::new(),
         };
         Ok(TableSource::Derived {
             query: Box::new(query),
             alias,
             columns,
-        })
-    }
-
-    /// `VALUES (e, ...), (e, ...)` in FROM (a table value constructor): its rows as a
-    /// UNION ALL of one SELECT without FROM per row, which types the columns by SQL
-    /// Server's precedence as the constructor does. Rows of different widths are 10709.
-    fn values_constructor(&mut self) -> PResult<Query> {
-        self.expect_word("VALUES")?;
-        let mut body: Option<QueryBody> = None;
-        let mut width = None;
-        loop {
-            let line = self.line();
-            let row = self.paren_list(|p| p.expr())?;
-            if *width.get_or_insert(row.len()) != row.len() {
-                return Err(ParseError::new(
-                    10709,
-                    16,
-                    1,
-                    "The number of columns for each row in a table value constructor must be the same.",
-                    line,
-                ));
-            }
-            let items = row
-                .into_iter()
-                .map(|expr| SelectItem::Expr { expr, alias: None })
-                .collect();
-            let select = QueryBody::Select(Box::new(Select::of_items(items)));
-            body = Some(match body {
-                None => select,
-                Some(left) => {
-                    self.chain_link()?;
-                    QueryBody::SetOperation {
-                        op: SetOperator::UnionAll,
-                        left: Box::new(left),
-                        right: Box::new(select),
-                    }
-                }
-            });
-            if !self.eat_symbol(",") {
-                break;
-            }
-        }
-        Ok(Query {
-            ctes: Vec::new(),
-            body: body.expect("one row at least"),
-            order_by: Vec::new(),
-            offset: None,
-            fetch: None,
-            hints: Vec::new(),
         })
     }
 }

@@ -45,6 +45,7 @@ pub const CMD_SELECT: u16 = 0xC1;
 pub const CMD_INSERT: u16 = 0xC3;
 pub const CMD_DELETE: u16 = 0xC4;
 pub const CMD_UPDATE: u16 = 0xC5;
+pub const CMD_MERGE: u16 = 0x117;
 pub const CMD_TABCREATE: u16 = 0xC6;
 pub const CMD_TABDESTROY: u16 = 0xC7;
 pub const CMD_INDCREATE: u16 = 0xC8;
@@ -66,6 +67,7 @@ pub fn command_code(c: extentdb_sql::exec::StatementCommand) -> u16 {
         C::Insert => CMD_INSERT,
         C::Update => CMD_UPDATE,
         C::Delete => CMD_DELETE,
+        C::Merge => CMD_MERGE,
         C::CreateTable => CMD_TABCREATE,
         C::DropTable => CMD_TABDESTROY,
         C::CreateIndex => CMD_INDCREATE,

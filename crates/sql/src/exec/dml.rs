@@ -52,7 +52,7 @@ use crate::types::{SqlType, Value};
 pub(super) fn terminated(e: SqlError) -> Vec<SqlError> {
     let runtime = matches!(
         e.number,
-        515 | 2627 | 2628 | 8152 | 8115 | 220 | 232 | 8134 | 242 | 517 | 8114
+        515 | 2627 | 2628 | 8152 | 8115 | 220 | 232 | 8134 | 242 | 517 | 8114 | 8672
     );
     if runtime {
         vec![e, msg(3621, &[])]

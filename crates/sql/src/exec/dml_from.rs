@@ -169,7 +169,7 @@ fn number(m: &[Value], i: usize) -> i64 {
 /// key (unique: the primary key), which stays when a concurrent page split moves a row
 /// between two reads of the join's inner input; a heap's by RID (a heap row moves only
 /// when updated, and the statement holds its U lock).
-fn target_row_order(key: &Option<Vec<usize>>, a: &[Value], b: &[Value]) -> Ordering {
+pub(super) fn target_row_order(key: &Option<Vec<usize>>, a: &[Value], b: &[Value]) -> Ordering {
     let Some(pos) = key else {
         return number(a, 0).cmp(&number(b, 0));
     };
@@ -183,7 +183,7 @@ fn target_row_order(key: &Option<Vec<usize>>, a: &[Value], b: &[Value]) -> Order
 }
 
 /// Step 2's sort: by target row, then by arrival.
-fn match_order(key: Option<Vec<usize>>) -> Box<super::spill::RowCompare> {
+pub(super) fn match_order(key: Option<Vec<usize>>) -> Box<super::spill::RowCompare> {
     Box::new(move |a, b| target_row_order(&key, a, b).then_with(|| number(a, 1).cmp(&number(b, 1))))
 }
 

@@ -31,7 +31,9 @@
 //! its rows are written in the statement's own transaction in tempdb, committed or rolled
 //! back with the rest of the statement (invariant 1), never with the session's transaction.
 //!
-//! Not here: `$action` (MERGE's, and MERGE is not built), subqueries and aggregates in the
+//! MERGE's OUTPUT (`merge_output_plan`) has `$action` too, before both pseudo-tables.
+//!
+//! Not here: `$action` outside MERGE, subqueries and aggregates in the
 //! list, and columns of an UPDATE's or DELETE's FROM tables: each refused with 40517.
 
 use super::lower::not_yet;
@@ -44,6 +46,9 @@ use super::{Out, Session};
 use crate::ast::{Expr, OutputClause, OutputTarget, Select, SelectItem};
 use crate::messages::{msg, SqlError};
 use crate::types::Value;
+
+/// The qualifier of MERGE's `$action` column, which no name can write.
+const ACTION_PART: &str = "%%merge%%";
 
 /// Which pseudo-tables a statement's changed rows have, in the order a spooled row holds
 /// their values.
@@ -89,16 +94,22 @@ fn as_select(items: &[SelectItem]) -> Select {
 
 /// What the list may not hold: `*` alone (the grammar has only `inserted.*` and
 /// `deleted.*`: 102), an assignment (102), and per expression `checked_expr`'s refusals.
-fn check_items(items: &[SelectItem]) -> Result<(), SqlError> {
+fn check_items(items: &[SelectItem], merge: bool) -> Result<(), SqlError> {
     for item in items {
         match item {
             SelectItem::Wildcard { qualifier: None } => return Err(msg(102, &[&"*"])),
             SelectItem::Wildcard { .. } => {}
             SelectItem::Assign { .. } => return Err(msg(102, &[&"="])),
+            SelectItem::Expr { expr, .. } if merge && is_action(expr) => {}
             SelectItem::Expr { expr, .. } => checked_expr(expr)?,
         }
     }
     Ok(())
+}
+
+/// True for MERGE's `$action` (kept as a column reference of that name).
+fn is_action(e: &Expr) -> bool {
+    matches!(e, Expr::Column(c) if c.parts.len() == 1 && c.name().eq_ignore_ascii_case("$action"))
 }
 
 /// An OUTPUT expression's column references are qualified (207 for a bare name, as SQL
@@ -112,9 +123,9 @@ fn checked_expr(e: &Expr) -> Result<(), SqlError> {
         Ok(())
     };
     match e {
-        Expr::Column(c) if c.name().eq_ignore_ascii_case("$action") => {
-            Err(not_yet("MERGE, whose OUTPUT clause alone has $action,"))
-        }
+        Expr::Column(c) if c.name().eq_ignore_ascii_case("$action") => Err(not_yet(
+            "$action outside MERGE, whose OUTPUT clause alone has it,",
+        )),
         Expr::Column(c) if c.qualifier().is_none() => Err(msg(207, &[&c.name()])),
         Expr::Subquery(_) | Expr::Exists(_) | Expr::InSubquery { .. } => {
             Err(not_yet("a subquery in an OUTPUT clause"))
@@ -172,7 +183,7 @@ pub(super) fn first_qualifier_not_pseudo(e: &Expr) -> Option<String> {
 }
 
 /// Calls `f` on each column reference of `e` outside subqueries.
-fn visit_columns(e: &Expr, f: &mut dyn FnMut(&crate::ast::ObjectName)) {
+pub(super) fn visit_columns(e: &Expr, f: &mut dyn FnMut(&crate::ast::ObjectName)) {
     let all = |es: &mut dyn Iterator<Item = &Expr>, f: &mut dyn FnMut(&crate::ast::ObjectName)| {
         for e in es {
             visit_columns(e, f);
@@ -263,10 +274,39 @@ impl Session {
             return Ok(None);
         };
         let source = OutputPlan::source(t, changed);
+        self.output_plan_over(clause, source, false).map(Some)
+    }
+
+    /// MERGE's OUTPUT clause checked: its changed row is `[$action, deleted values,
+    /// inserted values]` (merge.rs), and a bare `$action` item names the first.
+    pub(super) fn merge_output_plan(
+        &mut self,
+        clause: Option<&OutputClause>,
+        t: &TableRef,
+    ) -> Result<Option<OutputPlan>, Vec<SqlError>> {
+        let Some(clause) = clause else {
+            return Ok(None);
+        };
+        let mut source = OutputPlan::source(t, Changed::Both);
+        let action = ("$action".to_string(), crate::types::SqlType::NVarChar(10));
+        source.rowset.columns.insert(0, action);
+        source.parts.insert(0, ACTION_PART.into());
+        source.part_of.iter_mut().for_each(|p| *p += 1);
+        source.part_of.insert(0, 0);
+        self.output_plan_over(clause, source, true).map(Some)
+    }
+
+    /// `output_plan` over a changed row of `source`'s shape.
+    fn output_plan_over(
+        &mut self,
+        clause: &OutputClause,
+        source: Source,
+        merge: bool,
+    ) -> Result<OutputPlan, Vec<SqlError>> {
         let mut lists = Vec::new();
         let mut next = Some(clause);
         while let Some(c) = next {
-            check_items(&c.items).map_err(one)?;
+            check_items(&c.items, merge).map_err(one)?;
             let select = as_select(&c.items);
             let width = self
                 .select_header(&select, Some(&source))
@@ -284,7 +324,7 @@ impl Session {
             lists.push((select, into));
             next = c.also.as_deref();
         }
-        Ok(Some(OutputPlan { source, lists }))
+        Ok(OutputPlan { source, lists })
     }
 
     /// The INTO table of an OUTPUT list `width` values wide, checked as INSERT checks its
@@ -358,7 +398,7 @@ impl Session {
 
     /// Each OUTPUT list's rows: to the client, or (after a successful write) into its
     /// INTO table.
-    fn send_output(
+    pub(super) fn send_output(
         &mut self,
         plan: &OutputPlan,
         rows: &Spool,

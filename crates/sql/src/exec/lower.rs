@@ -391,6 +391,7 @@ fn statement_name(k: &StatementKind) -> &'static str {
         K::Insert(_) => "INSERT",
         K::Update(_) => "UPDATE",
         K::Delete(_) => "DELETE",
+        K::Merge(_) => "MERGE",
         K::BeginTransaction { .. }
         | K::Commit { .. }
         | K::Rollback { .. }

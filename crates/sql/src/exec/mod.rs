@@ -46,6 +46,7 @@ mod lock_views;
 mod locking;
 mod logins;
 mod lower;
+mod merge;
 pub mod output;
 mod principal_views;
 mod security;
@@ -102,6 +103,7 @@ pub enum StatementCommand {
     Insert,
     Update,
     Delete,
+    Merge,
     CreateTable,
     DropTable,
     CreateIndex,
@@ -149,6 +151,7 @@ impl StatementCommand {
             K::Insert(_) => C::Insert,
             K::Update(_) => C::Update,
             K::Delete(_) => C::Delete,
+            K::Merge(_) => C::Merge,
             K::CreateTable(_) => C::CreateTable,
             K::DropTable { .. } => C::DropTable,
             K::CreateIndex(_) => C::CreateIndex,
@@ -189,6 +192,7 @@ impl StatementCommand {
             C::Insert => "INSERT",
             C::Update => "UPDATE",
             C::Delete => "DELETE",
+            C::Merge => "MERGE",
             C::CreateTable => "CREATE TABLE",
             C::DropTable => "DROP TABLE",
             C::CreateIndex => "CREATE INDEX",
@@ -475,6 +479,7 @@ fn starts_implicit_transaction(kind: &StatementKind) -> bool {
         K::Insert(_)
         | K::Update(_)
         | K::Delete(_)
+        | K::Merge(_)
         | K::CreateTable(_)
         | K::DropTable { .. }
         | K::TruncateTable { .. }
@@ -825,6 +830,7 @@ impl Session {
             K::Insert(i) => self.insert(i, out)?,
             K::Update(u) => self.update(u, out)?,
             K::Delete(d) => self.delete(d, out)?,
+            K::Merge(m) => self.merge(m, out)?,
             K::SetIdentityInsert { table, on } => self.set_identity_insert(table, *on)?,
             K::AlterTableLockEscalation {
                 table,
