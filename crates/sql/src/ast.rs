@@ -543,6 +543,20 @@ pub struct Query {
     pub hints: Vec<String>,
 }
 
+impl Query {
+    /// A query of `body` alone: no CTEs, ORDER BY, OFFSET / FETCH or hints.
+    pub fn of_body(body: QueryBody) -> Query {
+        Query {
+            ctes: Vec::new(),
+            body,
+            order_by: Vec::new(),
+            offset: None,
+            fetch: None,
+            hints: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommonTableExpression {
     pub name: String,

@@ -1900,15 +1900,7 @@ fn syntax_near_max(line: u32) -> ParseError {
 impl Parser {
     fn query(&mut self) -> PResult<Query> {
         self.nested(|p| {
-            let body = p.query_union()?;
-            let mut query = Query {
-                ctes: Vec::new(),
-                body,
-                order_by: Vec::new(),
-                offset: None,
-                fetch: None,
-                hints: Vec::new(),
-            };
+            let mut query = Query::of_body(p.query_union()?);
             if p.check_word("ORDER") && p.check_word_at(1, "BY") {
                 p.pos += 2;
                 query.order_by = p.comma_list(|p| p.order_item())?;

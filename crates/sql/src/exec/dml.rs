@@ -656,11 +656,7 @@ impl Session {
                 (at, done) = (at + 1, done + 1);
             }
         };
-        let wait = || match range_wait.take() {
-            Some(r) => locking.wait_insert_range(r).map(|()| true),
-            None => Ok(false),
-        };
-        self.write_in_xact_waiting(t, step, wait)
+        self.write_in_xact_waiting(t, step, || wait_range(locking, &range_wait))
     }
 
     /// `write_updates` of an UPDATE that changes the keys of a unique index or of the
@@ -743,11 +739,7 @@ impl Session {
                 (at, done) = (at + 1, done + 1);
             }
         };
-        let wait = || match range_wait.take() {
-            Some(r) => locking.wait_insert_range(r).map(|()| true),
-            None => Ok(false),
-        };
-        self.write_in_xact_waiting(t, step, wait)
+        self.write_in_xact_waiting(t, step, || wait_range(locking, &range_wait))
     }
 
     /// A row's new values under UPDATE's SET (variables assigned as it goes).
@@ -1463,4 +1455,16 @@ fn unique_key_positions(t: &TableRef) -> Vec<usize> {
         out.extend(keys.iter().filter_map(position));
     }
     out
+}
+
+/// A write phase's wait for the key-range lock that refused its row, if one did (left in
+/// `range_wait` by `NewRowGate::leave_range_wait`): true once it was had.
+fn wait_range(
+    locking: &super::locking::RowLocking,
+    range_wait: &std::cell::Cell<Option<extentdb_storage::lock::Resource>>,
+) -> Result<bool, Vec<SqlError>> {
+    match range_wait.take() {
+        Some(r) => locking.wait_insert_range(r).map(|()| true),
+        None => Ok(false),
+    }
 }

@@ -45,9 +45,7 @@ use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
 use super::tables::TableRef;
 use super::{Out, Session};
-use crate::ast::{
-    AssignTarget, Delete, Expr, JoinKind, ObjectName, SelectItem, TableSource, Update,
-};
+use crate::ast::{AssignTarget, Delete, Expr, JoinKind, ObjectName, TableSource, Update};
 use crate::messages::{msg, SqlError};
 use crate::types::Value;
 
@@ -392,21 +390,8 @@ impl Session {
             .flatten()
             .map(|(n, a)| a.unwrap_or(n.name()))
             .collect();
-        let mut next = Some(clause);
-        while let Some(c) = next {
-            for item in &c.items {
-                let q = match item {
-                    SelectItem::Wildcard { qualifier: Some(q) } => Some(q.name().to_string()),
-                    SelectItem::Expr { expr, .. } => {
-                        super::dml_output::first_qualifier_not_pseudo(expr)
-                    }
-                    _ => None,
-                };
-                if q.is_some_and(|q| exposed.iter().any(|e| e.eq_ignore_ascii_case(&q))) {
-                    return Err(vec![not_yet("OUTPUT of a FROM table's columns")]);
-                }
-            }
-            next = c.also.as_deref();
+        if super::dml_output::output_names_any(Some(clause), &exposed) {
+            return Err(vec![not_yet("OUTPUT of a FROM table's columns")]);
         }
         Ok(())
     }

@@ -165,6 +165,27 @@ fn checked_expr(e: &Expr) -> Result<(), SqlError> {
     }
 }
 
+/// Whether an item of OUTPUT clause `clause` (or of the clauses after it, INTO's then the
+/// client's) names one of `names` as its qualifier: a column of a table other than
+/// `inserted` and `deleted`.
+pub(super) fn output_names_any(clause: Option<&crate::ast::OutputClause>, names: &[&str]) -> bool {
+    let mut next = clause;
+    while let Some(c) = next {
+        for item in &c.items {
+            let q = match item {
+                SelectItem::Wildcard { qualifier: Some(q) } => Some(q.name().to_string()),
+                SelectItem::Expr { expr, .. } => first_qualifier_not_pseudo(expr),
+                _ => None,
+            };
+            if q.is_some_and(|q| names.iter().any(|n| n.eq_ignore_ascii_case(&q))) {
+                return true;
+            }
+        }
+        next = c.also.as_deref();
+    }
+    false
+}
+
 /// The first column qualifier in `e` other than `inserted` and `deleted`, if any (outside
 /// subqueries, which `checked_expr` refuses).
 pub(super) fn first_qualifier_not_pseudo(e: &Expr) -> Option<String> {

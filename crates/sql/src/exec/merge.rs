@@ -84,14 +84,7 @@ fn source_name(ts: &TableSource) -> Result<String, SqlError> {
 
 /// A query of one SELECT.
 fn query_of(select: Select) -> Query {
-    Query {
-        ctes: Vec::new(),
-        body: QueryBody::Select(Box::new(select)),
-        order_by: Vec::new(),
-        offset: None,
-        fetch: None,
-        hints: Vec::new(),
-    }
+    Query::of_body(QueryBody::Select(Box::new(select)))
 }
 
 /// Step 1: `(SELECT *, 1 AS [SOURCE_MARK] FROM source) AS name`.
@@ -487,23 +480,10 @@ impl Session {
     /// OUTPUT with MERGE may name `inserted`, `deleted` and `$action`: the source's or
     /// the target's own columns (`names`) are refused (40517) rather than called unknown.
     fn refuse_merge_columns_in_output(&self, m: &Merge, names: &[&str]) -> Result<(), Errors> {
-        let mut next = m.output.as_ref();
-        while let Some(c) = next {
-            for item in &c.items {
-                let q = match item {
-                    SelectItem::Wildcard { qualifier: Some(q) } => Some(q.name().to_string()),
-                    SelectItem::Expr { expr, .. } => {
-                        super::dml_output::first_qualifier_not_pseudo(expr)
-                    }
-                    _ => None,
-                };
-                if q.is_some_and(|q| names.iter().any(|n| n.eq_ignore_ascii_case(&q))) {
-                    return Err(vec![not_yet(
-                        "OUTPUT of a MERGE source's or target's own columns",
-                    )]);
-                }
-            }
-            next = c.also.as_deref();
+        if super::dml_output::output_names_any(m.output.as_ref(), names) {
+            return Err(vec![not_yet(
+                "OUTPUT of a MERGE source's or target's own columns",
+            )]);
         }
         Ok(())
     }

@@ -171,7 +171,7 @@ impl Parser {
         };
         let selects: Vec<QueryBody> = rows.into_iter().map(one_row_select).collect();
         Ok(TableSource::Derived {
-            query: Box::new(query_of(union_all(selects))),
+            query: Box::new(Query::of_body(union_all(selects))),
             alias,
             columns,
         })
@@ -198,18 +198,6 @@ fn union_all(mut bodies: Vec<QueryBody>) -> QueryBody {
         op: SetOperator::UnionAll,
         left: Box::new(union_all(bodies)),
         right: Box::new(union_all(right)),
-    }
-}
-
-/// A query of `body` alone.
-pub(crate) fn query_of(body: QueryBody) -> Query {
-    Query {
-        ctes: Vec::new(),
-        body,
-        order_by: Vec::new(),
-        offset: None,
-        fetch: None,
-        hints: Vec::new(),
     }
 }
 
