@@ -641,10 +641,11 @@ impl Session {
                     return Ok(share);
                 }
                 let row: &Vec<Value> = &window[at];
-                let (old, new) = row[1..].split_at(width);
-                let (rid, old, new) = (rid_of(&row[0]), record(t, old)?, record(t, new)?);
+                let (old, new_values) = row[1..].split_at(width);
+                let (rid, old, new) = (rid_of(&row[0]), record(t, old)?, record(t, new_values)?);
                 let locks = (t, locking, &range_wait);
-                match update_one(&db, x, locks, (rid, &old, &new), &env)? {
+                let changed = update_one(&db, x, locks, (rid, &old, &new), &env);
+                match changed.map_err(|e| keyed(e, t, new_values))? {
                     None => return Ok(Step::Done(())),
                     Some(Step::Needs(n)) => return Ok(Step::Needs(n)),
                     Some(Step::Done(_)) => {
@@ -1241,20 +1242,23 @@ fn update_one(
     (t, locking, range_wait): InsertLocks<'_>,
     (rid, old, new): (Rid, &[u8], &[u8]),
     env: &GrowthEnv,
-) -> Result<Option<Step<Rid>>, Vec<SqlError>> {
+) -> Result<Option<Step<Rid>>, UpdateError> {
     let clustered = t.entry.index_id == 1;
     let mut gate = NewRowGate::new(locking, clustered);
     gate.lock_rows = !clustered;
     let oid = t.entry.object_id;
     let changed = db.update_row_at(x, oid, (rid, old), (new, env), Some(&mut gate));
-    match gate.outcome(changed)? {
+    match gate.outcome(changed).map_err(UpdateError::Sql)? {
         Err(extentdb_storage::StorageError::RowRefused) => {
             gate.leave_range_wait(range_wait);
             Ok(None)
         }
+        Err(extentdb_storage::StorageError::DuplicateKey { constraint, .. }) => {
+            Err(UpdateError::DuplicateKey(constraint))
+        }
         other => other
             .map(Some)
-            .map_err(|e| errors::map_data(&e, &t.db_name)),
+            .map_err(|e| UpdateError::Sql(errors::map_data(&e, &t.db_name))),
     }
 }
 
@@ -1466,5 +1470,24 @@ fn wait_range(
     match range_wait.take() {
         Some(r) => locking.wait_insert_range(r).map(|()| true),
         None => Ok(false),
+    }
+}
+
+/// How `update_one` failed: a PRIMARY KEY duplicate (its constraint), which the caller
+/// reports with the row's key values, or the messages.
+enum UpdateError {
+    DuplicateKey(String),
+    Sql(Vec<SqlError>),
+}
+
+/// `update_one`'s failure as messages: Msg 2627 names the new key's values.
+fn keyed(e: UpdateError, t: &TableRef, new: &[Value]) -> Vec<SqlError> {
+    match e {
+        UpdateError::Sql(e) => e,
+        UpdateError::DuplicateKey(constraint) => {
+            let pos = key_columns(t).map(|k| k.1).unwrap_or_default();
+            let key: Vec<Value> = pos.iter().map(|&p| new[p].clone()).collect();
+            duplicate_key(t, &constraint, &key)
+        }
     }
 }
