@@ -3,7 +3,8 @@
 //! catalog views, unique indexes enforced against several sessions at once, every DML
 //! path keeping the indexes exact (statement failures and ROLLBACK included, checked by
 //! DBCC CHECKDB's index-against-table check and by the index's row count in
-//! sys.partitions), and a kill -9 under load from several sessions.
+//! sys.partitions), UNIQUE constraints as unique indexes, and a kill -9 under load from
+//! several sessions.
 
 use std::thread;
 
@@ -372,4 +373,67 @@ fn kill_9_under_load_leaves_indexes_exact() {
     if value(&mut c, "SELECT COUNT(*) FROM h") > 0 {
         assert_eq!(r.first().map(|e| e.0), Some(2601));
     }
+}
+
+/// UNIQUE constraints of CREATE TABLE (inline and table-level) are unique indexes:
+/// sys.indexes' is_unique_constraint, Msg 2627 "UNIQUE KEY" naming the key, DROP INDEX
+/// refused (3723), bad definitions refused with 1750 and nothing made, and a ROLLBACK of
+/// the CREATE TABLE takes the constraint's index with the table.
+#[test]
+fn unique_constraints_are_unique_indexes() {
+    let (_s, mut c) = start_in_database(
+        "ncix-uq",
+        "uq",
+        "CREATE TABLE u (id INT PRIMARY KEY, email VARCHAR(50) UNIQUE, a INT, b INT, \
+         CONSTRAINT u_ab UNIQUE NONCLUSTERED (a, b)); INSERT INTO u VALUES (1, 'x', 1, 1)",
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT is_unique, is_unique_constraint FROM sys.indexes \
+             WHERE object_id = OBJECT_ID('u') AND index_id > 1 ORDER BY index_id"
+        ),
+        ["1,1", "1,1"]
+    );
+    let r = c.batch("INSERT INTO u VALUES (2, 'y', 1, 1)").unwrap();
+    let e = r.errors().next().unwrap();
+    assert_eq!(e.number, 2627);
+    assert!(
+        e.text
+            .starts_with("Violation of UNIQUE KEY constraint 'u_ab'. Cannot insert duplicate key in object 'dbo.u'.")
+            && e.text.ends_with("The duplicate key value is (1, 1)."),
+        "{}",
+        e.text
+    );
+    assert_eq!(
+        numbers(&mut c, "INSERT INTO u VALUES (3, 'x', 2, 2)"),
+        [2627]
+    );
+    assert_eq!(numbers(&mut c, "DROP INDEX u_ab ON u"), [3723]);
+    for (sql, n) in [
+        ("CREATE TABLE bad (d VARCHAR(MAX) UNIQUE)", 1919),
+        ("CREATE TABLE bad (d INT, CONSTRAINT x UNIQUE (nope))", 1911),
+        ("CREATE TABLE bad (d INT, CONSTRAINT x UNIQUE (d, d))", 1909),
+        ("CREATE TABLE bad (d INT UNIQUE CLUSTERED)", 40517),
+    ] {
+        assert_eq!(numbers(&mut c, sql)[0], n, "{sql}");
+    }
+    assert_eq!(
+        value(&mut c, "SELECT COUNT(*) FROM sys.tables WHERE name = 'bad'"),
+        0
+    );
+    run(
+        &mut c,
+        "BEGIN TRAN; CREATE TABLE t2 (k INT UNIQUE); INSERT INTO t2 VALUES (1); ROLLBACK; \
+         CREATE TABLE t3 (k INT UNIQUE); INSERT INTO t3 VALUES (NULL), (1)",
+    );
+    assert_eq!(numbers(&mut c, "INSERT INTO t3 VALUES (NULL)"), [2627]);
+    assert_eq!(
+        value(
+            &mut c,
+            "SELECT COUNT(*) FROM sys.indexes WHERE object_id = OBJECT_ID('t2')"
+        ),
+        0
+    );
+    assert_checkdb_clean(&mut c, "uq", "after the constraints");
 }

@@ -16,13 +16,13 @@
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_storage::index::IndexDef;
-use extentdb_storage::StorageError;
+use extentdb_storage::{SharedDatabase, StorageError};
 
 use super::errors;
 use super::lower::not_yet;
 use super::tables::TableRef;
 use super::Session;
-use crate::ast::{CreateIndex, IndexRef, OptionValue};
+use crate::ast::{CreateIndex, CreateTable, IndexRef, KeyConstraint, OptionValue, TableConstraint};
 use crate::messages::{msg, SqlError};
 
 /// SQL Server's key columns per index (2016 and later).
@@ -73,12 +73,16 @@ impl Session {
                 let name = format!("{}.{}", t.two_part(), ix.index);
                 return Err(vec![msg(3723, &[&name, &"PRIMARY KEY"])]);
             }
-            let exists =
+            let found =
                 t.db.read()
                     .unwrap()
                     .index_by_name(t.entry.object_id, &ix.index)
-                    .is_some();
-            if !exists {
+                    .map(|e| e.index_of.as_ref().is_some_and(|i| i.unique_constraint));
+            if found == Some(true) {
+                let name = format!("{}.{}", t.two_part(), ix.index);
+                return Err(vec![msg(3723, &[&name, &"UNIQUE KEY"])]);
+            }
+            if found.is_none() {
                 match if_exists {
                     true => continue,
                     false => return Err(gone()),
@@ -207,4 +211,137 @@ fn create_failed(e: StorageError, c: &CreateIndex, t: &TableRef) -> Vec<SqlError
         StorageError::TableNotFound(_) => vec![msg(1088, &[&c.table.joined()])],
         other => errors::map(&other, errors::Context::Other),
     }
+}
+
+/// A UNIQUE constraint of CREATE TABLE, resolved: its name and key's column ids.
+pub(super) struct UniqueConstraint {
+    name: String,
+    key: Vec<u16>,
+}
+
+/// CREATE TABLE's UNIQUE constraints over `entry`'s columns, checked before the table is
+/// made (1911, 1909, 1919, 1944, each followed by 1750); CLUSTERED, DESC, WITH and ON
+/// filegroup are refused (40517). An unnamed one gets SQL Server's `UQ__` name.
+pub(super) fn unique_constraints(
+    c: &CreateTable,
+    entry: &TableEntry,
+) -> Result<Vec<UniqueConstraint>, Vec<SqlError>> {
+    let mut out = Vec::new();
+    for (n, (k, column)) in declared_uniques(c).into_iter().enumerate() {
+        if k.clustered == Some(true) {
+            return Err(vec![not_yet("UNIQUE CLUSTERED constraints")]);
+        }
+        if !k.options.is_empty() || k.filegroup.is_some() {
+            return Err(vec![not_yet("WITH and ON in a UNIQUE constraint")]);
+        }
+        if k.columns.iter().any(|c| c.descending) {
+            return Err(vec![not_yet("descending index keys (DESC)")]);
+        }
+        let names: Vec<&str> = match column {
+            Some(c) => vec![c],
+            None => k.columns.iter().map(|c| c.name.as_str()).collect(),
+        };
+        let name = k
+            .name
+            .clone()
+            .unwrap_or_else(|| generated_uq_name(&entry.name, entry.created_us, n));
+        let key = unique_key(entry, &name, &names).map_err(|e| vec![e, msg(1750, &[])])?;
+        if out
+            .iter()
+            .any(|u: &UniqueConstraint| u.name.eq_ignore_ascii_case(&name))
+        {
+            return Err(vec![msg(2714, &[&name]), msg(1750, &[])]);
+        }
+        out.push(UniqueConstraint { name, key });
+    }
+    Ok(out)
+}
+
+/// The UNIQUE constraints of a definition: inline ones with their column's name.
+fn declared_uniques(c: &CreateTable) -> Vec<(&KeyConstraint, Option<&str>)> {
+    let mut declared: Vec<(&KeyConstraint, Option<&str>)> = Vec::new();
+    for col in &c.columns {
+        if let Some(k) = col.key.as_ref().filter(|k| !k.primary) {
+            declared.push((k, Some(&col.name)));
+        }
+    }
+    for tc in &c.constraints {
+        if let TableConstraint::Key(k) = tc {
+            if !k.primary {
+                declared.push((k, None));
+            }
+        }
+    }
+    declared
+}
+
+/// The column ids of UNIQUE constraint `name`'s key `names` (invariant 1's limits).
+fn unique_key(entry: &TableEntry, name: &str, names: &[&str]) -> Result<Vec<u16>, SqlError> {
+    let mut key = Vec::new();
+    let mut bytes = 0usize;
+    for n in names {
+        let col = entry
+            .columns
+            .iter()
+            .find(|x| x.name.eq_ignore_ascii_case(n))
+            .ok_or_else(|| msg(1911, &[n]))?;
+        if key.contains(&col.column_id) {
+            return Err(msg(1909, &[&col.name]));
+        }
+        if !is_key_type(col) {
+            return Err(msg(1919, &[&col.name, &format!("dbo.{}", entry.name)]));
+        }
+        key.push(col.column_id);
+        bytes += col.max_length.max(0) as usize;
+    }
+    if key.len() > MAX_KEY_COLUMNS {
+        let t = format!("dbo.{}", entry.name);
+        return Err(msg(1904, &[&name, &t, &key.len(), &MAX_KEY_COLUMNS]));
+    }
+    if bytes > MAX_KEY_BYTES {
+        return Err(msg(1944, &[&name, &bytes, &MAX_KEY_BYTES]));
+    }
+    Ok(key)
+}
+
+/// The name SQL Server gives an unnamed UNIQUE constraint: `UQ__` + up to 8 characters of
+/// the table name + `__` + 16 hex digits (unique per table and constraint).
+fn generated_uq_name(table: &str, created_us: i64, n: usize) -> String {
+    let short: String = table.chars().take(8).collect();
+    let mut h: u64 = 0x8422_2325_cbf2_9ce4;
+    for b in table
+        .bytes()
+        .chain(created_us.to_le_bytes())
+        .chain(n.to_le_bytes())
+    {
+        h = (h ^ b as u64).wrapping_mul(0x100_0000_01b3);
+    }
+    format!("UQ__{short}__{h:016X}")
+}
+
+/// The new table `object_id`'s UNIQUE constraints as unique indexes, in its filegroup.
+pub(super) fn create_unique_constraints(
+    db: &SharedDatabase,
+    object_id: u32,
+    uniques: Vec<UniqueConstraint>,
+) -> Result<(), Vec<SqlError>> {
+    for u in uniques {
+        let data_space_id = db
+            .read()
+            .unwrap()
+            .table_by_id(object_id)
+            .map_or(1, |t| t.data_space_id);
+        let def = IndexDef {
+            table_object_id: object_id,
+            name: u.name,
+            unique: true,
+            unique_constraint: true,
+            key: u.key,
+            include: Vec::new(),
+            data_space_id,
+        };
+        db.create_index(&def)
+            .map_err(|e| errors::map(&e, errors::Context::Other))?;
+    }
+    Ok(())
 }

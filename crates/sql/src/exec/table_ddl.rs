@@ -11,7 +11,10 @@
 //! ends, taken before the table exists, so no other session ever uses a table a rollback
 //! may take back.
 //!
-//! Not here yet: UNIQUE and CHECK constraints, computed columns, collations other than the
+//! UNIQUE constraints become unique nonclustered indexes (index_ddl.rs), made with the
+//! table: inside a transaction, its ROLLBACK takes them with the table.
+//!
+//! Not here yet: CHECK constraints, computed columns, collations other than the
 //! default, and TRUNCATE or ALTER TABLE inside a transaction (refused: 40517).
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -104,7 +107,7 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
     let mut found: Vec<DeclaredKey> = Vec::new();
     let mut take = |k: &KeyConstraint, column: Option<&str>| -> Result<(), Vec<SqlError>> {
         if !k.primary {
-            return Err(vec![not_yet("UNIQUE constraints")]);
+            return Ok(());
         }
         let cols = match column {
             Some(c) => vec![c.to_string()],
@@ -161,7 +164,7 @@ fn create_at_once(
     db: &SharedDatabase,
     entry: TableEntry,
     filegroup: Option<&str>,
-) -> Result<(), Vec<SqlError>> {
+) -> Result<u32, Vec<SqlError>> {
     validated_change(
         db,
         |d| table_data_space(d, filegroup),
@@ -173,8 +176,7 @@ fn create_at_once(
             db.create_table(version, entry, None)
         },
         |e| errors::map(&e, errors::Context::Other),
-    )?;
-    Ok(())
+    )
 }
 
 fn table_ddl_error(e: StorageError, gone: SqlError) -> Vec<SqlError> {
@@ -280,15 +282,17 @@ impl Session {
             pending_ddl: None,
             index_of: None,
         };
+        let uniques = super::index_ddl::unique_constraints(c, &entry)?;
         // A table variable outlives ROLLBACK (table_variables.rs): made at once.
         let xact = match variable {
             true => None,
             false => self.ddl_xact(db_id, &db),
         };
-        match xact {
+        let object_id = match xact {
             Some(x) => self.create_in_xact(db_id, &db, entry, c.filegroup.as_deref(), x)?,
             None => create_at_once(&db, entry, c.filegroup.as_deref())?,
-        }
+        };
+        super::index_ddl::create_unique_constraints(&db, object_id, uniques)?;
         match temporary {
             Some(stored) if variable => self.table_variable_created(c.name.name(), stored),
             Some(stored) => self.temporary_created(c.name.name(), stored),
@@ -307,7 +311,7 @@ impl Session {
         entry: TableEntry,
         filegroup: Option<&str>,
         x: u64,
-    ) -> Result<(), Vec<SqlError>> {
+    ) -> Result<u32, Vec<SqlError>> {
         loop {
             let (version, data_space_id, object_id) = {
                 let d = db.read().unwrap();
@@ -324,7 +328,7 @@ impl Session {
                 Err(StorageError::CatalogChanged) => continue,
                 Ok(id) => {
                     assert_eq!(id, object_id, "made at the catalog state read");
-                    return Ok(());
+                    return Ok(id);
                 }
                 Err(e) => return Err(errors::map(&e, errors::Context::Other)),
             }
