@@ -437,3 +437,37 @@ fn unique_constraints_are_unique_indexes() {
     );
     assert_checkdb_clean(&mut c, "uq", "after the constraints");
 }
+
+/// sp_helpindex lists a table's indexes by name with SQL Server's descriptions and keys;
+/// a heap without indexes gets 15472, an unknown name 15009.
+#[test]
+fn sp_helpindex_describes_each_index() {
+    let (_s, mut c) = start_in_database(
+        "ncix-help",
+        "hx",
+        "CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT, CONSTRAINT t_b UNIQUE (b)); \
+         CREATE INDEX t_ab ON t (a, b) INCLUDE (id); CREATE TABLE h (x INT)",
+    );
+    let pk = common::tds::show(
+        &all_rows(&run(
+            &mut c,
+            "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID('t') AND index_id = 1",
+        ))[0][0],
+    );
+    let mut want = vec![
+        format!("{pk},clustered, unique, primary key located on PRIMARY,id"),
+        "t_ab,nonclustered located on PRIMARY,a, b".to_string(),
+        "t_b,nonclustered, unique, unique key located on PRIMARY,b".to_string(),
+    ];
+    want.sort_by_key(|r| r.to_lowercase());
+    assert_eq!(table(&mut c, "EXEC sp_helpindex 't'"), want);
+    let r = run(&mut c, "EXEC sp_helpindex @objname = 'dbo.h'");
+    assert!(
+        r.outputs
+            .iter()
+            .any(|o| matches!(o, extentdb_sql::exec::Output::Info(m) if m.number == 15472)),
+        "{:?}",
+        r.outputs
+    );
+    assert_eq!(numbers(&mut c, "EXEC sp_helpindex 'nope'"), [15009]);
+}

@@ -419,6 +419,7 @@ static CATALOGUE: &[Entry] = &[
     // System procedures.
     e(8144, 16, 2, "Procedure or function %.*ls has too many arguments specified."),
     e(8145, 16, 2, "%.*ls is not a parameter for procedure %.*ls."),
+    e(15472, 10, 1, "The object '%ls' does not have any indexes, or you do not have permissions."), // unverified severity
     e(15009, 16, 1, "The object '%s' does not exist in database '%s' or is invalid for this operation."),
     e(15010, 16, 1, "The database '%s' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
     e(15250, 16, 1, "The database name component of the object qualifier must be the name of the current database."),

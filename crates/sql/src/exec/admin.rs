@@ -297,6 +297,7 @@ impl Session {
             "sp_spaceused" => self.sp_spaceused(&bind(super::space::SP_SPACEUSED_PARAMS)?, out),
             "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
+            "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
             "sp_who" | "sp_who2" => {
                 let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");
                 // Without VIEW SERVER STATE a login sees its own session only.

@@ -345,3 +345,81 @@ pub(super) fn create_unique_constraints(
     }
     Ok(())
 }
+
+/// sp_helpindex's lines raising 15250 and 15009 (unverified against SQL Server's text).
+const HELPINDEX_LINES: (u32, u32) = (45, 55);
+
+impl Session {
+    /// sp_helpindex @objname: the table's indexes by name, each with its description
+    /// ("nonclustered, unique, unique key located on PRIMARY") and key columns; a table
+    /// without one gets SQL Server's informational 15472 instead of a result.
+    pub(super) fn sp_helpindex(
+        &mut self,
+        args: &[crate::types::Value],
+        out: &mut super::Out,
+    ) -> Result<(), Vec<SqlError>> {
+        let objname = super::eval::to_text(&args[0]);
+        let t = self.procedure_table(&objname, ("sp_helpindex", HELPINDEX_LINES))?;
+        let db = t.db.read().unwrap();
+        let mut rows = Vec::new();
+        if let (1, Some((pk, ids))) = (t.entry.index_id, &t.entry.primary_key) {
+            let fg = filegroup_name(&db, t.entry.data_space_id);
+            let described = format!("clustered, unique, primary key located on {fg}");
+            rows.push((pk.clone(), described, key_names(&t.entry, ids)));
+        }
+        for ix in db.indexes_of(t.entry.object_id) {
+            let info = ix.index_of.as_ref().expect("an index entry");
+            let mut d = String::from("nonclustered");
+            if info.unique {
+                d.push_str(", unique");
+            }
+            if info.unique_constraint {
+                d.push_str(", unique key");
+            }
+            let fg = filegroup_name(&db, ix.data_space_id);
+            let keys = &info.sources[..info.key_columns as usize];
+            rows.push((
+                ix.name.clone(),
+                format!("{d} located on {fg}"),
+                key_names(&t.entry, keys),
+            ));
+        }
+        drop(db);
+        if rows.is_empty() {
+            out.push(super::Output::Info(msg(15472, &[&objname])));
+            return Ok(());
+        }
+        rows.sort_by_key(|r| r.0.to_lowercase());
+        let text = |s: &str| crate::types::Value::Text(s.to_string());
+        let columns = super::views::cols(&[
+            ("index_name", super::views::SYSNAME),
+            ("index_description", crate::types::SqlType::VarChar(210)),
+            ("index_keys", crate::types::SqlType::NVarChar(2126)),
+        ]);
+        let rows = rows
+            .iter()
+            .map(|(n, d, k)| vec![text(n), text(d), text(k)])
+            .collect();
+        out.push(super::views::Rowset { columns, rows }.into());
+        Ok(())
+    }
+}
+
+/// The names of table `t`'s columns `ids`, as sp_helpindex lists a key: "a, b".
+fn key_names(t: &TableEntry, ids: &[u16]) -> String {
+    let names: Vec<&str> = ids
+        .iter()
+        .filter_map(|id| t.columns.iter().find(|c| c.column_id == *id))
+        .map(|c| c.name.as_str())
+        .collect();
+    names.join(", ")
+}
+
+/// A filegroup's name (sp_helpindex's "located on").
+fn filegroup_name(db: &extentdb_storage::Database, data_space_id: u16) -> String {
+    db.catalog
+        .filegroups
+        .iter()
+        .find(|g| g.data_space_id == data_space_id)
+        .map_or_else(|| data_space_id.to_string(), |g| g.name.clone())
+}

@@ -292,7 +292,8 @@ impl Session {
     }
 
     fn table_space_used(&mut self, objname: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
-        let t = self.spaceused_table(objname)?;
+        let lines = (SPACEUSED_LINE_15250, SPACEUSED_LINE_15009);
+        let t = self.procedure_table(objname, ("sp_spaceused", lines))?;
         let space = table_and_index_space(&t.db.read().unwrap(), t.entry.object_id);
         let space = space.map_err(storage_error)?;
         // rows = CONVERT(char(20), @rowCount).
@@ -305,19 +306,24 @@ impl Session {
         Ok(())
     }
 
-    /// The table sp_spaceused's @objname names in the current database, or the procedure's
-    /// error: 15250 for another database's object, 15009 for no such table.
-    fn spaceused_table(&self, objname: &str) -> Result<TableRef, Vec<SqlError>> {
+    /// The table a system procedure's @objname names in the current database, or the
+    /// procedure's error: 15250 for another database's object, 15009 for no such table
+    /// (each raised at the procedure's line given).
+    pub(super) fn procedure_table(
+        &self,
+        objname: &str,
+        (procedure, (line_15250, line_15009)): (&str, (u32, u32)),
+    ) -> Result<TableRef, Vec<SqlError>> {
         let db_name = self.current_db_name();
         let name = object_name_from_text(objname);
         let elsewhere = |d: &str| !d.is_empty() && !d.eq_ignore_ascii_case(&db_name);
         if name.database().is_some_and(elsewhere) {
             let e = msg(15250, &[]);
-            return Err(vec![e.in_procedure("sp_spaceused", SPACEUSED_LINE_15250)]);
+            return Err(vec![e.in_procedure(procedure, line_15250)]);
         }
         self.find_table(&name)?.ok_or_else(|| {
             let e = msg(15009, &[&objname, &db_name]);
-            vec![e.in_procedure("sp_spaceused", SPACEUSED_LINE_15009)]
+            vec![e.in_procedure(procedure, line_15009)]
         })
     }
 }
