@@ -182,7 +182,7 @@ impl Database {
         t: &TableEntry,
         op: &RowOp,
         (old_rid, new_rid): (Rid, Rid),
-    ) -> Result<Vec<(TableEntry, IndexStep)>, StorageError> {
+    ) -> Result<Vec<(&TableEntry, IndexStep)>, StorageError> {
         let mut plan = Vec::new();
         for ix in self.indexes_of(t.object_id) {
             let old = match op {
@@ -200,8 +200,8 @@ impl Database {
                     n.map_or(IndexStep::Nothing, IndexStep::Insert),
                 ),
             };
-            plan.push((ix.clone(), del));
-            plan.push((ix.clone(), ins));
+            plan.push((ix, del));
+            plan.push((ix, ins));
         }
         Ok(plan)
     }
