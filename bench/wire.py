@@ -30,7 +30,18 @@ PostgreSQL runs with fsync, synchronous_commit and full_page_writes on. Workload
                     --tpcb-accounts accounts a branch; a deadlock victim is run again with the
                     same keys and counted (retries)
 
-and checks afterwards that each engine holds every acknowledged insert and that the TPC-B
+--family index (issue 22) loads one table ix (k INT PRIMARY KEY, s INT NOT NULL, x INT, CHAR(100)
+pad) of --rows rows (1,000,000 unless given; s a random permutation of 1..rows, so the k and
+s orders are unrelated), builds CREATE INDEX ix_s ON ix (s) (PostgreSQL also ANALYZEs), and
+runs:
+
+  point_clustered   SELECT x, pad FROM ix WHERE k = ?, 1 and 8 connections
+  point_index       SELECT x, pad FROM ix WHERE s = ?, the same through the index (a seek
+                    and a lookup of the row by its clustered key)
+  range_index_1pct  SELECT COUNT(*), SUM(x) FROM ix WHERE s BETWEEN ? AND ? over 1% of the
+                    rows through the index, 1 connection
+
+The wire and concurrency families check afterwards that each engine holds every acknowledged insert and that the TPC-B
 balances of accounts, tellers and branches each sum to the history's deltas, with one
 history row per committed transaction (the JSON's "checks"). --no-postgres runs extentdb
 alone (bench/report.py's quick mode does, for its gates).
@@ -52,11 +63,11 @@ pwrite + fdatasync loops run for a second each on the same file system, with 512
 ceilings of that moment. A workload that fails against an engine is reported as failed with
 the server's message. Nothing asserts a timing.
 
-Writes bench/results/<date>-<host>-wire.json (-concurrency.json for that family; or into
+Writes bench/results/<date>-<host>-wire.json (-concurrency.json, -index.json for those; or into
 $XDB_RESULTS_DIR; with --quick, --only or --no-postgres into bench/tmp/quick/, so a smoke
 test never overwrites the full figures).
 
-Usage: bench/wire.py [--family wire|concurrency] [--seconds S] [--rounds R] [--rows N]
+Usage: bench/wire.py [--family wire|concurrency|index] [--seconds S] [--rounds R] [--rows N]
                      [--bulk-rows N] [--conns 1,2,4,8] [--tpcb-branches N] [--tpcb-accounts N]
                      [--only a,b] [--no-postgres] [--dir PARENT] [--quick]
 Needs Go (the modules come from the Go module proxy) and root or an installed PostgreSQL.
@@ -133,12 +144,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=4)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--rows", type=int, default=10000)
+    ap.add_argument("--rows", type=int, default=None, help="10,000 (1,000,000 for the index "
+                    "family)")
     ap.add_argument("--bulk-rows", type=int, default=10000)
     ap.add_argument("--only", default="")
     ap.add_argument("--dir", default=os.path.join(lib.ROOT, "bench", "tmp"))
     ap.add_argument("--binary", default=lib.BINARY)
-    ap.add_argument("--family", choices=("wire", "concurrency"), default="wire")
+    ap.add_argument("--family", choices=("wire", "concurrency", "index"), default="wire")
     ap.add_argument("--conns", default="", help="connection counts (default 1,8; 1,2,4,8 for "
                     "the concurrency family)")
     ap.add_argument("--tpcb-branches", type=int, default=8)
@@ -147,8 +159,12 @@ def main():
     ap.add_argument("--quick", action="store_true", help="1 s runs, 2 rounds, 2,000 rows "
                     "(concurrency: 0.5 s runs, 1,000 accounts a branch)")
     a = ap.parse_args()
+    if a.rows is None:
+        a.rows = 1_000_000 if a.family == "index" else 10000
     if a.quick:
         a.seconds, a.rounds, a.rows, a.bulk_rows = 1, 2, 2000, 2000
+        if a.family == "index":
+            a.rows = 20000
         if a.family == "concurrency":
             a.seconds, a.tpcb_accounts = QUICK_CONCURRENCY_SECONDS, 1000
     if (a.quick or a.only or a.no_postgres) and not os.environ.get("XDB_RESULTS_DIR"):
@@ -235,7 +251,7 @@ def main():
                          "PostgreSQL's peak RSS is summed over its processes, counting shared "
                          "memory once per process; Pss sums share it out",
                          "the client, both servers and any other work on the machine share its cores"]}
-        lib.write_results("wire" if a.family == "wire" else "concurrency", out)
+        lib.write_results(a.family, out)
         print(f"({time.time() - started:.0f} s)")
     finally:
         if srv:

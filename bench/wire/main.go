@@ -412,6 +412,7 @@ func parseConns(list, family string) []int {
 		if family == "concurrency" {
 			return []int{1, 2, 4, 8}
 		}
+		// The wire and index families.
 		return []int{1, 8}
 	}
 	var out []int
@@ -445,13 +446,13 @@ func main() {
 	seed := flag.Int64("seed", 20261125, "seed of the key permutation")
 	only := flag.String("only", "", "comma-separated workload names to run (default all)")
 	syncDir := flag.String("sync-dir", "", "directory on the servers' file system for the fdatasync baseline (none if empty)")
-	family := flag.String("family", "wire", "wire (the statements of issue 20) or concurrency (issue 21: four workloads at 1, 2, 4 and 8 connections)")
+	family := flag.String("family", "wire", "wire (the statements of issue 20), concurrency (issue 21: four workloads at 1, 2, 4 and 8 connections) or index (issue 22: lookups through a nonclustered index)")
 	connList := flag.String("conns", "", "comma-separated connection counts (default 1,8 for wire, 1,2,4,8 for concurrency)")
 	branches := flag.Int("tpcb-branches", 8, "TPC-B branches (10 tellers each)")
 	accounts := flag.Int("tpcb-accounts", 10000, "TPC-B accounts per branch (pgbench: 100,000)")
 	flag.Parse()
-	if *xdbDSN == "" || (*family != "wire" && *family != "concurrency") {
-		fmt.Fprintln(os.Stderr, "usage: wire -xdb DSN [-pg DSN] [-family wire|concurrency] [-conns 1,2,4,8] [-xdb-pid P -pg-pid P] [-seconds S] [-rounds R] [-rows N] [-bulk-rows N]")
+	if *xdbDSN == "" || (*family != "wire" && *family != "concurrency" && *family != "index") {
+		fmt.Fprintln(os.Stderr, "usage: wire -xdb DSN [-pg DSN] [-family wire|concurrency|index] [-conns 1,2,4,8] [-xdb-pid P -pg-pid P] [-seconds S] [-rounds R] [-rows N] [-bulk-rows N]")
 		os.Exit(2)
 	}
 	const pad = 200
@@ -506,6 +507,10 @@ func main() {
 		for _, q := range ddl[e.Name] {
 			_, err := e.db.ExecContext(ctx, q)
 			must(err, e.Name+": "+q)
+		}
+		if *family == "index" {
+			must(setupIndexes(ctx, e, perm, sOf(*rows, *seed)), e.Name+": index table")
+			continue
 		}
 		// The key table, loaded in one transaction through the same prepared INSERT as
 		// the bulk workload, in the permutation's order.
@@ -588,7 +593,20 @@ func main() {
 		prepare: stmtOp("SELECT x, pad FROM kv WHERE k = $1", byKey, 1)}
 	updateByKey := workload{Name: "update_by_key", Unit: "updates/s", SQL: "UPDATE kv SET x = x + 1 WHERE k = $1",
 		prepare: stmtOp("UPDATE kv SET x = x + 1 WHERE k = $1", byKey, 0)}
-	if *family == "concurrency" {
+	if *family == "index" {
+		add(workload{Name: "point_clustered", Unit: "queries/s", SQL: "SELECT x, pad FROM ix WHERE k = $1",
+			prepare: stmtOp("SELECT x, pad FROM ix WHERE k = $1", byKey, 1)}, cfg.Conns)
+		add(workload{Name: "point_index", Unit: "queries/s", SQL: "SELECT x, pad FROM ix WHERE s = $1 (nonclustered index on s)",
+			prepare: stmtOp("SELECT x, pad FROM ix WHERE s = $1", byKey, 1)}, cfg.Conns)
+		width := *rows / 100
+		byRange := func(round, worker, conns, seq int) []any {
+			lo := key(round, worker, conns, seq) % (*rows - width + 1)
+			return []any{lo + 1, lo + width}
+		}
+		add(workload{Name: "range_index_1pct", Unit: "queries/s",
+			SQL:     fmt.Sprintf("SELECT COUNT(*), SUM(x) FROM ix WHERE s BETWEEN $1 AND $2 (%d rows through the index)", width),
+			prepare: stmtOp("SELECT COUNT(*), SUM(x) FROM ix WHERE s BETWEEN $1 AND $2", byRange, 1)}, []int{1})
+	} else if *family == "concurrency" {
 		add(pointSelect, cfg.Conns)
 		add(updateByKey, cfg.Conns)
 		add(workload{Name: "insert_clustered", Unit: "rows/s",
@@ -768,7 +786,11 @@ func main() {
 			c["bigrows_inserted_by_client"] = counted["seed004_insert"][e.Name]
 			c["bigrows_ok"] = n == counted["seed004_insert"][e.Name]
 		}
-		if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(x) FROM kv").Scan(&n, &s); err != nil {
+		if *family == "index" {
+			for k, v := range indexCheck(ctx, e, *rows) {
+				c[k] = v
+			}
+		} else if err := e.db.QueryRowContext(ctx, "SELECT COUNT(*), SUM(x) FROM kv").Scan(&n, &s); err != nil {
 			c["kv"] = "error: " + err.Error()
 		} else {
 			c["kv_rows"] = n

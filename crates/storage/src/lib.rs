@@ -36,6 +36,7 @@ pub mod log_file;
 pub mod log_growth;
 pub mod log_writer;
 pub mod logins;
+pub mod lookup;
 pub mod page_move;
 pub mod proportional_fill;
 pub mod recovery;

@@ -313,7 +313,7 @@ impl Database {
     /// Heap page `pid` as a scan reads it (`peek`, not cached by the read). Zeros where
     /// the PFS says allocated are damage (table.rs invariant 4) only when a read after the
     /// PFS still finds them (invariant 6).
-    fn heap_page_as_read(&self, pid: PageId) -> Result<Page, StorageError> {
+    pub(crate) fn heap_page_as_read(&self, pid: PageId) -> Result<Page, StorageError> {
         let p = self.data.pool.peek(&self.data_files, pid)?;
         if !p.is_unformatted() || !self.page_allocated(pid)? {
             return Ok(p);

@@ -40,6 +40,7 @@ mod grouping_sets;
 mod helpdb;
 mod history;
 mod index_ddl;
+mod index_seek;
 mod join;
 mod join_hash;
 mod lock_views;

@@ -1,6 +1,7 @@
-//! Seeks on the clustered key: the key ranges of a table's clustered index that a WHERE
-//! clause confines a statement to, so SELECT, UPDATE and DELETE read those ranges
-//! (storage `seek_chunk`) instead of the whole table.
+//! Seeks: the key ranges of a table's clustered index, or else of one of its nonclustered
+//! indexes (index_seek.rs), that a WHERE clause confines a statement to, so SELECT, UPDATE
+//! and DELETE read those ranges (storage `seek_chunk`, and a lookup of each index record's
+//! row) instead of the whole table.
 //!
 //! What narrows: top-level AND conjuncts that compare a leading key column with a value
 //! known before the first row (a literal, a variable or parameter, arithmetic and CAST /
@@ -30,6 +31,12 @@
 //!    A value that does not convert (overflow, text that is no number) narrows nothing.
 //!    Float values narrow nothing: comparisons through floating point are not exact.
 //! 4. NULL never matches: a comparison with NULL makes the range empty.
+//! 5. The choice, until statistics exist: the clustered key when it narrows (no lookups);
+//!    else the nonclustered index whose ranges are single rows of a unique key, then the
+//!    one with the most leading key columns narrowed (the first in catalog order among
+//!    equals); else a scan. An index is sought whenever its first key column is narrowed,
+//!    a range however wide included: without statistics nothing tells a wide range from
+//!    a narrow one, and the answer is the same either way (invariant 1).
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -37,6 +44,7 @@ use std::ops::Bound;
 use extentdb_format::key;
 use extentdb_storage::scan::{KeyPrefix, KeyRange};
 
+use super::index_seek::IndexSeek;
 use super::tables::{Access, TableRef};
 use super::Session;
 use crate::ast::{BinaryOp, Expr, UnaryOp};
@@ -48,6 +56,10 @@ use crate::types::{SqlType, Value};
 /// Key ranges one seek reads at most; past it, fewer key columns narrow (an IN list
 /// longer than this scans).
 const MAX_RANGES: usize = 4096;
+
+/// How a statement names the table (its alias), and which column references are known
+/// before the read (`access_with`).
+type Names<'a> = (Option<&'a str>, &'a dyn Fn(&crate::ast::ObjectName) -> bool);
 
 /// An interval of one key column's stored values.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,10 +182,32 @@ impl Session {
         alias: Option<&str>,
         fixed: &dyn Fn(&crate::ast::ObjectName) -> bool,
     ) -> Access {
-        let (Some(filter), Some((_, ids)), 1) = (filter, &t.entry.primary_key, t.entry.index_id)
-        else {
+        let Some(filter) = filter else {
             return Access::Scan;
         };
+        let mut conjuncts = Vec::new();
+        flatten_and(filter, &mut conjuncts);
+        let names = (alias, fixed);
+        if let (Some((_, ids)), 1) = (&t.entry.primary_key, t.entry.index_id) {
+            if let Some(ranges) = self.ranges_on(t, ids, &conjuncts, names) {
+                return Access::Seek(ranges);
+            }
+        }
+        match self.index_seek(t, &conjuncts, names) {
+            Some(seek) => Access::IndexSeek(seek),
+            None => Access::Scan,
+        }
+    }
+
+    /// The key ranges of a B-tree keyed on `t`'s columns `ids` (in key order) that the
+    /// conjuncts confine a read to; None when its first key column is not narrowed.
+    fn ranges_on(
+        &mut self,
+        t: &TableRef,
+        ids: &[u16],
+        conjuncts: &[&Expr],
+        (alias, fixed): Names<'_>,
+    ) -> Option<Vec<KeyRange>> {
         let mut keys = KeyColumns {
             names: Vec::new(),
             types: Vec::new(),
@@ -183,15 +217,11 @@ impl Session {
             fixed,
         };
         for id in ids {
-            let Some(p) = t.entry.columns.iter().position(|c| c.column_id == *id) else {
-                return Access::Scan;
-            };
+            let p = t.entry.columns.iter().position(|c| c.column_id == *id)?;
             keys.names.push(&t.entry.columns[p].name);
             keys.types.push(t.types[p]);
             keys.type_ids.push(t.entry.columns[p].system_type_id);
         }
-        let mut conjuncts = Vec::new();
-        flatten_and(filter, &mut conjuncts);
         // None: nothing narrows that column.
         let mut sets: Vec<Option<ColumnSet>> = vec![None; ids.len()];
         for c in conjuncts {
@@ -204,10 +234,38 @@ impl Session {
                 None => set,
             });
         }
-        match key_ranges(&sets) {
-            Some(ranges) => Access::Seek(ranges),
-            None => Access::Scan,
+        key_ranges(&sets)
+    }
+
+    /// The nonclustered index of `t` a read confined by `conjuncts` seeks (invariant 5),
+    /// if one's leading key column is narrowed.
+    fn index_seek(
+        &mut self,
+        t: &TableRef,
+        conjuncts: &[&Expr],
+        names: Names<'_>,
+    ) -> Option<IndexSeek> {
+        let indexes: Vec<(u32, Vec<u16>, bool)> = {
+            let db = t.db.read().unwrap();
+            db.indexes_of(t.entry.object_id)
+                .filter_map(|ix| {
+                    let info = ix.index_of.as_ref()?;
+                    let key = info.sources[..info.key_columns as usize].to_vec();
+                    Some((ix.object_id, key, info.unique))
+                })
+                .collect()
+        };
+        let mut best: Option<((bool, usize), IndexSeek)> = None;
+        for (index_oid, key, unique) in indexes {
+            let Some(ranges) = self.ranges_on(t, &key, conjuncts, names) else {
+                continue;
+            };
+            let score = seek_score(&ranges, key.len(), unique);
+            if best.as_ref().is_none_or(|(b, _)| score > *b) {
+                best = Some((score, IndexSeek { index_oid, ranges }));
+            }
         }
+        best.map(|(_, seek)| seek)
     }
 
     /// The key column a conjunct narrows and the values it allows, if it narrows one.
@@ -265,6 +323,22 @@ impl Session {
             _ => None,
         }
     }
+}
+
+/// How good an index's seek is, without statistics (invariant 5): one row per range of
+/// a unique index's whole key first, then the most key columns narrowed.
+fn seek_score(ranges: &[KeyRange], key_columns: usize, unique: bool) -> (bool, usize) {
+    let width = |b: &Bound<KeyPrefix>| match b {
+        Bound::Included(p) | Bound::Excluded(p) => p.len(),
+        Bound::Unbounded => 0,
+    };
+    let narrowed = ranges
+        .iter()
+        .map(|r| width(&r.lower).max(width(&r.upper)))
+        .min()
+        .unwrap_or(key_columns);
+    let single = unique && ranges.iter().all(|r| r.is_point(key_columns));
+    (single, narrowed)
 }
 
 /// The conjuncts of a top-level AND chain.

@@ -16,6 +16,7 @@ use extentdb_format::record;
 use extentdb_storage::table::{layouts, Rid};
 use extentdb_storage::Database;
 
+use super::index_seek::{IndexRead, IndexSeek};
 use super::Session;
 use crate::ast::ObjectName;
 use crate::messages::{msg, SqlError};
@@ -46,12 +47,14 @@ pub(super) struct TableIo {
     pub reads: PageReads,
 }
 
-/// How a statement reads a table: all of it, or the rows of key ranges of its clustered
-/// index (`seek::access_for`), ascending and disjoint, in key order as a scan returns them.
+/// How a statement reads a table: all of it, the rows of key ranges of its clustered
+/// index (`seek::access_for`), ascending and disjoint, in key order as a scan returns them,
+/// or the rows a nonclustered index's key ranges name (index_seek.rs), in that index's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Access {
     Scan,
     Seek(Vec<KeyRange>),
+    IndexSeek(IndexSeek),
 }
 
 impl TableRef {
@@ -211,6 +214,8 @@ pub(super) struct Chunks<'a> {
     locking: Option<&'a super::locking::RowLocking>,
     /// Per row of the last chunk: its lock is this statement's (`ChunkLocks::fresh`).
     fresh: Vec<bool>,
+    /// An index seek's read of its index (`Access::IndexSeek`).
+    index: Option<IndexRead>,
 }
 
 impl<'a> Chunks<'a> {
@@ -225,31 +230,47 @@ impl<'a> Chunks<'a> {
         access: Access,
     ) -> Result<Chunks<'a>, Vec<SqlError>> {
         assert!(
-            access == Access::Scan || t.entry.index_id == 1,
+            !matches!(access, Access::Seek(_)) || t.entry.index_id == 1,
             "a seek of heap {}",
             t.entry.name
         );
-        let origin = db.scan_origin(t.entry.object_id);
+        let map = |e| super::errors::map_data(&e, &t.db_name);
+        let origin = db.scan_origin(t.entry.object_id).map_err(map)?;
+        let (access, index) = match access {
+            // An index dropped since the seek was chosen: the table is scanned instead.
+            Access::IndexSeek(s) if db.table_by_id(s.index_oid).is_none() => (Access::Scan, None),
+            Access::IndexSeek(s) => {
+                let read = IndexRead::new(db, s.clone()).map_err(map)?;
+                (Access::IndexSeek(s), Some(read))
+            }
+            a => (a, None),
+        };
         let mut io = t.io.get();
         io.scans += match &access {
             Access::Scan => 1,
             Access::Seek(r) if r.len() == 1 && r[0].is_point(t.key_width()) => 0,
             Access::Seek(r) => r.len() as u64,
+            Access::IndexSeek(s) => s.ranges.len() as u64,
         };
         t.io.set(io);
         Ok(Chunks {
             t,
-            origin: origin.map_err(|e| super::errors::map_data(&e, &t.db_name))?,
+            origin,
             access,
             range: 0,
             at: ScanPosition::Start,
             locking: None,
             fresh: Vec::new(),
+            index,
         })
     }
 
     /// The same chunks with each row locked as `locking` says (locking.rs invariant 1).
+    /// Key-range locking reads the table, never an index (index_seek.rs invariant 3).
     pub fn locked(mut self, locking: &'a super::locking::RowLocking) -> Chunks<'a> {
+        if locking.key_ranges() && self.index.take().is_some() {
+            self.access = Access::Scan;
+        }
         self.locking = Some(locking);
         self
     }
@@ -265,6 +286,7 @@ impl<'a> Chunks<'a> {
                 }
                 self.range < ranges.len()
             }
+            Access::IndexSeek(_) => unreachable!("an index seek reads through its IndexRead"),
         }
     }
 
@@ -274,6 +296,13 @@ impl<'a> Chunks<'a> {
     /// let go and read again; the next call reads on after it. So no row is taken with a
     /// value another session changed since it was read.
     pub fn next_chunk(&mut self) -> Result<Option<StoredRows>, Vec<SqlError>> {
+        if let Some(index) = &mut self.index {
+            let next = index.next_chunk(self.t, self.origin, self.locking, None)?;
+            return Ok(next.map(|(rows, fresh)| {
+                self.fresh = fresh;
+                rows
+            }));
+        }
         if !self.more() {
             return Ok(None);
         }
@@ -283,12 +312,7 @@ impl<'a> Chunks<'a> {
             let db = t.db.read().unwrap();
             return self.read(&db, None).map(|(rows, _)| Some(rows));
         };
-        let mut gate = ChunkGate {
-            l,
-            locks: super::locking::ChunkLocks::default(),
-            failure: None,
-            pending: None,
-        };
+        let mut gate = ChunkGate::new(l, false);
         let (mut rows, refused) = {
             let db = t.db.read().unwrap();
             self.read(&db, Some(&mut gate))?
@@ -358,6 +382,10 @@ impl<'a> Chunks<'a> {
     /// the database for its whole statement).
     pub fn next_chunk_in(&mut self, db: &Database) -> Result<Option<StoredRows>, Vec<SqlError>> {
         assert!(self.locking.is_none(), "locked reads let the database go");
+        if let Some(index) = &mut self.index {
+            let next = index.next_chunk(self.t, self.origin, None, Some(db))?;
+            return Ok(next.map(|(rows, _)| rows));
+        }
         if !self.more() {
             return Ok(None);
         }
@@ -392,6 +420,7 @@ impl<'a> Chunks<'a> {
                     let max = CHUNK_BYTES - bytes;
                     db.seek_chunk(oid, self.origin, (&r[self.range], &self.at), max, g)
                 }
+                Access::IndexSeek(_) => unreachable!("an index seek reads through its IndexRead"),
             }
             .map_err(|e| super::errors::map_data(&e, &t.db_name))?;
             calls += 1;
@@ -424,12 +453,39 @@ impl<'a> Chunks<'a> {
 /// A locked read's gate (storage's `Gate`): each row locked as `RowLocking::try_row` says,
 /// and under key-range locking (locking.rs invariant 5) the keys that bound the ranges
 /// read; what could not be locked without a wait is kept for the caller to wait for.
-struct ChunkGate<'l> {
+pub(super) struct ChunkGate<'l> {
     l: &'l super::locking::RowLocking,
     locks: super::locking::ChunkLocks,
     failure: Option<Vec<SqlError>>,
     /// A key range refused: waited for once the database is let go, then read again.
     pending: Option<Resource>,
+}
+
+/// A gate's outcome: the locks it took, the error that stopped it, the range to wait for.
+pub(super) type GateParts = (
+    super::locking::ChunkLocks,
+    Option<Vec<SqlError>>,
+    Option<Resource>,
+);
+
+impl<'l> ChunkGate<'l> {
+    /// A gate locking rows as `l` says; `point`: it reads one whole key.
+    pub fn new(l: &'l super::locking::RowLocking, point: bool) -> ChunkGate<'l> {
+        let locks = super::locking::ChunkLocks {
+            point,
+            ..Default::default()
+        };
+        ChunkGate {
+            l,
+            locks,
+            failure: None,
+            pending: None,
+        }
+    }
+
+    pub fn into_parts(self) -> GateParts {
+        (self.locks, self.failure, self.pending)
+    }
 }
 
 impl Gate for ChunkGate<'_> {

@@ -1,0 +1,151 @@
+//! Bookmark lookups: the base row a nonclustered index record names by its row locator (the
+//! clustering key, or a heap row's RID: index.rs), read as a seek of that one row reads it,
+//! so the reader's gate locks it under its page's latch (access.rs invariant 5).
+//!
+//! Invariants:
+//! 1. An index record read is a candidate, not an answer: the index is read without row
+//!    locks, and the row it names may have changed since (an open transaction's change, or
+//!    one committed after the index record was read). A lookup gives the base row only when
+//!    the row's projection (index.rs `project`) has the index record's B-tree key now;
+//!    otherwise the row is `Stale`. So a base row comes back at most once per index key it
+//!    has, and never through an index record it no longer matches (a ghost of its old key,
+//!    a RID reused by another row).
+//! 2. A heap lookup goes on only if no page moved since the reader's origin (scan.rs
+//!    invariant 2): a RID read before a move names another row after it
+//!    (`StorageError::ScanMoved`, Msg 601). A clustered lookup seeks by key wherever the
+//!    pages went.
+
+use std::ops::Bound;
+
+use extentdb_format::catalog::TableEntry;
+use extentdb_format::{corrupt, data_page, record};
+
+use crate::access::RowGate;
+use crate::btree::KeyInfo;
+use crate::index::{project, rid_of_bytes};
+use crate::scan::{KeyRange, PageReads, ScanOrigin, StoredRow};
+use crate::table::is_heap_page;
+use crate::{Database, StorageError};
+
+/// What a bookmark lookup found.
+#[derive(Debug)]
+pub enum Lookup {
+    /// The live base row the index record stands for.
+    Row(StoredRow),
+    /// No live row has the index record's key now: none is there (a ghost, deleted), or
+    /// the one there (given, passed by the gate) projects to another key (invariant 1).
+    Stale(Option<StoredRow>),
+    /// The gate refused the row (its lock must wait): nothing was taken.
+    Refused(StoredRow),
+}
+
+impl Database {
+    /// The base row index record `irec` of index `index_oid` names, read through `gate`
+    /// as a point seek of it would be (a ghost at its key included), with the pages read.
+    /// `base_origin` is the base table's scan origin (invariant 2).
+    pub fn lookup(
+        &self,
+        index_oid: u32,
+        base_origin: ScanOrigin,
+        irec: &[u8],
+        gate: RowGate<'_, '_>,
+    ) -> Result<(Lookup, PageReads), StorageError> {
+        let ix = self.table_or_err(index_oid)?;
+        let info = ix.index_of.as_ref().expect("lookup.rs: an index entry");
+        let base = self.table_or_err(info.table_object_id)?;
+        if base.allocation_unit_id != base_origin.allocation_unit_id {
+            return Err(StorageError::ScanMoved);
+        }
+        let cols = record::decode(&crate::table::layouts(ix), irec)?;
+        let (found, reads) = if base.index_id == 1 {
+            self.clustered_lookup(ix, base, &cols, gate)?
+        } else {
+            if self.page_moves != base_origin.page_moves {
+                return Err(StorageError::ScanMoved);
+            }
+            let at = info.sources.iter().position(|&s| s == 0);
+            let rid = at.and_then(|p| cols[p]).and_then(rid_of_bytes);
+            let rid =
+                rid.ok_or_else(|| corrupt(ix.root_page, "an index record without its RID"))?;
+            self.heap_lookup(base, rid, gate)?
+        };
+        let row = match found {
+            Lookup::Row(row) => row,
+            other => return Ok((other, reads)),
+        };
+        let ki = KeyInfo::of(ix);
+        let now = project(ix, base, &row.1, row.0)?;
+        match ki.key(&now)? == ki.key(irec)? {
+            true => Ok((Lookup::Row(row), reads)),
+            false => Ok((Lookup::Stale(Some(row)), reads)),
+        }
+    }
+
+    /// The clustered row whose key the index record's locator columns `cols` hold.
+    fn clustered_lookup(
+        &self,
+        ix: &TableEntry,
+        base: &TableEntry,
+        cols: &[Option<&[u8]>],
+        gate: RowGate<'_, '_>,
+    ) -> Result<(Lookup, PageReads), StorageError> {
+        let info = ix.index_of.as_ref().expect("an index entry");
+        let ids = &base.primary_key.as_ref().expect("a clustered key").1;
+        let mut key = Vec::with_capacity(ids.len());
+        for id in ids {
+            let at = info.sources.iter().position(|s| s == id);
+            let at = at.ok_or_else(|| corrupt(ix.root_page, "an index without its locator"))?;
+            key.push(cols[at].map(<[u8]>::to_vec));
+        }
+        let range = KeyRange {
+            lower: Bound::Included(key.clone()),
+            upper: Bound::Included(key),
+        };
+        let chunk = self.btree_range_chunk(base, &range, (None, usize::MAX), gate)?;
+        let found = match (chunk.refused, chunk.rows.into_iter().next()) {
+            (Some(row), _) => Lookup::Refused(row),
+            (None, Some(row)) => Lookup::Row(row),
+            (None, None) => Lookup::Stale(None),
+        };
+        Ok((found, chunk.reads))
+    }
+
+    /// Heap row `rid` of `base`, under its page's latch when there is a gate; a ghost
+    /// there passes the gate as a scan passes it (scan.rs `heap_page_rows`).
+    fn heap_lookup(
+        &self,
+        base: &TableEntry,
+        rid: crate::table::Rid,
+        gate: RowGate<'_, '_>,
+    ) -> Result<(Lookup, PageReads), StorageError> {
+        let (pid, slot) = rid;
+        let mut reads = PageReads::default();
+        let _latch = gate.is_some().then(|| self.data.page_latches.hold(pid));
+        reads.visit(self.data.pool.contains(pid));
+        let p = self.heap_page_as_read(pid)?;
+        if !is_heap_page(&p, base.allocation_unit_id) {
+            return Ok((Lookup::Stale(None), reads));
+        }
+        let Some(rec) = data_page::record(&p, slot)? else {
+            return Ok((Lookup::Stale(None), reads));
+        };
+        let row = (rid, rec.to_vec());
+        let g = gate;
+        if record::is_ghost(rec) {
+            let refused = g
+                .filter(|g| g.ghosts())
+                .is_some_and(|g| !g.key_range(Some((rid, rec))));
+            let found = match refused {
+                true => Lookup::Refused(row),
+                false => Lookup::Stale(None),
+            };
+            return Ok((found, reads));
+        }
+        if let Some(g) = g {
+            if !g.row(rid, rec) {
+                return Ok((Lookup::Refused(row), reads));
+            }
+        }
+        Ok((Lookup::Row(row), reads))
+    }
+}
