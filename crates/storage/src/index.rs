@@ -305,6 +305,41 @@ pub(crate) fn project(
     Ok(record::encode(&layouts(ix), &values)?)
 }
 
+/// Whether base row `rec` (at `rid`) projects to index record `irec`'s B-tree key: each key
+/// column's stored bytes as `project` would copy them, compared with `irec`'s.
+pub(crate) fn key_matches(
+    ix: &TableEntry,
+    base: &TableEntry,
+    (rid, rec): (Rid, &[u8]),
+    irec: &[u8],
+) -> Result<bool, StorageError> {
+    let info = ix.index_of.as_ref().expect("an index entry");
+    let (cols, icols) = (
+        record::decode(&layouts(base), rec)?,
+        record::decode(&layouts(ix), irec)?,
+    );
+    let rid_bytes = rid_bytes(rid);
+    let key = &ix.primary_key.as_ref().expect("an index's B-tree key").1;
+    for id in key {
+        let at = ix.columns.iter().position(|c| c.column_id == *id);
+        let at = at.expect("index.rs: a key column the catalog checked");
+        let now = match info.sources[at] {
+            RID_SOURCE => Some(&rid_bytes[..]),
+            s => {
+                cols[base
+                    .columns
+                    .iter()
+                    .position(|c| c.column_id == s)
+                    .expect("a source")]
+            }
+        };
+        if now != icols[at] {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// A heap row's RID as an index stores it: page u32, file u16, slot u16 (little-endian).
 pub fn rid_bytes((page, slot): Rid) -> [u8; 8] {
     let mut b = [0u8; 8];
@@ -404,6 +439,83 @@ fn index_column(base: &TableEntry, source: u16, column_id: u16) -> ColumnEntry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A base table (a INT NOT NULL, b INT NULL, c INT NOT NULL), clustered on c or a heap.
+    fn base(clustered: bool) -> TableEntry {
+        let col = |id: u16, name: &str| ColumnEntry {
+            column_id: id,
+            name: name.into(),
+            system_type_id: 56,
+            max_length: 4,
+            precision: 0,
+            scale: 0,
+            is_nullable: id == 2,
+            identity: None,
+            default_sql: String::new(),
+        };
+        TableEntry {
+            object_id: 7,
+            schema_name: "dbo".into(),
+            name: "T".into(),
+            created_us: 0,
+            data_space_id: 1,
+            allocation_unit_id: 0,
+            index_id: clustered as u8,
+            root_page: extentdb_format::PageId::NULL,
+            primary_key: clustered.then(|| ("PK".to_string(), vec![3])),
+            columns: vec![col(1, "a"), col(2, "b"), col(3, "c")],
+            identity_last: Default::default(),
+            lock_escalation: Default::default(),
+            pending_ddl: None,
+            index_of: None,
+        }
+    }
+
+    fn row(a: i32, b: Option<i32>, c: i32) -> Vec<u8> {
+        let b = b.map(i32::to_le_bytes);
+        let (a, c) = (a.to_le_bytes(), c.to_le_bytes());
+        let values = [Some(&a[..]), b.as_ref().map(|b| &b[..]), Some(&c[..])];
+        record::encode(&layouts(&base(false)), &values).unwrap()
+    }
+
+    /// `key_matches` agrees with comparing `project`'s keys: for unique and non-unique
+    /// indexes over a heap and a clustered table, a row matches the record it projects to,
+    /// and not one of a changed key column, a NULL, or (for a heap's non-unique index)
+    /// another RID; an INCLUDE column does not enter the key.
+    #[test]
+    fn key_matches_is_the_projection_s_key() {
+        let rid = (extentdb_format::PageId::new(1, 90), 4);
+        let other = (extentdb_format::PageId::new(1, 91), 4);
+        for clustered in [false, true] {
+            for unique in [false, true] {
+                let t = base(clustered);
+                let def = IndexDef {
+                    table_object_id: 7,
+                    name: "ix".into(),
+                    unique,
+                    unique_constraint: false,
+                    key: vec![1, 2],
+                    include: vec![3],
+                    data_space_id: 1,
+                };
+                let ix = index_entry(&t, &def, 2);
+                let rec = row(5, Some(6), 7);
+                let irec = project(&ix, &t, &rec, rid).unwrap();
+                let case = format!("clustered {clustered}, unique {unique}");
+                assert!(key_matches(&ix, &t, (rid, &rec), &irec).unwrap(), "{case}");
+                for changed in [row(4, Some(6), 7), row(5, None, 7), row(5, Some(5), 7)] {
+                    assert!(!key_matches(&ix, &t, (rid, &changed), &irec).unwrap(), "{case}");
+                }
+                // c is the clustered key's locator (in the B-tree key when not unique), or
+                // an INCLUDE column of a heap's index.
+                let moved = row(5, Some(6), 8);
+                let keyed = clustered && !unique;
+                assert_eq!(key_matches(&ix, &t, (rid, &moved), &irec).unwrap(), !keyed, "{case}");
+                let elsewhere = key_matches(&ix, &t, (other, &rec), &irec).unwrap();
+                assert_eq!(elsewhere, clustered || unique, "{case}");
+            }
+        }
+    }
 
     #[test]
     fn a_rid_reads_back() {

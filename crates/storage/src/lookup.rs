@@ -21,8 +21,7 @@ use extentdb_format::catalog::TableEntry;
 use extentdb_format::{corrupt, data_page, record};
 
 use crate::access::RowGate;
-use crate::btree::KeyInfo;
-use crate::index::{project, rid_of_bytes};
+use crate::index::{key_matches, rid_of_bytes};
 use crate::scan::{KeyRange, PageReads, ScanOrigin, StoredRow};
 use crate::table::is_heap_page;
 use crate::{Database, StorageError};
@@ -73,9 +72,7 @@ impl Database {
             Lookup::Row(row) => row,
             other => return Ok((other, reads)),
         };
-        let ki = KeyInfo::of(ix);
-        let now = project(ix, base, &row.1, row.0)?;
-        match ki.key(&now)? == ki.key(irec)? {
+        match key_matches(ix, base, (row.0, &row.1), irec)? {
             true => Ok((Lookup::Row(row), reads)),
             false => Ok((Lookup::Stale(Some(row)), reads)),
         }
