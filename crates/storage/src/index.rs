@@ -504,13 +504,20 @@ mod tests {
                 let case = format!("clustered {clustered}, unique {unique}");
                 assert!(key_matches(&ix, &t, (rid, &rec), &irec).unwrap(), "{case}");
                 for changed in [row(4, Some(6), 7), row(5, None, 7), row(5, Some(5), 7)] {
-                    assert!(!key_matches(&ix, &t, (rid, &changed), &irec).unwrap(), "{case}");
+                    assert!(
+                        !key_matches(&ix, &t, (rid, &changed), &irec).unwrap(),
+                        "{case}"
+                    );
                 }
                 // c is the clustered key's locator (in the B-tree key when not unique), or
                 // an INCLUDE column of a heap's index.
                 let moved = row(5, Some(6), 8);
                 let keyed = clustered && !unique;
-                assert_eq!(key_matches(&ix, &t, (rid, &moved), &irec).unwrap(), !keyed, "{case}");
+                assert_eq!(
+                    key_matches(&ix, &t, (rid, &moved), &irec).unwrap(),
+                    !keyed,
+                    "{case}"
+                );
                 let elsewhere = key_matches(&ix, &t, (other, &rec), &irec).unwrap();
                 assert_eq!(elsewhere, clustered || unique, "{case}");
             }

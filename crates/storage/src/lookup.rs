@@ -146,3 +146,36 @@ impl Database {
         Ok((Lookup::Row(row), reads))
     }
 }
+
+impl Database {
+    /// Pages a seek of `ranges` in B-tree `object_id` reads, counted up to `max`: Some(n)
+    /// when it reads n <= max, None past `max` (the read stops there). How much of an index
+    /// a seek covers, for the SQL layer's choice between the index and the table.
+    pub fn range_pages(
+        &self,
+        object_id: u32,
+        ranges: &[KeyRange],
+        max: u64,
+    ) -> Result<Option<u64>, StorageError> {
+        let origin = self.seek_origin(object_id)?;
+        let mut pages = 0u64;
+        for range in ranges {
+            let mut at = crate::scan::ScanPosition::Start;
+            while at != crate::scan::ScanPosition::End {
+                let chunk = self.seek_chunk(object_id, origin, (range, &at), 64 << 10, None)?;
+                pages += chunk.reads.logical;
+                if pages > max {
+                    return Ok(None);
+                }
+                at = chunk.next;
+            }
+        }
+        Ok(Some(pages))
+    }
+
+    /// Pages the extents of table or index `object_id` reserve (its IAM chain's extents).
+    pub fn reserved_pages(&self, object_id: u32) -> Result<u64, StorageError> {
+        let au = self.table_or_err(object_id)?.allocation_unit_id;
+        Ok(self.extents_of(au)?.len() as u64 * extentdb_format::PAGES_PER_EXTENT as u64)
+    }
+}

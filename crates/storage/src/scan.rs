@@ -162,6 +162,11 @@ impl Database {
     /// What a scan of `object_id` that begins now begins on.
     pub fn scan_origin(&self, object_id: u32) -> Result<ScanOrigin, StorageError> {
         self.count_full_scan();
+        self.seek_origin(object_id)
+    }
+
+    /// `scan_origin` for a read that is no full scan (an index seek's read of its index).
+    pub fn seek_origin(&self, object_id: u32) -> Result<ScanOrigin, StorageError> {
         Ok(ScanOrigin {
             allocation_unit_id: self.table_or_err(object_id)?.allocation_unit_id,
             page_moves: self.page_moves,

@@ -90,7 +90,7 @@ impl IndexRead {
         seek: IndexSeek,
     ) -> Result<IndexRead, extentdb_storage::StorageError> {
         Ok(IndexRead {
-            origin: db.scan_origin(seek.index_oid)?,
+            origin: db.seek_origin(seek.index_oid)?,
             seek,
             range: 0,
             at: ScanPosition::Start,
