@@ -221,6 +221,31 @@ fn unique_index_holds_across_sessions() {
     assert_checkdb_clean(&mut c, "ux", "after the sessions");
 }
 
+/// One transaction of 40,000 scattered inserts into a clustered table with an index, in a
+/// database that grows meanwhile: a row whose insert needs room in the table's tree and
+/// then in the index's (two splits, each provided holding the database) goes in. Before
+/// access.rs invariant 4 told the two objects apart, the second need failed its "needed
+/// twice" assertion and the session's thread panicked (found by the ALTER INDEX work).
+#[test]
+fn a_row_needing_room_in_its_table_and_its_index_goes_in() {
+    let (_s, mut c) = start_in_database(
+        "ix-two-splits",
+        "sp2",
+        "CREATE TABLE big (id INT PRIMARY KEY, k INT, pad VARCHAR(100)); \
+         CREATE INDEX big_k ON big (k)",
+    );
+    run(
+        &mut c,
+        "SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+         WHILE @i < 40000 BEGIN \
+           INSERT INTO big VALUES (@i, (@i * 7919) % 100003, REPLICATE('x', 60)); \
+           SET @i += 1; END; COMMIT",
+    );
+    let n = all_rows(&run(&mut c, "SELECT COUNT(*) FROM big WHERE k >= 0"));
+    assert_eq!(int(&n[0][0]), 40000);
+    assert_checkdb_clean(&mut c, "sp2", "after the transaction");
+}
+
 /// INSERT, UPDATE (a heap row that grows and moves, a clustered key that changes), DELETE,
 /// ROLLBACK, a statement's failure and TRUNCATE keep every index exact (CHECKDB checks
 /// each against its table).

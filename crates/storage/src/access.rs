@@ -31,8 +31,10 @@
 //!    keeps its key changes within its leaf, which has room for the new record, in one
 //!    hold of the leaf's latch.
 //! 4. Holding the database exclusively, an operation run again after `provide` does not
-//!    need the same thing twice in a row (`Database::now` asserts it): each provision
-//!    makes the room it was asked for, so a session always progresses.
+//!    need the same thing for the same table or index twice in a row (`Database::now`
+//!    asserts it): each provision makes the room it was asked for, so a session always
+//!    progresses. A row operation may need room in its table's tree, then room in one of
+//!    its indexes' (index.rs invariant 1): those are two objects.
 //!
 //! 5. A reader with a row gate copies a page and passes its rows through the gate under
 //!    the page's latch, and a writer places a new row only after its gate, under the same
@@ -185,10 +187,21 @@ pub enum Needs {
     Share,
 }
 
+/// A need without its payload but with the object it is for (invariant 4's check).
+pub(crate) type NeedKind = (std::mem::Discriminant<Needs>, Option<u32>);
+
 impl Needs {
-    /// The need without its payload, for invariant 4's check.
-    pub(crate) fn kind(&self) -> std::mem::Discriminant<Needs> {
-        std::mem::discriminant(self)
+    /// The need without its payload, and the table or index it is for: one row operation
+    /// may need room in its table's tree, then in an index's (index.rs invariant 1).
+    pub(crate) fn kind(&self) -> NeedKind {
+        let object = match self {
+            Needs::HeapRoom { object_id, .. }
+            | Needs::LeafRoom { object_id, .. }
+            | Needs::IdentityBlock { object_id }
+            | Needs::IdentityBound { object_id, .. } => Some(*object_id),
+            _ => None,
+        };
+        (std::mem::discriminant(self), object)
     }
 }
 
