@@ -37,6 +37,7 @@ pub mod log_growth;
 pub mod log_writer;
 pub mod logins;
 pub mod page_move;
+pub mod physical_stats;
 pub mod proportional_fill;
 pub mod recovery;
 pub mod restore;
