@@ -200,7 +200,7 @@ fn rebuild_compacts_and_keeps_every_row() {
 /// changes (the index's pages, sys.indexes).
 #[test]
 fn refusals_and_errors_change_nothing() {
-    let (_s, mut c) = start_in_database(
+    let (s, mut c) = start_in_database(
         "aix-refuse",
         "aix",
         "CREATE TABLE t (id INT PRIMARY KEY, k INT); CREATE INDEX t_k ON t (k); \
@@ -259,6 +259,24 @@ fn refusals_and_errors_change_nothing() {
         assert_eq!(got.first(), Some(&want), "{sql}: {got:?}");
         let _ = c.batch("IF @@TRANCOUNT > 0 ROLLBACK");
     }
+    // A user without ALTER on the table is refused as CREATE INDEX refuses it.
+    run(
+        &mut c,
+        "CREATE LOGIN reader WITH PASSWORD = 'Aix-Test-Pass-1'; \
+         CREATE USER reader FOR LOGIN reader; GRANT SELECT ON t TO reader",
+    );
+    let mut reader = extentdb_tds::client::Client::connect(
+        &s.addr,
+        &extentdb_tds::client::ConnectOptions {
+            user: "reader".into(),
+            password: "Aix-Test-Pass-1".into(),
+            database: Some("aix".into()),
+            timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|_| panic!("reader's login"));
+    assert_eq!(numbers(&mut reader, "ALTER INDEX t_k ON t REBUILD"), [1088]);
     assert_eq!(state(&mut c), before);
     let pk = value(
         &mut c,
