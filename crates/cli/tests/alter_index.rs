@@ -354,8 +354,9 @@ fn checktable_of_one_index() {
     }
 }
 
-/// kill -9 while a big index is being rebuilt: after recovery the index is the old or the
-/// new one, whole (CHECKDB's index check, its row count), and every row is there.
+/// kill -9 while a big index is being rebuilt, early and late: after recovery the index is
+/// the old or the new one, whole (CHECKDB's index check, its row count), and every row is
+/// there.
 #[test]
 fn kill_9_during_rebuild_leaves_one_whole_index() {
     let s = Server::start("aix-kill9", &[]);
@@ -367,29 +368,40 @@ fn kill_9_during_rebuild_leaves_one_whole_index() {
          CREATE INDEX big_k ON big (k) INCLUDE (pad)",
     );
     fill_scattered(&mut c, "big", 40000);
-    let addr = s.addr.clone();
-    let rebuild = thread::spawn(move || {
-        let mut c = connect_at(&addr, Some("k9"), 120).unwrap();
-        let done = c.batch("ALTER INDEX big_k ON big REBUILD");
-        done.is_ok_and(|r| r.errors().next().is_none())
-    });
-    thread::sleep(Duration::from_millis(400));
-    let s = restart(s);
-    let finished = rebuild.join().unwrap();
-    assert!(
-        !finished,
-        "the kill came after the rebuild: make the index bigger"
-    );
-    let mut c = s.connect_to(Some("k9"));
-    assert_checkdb_clean(&mut c, "k9", "after the kill");
-    assert_eq!(index_and_table_rows(&mut c, "big", "big_k"), (40000, 40000));
-    assert_eq!(
-        table(
+    // Early in the copy (the rebuild takes about 1.4 s here), then late in it or at its
+    // commit, whichever the second kill meets.
+    let mut s = s;
+    for (delay_ms, must_interrupt) in [(400, true), (1100, false)] {
+        let addr = s.addr.clone();
+        let rebuild = thread::spawn(move || {
+            let mut c = connect_at(&addr, Some("k9"), 120).unwrap();
+            let done = c.batch("ALTER INDEX big_k ON big REBUILD");
+            done.is_ok_and(|r| r.errors().next().is_none())
+        });
+        thread::sleep(Duration::from_millis(delay_ms));
+        s = restart(s);
+        let finished = rebuild.join().unwrap();
+        assert!(
+            !(finished && must_interrupt),
+            "the kill came after the rebuild: make the index bigger"
+        );
+        let mut c = s.connect_to(Some("k9"));
+        assert_checkdb_clean(&mut c, "k9", &format!("after the kill at {delay_ms} ms"));
+        assert_eq!(index_and_table_rows(&mut c, "big", "big_k"), (40000, 40000));
+        assert_eq!(
+            table(
+                &mut c,
+                "SELECT name, index_id FROM sys.indexes WHERE object_id = OBJECT_ID('big') AND index_id > 1"
+            ),
+            ["big_k,2"]
+        );
+        let through_index = value(
             &mut c,
-            "SELECT name, index_id FROM sys.indexes WHERE object_id = OBJECT_ID('big') AND index_id > 1"
-        ),
-        ["big_k,2"]
-    );
+            "SELECT COUNT(*) FROM big WHERE k BETWEEN 0 AND 100003",
+        );
+        assert_eq!(through_index, 40000);
+    }
+    let mut c = s.connect_to(Some("k9"));
 
     // And the index rebuilds after recovery.
     run(&mut c, "ALTER INDEX big_k ON big REBUILD");
