@@ -56,6 +56,7 @@ pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
         table_results: false,
         physical_only: a.physical_only,
         maxdop: a.maxdop,
+        index_id: None,
     };
     let mut found = false;
     for (id, name, primary) in chosen {

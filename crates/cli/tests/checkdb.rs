@@ -1010,7 +1010,8 @@ fn index_rows_that_disagree_with_their_table_are_reported() {
     let dir = prepare("index");
     let (code, out) = exec(
         &dir,
-        "USE CK; CREATE INDEX h_a ON h (a); CREATE INDEX t_v ON t (v);",
+        "USE CK; CREATE INDEX h_a ON h (a); CREATE INDEX t_v ON t (v); \
+         CREATE INDEX h_flag ON h (flag);",
     );
     assert_eq!(code, 0, "{out}");
     let db = Db::load(&dir);
@@ -1041,6 +1042,12 @@ fn index_rows_that_disagree_with_their_table_are_reported() {
             &[text(&h, "h_a", true), text(&h, "h_a", false)],
         );
         assert!(!out.contains("t_v"), "only h's index: {out}");
+        // CHECKTABLE (table, index_id) checks that index alone: h_a (ID 2) is found
+        // damaged checking index 2, and checking h_flag (ID 3) finds nothing.
+        let (_, two) = exec(&dir, "USE CK; DBCC CHECKTABLE ('h', 2) WITH NO_INFOMSGS");
+        assert!(two.contains(&text(&h, "h_a", true)), "{two}");
+        let (_, three) = exec(&dir, "USE CK; DBCC CHECKTABLE ('h', 3) WITH NO_INFOMSGS");
+        assert!(!three.contains("Table error"), "{three}");
     }
     assert_clean(&dir, "after restoring the index key");
     let leaf = db.pages_of("t_v", PageType::Data, 0, 2)[1].clone();

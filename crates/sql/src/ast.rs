@@ -57,6 +57,10 @@ pub enum StatementKind {
         table: ObjectName,
         lock_escalation: String,
     },
+    /// `ALTER INDEX { name | ALL } ON table { REBUILD | REORGANIZE } [WITH (...)]`; the
+    /// other actions (DISABLE, SET, RESUME, PAUSE, ABORT) and PARTITION are refused at
+    /// parse (40517).
+    AlterIndex(AlterIndex),
     /// `SET IDENTITY_INSERT t ON|OFF`.
     SetIdentityInsert {
         table: ObjectName,
@@ -947,6 +951,22 @@ pub struct CreateIndex {
     pub filter: Option<Expr>,
     pub options: Vec<WithOption>,
     pub filegroup: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlterIndex {
+    /// The index's name; None for ALL.
+    pub index: Option<String>,
+    pub table: ObjectName,
+    pub action: IndexAction,
+    pub options: Vec<WithOption>,
+}
+
+/// What ALTER INDEX does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexAction {
+    Rebuild,
+    Reorganize,
 }
 
 /// `index ON table`, or the old `table.index` form (then `table` holds the qualifier).

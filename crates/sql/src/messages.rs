@@ -338,6 +338,7 @@ static CATALOGUE: &[Entry] = &[
     e(2575, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the next pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
     e(2576, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the previous pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
     e(2577, 16, 1, "Chain sequence numbers are out of order in the Index Allocation Map (IAM) chain for object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Page %S_PGID with sequence number %d points to page %S_PGID with sequence number %d."),
+    e(2591, 16, 1, "Cannot find a row in the system catalog with the index ID %d for table \"%.*ls\"."), // unverified
     e(2593, 10, 1, "There are %I64d rows in %I64d pages for object \"%.*ls\"."),
     e(7965, 16, 2, "Table error: Could not check object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls) due to invalid allocation (IAM) page(s)."),
     e(7919, 16, 3, "Repair statement not processed. Database needs to be in single user mode."), // unverified
@@ -382,6 +383,7 @@ static CATALOGUE: &[Entry] = &[
     e(264, 16, 1, "The column name '%.*ls' is specified more than once in the SET clause or column list of an INSERT. A column cannot be assigned more than one value in the same clause. Modify the clause to make sure that a column is updated only once. If this statement updates or inserts columns into a view, column aliasing can conceal the duplication in your code."),
     e(544, 16, 1, "Cannot insert explicit value for identity column in table '%.*ls' when IDENTITY_INSERT is set to OFF."),
     e(545, 16, 1, "Explicit value must be specified for identity column in table '%.*ls' either when IDENTITY_INSERT is set to ON or when a replication user is inserting into a NOT FOR REPLICATION identity column."),
+    e(1023, 15, 1, "Invalid parameter %d specified for %ls."), // unverified state
     e(1088, 16, 11, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."), // unverified
     e(1701, 16, 1, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including %d bytes of internal overhead. This exceeds the maximum allowable table row size of %d bytes."),
     e(1750, 16, 0, "Could not create constraint or index. See previous errors."),
@@ -417,6 +419,7 @@ static CATALOGUE: &[Entry] = &[
     e(8120, 16, 1, "Column '%.*ls' is invalid in the select list because it is not contained in either an aggregate function or the GROUP BY clause."),
     e(8147, 16, 1, "Could not create IDENTITY attribute on nullable column '%.*ls', table '%.*ls'."),
     // System procedures.
+    e(7999, 16, 9, "Could not find any index named '%.*ls' for table '%.*ls'."), // unverified state
     e(8144, 16, 2, "Procedure or function %.*ls has too many arguments specified."),
     e(8145, 16, 2, "%.*ls is not a parameter for procedure %.*ls."),
     e(15472, 10, 1, "The object '%ls' does not have any indexes, or you do not have permissions."), // unverified severity

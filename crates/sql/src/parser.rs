@@ -876,6 +876,9 @@ impl Parser {
         if self.eat_word("TABLE") {
             return self.alter_table();
         }
+        if self.eat_word("INDEX") {
+            return self.alter_index();
+        }
         self.expect_word("DATABASE")?;
         let name = if self.eat_word("CURRENT") {
             "CURRENT".to_string()
@@ -912,6 +915,41 @@ impl Parser {
             "extentdb does not support ALTER TABLE other than SET (LOCK_ESCALATION = ...) yet.",
             self.line(),
         ))
+    }
+
+    /// ALTER INDEX { name | ALL } ON table { REBUILD | REORGANIZE } [WITH (options)]: the
+    /// actions and PARTITION not built are refused here (40517); the options are checked
+    /// by the executor (index_ddl.rs).
+    fn alter_index(&mut self) -> PResult<StatementKind> {
+        let index = match self.eat_word("ALL") {
+            true => None,
+            false => Some(self.ident()?),
+        };
+        self.expect_word("ON")?;
+        let table = self.object_name()?;
+        let word = self.peek_upper_word().unwrap_or_default();
+        let action = match word.as_str() {
+            "REBUILD" => IndexAction::Rebuild,
+            "REORGANIZE" => IndexAction::Reorganize,
+            "DISABLE" | "RESUME" | "PAUSE" | "ABORT" | "SET" => {
+                return Err(self.not_built(&format!("ALTER INDEX ... {word}")))
+            }
+            _ => return Err(self.error()),
+        };
+        self.pos += 1;
+        if self.check_word("PARTITION") {
+            return Err(self.not_built("ALTER INDEX ... PARTITION (partitioned indexes)"));
+        }
+        let options = match self.check_word("WITH") {
+            true => self.index_options()?,
+            false => Vec::new(),
+        };
+        Ok(StatementKind::AlterIndex(AlterIndex {
+            index,
+            table,
+            action,
+            options,
+        }))
     }
 
     /// The refusal of a construct that is parsed but not built (40517).

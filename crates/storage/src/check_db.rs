@@ -102,6 +102,10 @@ pub struct CheckOptions<'a> {
     pub catalog: bool,
     /// Only these tables (CHECKTABLE); None for all.
     pub objects: Option<Vec<u32>>,
+    /// CHECKTABLE (table, index_id): of the tables' nonclustered indexes, only this one
+    /// (its pages and its agreement with the table, whose rows are read for it); the table
+    /// itself is always checked. None for all; 0 or 1 for none of them.
+    pub index_id: Option<u16>,
     /// Value checks (None: none).
     pub values: Option<&'a ValueCheck>,
     /// Set to stop the check (attention, KILL): it ends with `StorageError::Cancelled`.
@@ -118,6 +122,7 @@ impl Default for CheckOptions<'_> {
             allocation: true,
             catalog: true,
             objects: None,
+            index_id: None,
             values: None,
             cancel: None,
             progress: None,
@@ -566,7 +571,11 @@ pub fn check_database(
             .index_of
             .as_ref()
             .map_or(t.object_id, |i| i.table_object_id);
-        opts.objects.as_ref().is_none_or(|o| o.contains(&id))
+        let index_wanted = match (&t.index_of, opts.index_id) {
+            (Some(ix), Some(want)) => ix.index_id == want,
+            _ => true,
+        };
+        index_wanted && opts.objects.as_ref().is_none_or(|o| o.contains(&id))
     };
     let checked_units: HashSet<u64> = src
         .catalog

@@ -22,6 +22,13 @@
 //!    `live_tables` skip it; it goes with its table (DROP and TRUNCATE TABLE).
 //! 4. A unique index holds at most one live record per declared key (NULL equal to NULL,
 //!    as SQL Server's unique indexes treat it): btree.rs invariant 2 on its B-tree key.
+//! 5. A rebuild (ALTER INDEX ... REBUILD, `rebuild_index`) keeps the index's definition,
+//!    name and index id; it makes a new entry marked created and marks the old one
+//!    dropped, both in the rebuild's own transaction, so the catalog holds two entries of
+//!    one index only while that transaction runs, holding the database exclusively (no
+//!    row operation sees them), and a crash leaves exactly one of them (ddl.rs invariant
+//!    3). Its source is the old index's leaf level, read in key order, as SQL Server reads
+//!    an index that is not disabled (a damaged index is dropped and created again instead).
 
 use extentdb_format::catalog::{ColumnEntry, IndexOf, TableEntry};
 use extentdb_format::log_record::XactId;
@@ -98,6 +105,16 @@ impl Database {
         let built = self
             .create_table_in(entry, Some(x))
             .and_then(|id| self.fill_index(x, &base, id).map(|()| id));
+        self.end_build(x, built)
+    }
+
+    /// Ends index build `x` (invariant 2): committed (the COMMIT durable before its marks
+    /// settle) when `built` succeeded, rolled back otherwise; `built`'s result.
+    fn end_build(
+        &mut self,
+        x: XactId,
+        built: Result<u32, StorageError>,
+    ) -> Result<u32, StorageError> {
         match built {
             Ok(id) => {
                 if let (Some(lsn), Some(wal)) = (self.commit_xact(x)?, self.wal()) {
@@ -112,6 +129,55 @@ impl Database {
                 Err(e)
             }
         }
+    }
+
+    /// ALTER INDEX ... REBUILD of index entry `id` (invariant 5): a new B-tree of the same
+    /// definition, filled from the old one's leaf level in key order (so every leaf but the
+    /// last is full and the leaves lie in allocation order), then the old one dropped, in
+    /// one transaction of its own; the new entry's object id. A crash before its COMMIT
+    /// leaves the old index, after it the new (ddl.rs invariant 3).
+    pub(crate) fn rebuild_index(&mut self, id: u32) -> Result<u32, StorageError> {
+        self.check_writable()?;
+        let old = self.table_or_err(id)?.clone();
+        let info = old
+            .index_of
+            .clone()
+            .ok_or(StorageError::TableNotFound(id))?;
+        let base = self.table_or_err(info.table_object_id)?.clone();
+        let entry = TableEntry {
+            object_id: 0,
+            allocation_unit_id: 0,
+            root_page: extentdb_format::PageId::NULL,
+            pending_ddl: None,
+            ..old
+        };
+        let x = self.begin_xact();
+        let built = self
+            .create_table_in(entry, Some(x))
+            .and_then(|new| self.copy_index(x, &base, (id, new)).map(|()| new))
+            .and_then(|new| self.drop_table_in(id, Some(x)).map(|()| new));
+        self.end_build(x, built)
+    }
+
+    /// Every live record of index `old` into index `new`, a scan chunk at a time in key
+    /// order (the records are the same: both entries have one definition).
+    fn copy_index(
+        &mut self,
+        x: XactId,
+        base: &TableEntry,
+        (old, new): (u32, u32),
+    ) -> Result<(), StorageError> {
+        let origin = self.scan_origin(old)?;
+        let mut at = ScanPosition::Start;
+        while !matches!(at, ScanPosition::End) {
+            let chunk = self.scan_chunk(old, origin, &at, 1 << 20, None)?;
+            let ix = self.table_or_err(new)?.clone();
+            for (_, rec) in &chunk.rows {
+                self.now(|d| d.index_insert(x, base, &ix, rec))?;
+            }
+            at = chunk.next;
+        }
+        Ok(())
     }
 
     /// The lowest index id table `object_id`'s indexes leave free (2 and up).

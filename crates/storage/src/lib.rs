@@ -38,6 +38,7 @@ pub mod log_writer;
 pub mod logins;
 pub mod lookup;
 pub mod page_move;
+pub mod physical_stats;
 pub mod proportional_fill;
 pub mod recovery;
 pub mod restore;

@@ -349,6 +349,21 @@ impl SharedDatabase {
         self.hold_table(def.table_object_id)?.create_index(def)
     }
 
+    /// ALTER INDEX ... REBUILD of index entry `index_entry_id` of table `object_id`, under
+    /// the table's Sch-M lock: rebuilt holding the database (index.rs invariant 5); the
+    /// new entry's object id.
+    pub fn rebuild_index(&self, object_id: u32, index_entry_id: u32) -> Result<u32, StorageError> {
+        let mut g = self.hold_table(object_id)?;
+        let of = g
+            .table_by_id(index_entry_id)
+            .and_then(|t| t.index_of.as_ref())
+            .map(|i| i.table_object_id);
+        if of != Some(object_id) {
+            return Err(StorageError::TableNotFound(index_entry_id));
+        }
+        g.rebuild_index(index_entry_id)
+    }
+
     /// DROP INDEX `name` of table `object_id`, under the table's Sch-M lock.
     pub fn drop_index(&self, object_id: u32, name: &str) -> Result<(), StorageError> {
         self.hold_table(object_id)?.drop_index(object_id, name)

@@ -201,3 +201,72 @@ fn an_index_build_cut_short_leaves_no_index() {
         "built {built}, gone {gone}: cuts on both sides"
     );
 }
+
+/// ALTER INDEX ... REBUILD (index.rs invariant 5) cut at a seeded I/O: after recovery the
+/// table has exactly one index of that name and id, whole (its rows, CHECKDB's index check),
+/// the new one when the rebuild returned Ok, and no catalog mark is left.
+///
+/// Ignored until a catalog-persistence failure it found is fixed: with seed 38 (release
+/// seed count) the fdatasync after a catalog save's page writes fails, the database is
+/// poisoned, the crash tears the unsynced catalog page (1:17), and after recovery that
+/// page is still marked allocated to the catalog unit, so CHECKDB reports 8939 / 8928 on
+/// it. The index itself is right (the new one, whole: the COMMIT was durable). Run with
+/// `--ignored` to see it.
+#[test]
+#[ignore = "seed 38: a torn catalog page after a failed fdatasync stays allocated (8939)"]
+fn an_index_rebuild_cut_short_leaves_one_whole_index() {
+    let (mut new, mut old) = (0, 0);
+    for seed in 0..seed_count("XDB_CRASH_SEEDS", 10, 40) {
+        let fs = SimFileSystem::new(seed + 11, Faults::default());
+        let root = Path::new("/sim");
+        let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec("Xir", root)).unwrap();
+        let t = db.create_table(table_entry(true)).unwrap();
+        let x = db.begin_xact();
+        for k in 0..400u32 {
+            db.now(|d| d.insert_row(x, t, (&row(k, &[5; 120]), d.growth_env()), None))
+                .unwrap();
+        }
+        let lsn = db.commit_xact(x).unwrap().unwrap();
+        db.wal().unwrap().flush(lsn).unwrap();
+        let shared = SharedDatabase::new(db);
+        let before = shared.create_index(&index_on_k(t, "t_k", false)).unwrap();
+        shared.lock_for_tests().checkpoint().unwrap();
+        fs.set_faults(Faults {
+            fail_io_at: Some((fs.io_count() + 1 + (seed * 11) % 90, libc::EIO)),
+            ..Default::default()
+        });
+        let rebuilt = shared.rebuild_index(t, before);
+        drop(shared);
+        fs.set_faults(Faults::default());
+        fs.crash();
+        let db = Database::open(&fs, &root.join("Xir.mdf"))
+            .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        let ix: Vec<_> = db.indexes_of(t).collect();
+        assert_eq!(ix.len(), 1, "seed {seed}: one index");
+        assert_eq!(ix[0].name, "t_k");
+        assert_eq!(ix[0].index_of.as_ref().unwrap().index_id, 2);
+        match ix[0].object_id == before {
+            true => old += 1,
+            false => {
+                new += 1;
+            }
+        }
+        if let Ok(id) = rebuilt {
+            assert_eq!(
+                ix[0].object_id, id,
+                "seed {seed}: an acknowledged rebuild was lost"
+            );
+        }
+        assert_eq!(
+            db.scan_rows(ix[0].object_id).unwrap().len(),
+            400,
+            "seed {seed}"
+        );
+        assert!(db.catalog.tables.iter().all(|t| t.pending_ddl.is_none()));
+        assert_indexes_exact(&db, t, &format!("seed {seed}"));
+    }
+    assert!(
+        new > 0 && old > 0,
+        "new {new}, old {old}: cuts on both sides"
+    );
+}

@@ -47,6 +47,8 @@ pub struct CheckSettings {
     pub table_results: bool,
     pub physical_only: bool,
     pub maxdop: usize,
+    /// CHECKTABLE (table, index_id): only that nonclustered index of the table.
+    pub index_id: Option<u16>,
 }
 
 /// DATA_PURITY: the value is legal for its column's type, else the type's name (2570).
@@ -92,6 +94,7 @@ pub fn run_check(
             CheckKind::CheckAlloc | CheckKind::CheckCatalog => Some(Vec::new()),
             _ => objects,
         },
+        index_id: settings.index_id,
         values: Some(&value_check),
         cancel,
         progress,
@@ -283,8 +286,27 @@ fn table_results(lines: &[(SqlError, Option<&Finding>)], db_id: u16) -> Rowset {
     Rowset { columns, rows }
 }
 
+/// CHECKTABLE's index_id argument for table `object_id`: 0 for a heap, 1 for a clustered
+/// table, or one of its nonclustered indexes' ids; else Msg 2591.
+fn checked_index(
+    db: &extentdb_storage::instance::DbHandle,
+    object_id: u32,
+    index_id: i64,
+    name: &str,
+) -> Result<u16, Vec<SqlError>> {
+    let d = db.read().unwrap();
+    let base = d.table_by_id(object_id).map(|t| t.index_id as i64);
+    let found = base == Some(index_id)
+        || d.indexes_of(object_id)
+            .any(|ix| ix.index_of.as_ref().map(|i| i.index_id as i64) == Some(index_id));
+    match found {
+        true => Ok(index_id as u16),
+        false => Err(vec![msg(2591, &[&index_id, &name])]),
+    }
+}
+
 impl Session {
-    /// DBCC CHECKDB [(db [, NOINDEX])], CHECKTABLE (table [, NOINDEX]), CHECKALLOC [(db)],
+    /// DBCC CHECKDB [(db [, NOINDEX])], CHECKTABLE (table [, NOINDEX | index_id]), CHECKALLOC [(db)],
     /// CHECKCATALOG [(db)] [WITH ...]: resolves the target, takes a snapshot under the
     /// database's lock and releases it, checks with progress in sys.dm_exec_requests and the
     /// session's cancel flag polled, records a clean CHECKDB in the boot page, and reports.
@@ -295,16 +317,25 @@ impl Session {
         args: &[Value],
         out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
-        let settings = self.check_settings(d)?;
-        if let Some(Value::Text(t)) = args.get(1) {
-            let t = t.to_ascii_uppercase();
-            if t.starts_with("REPAIR_") {
-                // Repair needs single-user mode, which extentdb does not offer yet.
-                return Err(vec![msg(7919, &[])]);
+        let mut settings = self.check_settings(d)?;
+        let mut index_id = None;
+        match args.get(1) {
+            None => {}
+            Some(Value::Text(t)) => {
+                let t = t.to_ascii_uppercase();
+                if t.starts_with("REPAIR_") {
+                    // Repair needs single-user mode, which extentdb does not offer yet.
+                    return Err(vec![msg(7919, &[])]);
+                }
+                if t != "NOINDEX" {
+                    return Err(vec![msg(2526, &[])]);
+                }
             }
-            if t != "NOINDEX" {
-                return Err(vec![msg(2526, &[])]);
+            // CHECKTABLE (table, index_id); CHECKDB's second argument is no number.
+            Some(v) if kind == CheckKind::CheckTable => {
+                index_id = Some(super::eval::as_i64(v).map_err(|e| vec![e])?);
             }
+            Some(_) => return Err(vec![msg(2526, &[])]),
         }
         let inst = self.engine.instance.clone();
         let (db_id, db, objects) = match kind {
@@ -331,6 +362,9 @@ impl Session {
                     .table(&schema, bare)
                     .map(|t| t.object_id)
                     .ok_or_else(|| vec![msg(2501, &[name])])?;
+                if let Some(i) = index_id {
+                    settings.index_id = Some(checked_index(&db, id, i, name)?);
+                }
                 (self.database_id, db, Some(vec![id]))
             }
             _ => {

@@ -102,7 +102,7 @@ impl Session {
 }
 
 /// Whether `name` is table `t`'s PRIMARY KEY's clustered index.
-fn is_primary_key(t: &TableEntry, name: &str) -> bool {
+pub(super) fn is_primary_key(t: &TableEntry, name: &str) -> bool {
     t.index_id == 1
         && t.primary_key
             .as_ref()

@@ -23,6 +23,7 @@ pub use output::{Collect, Out, OutputSink};
 
 mod admin;
 mod aggregate;
+mod alter_index;
 mod backup;
 mod batch_cache;
 pub mod checkdb;
@@ -49,6 +50,7 @@ mod logins;
 mod lower;
 mod merge;
 pub mod output;
+mod physical_stats;
 mod principal_views;
 mod security;
 mod security_ddl;
@@ -828,6 +830,7 @@ impl Session {
             K::TruncateTable { name } => self.truncate_table(name)?,
             K::CreateIndex(c) => self.create_index(c)?,
             K::DropIndex { if_exists, indexes } => self.drop_indexes(*if_exists, indexes)?,
+            K::AlterIndex(a) => self.alter_index(a)?,
             K::Insert(i) => self.insert(i, out)?,
             K::Update(u) => self.update(u, out)?,
             K::Delete(d) => self.delete(d, out)?,

@@ -469,14 +469,21 @@ impl Session {
         }
     }
 
-    /// The rows of a table-valued function in FROM: sys.fn_my_permissions; any other is not
-    /// built (40517).
+    /// The rows of a table-valued function in FROM: sys.fn_my_permissions and
+    /// sys.dm_db_index_physical_stats (physical_stats.rs); any other is not built (40517).
     pub(super) fn table_function(
         &mut self,
         name: &crate::ast::ObjectName,
         args: &[crate::ast::Expr],
     ) -> Result<Rowset, Vec<SqlError>> {
         let schema = name.qualifier().unwrap_or("sys");
+        if schema.eq_ignore_ascii_case("sys")
+            && name
+                .name()
+                .eq_ignore_ascii_case("dm_db_index_physical_stats")
+        {
+            return self.index_physical_stats(args);
+        }
         if !(schema.eq_ignore_ascii_case("sys")
             && name.name().eq_ignore_ascii_case("fn_my_permissions"))
         {

@@ -1,0 +1,473 @@
+//! ALTER INDEX ... REBUILD / REORGANIZE (exec/alter_index.rs, storage's index.rs
+//! invariant 5), sys.dm_db_index_physical_stats (exec/physical_stats.rs, storage's
+//! physical_stats.rs) and DBCC CHECKTABLE (table, index_id), through real TDS sessions:
+//! a rebuild keeps every row and makes a fragmented index compact, the DMV's numbers agree
+//! with COUNT(*) and sp_spaceused, refusals carry SQL Server's numbers and change nothing,
+//! a kill -9 during a rebuild leaves the old index or the new one whole, and sessions
+//! writing and reading beside a rebuild lose nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use extentdb_tds::client::Client;
+
+mod common;
+use common::tds::{
+    all_rows, assert_checkdb_clean, connect_at, int, numbers, restart, run, show,
+    start_in_database, table, Server,
+};
+
+fn value(c: &mut Client, sql: &str) -> i64 {
+    int(&all_rows(&run(c, sql))[0][0])
+}
+
+fn float(c: &mut Client, sql: &str) -> f64 {
+    match &all_rows(&run(c, sql))[0][0] {
+        extentdb_sql::types::Value::Float(f) => *f,
+        other => panic!("not a float: {other:?}"),
+    }
+}
+
+/// Rows of index `index` of table `t` (sys.partitions), and of the table itself.
+fn index_and_table_rows(c: &mut Client, t: &str, index: &str) -> (i64, i64) {
+    let ix = value(
+        c,
+        &format!(
+            "SELECT p.rows FROM sys.partitions AS p JOIN sys.indexes AS i \
+             ON i.object_id = p.object_id AND i.index_id = p.index_id \
+             WHERE i.name = '{index}' AND p.object_id = OBJECT_ID('{t}')"
+        ),
+    );
+    (ix, value(c, &format!("SELECT COUNT(*) FROM {t}")))
+}
+
+/// The leaf row of the DMV for index `index_id` of `t` in `mode`: fragmentation %,
+/// fragment_count, page_count, record_count (NULL as -1).
+fn leaf_stats(c: &mut Client, t: &str, index_id: i32, mode: &str) -> (f64, i64, i64, i64) {
+    let r = &all_rows(&run(
+        c,
+        &format!(
+            "SELECT avg_fragmentation_in_percent, fragment_count, page_count, \
+             ISNULL(record_count, -1) FROM sys.dm_db_index_physical_stats \
+             (DB_ID(), OBJECT_ID('{t}'), {index_id}, NULL, '{mode}') WHERE index_level = 0"
+        ),
+    ))[0];
+    let f = match &r[0] {
+        extentdb_sql::types::Value::Float(f) => *f,
+        other => panic!("not a float: {other:?}"),
+    };
+    (f, int(&r[1]), int(&r[2]), int(&r[3]))
+}
+
+/// Fills `t` (id, k, pad) with `n` rows whose k values arrive in scattered order, so the
+/// index on k splits all over its leaf level; 500 rows a transaction (one transaction of
+/// tens of thousands of scattered index inserts trips "LeafRoom needed twice" in
+/// shared.rs on main, a bug outside this feature).
+fn fill_scattered(c: &mut Client, t: &str, n: i64) {
+    run(
+        c,
+        &format!(
+            "SET NOCOUNT ON; DECLARE @i INT = 0; WHILE @i < {n} BEGIN \
+             IF @i % 500 = 0 BEGIN TRAN; \
+             INSERT INTO {t} VALUES (@i, (@i * 7919) % 100003, REPLICATE('p', 60)); \
+             SET @i += 1; IF @i % 500 = 0 OR @i = {n} COMMIT; END"
+        ),
+    );
+}
+
+/// A fragmented index rebuilt: the same rows through its key, CHECKDB clean, sys.indexes
+/// unchanged, and its fragmentation and page count drop; the DMV's counts agree with
+/// COUNT(*) and sp_spaceused; REBUILD ALL on a heap and REORGANIZE do the same.
+#[test]
+fn rebuild_compacts_and_keeps_every_row() {
+    let (_s, mut c) = start_in_database(
+        "aix-rebuild",
+        "aix",
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT, pad VARCHAR(100)); \
+         CREATE INDEX t_k ON t (k); \
+         CREATE TABLE h (id INT, k INT, pad VARCHAR(100)); \
+         CREATE UNIQUE INDEX h_id ON h (id); CREATE INDEX h_k ON h (k) INCLUDE (pad)",
+    );
+    fill_scattered(&mut c, "t", 6000);
+    fill_scattered(&mut c, "h", 6000);
+    let before = leaf_stats(&mut c, "t", 2, "DETAILED");
+    assert_eq!(before.3, 6000, "record_count is the table's rows");
+    assert!(
+        before.0 > 30.0,
+        "scattered inserts fragment the index: {before:?}"
+    );
+    let probe = "SELECT COUNT(*), SUM(CAST(id AS BIGINT)) FROM t WHERE k BETWEEN 500 AND 40000";
+    let rows_before = table(&mut c, probe);
+    let catalog = "SELECT name, index_id, type_desc, is_unique FROM sys.indexes \
+                   WHERE object_id IN (OBJECT_ID('t'), OBJECT_ID('h')) ORDER BY object_id, index_id";
+    let indexes_before = table(&mut c, catalog);
+
+    run(
+        &mut c,
+        "ALTER INDEX t_k ON dbo.t REBUILD WITH (ONLINE = OFF, MAXDOP = 1)",
+    );
+    let after = leaf_stats(&mut c, "t", 2, "DETAILED");
+    assert_eq!(after.3, 6000);
+    assert!(
+        after.0 < 5.0 && after.0 < before.0 / 4.0,
+        "{before:?} -> {after:?}"
+    );
+    assert!(
+        after.2 < before.2,
+        "a compact leaf level: {before:?} -> {after:?}"
+    );
+    assert!(after.1 <= before.1);
+    assert_eq!(table(&mut c, probe), rows_before);
+    assert_eq!(table(&mut c, catalog), indexes_before);
+    assert_eq!(index_and_table_rows(&mut c, "t", "t_k"), (6000, 6000));
+    assert_checkdb_clean(&mut c, "aix", "after REBUILD");
+
+    // A heap's ALL, then REORGANIZE (built as a rebuild).
+    let heap_before = leaf_stats(&mut c, "h", 3, "SAMPLED");
+    run(
+        &mut c,
+        "ALTER INDEX ALL ON h REBUILD WITH (FILLFACTOR = 100, SORT_IN_TEMPDB = ON)",
+    );
+    run(
+        &mut c,
+        "ALTER INDEX h_id ON aix.dbo.h REORGANIZE WITH (LOB_COMPACTION = ON)",
+    );
+    let heap_after = leaf_stats(&mut c, "h", 3, "SAMPLED");
+    assert!(
+        heap_after.0 < heap_before.0,
+        "{heap_before:?} -> {heap_after:?}"
+    );
+    assert_eq!(heap_after.3, 6000);
+    assert_eq!(index_and_table_rows(&mut c, "h", "h_id"), (6000, 6000));
+    assert_eq!(index_and_table_rows(&mut c, "h", "h_k"), (6000, 6000));
+    assert_eq!(table(&mut c, catalog), indexes_before);
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT COUNT(*) FROM h WHERE k BETWEEN 500 AND 40000"
+        ),
+        [rows_before[0].split(',').next().unwrap()]
+    );
+    // Still enforced after the rebuild: the unique index refuses a duplicate.
+    assert_eq!(
+        numbers(&mut c, "INSERT INTO h VALUES (5, 0, 'dup')"),
+        [2601]
+    );
+    assert_checkdb_clean(&mut c, "aix", "after REBUILD ALL and REORGANIZE");
+
+    // The heap's and the clustered table's rows: page_count as sp_spaceused's data,
+    // record_count as COUNT(*); LIMITED leaves record counts NULL.
+    for (t, index_id) in [("h", 0), ("t", 1)] {
+        let (_, _, pages, records) = leaf_stats(&mut c, t, index_id, "DETAILED");
+        assert_eq!(records, value(&mut c, &format!("SELECT COUNT(*) FROM {t}")));
+        let used = all_rows(&run(&mut c, &format!("EXEC sp_spaceused '{t}'")));
+        let data_kb: i64 = show(&used[0][3])
+            .trim_end_matches(" KB")
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(pages * 8, data_kb, "{t}: {used:?}");
+        let limited = leaf_stats(&mut c, t, index_id, "LIMITED");
+        assert_eq!((limited.2, limited.3), (pages, -1));
+    }
+    // Every index of the database in one call (NULLs and DEFAULT), one row per level in
+    // DETAILED, only the leaves otherwise.
+    let all = value(
+        &mut c,
+        "SELECT COUNT(*) FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, DEFAULT)",
+    );
+    assert_eq!(all, 5);
+    let levels = value(
+        &mut c,
+        "SELECT COUNT(*) FROM sys.dm_db_index_physical_stats(DB_ID(), 0, -1, 0, 'DETAILED')",
+    );
+    let depths = value(
+        &mut c,
+        "SELECT SUM(CAST(index_depth AS INT)) FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, NULL)",
+    );
+    assert_eq!(levels, depths);
+    let used = float(
+        &mut c,
+        "SELECT avg_page_space_used_in_percent FROM sys.dm_db_index_physical_stats \
+         (DB_ID(), OBJECT_ID('t'), 2, 1, 'DETAILED') WHERE index_level = 0",
+    );
+    assert!(used > 90.0, "a rebuilt leaf level is full: {used}");
+}
+
+/// Every refusal and error with SQL Server's number; nothing a refused statement named
+/// changes (the index's pages, sys.indexes).
+#[test]
+fn refusals_and_errors_change_nothing() {
+    let (s, mut c) = start_in_database(
+        "aix-refuse",
+        "aix",
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT); CREATE INDEX t_k ON t (k); \
+         INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
+    );
+    let state = |c: &mut Client| {
+        (
+            table(
+                c,
+                "SELECT name, index_id FROM sys.indexes WHERE object_id = OBJECT_ID('t') ORDER BY index_id",
+            ),
+            table(
+                c,
+                "SELECT total_pages FROM sys.allocation_units ORDER BY allocation_unit_id",
+            ),
+        )
+    };
+    let before = state(&mut c);
+    let pk = table(
+        &mut c,
+        "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID('t') AND index_id = 1",
+    )
+    .remove(0);
+    let pk_rebuild = format!("ALTER INDEX {pk} ON t REBUILD");
+    for (sql, want) in [
+        ("ALTER INDEX t_k ON t DISABLE", 40517),
+        ("ALTER INDEX t_k ON t REBUILD PARTITION = 1", 40517),
+        ("ALTER INDEX t_k ON t REORGANIZE PARTITION = 1", 40517),
+        ("ALTER INDEX t_k ON t SET (ALLOW_PAGE_LOCKS = OFF)", 40517),
+        ("ALTER INDEX t_k ON t RESUME", 40517),
+        ("ALTER INDEX t_k ON t PAUSE", 40517),
+        ("ALTER INDEX t_k ON t ABORT", 40517),
+        ("ALTER INDEX t_k ON t REBUILD WITH (ONLINE = ON)", 40517),
+        (
+            "ALTER INDEX t_k ON t REBUILD WITH (DATA_COMPRESSION = PAGE)",
+            40517,
+        ),
+        ("ALTER INDEX t_k ON t REBUILD WITH (FILLFACTOR = 80)", 40517),
+        ("ALTER INDEX t_k ON t REBUILD WITH (PAD_INDEX = ON)", 40517),
+        (
+            "ALTER INDEX t_k ON t REORGANIZE WITH (LOB_COMPACTION = OFF)",
+            40517,
+        ),
+        (
+            "ALTER INDEX t_k ON t REBUILD WITH (ONLINE = OFF, MAXDOP = -1)",
+            40517,
+        ),
+        (pk_rebuild.as_str(), 40517),
+        ("ALTER INDEX ALL ON t REBUILD", 40517),
+        ("ALTER INDEX nope ON t REBUILD", 7999),
+        ("ALTER INDEX t_k ON nope REBUILD", 1088),
+        ("BEGIN TRAN; ALTER INDEX t_k ON t REBUILD", 40517),
+        ("ALTER INDEX t_k ON t FROB", 102),
+    ] {
+        let got = numbers(&mut c, sql);
+        assert_eq!(got.first(), Some(&want), "{sql}: {got:?}");
+        let _ = c.batch("IF @@TRANCOUNT > 0 ROLLBACK");
+    }
+    // A user without ALTER on the table is refused as CREATE INDEX refuses it.
+    run(
+        &mut c,
+        "CREATE LOGIN reader WITH PASSWORD = 'Aix-Test-Pass-1'; \
+         CREATE USER reader FOR LOGIN reader; GRANT SELECT ON t TO reader",
+    );
+    let mut reader = extentdb_tds::client::Client::connect(
+        &s.addr,
+        &extentdb_tds::client::ConnectOptions {
+            user: "reader".into(),
+            password: "Aix-Test-Pass-1".into(),
+            database: Some("aix".into()),
+            timeout: Some(Duration::from_secs(60)),
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|_| panic!("reader's login"));
+    assert_eq!(numbers(&mut reader, "ALTER INDEX t_k ON t REBUILD"), [1088]);
+    assert_eq!(state(&mut c), before);
+    let pk = value(
+        &mut c,
+        "SELECT COUNT(*) FROM sys.indexes WHERE object_id = OBJECT_ID('t') AND is_primary_key = 1",
+    );
+    assert_eq!(pk, 1);
+    // The DMV's arguments.
+    for (sql, want) in [
+        (
+            "SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, 'FAST')",
+            1023,
+        ),
+        (
+            "SELECT * FROM sys.dm_db_index_physical_stats(32000, NULL, NULL, NULL, NULL)",
+            1023,
+        ),
+        (
+            "SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, -2, NULL, NULL)",
+            1023,
+        ),
+        (
+            "SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL)",
+            216,
+        ),
+        (
+            "SELECT * FROM sys.dm_db_index_physical_stats(DB_ID(), NULL, NULL, NULL, NULL, 1)",
+            8144,
+        ),
+        ("DBCC CHECKTABLE ('t', 9)", 2591),
+    ] {
+        assert_eq!(numbers(&mut c, sql).first(), Some(&want), "{sql}");
+    }
+    // An object or partition that does not exist has no rows.
+    let none = value(
+        &mut c,
+        "SELECT COUNT(*) FROM sys.dm_db_index_physical_stats(DB_ID(), 987654, NULL, NULL, NULL)",
+    );
+    assert_eq!(none, 0);
+    let none = value(
+        &mut c,
+        "SELECT COUNT(*) FROM sys.dm_db_index_physical_stats(DB_ID(), OBJECT_ID('t'), NULL, 2, NULL)",
+    );
+    assert_eq!(none, 0);
+}
+
+/// DBCC CHECKTABLE (table, index_id) checks that index against its table: a clean report
+/// naming the table, for the index and for the table's own index id.
+#[test]
+fn checktable_of_one_index() {
+    let (_s, mut c) = start_in_database(
+        "aix-checktable",
+        "aix",
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT); CREATE INDEX t_k ON t (k); \
+         CREATE INDEX t_k2 ON t (k, id); INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
+    );
+    for sql in [
+        "DBCC CHECKTABLE ('t', 2)",
+        "DBCC CHECKTABLE ('dbo.t', 1)",
+        "DBCC CHECKTABLE ('t', 3)",
+    ] {
+        let r = run(&mut c, sql);
+        let lines: Vec<String> = r
+            .outputs
+            .iter()
+            .filter_map(|o| match o {
+                extentdb_sql::exec::Output::Info(m) => Some(m.text.clone()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            lines.iter().any(|l| l.contains("There are 3 rows")),
+            "{sql}: {lines:?}"
+        );
+        assert!(r.errors().next().is_none(), "{sql}: {lines:?}");
+    }
+}
+
+/// kill -9 while a big index is being rebuilt, early and late: after recovery the index is
+/// the old or the new one, whole (CHECKDB's index check, its row count), and every row is
+/// there.
+#[test]
+fn kill_9_during_rebuild_leaves_one_whole_index() {
+    let s = Server::start("aix-kill9", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE k9; USE k9; \
+         CREATE TABLE big (id INT PRIMARY KEY, k INT, pad VARCHAR(100)); \
+         CREATE INDEX big_k ON big (k) INCLUDE (pad)",
+    );
+    fill_scattered(&mut c, "big", 40000);
+    // Early in the copy (the rebuild takes about 1.4 s here), then late in it or at its
+    // commit, whichever the second kill meets.
+    let mut s = s;
+    for (delay_ms, must_interrupt) in [(400, true), (1100, false)] {
+        let addr = s.addr.clone();
+        let rebuild = thread::spawn(move || {
+            let mut c = connect_at(&addr, Some("k9"), 120).unwrap();
+            let done = c.batch("ALTER INDEX big_k ON big REBUILD");
+            done.is_ok_and(|r| r.errors().next().is_none())
+        });
+        thread::sleep(Duration::from_millis(delay_ms));
+        s = restart(s);
+        let finished = rebuild.join().unwrap();
+        assert!(
+            !(finished && must_interrupt),
+            "the kill came after the rebuild: make the index bigger"
+        );
+        let mut c = s.connect_to(Some("k9"));
+        assert_checkdb_clean(&mut c, "k9", &format!("after the kill at {delay_ms} ms"));
+        assert_eq!(index_and_table_rows(&mut c, "big", "big_k"), (40000, 40000));
+        assert_eq!(
+            table(
+                &mut c,
+                "SELECT name, index_id FROM sys.indexes WHERE object_id = OBJECT_ID('big') AND index_id > 1"
+            ),
+            ["big_k,2"]
+        );
+        let through_index = value(
+            &mut c,
+            "SELECT COUNT(*) FROM big WHERE k BETWEEN 0 AND 100003",
+        );
+        assert_eq!(through_index, 40000);
+    }
+    let mut c = s.connect_to(Some("k9"));
+
+    // And the index rebuilds after recovery.
+    run(&mut c, "ALTER INDEX big_k ON big REBUILD");
+    assert_eq!(index_and_table_rows(&mut c, "big", "big_k"), (40000, 40000));
+    assert_checkdb_clean(&mut c, "k9", "after a rebuild following recovery");
+}
+
+/// Three sessions insert and read through the index while a fourth rebuilds it over and
+/// over: they wait for each rebuild (Sch-M) or run between them; afterwards CHECKDB is
+/// clean and every acknowledged insert is in the table and the index.
+#[test]
+fn sessions_beside_rebuilds_lose_nothing() {
+    let (s, mut c) = start_in_database(
+        "aix-beside",
+        "aix",
+        "CREATE TABLE t (id INT PRIMARY KEY, k INT, pad VARCHAR(100)); CREATE INDEX t_k ON t (k)",
+    );
+    fill_scattered(&mut c, "t", 5000);
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..3)
+        .map(|w| {
+            let (addr, stop, acked) = (s.addr.clone(), stop.clone(), acked.clone());
+            thread::spawn(move || {
+                let mut c = connect_at(&addr, Some("aix"), 120).unwrap();
+                let mut i = 0i64;
+                while !stop.load(Ordering::Relaxed) {
+                    let id = 1_000_000 + w * 100_000 + i;
+                    let sql = format!(
+                        "INSERT INTO t VALUES ({id}, {}, 'w'); SELECT COUNT(*) FROM t WHERE k = {}",
+                        id % 977,
+                        id % 977
+                    );
+                    let r = c.batch(&sql).unwrap();
+                    if r.errors().next().is_none() {
+                        acked.lock().unwrap().push(id);
+                    }
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    for _ in 0..4 {
+        run(&mut c, "ALTER INDEX t_k ON t REBUILD");
+        thread::sleep(Duration::from_millis(100));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in writers {
+        w.join().unwrap();
+    }
+    let acked = acked.lock().unwrap().clone();
+    assert!(!acked.is_empty());
+    assert_checkdb_clean(&mut c, "aix", "after rebuilds beside writers");
+    let (ix, rows) = index_and_table_rows(&mut c, "t", "t_k");
+    assert_eq!(ix, rows);
+    assert_eq!(rows, 5000 + acked.len() as i64);
+    let present = value(&mut c, "SELECT COUNT(*) FROM t WHERE id >= 1000000");
+    assert_eq!(present, acked.len() as i64);
+    for id in acked.iter().step_by(97) {
+        let n = value(
+            &mut c,
+            &format!(
+                "SELECT COUNT(*) FROM t WHERE k = {} AND id = {id}",
+                id % 977
+            ),
+        );
+        assert_eq!(n, 1, "acknowledged row {id}");
+    }
+}
