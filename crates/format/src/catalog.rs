@@ -195,6 +195,8 @@ pub struct CheckConstraint {
     pub is_disabled: bool,
     /// Added WITH NOCHECK: the rows there before were not checked.
     pub is_not_trusted: bool,
+    /// Named by the engine (`CK__...`), not by a CONSTRAINT clause.
+    pub is_system_named: bool,
     /// The expression as T-SQL text inside one pair of parentheses (sys.check_constraints
     /// .definition), parsed again to enforce it.
     pub definition: String,
@@ -818,14 +820,15 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
 }
 
 /// Version 10's CHECK constraints: u16 count, then each: object id u32, name, column id
-/// u16 (0: table-level), flags u8 (bit 0 disabled, bit 1 not trusted), definition.
+/// u16 (0: table-level), flags u8 (bit 0 disabled, bit 1 not trusted, bit 2 system
+/// named), definition.
 fn encode_checks(w: &mut Writer, checks: &[CheckConstraint]) {
     w.u16(checks.len() as u16);
     for k in checks {
         w.u32(k.object_id);
         w.string(&k.name);
         w.u16(k.column_id);
-        w.u8(k.is_disabled as u8 | (k.is_not_trusted as u8) << 1);
+        w.u8(k.is_disabled as u8 | (k.is_not_trusted as u8) << 1 | (k.is_system_named as u8) << 2);
         w.string(&k.definition);
     }
 }
@@ -838,7 +841,7 @@ fn decode_checks(r: &mut Reader<'_>, object_id: u32) -> Result<Vec<CheckConstrai
         let name = r.string()?;
         let column_id = r.u16()?;
         let flags = r.u8()?;
-        if flags & !3 != 0 {
+        if flags & !7 != 0 {
             return Err(corrupt(
                 PageId::NULL,
                 format!("table {object_id} has unknown CHECK flags {flags}"),
@@ -850,6 +853,7 @@ fn decode_checks(r: &mut Reader<'_>, object_id: u32) -> Result<Vec<CheckConstrai
             column_id,
             is_disabled: flags & 1 != 0,
             is_not_trusted: flags & 2 != 0,
+            is_system_named: flags & 4 != 0,
             definition: r.string()?,
         });
     }

@@ -505,7 +505,7 @@ fn index_tag(c: &Catalog) {
 
 /// Version 10's CHECK constraints follow the index tag: u16 count, then each constraint's
 /// object id u32, name, column id u16 (0 table-level), flags u8 (bit 0 disabled, bit 1 not
-/// trusted) and definition. A version 9 blob has none; an unknown flag is damage, and so
+/// trusted, bit 2 system named) and definition. A version 9 blob has none; an unknown flag is damage, and so
 /// is a constraint on a column its table lacks.
 fn check_constraint_list(c: &Catalog) {
     use extentdb_format::catalog::CheckConstraint;
@@ -526,6 +526,7 @@ fn check_constraint_list(c: &Catalog) {
         column_id: 1,
         is_disabled: false,
         is_not_trusted: true,
+        is_system_named: true,
         definition: "([c1]>(0))".into(),
     });
     let b = k.encode();
@@ -535,7 +536,7 @@ fn check_constraint_list(c: &Catalog) {
         &5u16.to_le_bytes(),
         b"CK_c1",
         &1u16.to_le_bytes(),
-        &[2],
+        &[6],
         &10u16.to_le_bytes(),
         b"([c1]>(0))",
     ]
@@ -544,9 +545,9 @@ fn check_constraint_list(c: &Catalog) {
     assert_eq!(b.len(), blob.len() + expect.len() - 2);
     assert_eq!(Catalog::decode(&b, at).unwrap(), k);
     let mut d = b.clone();
-    d[tag + 12 + 2 + 4 + 2 + 5 + 2] = 4;
+    d[tag + 12 + 2 + 4 + 2 + 5 + 2] = 8;
     let e = Catalog::decode(&d, at).unwrap_err().to_string();
-    assert!(e.contains("unknown CHECK flags 4"), "{e}");
+    assert!(e.contains("unknown CHECK flags 8"), "{e}");
     k.tables[0].checks[0].column_id = 9;
     assert!(k.check_invariants().unwrap_err().contains("names column 9"));
 }

@@ -27,6 +27,11 @@
 //!    one: 40517, as every ALTER TABLE here) under the table's Sch-M lock, so WITH CHECK's
 //!    scan of the existing rows sees no other session's open change and no row arrives
 //!    between the scan and the catalog change.
+//! 5. A writer resolves its table before it holds the table's intent lock; once it holds
+//!    it (before its first write, `checks_unchanged`), no ALTER can change the constraints
+//!    until it ends, and the constraints it checked rows against must be the catalog's
+//!    then. A constraint changed in between fails the statement (40517, nothing written)
+//!    instead of letting an unchecked row in.
 //!
 //! Not here: FOREIGN KEY constraints, enabling and disabling a constraint (NOCHECK
 //! CONSTRAINT / CHECK CONSTRAINT), NOT FOR REPLICATION: all refused at parse (40517).
@@ -238,6 +243,7 @@ pub(super) fn check_entry(
         column_id,
         is_disabled: false,
         is_not_trusted: false,
+        is_system_named: def.name.is_none(),
         definition: definition_text(&def.expr)?,
     })
 }
@@ -387,6 +393,22 @@ impl Session {
         }
     }
 
+    /// Invariant 5: called holding `t`'s intent lock, before the statement's first write.
+    pub(super) fn checks_unchanged(&self, t: &TableRef) -> Result<(), Vec<SqlError>> {
+        let d = t.db.read().unwrap();
+        // A table gone meanwhile is storage's to report when the write reaches it.
+        let changed = d
+            .table_by_id(t.entry.object_id)
+            .is_some_and(|now| now.checks != t.entry.checks);
+        match changed {
+            true => Err(vec![not_yet(
+                "CHECK constraints changed by another session between a statement's start \
+                 and its first write (run it again)",
+            )]),
+            false => Ok(()),
+        }
+    }
+
     /// ALTER TABLE t [WITH CHECK | WITH NOCHECK] ADD [CONSTRAINT name] CHECK (expr):
     /// with CHECK (the default) every existing row is checked first (547 and nothing
     /// changes); with NOCHECK the constraint is not trusted (invariant 4).
@@ -529,7 +551,7 @@ pub(super) fn check_constraints_view(db: &Database) -> super::views::Rowset {
                 Value::Bit(k.is_not_trusted),
                 Value::Int(k.column_id as i32),
                 text(&k.definition),
-                Value::Bit(k.name.starts_with("CK__")),
+                Value::Bit(k.is_system_named),
             ]);
         }
     }

@@ -342,6 +342,7 @@ impl Session {
     ) -> Result<(), Vec<SqlError>> {
         let locking = self.row_locking(t, true, hints)?;
         locking.table_intent()?;
+        self.checks_unchanged(t)?;
         if t.entry.index_id == 1 {
             // Keys another open transaction deleted are waited for now, not with the
             // database held (a key from an identity or a spool is new: never held).
@@ -611,6 +612,7 @@ impl Session {
         locking: &super::locking::RowLocking,
         output: Option<&mut SortSpill>,
     ) -> Result<(), Vec<SqlError>> {
+        self.checks_unchanged(t)?;
         if moves_keys {
             return self.write_key_updates(t, changes, locking, output);
         }
