@@ -5,7 +5,10 @@
 //! 1. A constraint's object id comes from the catalog's next object id, as a table's does,
 //!    so no two objects share one; `create_table` numbers its table's constraints after
 //!    the table.
-//! 2. Adding or dropping a constraint is one catalog change (`change_catalog`), made
+//! 2. Constraint names are unique among the database's CHECK constraints: `add_check_
+//!    constraint` refuses a name taken (`TableExists`), checked holding the database, so
+//!    two sessions adding the same name to different tables cannot both succeed.
+//! 3. Adding or dropping a constraint is one catalog change (`change_catalog`), made
 //!    holding the database: it is whole or absent after a crash. It is made outside any
 //!    transaction (the SQL layer refuses ALTER TABLE inside one), so no rollback has to
 //!    take it back.
@@ -34,6 +37,10 @@ impl Database {
         mut check: CheckConstraint,
     ) -> Result<u32, StorageError> {
         self.table_or_err(object_id)?;
+        let mut taken = self.catalog.tables.iter().flat_map(|t| &t.checks);
+        if taken.any(|k| k.name.eq_ignore_ascii_case(&check.name)) {
+            return Err(StorageError::TableExists(check.name));
+        }
         check.object_id = 0;
         let mut id = 0;
         self.change_catalog(|c| {

@@ -440,8 +440,14 @@ impl Session {
             };
             self.check_existing_rows(&t, rule)?;
         }
+        // A name another session took meanwhile: 2714 from storage (its invariant 2).
         t.db.add_check_constraint(t.entry.object_id, k)
-            .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
+            .map_err(|e| match e {
+                extentdb_storage::StorageError::TableExists(n) => {
+                    vec![msg(2714, &[&n]), msg(1750, &[])]
+                }
+                e => super::errors::map(&e, super::errors::Context::Other),
+            })?;
         Ok(())
     }
 
@@ -600,4 +606,43 @@ pub(super) fn objects_view(db: &Database) -> super::views::Rowset {
         }
     }
     super::views::Rowset { columns, rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Generated names have SQL Server's shape: CK__, up to 8 characters of the table,
+    /// up to 5 of the column for a column constraint, 8 hex digits; each creation differs.
+    #[test]
+    fn generated_names_have_sql_servers_shape() {
+        let a = generated_name("OrderLines", Some("Quantity"), 1);
+        assert!(a.starts_with("CK__OrderLin__Quant__"), "{a}");
+        assert_eq!(a.len(), "CK__OrderLin__Quant__".len() + 8);
+        let b = generated_name("OrderLines", None, 2);
+        assert!(b.starts_with("CK__OrderLin__"), "{b}");
+        assert_eq!(b.len(), "CK__OrderLin__".len() + 8);
+        assert_ne!(
+            generated_name("t", None, 1),
+            generated_name("t", None, 2),
+            "a different creation, a different name"
+        );
+    }
+
+    /// A definition is stored in one pair of parentheses and parses back to the same
+    /// stored text.
+    #[test]
+    fn definitions_round_trip() {
+        for (sql, stored) in [
+            ("qty > 0", "([qty]>(0))"),
+            ("a BETWEEN 1 AND 9", "([a] BETWEEN (1) AND (9))"),
+            ("LEN(code) = 3", "(len([code])=(3))"),
+            ("code LIKE 'A%'", "([code] LIKE 'A%')"),
+        ] {
+            let e = parse_definition(sql).unwrap();
+            assert_eq!(definition_text(&e).unwrap(), stored, "{sql}");
+            let back = parse_definition(stored).unwrap();
+            assert_eq!(definition_text(&back).unwrap(), stored, "{sql}");
+        }
+    }
 }
