@@ -23,6 +23,8 @@
 //!    an IDENTITY column.
 //! 8. A table's pending-DDL mark (`PendingDdl`) says CREATE, DROP or both: a mark that says
 //!    neither is damage.
+//! 9. A CHECK constraint's column id is 0 (table-level) or one of its table's columns, and
+//!    only a table (not an index entry) has CHECK constraints.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -36,8 +38,9 @@ use crate::{
 /// added state 3 (OFFLINE) to master's list of databases and the user access in the state
 /// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER. Version 6 added
 /// each table's identity value (`IdentityLast`) after its columns; older blobs decode with
-/// `IdentityLast::Unknown` for a table with an IDENTITY column.
-pub const CATALOG_VERSION: u16 = 9;
+/// `IdentityLast::Unknown` for a table with an IDENTITY column. Version 10 added each
+/// table's CHECK constraints after its index tag; older blobs decode with none.
+pub const CATALOG_VERSION: u16 = 10;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -177,6 +180,26 @@ pub struct TableEntry {
     /// index's B-tree, whose `columns` are its index record's and whose `primary_key` is its
     /// B-tree key (storage's index.rs).
     pub index_of: Option<IndexOf>,
+    /// The table's CHECK constraints (version 10; none before), in creation order.
+    pub checks: Vec<CheckConstraint>,
+}
+
+/// A CHECK constraint (sys.check_constraints row, sys.objects type 'C').
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckConstraint {
+    pub object_id: u32,
+    pub name: String,
+    /// The column of a column-level constraint (parent_column_id); 0 for a table-level one.
+    pub column_id: u16,
+    /// ALTER TABLE ... NOCHECK CONSTRAINT (not built yet: always false).
+    pub is_disabled: bool,
+    /// Added WITH NOCHECK: the rows there before were not checked.
+    pub is_not_trusted: bool,
+    /// Named by the engine (`CK__...`), not by a CONSTRAINT clause.
+    pub is_system_named: bool,
+    /// The expression as T-SQL text inside one pair of parentheses (sys.check_constraints
+    /// .definition), parsed again to enforce it.
+    pub definition: String,
 }
 
 /// A nonclustered index (sys.indexes row with index id 2 or more) kept as its own B-tree
@@ -616,6 +639,7 @@ impl Catalog {
             if let Some(ix) = &t.index_of {
                 check_index_entry(self, t, ix)?;
             }
+            check_check_constraints(t)?;
         }
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
@@ -631,6 +655,22 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// Invariant 9: each CHECK constraint names no column its table lacks.
+fn check_check_constraints(t: &TableEntry) -> Result<(), String> {
+    if t.index_of.is_some() && !t.checks.is_empty() {
+        return Err(format!("index {} has CHECK constraints", t.name));
+    }
+    for k in &t.checks {
+        if k.column_id != 0 && !t.columns.iter().any(|c| c.column_id == k.column_id) {
+            return Err(format!(
+                "CHECK constraint {} of table {} names column {} it lacks",
+                k.name, t.name, k.column_id
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An index entry's shape: its base table exists and is not an index, its sources are
@@ -701,6 +741,11 @@ fn check_table_lengths(t: &TableEntry) -> Result<(), TooLong> {
         fits("identifier", &c.name, MAX_NAME_CHARS)?;
         fits("default definition", &c.default_sql, MAX_DEFINITION_CHARS)?;
     }
+    count_fits("CHECK constraint list", t.checks.len())?;
+    for k in &t.checks {
+        fits("identifier", &k.name, MAX_NAME_CHARS)?;
+        fits("check definition", &k.definition, MAX_DEFINITION_CHARS)?;
+    }
     Ok(())
 }
 
@@ -769,6 +814,50 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     if version >= 9 {
         encode_index_of(w, t.index_of.as_ref());
     }
+    if version >= 10 {
+        encode_checks(w, &t.checks);
+    }
+}
+
+/// Version 10's CHECK constraints: u16 count, then each: object id u32, name, column id
+/// u16 (0: table-level), flags u8 (bit 0 disabled, bit 1 not trusted, bit 2 system
+/// named), definition.
+fn encode_checks(w: &mut Writer, checks: &[CheckConstraint]) {
+    w.u16(checks.len() as u16);
+    for k in checks {
+        w.u32(k.object_id);
+        w.string(&k.name);
+        w.u16(k.column_id);
+        w.u8(k.is_disabled as u8 | (k.is_not_trusted as u8) << 1 | (k.is_system_named as u8) << 2);
+        w.string(&k.definition);
+    }
+}
+
+fn decode_checks(r: &mut Reader<'_>, object_id: u32) -> Result<Vec<CheckConstraint>, FormatError> {
+    let n = r.u16()?;
+    let mut checks = Vec::with_capacity(n.min(64) as usize);
+    for _ in 0..n {
+        let id = r.u32()?;
+        let name = r.string()?;
+        let column_id = r.u16()?;
+        let flags = r.u8()?;
+        if flags & !7 != 0 {
+            return Err(corrupt(
+                PageId::NULL,
+                format!("table {object_id} has unknown CHECK flags {flags}"),
+            ));
+        }
+        checks.push(CheckConstraint {
+            object_id: id,
+            name,
+            column_id,
+            is_disabled: flags & 1 != 0,
+            is_not_trusted: flags & 2 != 0,
+            is_system_named: flags & 4 != 0,
+            definition: r.string()?,
+        });
+    }
+    Ok(checks)
 }
 
 /// Version 9's index tag: u8 0 (a table), or 1 then the base object id u32, index id u16,
@@ -925,6 +1014,10 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         ..=8 => None,
         _ => decode_index_of(r, object_id)?,
     };
+    let checks = match version {
+        ..=9 => Vec::new(),
+        _ => decode_checks(r, object_id)?,
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -940,6 +1033,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         lock_escalation,
         pending_ddl,
         index_of,
+        checks,
     })
 }
 

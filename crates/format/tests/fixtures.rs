@@ -269,6 +269,7 @@ fn catalog_fixture() {
             lock_escalation: LockEscalation::Auto,
             pending_ddl: None,
             index_of: None,
+            checks: Vec::new(),
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -342,21 +343,22 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 9);
-    assert_eq!(&c.encode()[..2], &9u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 10);
+    assert_eq!(&c.encode()[..2], &10u16.to_le_bytes());
     lock_escalation_byte(c);
     pending_ddl_mark(c);
     index_tag(c);
+    check_constraint_list(c);
     let mut unknown = c.clone();
     unknown.tables[0].identity_last = IdentityLast::Unknown;
     unknown.tables[0].lock_escalation = LockEscalation::Table;
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 9 without the identity tag and its value (nine bytes for
-    // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark) and the
-    // index tag (0: a table).
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1);
+    // Version 5 is version 10 without the identity tag and its value (nine bytes for
+    // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark), the
+    // index tag (0: a table) and the CHECK constraint count (u16 0).
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -480,9 +482,13 @@ fn index_tag(c: &Catalog) {
         &2u16.to_le_bytes(),
         &2u16.to_le_bytes(),
         &1u16.to_le_bytes(),
+        &0u16.to_le_bytes(),
     ]
     .concat();
-    assert!(tail.ends_with(&expect), "the index tag ends the entry");
+    assert!(
+        tail.ends_with(&expect),
+        "the index tag, then no CHECK constraints"
+    );
     assert_eq!(Catalog::decode(&b, at).unwrap(), ix);
     ix.check_invariants().unwrap();
     let mut d = b.clone();
@@ -495,6 +501,55 @@ fn index_tag(c: &Catalog) {
     assert!(e.contains("unknown index flags 4"), "{e}");
     ix.tables[1].index_of.as_mut().unwrap().table_object_id = 7;
     assert!(ix.check_invariants().unwrap_err().contains("no base table"));
+}
+
+/// Version 10's CHECK constraints follow the index tag: u16 count, then each constraint's
+/// object id u32, name, column id u16 (0 table-level), flags u8 (bit 0 disabled, bit 1 not
+/// trusted, bit 2 system named) and definition. A version 9 blob has none; an unknown flag is damage, and so
+/// is a constraint on a column its table lacks.
+fn check_constraint_list(c: &Catalog) {
+    use extentdb_format::catalog::CheckConstraint;
+    let at = PageId::new(1, 16);
+    let v9 = c.encode_version(9);
+    assert_eq!(Catalog::decode(&v9, at).unwrap(), *c);
+    let blob = c.encode();
+    let tag = identity_tag_at(&blob);
+    assert_eq!(
+        &blob[tag + 12..tag + 14],
+        &[0, 0],
+        "no constraints after the tag"
+    );
+    let mut k = c.clone();
+    k.tables[0].checks.push(CheckConstraint {
+        object_id: 581_577_111,
+        name: "CK_c1".into(),
+        column_id: 1,
+        is_disabled: false,
+        is_not_trusted: true,
+        is_system_named: true,
+        definition: "([c1]>(0))".into(),
+    });
+    let b = k.encode();
+    let expect: Vec<u8> = [
+        &1u16.to_le_bytes()[..],
+        &581_577_111u32.to_le_bytes(),
+        &5u16.to_le_bytes(),
+        b"CK_c1",
+        &1u16.to_le_bytes(),
+        &[6],
+        &10u16.to_le_bytes(),
+        b"([c1]>(0))",
+    ]
+    .concat();
+    assert_eq!(&b[tag + 12..tag + 12 + expect.len()], &expect[..]);
+    assert_eq!(b.len(), blob.len() + expect.len() - 2);
+    assert_eq!(Catalog::decode(&b, at).unwrap(), k);
+    let mut d = b.clone();
+    d[tag + 12 + 2 + 4 + 2 + 5 + 2] = 8;
+    let e = Catalog::decode(&d, at).unwrap_err().to_string();
+    assert!(e.contains("unknown CHECK flags 8"), "{e}");
+    k.tables[0].checks[0].column_id = 9;
+    assert!(k.check_invariants().unwrap_err().contains("names column 9"));
 }
 
 /// Where this catalog's identity tag 1 and its value 1,234 (i64) stand in `blob`.

@@ -61,6 +61,19 @@ pub enum StatementKind {
     /// other actions (DISABLE, SET, RESUME, PAUSE, ABORT) and PARTITION are refused at
     /// parse (40517).
     AlterIndex(AlterIndex),
+    /// `ALTER TABLE t [WITH CHECK | WITH NOCHECK] ADD [CONSTRAINT name] CHECK (expr)`:
+    /// `check_existing` is false for WITH NOCHECK (the constraint is then not trusted).
+    AlterTableAddCheck {
+        table: ObjectName,
+        check_existing: bool,
+        check: CheckDefinition,
+    },
+    /// `ALTER TABLE t DROP [CONSTRAINT] [IF EXISTS] name [, ...]`.
+    AlterTableDropConstraint {
+        table: ObjectName,
+        if_exists: bool,
+        names: Vec<String>,
+    },
     /// `SET IDENTITY_INSERT t ON|OFF`.
     SetIdentityInsert {
         table: ObjectName,
@@ -897,7 +910,8 @@ pub struct ColumnDefinition {
     pub default: Option<ColumnDefault>,
     /// An inline `PRIMARY KEY` or `UNIQUE` constraint.
     pub key: Option<KeyConstraint>,
-    pub checks: Vec<Expr>,
+    /// Inline `[CONSTRAINT name] CHECK (expr)` constraints, in order.
+    pub checks: Vec<CheckDefinition>,
     pub collation: Option<String>,
 }
 
@@ -928,10 +942,17 @@ pub struct KeyConstraint {
     pub filegroup: Option<String>,
 }
 
+/// `[CONSTRAINT name] CHECK (expr)`, inline on a column or at table level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CheckDefinition {
+    pub name: Option<String>,
+    pub expr: Expr,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableConstraint {
     Key(KeyConstraint),
-    Check { name: Option<String>, expr: Expr },
+    Check(CheckDefinition),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -282,6 +282,11 @@ static CATALOGUE: &[Entry] = &[
     e(2628, 16, 1, "String or binary data would be truncated in table '%.*ls', column '%.*ls'. Truncated value: '%.*ls'."),
     e(2705, 16, 3, "Column names in each table must be unique. Column name '%.*ls' in table '%.*ls' is specified more than once."),
     e(2714, 16, 6, "There is already an object named '%.*ls' in the database."),
+    e(547, 16, 0, "The %ls statement conflicted with the %ls constraint \"%.*ls\". The conflict occurred in database \"%.*ls\", table \"%.*ls\"%ls%.*ls%ls."),
+    e(1046, 15, 1, "Subqueries are not allowed in this context. Only scalar expressions are allowed."),
+    e(3727, 16, 0, "Could not drop constraint. See previous errors."),
+    e(3728, 16, 1, "'%.*ls' is not a constraint."),
+    e(8141, 16, 0, "Column CHECK constraint for column '%.*ls' references another column, table '%.*ls'."),
     e(2715, 16, 6, "Column, parameter, or variable #%d: Cannot find data type %.*ls."),
     e(2812, 16, 62, "Could not find stored procedure '%.*ls'."),
     e(3013, 16, 1, "%hs is terminating abnormally."), // unverified

@@ -889,10 +889,13 @@ impl Parser {
         Ok(StatementKind::AlterDatabase { name, action })
     }
 
-    /// ALTER TABLE t SET (LOCK_ESCALATION = TABLE | AUTO | DISABLE); every other ALTER TABLE
-    /// form is refused (40517) until issue 22 builds it.
+    /// ALTER TABLE t SET (LOCK_ESCALATION = TABLE | AUTO | DISABLE), ADD CHECK and DROP
+    /// CONSTRAINT; every other ALTER TABLE form is refused (40517).
     fn alter_table(&mut self) -> PResult<StatementKind> {
         let table = self.object_name()?;
+        if let Some(kind) = self.alter_table_constraint(&table)? {
+            return Ok(kind);
+        }
         let start = self.pos;
         if self.eat_word("SET") && self.eat_symbol("(") && self.eat_word("LOCK_ESCALATION") {
             if self.eat_symbol("=") {
@@ -912,7 +915,7 @@ impl Parser {
             40517,
             16,
             1,
-            "extentdb does not support ALTER TABLE other than SET (LOCK_ESCALATION = ...) yet.",
+            "extentdb does not support ALTER TABLE other than SET (LOCK_ESCALATION = ...), ADD CHECK and DROP CONSTRAINT yet.",
             self.line(),
         ))
     }
@@ -949,6 +952,75 @@ impl Parser {
             table,
             action,
             options,
+        }))
+    }
+
+    /// ALTER TABLE's constraint forms: `[WITH CHECK | WITH NOCHECK] ADD [CONSTRAINT name]
+    /// CHECK (expr)` and `DROP [CONSTRAINT] [IF EXISTS] name [, ...]`; None for any other
+    /// form (nothing consumed then). Enabling or disabling a constraint and adding any other
+    /// kind are refused.
+    fn alter_table_constraint(&mut self, table: &ObjectName) -> PResult<Option<StatementKind>> {
+        let start = self.pos;
+        let mut check_existing = None;
+        if self.eat_word("WITH") {
+            check_existing = match self.peek_upper_word().as_deref() {
+                Some("CHECK") => Some(true),
+                Some("NOCHECK") => Some(false),
+                _ => return Err(self.error()),
+            };
+            self.pos += 1;
+        }
+        if self.check_word("CHECK") || self.check_word("NOCHECK") {
+            return Err(self.not_built("ALTER TABLE ... CHECK CONSTRAINT and NOCHECK CONSTRAINT"));
+        }
+        if self.eat_word("ADD") {
+            let name = match self.eat_word("CONSTRAINT") {
+                true => Some(self.ident()?),
+                false => None,
+            };
+            if !self.check_word("CHECK") {
+                if name.is_some() {
+                    return Err(
+                        self.not_built("ALTER TABLE ... ADD of a constraint other than CHECK")
+                    );
+                }
+                self.pos = start;
+                return Ok(None);
+            }
+            let check = self.check_definition(name)?;
+            if self.check_symbol(",") {
+                return Err(self.not_built("more than one constraint in one ALTER TABLE ... ADD"));
+            }
+            return Ok(Some(StatementKind::AlterTableAddCheck {
+                table: table.clone(),
+                check_existing: check_existing.unwrap_or(true),
+                check,
+            }));
+        }
+        if check_existing.is_some() {
+            return Err(self.error());
+        }
+        if !self.eat_word("DROP") {
+            return Ok(None);
+        }
+        let constraint = self.eat_word("CONSTRAINT");
+        if !constraint && matches!(self.peek_upper_word().as_deref(), Some("COLUMN" | "PERIOD")) {
+            self.pos = start;
+            return Ok(None);
+        }
+        let if_exists = self.check_word("IF") && self.check_word_at(1, "EXISTS");
+        if if_exists {
+            self.pos += 2;
+        }
+        let mut names = vec![self.ident()?];
+        while self.eat_symbol(",") {
+            self.eat_word("CONSTRAINT");
+            names.push(self.ident()?);
+        }
+        Ok(Some(StatementKind::AlterTableDropConstraint {
+            table: table.clone(),
+            if_exists,
+            names,
         }))
     }
 
@@ -2962,7 +3034,7 @@ impl Parser {
     fn table_definitions(&mut self, table: &mut CreateTable, variable: bool) -> PResult<()> {
         self.expect_symbol("(")?;
         loop {
-            let starts_constraint = ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK"]
+            let starts_constraint = ["CONSTRAINT", "PRIMARY", "UNIQUE", "CHECK", "FOREIGN"]
                 .iter()
                 .any(|w| self.check_word(w));
             if variable && self.check_word("INDEX") {
@@ -3036,11 +3108,11 @@ impl Parser {
                     continue;
                 }
                 "CHECK" => {
-                    self.pos += 1;
-                    constraint_name = None;
-                    column.checks.push(self.parenthesized()?);
+                    let name = constraint_name.take();
+                    column.checks.push(self.check_definition(name)?);
                     continue;
                 }
+                "REFERENCES" | "FOREIGN" => return Err(self.not_built("FOREIGN KEY constraints")),
                 "COLLATE" => {
                     self.pos += 1;
                     column.collation = Some(self.any_word()?);
@@ -3077,11 +3149,23 @@ impl Parser {
         } else {
             None
         };
-        if self.eat_word("CHECK") {
-            let expr = self.parenthesized()?;
-            return Ok(TableConstraint::Check { name, expr });
+        if self.check_word("CHECK") {
+            return Ok(TableConstraint::Check(self.check_definition(name)?));
+        }
+        if self.check_word("FOREIGN") || self.check_word("REFERENCES") {
+            return Err(self.not_built("FOREIGN KEY constraints"));
         }
         Ok(TableConstraint::Key(self.key_constraint(name, true)?))
+    }
+
+    /// `CHECK (expr)` after its optional `CONSTRAINT name`; NOT FOR REPLICATION is refused.
+    fn check_definition(&mut self, name: Option<String>) -> PResult<CheckDefinition> {
+        self.expect_word("CHECK")?;
+        if self.check_word("NOT") && self.check_word_at(1, "FOR") {
+            return Err(self.not_built("NOT FOR REPLICATION"));
+        }
+        let expr = self.parenthesized()?;
+        Ok(CheckDefinition { name, expr })
     }
 
     /// `PRIMARY KEY | UNIQUE [CLUSTERED|NONCLUSTERED] [(cols)] [WITH ...] [ON fg]`;

@@ -476,6 +476,7 @@ fn index_entry(base: &TableEntry, def: &IndexDef, index_id: u16) -> TableEntry {
             included: def.include.iter().filter(|c| !def.key.contains(c)).count() as u16,
             sources,
         }),
+        checks: Vec::new(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod check_alloc;
 pub mod check_db;
 pub mod checkpoint;
 pub mod config;
+pub mod constraint;
 pub mod data_file;
 pub mod database;
 pub mod db_state;

@@ -384,6 +384,26 @@ impl SharedDatabase {
             .set_lock_escalation(object_id, value)
     }
 
+    /// ALTER TABLE ... ADD CHECK (storage's constraint.rs): the new constraint's object id.
+    pub fn add_check_constraint(
+        &self,
+        object_id: u32,
+        check: extentdb_format::catalog::CheckConstraint,
+    ) -> Result<u32, StorageError> {
+        self.hold_table(object_id)?
+            .add_check_constraint(object_id, check)
+    }
+
+    /// ALTER TABLE ... DROP CONSTRAINT of a CHECK constraint; false when it is not there.
+    pub fn drop_check_constraint(
+        &self,
+        object_id: u32,
+        constraint_id: u32,
+    ) -> Result<bool, StorageError> {
+        self.hold_table(object_id)?
+            .drop_check_constraint(object_id, constraint_id)
+    }
+
     /// Held exclusively with table `object_id` still there (`TableNotFound` otherwise:
     /// dropped while its Sch-M lock was waited for).
     fn hold_table(&self, object_id: u32) -> Result<DbGuard<'_>, StorageError> {

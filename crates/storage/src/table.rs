@@ -231,6 +231,7 @@ impl Database {
             id = c.next_object_id;
             c.next_object_id += 1;
             entry.object_id = id;
+            crate::constraint::number_checks(c, &mut entry.checks);
             entry.allocation_unit_id = au;
             c.tables.push(entry);
             Ok(())

@@ -81,6 +81,7 @@ fn heap() -> TableEntry {
         lock_escalation: Default::default(),
         pending_ddl: None,
         index_of: None,
+        checks: Vec::new(),
     }
 }
 

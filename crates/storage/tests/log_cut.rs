@@ -48,6 +48,7 @@ fn table() -> TableEntry {
         lock_escalation: Default::default(),
         pending_ddl: None,
         index_of: None,
+        checks: Vec::new(),
     }
 }
 

@@ -26,6 +26,7 @@ mod aggregate;
 mod alter_index;
 mod backup;
 mod batch_cache;
+mod check_constraints;
 pub mod checkdb;
 mod cte;
 mod database_lock;
@@ -350,6 +351,7 @@ impl Engine {
             workspace,
             batches: Default::default(),
             tables: Default::default(),
+            check_cache: Default::default(),
             temp_tables: Default::default(),
             table_vars: Default::default(),
             scopes: Default::default(),
@@ -426,6 +428,8 @@ pub struct Session {
     batches: batch_cache::BatchCache,
     /// The tables this session resolved, by name and catalog state (`table_cache.rs`).
     tables: std::cell::RefCell<table_cache::TableCache>,
+    /// The CHECK constraints this session parsed, by table entry (`check_constraints.rs`).
+    check_cache: std::cell::RefCell<check_constraints::CheckCache>,
     /// Its temporary tables (`temp_tables.rs`).
     temp_tables: temp_tables::TempTables,
     /// The running batch's table variables (`table_variables.rs`).
@@ -840,6 +844,16 @@ impl Session {
                 table,
                 lock_escalation,
             } => self.alter_table_lock_escalation(table, lock_escalation)?,
+            K::AlterTableAddCheck {
+                table,
+                check_existing,
+                check,
+            } => self.alter_table_add_check(table, *check_existing, check)?,
+            K::AlterTableDropConstraint {
+                table,
+                if_exists,
+                names,
+            } => self.alter_table_drop_constraints(table, *if_exists, names)?,
             K::BeginTransaction { .. } => self.begin_transaction(out),
             K::Commit { .. } => self.commit_transaction(out)?,
             K::Rollback { .. } => self.rollback_transaction(out)?,

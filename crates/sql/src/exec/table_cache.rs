@@ -126,6 +126,7 @@ mod tests {
                 lock_escalation: Default::default(),
                 pending_ddl: None,
                 index_of: None,
+                checks: Vec::new(),
             }),
             types: Arc::from(Vec::new()),
             db_name: Arc::from("d"),

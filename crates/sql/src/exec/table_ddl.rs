@@ -14,7 +14,10 @@
 //! UNIQUE constraints become unique nonclustered indexes (index_ddl.rs), made with the
 //! table: inside a transaction, its ROLLBACK takes them with the table.
 //!
-//! Not here yet: CHECK constraints, computed columns, collations other than the
+//! CHECK constraints are checked and named by check_constraints.rs and kept on the entry,
+//! so they are made (and rolled back) with the table.
+//!
+//! Not here yet: computed columns, collations other than the
 //! default, and TRUNCATE or ALTER TABLE inside a transaction (refused: 40517).
 
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -39,7 +42,7 @@ const MAX_ROW_BYTES: usize = 8060;
 /// Record header (4 bytes) and column count (2): the null bitmap comes on top.
 const ROW_OVERHEAD_BYTES: usize = 6;
 
-fn now_us() -> i64 {
+pub(super) fn now_us() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)
@@ -83,9 +86,6 @@ fn column_entry(table: &str, id: u16, c: &ColumnDefinition) -> Result<ColumnEntr
         None => String::new(),
         Some(d) => default_text(&d.expr).ok_or_else(|| vec![not_yet("subqueries in DEFAULT")])?,
     };
-    if !c.checks.is_empty() {
-        return Err(vec![not_yet("CHECK constraints")]);
-    }
     Ok(ColumnEntry {
         column_id: id,
         name: c.name.clone(),
@@ -125,7 +125,7 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
     for tc in &c.constraints {
         match tc {
             TableConstraint::Key(k) => take(k, None)?,
-            TableConstraint::Check { .. } => return Err(vec![not_yet("CHECK constraints")]),
+            TableConstraint::Check(_) => {}
         }
     }
     if found.len() > 1 {
@@ -266,6 +266,10 @@ impl Session {
                 &[&table, &(fixed + overhead), &overhead, &MAX_ROW_BYTES],
             )]);
         }
+        let checks = {
+            let d = db.read().unwrap();
+            super::check_constraints::create_table_checks(&d, c, &table, &columns, created_us)?
+        };
         let entry = TableEntry {
             object_id: 0,
             schema_name: "dbo".into(),
@@ -281,6 +285,7 @@ impl Session {
             lock_escalation: Default::default(),
             pending_ddl: None,
             index_of: None,
+            checks,
         };
         let uniques = super::index_ddl::unique_constraints(c, &entry)?;
         // A table variable outlives ROLLBACK (table_variables.rs): made at once.

@@ -1,7 +1,8 @@
 //! System views over the instance: sys.dm_server_services, sys.databases,
 //! sys.database_files, sys.master_files, sys.filegroups, and over a database's tables
 //! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units (space views,
-//! sys.dm_db_file_space_usage among them, are in `space`), with SQL Server's column names,
+//! sys.dm_db_file_space_usage among them, are in `space`; sys.check_constraints and
+//! sys.objects in `check_constraints`), with SQL Server's column names,
 //! types and units (sizes in 8 KB pages). Page counts follow the definitions of
 //! `extentdb_storage::space`.
 //!
@@ -146,6 +147,14 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 "sys.index_columns" => index_columns(&db),
                 "sys.partitions" => return Some(partitions(&db)),
                 _ => return Some(allocation_units(&db)),
+            }
+        }
+        "sys.check_constraints" | "sys.objects" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            match name {
+                "sys.check_constraints" => super::check_constraints::check_constraints_view(&db),
+                _ => super::check_constraints::objects_view(&db),
             }
         }
         "sys.filegroups" => {

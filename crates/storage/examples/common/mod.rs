@@ -47,6 +47,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         lock_escalation: Default::default(),
         pending_ddl: None,
         index_of: None,
+        checks: Vec::new(),
     }
 }
 

@@ -115,6 +115,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         lock_escalation: Default::default(),
         pending_ddl: None,
         index_of: None,
+        checks: Vec::new(),
     }
 }
 
