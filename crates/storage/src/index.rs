@@ -535,6 +535,7 @@ mod tests {
             lock_escalation: Default::default(),
             pending_ddl: None,
             index_of: None,
+            checks: Vec::new(),
         }
     }
 
