@@ -232,19 +232,30 @@ pub fn record(page: &Page, slot: u16) -> Result<Option<&[u8]>, FormatError> {
 /// The live (non-empty) slots in slot order, ghosts included. A corrupt header yields one
 /// error and nothing else.
 pub fn records(page: &Page) -> impl Iterator<Item = (u16, Result<&[u8], FormatError>)> + '_ {
+    records_from(page, 0)
+}
+
+/// `records` from slot `first` on: the slots before it are not read (a seek that found its
+/// first slot by binary search frames no record it passes over).
+pub fn records_from(
+    page: &Page,
+    first: u16,
+) -> impl Iterator<Item = (u16, Result<&[u8], FormatError>)> + '_ {
     let (header, error) = match frame(page) {
         Ok(h) => (Some(h), None),
         Err(e) => (None, Some((0, Err(e)))),
     };
     let slots = header.as_ref().map_or(0, |h| h.slot_count);
-    error.into_iter().chain((0..slots).filter_map(move |slot| {
-        let h = header.as_ref()?;
-        match locate(page, h, slot) {
-            Ok(None) => None,
-            Ok(Some((offset, len))) => Some((slot, Ok(&page.bytes()[offset..offset + len]))),
-            Err(e) => Some((slot, Err(e))),
-        }
-    }))
+    error
+        .into_iter()
+        .chain((first.min(slots)..slots).filter_map(move |slot| {
+            let h = header.as_ref()?;
+            match locate(page, h, slot) {
+                Ok(None) => None,
+                Ok(Some((offset, len))) => Some((slot, Ok(&page.bytes()[offset..offset + len]))),
+                Err(e) => Some((slot, Err(e))),
+            }
+        }))
 }
 
 /// The longest record that fits in a new slot (free count less the slot's 2 bytes); 0 for

@@ -1360,7 +1360,7 @@ impl RangeRead<'_> {
         let ki = self.ki;
         let bounded = self.after.is_some() || *self.range != KeyRange::all();
         let first = self.first_slot(p)?;
-        for (slot, r) in data_page::records(p).skip_while(|(slot, _)| *slot < first) {
+        for (slot, r) in data_page::records_from(p, first) {
             let r = r?;
             let ghost = record::is_ghost(r);
             if bounded {

@@ -329,9 +329,9 @@ impl Session {
 }
 
 /// The share of an index a seek may cover and still beat a scan of its table (invariant 5):
-/// a lookup costs about six times a scanned row (measured through TDS on a 20,000-row
-/// clustered table with an index: a 9% range in 35 ms through the index, 19 us a row,
-/// against 65 ms for the scan, 3.2 us a row; break-even near 17%), so past an eighth of
+/// a lookup costs about five times a scanned row (measured through TDS on a 20,000-row
+/// clustered table with an index: a 9% range in 12.3 ms through the index, 6.8 us a row,
+/// against 28.2 ms for the scan, 1.4 us a row; break-even near 20%), so past an eighth of
 /// the index's pages the table is scanned.
 const TIPPING_SHARE: u64 = 8;
 
