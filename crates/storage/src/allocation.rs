@@ -503,6 +503,17 @@ impl Database {
         Ok(out)
     }
 
+    /// How many extents `au`'s IAM chain owns: each IAM page's bits counted, no list
+    /// built (a plan's tipping point asks this per statement).
+    pub fn extent_count(&self, au: u64) -> Result<u64, StorageError> {
+        let mut n = 0u64;
+        for at in self.iam_chain(au)? {
+            let p = self.primary().read_page(at.page)?;
+            n += u64::from(bitmap::count_set(&p, GAM_INTERVAL_EXTENTS));
+        }
+        Ok(n)
+    }
+
     /// Sets or clears the bit of `extent` in the IAM page at `iam_at` (in file 1).
     pub(crate) fn set_iam_bit(
         &self,

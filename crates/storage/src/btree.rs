@@ -1010,6 +1010,54 @@ impl Database {
         Ok(ScanChunk::to(rows, ScanPosition::End, reads))
     }
 
+    /// Pages a read of `range` visits (its descent and its leaves), or None past `max`:
+    /// a plan's estimate, so no row is taken or locked. Each leaf is judged by its last
+    /// key alone (keys ascend along the chain, invariant 1): the range ends in the first
+    /// leaf whose last key lies past it. A leaf split or moved meanwhile only shifts the
+    /// estimate by the pages it moved.
+    pub(crate) fn btree_range_leaves(
+        &self,
+        t: &TableEntry,
+        range: &KeyRange,
+        max: u64,
+    ) -> Result<Option<u64>, StorageError> {
+        let ki = KeyInfo::of(t);
+        let mut reads = PageReads::default();
+        let mut at = match &range.lower {
+            Bound::Included(p) | Bound::Excluded(p) => {
+                self.leaf_for(t, &ki, &borrow(p), &mut reads)?
+            }
+            Bound::Unbounded => self.leftmost_leaf(t, &ki, &mut reads)?,
+        };
+        // The descent counted the first leaf; the walk counts each one after it.
+        let mut first = true;
+        while !at.is_null() && reads.logical <= max {
+            let step = |p: &Page| -> Result<Option<PageId>, StorageError> {
+                let h = p.header()?;
+                let last = match data_page::slot_count(p) {
+                    0 => None,
+                    n => data_page::record(p, n - 1)?,
+                };
+                let past = match (h.level, last) {
+                    (0, Some(r)) => ki.above(&ki.key(r)?, &range.upper),
+                    (0, None) => false,
+                    _ => true,
+                };
+                Ok((!past).then_some(h.next_page))
+            };
+            let mut counted = PageReads::default();
+            let next = self.with_tree_page(at, &mut counted, step)?;
+            if !std::mem::take(&mut first) {
+                reads.add(counted);
+            }
+            match next {
+                Some(n) => at = n,
+                None => break,
+            }
+        }
+        Ok((reads.logical <= max).then_some(reads.logical))
+    }
+
     /// A range read's latch from leaf `at` on to leaf `next`: let go (not a key-range read:
     /// each leaf is latched alone), kept (the end of the index, whose key range is locked
     /// under it), or handed over, the next leaf's taken before the last one's goes

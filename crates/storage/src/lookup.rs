@@ -157,25 +157,21 @@ impl Database {
         ranges: &[KeyRange],
         max: u64,
     ) -> Result<Option<u64>, StorageError> {
-        let origin = self.seek_origin(object_id)?;
+        let t = self.table_or_err(object_id)?;
+        assert!(t.primary_key.is_some(), "range pages of {}, a heap", t.name);
         let mut pages = 0u64;
         for range in ranges {
-            let mut at = crate::scan::ScanPosition::Start;
-            while at != crate::scan::ScanPosition::End {
-                let chunk = self.seek_chunk(object_id, origin, (range, &at), 64 << 10, None)?;
-                pages += chunk.reads.logical;
-                if pages > max {
-                    return Ok(None);
-                }
-                at = chunk.next;
+            match self.btree_range_leaves(t, range, max - pages.min(max))? {
+                Some(n) => pages += n,
+                None => return Ok(None),
             }
         }
-        Ok(Some(pages))
+        Ok((pages <= max).then_some(pages))
     }
 
     /// Pages the extents of table or index `object_id` reserve (its IAM chain's extents).
     pub fn reserved_pages(&self, object_id: u32) -> Result<u64, StorageError> {
         let au = self.table_or_err(object_id)?.allocation_unit_id;
-        Ok(self.extents_of(au)?.len() as u64 * extentdb_format::PAGES_PER_EXTENT as u64)
+        Ok(self.extent_count(au)? * extentdb_format::PAGES_PER_EXTENT as u64)
     }
 }

@@ -1,7 +1,8 @@
 //! Seeks (scan.rs invariant 4): `seek_chunk` over a clustered index split everywhere
 //! returns exactly the live rows whose keys lie in the range, in key order, whatever the
 //! bounds (included, excluded, unbounded, on a key or between keys) and however small the
-//! chunks; a point seek reads one page per level.
+//! chunks; a point seek reads one page per level; `range_pages` counts the pages a seek
+//! visits.
 
 mod common;
 
@@ -116,6 +117,19 @@ fn seeks_return_exactly_the_rows_of_the_range() {
             let (got, _) = seek_keys(&mut db, tree, &range, max_bytes);
             assert_eq!(got, want, "range {i} ({range:?}) in chunks of {max_bytes}");
         }
+        // The plan's estimate counts the pages the read visits, and stops past its cap.
+        let (_, reads) = seek_keys(&mut db, tree, &range, usize::MAX);
+        let ranges = std::slice::from_ref(&range);
+        assert_eq!(
+            db.range_pages(tree, ranges, reads).unwrap(),
+            Some(reads),
+            "range {i}"
+        );
+        assert_eq!(
+            db.range_pages(tree, ranges, reads - 1).unwrap(),
+            None,
+            "range {i}"
+        );
     }
     // A point seek: one page per level of the tree (root, then down to one leaf).
     let k = live[live.len() / 2];
