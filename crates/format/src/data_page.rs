@@ -223,6 +223,29 @@ pub fn slot_count(page: &Page) -> u16 {
     frame(page).map_or(0, |h| h.slot_count)
 }
 
+/// The bytes from the record in `slot` to the page's free space (the record and the ones
+/// stored after it), `None` for an empty slot: the record's offset is checked as `record`
+/// checks it, but the record is not framed. For a reader of a record's fixed part only.
+pub fn record_head(page: &Page, slot: u16) -> Result<Option<&[u8]>, FormatError> {
+    let h = frame(page)?;
+    if slot >= h.slot_count {
+        let n = h.slot_count;
+        return Err(corrupt(
+            h.this_page,
+            format!("slot {slot} is beyond the slot count {n}"),
+        ));
+    }
+    let (offset, free_data) = (slot_offset(page, slot), h.free_data as usize);
+    if offset == 0 {
+        return Ok(None);
+    }
+    if offset < PAGE_HEADER_SIZE || offset >= free_data {
+        let why = format!("slot {slot} offset {offset} outside [{PAGE_HEADER_SIZE}, {free_data})");
+        return Err(corrupt(h.this_page, why));
+    }
+    Ok(Some(&page.bytes()[offset..free_data]))
+}
+
 /// The record in `slot`, `None` for an empty slot.
 pub fn record(page: &Page, slot: u16) -> Result<Option<&[u8]>, FormatError> {
     let h = frame(page)?;

@@ -320,6 +320,44 @@ pub fn is_ghost(rec: &[u8]) -> bool {
     record_type(rec).is_ok_and(RecordType::is_ghost)
 }
 
+/// The bytes of fixed-length columns `spans` ((offset, length) from the record's start,
+/// as `fixed_spans` gives them) of a record that starts `head` (the record, or more
+/// bytes after it), or None when the record's fixed part does not reach the last span (a
+/// record stored before those columns were added, or damage): `decode` then decides.
+/// For columns that are never NULL: the null bitmap is not read.
+pub fn fixed_values<'a>(head: &'a [u8], spans: &[(usize, usize)]) -> Option<Vec<Option<&'a [u8]>>> {
+    let count_at = get_u16(head.get(..FIXED_DATA)?, OFF_COLUMN_COUNT_PTR) as usize;
+    let end = spans
+        .iter()
+        .map(|&(o, n)| o + n)
+        .max()
+        .unwrap_or(FIXED_DATA);
+    if count_at < end || head.len() < end {
+        return None;
+    }
+    Some(spans.iter().map(|&(o, n)| Some(&head[o..o + n])).collect())
+}
+
+/// Where the columns at `positions` lie in a record of `layouts`, when each is
+/// fixed-length: (offset from the record's start, length). None if one is variable.
+pub fn fixed_spans(layouts: &[ColumnLayout], positions: &[usize]) -> Option<Vec<(usize, usize)>> {
+    let mut starts = Vec::with_capacity(layouts.len());
+    let mut at = FIXED_DATA;
+    for l in layouts {
+        starts.push(at);
+        if let ColumnLayout::Fixed(n) = l {
+            at += *n as usize;
+        }
+    }
+    positions
+        .iter()
+        .map(|&p| match layouts.get(p)? {
+            ColumnLayout::Fixed(n) => Some((starts[p], *n as usize)),
+            ColumnLayout::Variable => None,
+        })
+        .collect()
+}
+
 /// Splits the record `rec` (exactly one record, no trailing bytes) into column values,
 /// `None` for NULL. Columns beyond those stored (added after the record was written) are
 /// NULL.
@@ -421,6 +459,32 @@ pub fn decode_into<'a>(
 mod tests {
     use super::*;
     use ColumnLayout::{Fixed, Variable};
+
+    /// Proves fixed_values reads the same bytes decode gives, for fixed columns among
+    /// variable ones, from a head with later records after it; and declines a record
+    /// stored before its later columns were added, and a variable column.
+    #[test]
+    fn fixed_values_match_decode() {
+        let layouts = [Fixed(4), Variable, Fixed(8), Variable, Fixed(2)];
+        let vals: [Option<&[u8]>; 5] = [
+            Some(&[1, 2, 3, 4]),
+            Some(b"abc"),
+            Some(&[9; 8]),
+            None,
+            Some(&[7, 7]),
+        ];
+        let rec = encode(&layouts, &vals).unwrap();
+        let mut head = rec.clone();
+        head.extend_from_slice(&[0xEE; 40]);
+        let spans = fixed_spans(&layouts, &[4, 0, 2]).unwrap();
+        let got = fixed_values(&head, &spans).unwrap();
+        let all = decode(&layouts, &rec).unwrap();
+        assert_eq!(got, vec![all[4], all[0], all[2]]);
+        assert_eq!(fixed_spans(&layouts, &[0, 1]), None, "a variable column");
+        let old = encode(&layouts[..3], &vals[..3]).unwrap();
+        assert_eq!(fixed_values(&old, &spans), None, "column 4 is not stored");
+        assert_eq!(fixed_values(&old[..3], &spans), None, "a head too short");
+    }
 
     /// A small xorshift64 generator so that failing seeds replay exactly.
     pub(crate) struct Rng(pub u64);

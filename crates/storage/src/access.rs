@@ -36,7 +36,8 @@
 //!    progresses. A row operation may need room in its table's tree, then room in one of
 //!    its indexes' (index.rs invariant 1): those are two objects.
 //!
-//! 5. A reader with a row gate copies a page and passes its rows through the gate under
+//! 5. A reader with a row gate reads a page (a copy; a point read under its buffer
+//!    frame's latch, btree.rs `read_leaf`) and passes its rows through the gate under
 //!    the page's latch, and a writer places a new row only after its gate, under the same
 //!    latch: a row is read and locked, or placed and locked, as one step against other
 //!    sessions' changes, so a reader never takes a row's lock having read a value that
@@ -60,7 +61,8 @@
 //! tree's change mutex (a split, tree_change.rs), a heap's insert lock, one page latch
 //! (a split's two, invariant 2's walk; then the clustered unit's insert lock for its pages), then the transaction table's latch or one buffer
 //! frame's latch (buffer_pool.rs), then the log's; the pool's map latch is taken after a
-//! frame latch or alone.
+//! frame latch or alone. A gate's row locks (the lock manager's own mutexes, which wait
+//! for nothing of storage's) may be tried under a page latch and a frame latch.
 
 use std::sync::{Mutex, MutexGuard};
 

@@ -56,6 +56,10 @@ use crate::{Database, StorageError};
 /// A key: its columns' stored values (None for NULL).
 type Key<'a> = Vec<Option<&'a [u8]>>;
 
+/// Key columns `KeyInfo::key` reorders on the stack (SQL Server allows 16 in a key; a
+/// wider one takes a second allocation).
+const KEY_COLUMNS_ON_STACK: usize = 16;
+
 /// What a B-tree needs to know of its table: key columns and their stored types.
 pub(crate) struct KeyInfo {
     pub layouts: Vec<ColumnLayout>,
@@ -64,6 +68,11 @@ pub(crate) struct KeyInfo {
     pub key_layouts: Vec<ColumnLayout>,
     /// Bytes of the largest separator record (for preemptive splits).
     pub max_separator: usize,
+    /// Where the key columns lie in a leaf record, and the key columns then the child in a
+    /// separator, when every key column is fixed-length and never NULL: a search reads
+    /// them in place (`slot_key`, `slot_separator`) instead of decoding each record.
+    leaf_spans: Option<Vec<(usize, usize)>>,
+    separator_spans: Option<Vec<(usize, usize)>>,
 }
 
 impl KeyInfo {
@@ -88,7 +97,16 @@ impl KeyInfo {
             .map(|&p| t.columns[p].max_length.max(0) as usize)
             .sum();
         key_layouts.push(ColumnLayout::Fixed(6));
+        let never_null = positions.iter().all(|&p| !t.columns[p].is_nullable);
+        let in_place = |layouts: &[ColumnLayout], at: &[usize]| {
+            never_null
+                .then(|| record::fixed_spans(layouts, at))
+                .flatten()
+        };
+        let all: Vec<usize> = (0..key_layouts.len()).collect();
         KeyInfo {
+            leaf_spans: in_place(&lay, &positions),
+            separator_spans: in_place(&key_layouts, &all),
             layouts: lay,
             positions,
             types,
@@ -99,20 +117,63 @@ impl KeyInfo {
     }
 
     /// The key columns of a leaf record.
+    /// One allocation: the record's columns decoded, then its key columns moved to the
+    /// front in key order (through a copy on the stack) and the rest cut off.
     pub fn key<'a>(&self, rec: &'a [u8]) -> Result<Vec<Option<&'a [u8]>>, StorageError> {
-        let cols = record::decode(&self.layouts, rec)?;
-        Ok(self.positions.iter().map(|&p| cols[p]).collect())
+        let mut cols = record::decode(&self.layouts, rec)?;
+        let n = self.positions.len();
+        if n > KEY_COLUMNS_ON_STACK {
+            return Ok(self.positions.iter().map(|&p| cols[p]).collect());
+        }
+        let mut key = [None; KEY_COLUMNS_ON_STACK];
+        for (k, &p) in key.iter_mut().zip(&self.positions) {
+            *k = cols[p];
+        }
+        cols.clear();
+        cols.extend_from_slice(&key[..n]);
+        Ok(cols)
+    }
+
+    /// The key columns of the leaf record in `slot` of `p` (None: an empty slot), read in
+    /// place when the key allows it (`leaf_spans`).
+    fn slot_key<'a>(&self, p: &'a Page, slot: u16) -> Result<Option<Key<'a>>, StorageError> {
+        if let Some(spans) = &self.leaf_spans {
+            let Some(head) = data_page::record_head(p, slot)? else {
+                return Ok(None);
+            };
+            if let Some(k) = record::fixed_values(head, spans) {
+                return Ok(Some(k));
+            }
+        }
+        data_page::record(p, slot)?.map(|r| self.key(r)).transpose()
+    }
+
+    /// `separator` of the record in `slot` of index page `p` (None: an empty slot), read
+    /// in place when the key allows it (`separator_spans`).
+    fn slot_separator<'a>(
+        &self,
+        p: &'a Page,
+        slot: u16,
+    ) -> Result<Option<(Key<'a>, PageId)>, StorageError> {
+        if let Some(spans) = &self.separator_spans {
+            let Some(head) = data_page::record_head(p, slot)? else {
+                return Ok(None);
+            };
+            if let Some(mut cols) = record::fixed_values(head, spans) {
+                let child = cols.pop().flatten().expect("the child's span");
+                return Ok(Some((cols, child_page(child))));
+            }
+        }
+        data_page::record(p, slot)?
+            .map(|r| self.separator(r))
+            .transpose()
     }
 
     /// The key columns and child of a separator record.
     pub(crate) fn separator<'a>(&self, rec: &'a [u8]) -> Result<(Key<'a>, PageId), StorageError> {
         let mut cols = record::decode(&self.key_layouts, rec)?;
         let child = cols.pop().flatten().unwrap_or(&[0; 6]);
-        let page = PageId {
-            page: PageNo(u32::from_le_bytes(child[..4].try_into().expect("6 bytes"))),
-            file: FileId(u16::from_le_bytes(child[4..6].try_into().expect("6 bytes"))),
-        };
-        Ok((cols, page))
+        Ok((cols, child_page(child)))
     }
 
     pub(crate) fn separator_record(
@@ -156,6 +217,14 @@ impl KeyInfo {
             Bound::Included(p) => self.cmp_prefix(k, p) == Ordering::Greater,
             Bound::Excluded(p) => self.cmp_prefix(k, p) != Ordering::Less,
         }
+    }
+}
+
+/// The page a separator's 6-byte child column names (page number, then file id).
+fn child_page(child: &[u8]) -> PageId {
+    PageId {
+        page: PageNo(u32::from_le_bytes(child[..4].try_into().expect("6 bytes"))),
+        file: FileId(u16::from_le_bytes(child[4..6].try_into().expect("6 bytes"))),
     }
 }
 
@@ -219,12 +288,7 @@ impl Database {
         // infinity). Separators ascend in slot order (invariant 1), so a binary search over
         // the slot array finds it without copying or decoding the page's other records.
         let n = data_page::slot_count(p);
-        let sep = |slot: u16| -> Result<Option<(Key<'_>, PageId)>, StorageError> {
-            match data_page::record(p, slot)? {
-                Some(r) => Ok(Some(ki.separator(r)?)),
-                None => Ok(None),
-            }
-        };
+        let sep = |slot: u16| ki.slot_separator(p, slot);
         let empty = || -> StorageError {
             extentdb_format::corrupt(
                 p.header().map(|h| h.this_page).unwrap_or(PageId::NULL),
@@ -964,11 +1028,15 @@ impl Database {
                 latch = Some(self.data.page_latches.hold(at));
             }
             // The descent read (and counted) the first leaf.
-            let p = match counted.take() == Some(at) {
-                true => self.tree_page(at, &mut PageReads::default())?,
-                false => self.tree_page(at, &mut reads)?,
+            let mut uncounted = PageReads::default();
+            let leaf_reads = match counted.take() == Some(at) {
+                true => &mut uncounted,
+                false => &mut reads,
             };
-            if p.header()?.level != 0 {
+            let taken = self.read_leaf(at, leaf_reads, read.point, |p| {
+                read.take_leaf(at, p, (&mut rows, &mut bytes), gate.as_deref_mut())
+            })?;
+            let Some((end, next)) = taken else {
                 // The root, a leaf when the descent read it, split since (tree_change.rs
                 // invariant 3: a stale descent lands left of its key, or on the root that
                 // became an index page): the chunk ends empty where it began, and the
@@ -979,8 +1047,8 @@ impl Database {
                 );
                 let next = resume(&rows);
                 return Ok(ScanChunk::to(rows, next, reads));
-            }
-            match read.take_leaf(at, &p, (&mut rows, &mut bytes), gate.as_deref_mut())? {
+            };
+            match end {
                 LeafEnd::Next => {}
                 LeafEnd::Past => return Ok(ScanChunk::to(rows, ScanPosition::End, reads)),
                 LeafEnd::Refused(row) => return Ok(ScanChunk::refused(rows, reads, row)),
@@ -989,7 +1057,6 @@ impl Database {
                     return Ok(ScanChunk::to(rows, next, reads));
                 }
             }
-            let next = p.header()?.next_page;
             if !self.walk_latch((at, next), ranges, &mut latch) {
                 let next = resume(&rows);
                 return Ok(ScanChunk::to(rows, next, reads));
@@ -1056,6 +1123,30 @@ impl Database {
             }
         }
         Ok((reads.logical <= max).then_some(reads.logical))
+    }
+
+    /// `take` of leaf `at` and the leaf's next page, or None when `at` is not a leaf. A
+    /// point read takes under the frame's latch (SH), the page cached as a seek's path is;
+    /// a longer read takes from a copy read without caching it (a scan must not fill the
+    /// pool). `take` may use the lock manager, never the pool.
+    fn read_leaf(
+        &self,
+        at: PageId,
+        reads: &mut PageReads,
+        point: bool,
+        take: impl FnOnce(&Page) -> Result<LeafEnd, StorageError>,
+    ) -> Result<Option<(LeafEnd, PageId)>, StorageError> {
+        let leaf = |p: &Page| -> Result<Option<(LeafEnd, PageId)>, StorageError> {
+            let h = p.header()?;
+            if h.level != 0 {
+                return Ok(None);
+            }
+            Ok(Some((take(p)?, h.next_page)))
+        };
+        match point {
+            true => self.with_tree_page(at, reads, leaf),
+            false => leaf(&self.tree_page(at, reads)?),
+        }
     }
 
     /// A range read's latch from leaf `at` on to leaf `next`: let go (not a key-range read:
@@ -1480,10 +1571,10 @@ impl RangeRead<'_> {
         let (mut lo, mut hi) = (0u16, data_page::slot_count(p));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            let Some(r) = data_page::record(p, mid)? else {
+            let Some(k) = self.ki.slot_key(p, mid)? else {
                 return Ok(0);
             };
-            if self.skips(&self.ki.key(r)?) {
+            if self.skips(&k) {
                 lo = mid + 1;
             } else {
                 hi = mid;
