@@ -168,7 +168,8 @@ fn self_references() {
 
 /// The rules at CREATE and ADD, each with SQL Server's message and nothing made: the
 /// referenced table exists (1767), its columns are its primary key or a unique key
-/// (1776), the counts (8139) and types (1778) match; a temporary table is neither
+/// (1776), the counts (8139) and types (1778) match, and an index a key uses is not
+/// dropped (3723); a temporary table is neither
 /// referenced (1766) nor refers (40517); CASCADE, SET NULL, SET DEFAULT, NOT FOR
 /// REPLICATION and NOCHECK CONSTRAINT are refused (40517). A unique index may be
 /// referenced, and omitted columns mean the primary key.
@@ -287,6 +288,18 @@ fn definitions_are_checked() {
         [547]
     );
     assert_eq!(numbers(&mut c, "DELETE FROM p"), [547]);
+    let text = refused(&mut c, "DROP INDEX ux_code ON p", 3723, 16, 4);
+    assert!(
+        text.ends_with("It is being used for FOREIGN KEY constraint enforcement."),
+        "{text}"
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT COUNT(*) FROM sys.indexes WHERE name = 'ux_code'"
+        ),
+        ["1"]
+    );
     assert_eq!(
         table(
             &mut c,

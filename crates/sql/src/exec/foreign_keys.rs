@@ -36,6 +36,8 @@
 //!    writer of either runs between WITH CHECK's scan and the catalog change, and every
 //!    writer of the parent that started before sees the new key when it next resolves.
 //!
+//! DROP INDEX of an index a key references through is refused (3723, `index_in_use`).
+//!
 //! Not here: CASCADE / SET NULL actions, NOT FOR REPLICATION, SET DEFAULT, NOCHECK /
 //! CHECK CONSTRAINT (enable, disable): refused (40517). A multi-row INSERT whose rows
 //! reference each other in a self-referencing table is refused (547) where SQL Server,
@@ -296,6 +298,16 @@ pub(super) fn referenced_by_other(db: &Database, object_id: u32, xact: Option<u6
             .is_some_and(|p| p.dropped && Some(p.xact) == xact);
         t.object_id != object_id && !dropped_here
     })
+}
+
+/// Whether a FOREIGN KEY references `t` through its index `index` (DROP INDEX: 3723).
+pub(super) fn index_in_use(t: &TableRef, index: &str) -> bool {
+    let d = t.db.read().unwrap();
+    let id = d
+        .index_by_name(t.entry.object_id, index)
+        .and_then(|e| e.index_of.as_ref().map(|i| i.index_id));
+    let used = |(_, k): &(&TableEntry, &ForeignKey)| Some(k.key_index_id) == id;
+    referrers(&d, t.entry.object_id).iter().any(used)
 }
 
 /// Msg 547 for `verb` against `l`.
