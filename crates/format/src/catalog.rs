@@ -25,6 +25,12 @@
 //!    neither is damage.
 //! 9. A CHECK constraint's column id is 0 (table-level) or one of its table's columns, and
 //!    only a table (not an index entry) has CHECK constraints.
+//! 10. A FOREIGN KEY constraint is kept on its referencing (child) table's entry, only a
+//!     table has them, it pairs at least one column, each pair's child column is one of its
+//!     table's and its parent column one of the referenced table's, and the referenced table
+//!     is a table of the catalog (the child itself for a self-reference) while the child is
+//!     not dropped (a child dropped by a transaction not yet settled may outlive its parent
+//!     dropped by the same transaction, for as long as the settling takes).
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -39,8 +45,10 @@ use crate::{
 /// byte's high nibble; older blobs hold only states 0 to 2, all MULTI_USER. Version 6 added
 /// each table's identity value (`IdentityLast`) after its columns; older blobs decode with
 /// `IdentityLast::Unknown` for a table with an IDENTITY column. Version 10 added each
-/// table's CHECK constraints after its index tag; older blobs decode with none.
-pub const CATALOG_VERSION: u16 = 10;
+/// table's CHECK constraints after its index tag; older blobs decode with none. Version 11
+/// added each table's FOREIGN KEY constraints after its CHECK constraints; older blobs
+/// decode with none.
+pub const CATALOG_VERSION: u16 = 11;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -182,6 +190,49 @@ pub struct TableEntry {
     pub index_of: Option<IndexOf>,
     /// The table's CHECK constraints (version 10; none before), in creation order.
     pub checks: Vec<CheckConstraint>,
+    /// The table's FOREIGN KEY constraints (version 11; none before), in creation order.
+    pub foreign_keys: Vec<ForeignKey>,
+}
+
+/// A FOREIGN KEY constraint (sys.foreign_keys row, sys.objects type 'F'), kept on the
+/// referencing table's entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignKey {
+    pub object_id: u32,
+    pub name: String,
+    /// The referenced (parent) table's object id.
+    pub referenced_object_id: u32,
+    /// The parent's index whose key the columns match (1: its clustered PRIMARY KEY).
+    pub key_index_id: u16,
+    /// (referencing column id, referenced column id), in the constraint's order.
+    pub columns: Vec<(u16, u16)>,
+    pub delete_action: ReferentialAction,
+    pub update_action: ReferentialAction,
+    /// ALTER TABLE ... NOCHECK CONSTRAINT (not built yet: always false).
+    pub is_disabled: bool,
+    /// Added WITH NOCHECK: the rows there before were not checked.
+    pub is_not_trusted: bool,
+    /// Named by the engine (`FK__...`), not by a CONSTRAINT clause.
+    pub is_system_named: bool,
+}
+
+/// sys.foreign_keys.delete_referential_action / update_referential_action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReferentialAction {
+    NoAction = 0,
+    Cascade = 1,
+    SetNull = 2,
+}
+
+impl ReferentialAction {
+    fn from_code(code: u8) -> Option<ReferentialAction> {
+        Some(match code {
+            0 => ReferentialAction::NoAction,
+            1 => ReferentialAction::Cascade,
+            2 => ReferentialAction::SetNull,
+            _ => return None,
+        })
+    }
 }
 
 /// A CHECK constraint (sys.check_constraints row, sys.objects type 'C').
@@ -640,6 +691,7 @@ impl Catalog {
                 check_index_entry(self, t, ix)?;
             }
             check_check_constraints(t)?;
+            check_foreign_keys(self, t)?;
         }
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
@@ -668,6 +720,42 @@ fn check_check_constraints(t: &TableEntry) -> Result<(), String> {
                 "CHECK constraint {} of table {} names column {} it lacks",
                 k.name, t.name, k.column_id
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Invariant 10: each FOREIGN KEY pairs columns its table and the referenced table have.
+fn check_foreign_keys(c: &Catalog, t: &TableEntry) -> Result<(), String> {
+    if t.index_of.is_some() && !t.foreign_keys.is_empty() {
+        return Err(format!("index {} has FOREIGN KEY constraints", t.name));
+    }
+    if t.pending_ddl.is_some_and(|p| p.dropped) {
+        return Ok(());
+    }
+    for k in &t.foreign_keys {
+        let parent = c
+            .tables
+            .iter()
+            .find(|p| p.object_id == k.referenced_object_id && p.index_of.is_none())
+            .ok_or_else(|| {
+                format!(
+                    "FOREIGN KEY {} of table {} references missing table {}",
+                    k.name, t.name, k.referenced_object_id
+                )
+            })?;
+        if k.columns.is_empty() {
+            return Err(format!("FOREIGN KEY {} pairs no columns", k.name));
+        }
+        let has = |e: &TableEntry, id: u16| e.columns.iter().any(|c| c.column_id == id);
+        for &(child, referenced) in &k.columns {
+            if !has(t, child) || !has(parent, referenced) {
+                return Err(format!(
+                    "FOREIGN KEY {} of table {} pairs columns {child} and {referenced} its \
+                     tables lack",
+                    k.name, t.name
+                ));
+            }
         }
     }
     Ok(())
@@ -746,6 +834,11 @@ fn check_table_lengths(t: &TableEntry) -> Result<(), TooLong> {
         fits("identifier", &k.name, MAX_NAME_CHARS)?;
         fits("check definition", &k.definition, MAX_DEFINITION_CHARS)?;
     }
+    count_fits("FOREIGN KEY constraint list", t.foreign_keys.len())?;
+    for k in &t.foreign_keys {
+        fits("identifier", &k.name, MAX_NAME_CHARS)?;
+        count_fits("FOREIGN KEY column list", k.columns.len())?;
+    }
     Ok(())
 }
 
@@ -817,6 +910,71 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     if version >= 10 {
         encode_checks(w, &t.checks);
     }
+    if version >= 11 {
+        encode_foreign_keys(w, &t.foreign_keys);
+    }
+}
+
+/// Version 11's FOREIGN KEY constraints: u16 count, then each: object id u32, name,
+/// referenced object id u32, key index id u16, delete action u8, update action u8, flags
+/// u8 (bit 0 disabled, bit 1 not trusted, bit 2 system named), u16 column pair count, then
+/// per pair the referencing column id u16 and the referenced column id u16.
+fn encode_foreign_keys(w: &mut Writer, keys: &[ForeignKey]) {
+    w.u16(keys.len() as u16);
+    for k in keys {
+        w.u32(k.object_id);
+        w.string(&k.name);
+        w.u32(k.referenced_object_id);
+        w.u16(k.key_index_id);
+        w.u8(k.delete_action as u8);
+        w.u8(k.update_action as u8);
+        w.u8(k.is_disabled as u8 | (k.is_not_trusted as u8) << 1 | (k.is_system_named as u8) << 2);
+        w.u16(k.columns.len() as u16);
+        for &(child, parent) in &k.columns {
+            w.u16(child);
+            w.u16(parent);
+        }
+    }
+}
+
+fn decode_foreign_keys(r: &mut Reader<'_>, object_id: u32) -> Result<Vec<ForeignKey>, FormatError> {
+    let damage = |what: String| corrupt(PageId::NULL, format!("table {object_id} has {what}"));
+    let n = r.u16()?;
+    let mut keys = Vec::with_capacity(n.min(64) as usize);
+    for _ in 0..n {
+        let id = r.u32()?;
+        let name = r.string()?;
+        let referenced_object_id = r.u32()?;
+        let key_index_id = r.u16()?;
+        let (delete, update) = (r.u8()?, r.u8()?);
+        let action = |code: u8| {
+            ReferentialAction::from_code(code)
+                .ok_or_else(|| damage(format!("unknown referential action {code}")))
+        };
+        let (delete_action, update_action) = (action(delete)?, action(update)?);
+        let flags = r.u8()?;
+        if flags & !7 != 0 {
+            return Err(damage(format!("unknown FOREIGN KEY flags {flags}")));
+        }
+        let pairs = r.u16()?;
+        let mut columns = Vec::with_capacity(pairs.min(64) as usize);
+        for _ in 0..pairs {
+            columns.push((r.u16()?, r.u16()?));
+        }
+        keys.push(ForeignKey {
+            object_id: id,
+            name,
+            referenced_object_id,
+            key_index_id,
+            columns,
+            delete_action,
+            update_action,
+            is_disabled: flags & 1 != 0,
+            is_not_trusted: flags & 2 != 0,
+            is_system_named: flags & 4 != 0,
+        });
+    }
+    Ok(keys)
 }
 
 /// Version 10's CHECK constraints: u16 count, then each: object id u32, name, column id
@@ -1018,6 +1176,10 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         ..=9 => Vec::new(),
         _ => decode_checks(r, object_id)?,
     };
+    let foreign_keys = match version {
+        ..=10 => Vec::new(),
+        _ => decode_foreign_keys(r, object_id)?,
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -1034,6 +1196,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         pending_ddl,
         index_of,
         checks,
+        foreign_keys,
     })
 }
 

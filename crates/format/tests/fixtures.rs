@@ -270,6 +270,7 @@ fn catalog_fixture() {
             pending_ddl: None,
             index_of: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -343,22 +344,24 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 10);
-    assert_eq!(&c.encode()[..2], &10u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 11);
+    assert_eq!(&c.encode()[..2], &11u16.to_le_bytes());
     lock_escalation_byte(c);
     pending_ddl_mark(c);
     index_tag(c);
     check_constraint_list(c);
+    foreign_key_list(c);
     let mut unknown = c.clone();
     unknown.tables[0].identity_last = IdentityLast::Unknown;
     unknown.tables[0].lock_escalation = LockEscalation::Table;
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 10 without the identity tag and its value (nine bytes for
+    // Version 5 is version 11 without the identity tag and its value (nine bytes for
     // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark), the
-    // index tag (0: a table) and the CHECK constraint count (u16 0).
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2);
+    // index tag (0: a table), the CHECK constraint count (u16 0) and the FOREIGN KEY
+    // count (u16 0).
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2 + 2);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -483,11 +486,12 @@ fn index_tag(c: &Catalog) {
         &2u16.to_le_bytes(),
         &1u16.to_le_bytes(),
         &0u16.to_le_bytes(),
+        &0u16.to_le_bytes(),
     ]
     .concat();
     assert!(
         tail.ends_with(&expect),
-        "the index tag, then no CHECK constraints"
+        "the index tag, then no CHECK and no FOREIGN KEY constraints"
     );
     assert_eq!(Catalog::decode(&b, at).unwrap(), ix);
     ix.check_invariants().unwrap();
@@ -512,7 +516,7 @@ fn check_constraint_list(c: &Catalog) {
     let at = PageId::new(1, 16);
     let v9 = c.encode_version(9);
     assert_eq!(Catalog::decode(&v9, at).unwrap(), *c);
-    let blob = c.encode();
+    let blob = c.encode_version(10);
     let tag = identity_tag_at(&blob);
     assert_eq!(
         &blob[tag + 12..tag + 14],
@@ -529,7 +533,7 @@ fn check_constraint_list(c: &Catalog) {
         is_system_named: true,
         definition: "([c1]>(0))".into(),
     });
-    let b = k.encode();
+    let b = k.encode_version(10);
     let expect: Vec<u8> = [
         &1u16.to_le_bytes()[..],
         &581_577_111u32.to_le_bytes(),
@@ -544,12 +548,78 @@ fn check_constraint_list(c: &Catalog) {
     assert_eq!(&b[tag + 12..tag + 12 + expect.len()], &expect[..]);
     assert_eq!(b.len(), blob.len() + expect.len() - 2);
     assert_eq!(Catalog::decode(&b, at).unwrap(), k);
+    assert_eq!(Catalog::decode(&k.encode(), at).unwrap(), k);
     let mut d = b.clone();
     d[tag + 12 + 2 + 4 + 2 + 5 + 2] = 8;
     let e = Catalog::decode(&d, at).unwrap_err().to_string();
     assert!(e.contains("unknown CHECK flags 8"), "{e}");
     k.tables[0].checks[0].column_id = 9;
     assert!(k.check_invariants().unwrap_err().contains("names column 9"));
+}
+
+/// Version 11's FOREIGN KEY constraints follow the CHECK constraints: u16 count, then each
+/// constraint's object id u32, name, referenced object id u32, key index id u16, delete and
+/// update actions u8 (0 NO ACTION, 1 CASCADE, 2 SET NULL), flags u8 (bit 0 disabled, bit 1
+/// not trusted, bit 2 system named), u16 pair count and (child, parent) column ids u16. A
+/// version 10 blob has none; an unknown action or flag is damage, and so is a pair naming
+/// a column its table lacks or a referenced table that is not there.
+fn foreign_key_list(c: &Catalog) {
+    use extentdb_format::catalog::{ForeignKey, ReferentialAction};
+    let at = PageId::new(1, 16);
+    let v10 = c.encode_version(10);
+    assert_eq!(Catalog::decode(&v10, at).unwrap(), *c);
+    let blob = c.encode();
+    let tag = identity_tag_at(&blob);
+    assert_eq!(&blob[tag + 12..tag + 16], &[0, 0, 0, 0], "no CHECK, no FK");
+    let mut k = c.clone();
+    let own = k.tables[0].object_id;
+    k.tables[0].foreign_keys.push(ForeignKey {
+        object_id: 597_577_168,
+        name: "FK_c1".into(),
+        referenced_object_id: own,
+        key_index_id: 1,
+        columns: vec![(1, 1)],
+        delete_action: ReferentialAction::NoAction,
+        update_action: ReferentialAction::SetNull,
+        is_disabled: false,
+        is_not_trusted: true,
+        is_system_named: false,
+    });
+    let b = k.encode();
+    let expect: Vec<u8> = [
+        &1u16.to_le_bytes()[..],
+        &597_577_168u32.to_le_bytes(),
+        &5u16.to_le_bytes(),
+        b"FK_c1",
+        &own.to_le_bytes(),
+        &1u16.to_le_bytes(),
+        &[0, 2, 2],
+        &1u16.to_le_bytes(),
+        &1u16.to_le_bytes(),
+        &1u16.to_le_bytes(),
+    ]
+    .concat();
+    assert_eq!(&b[tag + 14..tag + 14 + expect.len()], &expect[..]);
+    assert_eq!(b.len(), blob.len() + expect.len() - 2);
+    assert_eq!(Catalog::decode(&b, at).unwrap(), k);
+    k.check_invariants().unwrap();
+    let actions = tag + 14 + 2 + 4 + 2 + 5 + 4 + 2;
+    let mut d = b.clone();
+    d[actions] = 3;
+    let e = Catalog::decode(&d, at).unwrap_err().to_string();
+    assert!(e.contains("unknown referential action 3"), "{e}");
+    let mut d = b.clone();
+    d[actions + 2] = 8;
+    let e = Catalog::decode(&d, at).unwrap_err().to_string();
+    assert!(e.contains("unknown FOREIGN KEY flags 8"), "{e}");
+    let mut bad = k.clone();
+    bad.tables[0].foreign_keys[0].columns[0].0 = 9;
+    assert!(bad.check_invariants().unwrap_err().contains("lack"));
+    k.tables[0].foreign_keys[0].referenced_object_id = 7;
+    assert!(k
+        .check_invariants()
+        .unwrap_err()
+        .contains("missing table 7"));
 }
 
 /// Where this catalog's identity tag 1 and its value 1,234 (i64) stand in `blob`.

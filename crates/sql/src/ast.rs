@@ -68,6 +68,13 @@ pub enum StatementKind {
         check_existing: bool,
         check: CheckDefinition,
     },
+    /// `ALTER TABLE t [WITH CHECK | WITH NOCHECK] ADD [CONSTRAINT name] FOREIGN KEY (cols)
+    /// REFERENCES t2 [(cols)] [ON DELETE ...] [ON UPDATE ...]`.
+    AlterTableAddForeignKey {
+        table: ObjectName,
+        check_existing: bool,
+        key: ForeignKeyDefinition,
+    },
     /// `ALTER TABLE t DROP [CONSTRAINT] [IF EXISTS] name [, ...]`.
     AlterTableDropConstraint {
         table: ObjectName,
@@ -912,6 +919,8 @@ pub struct ColumnDefinition {
     pub key: Option<KeyConstraint>,
     /// Inline `[CONSTRAINT name] CHECK (expr)` constraints, in order.
     pub checks: Vec<CheckDefinition>,
+    /// Inline `[CONSTRAINT name] [FOREIGN KEY] REFERENCES t2 [(col)]`, in order.
+    pub foreign_keys: Vec<ForeignKeyDefinition>,
     pub collation: Option<String>,
 }
 
@@ -949,10 +958,32 @@ pub struct CheckDefinition {
     pub expr: Expr,
 }
 
+/// `[CONSTRAINT name] FOREIGN KEY (columns) REFERENCES table [(referenced)] [ON DELETE
+/// action] [ON UPDATE action]`; inline on a column, `columns` is empty (the column itself).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForeignKeyDefinition {
+    pub name: Option<String>,
+    pub columns: Vec<String>,
+    pub table: ObjectName,
+    /// Empty: the referenced table's primary key.
+    pub referenced: Vec<String>,
+    pub on_delete: ReferentialAction,
+    pub on_update: ReferentialAction,
+}
+
+/// ON DELETE / ON UPDATE of a FOREIGN KEY (SET DEFAULT is refused at parse).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReferentialAction {
+    NoAction,
+    Cascade,
+    SetNull,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableConstraint {
     Key(KeyConstraint),
     Check(CheckDefinition),
+    ForeignKey(ForeignKeyDefinition),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

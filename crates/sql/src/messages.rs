@@ -392,6 +392,16 @@ static CATALOGUE: &[Entry] = &[
     e(1088, 16, 11, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."), // unverified
     e(1701, 16, 1, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including %d bytes of internal overhead. This exceeds the maximum allowable table row size of %d bytes."),
     e(1750, 16, 0, "Could not create constraint or index. See previous errors."),
+    e(1761, 16, 0, "Cannot create the foreign key \"%.*ls\" with the SET NULL referential action, because one or more referencing columns are not nullable."),
+    e(1766, 16, 0, "Foreign key references to temporary tables are not supported."),
+    e(1767, 16, 0, "Foreign key '%.*ls' references invalid table '%.*ls'."),
+    e(1769, 16, 1, "Foreign key '%.*ls' references invalid column '%.*ls' in referencing table '%.*ls'."),
+    e(1770, 16, 0, "Foreign key '%.*ls' references invalid column '%.*ls' in referenced table '%.*ls'."),
+    e(1776, 16, 0, "There are no primary or candidate keys in the referenced table '%.*ls' that match the referencing column list in the foreign key '%.*ls'."),
+    e(1778, 16, 0, "Column '%.*ls.%.*ls' is not the same data type as referencing column '%.*ls.%.*ls' in foreign key '%.*ls'."),
+    e(3726, 16, 1, "Could not drop object '%.*ls' because it is referenced by a FOREIGN KEY constraint."),
+    e(4712, 16, 1, "Cannot truncate table '%.*ls' because it is being referenced by a FOREIGN KEY constraint."),
+    e(8139, 16, 0, "Number of referencing columns in foreign key differs from number of referenced columns, table '%.*ls'."),
     e(1911, 16, 1, "Column name '%.*ls' does not exist in the target table or view."),
     e(8951, 16, 1, "Table error: table '%.*ls' (ID %d). Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:"), // unverified state
     e(8952, 16, 1, "Table error: table '%.*ls' (ID %d). Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:"), // unverified state

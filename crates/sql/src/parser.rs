@@ -978,11 +978,24 @@ impl Parser {
                 true => Some(self.ident()?),
                 false => None,
             };
+            if self.check_word("FOREIGN") {
+                let key = self.foreign_key_definition(name, true)?;
+                if self.check_symbol(",") {
+                    return Err(
+                        self.not_built("more than one constraint in one ALTER TABLE ... ADD")
+                    );
+                }
+                return Ok(Some(StatementKind::AlterTableAddForeignKey {
+                    table: table.clone(),
+                    check_existing: check_existing.unwrap_or(true),
+                    key,
+                }));
+            }
             if !self.check_word("CHECK") {
                 if name.is_some() {
-                    return Err(
-                        self.not_built("ALTER TABLE ... ADD of a constraint other than CHECK")
-                    );
+                    return Err(self.not_built(
+                        "ALTER TABLE ... ADD of a constraint other than CHECK and FOREIGN KEY",
+                    ));
                 }
                 self.pos = start;
                 return Ok(None);
@@ -3074,6 +3087,7 @@ impl Parser {
             default: None,
             key: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
             collation: None,
         };
         let mut constraint_name = None;
@@ -3112,7 +3126,12 @@ impl Parser {
                     column.checks.push(self.check_definition(name)?);
                     continue;
                 }
-                "REFERENCES" | "FOREIGN" => return Err(self.not_built("FOREIGN KEY constraints")),
+                "REFERENCES" | "FOREIGN" => {
+                    let name = constraint_name.take();
+                    let key = self.foreign_key_definition(name, false)?;
+                    column.foreign_keys.push(key);
+                    continue;
+                }
                 "COLLATE" => {
                     self.pos += 1;
                     column.collation = Some(self.any_word()?);
@@ -3152,10 +3171,89 @@ impl Parser {
         if self.check_word("CHECK") {
             return Ok(TableConstraint::Check(self.check_definition(name)?));
         }
-        if self.check_word("FOREIGN") || self.check_word("REFERENCES") {
-            return Err(self.not_built("FOREIGN KEY constraints"));
+        if self.check_word("FOREIGN") {
+            let key = self.foreign_key_definition(name, true)?;
+            return Ok(TableConstraint::ForeignKey(key));
         }
         Ok(TableConstraint::Key(self.key_constraint(name, true)?))
+    }
+
+    /// `[FOREIGN KEY [(cols)]] REFERENCES t [(cols)] [ON DELETE a] [ON UPDATE a]` after its
+    /// optional `CONSTRAINT name`; the column list is required at table level (where
+    /// FOREIGN KEY is too) and absent inline. NOT FOR REPLICATION, SET DEFAULT and a
+    /// reference to another database are refused (40517).
+    fn foreign_key_definition(
+        &mut self,
+        name: Option<String>,
+        table_level: bool,
+    ) -> PResult<ForeignKeyDefinition> {
+        let mut columns = Vec::new();
+        if self.eat_word("FOREIGN") {
+            self.expect_word("KEY")?;
+            if table_level || self.check_symbol("(") {
+                columns = self.paren_list(|p| p.ident())?;
+            }
+        } else if table_level {
+            return Err(self.error());
+        }
+        self.expect_word("REFERENCES")?;
+        let table = self.object_name()?;
+        if table.parts.len() > 2 {
+            return Err(self.not_built("FOREIGN KEY references to another database"));
+        }
+        let referenced = match self.check_symbol("(") {
+            true => self.paren_list(|p| p.ident())?,
+            false => Vec::new(),
+        };
+        let (mut on_delete, mut on_update) = (None, None);
+        while self.check_word("ON")
+            && (self.check_word_at(1, "DELETE") || self.check_word_at(1, "UPDATE"))
+        {
+            self.pos += 1;
+            let delete = self.eat_word("DELETE");
+            if !delete {
+                self.expect_word("UPDATE")?;
+            }
+            let slot = if delete {
+                &mut on_delete
+            } else {
+                &mut on_update
+            };
+            if slot.is_some() {
+                return Err(self.error());
+            }
+            *slot = Some(self.referential_action()?);
+        }
+        if self.check_word("NOT") && self.check_word_at(1, "FOR") {
+            return Err(self.not_built("NOT FOR REPLICATION"));
+        }
+        Ok(ForeignKeyDefinition {
+            name,
+            columns,
+            table,
+            referenced,
+            on_delete: on_delete.unwrap_or(ReferentialAction::NoAction),
+            on_update: on_update.unwrap_or(ReferentialAction::NoAction),
+        })
+    }
+
+    /// `NO ACTION | CASCADE | SET NULL` (SET DEFAULT refused: 40517).
+    fn referential_action(&mut self) -> PResult<ReferentialAction> {
+        if self.eat_word("NO") {
+            self.expect_word("ACTION")?;
+            return Ok(ReferentialAction::NoAction);
+        }
+        if self.eat_word("CASCADE") {
+            return Ok(ReferentialAction::Cascade);
+        }
+        self.expect_word("SET")?;
+        if self.eat_word("NULL") {
+            return Ok(ReferentialAction::SetNull);
+        }
+        if self.check_word("DEFAULT") {
+            return Err(self.not_built("ON DELETE / ON UPDATE SET DEFAULT"));
+        }
+        Err(self.error())
     }
 
     /// `CHECK (expr)` after its optional `CONSTRAINT name`; NOT FOR REPLICATION is refused.

@@ -477,6 +477,7 @@ fn index_entry(base: &TableEntry, def: &IndexDef, index_id: u16) -> TableEntry {
             sources,
         }),
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     }
 }
 
@@ -536,6 +537,7 @@ mod tests {
             pending_ddl: None,
             index_of: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 

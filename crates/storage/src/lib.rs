@@ -164,6 +164,10 @@ pub enum StorageError {
     TableNotFound(u32),
     #[error("there is already an object named '{0}' in the database")]
     TableExists(String),
+    /// A drop of a table another table's FOREIGN KEY references (constraint.rs
+    /// invariant 4; SQL Server's Msg 3726); nothing was changed.
+    #[error("could not drop table {0}: it is referenced by a FOREIGN KEY constraint")]
+    ReferencedByForeignKey(u32),
     /// A name whose table an open transaction dropped, taken again before that transaction
     /// ends (ddl.rs invariant 5).
     #[error("table '{0}' was dropped by a transaction that has not ended")]

@@ -404,6 +404,25 @@ impl SharedDatabase {
             .drop_check_constraint(object_id, constraint_id)
     }
 
+    /// ALTER TABLE ... ADD FOREIGN KEY (storage's constraint.rs): the new constraint's id.
+    pub fn add_foreign_key(
+        &self,
+        object_id: u32,
+        key: extentdb_format::catalog::ForeignKey,
+    ) -> Result<u32, StorageError> {
+        self.hold_table(object_id)?.add_foreign_key(object_id, key)
+    }
+
+    /// ALTER TABLE ... DROP CONSTRAINT of a FOREIGN KEY; false when it is not there.
+    pub fn drop_foreign_key(
+        &self,
+        object_id: u32,
+        constraint_id: u32,
+    ) -> Result<bool, StorageError> {
+        self.hold_table(object_id)?
+            .drop_foreign_key(object_id, constraint_id)
+    }
+
     /// Held exclusively with table `object_id` still there (`TableNotFound` otherwise:
     /// dropped while its Sch-M lock was waited for).
     fn hold_table(&self, object_id: u32) -> Result<DbGuard<'_>, StorageError> {

@@ -218,6 +218,14 @@ impl Database {
         if entry.index_of.is_none() && self.table(&entry.schema_name, &entry.name).is_some() {
             return Err(StorageError::TableExists(entry.name));
         }
+        // constraint.rs invariant 4: each table referenced is there (0: the table itself).
+        for k in entry
+            .foreign_keys
+            .iter()
+            .filter(|k| k.referenced_object_id != 0)
+        {
+            self.table_or_err(k.referenced_object_id)?;
+        }
         let au = self.create_allocation_unit(entry.data_space_id)?;
         entry.allocation_unit_id = au;
         if entry.index_id == 1 {
@@ -232,6 +240,7 @@ impl Database {
             c.next_object_id += 1;
             entry.object_id = id;
             crate::constraint::number_checks(c, &mut entry.checks);
+            crate::constraint::number_foreign_keys(c, &mut entry.foreign_keys, id);
             entry.allocation_unit_id = au;
             c.tables.push(entry);
             Ok(())
@@ -246,6 +255,10 @@ impl Database {
     /// (xact.rs invariant 5).
     pub fn drop_table(&mut self, object_id: u32) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?.clone();
+        // constraint.rs invariant 4: no FOREIGN KEY of another table is left dangling.
+        if crate::constraint::referenced_by_other(&self.catalog, object_id) {
+            return Err(StorageError::ReferencedByForeignKey(object_id));
+        }
         // index.rs invariant 3: its indexes go first, so none outlives it.
         for ix in self.index_ids(object_id) {
             self.drop_table(ix)?;

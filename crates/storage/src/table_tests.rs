@@ -82,6 +82,7 @@ fn heap() -> TableEntry {
         pending_ddl: None,
         index_of: None,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -101,6 +101,7 @@ fn table() -> TableEntry {
         pending_ddl: None,
         index_of: None,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -33,7 +33,9 @@
 //!    then. A constraint changed in between fails the statement (40517, nothing written)
 //!    instead of letting an unchecked row in.
 //!
-//! Not here: FOREIGN KEY constraints, enabling and disabling a constraint (NOCHECK
+//! FOREIGN KEY constraints are foreign_keys.rs's; `check_row` runs their child side.
+//!
+//! Not here: enabling and disabling a constraint (NOCHECK
 //! CONSTRAINT / CHECK CONSTRAINT), NOT FOR REPLICATION: all refused at parse (40517).
 
 use std::sync::Arc;
@@ -116,7 +118,7 @@ fn generated_name(table: &str, column: Option<&str>, salt: u64) -> String {
 }
 
 /// Whether `name` is already an object of `db`: a table, a PRIMARY KEY or UNIQUE
-/// constraint, or a CHECK constraint.
+/// constraint, a CHECK or a FOREIGN KEY constraint.
 pub(super) fn object_name_taken(db: &Database, name: &str) -> bool {
     db.catalog.tables.iter().any(|t| {
         let is = |n: &str| n.eq_ignore_ascii_case(name);
@@ -126,6 +128,7 @@ pub(super) fn object_name_taken(db: &Database, name: &str) -> bool {
         };
         own || t.primary_key.as_ref().is_some_and(|(n, _)| is(n))
             || t.checks.iter().any(|k| is(&k.name))
+            || t.foreign_keys.iter().any(|k| is(&k.name))
     })
 }
 
@@ -383,27 +386,27 @@ impl Session {
         verb: &str,
         set: Option<&[usize]>,
     ) -> Result<(), Vec<SqlError>> {
-        if t.entry.checks.is_empty() {
-            return Ok(());
+        if !t.entry.checks.is_empty() {
+            let rules = self.check_rules(t)?;
+            if let Some(r) = self.failed_rule(&rules, t, row, set).map_err(terminated)? {
+                return Err(terminated(conflict(verb, r, t)));
+            }
         }
-        let rules = self.check_rules(t)?;
-        match self.failed_rule(&rules, t, row, set).map_err(terminated)? {
-            Some(r) => Err(terminated(conflict(verb, r, t))),
-            None => Ok(()),
-        }
+        // FOREIGN KEYs are checked where CHECKs are (foreign_keys.rs invariant 1).
+        self.foreign_key_row(t, row, verb, set)
     }
 
     /// Invariant 5: called holding `t`'s intent lock, before the statement's first write.
     pub(super) fn checks_unchanged(&self, t: &TableRef) -> Result<(), Vec<SqlError>> {
         let d = t.db.read().unwrap();
         // A table gone meanwhile is storage's to report when the write reaches it.
-        let changed = d
-            .table_by_id(t.entry.object_id)
-            .is_some_and(|now| now.checks != t.entry.checks);
+        let changed = d.table_by_id(t.entry.object_id).is_some_and(|now| {
+            now.checks != t.entry.checks || now.foreign_keys != t.entry.foreign_keys
+        });
         match changed {
             true => Err(vec![not_yet(
-                "CHECK constraints changed by another session between a statement's start \
-                 and its first write (run it again)",
+                "CHECK or FOREIGN KEY constraints changed by another session between a \
+                 statement's start and its first write (run it again)",
             )]),
             false => Ok(()),
         }
@@ -453,7 +456,7 @@ impl Session {
 
     /// The table an ALTER TABLE changes, resolved again under its Sch-M lock (4902 when
     /// there is none, or when the caller may not alter it); refused in a transaction.
-    fn altered_table(&mut self, name: &ObjectName) -> Result<TableRef, Vec<SqlError>> {
+    pub(super) fn altered_table(&mut self, name: &ObjectName) -> Result<TableRef, Vec<SqlError>> {
         let gone = || vec![msg(4902, &[&name.joined()])];
         let t = self.find_table(name)?.ok_or_else(gone)?;
         self.require_table_alter(&t, gone().remove(0))?;
@@ -498,10 +501,15 @@ impl Session {
     ) -> Result<(), Vec<SqlError>> {
         let t = self.altered_table(name)?;
         let mut ids = Vec::with_capacity(names.len());
+        let mut fk_ids = Vec::new();
         for n in names {
             let is = |x: &str| x.eq_ignore_ascii_case(n);
             if let Some(k) = t.entry.checks.iter().find(|k| is(&k.name)) {
                 ids.push(k.object_id);
+                continue;
+            }
+            if let Some(k) = t.entry.foreign_keys.iter().find(|k| is(&k.name)) {
+                fk_ids.push(k.object_id);
                 continue;
             }
             let d = t.db.read().unwrap();
@@ -520,6 +528,10 @@ impl Session {
         }
         for id in ids {
             t.db.drop_check_constraint(t.entry.object_id, id)
+                .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
+        }
+        for id in fk_ids {
+            t.db.drop_foreign_key(t.entry.object_id, id)
                 .map_err(|e| super::errors::map(&e, super::errors::Context::Other))?;
         }
         Ok(())
@@ -564,7 +576,8 @@ pub(super) fn check_constraints_view(db: &Database) -> super::views::Rowset {
     super::views::Rowset { columns, rows }
 }
 
-/// sys.objects of `db`: its user tables (U) and CHECK constraints (C). PRIMARY KEY and
+/// sys.objects of `db`: its user tables (U), CHECK constraints (C) and FOREIGN KEY
+/// constraints (F). PRIMARY KEY and
 /// UNIQUE constraints have no object ids of their own here and are not listed.
 pub(super) fn objects_view(db: &Database) -> super::views::Rowset {
     let columns = cols(&[
@@ -603,6 +616,10 @@ pub(super) fn objects_view(db: &Database) -> super::views::Rowset {
                 "C ",
                 "CHECK_CONSTRAINT",
             ));
+        }
+        for k in &t.foreign_keys {
+            let desc = "FOREIGN_KEY_CONSTRAINT";
+            rows.push(row(&k.name, k.object_id, t.object_id, "F ", desc));
         }
     }
     super::views::Rowset { columns, rows }

@@ -613,10 +613,27 @@ impl Session {
         output: Option<&mut SortSpill>,
     ) -> Result<(), Vec<SqlError>> {
         self.checks_unchanged(t)?;
-        if moves_keys {
-            return self.write_key_updates(t, changes, locking, output);
-        }
-        self.write_updates_in_place(t, changes, locking, output)
+        // foreign_keys.rs invariant 3: a referenced table's changed keys are checked after.
+        let (changes, check) = match self.is_referenced(t) {
+            true => {
+                let (a, b) = super::foreign_keys::tee(&self.spill_dir(), changes, None)?;
+                (a, Some(b))
+            }
+            false => (changes, None),
+        };
+        let Some(changed) = check else {
+            return match moves_keys {
+                true => self.write_key_updates(t, changes, locking, output),
+                false => self.write_updates_in_place(t, changes, locking, output),
+            };
+        };
+        self.one_statement(|s| {
+            match moves_keys {
+                true => s.write_key_updates(t, changes, locking, output)?,
+                false => s.write_updates_in_place(t, changes, locking, output)?,
+            }
+            s.check_changed_keys(t, changed)
+        })
     }
 
     /// `write_updates` row by row: each change made where the row is (or moved by
@@ -793,7 +810,7 @@ impl Session {
                 (None, AssignTarget::Column(_)) => unreachable!("resolved above"),
             }
         }
-        if !t.entry.checks.is_empty() {
+        if !t.entry.checks.is_empty() || !t.entry.foreign_keys.is_empty() {
             let set: Vec<usize> = targets.iter().flatten().copied().collect();
             self.check_row(t, &new, "UPDATE", Some(&set))?;
         }
@@ -836,6 +853,25 @@ impl Session {
     /// deleted in the statement's transaction, `SPOOL_WINDOW` at a time, each pushed into
     /// `output` once deleted.
     pub(super) fn write_deletes(
+        &mut self,
+        t: &TableRef,
+        matched: SortedRows,
+        count: u64,
+        output: Option<&mut SortSpill>,
+    ) -> Result<(), Vec<SqlError>> {
+        // foreign_keys.rs invariant 3: a referenced table's deleted keys are checked after.
+        if !self.is_referenced(t) {
+            return self.write_deletes_only(t, matched, count, output);
+        }
+        let (rows, removed) = super::foreign_keys::tee(&self.spill_dir(), matched, Some(count))?;
+        self.one_statement(|s| {
+            s.write_deletes_only(t, rows, count, output)?;
+            s.check_removed_keys(t, removed)
+        })
+    }
+
+    /// `write_deletes`' writes.
+    fn write_deletes_only(
         &mut self,
         t: &TableRef,
         mut matched: SortedRows,

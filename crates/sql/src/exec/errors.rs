@@ -61,6 +61,9 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         CannotRemovePrimaryFilegroup => vec![msg(5020, &[])],
         InvalidName(name) => vec![msg(102, &[name])],
         TableExists(name) => vec![msg(2714, &[name])],
+        // The SQL layer refuses first with the table's name (table_ddl.rs); this is
+        // storage's last guard (constraint.rs invariant 4), which knows only its id.
+        ReferencedByForeignKey(id) => vec![msg(3726, &[&format!("object {id}")])],
         DropPending(name) => vec![super::lower::not_yet(&format!(
             "CREATE TABLE of '{name}' in the transaction that dropped it"
         ))],

@@ -89,6 +89,11 @@ impl Session {
                 }
             }
             self.schema_modification(&t)?;
+            // Checked under Sch-M, which ALTER TABLE ... ADD FOREIGN KEY takes on its parent.
+            if super::foreign_keys::index_in_use(&t, &ix.index) {
+                let name = format!("{}.{}", t.two_part(), ix.index);
+                return Err(vec![msg(3723, &[&name, &"FOREIGN KEY"])]);
+            }
             match t.db.drop_index(t.entry.object_id, &ix.index) {
                 Ok(()) => {}
                 Err(StorageError::IndexNotFound(_) | StorageError::TableNotFound(_)) => {

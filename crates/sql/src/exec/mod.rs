@@ -38,6 +38,7 @@ mod dml_output;
 mod errors;
 mod eval;
 mod expr_text;
+mod foreign_keys;
 mod grouping_sets;
 mod helpdb;
 mod history;
@@ -352,6 +353,7 @@ impl Engine {
             batches: Default::default(),
             tables: Default::default(),
             check_cache: Default::default(),
+            fk_cache: Default::default(),
             temp_tables: Default::default(),
             table_vars: Default::default(),
             scopes: Default::default(),
@@ -430,6 +432,8 @@ pub struct Session {
     tables: std::cell::RefCell<table_cache::TableCache>,
     /// The CHECK constraints this session parsed, by table entry (`check_constraints.rs`).
     check_cache: std::cell::RefCell<check_constraints::CheckCache>,
+    /// The FOREIGN KEY lookups this session generated, by table entry (`foreign_keys.rs`).
+    fk_cache: std::cell::RefCell<foreign_keys::LookupCache>,
     /// Its temporary tables (`temp_tables.rs`).
     temp_tables: temp_tables::TempTables,
     /// The running batch's table variables (`table_variables.rs`).
@@ -849,6 +853,11 @@ impl Session {
                 check_existing,
                 check,
             } => self.alter_table_add_check(table, *check_existing, check)?,
+            K::AlterTableAddForeignKey {
+                table,
+                check_existing,
+                key,
+            } => self.alter_table_add_foreign_key(table, *check_existing, key)?,
             K::AlterTableDropConstraint {
                 table,
                 if_exists,

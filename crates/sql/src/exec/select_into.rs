@@ -75,6 +75,7 @@ fn new_table(target: &ObjectName, columns: &[(String, SqlType)]) -> Result<Creat
             default: None,
             key: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
             collation: None,
         });
     }

@@ -127,6 +127,7 @@ mod tests {
                 pending_ddl: None,
                 index_of: None,
                 checks: Vec::new(),
+                foreign_keys: Vec::new(),
             }),
             types: Arc::from(Vec::new()),
             db_name: Arc::from("d"),

@@ -14,8 +14,10 @@
 //! UNIQUE constraints become unique nonclustered indexes (index_ddl.rs), made with the
 //! table: inside a transaction, its ROLLBACK takes them with the table.
 //!
-//! CHECK constraints are checked and named by check_constraints.rs and kept on the entry,
-//! so they are made (and rolled back) with the table.
+//! CHECK constraints are checked and named by check_constraints.rs, FOREIGN KEYs by
+//! foreign_keys.rs, and kept on the entry, so they are made (and rolled back) with the
+//! table. DROP TABLE of a table another's FOREIGN KEY references is refused (3726), and
+//! so is its TRUNCATE (4712).
 //!
 //! Not here yet: computed columns, collations other than the
 //! default, and TRUNCATE or ALTER TABLE inside a transaction (refused: 40517).
@@ -125,7 +127,7 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
     for tc in &c.constraints {
         match tc {
             TableConstraint::Key(k) => take(k, None)?,
-            TableConstraint::Check(_) => {}
+            TableConstraint::Check(_) | TableConstraint::ForeignKey(_) => {}
         }
     }
     if found.len() > 1 {
@@ -270,7 +272,7 @@ impl Session {
             let d = db.read().unwrap();
             super::check_constraints::create_table_checks(&d, c, &table, &columns, created_us)?
         };
-        let entry = TableEntry {
+        let mut entry = TableEntry {
             object_id: 0,
             schema_name: "dbo".into(),
             name: table,
@@ -286,7 +288,9 @@ impl Session {
             pending_ddl: None,
             index_of: None,
             checks,
+            foreign_keys: Vec::new(),
         };
+        entry.foreign_keys = self.create_table_foreign_keys(c, &entry, &db)?;
         let uniques = super::index_ddl::unique_constraints(c, &entry)?;
         // A table variable outlives ROLLBACK (table_variables.rs): made at once.
         let xact = match variable {
@@ -357,6 +361,13 @@ impl Session {
             self.schema_modification(&t)?;
             // Inside a transaction the drop waits for its end (storage's ddl.rs).
             let xact = self.ddl_xact(t.db_id, &t.db);
+            let referenced = {
+                let d = t.db.read().unwrap();
+                super::foreign_keys::referenced_by_other(&d, t.entry.object_id, xact)
+            };
+            if referenced {
+                return Err(vec![msg(3726, &[&t.two_part()])]);
+            }
             t.db.drop_table(t.entry.object_id, xact)
                 .map_err(|e| table_ddl_error(e, gone()))?;
             self.temporary_dropped(&t.entry.name);
@@ -374,6 +385,14 @@ impl Session {
         self.require_table_alter(&t, msg(1088, &[&name.joined()]))?;
         self.refuse_in_transaction("TRUNCATE TABLE")?;
         self.schema_modification(&t)?;
+        // A self-reference does not stop it, as in SQL Server.
+        let referenced = {
+            let d = t.db.read().unwrap();
+            super::foreign_keys::referenced_by_other(&d, t.entry.object_id, None)
+        };
+        if referenced {
+            return Err(vec![msg(4712, &[&t.two_part()])]);
+        }
         t.db.truncate_table(t.entry.object_id)
             .map_err(|e| table_ddl_error(e, msg(4701, &[&name.joined()])))
     }

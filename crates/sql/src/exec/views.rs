@@ -2,7 +2,8 @@
 //! sys.database_files, sys.master_files, sys.filegroups, and over a database's tables
 //! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units (space views,
 //! sys.dm_db_file_space_usage among them, are in `space`; sys.check_constraints and
-//! sys.objects in `check_constraints`), with SQL Server's column names,
+//! sys.objects in `check_constraints`, sys.foreign_keys and sys.foreign_key_columns in
+//! `foreign_keys`), with SQL Server's column names,
 //! types and units (sizes in 8 KB pages). Page counts follow the definitions of
 //! `extentdb_storage::space`.
 //!
@@ -149,11 +150,16 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 _ => return Some(allocation_units(&db)),
             }
         }
-        "sys.check_constraints" | "sys.objects" => {
+        "sys.check_constraints"
+        | "sys.objects"
+        | "sys.foreign_keys"
+        | "sys.foreign_key_columns" => {
             let db = inst.database(current_db)?;
             let db = db.read().unwrap();
             match name {
                 "sys.check_constraints" => super::check_constraints::check_constraints_view(&db),
+                "sys.foreign_keys" => super::foreign_keys::foreign_keys_view(&db),
+                "sys.foreign_key_columns" => super::foreign_keys::foreign_key_columns_view(&db),
                 _ => super::check_constraints::objects_view(&db),
             }
         }

@@ -48,6 +48,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         pending_ddl: None,
         index_of: None,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     }
 }
 

@@ -116,6 +116,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         pending_ddl: None,
         index_of: None,
         checks: Vec::new(),
+        foreign_keys: Vec::new(),
     }
 }
 
