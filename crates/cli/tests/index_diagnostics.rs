@@ -1,0 +1,211 @@
+//! Index diagnostics a DBA uses, through real TDS sessions: DBCC CHECKDB naming each row a
+//! nonclustered index and its table disagree on (8951 + 8955, 8952 + 8956), counted as SQL
+//! Server counts them and with REPAIR_REBUILD as the minimum repair level. The damage is
+//! made on purpose: an index leaf record's key bytes changed in a stopped server's file
+//! (the page's checksum resealed, so only the rows disagree).
+
+mod common;
+use common::tds::{run, Server};
+
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use extentdb_format::codec::get_u16;
+use extentdb_format::{Page, PageType, PAGE_SIZE};
+use extentdb_io::os::OsFileSystem;
+use extentdb_sql::exec::Output;
+use extentdb_storage::database::open_offline;
+
+/// Stops the server cleanly (SIGTERM: a checkpoint) and keeps its directory.
+fn stop(mut s: Server) -> PathBuf {
+    // SAFETY: kill(2) on the child's own pid.
+    unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) };
+    let status = s.child.wait().unwrap();
+    assert!(status.success(), "clean stop: {status:?}");
+    let dir = std::mem::replace(&mut s.dir, "/nonexistent-xdb".into());
+    drop(s);
+    dir
+}
+
+/// The first leaf page in key order (a data page of level 0 with rows and no previous
+/// page) of catalog entry `name` in the primary file.
+fn first_leaf(mdf: &Path, name: &str) -> u32 {
+    let off = open_offline(&OsFileSystem, mdf).unwrap();
+    let au = off
+        .catalog
+        .tables
+        .iter()
+        .find(|t| t.name == name)
+        .unwrap()
+        .allocation_unit_id;
+    let bytes = std::fs::read(mdf).unwrap();
+    bytes
+        .chunks(PAGE_SIZE)
+        .enumerate()
+        .find_map(|(n, b)| {
+            let p = Page::from_bytes(b).ok()?;
+            let h = p.raw_header();
+            let leaf = h.page_type == PageType::Data as u8 && h.level == 0 && h.slot_count > 0;
+            let leaf = leaf && h.prev_page == extentdb_format::PageId::NULL;
+            (!p.is_unformatted() && h.allocation_unit_id == au && leaf).then_some(n as u32)
+        })
+        .unwrap()
+}
+
+fn read_page(mdf: &Path, no: u32) -> Page {
+    let mut b = vec![0u8; PAGE_SIZE];
+    std::fs::File::open(mdf)
+        .unwrap()
+        .read_exact_at(&mut b, no as u64 * PAGE_SIZE as u64)
+        .unwrap();
+    Page::from_bytes(&b).unwrap()
+}
+
+fn write_page(mdf: &Path, no: u32, p: &Page) {
+    let f = std::fs::OpenOptions::new().write(true).open(mdf).unwrap();
+    f.write_all_at(p.bytes(), no as u64 * PAGE_SIZE as u64)
+        .unwrap();
+    f.sync_all().unwrap();
+}
+
+/// Slot `slot`'s record of `p`.
+fn record(p: &Page, slot: u16) -> &[u8] {
+    let off = get_u16(p.bytes(), PAGE_SIZE - 2 * (slot as usize + 1)) as usize;
+    &p.bytes()[off..]
+}
+
+fn i32_at(b: &[u8], at: usize) -> i32 {
+    i32::from_le_bytes(b[at..at + 4].try_into().unwrap())
+}
+
+/// Every message of a response: errors as "Msg N, Level L: text", informational
+/// messages as "Msg N: text".
+fn messages(outputs: &[Output]) -> Vec<String> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Error(e) => Some(format!(
+                "Msg {}, Level {}: {}",
+                e.number, e.severity, e.text
+            )),
+            Output::Info(e) => Some(format!("Msg {}: {}", e.number, e.text)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Proves CHECKDB names each disagreeing row as SQL Server does. D holds a heap h (id, a)
+/// with index h_a on a, and a clustered table t (k PRIMARY KEY, a) with index t_a on a.
+/// In the stopped server's file, the key of h_a's and t_a's first leaf record (a = 0) gets
+/// its sign bit (resealed; it stays first in key order, so only the rows disagree). CHECKDB over TDS then reports, per index, 8951 + 8955 for the data row
+/// (its RID or clustered key, and the index values it should have) and 8952 + 8956 for
+/// the changed index row (its values, and the data row its locator names), two
+/// consistency errors per table, four in the database, repair_rebuild as the minimum
+/// repair level; a second session's CHECKTABLE sees the same; the repaired file (original
+/// page back) checks clean.
+#[test]
+fn checkdb_names_each_row_an_index_and_its_table_disagree_on() {
+    let s = Server::start("ixdiag-checkdb", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE D ON (NAME = D, FILENAME = 'D.mdf', SIZE = 8MB) \
+         LOG ON (NAME = D_log, FILENAME = 'D_log.ldf', SIZE = 8MB)",
+    );
+    run(
+        &mut c,
+        "USE D; SET NOCOUNT ON; CREATE TABLE h (id int, a int); \
+         CREATE TABLE t (k int PRIMARY KEY, a int); DECLARE @i int = 0; \
+         WHILE @i < 500 BEGIN INSERT INTO h VALUES (@i, @i * 3); \
+           INSERT INTO t VALUES (@i, @i * 5); SET @i += 1; END; \
+         CREATE INDEX h_a ON h (a); CREATE INDEX t_a ON t (a);",
+    );
+    drop(c);
+    let dir = stop(s);
+    let mdf = dir.join("data/D.mdf");
+    // Index records: a 4-byte header, a (int), then the locator (h: the RID as page u32,
+    // file u16, slot u16; t: k).
+    let (h_leaf, t_leaf) = (first_leaf(&mdf, "h_a"), first_leaf(&mdf, "t_a"));
+    let (h_orig, t_orig) = (read_page(&mdf, h_leaf), read_page(&mdf, t_leaf));
+    let (h_rec, t_rec) = (record(&h_orig, 0).to_vec(), record(&t_orig, 0).to_vec());
+    let (h_a, t_a, t_k) = (i32_at(&h_rec, 4), i32_at(&t_rec, 4), i32_at(&t_rec, 8));
+    let rid = format!(
+        "HEAP RID = ({}:{}:{})",
+        u16::from_le_bytes([h_rec[12], h_rec[13]]),
+        u32::from_le_bytes(h_rec[8..12].try_into().unwrap()),
+        u16::from_le_bytes([h_rec[14], h_rec[15]])
+    );
+    let rid_place = rid.trim_start_matches("HEAP RID = ").to_string();
+    for (no, orig) in [(h_leaf, &h_orig), (t_leaf, &t_orig)] {
+        let mut p = orig.clone();
+        let off = get_u16(p.bytes(), PAGE_SIZE - 2) as usize;
+        p.bytes_mut()[off + 7] ^= 0x80;
+        p.seal();
+        write_page(&mdf, no, &p);
+    }
+
+    let s = Server::start_in(dir, &[]);
+    let mut c = s.connect();
+    let r = c.batch("DBCC CHECKDB ('D') WITH NO_INFOMSGS").unwrap();
+    let got = messages(&r.outputs);
+    let ids = common::tds::table(
+        &mut c,
+        "USE D; SELECT OBJECT_ID('dbo.h'), OBJECT_ID('dbo.t')",
+    );
+    let ids: Vec<&str> = ids[0].split(',').collect();
+    let (h_id, t_id) = (ids[0], ids[1]);
+    let want = [
+        format!("Msg 8951, Level 16: Table error: table 'dbo.h' (ID {h_id}). Data row does not have a matching index row in the index 'h_a' (ID 2). Possible missing or invalid keys for the index row matching:"),
+        format!("Msg 8955, Level 16: Data row {} identified by ({rid}) with index values 'a = {h_a} and {rid}'.", rid_place),
+        format!("Msg 8952, Level 16: Table error: table 'dbo.h' (ID {h_id}). Index row in index 'h_a' (ID 2) does not match any data row. Possible extra or invalid keys for:"),
+        format!("Msg 8956, Level 16: Index row (1:{h_leaf}:0) with values (a = {} and {rid}) pointing to the data row identified by ({rid}).", h_a ^ i32::MIN),
+        format!("Msg 8990: CHECKDB found 0 allocation errors and 2 consistency errors in table 'dbo.h' (object ID {h_id})."),
+        format!("Msg 8951, Level 16: Table error: table 'dbo.t' (ID {t_id}). Data row does not have a matching index row in the index 't_a' (ID 2). Possible missing or invalid keys for the index row matching:"),
+        format!("Msg 8952, Level 16: Table error: table 'dbo.t' (ID {t_id}). Index row in index 't_a' (ID 2) does not match any data row. Possible extra or invalid keys for:"),
+        format!("Msg 8956, Level 16: Index row (1:{t_leaf}:0) with values (a = {} and k = {t_k}) pointing to the data row identified by (k = {t_k}).", t_a ^ i32::MIN),
+        format!("Msg 8990: CHECKDB found 0 allocation errors and 2 consistency errors in table 'dbo.t' (object ID {t_id})."),
+        "Msg 8989: CHECKDB found 0 allocation errors and 4 consistency errors in database 'D'.".to_string(),
+        "Msg 8958: repair_rebuild is the minimum repair level for the errors found by DBCC CHECKDB (D).".to_string(),
+    ];
+    for w in &want {
+        assert!(got.contains(w), "expected {w:?} in:\n{}", got.join("\n"));
+    }
+    // t's 8955 names the data row by its clustered key.
+    let t55 = format!("identified by (k = {t_k}) with index values 'a = {t_a} and k = {t_k}'.");
+    assert!(
+        got.iter()
+            .any(|m| m.starts_with("Msg 8955") && m.ends_with(&t55)),
+        "{got:?}"
+    );
+    let counted = got
+        .iter()
+        .filter(|m| m.starts_with("Msg 8951") || m.starts_with("Msg 8952"))
+        .count();
+    assert_eq!(counted, 4, "{got:?}");
+    assert_eq!(
+        got.iter()
+            .filter(|m| m.starts_with("Msg 89") && m.contains("Level 16"))
+            .count(),
+        8
+    );
+
+    // Another session's CHECKTABLE of h alone sees the same rows.
+    let mut other = s.connect_to(Some("D"));
+    let r = other
+        .batch("DBCC CHECKTABLE ('h') WITH NO_INFOMSGS")
+        .unwrap();
+    let one = messages(&r.outputs);
+    assert!(one.contains(&want[1]) && one.contains(&want[3]), "{one:?}");
+    assert!(
+        one.iter()
+            .any(|m| m.contains("repair_rebuild is the minimum repair level")),
+        "{one:?}"
+    );
+    drop((c, other));
+    let dir = stop(s);
+    write_page(&mdf, h_leaf, &h_orig);
+    write_page(&mdf, t_leaf, &t_orig);
+    let s = Server::start_in(dir, &[]);
+    let mut c = s.connect();
+    common::tds::assert_checkdb_clean(&mut c, "D", "with the pages restored");
+}
