@@ -209,3 +209,180 @@ fn checkdb_names_each_row_an_index_and_its_table_disagree_on() {
     let mut c = s.connect();
     common::tds::assert_checkdb_clean(&mut c, "D", "with the pages restored");
 }
+
+/// Leaf pages of catalog entry `name` (data pages of level 0 of its unit), and its root.
+fn leaves_and_root(mdf: &Path, name: &str) -> (Vec<u32>, u32) {
+    let off = open_offline(&OsFileSystem, mdf).unwrap();
+    let t = off.catalog.tables.iter().find(|t| t.name == name).unwrap();
+    let bytes = std::fs::read(mdf).unwrap();
+    let leaves = bytes
+        .chunks(PAGE_SIZE)
+        .enumerate()
+        .filter_map(|(n, b)| {
+            let p = Page::from_bytes(b).ok()?;
+            let h = p.raw_header();
+            let leaf = h.page_type == PageType::Data as u8 && h.level == 0 && h.slot_count > 0;
+            (!p.is_unformatted() && h.allocation_unit_id == t.allocation_unit_id && leaf)
+                .then_some(n as u32)
+        })
+        .collect();
+    (leaves, t.root_page.page.0)
+}
+
+/// The column names and rows of the only result set of a response.
+fn grid(outputs: &[Output]) -> (Vec<String>, Vec<Vec<extentdb_sql::types::Value>>) {
+    let sets: Vec<_> = outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Rows { columns, rows } => Some((
+                columns.iter().map(|c| c.0.clone()).collect::<Vec<_>>(),
+                rows.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sets.len(), 1, "one result set: {outputs:?}");
+    sets.into_iter().next().unwrap()
+}
+
+/// Proves DBCC PAGE (db, 1, page, 3) of index pages gives SQL Server's grid after the
+/// header. D: a heap h (id, a) with index h_a on a, and t (k PRIMARY KEY, a), 600 rows
+/// each (two leaves and a root per index). h_a's leaf: FileId, PageId, Row, Level,
+/// "a (key)", "HEAP RID (key)", KeyHashValue, Row Size, one row per record, a ascending
+/// from 0; h_a's root (level 1): ChildFileId / ChildPageId naming exactly h_a's leaves;
+/// t's root: "k (key)" and its children t's leaves. The header (3604) names the base
+/// table's object id and index id 2. A data page at option 3 keeps its text form and no
+/// result set; options 1 and 2 of an index page print dumps, no result set.
+#[test]
+fn dbcc_page_prints_index_pages_rows_as_a_grid() {
+    let s = Server::start("ixdiag-page", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE D ON (NAME = D, FILENAME = 'D.mdf', SIZE = 8MB) \
+         LOG ON (NAME = D_log, FILENAME = 'D_log.ldf', SIZE = 8MB)",
+    );
+    run(
+        &mut c,
+        "USE D; SET NOCOUNT ON; CREATE TABLE h (id int, a int); \
+         CREATE TABLE t (k int PRIMARY KEY, a int); DECLARE @i int = 0; \
+         WHILE @i < 600 BEGIN INSERT INTO h VALUES (@i, @i * 3); \
+           INSERT INTO t VALUES (@i, @i * 5); SET @i += 1; END; \
+         CREATE INDEX h_a ON h (a); CREATE INDEX t_a ON t (a);",
+    );
+    drop(c);
+    let dir = stop(s);
+    let mdf = dir.join("data/D.mdf");
+    let (h_leaves, h_root) = leaves_and_root(&mdf, "h_a");
+    let (t_leaves, t_root) = leaves_and_root(&mdf, "t");
+    let (h_data, _) = leaves_and_root(&mdf, "h");
+    assert!(
+        h_leaves.len() >= 2 && t_leaves.len() >= 2,
+        "{h_leaves:?} {t_leaves:?}"
+    );
+    let leaf = first_leaf(&mdf, "h_a");
+
+    let s = Server::start_in(dir, &[]);
+    let mut c = s.connect_to(Some("D"));
+    run(&mut c, "DBCC TRACEON (3604)");
+    let page = |c: &mut extentdb_tds::client::Client, no: u32, opt: u8| {
+        run(c, &format!("DBCC PAGE ('D', 1, {no}, {opt})")).outputs
+    };
+    let ids = common::tds::table(&mut c, "SELECT OBJECT_ID('dbo.h')");
+    let r = page(&mut c, leaf, 3);
+    let text = messages(&r).join("\n");
+    assert!(
+        text.contains(&format!("Metadata: ObjectId = {}", ids[0])),
+        "{text}"
+    );
+    assert!(text.contains("Metadata: IndexId = 2"), "{text}");
+    assert!(!text.contains("DATA:"), "{text}");
+    let (cols, rows) = grid(&r);
+    assert_eq!(
+        cols,
+        [
+            "FileId",
+            "PageId",
+            "Row",
+            "Level",
+            "a (key)",
+            "HEAP RID (key)",
+            "KeyHashValue",
+            "Row Size"
+        ]
+    );
+    use extentdb_sql::types::Value;
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(
+            row[..4],
+            [
+                Value::Int(1),
+                Value::Int(leaf as i32),
+                Value::Int(i as i32),
+                Value::Int(0)
+            ]
+        );
+        assert_eq!(row[4], Value::Int(3 * i as i32), "a ascending from 0");
+        assert!(
+            matches!(&row[5], Value::Binary(b) if b.len() == 8),
+            "{row:?}"
+        );
+        assert!(
+            matches!(&row[6], Value::Text(h) if h.len() == 14 && h.starts_with('(')),
+            "{row:?}"
+        );
+        assert!(matches!(row[7], Value::Int(n) if n > 16), "{row:?}");
+    }
+    assert!(rows.len() > 100, "{}", rows.len());
+
+    for (root, leaves, key) in [
+        (h_root, &h_leaves, "a (key)"),
+        (t_root, &t_leaves, "k (key)"),
+    ] {
+        let (cols, rows) = grid(&page(&mut c, root, 3));
+        let mut want = vec![
+            "FileId",
+            "PageId",
+            "Row",
+            "Level",
+            "ChildFileId",
+            "ChildPageId",
+            key,
+        ];
+        if key == "a (key)" {
+            want.push("HEAP RID (key)");
+        }
+        want.push("Row Size");
+        assert_eq!(cols, want);
+        let mut children: Vec<u32> = rows
+            .iter()
+            .map(|r| {
+                assert_eq!((&r[3], &r[4]), (&Value::Int(1), &Value::Int(1)), "{r:?}");
+                common::tds::int(&r[5]) as u32
+            })
+            .collect();
+        children.sort();
+        assert_eq!(&children, leaves, "the root names exactly the leaves");
+    }
+
+    let data = page(&mut c, h_data[0], 3);
+    assert!(
+        data.iter().all(|o| !matches!(o, Output::Rows { .. })),
+        "a data page: text"
+    );
+    assert!(
+        messages(&data).join("\n").contains("a = "),
+        "columns printed"
+    );
+    for opt in [1, 2] {
+        let r = page(&mut c, leaf, opt);
+        assert!(
+            r.iter().all(|o| !matches!(o, Output::Rows { .. })),
+            "option {opt}"
+        );
+        assert!(
+            messages(&r).join("\n").contains("Memory Dump"),
+            "option {opt}"
+        );
+    }
+}
