@@ -57,6 +57,7 @@ pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
         physical_only: a.physical_only,
         maxdop: a.maxdop,
         index_id: None,
+        all_errormsgs: false,
     };
     let mut found = false;
     for (id, name, primary) in chosen {

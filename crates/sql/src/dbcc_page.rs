@@ -10,7 +10,12 @@
 //!    that does not frame is dumped up to the slot array instead.
 //! 2. printopt 0 prints the header only; 1 adds per-record dumps and the offset table; 2 the
 //!    whole page and the offset table; 3 per-record dumps and each column's value (known
-//!    tables' data pages), as SQL Server does (no offset table).
+//!    tables' data pages), as SQL Server does (no offset table). For an index page (a
+//!    nonclustered index's leaf or upper level, a clustered index's upper level), printopt
+//!    3 prints the header only and the rows come as a result set (`index_rows`): FileId,
+//!    PageId, Row, Level, ChildFileId and ChildPageId above the leaf, the key columns as
+//!    "name (key)", the locator ("HEAP RID" or the clustered key), KeyHashValue at the
+//!    leaf, Row Size.
 //!
 //! Addresses (`BUF @0x...`, `Memory Dump @0x...`) are those of the copy formatted; buffer
 //! fields extentdb does not have print as 0.
@@ -171,7 +176,7 @@ fn record_type_name(rec: &[u8]) -> String {
 
 /// The lines DBCC PAGE prints for page `pid` (whose bytes are `page`) with `printopt`.
 pub fn format_page(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>) -> Vec<String> {
-    let lines = format_lines(pid, page, printopt, ctx);
+    let lines = format_lines(pid, page, printopt, ctx, false);
     // `fields` may have wrapped a line.
     lines
         .iter()
@@ -179,7 +184,32 @@ pub fn format_page(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>
         .collect()
 }
 
-fn format_lines(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>) -> Vec<String> {
+/// `format_page` of an index page at printopt 3 (invariant 2): the header's lines, and the
+/// rows as a result set's columns and rows; None for any other page or option.
+pub fn format_index_page(
+    pid: PageId,
+    page: &Page,
+    printopt: u8,
+    ctx: &PageContext<'_>,
+) -> Option<(Vec<String>, IndexRows)> {
+    let rows = (printopt == 3)
+        .then(|| index_rows(pid, page, ctx))
+        .flatten()?;
+    let lines = format_lines(pid, page, printopt, ctx, true);
+    let lines = lines
+        .iter()
+        .flat_map(|l| l.split('\n').map(str::to_string))
+        .collect();
+    Some((lines, rows))
+}
+
+fn format_lines(
+    pid: PageId,
+    page: &Page,
+    printopt: u8,
+    ctx: &PageContext<'_>,
+    grid: bool,
+) -> Vec<String> {
     let b = page.bytes();
     let h = page.raw_header();
     let page_addr = b.as_ptr() as usize as u64;
@@ -248,7 +278,10 @@ fn format_lines(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>) -
     out.push(String::new());
     let au = h.allocation_unit_id;
     let (object_id, index_id, partition_id): (i64, i64, u64) = match ctx.table {
-        Some(t) => (t.object_id as i64, t.index_id as i64, au),
+        Some(t) => match &t.index_of {
+            Some(ix) => (ix.table_object_id as i64, ix.index_id as i64, au),
+            None => (t.object_id as i64, t.index_id as i64, au),
+        },
         None if au == 0 => (99, 0, 0),
         None => (0, -1, 0),
     };
@@ -337,6 +370,9 @@ fn format_lines(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>) -
     )]));
     out.push(String::new());
     if printopt == 0 || printopt > 3 {
+        return out;
+    }
+    if grid {
         return out;
     }
     // Pages with a slot array: data and index pages, and unformatted ones (no slots).
@@ -480,6 +516,113 @@ fn columns(slot: usize, rec: &[u8], t: &TableEntry, types: &ColumnTypes, out: &m
         out.push(format!("{} = {text}", c.name));
         out.push(String::new());
     }
+}
+
+/// An index page's rows as DBCC PAGE's result set: (column name, type) and rows.
+pub type IndexRows = (Vec<(String, crate::types::SqlType)>, Vec<Vec<Value>>);
+
+/// The rows of an index page (invariant 2), None when `page` is not one: a page of a
+/// nonclustered index (`index_of`) at any level, or a clustered index's page above the
+/// leaf. A record that does not decode shows NULLs (invariant 1).
+fn index_rows(pid: PageId, page: &Page, ctx: &PageContext<'_>) -> Option<IndexRows> {
+    use crate::types::SqlType;
+    let t = ctx.table?;
+    let h = page.raw_header();
+    let upper = h.page_type == extentdb_format::PageType::Index as u8 && h.level > 0;
+    let nc_leaf = h.page_type == extentdb_format::PageType::Data as u8
+        && h.level == 0
+        && t.index_of.is_some();
+    if !(nc_leaf || upper && t.index_id == 1) {
+        return None;
+    }
+    let (_, types) = table_layouts(t)?;
+    let key_ids = t
+        .primary_key
+        .as_ref()
+        .map(|k| k.1.clone())
+        .unwrap_or_default();
+    let name = |i: usize| {
+        let c = &t.columns[i];
+        let rid = t
+            .index_of
+            .as_ref()
+            .is_some_and(|x| x.sources.get(i) == Some(&0));
+        let base = if rid {
+            "HEAP RID".to_string()
+        } else {
+            c.name.clone()
+        };
+        match key_ids.contains(&c.column_id) {
+            true => format!("{base} (key)"),
+            false => base,
+        }
+    };
+    // Above the leaf a record holds the key columns (in key order) and the child page.
+    let shown: Vec<usize> = match upper {
+        true => key_ids
+            .iter()
+            .filter_map(|id| t.columns.iter().position(|c| c.column_id == *id))
+            .collect(),
+        false => (0..t.columns.len()).collect(),
+    };
+    let mut columns: Vec<(String, SqlType)> = ["FileId", "PageId", "Row", "Level"]
+        .iter()
+        .map(|n| (n.to_string(), SqlType::Int))
+        .collect();
+    if upper {
+        columns.push(("ChildFileId".into(), SqlType::Int));
+        columns.push(("ChildPageId".into(), SqlType::Int));
+    }
+    for &i in &shown {
+        columns.push((name(i), types[i].0));
+    }
+    if !upper {
+        columns.push(("KeyHashValue".into(), SqlType::NVarChar(30)));
+    }
+    columns.push(("Row Size".into(), SqlType::Int));
+    let mut layouts: Vec<ColumnLayout> = shown.iter().map(|&i| types[i].1).collect();
+    if upper {
+        layouts.push(ColumnLayout::Fixed(6));
+    }
+    let slots = slots(page);
+    let mut rows = Vec::new();
+    for (slot, off) in slots.iter().copied().enumerate() {
+        let Some(rec) = record_at(page, off, slots.len()) else {
+            continue;
+        };
+        let decoded = record::decode(&layouts, rec).ok();
+        let mut row = vec![
+            Value::Int(pid.file.0 as i32),
+            Value::Int(pid.page.0 as i32),
+            Value::Int(slot as i32),
+            Value::Int(h.level as i32),
+        ];
+        if upper {
+            let child = decoded.as_ref().and_then(|d| d.last().copied().flatten());
+            let child = child.filter(|c| c.len() == 6);
+            let (file, page_no) = child.map_or((Value::Null, Value::Null), |c| {
+                let page_no = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+                (
+                    Value::Int(u16::from_le_bytes([c[4], c[5]]) as i32),
+                    Value::Int(page_no as i32),
+                )
+            });
+            row.extend([file, page_no]);
+        }
+        for (n, &i) in shown.iter().enumerate() {
+            let v = decoded.as_ref().and_then(|d| d.get(n).copied());
+            let v = v.and_then(|v| rowcodec::decode(types[i].0, v).ok());
+            row.push(v.unwrap_or(Value::Null));
+        }
+        if !upper {
+            let names = extentdb_storage::row_lock::RowNames::of(ctx.database_id, t);
+            let hash = names.resource((pid, slot as u16), rec).ok();
+            row.push(hash.map_or(Value::Null, |r| Value::Text(r.description())));
+        }
+        row.push(Value::Int(rec.len() as i32));
+        rows.push(row);
+    }
+    Some((columns, rows))
 }
 
 #[cfg(test)]

@@ -405,6 +405,9 @@ static CATALOGUE: &[Entry] = &[
     e(1911, 16, 1, "Column name '%.*ls' does not exist in the target table or view."),
     e(8951, 16, 1, "Table error: table '%.*ls' (ID %d). Data row does not have a matching index row in the index '%.*ls' (ID %d). Possible missing or invalid keys for the index row matching:"), // unverified state
     e(8952, 16, 1, "Table error: table '%.*ls' (ID %d). Index row in index '%.*ls' (ID %d) does not match any data row. Possible extra or invalid keys for:"), // unverified state
+    e(8955, 16, 1, "Data row (%d:%d:%d) identified by (%.*ls) with index values '%.*ls'."), // unverified state
+    e(8956, 16, 1, "Index row (%d:%d:%d) with values (%.*ls) pointing to the data row identified by (%.*ls)."), // unverified state
+    e(8986, 16, 1, "Too many errors found (%d) for object ID %d. To see all error messages rerun the statement using \"WITH ALL_ERRORMSGS\"."), // unverified state
     e(1505, 16, 1, "The CREATE UNIQUE INDEX statement terminated because a duplicate key was found for the object name '%.*ls' and the index name '%.*ls'. The duplicate key value is %ls."),
     e(1902, 16, 3, "Cannot create more than one clustered index on %S_MSG '%.*ls'. Drop the existing clustered index '%.*ls' before creating another."), // unverified state
     e(1904, 16, 1, "The index '%.*ls' on table '%.*ls' has %d columns in the key list. The maximum limit for index key column list is %d."), // unverified

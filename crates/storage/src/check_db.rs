@@ -25,8 +25,9 @@
 //!    a table is projected into each of its indexes (storage's index.rs) and the index
 //!    records' count and two order-free hashes (a sum and an exclusive or) are gathered
 //!    per index, beside the same of the index's own live leaf records. They differ only
-//!    when an index misses rows (8951) or holds rows no table row matches (8952): both are
-//!    reported then, once per index, without naming the rows.
+//!    when an index misses rows (8951) or holds rows no table row matches (8952); only
+//!    then are the rows found, in bounded memory, and reported one by one with their
+//!    details (8955, 8956), at most `detail_limit` per index (`index_rows`).
 //!
 //! Whether a page of an owned extent is in use is the allocation maps' word, never the
 //! page's bytes: a page whose PFS byte has the allocated bit (set only once the page's
@@ -63,6 +64,9 @@ use crate::check_alloc::{check_allocation, AllocError, CheckAllocReport, Claiman
 use crate::snapshot::CheckSource;
 use crate::table::layouts;
 use crate::StorageError;
+
+mod index_rows;
+pub use index_rows::{counted, ValueText, DEFAULT_DETAIL_LIMIT, DETAIL_MESSAGES};
 
 /// Extents per read (1 MB).
 const RUN_EXTENTS: u32 = 16;
@@ -108,6 +112,10 @@ pub struct CheckOptions<'a> {
     pub index_id: Option<u16>,
     /// Value checks (None: none).
     pub values: Option<&'a ValueCheck>,
+    /// How values print in the index row findings (None: as hexadecimal).
+    pub value_text: Option<&'a ValueText>,
+    /// Index row findings printed per index (the rest are counted, 8986).
+    pub detail_limit: usize,
     /// Set to stop the check (attention, KILL): it ends with `StorageError::Cancelled`.
     pub cancel: Option<&'a AtomicBool>,
     /// Called with (pages done, pages in all) as runs complete.
@@ -124,6 +132,8 @@ impl Default for CheckOptions<'_> {
             objects: None,
             index_id: None,
             values: None,
+            value_text: None,
+            detail_limit: DEFAULT_DETAIL_LIMIT,
             cancel: None,
             progress: None,
         }
@@ -168,14 +178,20 @@ pub struct CheckDbReport {
     pub bytes_read: u64,
     /// Pages the snapshot copied because sessions wrote during the check.
     pub copied_on_write: u64,
+    /// Per table: consistency errors found but not printed (past `detail_limit`).
+    pub unprinted: Vec<(u32, u64)>,
 }
 
 impl CheckDbReport {
     pub fn allocation_errors(&self) -> u64 {
-        self.findings.iter().filter(|f| f.allocation).count() as u64
+        self.findings
+            .iter()
+            .filter(|f| f.allocation && counted(f))
+            .count() as u64
     }
     pub fn consistency_errors(&self) -> u64 {
-        self.findings.iter().filter(|f| !f.allocation).count() as u64
+        let printed = self.findings.iter().filter(|f| !f.allocation && counted(f));
+        printed.count() as u64 + self.unprinted.iter().map(|(_, n)| n).sum::<u64>()
     }
 }
 
@@ -793,9 +809,6 @@ pub fn check_database(
             check_tree(t, k, &facts, workers, &mut g.findings);
         }
     }
-    if !opts.physical_only {
-        g.findings.extend(index_mismatches(&ctx, &g.index_rows));
-    }
     report.findings.extend(g.findings);
     report.findings.sort_by_key(|f| {
         (
@@ -804,6 +817,12 @@ pub fn check_database(
             f.slot,
         )
     });
+    // After the sort: each 8951 / 8952 stays before its detail.
+    if !opts.physical_only {
+        let (found, unprinted) = index_rows::index_findings(&ctx, &runs, &g.index_rows);
+        report.findings.extend(found);
+        report.unprinted = unprinted;
+    }
     for t in &ctx.tables {
         let au = t.entry.allocation_unit_id;
         if !ctx.checked_units.contains(&au) || t.entry.index_of.is_some() {
@@ -814,7 +833,7 @@ pub fn check_database(
             .iter()
             .filter(|f| f.object_id == t.entry.object_id);
         let (mut a, mut c) = (0, 0);
-        for f in mine {
+        for f in mine.filter(|f| counted(f)) {
             if f.allocation {
                 a += 1
             } else {
@@ -827,7 +846,12 @@ pub fn check_database(
             rows: g.rows.get(&au).copied().unwrap_or(0),
             pages: g.pages.get(&au).copied().unwrap_or(0),
             allocation_errors: a,
-            consistency_errors: c,
+            consistency_errors: c + report
+                .unprinted
+                .iter()
+                .filter(|(o, _)| *o == t.entry.object_id)
+                .map(|(_, n)| n)
+                .sum::<u64>(),
         });
     }
     report.copied_on_write = src.copied_on_write();
@@ -1926,10 +1950,7 @@ struct RowSums {
 
 impl RowSums {
     fn add_record(&mut self, rec: &[u8]) {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        rec.hash(&mut h);
-        let v = h.finish();
+        let v = index_rows::record_hash(rec);
         self.count += 1;
         self.sum = self.sum.wrapping_add(v);
         self.xor ^= v;
@@ -1979,54 +2000,4 @@ fn index_facts(ti: &TableInfo<'_>, pid: PageId, records: &[(u16, &[u8])], out: &
             }
         }
     }
-}
-
-/// 8951 and 8952 for each checked index whose rows and its table's differ (step 5).
-fn index_mismatches(ctx: &Context<'_>, rows: &HashMap<u64, IndexRows>) -> Vec<Finding> {
-    let mut out = Vec::new();
-    for t in &ctx.tables {
-        let au = t.entry.allocation_unit_id;
-        let Some(ix) = &t.entry.index_of else {
-            continue;
-        };
-        if !ctx.checked_units.contains(&au) {
-            continue;
-        }
-        let r = rows.get(&au).copied().unwrap_or_default();
-        if r.expected == r.found {
-            continue;
-        }
-        let base = ctx
-            .tables
-            .iter()
-            .find(|b| b.entry.object_id == ix.table_object_id && b.entry.index_of.is_none());
-        let table = base.map_or(String::new(), |b| {
-            format!("{}.{}", b.entry.schema_name, b.entry.name)
-        });
-        let args = vec![
-            table,
-            ix.table_object_id.to_string(),
-            t.entry.name.clone(),
-            ix.index_id.to_string(),
-        ];
-        // Counts alone say which way when they differ; equal counts with other rows
-        // are both a missing and an extra row.
-        let finding = |number| Finding {
-            number,
-            args: args.clone(),
-            object_id: t.owner.object_id,
-            index_id: t.owner.index_id,
-            allocation_unit_id: au,
-            allocation: false,
-            page: None,
-            slot: None,
-        };
-        if r.expected.count >= r.found.count {
-            out.push(finding(8951));
-        }
-        if r.found.count >= r.expected.count {
-            out.push(finding(8952));
-        }
-    }
-    out
 }

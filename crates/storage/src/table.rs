@@ -854,4 +854,4 @@ pub(crate) fn formatted_page(
 
 #[cfg(test)]
 #[path = "table_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -31,7 +31,7 @@ fn new_file(name: &str, t: FileType, size_pages: u32) -> NewFile {
     }
 }
 
-fn new_db(fs: &SimFileSystem) -> Database {
+pub(crate) fn new_db(fs: &SimFileSystem) -> Database {
     let spec = NewDatabase {
         name: "Gap".into(),
         database_id: 5,

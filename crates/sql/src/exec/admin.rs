@@ -195,9 +195,18 @@ impl Session {
                 maps,
                 table,
             };
-            dbcc_page::format_page(pid, &p, printopt.clamp(0, 255) as u8, &ctx)
+            let printopt = printopt.clamp(0, 255) as u8;
+            match dbcc_page::format_index_page(pid, &p, printopt, &ctx) {
+                Some((lines, grid)) => (lines, Some(grid)),
+                None => (dbcc_page::format_page(pid, &p, printopt, &ctx), None),
+            }
         };
+        let (lines, grid) = lines;
         self.dbcc_print(lines, out);
+        // An index page's rows come as a result set (dbcc_page invariant 2).
+        if let Some((columns, rows)) = grid {
+            out.push(Output::Rows { columns, rows });
+        }
         Ok(())
     }
 

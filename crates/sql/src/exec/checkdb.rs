@@ -49,6 +49,8 @@ pub struct CheckSettings {
     pub maxdop: usize,
     /// CHECKTABLE (table, index_id): only that nonclustered index of the table.
     pub index_id: Option<u16>,
+    /// ALL_ERRORMSGS: every index row finding printed, not the first 200 per index.
+    pub all_errormsgs: bool,
 }
 
 /// DATA_PURITY: the value is legal for its column's type, else the type's name (2570).
@@ -62,6 +64,37 @@ pub fn value_check(c: &ColumnEntry, bytes: &[u8]) -> Option<String> {
     rowcodec::check_value(t, bytes)
         .err()
         .map(|_| crate::convert::data_type_name(t))
+}
+
+/// A stored value as CHECKDB's index row findings print it (8955, 8956): numbers as they
+/// are, binary as `0x...`, other values quoted.
+pub fn value_text(c: &ColumnEntry, bytes: &[u8]) -> String {
+    let t = rowcodec::sql_type(StoredType {
+        system_type_id: c.system_type_id,
+        max_length: c.max_length,
+        precision: c.precision,
+        scale: c.scale,
+    });
+    let Some(v) = t.and_then(|t| rowcodec::decode(t, Some(bytes)).ok()) else {
+        return "?".into();
+    };
+    let text = super::eval::to_text(&v);
+    match v {
+        Value::Text(_) | Value::Date(_) | Value::DateTime(_) | Value::DateTime2(_) => {
+            format!("'{}'", text.replace('\'', "''"))
+        }
+        Value::Guid(_) => format!("'{text}'"),
+        _ => text,
+    }
+}
+
+/// The minimum repair level of a finding: REPAIR_REBUILD for damage to a nonclustered
+/// index alone (its rows against the table's), else REPAIR_ALLOW_DATA_LOSS.
+fn repair_level(number: i32) -> &'static str {
+    match number {
+        8951 | 8952 | 8955 | 8956 | 8986 => "repair_rebuild",
+        _ => "repair_allow_data_loss",
+    }
 }
 
 /// What a check printed and measured.
@@ -96,6 +129,11 @@ pub fn run_check(
         },
         index_id: settings.index_id,
         values: Some(&value_check),
+        value_text: Some(&value_text),
+        detail_limit: match settings.all_errormsgs {
+            true => usize::MAX,
+            false => extentdb_storage::check_db::DEFAULT_DETAIL_LIMIT,
+        },
         cancel,
         progress,
     };
@@ -181,7 +219,14 @@ pub fn render_check(
         lines.push((msg(8989, &[&kind.name(), &a, &c, &name]), None));
     }
     if a + c > 0 && matches!(kind, CheckKind::CheckDb | CheckKind::CheckTable) {
-        let level = "repair_allow_data_loss";
+        let rebuild = report
+            .findings
+            .iter()
+            .all(|f| repair_level(f.number as i32) == "repair_rebuild");
+        let level = match rebuild {
+            true => "repair_rebuild",
+            false => "repair_allow_data_loss",
+        };
         let target = if kind == CheckKind::CheckTable {
             report
                 .objects
@@ -252,7 +297,7 @@ fn table_results(lines: &[(SqlError, Option<&Finding>)], db_id: u16) -> Rowset {
                 None => (0, 0, 0, 0, 0, 0, 1),
             };
             let repair = if e.severity > 10 {
-                Value::Text("repair_allow_data_loss".into())
+                Value::Text(repair_level(e.number).into())
             } else {
                 Value::Null
             };
@@ -441,12 +486,9 @@ impl Session {
                 "NO_INFOMSGS" => s.no_infomsgs = true,
                 "TABLERESULTS" => s.table_results = true,
                 "PHYSICAL_ONLY" => s.physical_only = true,
+                "ALL_ERRORMSGS" => s.all_errormsgs = true,
                 // Checked always (data purity), or not applicable: accepted.
-                "DATA_PURITY"
-                | "ALL_ERRORMSGS"
-                | "EXTENDED_LOGICAL_CHECKS"
-                | "TABLOCK"
-                | "NOINDEX" => {}
+                "DATA_PURITY" | "EXTENDED_LOGICAL_CHECKS" | "TABLOCK" | "NOINDEX" => {}
                 "MAXDOP" => {
                     let v = match &o.value {
                         Some(OptionValue::Expr(e)) => self.eval(e, None).map_err(|e| vec![e])?,
