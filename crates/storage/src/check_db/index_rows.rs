@@ -521,6 +521,7 @@ mod tests {
             pending_ddl: None,
             index_of: None,
             checks: Vec::new(),
+            foreign_keys: Vec::new(),
         }
     }
 
