@@ -24,7 +24,7 @@
 //! What is not here: the expression's meaning. Storage keeps the definition as text; the
 //! SQL layer parses, checks and enforces it.
 
-use extentdb_format::catalog::{Catalog, CheckConstraint, ForeignKey};
+use extentdb_format::catalog::{Catalog, CheckConstraint, ForeignKey, TableEntry};
 
 use crate::database::Database;
 use crate::StorageError;
@@ -73,6 +73,14 @@ fn constraint_name_taken(c: &Catalog, name: &str) -> bool {
         .any(|t| t.checks.iter().any(|k| is(&k.name)) || t.foreign_keys.iter().any(|k| is(&k.name)))
 }
 
+/// Table `object_id`'s entry in catalog `c`, to change its constraint lists.
+fn table_mut(c: &mut Catalog, object_id: u32) -> Result<&mut TableEntry, StorageError> {
+    c.tables
+        .iter_mut()
+        .find(|t| t.object_id == object_id)
+        .ok_or(StorageError::TableNotFound(object_id))
+}
+
 impl Database {
     /// Adds FOREIGN KEY `key` to table `object_id` (its object id assigned here); returns
     /// that id. A name taken is `TableExists` (invariant 2).
@@ -91,11 +99,7 @@ impl Database {
         self.change_catalog(|c| {
             number_foreign_keys(c, std::slice::from_mut(&mut key), object_id);
             id = key.object_id;
-            let t = c
-                .tables
-                .iter_mut()
-                .find(|t| t.object_id == object_id)
-                .ok_or(StorageError::TableNotFound(object_id))?;
+            let t = table_mut(c, object_id)?;
             t.foreign_keys.push(key);
             Ok(())
         })?;
@@ -115,11 +119,7 @@ impl Database {
             return Ok(false);
         }
         self.change_catalog(|c| {
-            let t = c
-                .tables
-                .iter_mut()
-                .find(|t| t.object_id == object_id)
-                .ok_or(StorageError::TableNotFound(object_id))?;
+            let t = table_mut(c, object_id)?;
             t.foreign_keys.retain(|k| k.object_id != constraint_id);
             Ok(())
         })?;
@@ -141,11 +141,7 @@ impl Database {
         self.change_catalog(|c| {
             number_checks(c, std::slice::from_mut(&mut check));
             id = check.object_id;
-            let t = c
-                .tables
-                .iter_mut()
-                .find(|t| t.object_id == object_id)
-                .ok_or(StorageError::TableNotFound(object_id))?;
+            let t = table_mut(c, object_id)?;
             t.checks.push(check);
             Ok(())
         })?;
@@ -165,11 +161,7 @@ impl Database {
             return Ok(false);
         }
         self.change_catalog(|c| {
-            let t = c
-                .tables
-                .iter_mut()
-                .find(|t| t.object_id == object_id)
-                .ok_or(StorageError::TableNotFound(object_id))?;
+            let t = table_mut(c, object_id)?;
             t.checks.retain(|k| k.object_id != constraint_id);
             Ok(())
         })?;

@@ -161,7 +161,7 @@ impl Database {
         assert!(t.primary_key.is_some(), "range pages of {}, a heap", t.name);
         let mut pages = 0u64;
         for range in ranges {
-            match self.btree_range_leaves(t, range, max - pages.min(max))? {
+            match self.btree_range_leaves(t, range, max.saturating_sub(pages))? {
                 Some(n) => pages += n,
                 None => return Ok(None),
             }
