@@ -31,6 +31,11 @@
 //!     is a table of the catalog (the child itself for a self-reference) while the child is
 //!     not dropped (a child dropped by a transaction not yet settled may outlive its parent
 //!     dropped by the same transaction, for as long as the settling takes).
+//! 11. A heap's PRIMARY KEY (NONCLUSTERED) is enforced by the unique index entry of its
+//!     table that bears the constraint's name (`TableEntry::enforces_primary_key_of`), and
+//!     that index's key is the constraint's columns in order. Catalogs written before such
+//!     indexes were made hold a heap's PRIMARY KEY without one; their DML checks its keys by
+//!     reading the table.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -192,6 +197,24 @@ pub struct TableEntry {
     pub checks: Vec<CheckConstraint>,
     /// The table's FOREIGN KEY constraints (version 11; none before), in creation order.
     pub foreign_keys: Vec<ForeignKey>,
+}
+
+impl TableEntry {
+    /// Whether this entry is the unique index enforcing `base`'s PRIMARY KEY NONCLUSTERED:
+    /// `base` is a heap and this index of it bears the constraint's name (invariant 11).
+    pub fn enforces_primary_key_of(&self, base: &TableEntry) -> bool {
+        let of_base = self
+            .index_of
+            .as_ref()
+            .is_some_and(|i| i.table_object_id == base.object_id && i.unique);
+        of_base
+            && base.index_id == 0
+            && base.index_of.is_none()
+            && base
+                .primary_key
+                .as_ref()
+                .is_some_and(|(n, _)| n.eq_ignore_ascii_case(&self.name))
+    }
 }
 
 /// A FOREIGN KEY constraint (sys.foreign_keys row, sys.objects type 'F'), kept on the
@@ -692,6 +715,7 @@ impl Catalog {
             }
             check_check_constraints(t)?;
             check_foreign_keys(self, t)?;
+            check_primary_key_index(self, t)?;
         }
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
@@ -707,6 +731,23 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// Invariant 11: the index enforcing a heap's PRIMARY KEY, if any, keys its columns.
+fn check_primary_key_index(c: &Catalog, t: &TableEntry) -> Result<(), String> {
+    let Some((name, ids)) = t.primary_key.as_ref().filter(|_| t.index_of.is_none()) else {
+        return Ok(());
+    };
+    for ix in c.tables.iter().filter(|e| e.enforces_primary_key_of(t)) {
+        let info = ix.index_of.as_ref().expect("an index entry");
+        if info.sources.get(..info.key_columns as usize) != Some(ids.as_slice()) {
+            return Err(format!(
+                "the index enforcing PRIMARY KEY {name} of table {} keys other columns",
+                t.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Invariant 9: each CHECK constraint names no column its table lacks.

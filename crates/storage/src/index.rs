@@ -37,7 +37,7 @@ use extentdb_format::record;
 use crate::access::Step;
 use crate::scan::ScanPosition;
 use crate::table::{layouts, Rid};
-use crate::{Database, StorageError};
+use crate::{Database, KeyConstraint, StorageError};
 
 /// CREATE INDEX as the SQL layer resolved it.
 #[derive(Debug, Clone)]
@@ -339,10 +339,15 @@ fn duplicate(base: &TableEntry, ix: &TableEntry, irec: &[u8]) -> StorageError {
                 .collect()
         })
         .unwrap_or_default();
+    let constraint = match (ix.enforces_primary_key_of(base), info.unique_constraint) {
+        (true, _) => Some(KeyConstraint::PrimaryKey),
+        (false, true) => Some(KeyConstraint::Unique),
+        (false, false) => None,
+    };
     StorageError::DuplicateIndexKey {
         table: format!("{}.{}", base.schema_name, base.name),
         index: ix.name.clone(),
-        unique_constraint: info.unique_constraint,
+        constraint,
         key,
     }
 }

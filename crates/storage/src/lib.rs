@@ -68,6 +68,25 @@ pub fn now_us() -> i64 {
 pub use instance::Instance;
 pub use shared::SharedDatabase;
 
+/// The constraint a unique index enforces, as Msg 2627 names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyConstraint {
+    /// A heap's PRIMARY KEY NONCLUSTERED (catalog invariant 11).
+    PrimaryKey,
+    /// A UNIQUE constraint.
+    Unique,
+}
+
+impl KeyConstraint {
+    /// The constraint's kind as Msg 2627 prints it.
+    pub fn kind(self) -> &'static str {
+        match self {
+            KeyConstraint::PrimaryKey => "PRIMARY KEY",
+            KeyConstraint::Unique => "UNIQUE KEY",
+        }
+    }
+}
+
 /// Every failure of the storage engine, with the context the SQL layer needs.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
@@ -208,7 +227,8 @@ pub enum StorageError {
         /// The table, `schema.name`.
         table: String,
         index: String,
-        unique_constraint: bool,
+        /// The constraint the index enforces, if any (Msg 2627 rather than 2601).
+        constraint: Option<KeyConstraint>,
         /// The key's columns and stored values.
         key: Vec<(extentdb_format::catalog::ColumnEntry, Option<Vec<u8>>)>,
     },

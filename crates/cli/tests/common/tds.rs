@@ -213,3 +213,18 @@ pub fn show(v: &extentdb_sql::types::Value) -> String {
 pub fn strs(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }
+
+/// (scan count, logical reads) of each Msg 3615 (SET STATISTICS IO) of a response, in order.
+pub fn scans_and_reads(r: &extentdb_tds::client::Response) -> Vec<(u64, u64)> {
+    let re = regex::Regex::new(r"Scan count (\d+), logical reads (\d+),").unwrap();
+    r.outputs
+        .iter()
+        .filter_map(|o| match o {
+            extentdb_sql::exec::Output::Info(m) if m.number == 3615 => {
+                let c = re.captures(&m.text).unwrap();
+                Some((c[1].parse().unwrap(), c[2].parse().unwrap()))
+            }
+            _ => None,
+        })
+        .collect()
+}

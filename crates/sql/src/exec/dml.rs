@@ -86,6 +86,30 @@ pub(super) fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
     Some((name.clone(), pos))
 }
 
+/// The PRIMARY KEY whose new keys a statement checks itself (`KeyCheck`, Msg 2627): a
+/// clustered one, and a heap's from a catalog written before a heap's PRIMARY KEY had its
+/// own unique index. A heap's PRIMARY KEY NONCLUSTERED made since is a unique index, which
+/// checks each key as its row goes in (catalog invariant 11): None.
+/// `db` is `t`'s database as its caller holds it, or None to read it here.
+fn self_checked_key(t: &TableRef, db: Option<&Database>) -> Option<(String, Vec<usize>)> {
+    let key = key_columns(t)?;
+    if t.entry.index_id == 0 {
+        let guard;
+        let db = match db {
+            Some(d) => d,
+            None => {
+                guard = t.db.read().unwrap();
+                &*guard
+            }
+        };
+        let mut indexes = db.indexes_of(t.entry.object_id);
+        if indexes.any(|ix| ix.enforces_primary_key_of(&t.entry)) {
+            return None;
+        }
+    }
+    Some(key)
+}
+
 /// Msg 2627 for a duplicate of primary key `constraint` whose values are `key`.
 fn duplicate_key(t: &TableRef, constraint: &str, key: &[Value]) -> Vec<SqlError> {
     terminated(msg(
@@ -973,8 +997,8 @@ pub(super) struct UpdateChanges {
 
 impl UpdateChanges {
     pub(super) fn new(t: &TableRef, targets: &[Option<usize>], dir: &std::path::Path) -> Self {
-        let key =
-            key_columns(t).filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
+        let key = self_checked_key(t, None)
+            .filter(|(_, pos)| targets.iter().flatten().any(|c| pos.contains(c)));
         let check = key
             .as_ref()
             .map(|(_, pos)| KeyCheck::new(pos.clone(), false, dir, SORT_MEMORY_BYTES));
@@ -1182,8 +1206,9 @@ impl InsertProgress<'_> {
 
 /// The write phase of INSERT, one step of `write_in_xact` (storage's access.rs): identity
 /// values and records row by row beside other sessions; held exclusively after a
-/// provision, one row, then back to sharing. A heap's NONCLUSTERED primary key is checked,
-/// and its rows inserted, holding the database throughout (`insert_checked`).
+/// provision, one row, then back to sharing. A heap's PRIMARY KEY from a catalog written
+/// before it had its unique index is checked, and its rows inserted, holding the database
+/// throughout (`insert_checked`, `self_checked_key`).
 /// A new clustered row first tests the key range it falls in (locking.rs invariant 5):
 /// when another transaction's range lock is in the way, the step stops with nothing of
 /// that row done and leaves the lock's resource in `range_wait`, to be waited for with the
@@ -1195,7 +1220,7 @@ fn write_inserts(
     env: &GrowthEnv,
     p: &mut InsertProgress<'_>,
 ) -> Result<Step<()>, Vec<SqlError>> {
-    if let (Some(key), 0) = (key_columns(t), t.entry.index_id) {
+    if let (0, Some(key)) = (t.entry.index_id, self_checked_key(t, Some(&db))) {
         let Held::Exclusive(db) = db else {
             return Ok(Step::Needs(Needs::Exclusive));
         };

@@ -72,12 +72,12 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
         DuplicateIndexKey {
             table,
             index,
-            unique_constraint,
+            constraint,
             key,
         } => {
-            let first = match unique_constraint {
-                true => msg(2627, &[&"UNIQUE KEY", index, table, &stored_key_text(key)]),
-                false => msg(2601, &[table, index, &stored_key_text(key)]),
+            let first = match constraint {
+                Some(k) => msg(2627, &[&k.kind(), index, table, &stored_key_text(key)]),
+                None => msg(2601, &[table, index, &stored_key_text(key)]),
             };
             vec![first, msg(3621, &[])]
         }

@@ -208,9 +208,10 @@ pub(super) fn key_entry(
         None => generated_name(&child.name, &child_cols[0].name, target.salt),
     };
     let parent_ids: Vec<u16> = match def.referenced.is_empty() {
-        true => match (&parent.primary_key, parent.index_id) {
-            (Some((_, ids)), 1) => ids.clone(),
-            _ => Vec::new(),
+        // A heap's PRIMARY KEY is its unique index's key (catalog invariant 11).
+        true => match &parent.primary_key {
+            Some((_, ids)) => ids.clone(),
+            None => Vec::new(),
         },
         false => {
             let mut v = Vec::new();

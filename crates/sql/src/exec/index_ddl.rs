@@ -4,15 +4,23 @@
 //! builds the index from the table's rows in one transaction of its own.
 //!
 //! Built: [UNIQUE] [NONCLUSTERED] INDEX name ON table (columns [ASC]) [INCLUDE (columns)]
-//! [WITH (ONLINE = OFF)] [ON filegroup]; DROP INDEX [IF EXISTS] name ON table and the old
-//! table.name form. Refused with 40517 until built: CLUSTERED over a heap, DESC keys,
-//! filtered indexes (WHERE), every other WITH option, INCLUDE of a MAX column, and both
-//! statements inside a transaction (a ROLLBACK could not take them back).
+//! [WITH (options)] [ON filegroup]; DROP INDEX [IF EXISTS] name ON table and the old
+//! table.name form. The WITH options accepted are those whose value asks for what every
+//! index here does (`BUILT_INDEX_OPTIONS`: ONLINE = OFF, PAD_INDEX = OFF, ...), in CREATE
+//! INDEX and in PRIMARY KEY and UNIQUE constraints alike. Refused with 40517 until built:
+//! CLUSTERED over a heap, DESC keys, filtered indexes (WHERE), every other WITH option or
+//! value, INCLUDE of a MAX column, and both statements inside a transaction (a ROLLBACK
+//! could not take them back).
+//!
+//! A heap's PRIMARY KEY NONCLUSTERED is a unique index made with its table, named as the
+//! constraint (catalog invariant 11): sys.indexes calls it is_primary_key, its duplicates
+//! are Msg 2627 "PRIMARY KEY", and DROP INDEX refuses it (3723).
 //!
 //! Invariants:
 //! 1. An index's key is at most `MAX_KEY_COLUMNS` columns and `MAX_KEY_BYTES` bytes at
 //!    their declared widths (Msgs 1904 and 1944), so every key fits a B-tree separator.
-//! 2. The PRIMARY KEY's clustered index is not an index DROP INDEX drops (Msg 3723).
+//! 2. The PRIMARY KEY's index, clustered or not, is not an index DROP INDEX drops (Msg
+//!    3723).
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_storage::index::IndexDef;
@@ -22,7 +30,9 @@ use super::errors;
 use super::lower::not_yet;
 use super::tables::TableRef;
 use super::Session;
-use crate::ast::{CreateIndex, CreateTable, IndexRef, KeyConstraint, OptionValue, TableConstraint};
+use crate::ast::{
+    CreateIndex, CreateTable, IndexRef, KeyConstraint, OptionValue, TableConstraint, WithOption,
+};
 use crate::messages::{msg, SqlError};
 
 /// SQL Server's key columns per index (2016 and later).
@@ -69,7 +79,7 @@ impl Session {
                 return if_exists.then_some(()).ok_or_else(gone);
             };
             self.require_table_alter(&t, gone().remove(0))?;
-            if is_primary_key(&t.entry, &ix.index) {
+            if is_primary_key_name(&t.entry, &ix.index) {
                 let name = format!("{}.{}", t.two_part(), ix.index);
                 return Err(vec![msg(3723, &[&name, &"PRIMARY KEY"])]);
             }
@@ -108,10 +118,14 @@ impl Session {
 
 /// Whether `name` is table `t`'s PRIMARY KEY's clustered index.
 pub(super) fn is_primary_key(t: &TableEntry, name: &str) -> bool {
-    t.index_id == 1
-        && t.primary_key
-            .as_ref()
-            .is_some_and(|(pk, _)| pk.eq_ignore_ascii_case(name))
+    t.index_id == 1 && is_primary_key_name(t, name)
+}
+
+/// Whether `name` is table `t`'s PRIMARY KEY constraint's, clustered or not.
+fn is_primary_key_name(t: &TableEntry, name: &str) -> bool {
+    t.primary_key
+        .as_ref()
+        .is_some_and(|(pk, _)| pk.eq_ignore_ascii_case(name))
 }
 
 /// The forms not built yet, refused with 40517 (Msg 1902 for a second clustered index).
@@ -128,10 +142,36 @@ fn refuse_unbuilt(c: &CreateIndex, t: &TableRef) -> Result<(), Vec<SqlError>> {
     if c.columns.iter().any(|k| k.descending) {
         return Err(vec![not_yet("descending index keys (DESC)")]);
     }
-    for o in &c.options {
-        let off = matches!(&o.value, Some(OptionValue::Word(w)) if w.eq_ignore_ascii_case("OFF"));
-        if !(o.name.eq_ignore_ascii_case("ONLINE") && off) {
-            let what = format!("the index option {} in CREATE INDEX", o.name.to_uppercase());
+    refuse_unbuilt_options(&c.options, "CREATE INDEX")
+}
+
+/// Index options whose value asks for what every index here does, accepted in CREATE
+/// INDEX and in PRIMARY KEY / UNIQUE constraints (SQL Server's scripts spell them out):
+/// (option, value).
+const BUILT_INDEX_OPTIONS: [(&str, &str); 8] = [
+    ("ONLINE", "OFF"),
+    ("PAD_INDEX", "OFF"),
+    ("STATISTICS_NORECOMPUTE", "OFF"),
+    ("IGNORE_DUP_KEY", "OFF"),
+    ("ALLOW_ROW_LOCKS", "ON"),
+    ("ALLOW_PAGE_LOCKS", "ON"),
+    ("OPTIMIZE_FOR_SEQUENTIAL_KEY", "OFF"),
+    ("DATA_COMPRESSION", "NONE"),
+];
+
+/// Refuses (40517) each index option of `statement` that is not one of
+/// `BUILT_INDEX_OPTIONS` with its value.
+pub(super) fn refuse_unbuilt_options(
+    options: &[WithOption],
+    statement: &str,
+) -> Result<(), Vec<SqlError>> {
+    for o in options {
+        let built = BUILT_INDEX_OPTIONS.iter().any(|(name, value)| {
+            o.name.eq_ignore_ascii_case(name)
+                && matches!(&o.value, Some(OptionValue::Word(w)) if w.eq_ignore_ascii_case(value))
+        });
+        if !built {
+            let what = format!("the index option {} in {statement}", o.name.to_uppercase());
             return Err(vec![not_yet(&what)]);
         }
     }
@@ -218,30 +258,31 @@ fn create_failed(e: StorageError, c: &CreateIndex, t: &TableRef) -> Vec<SqlError
     }
 }
 
-/// A UNIQUE constraint of CREATE TABLE, resolved: its name and key's column ids.
+/// A UNIQUE constraint of CREATE TABLE, or its PRIMARY KEY NONCLUSTERED, resolved: its
+/// name and key's column ids.
 pub(super) struct UniqueConstraint {
     name: String,
     key: Vec<u16>,
+    primary_key: bool,
 }
 
-/// CREATE TABLE's UNIQUE constraints over `entry`'s columns, checked before the table is
-/// made (1911, 1909, 1919, 1944, each followed by 1750); CLUSTERED, DESC, WITH and ON
-/// filegroup are refused (40517). An unnamed one gets SQL Server's `UQ__` name.
+/// CREATE TABLE's unique indexes over `entry`'s columns: a heap's PRIMARY KEY first, then
+/// the UNIQUE constraints, checked before the table is made (1911, 1909, 1919, 1944, each
+/// followed by 1750); CLUSTERED and the forms `refuse_unbuilt_key_forms` names are refused
+/// (40517). An unnamed UNIQUE constraint gets SQL Server's `UQ__` name.
 pub(super) fn unique_constraints(
     c: &CreateTable,
     entry: &TableEntry,
 ) -> Result<Vec<UniqueConstraint>, Vec<SqlError>> {
     let mut out = Vec::new();
+    if let (Some((name, ids)), 0) = (&entry.primary_key, entry.index_id) {
+        out.push(nonclustered_primary_key(entry, name, ids)?);
+    }
     for (n, (k, column)) in declared_uniques(c).into_iter().enumerate() {
         if k.clustered == Some(true) {
             return Err(vec![not_yet("UNIQUE CLUSTERED constraints")]);
         }
-        if !k.options.is_empty() || k.filegroup.is_some() {
-            return Err(vec![not_yet("WITH and ON in a UNIQUE constraint")]);
-        }
-        if k.columns.iter().any(|c| c.descending) {
-            return Err(vec![not_yet("descending index keys (DESC)")]);
-        }
+        refuse_unbuilt_key_forms(k, c.filegroup.as_deref(), "a UNIQUE constraint")?;
         let names: Vec<&str> = match column {
             Some(c) => vec![c],
             None => k.columns.iter().map(|c| c.name.as_str()).collect(),
@@ -257,9 +298,54 @@ pub(super) fn unique_constraints(
         {
             return Err(vec![msg(2714, &[&name]), msg(1750, &[])]);
         }
-        out.push(UniqueConstraint { name, key });
+        out.push(UniqueConstraint {
+            name,
+            key,
+            primary_key: false,
+        });
     }
     Ok(out)
+}
+
+/// The unique index enforcing heap `entry`'s PRIMARY KEY NONCLUSTERED `name` on columns
+/// `ids` (catalog invariant 11), with a UNIQUE constraint's limits.
+fn nonclustered_primary_key(
+    entry: &TableEntry,
+    name: &str,
+    ids: &[u16],
+) -> Result<UniqueConstraint, Vec<SqlError>> {
+    let names: Vec<&str> = ids
+        .iter()
+        .filter_map(|id| entry.columns.iter().find(|c| c.column_id == *id))
+        .map(|c| c.name.as_str())
+        .collect();
+    let key = unique_key(entry, name, &names).map_err(|e| vec![e, msg(1750, &[])])?;
+    Ok(UniqueConstraint {
+        name: name.to_string(),
+        key,
+        primary_key: true,
+    })
+}
+
+/// The forms of a PRIMARY KEY or UNIQUE constraint `k` of a table made ON `filegroup`
+/// not built yet, refused with 40517: DESC keys, index options other than the built
+/// ones' values, and ON another filegroup than the table's.
+pub(super) fn refuse_unbuilt_key_forms(
+    k: &KeyConstraint,
+    filegroup: Option<&str>,
+    what: &str,
+) -> Result<(), Vec<SqlError>> {
+    if k.columns.iter().any(|c| c.descending) {
+        return Err(vec![not_yet("descending index keys (DESC)")]);
+    }
+    refuse_unbuilt_options(&k.options, what)?;
+    match (&k.filegroup, filegroup) {
+        (None, _) => Ok(()),
+        (Some(own), Some(table)) if own.eq_ignore_ascii_case(table) => Ok(()),
+        (Some(_), _) => Err(vec![not_yet(&format!(
+            "{what} ON a filegroup other than the table's"
+        ))]),
+    }
 }
 
 /// The UNIQUE constraints of a definition: inline ones with their column's name.
@@ -340,7 +426,7 @@ pub(super) fn create_unique_constraints(
             table_object_id: object_id,
             name: u.name,
             unique: true,
-            unique_constraint: true,
+            unique_constraint: !u.primary_key,
             key: u.key,
             include: Vec::new(),
             data_space_id,
@@ -377,6 +463,9 @@ impl Session {
             let mut d = String::from("nonclustered");
             if info.unique {
                 d.push_str(", unique");
+            }
+            if ix.enforces_primary_key_of(&t.entry) {
+                d.push_str(", primary key");
             }
             if info.unique_constraint {
                 d.push_str(", unique key");

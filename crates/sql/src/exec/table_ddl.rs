@@ -3,8 +3,10 @@
 //! definitions. DROP, TRUNCATE and ALTER TABLE hold the table's Sch-M lock
 //! (`lock_for_table_ddl`, locking.rs invariant 4) before they hold its database.
 //!
-//! A table is a heap. A PRIMARY KEY is recorded (name and key columns) and enforced by
-//! DML over the heap; its columns become NOT NULL as in SQL Server.
+//! A table is a clustered index (its PRIMARY KEY CLUSTERED, the default) or a heap. A
+//! PRIMARY KEY is recorded (name and key columns) and its columns become NOT NULL as in
+//! SQL Server; a heap's (NONCLUSTERED) is enforced by a unique index of the same name made
+//! with the table (catalog invariant 11), as UNIQUE constraints are.
 //!
 //! CREATE and DROP TABLE inside a transaction are its own: its ROLLBACK takes them back
 //! (storage's ddl.rs); the creator holds the new table's Sch-M lock until the transaction
@@ -111,6 +113,8 @@ fn primary_key(c: &CreateTable, table: &str) -> Result<Option<DeclaredKey>, Vec<
         if !k.primary {
             return Ok(());
         }
+        let what = "a PRIMARY KEY constraint";
+        super::index_ddl::refuse_unbuilt_key_forms(k, c.filegroup.as_deref(), what)?;
         let cols = match column {
             Some(c) => vec![c.to_string()],
             None => k.columns.iter().map(|c| c.name.clone()).collect(),

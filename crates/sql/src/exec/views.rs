@@ -562,7 +562,8 @@ fn indexes(db: &Database) -> Rowset {
         ));
         for ix in db.indexes_of(t.object_id) {
             let info = ix.index_of.as_ref().expect("an index entry");
-            let flags = [info.unique, false, info.unique_constraint];
+            let primary_key = ix.enforces_primary_key_of(t);
+            let flags = [info.unique, primary_key, info.unique_constraint];
             let id = (info.index_id, "NONCLUSTERED");
             rows.push(index_row(t.object_id, text(&ix.name), id, flags, ix));
         }
