@@ -1,8 +1,9 @@
 //! FOREIGN KEY referential actions (the SQL layer's referential_actions.rs) through real TDS
 //! sessions: ON DELETE and ON UPDATE CASCADE, SET NULL and SET DEFAULT, nested through
 //! grandchildren, a failing cascaded change undoing the whole statement, the definition
-//! rules (1761, 1762, 1785), sys.foreign_keys' action columns, the actions surviving a
-//! kill -9, and sessions deleting parents while others insert children.
+//! rules (1761, 1762, 1785), sys.foreign_keys' action columns, the nesting bound, the
+//! actions surviving a kill -9, and sessions deleting parents while others insert
+//! children.
 
 use std::thread;
 
@@ -46,7 +47,7 @@ fn children(c: &mut Client) -> [Vec<String>; 3] {
 /// DELETE of parents: CASCADE deletes their children, SET NULL and SET DEFAULT set the
 /// key columns; @@ROWCOUNT counts the parent rows only; a NULL key is left alone; the
 /// child keys are seen by later statements of the same transaction and undone by its
-/// rollback.
+/// rollback; SET DEFAULT to a parent the statement deletes is 547; DELETE ... FROM acts.
 #[test]
 fn delete_actions() {
     let (_s, mut c) = start_in_database("fka-delete", "fkad", SETUP);
@@ -92,6 +93,19 @@ fn delete_actions() {
     assert_eq!(f.iter().map(|e| e.0).collect::<Vec<_>>(), [547], "{f:?}");
     assert!(f[0].3.contains("FOREIGN KEY constraint"), "{f:?}");
     assert_eq!(table(&mut c, "SELECT COUNT(*) FROM p"), ["3"]);
+    // DELETE ... FROM acts as DELETE does, even joined to the child it empties.
+    run(
+        &mut c,
+        "DELETE p FROM p JOIN c_cascade AS k ON k.pid = p.id WHERE k.id = 12",
+    );
+    assert_eq!(
+        children(&mut c),
+        [
+            vec!["10,1".to_string(), "11,1".into(), "14,NULL".into()],
+            vec!["20,1".into(), "21,NULL".into(), "22,NULL".into()],
+            vec!["30,0".into(), "31,0".into(), "32,0".into()],
+        ]
+    );
 }
 
 /// UPDATE of parent keys: CASCADE gives the children the new key, SET NULL and SET
@@ -476,4 +490,43 @@ fn concurrent_children_and_cascading_deletes() {
     let deleted = table(&mut c, "SELECT COUNT(*) FROM p");
     assert_ne!(deleted, ["60"], "some parents went");
     assert_checkdb_clean(&mut c, "fkac", "after the sessions");
+}
+
+/// Cascades nest 32 levels deep and no deeper (referential_actions.rs invariant 4): a
+/// chain of 32 ON DELETE CASCADE keys empties every table from one DELETE; a 33rd key
+/// makes the same DELETE refused (40517) with nothing changed.
+#[test]
+fn cascade_depth_is_bounded() {
+    let mut setup = vec!["CREATE TABLE t0 (id INT PRIMARY KEY)".to_string()];
+    for i in 1..=32 {
+        setup.push(format!(
+            "CREATE TABLE t{i} (id INT PRIMARY KEY REFERENCES t{} ON DELETE CASCADE)",
+            i - 1
+        ));
+    }
+    let fill: Vec<String> = (0..=32)
+        .map(|i| format!("INSERT INTO t{i} VALUES (1)"))
+        .collect();
+    let (_s, mut c) = start_in_database("fka-depth", "fkdepth", &setup.join("; "));
+    run(&mut c, &fill.join("; "));
+    run(&mut c, "DELETE FROM t0");
+    assert_eq!(table(&mut c, "SELECT COUNT(*) FROM t32"), ["0"]);
+    run(
+        &mut c,
+        &format!(
+            "{}; CREATE TABLE t33 (id INT PRIMARY KEY REFERENCES t32 ON DELETE CASCADE); \
+             INSERT INTO t33 VALUES (1)",
+            fill.join("; ")
+        ),
+    );
+    let f = failures(&mut c, "DELETE FROM t0");
+    assert_eq!(f.iter().map(|e| e.0).collect::<Vec<_>>(), [40517], "{f:?}");
+    assert!(f[0].3.contains("nested more than 32 levels"), "{f:?}");
+    for t in ["t0", "t16", "t32", "t33"] {
+        assert_eq!(
+            table(&mut c, &format!("SELECT COUNT(*) FROM {t}")),
+            ["1"],
+            "{t}"
+        );
+    }
 }
