@@ -36,8 +36,13 @@
 //!    parent rows' X locks: a child insert racing the parent's delete waits for it (its
 //!    parent lookup reads REPEATABLEREAD) and then finds no parent (547).
 //!
-//! Not here: NOT FOR REPLICATION; a cascade through a table the statement's own
-//! transaction dropped (skipped: its rows are gone for that transaction).
+//! Not here: NOT FOR REPLICATION (refused at parse, 40517). Each parent row's children
+//! are searched on their own (a seek with an index on the referencing columns, else a
+//! scan of the child), not joined to all the parent rows at once: a DELETE of many
+//! parents of an unindexed child reads the child once per parent row. A child table the
+//! statement's own transaction dropped is skipped (its rows are gone for it). The 1785
+//! check reads the catalog under the keys' Sch-M locks only, so two ALTER TABLE ... ADD
+//! on disjoint tables can race into a cycle; invariant 4's bound then stops the cascade.
 
 use extentdb_format::catalog::{ForeignKey, ReferentialAction, TableEntry};
 use extentdb_storage::Database;
