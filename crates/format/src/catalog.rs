@@ -245,6 +245,7 @@ pub enum ReferentialAction {
     NoAction = 0,
     Cascade = 1,
     SetNull = 2,
+    SetDefault = 3,
 }
 
 impl ReferentialAction {
@@ -253,6 +254,7 @@ impl ReferentialAction {
             0 => ReferentialAction::NoAction,
             1 => ReferentialAction::Cascade,
             2 => ReferentialAction::SetNull,
+            3 => ReferentialAction::SetDefault,
             _ => return None,
         })
     }

@@ -559,10 +559,10 @@ fn check_constraint_list(c: &Catalog) {
 
 /// Version 11's FOREIGN KEY constraints follow the CHECK constraints: u16 count, then each
 /// constraint's object id u32, name, referenced object id u32, key index id u16, delete and
-/// update actions u8 (0 NO ACTION, 1 CASCADE, 2 SET NULL), flags u8 (bit 0 disabled, bit 1
-/// not trusted, bit 2 system named), u16 pair count and (child, parent) column ids u16. A
-/// version 10 blob has none; an unknown action or flag is damage, and so is a pair naming
-/// a column its table lacks or a referenced table that is not there.
+/// update actions u8 (0 NO ACTION, 1 CASCADE, 2 SET NULL, 3 SET DEFAULT), flags u8 (bit 0
+/// disabled, bit 1 not trusted, bit 2 system named), u16 pair count and (child, parent)
+/// column ids u16. A version 10 blob has none; an unknown action or flag is damage, and so
+/// is a pair naming a column its table lacks or a referenced table that is not there.
 fn foreign_key_list(c: &Catalog) {
     use extentdb_format::catalog::{ForeignKey, ReferentialAction};
     let at = PageId::new(1, 16);
@@ -606,8 +606,12 @@ fn foreign_key_list(c: &Catalog) {
     let actions = tag + 14 + 2 + 4 + 2 + 5 + 4 + 2;
     let mut d = b.clone();
     d[actions] = 3;
+    let set_default = Catalog::decode(&d, at).unwrap();
+    let action = set_default.tables[0].foreign_keys[0].delete_action;
+    assert_eq!(action, ReferentialAction::SetDefault);
+    d[actions] = 4;
     let e = Catalog::decode(&d, at).unwrap_err().to_string();
-    assert!(e.contains("unknown referential action 3"), "{e}");
+    assert!(e.contains("unknown referential action 4"), "{e}");
     let mut d = b.clone();
     d[actions + 2] = 8;
     let e = Catalog::decode(&d, at).unwrap_err().to_string();

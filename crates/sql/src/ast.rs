@@ -971,12 +971,13 @@ pub struct ForeignKeyDefinition {
     pub on_update: ReferentialAction,
 }
 
-/// ON DELETE / ON UPDATE of a FOREIGN KEY (SET DEFAULT is refused at parse).
+/// ON DELETE / ON UPDATE of a FOREIGN KEY.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReferentialAction {
     NoAction,
     Cascade,
     SetNull,
+    SetDefault,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -3180,7 +3180,7 @@ impl Parser {
 
     /// `[FOREIGN KEY [(cols)]] REFERENCES t [(cols)] [ON DELETE a] [ON UPDATE a]` after its
     /// optional `CONSTRAINT name`; the column list is required at table level (where
-    /// FOREIGN KEY is too) and absent inline. NOT FOR REPLICATION, SET DEFAULT and a
+    /// FOREIGN KEY is too) and absent inline. NOT FOR REPLICATION and a
     /// reference to another database are refused (40517).
     fn foreign_key_definition(
         &mut self,
@@ -3237,7 +3237,7 @@ impl Parser {
         })
     }
 
-    /// `NO ACTION | CASCADE | SET NULL` (SET DEFAULT refused: 40517).
+    /// `NO ACTION | CASCADE | SET NULL | SET DEFAULT`.
     fn referential_action(&mut self) -> PResult<ReferentialAction> {
         if self.eat_word("NO") {
             self.expect_word("ACTION")?;
@@ -3250,8 +3250,8 @@ impl Parser {
         if self.eat_word("NULL") {
             return Ok(ReferentialAction::SetNull);
         }
-        if self.check_word("DEFAULT") {
-            return Err(self.not_built("ON DELETE / ON UPDATE SET DEFAULT"));
+        if self.eat_word("DEFAULT") {
+            return Ok(ReferentialAction::SetDefault);
         }
         Err(self.error())
     }

@@ -189,7 +189,7 @@ impl Session {
     }
 
     /// A column's DEFAULT, evaluated from its stored text.
-    fn default_value(&mut self, t: &TableRef, col: usize) -> Result<Value, SqlError> {
+    pub(super) fn default_value(&mut self, t: &TableRef, col: usize) -> Result<Value, SqlError> {
         let c = &t.entry.columns[col];
         if c.default_sql.is_empty() {
             return Ok(Value::Null);
@@ -945,7 +945,7 @@ impl Session {
     /// a row WHERE rejects is let go, so the rows spooled stay as read until written.
     /// With `stop`, the search ends at that many matches (SET ROWCOUNT): the rest of the
     /// table is neither read nor locked.
-    fn matching(
+    pub(super) fn matching(
         &mut self,
         t: &TableRef,
         filter: Option<&Expr>,

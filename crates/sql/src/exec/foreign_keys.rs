@@ -28,18 +28,20 @@
 //!    self-referencing row with its referrers, and the parent rows are X-locked by then,
 //!    so a child insert racing the delete waits (invariant 2's lookup) or is waited for
 //!    (the child lookup reads under the session's locking read, and a read under READ
-//!    UNCOMMITTED is raised to READ COMMITTED by READCOMMITTEDLOCK).
-//! 4. Only NO ACTION is built: CASCADE and SET NULL are refused at CREATE / ADD (40517),
-//!    never stored; so are FOREIGN KEYs of temporary tables and table variables, and
-//!    references to another database.
+//!    UNCOMMITTED is raised to READ COMMITTED by READCOMMITTEDLOCK). Only NO ACTION keys
+//!    are checked so (a lookup's `on_delete` / `on_update`).
+//! 4. A key with ON DELETE / ON UPDATE CASCADE, SET NULL or SET DEFAULT is acted on
+//!    before that check, in the same statement (`referential_actions.rs`, which also
+//!    holds their definition rules: 1761, 1762, 1785). FOREIGN KEYs of temporary tables
+//!    and table variables, and references to another database, are refused (40517).
 //! 5. ALTER TABLE ... ADD FOREIGN KEY holds Sch-M on the child and on the parent, so no
 //!    writer of either runs between WITH CHECK's scan and the catalog change, and every
 //!    writer of the parent that started before sees the new key when it next resolves.
 //!
 //! DROP INDEX of an index a key references through is refused (3723, `index_in_use`).
 //!
-//! Not here: CASCADE / SET NULL actions, NOT FOR REPLICATION, SET DEFAULT, NOCHECK /
-//! CHECK CONSTRAINT (enable, disable): refused (40517). A multi-row INSERT whose rows
+//! Not here: NOT FOR REPLICATION, NOCHECK / CHECK CONSTRAINT (enable, disable): refused
+//! (40517). A multi-row INSERT whose rows
 //! reference each other in a self-referencing table is refused (547) where SQL Server,
 //! checking after the inserts, accepts it.
 
@@ -77,6 +79,10 @@ struct Lookup {
     other_table: String,
     column: Option<String>,
     exists: Expr,
+    /// The key's actions (parent side): only NO ACTION keys are checked; the others are
+    /// `referential_actions.rs`'s.
+    on_delete: ReferentialAction,
+    on_update: ReferentialAction,
 }
 
 /// A child table entry's parent lookups (child side) or a parent entry's referrer
@@ -111,7 +117,7 @@ impl LookupCache {
 }
 
 /// `[name]` with `]` doubled.
-fn bracket(name: &str) -> String {
+pub(super) fn bracket(name: &str) -> String {
     format!("[{}]", name.replace(']', "]]"))
 }
 
@@ -136,7 +142,7 @@ fn column_named<'a>(columns: &'a [ColumnEntry], name: &str) -> Option<&'a Column
     columns.iter().find(|c| c.name.eq_ignore_ascii_case(name))
 }
 
-fn column_by_id(columns: &[ColumnEntry], id: u16) -> &ColumnEntry {
+pub(super) fn column_by_id(columns: &[ColumnEntry], id: u16) -> &ColumnEntry {
     let c = columns.iter().find(|c| c.column_id == id);
     c.expect("catalog invariant 10: a key's columns exist")
 }
@@ -176,10 +182,12 @@ pub(super) struct KeyTarget<'a> {
     pub parent: Option<&'a TableEntry>,
     pub taken: &'a dyn Fn(&str) -> bool,
     pub salt: u64,
+    /// Keys the same CREATE TABLE made before this one (their cascade paths count).
+    pub made: &'a [ForeignKey],
 }
 
-/// One definition checked (invariant 4, Msgs 1769, 1770, 8139, 1776, 1778) and made a
-/// catalog entry (object id 0: storage numbers it; referenced 0: the child itself).
+/// One definition checked (invariant 4, Msgs 1769, 1770, 8139, 1776, 1778, and for the
+/// actions 1761, 1762, 1785) and made a catalog entry (object id 0: storage numbers it; referenced 0: the child itself).
 pub(super) fn key_entry(
     db: &Database,
     target: &KeyTarget<'_>,
@@ -249,6 +257,8 @@ pub(super) fn key_entry(
     if (target.taken)(&name) {
         return Err(vec![msg(2714, &[&name]), msg(1750, &[])]);
     }
+    let actions = (action_of(def.on_delete), action_of(def.on_update));
+    super::referential_actions::check_actions(db, target, &name, &child_cols, actions)?;
     Ok(ForeignKey {
         object_id: 0,
         name,
@@ -259,26 +269,27 @@ pub(super) fn key_entry(
             .map(|c| c.column_id)
             .zip(parent_ids)
             .collect(),
-        delete_action: built_action(def.on_delete)?,
-        update_action: built_action(def.on_update)?,
+        delete_action: actions.0,
+        update_action: actions.1,
         is_disabled: false,
         is_not_trusted: false,
         is_system_named: def.name.is_none(),
     })
 }
 
-/// Invariant 4: NO ACTION only.
-fn built_action(a: ast::ReferentialAction) -> Result<ReferentialAction, Vec<SqlError>> {
+/// The catalog's code of a parsed action.
+fn action_of(a: ast::ReferentialAction) -> ReferentialAction {
     match a {
-        ast::ReferentialAction::NoAction => Ok(ReferentialAction::NoAction),
-        ast::ReferentialAction::Cascade => Err(vec![not_yet("ON DELETE / ON UPDATE CASCADE")]),
-        ast::ReferentialAction::SetNull => Err(vec![not_yet("ON DELETE / ON UPDATE SET NULL")]),
+        ast::ReferentialAction::NoAction => ReferentialAction::NoAction,
+        ast::ReferentialAction::Cascade => ReferentialAction::Cascade,
+        ast::ReferentialAction::SetNull => ReferentialAction::SetNull,
+        ast::ReferentialAction::SetDefault => ReferentialAction::SetDefault,
     }
 }
 
 /// The FOREIGN KEYs that reference `object_id` (a self-reference and those of tables a
 /// transaction has dropped but not yet committed included): (child entry, key).
-fn referrers(db: &Database, object_id: u32) -> Vec<(&TableEntry, &ForeignKey)> {
+pub(super) fn referrers(db: &Database, object_id: u32) -> Vec<(&TableEntry, &ForeignKey)> {
     let mut found = Vec::new();
     for t in db.catalog.tables.iter().filter(|t| t.index_of.is_none()) {
         for k in t.foreign_keys.iter() {
@@ -400,6 +411,8 @@ fn child_lookups(db: &Database, t: &TableRef) -> Result<Vec<Lookup>, Vec<SqlErro
             other_table: format!("{}.{}", parent.schema_name, parent.name),
             column: (pairs.len() == 1).then(|| pairs[0].0.clone()),
             exists: lookup_expr(&t.db_name, parent, "REPEATABLEREAD", &pairs, &t.entry.name)?,
+            on_delete: ReferentialAction::NoAction,
+            on_update: ReferentialAction::NoAction,
         });
     }
     Ok(out)
@@ -437,6 +450,8 @@ fn parent_lookups(db: &Database, t: &TableRef) -> Result<Vec<Lookup>, Vec<SqlErr
                 &pairs,
                 &t.entry.name,
             )?,
+            on_delete: k.delete_action,
+            on_update: k.update_action,
         });
     }
     Ok(out)
@@ -491,6 +506,7 @@ impl Session {
                 parent: parent.as_ref().map(|p| p.entry.as_ref()),
                 taken: &taken,
                 salt: entry.created_us as u64 ^ (i as u64) << 48,
+                made: &made,
             };
             if parent.as_ref().is_some_and(|p| !Arc::ptr_eq(&p.db, db)) {
                 return Err(vec![not_yet("FOREIGN KEY references to another database")]);
@@ -566,6 +582,10 @@ impl Session {
             if set.is_some_and(|s| !k.positions.iter().any(|p| s.contains(p))) {
                 continue;
             }
+            // The parent side here is DELETE's: a cascading key's rows are acted on.
+            if l.parent_side && k.on_delete != ReferentialAction::NoAction {
+                continue;
+            }
             if k.positions.iter().any(|&p| row[p].is_null()) {
                 continue;
             }
@@ -628,12 +648,14 @@ impl Session {
     }
 
     /// Invariant 3, DELETE: after the rows of `removed` (`[rid, values...]`) are deleted,
-    /// none may be referenced.
+    /// their referrers' actions are taken (invariant 4), then none may be referenced
+    /// through a NO ACTION key.
     pub(super) fn check_removed_keys(
         &mut self,
         t: &TableRef,
-        mut removed: SortedRows,
+        removed: SortedRows,
     ) -> Result<(), Vec<SqlError>> {
+        let mut removed = self.referential_actions(t, removed, true)?;
         let l = self.lookups(t, true)?;
         loop {
             let window = removed.window(COPY_WINDOW).map_err(|e| vec![e])?;
@@ -649,12 +671,14 @@ impl Session {
     }
 
     /// Invariant 3, UPDATE: after the changes of `changed` (`[rid, old..., new...]`) are
-    /// made, an old key changed that no parent row holds now may not be referenced.
+    /// made, and their referrers' actions taken (invariant 4), an old key changed that no
+    /// parent row holds now may not be referenced through a NO ACTION key.
     pub(super) fn check_changed_keys(
         &mut self,
         t: &TableRef,
-        mut changed: SortedRows,
+        changed: SortedRows,
     ) -> Result<(), Vec<SqlError>> {
+        let mut changed = self.referential_actions(t, changed, false)?;
         let l = self.lookups(t, true)?;
         let own = self.parent_key_lookups(t)?;
         let width = t.entry.columns.len();
@@ -670,7 +694,8 @@ impl Session {
                         crate::ops::compare(&old[p], &new[p]).ok().flatten()
                             != Some(std::cmp::Ordering::Equal)
                     });
-                    if !moved || k.positions.iter().any(|&p| old[p].is_null()) {
+                    let acted = k.on_update != ReferentialAction::NoAction;
+                    if acted || !moved || k.positions.iter().any(|&p| old[p].is_null()) {
                         continue;
                     }
                     let columns = t.columns();
@@ -748,6 +773,7 @@ impl Session {
                 parent: Some(&parent.entry),
                 taken: &taken,
                 salt: super::table_ddl::now_us() as u64,
+                made: &[],
             };
             key_entry(&d, &target, None, def)?
         };
@@ -842,6 +868,7 @@ fn action_desc(a: ReferentialAction) -> &'static str {
         ReferentialAction::NoAction => "NO_ACTION",
         ReferentialAction::Cascade => "CASCADE",
         ReferentialAction::SetNull => "SET_NULL",
+        ReferentialAction::SetDefault => "SET_DEFAULT",
     }
 }
 

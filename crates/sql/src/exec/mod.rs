@@ -54,6 +54,7 @@ mod merge;
 pub mod output;
 mod physical_stats;
 mod principal_views;
+mod referential_actions;
 mod security;
 mod security_ddl;
 mod seek;
@@ -354,6 +355,7 @@ impl Engine {
             tables: Default::default(),
             check_cache: Default::default(),
             fk_cache: Default::default(),
+            cascade_depth: 0,
             temp_tables: Default::default(),
             table_vars: Default::default(),
             scopes: Default::default(),
@@ -434,6 +436,9 @@ pub struct Session {
     check_cache: std::cell::RefCell<check_constraints::CheckCache>,
     /// The FOREIGN KEY lookups this session generated, by table entry (`foreign_keys.rs`).
     fk_cache: std::cell::RefCell<foreign_keys::LookupCache>,
+    /// How many cascading referential actions the running statement is inside
+    /// (`referential_actions.rs` invariant 4).
+    cascade_depth: u32,
     /// Its temporary tables (`temp_tables.rs`).
     temp_tables: temp_tables::TempTables,
     /// The running batch's table variables (`table_variables.rs`).
