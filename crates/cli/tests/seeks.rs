@@ -3,7 +3,7 @@
 //! Msg 3615) where a scan reads thousands; seek and scan return the same rows over many
 //! generated predicates, for SELECT, UPDATE and DELETE (the scan forced by wrapping WHERE
 //! in NOT (NOT (...)), which no seek analyses); the edge cases (inexact conversions, NULL,
-//! IN lists, composite keys, parameters, character keys that must scan) one by one; and
+//! IN lists, composite keys, parameters, character keys) one by one; and
 //! UPDATE and DELETE by key from several connections at once.
 
 mod common;
@@ -252,7 +252,7 @@ fn predicate(r: &mut Rng, t: &Table) -> String {
 }
 
 /// Loads the differential test's tables: an int key with gaps, a composite (int, bigint)
-/// key, a decimal key, a date key, and a character key (which must scan).
+/// key, a decimal key, a date key, and a character key.
 fn load_tables(c: &mut Client) {
     run(c, "CREATE DATABASE dif");
     run(
@@ -349,11 +349,11 @@ fn seek_and_scan_agree_on_generated_predicates() {
         let (sought, seek_reads) = outcome(&mut c, &statement(&p));
         let (scanned, scan_reads) = outcome(&mut c, &statement(&format!("NOT (NOT ({p}))")));
         assert_eq!(sought, scanned, "predicate {i} on {}: {p}", t.name);
+        // tv's seven rows are one page: its seeks read no fewer pages than its scan
+        // (character_seeks.rs measures character keys on a larger table).
         if t.name != "tv" {
             narrowable += 1;
             fewer += usize::from(seek_reads < scan_reads);
-        } else {
-            assert_eq!(seek_reads, scan_reads, "a character key sought: {p}");
         }
     }
     assert!(
@@ -377,7 +377,7 @@ fn ints(v: &[i32]) -> Vec<Value> {
 /// (int = 1.5 finds nothing, > 1.5 starts at 2), out-of-range values narrow nothing and
 /// stay correct, NULL matches nothing, IN lists are sorted and deduplicated, contradictory
 /// ranges read nothing, composite keys seek on a prefix then a range, and character keys
-/// scan (case-insensitively equal).
+/// seek one row case-insensitively.
 #[test]
 fn edge_cases_of_the_analysis() {
     let s = Server::start("seek-edges", &[]);
@@ -432,7 +432,7 @@ fn edge_cases_of_the_analysis() {
     assert_eq!((k, scans), (ints(&[4]), 1));
 
     let (k, (scans, _)) = keys_and_io(&mut c, "SELECT v FROM s WHERE k = 'ABC'");
-    assert_eq!((k, scans), (ints(&[1]), 1));
+    assert_eq!((k, scans), (ints(&[1]), 0));
     let (k, _) = keys_and_io(&mut c, "SELECT v FROM s WHERE k > 'abc'");
     assert_eq!(k, ints(&[2]));
 }

@@ -2,16 +2,16 @@
 //! encoding (see the `sql` crate's row codec: little-endian integers, sign-and-magnitude
 //! decimals, `datetime` as time then days, `datetime2` as time then date).
 //!
-//! Character columns compare as SQL Server's default collation
-//! (SQL_Latin1_General_CP1_CI_AS) does in the respects that decide uniqueness and order:
-//! case-insensitively and ignoring trailing spaces. Accent sensitivity is kept (different
-//! accented letters differ). NULL sorts before every value.
+//! Character columns compare by the server collation (`collation`: each character folded
+//! to uppercase, trailing spaces ignored, accents kept), the one comparison the SQL layer's
+//! text comparisons use too. NULL sorts before every value.
 //!
 //! Invariant: `compare` is a total order on the values of one type, and returns Equal for
 //! two values exactly when a PRIMARY KEY would call them duplicates.
 
 use std::cmp::Ordering;
 
+use crate::collation::{self, latin1_chars, utf16_chars};
 use type_id as id;
 
 /// SQL Server's system type ids (sys.types.system_type_id), as the catalog stores them.
@@ -63,19 +63,6 @@ fn float(b: &[u8]) -> f64 {
     }
 }
 
-fn fold_chars(chars: impl Iterator<Item = char>) -> Vec<char> {
-    let mut v: Vec<char> = chars.flat_map(|c| c.to_uppercase()).collect();
-    while v.last() == Some(&' ') {
-        v.pop();
-    }
-    v
-}
-
-fn utf16(b: &[u8]) -> impl Iterator<Item = char> + '_ {
-    char::decode_utf16(b.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])))
-        .map(|r| r.unwrap_or('\u{fffd}'))
-}
-
 /// Compares two stored values of one column of type `system_type_id`.
 pub fn compare(system_type_id: u8, a: Option<&[u8]>, b: Option<&[u8]>) -> Ordering {
     let (a, b) = match (a, b) {
@@ -99,10 +86,8 @@ pub fn compare(system_type_id: u8, a: Option<&[u8]>, b: Option<&[u8]>) -> Orderi
             signed(a).cmp(&signed(b))
         }
         id::FLOAT | id::REAL => float(a).total_cmp(&float(b)),
-        id::CHAR | id::VARCHAR => {
-            fold_chars(a.iter().map(|&c| c as char)).cmp(&fold_chars(b.iter().map(|&c| c as char)))
-        }
-        id::NCHAR | id::NVARCHAR => fold_chars(utf16(a)).cmp(&fold_chars(utf16(b))),
+        id::CHAR | id::VARCHAR => collation::compare_trimmed(latin1_chars(a), latin1_chars(b)),
+        id::NCHAR | id::NVARCHAR => collation::compare_trimmed(utf16_chars(a), utf16_chars(b)),
         id::DATETIME if a.len() == 8 && b.len() == 8 => {
             // Days (bytes 4-7) first, then the time of day (bytes 0-3).
             (le_signed(&a[4..]), le_unsigned(&a[..4]))
@@ -188,8 +173,8 @@ impl Fnv {
 }
 
 fn hash_value(h: &mut Fnv, system_type_id: u8, v: &[u8]) {
-    let chars = |h: &mut Fnv, c: Vec<char>| {
-        for ch in c {
+    let chars = |h: &mut Fnv, c: &mut dyn Iterator<Item = char>| {
+        for ch in c.flat_map(collation::fold) {
             h.add(&(ch as u32).to_le_bytes());
         }
     };
@@ -203,8 +188,8 @@ fn hash_value(h: &mut Fnv, system_type_id: u8, v: &[u8]) {
             h.add(&m.to_le_bytes());
         }
         id::FLOAT | id::REAL => h.add(&float(v).to_bits().to_le_bytes()),
-        id::CHAR | id::VARCHAR => chars(h, fold_chars(v.iter().map(|&c| c as char))),
-        id::NCHAR | id::NVARCHAR => chars(h, fold_chars(utf16(v))),
+        id::CHAR | id::VARCHAR => chars(h, &mut latin1_chars(v)),
+        id::NCHAR | id::NVARCHAR => chars(h, &mut utf16_chars(v)),
         id::DATETIME | id::DATETIME2 | id::UNIQUEIDENTIFIER => h.add(v),
         _ => {
             let mut n = v.len();

@@ -20,6 +20,7 @@ pub mod bitmap;
 pub mod boot;
 pub mod catalog;
 pub mod codec;
+pub mod collation;
 pub mod data_page;
 pub mod file_header;
 pub mod iam;

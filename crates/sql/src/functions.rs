@@ -619,10 +619,13 @@ fn replace_ci(s: &str, find: &str, with: &str) -> String {
     out
 }
 
+/// Character by character equality under the server collation's fold
+/// (`format::collation::fold`).
 fn eq_ci(a: &[char], b: &[char]) -> bool {
+    use extentdb_format::collation::fold;
     a.iter()
         .zip(b)
-        .all(|(x, y)| x == y || x.to_lowercase().eq(y.to_lowercase()))
+        .all(|(x, y)| x == y || fold(*x).eq(fold(*y)))
 }
 
 fn charindex(args: &[Value]) -> Result<Value, SqlError> {

@@ -7,8 +7,8 @@
 //! 1. Keys are equal exactly when T-SQL's `=` finds the values equal (`ops::compare`): both
 //!    columns are of one family (exact numbers, floating point, character, date and time,
 //!    uniqueidentifier, binary), and each family's key is the value as that comparison sees
-//!    it (a decimal without trailing zeros; text without trailing spaces, lower-cased as the
-//!    default collation folds it; date and time in ticks). Columns of different families
+//!    it (a decimal without trailing zeros; text as the server collation folds it,
+//!    `format::collation::folded`; date and time in ticks). Columns of different families
 //!    (which compare through a conversion) are not keyed.
 //! 2. A row whose key has a NULL is in no bucket and an outer row with a NULL key has no
 //!    candidates: `=` with NULL is never true. A value of another family than its
@@ -105,12 +105,7 @@ fn key(v: &Value, f: Family) -> Option<Key> {
             Num::Float(x) => Key::Float(if x == 0.0 { 0 } else { x.to_bits() }),
             _ => return None,
         },
-        (Family::Text, Value::Text(s)) => Key::Text(
-            s.trim_end_matches(' ')
-                .chars()
-                .flat_map(char::to_lowercase)
-                .collect(),
-        ),
+        (Family::Text, Value::Text(s)) => Key::Text(extentdb_format::collation::folded(s)),
         (Family::Time, v) => Key::Time(value_ticks(v)?),
         (Family::Guid, Value::Guid(g)) => Key::Bytes(g.to_vec()),
         (Family::Bytes, Value::Binary(b)) => Key::Bytes(b.clone()),

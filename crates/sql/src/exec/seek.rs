@@ -18,18 +18,23 @@
 //!    never dropping a row. A conjunct it cannot reason about exactly narrows nothing.
 //! 2. Only key types whose stored order (`format::key::compare`) agrees with the SQL
 //!    comparison (`ops::compare`) are sought: the integers, decimal / numeric, date,
-//!    datetime, datetime2 and uniqueidentifier. Character keys scan: the B-tree folds case
-//!    with `to_uppercase` over Latin-1 bytes while T-SQL folds with `to_lowercase`, so
-//!    their orders differ (`'_'` sorts after `'A'` in one and before `'a'` in the other),
-//!    and `ß` equals `SS` in one only. Float and real scan (-0 and 0 are equal in SQL,
-//!    ordered in the tree), binary scans (the tree ignores trailing zeros), bit scans
-//!    (a conversion to bit is not monotone: -3 becomes 1).
+//!    datetime, datetime2, uniqueidentifier, and char, varchar, nchar and nvarchar
+//!    compared with text. Both sides compare text by one rule, `format::collation` (each
+//!    character folded to uppercase, trailing spaces ignored, accents kept), so a text
+//!    bound is the text itself as the column stores it (`text_key`), exact whatever its
+//!    length. Float and real scan (-0 and 0 are equal in SQL, ordered in the tree),
+//!    binary scans (the tree ignores trailing zeros), bit scans (a conversion to bit is
+//!    not monotone: -3 becomes 1).
 //! 3. A value is converted to the key column's type; when it does not convert exactly
 //!    (`int_col = 1.5`, `date_col < '2020-01-01 10:00'`) the bound moves to the nearest
 //!    value of the column's type on the right side (a conversion rounds or truncates to a
 //!    neighbour, so no value of the type lies between), and an equality becomes empty.
 //!    A value that does not convert (overflow, text that is no number) narrows nothing.
 //!    Float values narrow nothing: comparisons through floating point are not exact.
+//!    Text against a character key is not converted (invariant 2): SQL compares it
+//!    unconverted, and its bound is not cut to the column's length. Text with a character
+//!    a char / varchar column cannot hold (beyond Latin-1) narrows nothing there; a
+//!    character key compared with a number, a date or a GUID narrows nothing.
 //! 4. NULL never matches: a comparison with NULL makes the range empty.
 //! 5. The choice, until statistics exist: the clustered key when it narrows (no lookups);
 //!    else the nonclustered index whose ranges are single rows of a unique key, then the
@@ -43,7 +48,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use extentdb_format::key;
+use extentdb_format::{collation, key};
 use extentdb_storage::scan::{KeyPrefix, KeyRange};
 
 use super::index_seek::IndexSeek;
@@ -476,15 +481,16 @@ fn exactly_comparable(col: SqlType, c: &Value) -> bool {
 /// comparison cannot be reasoned about exactly (invariants 3 and 4).
 fn bound_set(col: SqlType, cmp: Cmp, c: &Value) -> Option<ColumnSet> {
     use Bound::{Excluded, Included, Unbounded};
+    use SqlType as T;
     if c.is_null() {
         return Some(Vec::new());
     }
-    if !exactly_comparable(col, c) {
-        return None;
-    }
-    let v = convert(c, col, None).ok().filter(|v| !v.is_null())?;
-    let o = ops::compare(&v, c).ok()??;
-    let b = rowcodec::encode(col, &v).ok()??;
+    let (b, o) = match (col, c) {
+        (T::Char(_) | T::VarChar(_) | T::NChar(_) | T::NVarChar(_), Value::Text(s)) => {
+            (text_key(col, s)?, Ordering::Equal)
+        }
+        _ => converted_key(col, c)?,
+    };
     let (lo, hi) = match (cmp, o) {
         (Cmp::Eq, Ordering::Equal) => (Included(b.clone()), Included(b)),
         (Cmp::Eq, _) => return Some(Vec::new()),
@@ -500,6 +506,35 @@ fn bound_set(col: SqlType, cmp: Cmp, c: &Value) -> Option<ColumnSet> {
         (Cmp::Gt | Cmp::Ge, Ordering::Greater) => (Included(b), Unbounded),
     };
     Some(vec![Interval { lo, hi }])
+}
+
+/// Value `c` converted to key type `col`, stored, and how the stored value compares with
+/// `c` (invariant 3); None when the comparison cannot be reasoned about exactly.
+fn converted_key(col: SqlType, c: &Value) -> Option<(Vec<u8>, Ordering)> {
+    if !exactly_comparable(col, c) {
+        return None;
+    }
+    let v = convert(c, col, None).ok().filter(|v| !v.is_null())?;
+    let o = ops::compare(&v, c).ok()??;
+    Some((rowcodec::encode(col, &v).ok()??, o))
+}
+
+/// The bound text `s` is for a character key column of type `col` (invariant 2): its
+/// characters as the column stores them (Latin-1 bytes, or UTF-16LE), without trailing
+/// spaces and not cut to the column's length, since `key::compare` orders stored values
+/// against any length exactly as `ops::compare` orders the text (a cut would change the
+/// order, and a too-long value may still equal a stored one: `'ß'` equals `'ss'`). None
+/// for text a non-Unicode column cannot hold (a character beyond Latin-1 would become
+/// `'?'`): the conjunct narrows nothing.
+fn text_key(col: SqlType, s: &str) -> Option<Vec<u8>> {
+    let s = collation::trimmed(s);
+    match col {
+        SqlType::Char(_) | SqlType::VarChar(_) => s.chars().map(|c| u8::try_from(c).ok()).collect(),
+        SqlType::NChar(_) | SqlType::NVarChar(_) => {
+            Some(s.encode_utf16().flat_map(u16::to_le_bytes).collect())
+        }
+        _ => None,
+    }
 }
 
 fn value_cmp(tid: u8, a: &[u8], b: &[u8]) -> Ordering {
@@ -737,5 +772,57 @@ mod tests {
         assert_eq!(r.len(), 2);
         assert!(r[0].is_point(1) && r[1].is_point(1));
         assert_eq!(key_ranges(&[Some(Vec::new()), p(1)]), Some(Vec::new()));
+    }
+
+    /// Proves a text bound on a character key orders stored values exactly as SQL's
+    /// comparison orders them against the unconverted text, also for text longer than the
+    /// column (`'ss'` equals a stored `'ß'`), and that text a varchar column cannot hold
+    /// narrows nothing while a number against a character key narrows nothing either.
+    #[test]
+    fn text_bounds_are_exact() {
+        let col = SqlType::VarChar(2);
+        let stored = [
+            "\u{df}", "a", "A_", "s", "SS", "_", "[", "\u{e9}", "E", "z ",
+        ];
+        let literals = [
+            "ss", "SS  ", "sss", "a", "A_x", "_", "[", "\u{c9}", "e", "Z", "",
+        ];
+        for st in stored {
+            let b = rowcodec::encode(col, &Value::Text(st.into()))
+                .unwrap()
+                .unwrap();
+            for lit in literals {
+                let k = text_key(col, lit).unwrap();
+                let sql = ops::compare(&Value::Text(st.into()), &Value::Text(lit.into()));
+                assert_eq!(
+                    Some(key::compare(type_id::VARCHAR, Some(&b), Some(&k))),
+                    sql.unwrap(),
+                    "{st:?} / {lit:?}"
+                );
+            }
+        }
+        assert_eq!(text_key(col, "\u{3a9}"), None);
+        assert_eq!(
+            bound_set(col, Cmp::Eq, &Value::Text("\u{3a9}".into())),
+            None
+        );
+        assert_eq!(bound_set(col, Cmp::Eq, &Value::Int(5)), None);
+        assert!(bound_set(col, Cmp::Eq, &Value::Null).unwrap().is_empty());
+        let n = text_key(SqlType::NVarChar(1), "\u{3a9}ab  ").unwrap();
+        assert_eq!(
+            n,
+            "\u{3a9}ab"
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes)
+                .collect::<Vec<u8>>()
+        );
+        let eq = bound_set(col, Cmp::Eq, &Value::Text("abc ".into())).unwrap();
+        assert_eq!(
+            eq,
+            vec![Interval {
+                lo: Bound::Included(b"abc".to_vec()),
+                hi: Bound::Included(b"abc".to_vec())
+            }]
+        );
     }
 }
