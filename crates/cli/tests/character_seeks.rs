@@ -10,31 +10,16 @@
 
 mod common;
 
-use common::tds::{all_rows, connect_at, ok, rows, run, Server};
+use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Server};
 use extentdb_format::collation;
 use extentdb_sql::exec::Output;
 use extentdb_sql::types::{SqlType, Value};
-use extentdb_tds::client::{Client, Response};
-
-/// (scan count, logical reads) of each Msg 3615 of a response, in order.
-fn io(r: &Response) -> Vec<(u64, u64)> {
-    let re = regex::Regex::new(r"Scan count (\d+), logical reads (\d+),").unwrap();
-    r.outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Info(m) if m.number == 3615 => {
-                let c = re.captures(&m.text).unwrap();
-                Some((c[1].parse().unwrap(), c[2].parse().unwrap()))
-            }
-            _ => None,
-        })
-        .collect()
-}
+use extentdb_tds::client::Client;
 
 /// The rows of `sql` and its first (scan count, logical reads).
 fn rows_and_io(c: &mut Client, sql: &str) -> (Vec<Vec<Value>>, (u64, u64)) {
     let r = run(c, sql);
-    (all_rows(&r), io(&r)[0])
+    (all_rows(&r), scans_and_reads(&r)[0])
 }
 
 fn ints(v: &[i32]) -> Vec<Vec<Value>> {
@@ -112,8 +97,8 @@ fn point_lookups_by_character_keys_read_a_handful_of_pages() {
         "DELETE FROM t WHERE name = N'KEY_10008'",
     ] {
         let r = run(&mut c, sql);
-        let (scans, reads) = io(&r)[0];
-        assert!(scans == 0 && reads <= 4, "{sql}: {:?}", io(&r));
+        let (scans, reads) = scans_and_reads(&r)[0];
+        assert!(scans == 0 && reads <= 4, "{sql}: {:?}", scans_and_reads(&r));
     }
     let (r, _) = rows_and_io(
         &mut c,
@@ -279,7 +264,7 @@ fn load_keys(c: &mut Client, rng: &mut Rng) {
 fn outcome(c: &mut Client, sql: &str) -> (Result<Vec<Vec<Value>>, Vec<i32>>, u64) {
     let r = c.batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let errors: Vec<i32> = r.errors().map(|e| e.number).collect();
-    let reads = io(&r).iter().map(|x| x.1).sum();
+    let reads = scans_and_reads(&r).iter().map(|x| x.1).sum();
     if errors.is_empty() {
         (Ok(all_rows(&r)), reads)
     } else {

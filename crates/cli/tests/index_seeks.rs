@@ -14,25 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use common::tds::{all_rows, assert_checkdb_clean, connect_at, int, run, Server};
-use extentdb_sql::exec::Output;
+use common::tds::{all_rows, assert_checkdb_clean, connect_at, int, run, scans_and_reads, Server};
 use extentdb_sql::types::Value;
-use extentdb_tds::client::{Client, Response};
-
-/// (scan count, logical reads) of each Msg 3615 of a response, in order.
-fn io(r: &Response) -> Vec<(u64, u64)> {
-    let re = regex::Regex::new(r"Scan count (\d+), logical reads (\d+),").unwrap();
-    r.outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Info(m) if m.number == 3615 => {
-                let c = re.captures(&m.text).unwrap();
-                Some((c[1].parse().unwrap(), c[2].parse().unwrap()))
-            }
-            _ => None,
-        })
-        .collect()
-}
+use extentdb_tds::client::Client;
 
 fn count(c: &mut Client, sql: &str) -> i64 {
     int(&all_rows(&run(c, sql))[0][0])
@@ -73,7 +57,7 @@ fn lookups_read_a_handful_of_pages() {
     ] {
         let (a, b) = (run(&mut c, seek), run(&mut c, scan));
         assert_eq!(all_rows(&a), all_rows(&b), "{seek}");
-        let (seek_reads, scan_reads) = (io(&a)[0].1, io(&b)[0].1);
+        let (seek_reads, scan_reads) = (scans_and_reads(&a)[0].1, scans_and_reads(&b)[0].1);
         assert!(seek_reads <= 70, "{seek}: {seek_reads} pages");
         assert!(scan_reads > 250, "{scan}: {scan_reads} pages");
     }
@@ -131,7 +115,7 @@ fn conjunct(r: &mut Rng, col: &str) -> String {
 
 fn outcome(c: &mut Client, sql: &str) -> (Vec<Vec<Value>>, u64) {
     let r = run(c, sql);
-    (all_rows(&r), io(&r).iter().map(|x| x.1).sum())
+    (all_rows(&r), scans_and_reads(&r).iter().map(|x| x.1).sum())
 }
 
 /// Proves seek and scan agree over 400 generated predicates on indexed columns of a heap

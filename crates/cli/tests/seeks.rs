@@ -11,25 +11,9 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::tds::{all_rows, connect_at, ok, rows, run, Server};
-use extentdb_sql::exec::Output;
+use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Server};
 use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, Response};
-
-/// (scan count, logical reads) of each Msg 3615 of a response, in order.
-fn io(r: &Response) -> Vec<(u64, u64)> {
-    let re = regex::Regex::new(r"Scan count (\d+), logical reads (\d+),").unwrap();
-    r.outputs
-        .iter()
-        .filter_map(|o| match o {
-            Output::Info(m) if m.number == 3615 => {
-                let c = re.captures(&m.text).unwrap();
-                Some((c[1].parse().unwrap(), c[2].parse().unwrap()))
-            }
-            _ => None,
-        })
-        .collect()
-}
 
 fn count(r: &Response) -> i64 {
     match rows(r)[0][0] {
@@ -62,12 +46,12 @@ fn point_lookup_reads_a_handful_of_pages() {
     run(&mut c, "SET STATISTICS IO ON");
     let r = run(&mut c, "SELECT v FROM t WHERE id = 77777");
     assert_eq!(rows(&r), vec![vec![Value::Int(155_554)]]);
-    let (scans, point_reads) = io(&r)[0];
+    let (scans, point_reads) = scans_and_reads(&r)[0];
     assert_eq!(scans, 0);
     assert!(point_reads <= 4, "a point lookup read {point_reads} pages");
     let r = run(&mut c, "SELECT v FROM t WHERE NOT (NOT (id = 77777))");
     assert_eq!(rows(&r), vec![vec![Value::Int(155_554)]]);
-    let (scans, scan_reads) = io(&r)[0];
+    let (scans, scan_reads) = scans_and_reads(&r)[0];
     assert_eq!(scans, 1);
     assert!(scan_reads > 2000, "a scan read only {scan_reads} pages");
 
@@ -76,21 +60,21 @@ fn point_lookup_reads_a_handful_of_pages() {
         "DECLARE @p INT = 4242; SELECT v FROM t WHERE id = @p",
     );
     assert_eq!(rows(&r), vec![vec![Value::Int(8484)]]);
-    assert_eq!(io(&r), vec![(0, point_reads)]);
+    assert_eq!(scans_and_reads(&r), vec![(0, point_reads)]);
     let p = |v: i32| [("@p", SqlType::Int, Value::Int(v))];
     let r = ok(c
         .execute_sql("SELECT v FROM t WHERE id = @p", &p(99_999))
         .unwrap());
     assert_eq!(rows(&r), vec![vec![Value::Int(199_998)]]);
-    assert_eq!(io(&r), vec![(0, point_reads)]);
+    assert_eq!(scans_and_reads(&r), vec![(0, point_reads)]);
     let r = ok(c
         .execute_sql("UPDATE t SET v = v + 1 WHERE id = @p", &p(10))
         .unwrap());
-    assert_eq!(io(&r), vec![(0, point_reads)]);
+    assert_eq!(scans_and_reads(&r), vec![(0, point_reads)]);
     let r = ok(c
         .execute_sql("DELETE FROM t WHERE id = @p", &p(11))
         .unwrap());
-    assert_eq!(io(&r), vec![(0, point_reads)]);
+    assert_eq!(scans_and_reads(&r), vec![(0, point_reads)]);
     let r = run(&mut c, "SELECT id, v FROM t WHERE id IN (12, 11, 10)");
     assert_eq!(
         rows(&r),
@@ -99,7 +83,7 @@ fn point_lookup_reads_a_handful_of_pages() {
             vec![Value::Int(12), Value::Int(24)]
         ]
     );
-    assert_eq!(io(&r)[0].0, 3);
+    assert_eq!(scans_and_reads(&r)[0].0, 3);
 
     // A range of 59,001 rows goes through several chunks and reads its leaves only.
     let r = run(
@@ -107,7 +91,7 @@ fn point_lookup_reads_a_handful_of_pages() {
         "SELECT COUNT(*) FROM t WHERE id BETWEEN 1000 AND 60000",
     );
     assert_eq!(count(&r), 59_001);
-    let (scans, range_reads) = io(&r)[0];
+    let (scans, range_reads) = scans_and_reads(&r)[0];
     assert_eq!(scans, 1);
     assert!(
         range_reads < scan_reads * 7 / 10 && range_reads > scan_reads / 2,
@@ -283,7 +267,7 @@ fn load_tables(c: &mut Client) {
 fn outcome(c: &mut Client, sql: &str) -> (Result<Vec<Vec<Value>>, Vec<i32>>, u64) {
     let r = c.batch(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
     let errors: Vec<i32> = r.errors().map(|e| e.number).collect();
-    let reads = io(&r).iter().map(|x| x.1).sum();
+    let reads = scans_and_reads(&r).iter().map(|x| x.1).sum();
     if errors.is_empty() {
         (Ok(all_rows(&r)), reads)
     } else {
@@ -366,7 +350,7 @@ fn seek_and_scan_agree_on_generated_predicates() {
 fn keys_and_io(c: &mut Client, sql: &str) -> (Vec<Value>, (u64, u64)) {
     let r = run(c, sql);
     let keys = all_rows(&r).into_iter().map(|r| r[0].clone()).collect();
-    (keys, io(&r)[0])
+    (keys, scans_and_reads(&r)[0])
 }
 
 fn ints(v: &[i32]) -> Vec<Value> {
