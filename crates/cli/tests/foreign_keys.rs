@@ -141,9 +141,11 @@ fn referenced_parents_stay() {
     run(&mut c, "DROP TABLE child; DROP TABLE parent");
 }
 
-/// A self-referencing table: a row may reference itself or an earlier row; deleting a
-/// referenced row is refused unless its referrers go in the same statement; TRUNCATE of
-/// it is allowed (a self-reference does not stop it).
+/// A self-referencing table: a row may reference itself or an earlier row, and the rows
+/// of one INSERT each other's keys in any order (checked after the inserts, invariant 6;
+/// a missing one fails the whole statement, in a transaction too); deleting a referenced
+/// row is refused unless its referrers go in the same statement; TRUNCATE of it is
+/// allowed (a self-reference does not stop it).
 #[test]
 fn self_references() {
     let (_s, mut c) = start_in_database(
@@ -155,6 +157,47 @@ fn self_references() {
     run(&mut c, "INSERT INTO emp VALUES (2, 1)");
     run(&mut c, "INSERT INTO emp VALUES (3, 2)");
     assert_eq!(numbers(&mut c, "INSERT INTO emp VALUES (4, 9)"), [547]);
+    // Rows referencing later rows of the same statement, VALUES and SELECT alike.
+    run(&mut c, "INSERT INTO emp VALUES (20, 21), (21, 22), (22, 1)");
+    run(
+        &mut c,
+        "INSERT INTO emp SELECT id + 100, CASE WHEN id = 22 THEN 1 ELSE id + 101 END          FROM emp WHERE id >= 20",
+    );
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT id, boss FROM emp WHERE id >= 20 ORDER BY id"
+        ),
+        ["20,21", "21,22", "22,1", "120,121", "121,122", "122,1"]
+    );
+    let text = refused(
+        &mut c,
+        "INSERT INTO emp VALUES (30, 31), (31, 99)",
+        547,
+        16,
+        0,
+    );
+    assert!(
+        text.starts_with("The INSERT statement conflicted with the FOREIGN KEY"),
+        "{text}"
+    );
+    assert_eq!(
+        numbers(
+            &mut c,
+            "BEGIN TRAN; INSERT INTO emp VALUES (40, 1);              INSERT INTO emp VALUES (41, 42), (42, 98)"
+        ),
+        [547]
+    );
+    run(&mut c, "COMMIT");
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT id FROM emp WHERE id >= 30 AND id < 100 ORDER BY id"
+        ),
+        ["40"],
+        "the failed statements left nothing; the transaction's earlier row stays"
+    );
+    run(&mut c, "DELETE FROM emp WHERE id >= 20");
     assert_eq!(numbers(&mut c, "DELETE FROM emp WHERE id = 2"), [547]);
     run(&mut c, "DELETE FROM emp WHERE id >= 2");
     assert_eq!(table(&mut c, "SELECT id, boss FROM emp"), ["1,1"]);

@@ -312,7 +312,9 @@ impl Session {
         let targets = self.insert_targets(&ins.columns, default_values, &t)?;
         let plan = self.output_plan(ins.output.as_ref(), &t, Changed::Inserted)?;
         self.dml_with_output(plan, out, |s, output, out| {
-            s.insert_values(ins, &t, &targets, output, out)
+            s.insert_checking_self_references(&t, |s| {
+                s.insert_values(ins, &t, &targets, output, out)
+            })
         })
     }
 

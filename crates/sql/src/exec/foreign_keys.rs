@@ -38,12 +38,18 @@
 //!    writer of either runs between WITH CHECK's scan and the catalog change, and every
 //!    writer of the parent that started before sees the new key when it next resolves.
 //!
+//! 6. An INSERT statement's row whose self-referencing key finds no parent before the
+//!    statement's rows go in is checked again after they all did (`insert_checking_self_
+//!    references`), in the same statement, as SQL Server checks after its inserts: the
+//!    rows of one INSERT may reference each other. Such rows wait in a spool
+//!    (`Session::deferred_self_references`), so memory stays bounded.
+//!
 //! DROP INDEX of an index a key references through is refused (3723, `index_in_use`).
 //!
 //! Not here: NOT FOR REPLICATION, NOCHECK / CHECK CONSTRAINT (enable, disable): refused
-//! (40517). A multi-row INSERT whose rows
-//! reference each other in a self-referencing table is refused (547) where SQL Server,
-//! checking after the inserts, accepts it.
+//! (40517). MERGE's inserted rows and UPDATE's rows are checked before their writes, so
+//! rows of one MERGE or UPDATE of a self-referencing table cannot reference each other's
+//! new keys.
 
 use std::sync::Arc;
 
@@ -603,10 +609,62 @@ impl Session {
                 .condition_row(&k.exists, Some(&ctx))
                 .map_err(terminated)?;
             if (found == Some(true)) == l.parent_side {
+                // Invariant 6: looked up again once the statement's rows are in.
+                let deferred = self.deferred_self_references.as_mut();
+                let deferred = deferred.filter(|(id, _)| *id == t.entry.object_id);
+                if let (Some(_), Some((_, d))) = (&k.own_key, deferred) {
+                    d.push(row.to_vec()).map_err(|e| vec![e])?;
+                    return Ok(None);
+                }
                 return Ok(Some(k));
             }
         }
         Ok(None)
+    }
+
+    /// Invariant 6: `insert` (an INSERT's rows building and writing into `t`) as one
+    /// statement, then each row whose self-referencing key found no parent before looked
+    /// up again (547 undoes the statement). Without a self-referencing key, `insert` alone.
+    pub(super) fn insert_checking_self_references<R>(
+        &mut self,
+        t: &TableRef,
+        insert: impl FnOnce(&mut Session) -> Result<R, Vec<SqlError>>,
+    ) -> Result<R, Vec<SqlError>> {
+        let self_referencing = t
+            .entry
+            .foreign_keys
+            .iter()
+            .any(|k| !k.is_disabled && k.referenced_object_id == t.entry.object_id);
+        if !self_referencing || self.deferred_self_references.is_some() {
+            return insert(self);
+        }
+        let mut result = None;
+        self.one_statement(|s| {
+            let spool = SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES);
+            s.deferred_self_references = Some((t.entry.object_id, spool));
+            let inserted = insert(s);
+            let (_, deferred) = s.deferred_self_references.take().expect("set above");
+            result = Some(inserted?);
+            s.check_deferred(t, deferred)
+        })?;
+        Ok(result.expect("the statement succeeded"))
+    }
+
+    /// The rows `deferred` of an INSERT into `t`, now in the table, looked up again.
+    fn check_deferred(&mut self, t: &TableRef, deferred: SortSpill) -> Result<(), Vec<SqlError>> {
+        let mut rows = deferred.finish().map_err(|e| vec![e])?;
+        let l = self.lookups(t, false)?;
+        loop {
+            let window = rows.window(COPY_WINDOW).map_err(|e| vec![e])?;
+            if window.is_empty() {
+                return Ok(());
+            }
+            for row in window {
+                if let Some(k) = self.failed_lookup(&l, t, &row, None)? {
+                    return Err(terminated(conflict("INSERT", k, &t.db_name, false)));
+                }
+            }
+        }
     }
 
     /// Invariant 1: a row an INSERT or UPDATE (`verb`) is about to write into `t`, checked

@@ -356,6 +356,7 @@ impl Engine {
             check_cache: Default::default(),
             fk_cache: Default::default(),
             cascade_depth: 0,
+            deferred_self_references: None,
             temp_tables: Default::default(),
             table_vars: Default::default(),
             scopes: Default::default(),
@@ -439,6 +440,10 @@ pub struct Session {
     /// How many cascading referential actions the running statement is inside
     /// (`referential_actions.rs` invariant 4).
     cascade_depth: u32,
+    /// The running INSERT's table (object id) and its rows whose self-referencing FOREIGN
+    /// KEY found no parent before the statement's rows went in, checked again after
+    /// (`foreign_keys.rs` invariant 6); None outside such an INSERT.
+    deferred_self_references: Option<(u32, spill::SortSpill)>,
     /// Its temporary tables (`temp_tables.rs`).
     temp_tables: temp_tables::TempTables,
     /// The running batch's table variables (`table_variables.rs`).
