@@ -1,6 +1,8 @@
 //! PRIMARY KEY uniqueness of a statement's rows against a heap's, in bounded memory: what
-//! a NONCLUSTERED primary key over a heap needs on INSERT, and any primary key on an UPDATE
-//! that changes its columns (a clustered index enforces its key itself as rows go in).
+//! a NONCLUSTERED primary key over a heap without its own unique index (a catalog written
+//! before catalog invariant 11) needs on INSERT, and a clustered or such a primary key on
+//! an UPDATE that changes its columns (a clustered index, and a heap's primary key's unique
+//! index, enforce their keys themselves as rows go in).
 //!
 //! The rows a statement would leave are a *sequence*: for INSERT the table's rows (in scan
 //! order), then the new ones (in statement order); for UPDATE the changed rows' new values
