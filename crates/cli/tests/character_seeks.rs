@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Server};
+use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Rng, Server};
 use extentdb_format::collation;
 use extentdb_sql::exec::Output;
 use extentdb_sql::types::{SqlType, Value};
@@ -150,30 +150,6 @@ fn point_lookups_by_character_keys_read_a_handful_of_pages() {
     let r = c.batch("DELETE FROM t WHERE name = 'KEY_10005'").unwrap();
     let numbers: Vec<i32> = r.errors().map(|e| e.number).collect();
     assert_eq!(numbers, [547], "the parent of a child row");
-}
-
-/// A tiny seeded generator (xorshift), so a failing predicate replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// A string of up to `max` characters of `alphabet`.
-    fn text(&mut self, alphabet: &[char], max: u64) -> String {
-        let n = self.below(max + 1);
-        (0..n)
-            .map(|_| alphabet[self.below(alphabet.len() as u64) as usize])
-            .collect()
-    }
 }
 
 /// Characters of the keys: both cases, '_', '[', '^' and ']' (which sort apart from

@@ -22,6 +22,8 @@ use extentdb_format::{
     PAGE_SIZE,
 };
 use extentdb_io::os::OsFileSystem;
+
+use common::tds::Rng;
 use extentdb_sql::exec::checkdb::value_check;
 use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::database::open_offline;
@@ -674,20 +676,6 @@ fn iam_chain_damage_is_reported() {
     );
     assert_clean(&dir, "after every page was restored");
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// A small xorshift generator, so a failing seed replays exactly.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
 }
 
 /// Proves CHECKDB survives any bytes: seeded random damage to random pages (bit flips,

@@ -14,7 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
-use common::tds::{all_rows, assert_checkdb_clean, connect_at, int, run, scans_and_reads, Server};
+use common::tds::{
+    all_rows, assert_checkdb_clean, connect_at, int, run, scans_and_reads, Rng, Server,
+};
 use extentdb_sql::types::Value;
 use extentdb_tds::client::Client;
 
@@ -76,22 +78,6 @@ fn lookups_read_a_handful_of_pages() {
     );
     assert_eq!(count(&mut c, "SELECT COUNT(*) FROM c"), 19980);
     assert_checkdb_clean(&mut c, "ix", "after changes through index seeks");
-}
-
-/// A tiny seeded generator (xorshift), so a failing predicate replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 /// A conjunct on column `col` of the differential tables (values -5 to 45, NULL among

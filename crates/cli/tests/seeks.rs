@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Server};
+use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Rng, Server};
 use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, Response};
 
@@ -97,26 +97,6 @@ fn point_lookup_reads_a_handful_of_pages() {
         range_reads < scan_reads * 7 / 10 && range_reads > scan_reads / 2,
         "range read {range_reads} of {scan_reads}"
     );
-}
-
-/// A tiny seeded generator (xorshift), so a failing predicate replays.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len() as u64) as usize]
-    }
 }
 
 /// The variables every generated batch declares (parameters' stand-ins of several types).

@@ -228,3 +228,33 @@ pub fn scans_and_reads(r: &extentdb_tds::client::Response) -> Vec<(u64, u64)> {
         })
         .collect()
 }
+
+/// A tiny seeded generator (xorshift), so a failing test's random choices replay.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in 0..n (0 when n is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    /// One of `from`.
+    pub fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len() as u64) as usize]
+    }
+
+    /// A string of up to `max` characters of `alphabet`.
+    pub fn text(&mut self, alphabet: &[char], max: u64) -> String {
+        let n = self.below(max + 1);
+        (0..n)
+            .map(|_| alphabet[self.below(alphabet.len() as u64) as usize])
+            .collect()
+    }
+}
