@@ -382,7 +382,13 @@ fn lookup_expr(
         bracket(&table.name),
         conds.join(" AND ")
     );
-    let parsed = parse_batch(&sql).map_err(|e| vec![SqlError::from(e)])?;
+    generated_condition(&sql)
+}
+
+/// The WHERE clause of generated `SELECT 1 WHERE ...` text `sql`, parsed (Msg 102 if the
+/// text is not that shape).
+pub(super) fn generated_condition(sql: &str) -> Result<Expr, Vec<SqlError>> {
+    let parsed = parse_batch(sql).map_err(|e| vec![SqlError::from(e)])?;
     let found = parsed.first().and_then(|s| match &s.kind {
         ast::StatementKind::Select(q) => match &q.body {
             ast::QueryBody::Select(s) => s.where_clause.clone(),

@@ -49,16 +49,15 @@ use extentdb_storage::Database;
 
 use super::dml::{terminated, UpdateChanges};
 use super::eval::RowCtx;
-use super::foreign_keys::{bracket, column_by_id, referrers, KeyTarget};
+use super::foreign_keys::{bracket, column_by_id, generated_condition, referrers, KeyTarget};
 use super::locking::RowLocking;
 use super::lower::not_yet;
 use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
 use super::tables::TableRef;
 use super::Session;
-use crate::ast::{self, Expr, ObjectName};
+use crate::ast::{Expr, ObjectName};
 use crate::messages::{msg, SqlError};
-use crate::parser::parse_batch;
 use crate::rowcodec;
 use crate::types::Value;
 
@@ -217,16 +216,7 @@ fn child_filter(
             )
         })
         .collect();
-    let sql = format!("SELECT 1 WHERE {}", conds.join(" AND "));
-    let parsed = parse_batch(&sql).map_err(|e| vec![SqlError::from(e)])?;
-    let found = parsed.first().and_then(|s| match &s.kind {
-        ast::StatementKind::Select(q) => match &q.body {
-            ast::QueryBody::Select(s) => s.where_clause.clone(),
-            _ => None,
-        },
-        _ => None,
-    });
-    found.ok_or_else(|| vec![msg(102, &[&sql])])
+    generated_condition(&format!("SELECT 1 WHERE {}", conds.join(" AND ")))
 }
 
 fn position(t: &TableEntry, column_id: u16) -> usize {
