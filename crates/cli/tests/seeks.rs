@@ -11,7 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use common::tds::{all_rows, connect_at, ok, rows, run, scans_and_reads, Rng, Server};
+use common::tds::{all_rows, connect_at, numbers, ok, rows, run, scans_and_reads, Rng, Server};
 use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, Response};
 
@@ -75,6 +75,49 @@ fn point_lookup_reads_a_handful_of_pages() {
         .execute_sql("DELETE FROM t WHERE id = @p", &p(11))
         .unwrap());
     assert_eq!(scans_and_reads(&r), vec![(0, point_reads)]);
+    // An UPDATE of the key itself: the B-tree checks the new key (no scan), and a taken
+    // key is Msg 2627 with nothing changed.
+    let r = ok(c
+        .execute_sql("UPDATE t SET id = 200000 WHERE id = @p", &p(13))
+        .unwrap());
+    let (scans, key_reads) = scans_and_reads(&r)[0];
+    assert_eq!(scans, 0);
+    assert!(
+        key_reads <= 3 * point_reads,
+        "a key UPDATE read {key_reads}"
+    );
+    let r = c
+        .execute_sql("UPDATE t SET id = 14 WHERE id = @p", &p(200_000))
+        .unwrap();
+    assert_eq!(r.errors().map(|e| e.number).collect::<Vec<_>>(), vec![2627]);
+    let r = run(&mut c, "SELECT id, v FROM t WHERE id IN (13, 14, 200000)");
+    assert_eq!(
+        rows(&r),
+        vec![
+            vec![Value::Int(14), Value::Int(28)],
+            vec![Value::Int(200_000), Value::Int(26)]
+        ]
+    );
+    // Keys moved between rows in one statement: each onto another row's old key.
+    run(&mut c, "DELETE FROM t WHERE id = 30");
+    let r = run(
+        &mut c,
+        "UPDATE t SET id = id + 1 WHERE id BETWEEN 20 AND 29; SELECT @@ROWCOUNT",
+    );
+    assert_eq!(rows(&r), vec![vec![Value::Int(10)]]);
+    let refused = numbers(
+        &mut c,
+        "UPDATE t SET id = id + 1 WHERE id BETWEEN 21 AND 29",
+    );
+    assert_eq!(refused, vec![2627]);
+    let r = run(
+        &mut c,
+        "SELECT MIN(id), MAX(id), COUNT(*) FROM t WHERE id BETWEEN 20 AND 30",
+    );
+    assert_eq!(
+        rows(&r),
+        vec![vec![Value::Int(21), Value::Int(30), Value::Int(10)]]
+    );
     let r = run(&mut c, "SELECT id, v FROM t WHERE id IN (12, 11, 10)");
     assert_eq!(
         rows(&r),

@@ -3,16 +3,19 @@
 //! Each statement works in two phases, as SQL Server's do: first every new or changed row
 //! is computed (expressions evaluated, values converted to the column types, NOT NULL
 //! checked) with the database unlocked, since evaluation may itself need the database;
-//! then, under the database lock and inside the session's transaction (see `xact`), the
-//! identity values are taken, PRIMARY KEY uniqueness is checked against the stored rows,
-//! and the rows are written. A failure anywhere leaves the table as it was.
+//! then, inside the session's transaction (see `xact`), the identity values are taken and
+//! the rows are written. A clustered key and every unique index (a heap's PRIMARY KEY
+//! included) refuse a taken key as each row goes in (storage's `DuplicateKey`, Msg 2627 /
+//! 2601). A failure anywhere leaves the table as it was.
 //!
 //! Memory does not grow with the table or the statement: INSERT ... SELECT, UPDATE and
 //! DELETE hold their rows in spools (`SortSpill::fifo`, spilled to work files in tempdb's
 //! directory past `SORT_MEMORY_BYTES`) and write them `SPOOL_WINDOW` rows at a time, all
 //! in the statement's one transaction; UPDATE and DELETE first find every row they change
 //! (a chunked scan into a spool) before changing any, so none is met twice (the Halloween
-//! problem). Key uniqueness goes through a spilling sort (`unique::KeyCheck`).
+//! problem). Only a heap's PRIMARY KEY from a catalog older than catalog invariant 11
+//! has no index: its keys are checked against the stored rows through a spilling sort
+//! (`unique::KeyCheck`, `self_checked_key`).
 //!
 //! The OUTPUT clause is `dml_output.rs`'s: each write phase pushes the rows it changed
 //! into the spool it is given, as they are written.
@@ -86,28 +89,27 @@ pub(super) fn key_columns(t: &TableRef) -> Option<(String, Vec<usize>)> {
     Some((name.clone(), pos))
 }
 
-/// The PRIMARY KEY whose new keys a statement checks itself (`KeyCheck`, Msg 2627): a
-/// clustered one, and a heap's from a catalog written before a heap's PRIMARY KEY had its
-/// own unique index. A heap's PRIMARY KEY NONCLUSTERED made since is a unique index, which
-/// checks each key as its row goes in (catalog invariant 11): None.
+/// The PRIMARY KEY whose new keys a statement checks itself (`KeyCheck`, Msg 2627): only
+/// a heap's from a catalog written before a heap's PRIMARY KEY had its own unique index.
+/// A clustered key is checked by its B-tree as each row goes in (btree.rs invariant 2,
+/// storage's `DuplicateKey`), and a heap's PRIMARY KEY NONCLUSTERED made since is a unique
+/// index, which does the same (catalog invariant 11): None for both.
 /// `db` is `t`'s database as its caller holds it, or None to read it here.
 fn self_checked_key(t: &TableRef, db: Option<&Database>) -> Option<(String, Vec<usize>)> {
     let key = key_columns(t)?;
-    if t.entry.index_id == 0 {
-        let guard;
-        let db = match db {
-            Some(d) => d,
-            None => {
-                guard = t.db.read().unwrap();
-                &*guard
-            }
-        };
-        let mut indexes = db.indexes_of(t.entry.object_id);
-        if indexes.any(|ix| ix.enforces_primary_key_of(&t.entry)) {
-            return None;
-        }
+    if t.entry.index_id != 0 {
+        return None;
     }
-    Some(key)
+    let guard;
+    let db = match db {
+        Some(d) => d,
+        None => {
+            guard = t.db.read().unwrap();
+            &*guard
+        }
+    };
+    let mut indexes = db.indexes_of(t.entry.object_id);
+    (!indexes.any(|ix| ix.enforces_primary_key_of(&t.entry))).then_some(key)
 }
 
 /// Msg 2627 for a duplicate of primary key `constraint` whose values are `key`.
