@@ -6,6 +6,8 @@
 //! sys.partitions), UNIQUE constraints and a heap's PRIMARY KEY NONCLUSTERED as unique
 //! indexes, and a kill -9 under load from several sessions.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread;
 
 use extentdb_tds::client::Client;
@@ -631,4 +633,104 @@ fn sp_helpindex_describes_each_index() {
         r.outputs
     );
     assert_eq!(numbers(&mut c, "EXEC sp_helpindex 'nope'"), [15009]);
+}
+
+/// Runs `sql` on `c` until `until` is true, counting the statements that finished first.
+fn count_until(c: &mut Client, sql: &str, until: &AtomicBool) -> u64 {
+    let mut n = 0;
+    while !until.load(Ordering::Acquire) {
+        run(c, sql);
+        n += 1;
+    }
+    n
+}
+
+/// Waits until session `spid` is running `command` (sys.dm_exec_requests); false when it
+/// finished first (`done`).
+fn wait_for_command(c: &mut Client, spid: i64, command: &str, done: &AtomicBool) -> bool {
+    let q = format!("SELECT COUNT(*) FROM sys.dm_exec_requests WHERE session_id = {spid} AND command = '{command}'");
+    while !done.load(Ordering::Acquire) {
+        if value(c, &q) == 1 {
+            return true;
+        }
+        thread::sleep(std::time::Duration::from_millis(2));
+    }
+    false
+}
+
+/// CREATE INDEX on a 200,000-row table shares the database (storage's index.rs invariant
+/// 2): while it builds, another session's INSERTs into another table of the database
+/// and a DBCC CHECKDB (which leaves the half-built index uncompared) finish; the index is
+/// then exact. A KILL of a second build ends it with nothing left: no index, CHECKDB
+/// clean, and the same CREATE INDEX succeeds again.
+#[test]
+fn create_index_shares_the_database_and_a_kill_takes_it_back() {
+    let (s, mut c) = start_in_database(
+        "ix-build",
+        "ixb",
+        "CREATE TABLE big (id INT NOT NULL PRIMARY KEY, v INT NOT NULL, \
+         pad CHAR(100) NOT NULL DEFAULT 'p'); CREATE TABLE n (i INT NOT NULL); \
+         CREATE TABLE other (id INT IDENTITY PRIMARY KEY, v INT)",
+    );
+    run(
+        &mut c,
+        "SET NOCOUNT ON; DECLARE @i INT = 0; WHILE @i < 1000 \
+         BEGIN INSERT INTO n VALUES (@i); SET @i += 1; END; \
+         INSERT INTO big (id, v) SELECT a.i * 1000 + b.i, (a.i * 7919 + b.i) % 100000 \
+         FROM n AS a CROSS JOIN n AS b WHERE a.i < 200",
+    );
+    for (round, index) in ["ix_kept", "ix_killed"].into_iter().enumerate() {
+        let mut builder = s.connect_to(Some("ixb"));
+        let spid = value(&mut builder, "SELECT @@SPID");
+        let done = Arc::new(AtomicBool::new(false));
+        let flag = done.clone();
+        let sql = format!("CREATE INDEX {index} ON big (v)");
+        let build = thread::spawn(move || {
+            let r = builder.batch(&sql);
+            flag.store(true, Ordering::Release);
+            r.map(|r| r.errors().map(|e| e.number).collect::<Vec<_>>())
+        });
+        let mut dba = s.connect_to(Some("ixb"));
+        assert!(
+            wait_for_command(&mut dba, spid, "CREATE INDEX", &done),
+            "round {round}: the build finished before it was seen"
+        );
+        if round == 0 {
+            let (addr, flag) = (s.addr.clone(), done.clone());
+            let checks = thread::spawn(move || {
+                let mut c = connect_at(&addr, Some("ixb"), 60).unwrap();
+                let mut n = 0;
+                while !flag.load(Ordering::Acquire) {
+                    assert_checkdb_clean(&mut c, "ixb", "during the build");
+                    n += 1;
+                }
+                n
+            });
+            let mut other = s.connect_to(Some("ixb"));
+            let during = count_until(&mut other, "INSERT INTO other (v) VALUES (1)", &done);
+            assert!(
+                during >= 3,
+                "only {during} INSERTs finished during the build"
+            );
+            assert_eq!(build.join().unwrap().unwrap(), Vec::<i32>::new());
+            assert!(checks.join().unwrap() >= 1);
+            let (ix, rows) = index_and_table_rows(&mut dba, "big", index);
+            assert_eq!((ix, rows), (200_000, 200_000));
+            assert_checkdb_clean(&mut dba, "ixb", "after the build");
+        } else {
+            run(&mut dba, &format!("KILL {spid}"));
+            let _ = build.join().unwrap();
+            let left = value(
+                &mut dba,
+                "SELECT COUNT(*) FROM sys.indexes WHERE name = 'ix_killed'",
+            );
+            assert_eq!(left, 0, "a killed build left its index");
+            assert_checkdb_clean(&mut dba, "ixb", "after the killed build");
+            run(&mut dba, "CREATE INDEX ix_killed ON big (v)");
+            assert_eq!(
+                index_and_table_rows(&mut dba, "big", "ix_killed"),
+                (200_000, 200_000)
+            );
+        }
+    }
 }

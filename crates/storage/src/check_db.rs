@@ -1929,13 +1929,15 @@ impl crate::Database {
     }
 }
 
-/// Table `t`'s nonclustered indexes' entries (none for an index entry).
+/// Table `t`'s nonclustered indexes' entries (none for an index entry), but for one still
+/// under a CREATE mark (index.rs `comparable`): its rows are not compared with the table's.
 fn indexes_of<'a>(tables: &'a [TableEntry], t: &TableEntry) -> Vec<&'a TableEntry> {
     match t.index_of {
         Some(_) => Vec::new(),
         None => tables
             .iter()
             .filter(|x| x.index_of.as_ref().map(|i| i.table_object_id) == Some(t.object_id))
+            .filter(|x| crate::index::comparable(x))
             .collect(),
     }
 }

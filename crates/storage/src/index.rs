@@ -17,7 +17,13 @@
 //!    statement it belonged to is being undone.
 //! 2. An index is built in a transaction of its own whose CREATE mark (ddl.rs) it carries:
 //!    a crash or an error before that transaction commits takes the index back whole, so
-//!    no index is ever seen holding only some of its table's rows.
+//!    no index is ever seen holding only some of its table's rows. CREATE INDEX makes the
+//!    entry and ends the transaction holding the database exclusively
+//!    (`begin_index_build`, `end_build`) and fills it between, sharing the database with
+//!    other sessions (`SharedDatabase::fill_index_sharing`). No other session's row
+//!    operation meets the half-filled entry: its table is under the builder's Sch-M lock
+//!    (the SQL layer's), and CHECKDB compares no index under a CREATE mark with its table
+//!    (`comparable`).
 //! 3. An index entry is never a table to the SQL layer: `Database::table` and
 //!    `live_tables` skip it; it goes with its table (DROP and TRUNCATE TABLE).
 //! 4. A unique index holds at most one live record per declared key (NULL equal to NULL,
@@ -35,7 +41,9 @@ use extentdb_format::log_record::XactId;
 use extentdb_format::record;
 
 use crate::access::Step;
+use crate::log_growth::GrowthEnv;
 use crate::scan::ScanPosition;
+use crate::shared::SharedDatabase;
 use crate::table::{layouts, Rid};
 use crate::{Database, KeyConstraint, StorageError};
 
@@ -90,10 +98,13 @@ impl Database {
             .find(|t| t.name.eq_ignore_ascii_case(name))
     }
 
-    /// CREATE INDEX: the entry made and filled from the table's rows in a transaction of
-    /// its own (invariant 2); its object id. A unique index over duplicate keys fails with
-    /// `DuplicateIndexKey`, leaving nothing.
-    pub(crate) fn create_index(&mut self, def: &IndexDef) -> Result<u32, StorageError> {
+    /// An index build's first step (invariant 2): its entry made, empty, under a CREATE
+    /// mark of the build's own transaction; that transaction and the entry's object id.
+    /// `IndexExists` when the table has an index so named.
+    pub(crate) fn begin_index_build(
+        &mut self,
+        def: &IndexDef,
+    ) -> Result<(XactId, u32), StorageError> {
         self.check_writable()?;
         let base = self.table_or_err(def.table_object_id)?.clone();
         assert!(base.index_of.is_none(), "an index of an index");
@@ -102,15 +113,16 @@ impl Database {
         }
         let entry = index_entry(&base, def, self.next_index_id(base.object_id));
         let x = self.begin_xact();
-        let built = self
-            .create_table_in(entry, Some(x))
-            .and_then(|id| self.fill_index(x, &base, id).map(|()| id));
-        self.end_build(x, built)
+        match self.create_table_in(entry, Some(x)) {
+            Ok(id) => Ok((x, id)),
+            // Rolled back, the error given back: `end_build` of a failure is never Ok.
+            Err(e) => self.end_build(x, Err(e)).map(|id| (x, id)),
+        }
     }
 
     /// Ends index build `x` (invariant 2): committed (the COMMIT durable before its marks
     /// settle) when `built` succeeded, rolled back otherwise; `built`'s result.
-    fn end_build(
+    pub(crate) fn end_build(
         &mut self,
         x: XactId,
         built: Result<u32, StorageError>,
@@ -187,22 +199,6 @@ impl Database {
             .filter_map(|t| Some(t.index_of.as_ref()?.index_id))
             .collect();
         (2..).find(|i| !used.contains(i)).expect("an index id")
-    }
-
-    /// Every live row of `base` projected into index `id`, a scan chunk at a time.
-    fn fill_index(&mut self, x: XactId, base: &TableEntry, id: u32) -> Result<(), StorageError> {
-        let origin = self.scan_origin(base.object_id)?;
-        let mut at = ScanPosition::Start;
-        while !matches!(at, ScanPosition::End) {
-            let chunk = self.scan_chunk(base.object_id, origin, &at, 1 << 20, None)?;
-            let ix = self.table_or_err(id)?.clone();
-            for (rid, rec) in &chunk.rows {
-                let irec = project(&ix, base, rec, *rid)?;
-                self.now(|d| d.index_insert(x, base, &ix, &irec))?;
-            }
-            at = chunk.next;
-        }
-        Ok(())
     }
 
     /// DROP INDEX `name` of table `object_id`; `IndexNotFound` when it has none so named.
@@ -316,6 +312,65 @@ impl Database {
     /// The ids of table `object_id`'s indexes, for DROP and TRUNCATE TABLE (invariant 3).
     pub(crate) fn index_ids(&self, object_id: u32) -> Vec<u32> {
         self.indexes_of(object_id).map(|t| t.object_id).collect()
+    }
+}
+
+/// Whether index entry `ix` may be compared with its table (CHECKDB): not while it is
+/// under a CREATE mark (invariant 2), when its build or its transaction is still going.
+pub(crate) fn comparable(ix: &TableEntry) -> bool {
+    !ix.pending_ddl.is_some_and(|p| p.created)
+}
+
+impl SharedDatabase {
+    /// Every live row of table `base_id` projected into index `id`, sharing the database
+    /// with other sessions (invariant 2): a scan chunk at a time, each chunk's index
+    /// records inserted as row operations are
+    /// (`SharedDatabase::run`: what an insert needs is provided holding the database, the
+    /// insert run again). `cancelled` is asked between chunks, holding nothing: true ends
+    /// the fill with `Cancelled`.
+    pub(crate) fn fill_index_sharing(
+        &self,
+        env: &GrowthEnv,
+        x: XactId,
+        (base_id, id): (u32, u32),
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), StorageError> {
+        let (origin, base) = {
+            let d = self.read().unwrap();
+            (d.scan_origin(base_id)?, d.table_or_err(base_id)?.clone())
+        };
+        let mut at = ScanPosition::Start;
+        while !matches!(at, ScanPosition::End) {
+            if cancelled() {
+                return Err(StorageError::Cancelled);
+            }
+            let chunk = self
+                .read()
+                .unwrap()
+                .scan_chunk(base_id, origin, &at, 1 << 20, None)?;
+            let mut done = 0;
+            self.run(
+                env,
+                |e| e,
+                |db| {
+                    let ix = db.table_or_err(id)?.clone();
+                    let mut made = 0;
+                    while let Some((rid, rec)) = chunk.rows.get(done) {
+                        if let Some(share) = db.share_again(made) {
+                            return Ok(share);
+                        }
+                        let irec = project(&ix, &base, rec, *rid)?;
+                        if let Step::Needs(n) = db.index_insert(x, &base, &ix, &irec)? {
+                            return Ok(Step::Needs(n));
+                        }
+                        (done, made) = (done + 1, made + 1);
+                    }
+                    Ok(Step::Done(()))
+                },
+            )?;
+            at = chunk.next;
+        }
+        Ok(())
     }
 }
 

@@ -343,10 +343,23 @@ impl SharedDatabase {
         self.hold_table(object_id)?.drop_table_in(object_id, xact)
     }
 
-    /// CREATE INDEX `def`, under its table's Sch-M lock: built holding the database
-    /// (index.rs invariant 2); the index's entry's object id.
-    pub fn create_index(&self, def: &crate::index::IndexDef) -> Result<u32, StorageError> {
-        self.hold_table(def.table_object_id)?.create_index(def)
+    /// CREATE INDEX `def`, under its table's Sch-M lock (index.rs invariant 2): the entry
+    /// made holding the database, filled from the table's rows sharing it with other
+    /// sessions (`env`: how the growths it causes initialize and report; `cancelled` asked
+    /// between scan chunks, holding nothing), then committed or rolled back holding it;
+    /// the index's entry's object id. The one exception to invariant 1: the fill is many
+    /// holds, shared, so a long build does not stop the database's other tables.
+    pub fn create_index(
+        &self,
+        def: &crate::index::IndexDef,
+        env: &GrowthEnv,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<u32, StorageError> {
+        let (x, id) = self
+            .hold_table(def.table_object_id)?
+            .begin_index_build(def)?;
+        let filled = self.fill_index_sharing(env, x, (def.table_object_id, id), cancelled);
+        self.hold_for(env).end_build(x, filled.map(|()| id))
     }
 
     /// ALTER INDEX ... REBUILD of index entry `index_entry_id` of table `object_id`, under

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use extentdb_io::sim::{Faults, SimFileSystem};
 use extentdb_storage::index::IndexDef;
+use extentdb_storage::log_growth::GrowthEnv;
 use extentdb_storage::shared::SharedDatabase;
 use extentdb_storage::{Database, StorageError};
 
@@ -34,6 +35,11 @@ fn index_on_k(t: u32, name: &str, unique: bool) -> IndexDef {
 }
 
 /// "Heap" and "Tree" with 60 committed rows each, checkpointed, and their indexes.
+/// The database's own growth environment, as a CREATE INDEX build is given one.
+fn env(shared: &SharedDatabase) -> GrowthEnv {
+    shared.read().unwrap().growth_env().clone()
+}
+
 fn setup(fs: &SimFileSystem, root: &Path) -> (SharedDatabase, [u32; 2]) {
     let mut db = Database::create(&ctx(fs, true, &Quiet), &spec("Xix", root)).unwrap();
     let mut ids = [0; 2];
@@ -54,10 +60,14 @@ fn setup(fs: &SimFileSystem, root: &Path) -> (SharedDatabase, [u32; 2]) {
     db.checkpoint().unwrap();
     let shared = SharedDatabase::new(db);
     shared
-        .create_index(&index_on_k(ids[0], "heap_k", true))
+        .create_index(&index_on_k(ids[0], "heap_k", true), &env(&shared), &|| {
+            false
+        })
         .unwrap();
     shared
-        .create_index(&index_on_k(ids[1], "tree_k", false))
+        .create_index(&index_on_k(ids[1], "tree_k", false), &env(&shared), &|| {
+            false
+        })
         .unwrap();
     (shared, ids)
 }
@@ -173,7 +183,7 @@ fn an_index_build_cut_short_leaves_no_index() {
             fail_io_at: Some((fs.io_count() + 1 + (seed * 13) % 90, libc::EIO)),
             ..Default::default()
         });
-        let made = shared.create_index(&index_on_k(t, "t_k", true));
+        let made = shared.create_index(&index_on_k(t, "t_k", true), &env(&shared), &|| false);
         drop(shared);
         fs.set_faults(Faults::default());
         fs.crash();
@@ -229,7 +239,9 @@ fn an_index_rebuild_cut_short_leaves_one_whole_index() {
         let lsn = db.commit_xact(x).unwrap().unwrap();
         db.wal().unwrap().flush(lsn).unwrap();
         let shared = SharedDatabase::new(db);
-        let before = shared.create_index(&index_on_k(t, "t_k", false)).unwrap();
+        let before = shared
+            .create_index(&index_on_k(t, "t_k", false), &env(&shared), &|| false)
+            .unwrap();
         shared.lock_for_tests().checkpoint().unwrap();
         fs.set_faults(Faults {
             fail_io_at: Some((fs.io_count() + 1 + (seed * 11) % 90, libc::EIO)),

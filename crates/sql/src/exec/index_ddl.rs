@@ -58,7 +58,8 @@ impl Session {
             index_def(c, &t, data_space_id)?
         };
         self.schema_modification(&t)?;
-        t.db.create_index(&def)
+        let env = self.growth_env();
+        t.db.create_index(&def, &env, &|| self.cancelled())
             .map(|_| ())
             .map_err(|e| create_failed(e, c, &t))
     }
@@ -254,6 +255,8 @@ fn create_failed(e: StorageError, c: &CreateIndex, t: &TableRef) -> Vec<SqlError
         ],
         StorageError::IndexExists(name) => vec![msg(1913, &[&name, &t.two_part()])],
         StorageError::TableNotFound(_) => vec![msg(1088, &[&c.table.joined()])],
+        // An attention or KILL: the build is rolled back, the batch ends without a message.
+        StorageError::Cancelled => Vec::new(),
         other => errors::map(&other, errors::Context::Other),
     }
 }
@@ -431,7 +434,9 @@ pub(super) fn create_unique_constraints(
             include: Vec::new(),
             data_space_id,
         };
-        db.create_index(&def)
+        // The table is new and empty: nothing to fill, nothing to cancel.
+        let env = db.read().unwrap().growth_env().clone();
+        db.create_index(&def, &env, &|| false)
             .map_err(|e| errors::map(&e, errors::Context::Other))?;
     }
     Ok(())

@@ -99,7 +99,7 @@ pub(super) fn index_findings(
         let Some(of) = &ix.entry.index_of else {
             continue;
         };
-        if !ctx.checked_units.contains(&au) {
+        if !ctx.checked_units.contains(&au) || !crate::index::comparable(ix.entry) {
             continue;
         }
         let r = rows.get(&au).copied().unwrap_or_default();
@@ -557,7 +557,10 @@ mod tests {
             include: vec![],
             data_space_id: 1,
         };
-        db.create_index(&def).unwrap();
+        let shared = crate::shared::SharedDatabase::new(db);
+        let env = shared.read().unwrap().growth_env().clone();
+        shared.create_index(&def, &env, &|| false).unwrap();
+        let mut db = shared.into_inner();
         let base = db.table_by_id(t).cloned().unwrap();
         let ix = db.indexes_of(t).next().cloned().unwrap();
         let rows = db.scan_rows(t).unwrap();
