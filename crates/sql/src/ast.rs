@@ -670,6 +670,17 @@ pub struct OrderByItem {
     pub descending: bool,
 }
 
+/// One column of OPENJSON's `WITH` schema.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonColumn {
+    pub name: String,
+    pub data_type: DataType,
+    /// The column's JSON path; `$.name` when none is written.
+    pub path: Option<String>,
+    /// `AS JSON`: the column holds the object or array at the path, as written.
+    pub as_json: bool,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableSource {
     Table {
@@ -685,11 +696,15 @@ pub enum TableSource {
         alias: String,
         columns: Vec<String>,
     },
-    /// A table-valued function (`sys.fn_dblog(NULL, NULL)`).
+    /// A table-valued function (`sys.fn_dblog(NULL, NULL)`, `STRING_SPLIT(s, ',') AS x(v)`).
     Function {
         name: ObjectName,
         args: Vec<Expr>,
         alias: Option<String>,
+        /// The column aliases after the alias (maybe empty).
+        columns: Vec<String>,
+        /// OPENJSON's explicit schema, `WITH (col type ['path'] [AS JSON], ...)`.
+        schema: Option<Vec<JsonColumn>>,
     },
     /// `source PIVOT (agg(argument) FOR column IN ([v], ...)) AS alias`.
     Pivot {

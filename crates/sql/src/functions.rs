@@ -95,6 +95,9 @@ pub fn call_scalar(
     if let Some(v) = math_function(&upper, args)? {
         return Ok(Some(v));
     }
+    if let Some(v) = json_function(&upper, args)? {
+        return Ok(Some(v));
+    }
     misc_function(&upper, args)
 }
 
@@ -886,6 +889,26 @@ fn misc_function(name: &str, args: &[Value]) -> Result<Option<Value>, SqlError> 
     Ok(Some(v))
 }
 
+/// ISJSON, JSON_VALUE and JSON_QUERY (json.rs); JSON_MODIFY is not built (40517).
+fn json_function(name: &str, args: &[Value]) -> Result<Option<Value>, SqlError> {
+    Ok(Some(match name {
+        "ISJSON" => {
+            arity(name, args, 1, 1)?;
+            crate::json::isjson(&args[0])?
+        }
+        "JSON_VALUE" => {
+            arity(name, args, 2, 2)?;
+            crate::json::json_value(args)?
+        }
+        "JSON_QUERY" => {
+            arity(name, args, 1, 2)?;
+            crate::json::json_query(args)?
+        }
+        "JSON_MODIFY" => return Err(msg(40517, &[&"JSON_MODIFY"])),
+        _ => return Ok(None),
+    }))
+}
+
 /// A random version-4 GUID (storage byte order), from /dev/urandom with a time-seeded
 /// fallback.
 pub fn new_guid() -> [u8; 16] {
@@ -977,6 +1000,9 @@ pub fn scalar_result_type(name: &str, arg_types: &[SqlType]) -> Option<SqlType> 
         }
         "SQRT" | "EXP" | "LOG" | "LOG10" | "SQUARE" | "PI" => SqlType::Float,
         "NEWID" => SqlType::UniqueIdentifier,
+        "ISJSON" => SqlType::Int,
+        "JSON_VALUE" => SqlType::NVarChar(crate::json::JSON_VALUE_LENGTH as u32),
+        "JSON_QUERY" => SqlType::NVarChar(MAX_LENGTH),
         _ => return None,
     })
 }

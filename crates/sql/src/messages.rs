@@ -463,6 +463,15 @@ static CATALOGUE: &[Entry] = &[
     e(15405, 11, 1, "Cannot use the special principal '%.*ls'."),
     e(15434, 16, 1, "Could not drop login '%.*ls' as the user is currently logged in."),
     e(6106, 16, 2, "Process ID %d is not an active process ID."),
+    e(214, 16, 11, "Procedure expects parameter '%ls' of type '%ls'."), // unverified state
+    e(13607, 16, 4, "JSON path is not properly formatted. Unexpected character '%lc' is found at position %d."), // unverified state
+    e(13608, 16, 1, "Property cannot be found on the specified JSON path."),
+    e(13609, 16, 4, "JSON text is not properly formatted. Unexpected character '%lc' is found at position %d."), // unverified state
+    e(13611, 16, 1, "Value referenced by JSON path is not an array or object and cannot be opened with OPENJSON."), // unverified
+    e(13623, 16, 1, "Scalar value cannot be found in the specified JSON path."), // unverified
+    e(13624, 16, 1, "Object or array cannot be found in the specified JSON path."), // unverified
+    e(13625, 16, 1, "String value in the specified JSON path would be truncated."), // unverified
+    e(40517, 16, 1, "extentdb does not support %ls yet."),
 ];
 
 /// Messages SQL Server writes to the ERRORLOG as well as sending them to the client

@@ -2435,8 +2435,28 @@ impl Parser {
                 args = self.comma_list(|p| p.expr())?;
             }
             self.expect_symbol(")")?;
+            let schema = match name.name().eq_ignore_ascii_case("OPENJSON")
+                && self.check_word("WITH")
+                && self.check_symbol_at(1, "(")
+            {
+                true => {
+                    self.pos += 1;
+                    Some(self.paren_list(|p| p.json_column())?)
+                }
+                false => None,
+            };
             let alias = self.table_alias()?;
-            return Ok(TableSource::Function { name, args, alias });
+            let columns = match alias.is_some() && self.check_symbol("(") {
+                true => self.paren_list(|p| p.ident())?,
+                false => Vec::new(),
+            };
+            return Ok(TableSource::Function {
+                name,
+                args,
+                alias,
+                columns,
+                schema,
+            });
         }
         let mut hints = if old_style_hints {
             self.hint_list()?
@@ -2446,6 +2466,30 @@ impl Parser {
         let alias = self.table_alias()?;
         hints.extend(self.table_hints()?);
         Ok(TableSource::Table { name, alias, hints })
+    }
+
+    /// One column of OPENJSON's `WITH` schema: `name type ['path'] [AS JSON]`.
+    fn json_column(&mut self) -> PResult<crate::ast::JsonColumn> {
+        let name = self.ident()?;
+        let data_type = self.data_type(0, false)?;
+        let path = match self.peek().map(|t| &t.kind) {
+            Some(TokenKind::String { value, .. }) => {
+                let value = value.clone();
+                self.pos += 1;
+                Some(value)
+            }
+            _ => None,
+        };
+        let as_json = self.check_word("AS") && self.check_word_at(1, "JSON");
+        if as_json {
+            self.pos += 2;
+        }
+        Ok(crate::ast::JsonColumn {
+            name,
+            data_type,
+            path,
+            as_json,
+        })
     }
 
     /// `WITH (hint, ...)` after a table, if present.

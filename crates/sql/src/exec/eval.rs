@@ -252,6 +252,10 @@ impl Session {
                 if super::window_functions::is_window_only(name) {
                     return Err(msg(10753, &[&name.name().to_ascii_lowercase()]));
                 }
+                // ISJSON's second argument is a keyword (VALUE, ARRAY ...), not built yet.
+                if name.name().eq_ignore_ascii_case("ISJSON") && args.len() == 2 {
+                    return Err(msg(40517, &[&"ISJSON's json_type_constraint"]));
+                }
                 let values = args
                     .iter()
                     .map(|a| self.eval(a, row))
@@ -690,7 +694,7 @@ impl Session {
     }
 
     /// A column's declared type, found as `column` finds its value.
-    fn column_type(
+    pub(super) fn column_type(
         &self,
         name: &crate::ast::ObjectName,
         row: Option<&RowCtx<'_>>,

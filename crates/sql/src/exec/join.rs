@@ -218,8 +218,8 @@ impl Session {
                 out.push(rotation::rotated(self, ts, leaf)?);
                 Ok(())
             }
-            TableSource::Function { name, args, alias } => {
-                let r = self.table_function(name, args)?;
+            TableSource::Function { name, alias, .. } => {
+                let r = self.function_rowset(ts)?;
                 let shape = Shape::leaf(r.columns, alias.as_deref().unwrap_or(name.name()));
                 out.push((Leaf::Rowset(r.rows), shape));
                 Ok(())

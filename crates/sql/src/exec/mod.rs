@@ -70,6 +70,7 @@ mod structure;
 mod subquery;
 mod table_cache;
 mod table_ddl;
+mod table_functions;
 mod table_variables;
 mod tables;
 mod temp_tables;

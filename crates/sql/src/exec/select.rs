@@ -425,8 +425,8 @@ impl Session {
                     alias.clone(),
                 )))
             }
-            [TableSource::Function { name, args, alias }] => {
-                let rowset = self.table_function(name, args)?;
+            [f @ TableSource::Function { name, alias, .. }] => {
+                let rowset = self.function_rowset(f)?;
                 Ok(Some(Source::single(
                     rowset,
                     name.name().to_string(),
@@ -473,8 +473,10 @@ impl Session {
         }
     }
 
-    /// The rows of a table-valued function in FROM: sys.fn_my_permissions and
+    /// The rows of a system table-valued function: sys.fn_my_permissions and
     /// sys.dm_db_index_physical_stats (physical_stats.rs); any other is not built (40517).
+    /// The built-in STRING_SPLIT and OPENJSON are table_functions.rs's `function_rowset`,
+    /// which calls this for the rest.
     pub(super) fn table_function(
         &mut self,
         name: &crate::ast::ObjectName,
@@ -642,16 +644,25 @@ impl Session {
     }
 
     /// The type an expression has whatever its value: a CAST or CONVERT's target, a
-    /// variable's declared type, an N'...' literal's NVARCHAR. Clients see it in the result's
+    /// variable's declared type, a JSON function's type, an N'...' literal's NVARCHAR. Clients see it in the result's
     /// metadata, so a NULL keeps its type and Unicode text is not sent as code page 1252.
     /// None for other expressions (typed from their first non-NULL value).
-    fn declared_type(&self, expr: &crate::ast::Expr) -> Option<SqlType> {
+    pub(super) fn declared_type(&self, expr: &crate::ast::Expr) -> Option<SqlType> {
         use crate::ast::{Expr, Literal};
         match expr {
             Expr::Cast { data_type, .. } | Expr::Convert { data_type, .. } => {
                 Some(data_type.cast_target())
             }
             Expr::Variable(name) => self.variable(name).map(|(t, _)| t),
+            // The JSON functions' types are SQL Server's whatever the value (json.rs).
+            Expr::Function { name, args, .. }
+                if name.parts.len() == 1
+                    && ["ISJSON", "JSON_VALUE", "JSON_QUERY"]
+                        .iter()
+                        .any(|f| name.name().eq_ignore_ascii_case(f)) =>
+            {
+                crate::functions::scalar_result_type(name.name(), &vec![SqlType::Int; args.len()])
+            }
             Expr::Literal(Literal::String {
                 value,
                 national: true,

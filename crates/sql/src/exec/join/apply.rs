@@ -62,8 +62,8 @@ fn run(s: &mut Session, right: &TableSource, outer: &Shape, row: &[Value]) -> Re
             let rows = crate::exec::subquery::named_columns(rows, columns, alias).map_err(one)?;
             Ok::<_, Errors>((rows.columns, rows.spool, rows.count))
         }
-        TableSource::Function { name, args, .. } => {
-            let r = s.table_function(name, args)?;
+        TableSource::Function { .. } => {
+            let r = s.function_rowset(right)?;
             let mut spool = SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES);
             let count = r.rows.len() as u64;
             for row in r.rows {
