@@ -273,14 +273,7 @@ fn state_option(o: &DatabaseOption) -> Option<&'static str> {
 /// Server's number for a statement or option a version does not support (40517), never
 /// 50000, which is a user's RAISERROR.
 pub fn not_yet(what: &str) -> SqlError {
-    SqlError {
-        number: 40517,
-        severity: 16,
-        state: 1,
-        text: format!("extentdb does not support {what} yet."),
-        line: 0,
-        procedure: None,
-    }
+    crate::messages::msg(40517, &[&what])
 }
 
 impl Session {
