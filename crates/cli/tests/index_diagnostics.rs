@@ -386,26 +386,3 @@ fn dbcc_page_prints_index_pages_rows_as_a_grid() {
         );
     }
 }
-
-/// Proves sys.dm_db_index_usage_stats, whose counters are not kept yet, is refused with
-/// 40517 (never an empty view that would read as "no index was used").
-#[test]
-fn index_usage_stats_are_refused_until_built() {
-    let s = Server::start("ixdiag-usage", &[]);
-    let mut c = s.connect();
-    let r = c
-        .batch("SELECT * FROM sys.dm_db_index_usage_stats")
-        .unwrap();
-    let e: Vec<_> = r
-        .errors()
-        .map(|e| (e.number, e.severity, e.text.clone()))
-        .collect();
-    assert_eq!(
-        e,
-        [(
-            40517,
-            16,
-            "extentdb does not support sys.dm_db_index_usage_stats yet.".to_string()
-        )]
-    );
-}
