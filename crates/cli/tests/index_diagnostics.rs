@@ -387,25 +387,32 @@ fn dbcc_page_prints_index_pages_rows_as_a_grid() {
     }
 }
 
-/// Proves sys.dm_db_index_usage_stats, whose counters are not kept yet, is refused with
-/// 40517 (never an empty view that would read as "no index was used").
+/// Proves a DBCC option the command does not read is refused, never accepted unheard:
+/// DBCC PAGE's and OPENTRAN's TABLERESULTS and SHRINKFILE's WAIT_AT_LOW_PRIORITY with
+/// 40517, a word no DBCC command takes with 2526; NO_INFOMSGS still works everywhere and
+/// DBINFO WITH TABLERESULTS still gives its rows.
 #[test]
-fn index_usage_stats_are_refused_until_built() {
-    let s = Server::start("ixdiag-usage", &[]);
+fn dbcc_options_not_read_are_refused() {
+    let s = Server::start("ixdiag-options", &[]);
     let mut c = s.connect();
-    let r = c
-        .batch("SELECT * FROM sys.dm_db_index_usage_stats")
-        .unwrap();
-    let e: Vec<_> = r
-        .errors()
-        .map(|e| (e.number, e.severity, e.text.clone()))
-        .collect();
+    let refused = |c: &mut extentdb_tds::client::Client, sql: &str| {
+        let r = c.batch(sql).unwrap();
+        let e: Vec<_> = r.errors().map(|e| (e.number, e.text.clone())).collect();
+        assert_eq!(e.len(), 1, "{sql}: {e:?}");
+        e[0].clone()
+    };
+    let not_yet = |what: &str| (40517, format!("extentdb does not support {what} yet."));
     assert_eq!(
-        e,
-        [(
-            40517,
-            16,
-            "extentdb does not support sys.dm_db_index_usage_stats yet.".to_string()
-        )]
+        refused(&mut c, "DBCC PAGE (1, 1, 0, 0) WITH TABLERESULTS"),
+        not_yet("DBCC PAGE WITH TABLERESULTS")
     );
+    assert_eq!(
+        refused(&mut c, "DBCC OPENTRAN WITH TABLERESULTS, NO_INFOMSGS"),
+        not_yet("DBCC OPENTRAN WITH TABLERESULTS")
+    );
+    assert_eq!(refused(&mut c, "DBCC LOGINFO WITH NO_SUCH_OPTION").0, 2526);
+    let r = run(&mut c, "DBCC PAGE (1, 1, 0, 0) WITH NO_INFOMSGS");
+    assert_eq!(r.errors().count(), 0);
+    let r = run(&mut c, "DBCC DBINFO WITH TABLERESULTS");
+    assert!(r.outputs.iter().any(|o| matches!(o, Output::Rows { .. })));
 }

@@ -466,6 +466,9 @@ impl Session {
         // The X DATABASE goes before the history is written: another session writes it in
         // msdb, which may be the database restored (database_lock.rs invariant 3).
         if let Some(id) = replaced {
+            if result.is_ok() {
+                self.forget_index_usage(id, None, None);
+            }
             self.end_exclusive_hold(id);
         }
         let outcome = match result {

@@ -126,6 +126,10 @@ impl Session {
         } else {
             inst.set_online(id)
         };
+        if offline && result.is_ok() {
+            // A database closed loses its index usage rows, as in SQL Server.
+            self.forget_index_usage(id, None, None);
+        }
         if closes && !(offline && result.is_ok() && self.database_id == id) {
             self.end_exclusive_hold(id);
         }

@@ -442,6 +442,9 @@ impl Session {
             return Err(vec![msg(3702, &[&name])]);
         }
         let dropped = self.engine.instance.drop_database(name);
+        if dropped.is_ok() {
+            self.forget_index_usage(id, None, None);
+        }
         self.end_exclusive_hold(id);
         dropped.map_err(|e| map(&e, Context::Other))
     }

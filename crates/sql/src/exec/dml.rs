@@ -371,6 +371,7 @@ impl Session {
         let locking = self.row_locking(t, true, hints)?;
         locking.table_intent()?;
         self.checks_unchanged(t)?;
+        self.note_update(t, None);
         if t.entry.index_id == 1 {
             // Keys another open transaction deleted are waited for now, not with the
             // database held (a key from an identity or a spool is new: never held).
@@ -623,6 +624,7 @@ impl Session {
             changes.add(row, new)?;
         }
         drop(matched);
+        self.note_update(t, Some(changes.set_columns()));
         let moves_keys = changes.moves_unique_keys();
         let (changes, count) = changes.finish(t)?;
         self.write_updates(t, (changes, moves_keys), &locking, output)?;
@@ -887,6 +889,7 @@ impl Session {
         count: u64,
         output: Option<&mut SortSpill>,
     ) -> Result<(), Vec<SqlError>> {
+        self.note_update(t, None);
         // foreign_keys.rs invariant 3: a referenced table's deleted keys are checked after.
         if !self.is_referenced(t) {
             return self.write_deletes_only(t, matched, count, output);
@@ -997,6 +1000,8 @@ pub(super) struct UpdateChanges {
     check: Option<KeyCheck>,
     changes: SortSpill,
     count: u64,
+    /// The columns SET changes (positions in the table): the indexes it updates.
+    set: Vec<usize>,
 }
 
 impl UpdateChanges {
@@ -1013,7 +1018,13 @@ impl UpdateChanges {
             check,
             changes: SortSpill::fifo(dir, SORT_MEMORY_BYTES),
             count: 0,
+            set: targets.iter().flatten().copied().collect(),
         }
+    }
+
+    /// The columns SET changes, by position in the table.
+    pub(super) fn set_columns(&self) -> &[usize] {
+        &self.set
     }
 
     /// Whether the changes move unique keys between rows: SET changes a key column of the

@@ -234,6 +234,7 @@ impl Session {
                 let new = r.split_off(1 + width);
                 changes.add(r, new)?;
             }
+            s.note_update(t, Some(changes.set_columns()));
             let moves_keys = changes.moves_unique_keys();
             let (changes, count) = changes.finish(t)?;
             assert_eq!(count, m.count, "every deduplicated row is changed");

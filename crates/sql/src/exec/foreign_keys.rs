@@ -611,8 +611,9 @@ impl Session {
             if own {
                 continue;
             }
+            // The engine's lookup, not the statement's read (index_usage.rs invariant 2).
             let found = self
-                .condition_row(&k.exists, Some(&ctx))
+                .as_engine_read(|s| s.condition_row(&k.exists, Some(&ctx)))
                 .map_err(terminated)?;
             if (found == Some(true)) == l.parent_side {
                 // Invariant 6: looked up again once the statement's rows are in.
@@ -874,6 +875,7 @@ impl Session {
                 types: t.types.clone(),
                 io: Default::default(),
                 variable: None,
+                usage: None,
             };
             child_lookups(&d, &probe)?
         };

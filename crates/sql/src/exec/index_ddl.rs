@@ -105,8 +105,15 @@ impl Session {
                 let name = format!("{}.{}", t.two_part(), ix.index);
                 return Err(vec![msg(3723, &[&name, &"FOREIGN KEY"])]);
             }
+            let index_id = (t.db.read().unwrap())
+                .index_by_name(t.entry.object_id, &ix.index)
+                .and_then(|e| e.index_of.as_ref().map(|o| o.index_id));
             match t.db.drop_index(t.entry.object_id, &ix.index) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some(i) = index_id {
+                        self.forget_index_usage(t.db_id, Some(t.entry.object_id), Some(i));
+                    }
+                }
                 Err(StorageError::IndexNotFound(_) | StorageError::TableNotFound(_)) => {
                     return Err(gone())
                 }

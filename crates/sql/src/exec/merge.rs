@@ -468,6 +468,7 @@ impl Session {
         let deletes = deletes.finish().map_err(one)?;
         let out_del = spools.as_mut().map(|s| &mut s.deleted);
         self.write_deletes(t, deletes, delete_count, out_del)?;
+        self.note_update(t, Some(updates.set_columns()));
         let moves_keys = updates.moves_unique_keys();
         let (changes, update_count) = updates.finish(t)?;
         let out_upd = spools.as_mut().map(|s| &mut s.updated);

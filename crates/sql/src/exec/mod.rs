@@ -44,6 +44,7 @@ mod helpdb;
 mod history;
 mod index_ddl;
 mod index_seek;
+mod index_usage;
 mod join;
 mod join_hash;
 mod lock_views;
@@ -254,6 +255,8 @@ pub struct Engine {
     next_descriptor: AtomicU64,
     /// The numbers of temporary tables' stored names (`temp_tables.rs`).
     temp_counter: temp_tables::TempCounter,
+    /// sys.dm_db_index_usage_stats' counters (`index_usage.rs`).
+    index_usage: index_usage::IndexUsage,
 }
 
 impl Engine {
@@ -271,6 +274,7 @@ impl Engine {
             next_spid: AtomicU16::new(51),
             next_descriptor: AtomicU64::new(1),
             temp_counter: Default::default(),
+            index_usage: Default::default(),
         })
     }
 
@@ -356,6 +360,8 @@ impl Engine {
             tables: Default::default(),
             check_cache: Default::default(),
             fk_cache: Default::default(),
+            index_uses: Default::default(),
+            engine_reads: 0,
             cascade_depth: 0,
             deferred_self_references: None,
             temp_tables: Default::default(),
@@ -438,6 +444,11 @@ pub struct Session {
     check_cache: std::cell::RefCell<check_constraints::CheckCache>,
     /// The FOREIGN KEY lookups this session generated, by table entry (`foreign_keys.rs`).
     fk_cache: std::cell::RefCell<foreign_keys::LookupCache>,
+    /// The running statement's index uses (`index_usage.rs` invariant 1).
+    index_uses: index_usage::StatementUses,
+    /// Depth of reads the engine makes for itself (FOREIGN KEY lookups): tables resolved
+    /// meanwhile note no index use (`index_usage.rs` invariant 2).
+    engine_reads: u32,
     /// How many cascading referential actions the running statement is inside
     /// (`referential_actions.rs` invariant 4).
     cascade_depth: u32,
@@ -705,6 +716,9 @@ impl Session {
         self.statement_locks_start();
         self.scopes.statement_start();
         let result = self.statement(s, out);
+        // Before the statement's locks go, so a DROP waiting for them removes its
+        // counters after (index_usage.rs invariants 1 and 3).
+        self.flush_index_usage();
         self.scopes.statement_start();
         out.extend(std::mem::take(&mut self.scopes.deferred));
         // Outside a transaction a statement's locks end with it (locking.rs invariant 2);

@@ -432,6 +432,7 @@ impl Session {
                 self.write_deletes(child, rows, n, None)
             }
             Work::Updates(changes) => {
+                self.note_update(child, Some(changes.set_columns()));
                 let moves = changes.moves_unique_keys();
                 let (rows, _) = (*changes).finish(child)?;
                 self.write_updates(child, (rows, moves), &p.locking, None)

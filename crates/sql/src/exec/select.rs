@@ -455,11 +455,11 @@ impl Session {
         };
         let schema = name.qualifier().unwrap_or("dbo").to_ascii_lowercase();
         let key = format!("{schema}.{}", name.name().to_ascii_lowercase());
-        // Index usage counters are not kept yet (issue 22): refused, never an empty view.
-        if key == "sys.dm_db_index_usage_stats" {
-            return Err(vec![not_yet("sys.dm_db_index_usage_stats")]);
-        }
         let own_only = self.view_server_state_scope(&key)?;
+        if key == "sys.dm_db_index_usage_stats" {
+            // The instance's counters, every database's (index_usage.rs).
+            return Ok(Some(self.index_usage_rowset()));
+        }
         match views::view(&self.engine.instance, db_id, &key) {
             Some(r) => {
                 let r = r.map_err(|e| errors::map(&e, errors::Context::Other))?;

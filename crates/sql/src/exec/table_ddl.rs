@@ -374,6 +374,7 @@ impl Session {
             }
             t.db.drop_table(t.entry.object_id, xact)
                 .map_err(|e| table_ddl_error(e, gone()))?;
+            self.forget_index_usage(t.db_id, Some(t.entry.object_id), None);
             self.temporary_dropped(&t.entry.name);
             if self.identity_insert == Some((t.db_id, t.entry.object_id)) {
                 self.identity_insert = None;

@@ -37,6 +37,9 @@ pub(super) struct TableRef {
     /// A table variable's `@name`, as SQL Server's messages name it (`dbo.@t` in 2627,
     /// `@t` in 515) instead of its stored name.
     pub variable: Option<Arc<str>>,
+    /// Where the statement's uses of the table's indexes gather; None for the engine's
+    /// own reads (index_usage.rs invariant 2).
+    pub usage: Option<super::index_usage::StatementUses>,
 }
 
 /// A statement's reads of one table, as SET STATISTICS IO reports them.
@@ -216,6 +219,8 @@ pub(super) struct Chunks<'a> {
     fresh: Vec<bool>,
     /// An index seek's read of its index (`Access::IndexSeek`).
     index: Option<IndexRead>,
+    /// That index's index_id (sys.indexes).
+    index_id: u16,
 }
 
 impl<'a> Chunks<'a> {
@@ -236,6 +241,13 @@ impl<'a> Chunks<'a> {
         );
         let map = |e| super::errors::map_data(&e, &t.db_name);
         let origin = db.scan_origin(t.entry.object_id).map_err(map)?;
+        let index_id = match &access {
+            Access::IndexSeek(s) => db
+                .table_by_id(s.index_oid)
+                .and_then(|e| e.index_of.as_ref()),
+            _ => None,
+        }
+        .map_or(0, |o| o.index_id);
         let (access, index) = match access {
             // An index dropped since the seek was chosen: the table is scanned instead.
             Access::IndexSeek(s) if db.table_by_id(s.index_oid).is_none() => (Access::Scan, None),
@@ -262,17 +274,34 @@ impl<'a> Chunks<'a> {
             locking: None,
             fresh: Vec::new(),
             index,
+            index_id,
         })
     }
 
     /// The same chunks with each row locked as `locking` says (locking.rs invariant 1).
     /// Key-range locking reads the table, never an index (index_seek.rs invariant 3).
+    /// A statement's own reads come here, their access now final: their index uses are
+    /// noted (index_usage.rs invariant 2).
     pub fn locked(mut self, locking: &'a super::locking::RowLocking) -> Chunks<'a> {
         if locking.key_ranges() && self.index.take().is_some() {
             self.access = Access::Scan;
         }
         self.locking = Some(locking);
+        self.note_uses();
         self
+    }
+
+    /// The read's uses of the table's indexes (index_usage.rs).
+    fn note_uses(&self) {
+        use super::index_usage::Use;
+        let base = u16::from(self.t.entry.index_id);
+        match &self.access {
+            Access::Scan => self.t.note_uses(&[(base, Use::Scan)]),
+            Access::Seek(_) => self.t.note_uses(&[(base, Use::Seek)]),
+            Access::IndexSeek(_) => self
+                .t
+                .note_uses(&[(self.index_id, Use::Seek), (base, Use::Lookup)]),
+        }
     }
 
     /// Moves past key ranges read to their end; false when nothing is left to read.
@@ -656,6 +685,7 @@ impl Session {
             types: resolved.types,
             io: Cell::new(TableIo::default()),
             variable,
+            usage: self.uses_for_resolved(),
         }))
     }
 

@@ -170,6 +170,7 @@ impl Session {
         for s in stored {
             let id = tempdb.read().unwrap().table("dbo", &s).map(|t| t.object_id);
             let Some(id) = id else { continue };
+            self.forget_index_usage(TEMPDB_ID, Some(id), None);
             if let Err(e) = tempdb.drop_table(id, None) {
                 let text = format!("Could not drop {what} '{s}': {e}");
                 self.engine
