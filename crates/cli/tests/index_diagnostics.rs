@@ -390,7 +390,7 @@ fn dbcc_page_prints_index_pages_rows_as_a_grid() {
 /// Proves a DBCC option the command does not read is refused, never accepted unheard:
 /// DBCC PAGE's and OPENTRAN's TABLERESULTS and SHRINKFILE's WAIT_AT_LOW_PRIORITY with
 /// 40517, a word no DBCC command takes with 2526; NO_INFOMSGS still works everywhere and
-/// DBINFO WITH TABLERESULTS still gives its rows.
+/// DBINFO WITH TABLERESULTS still gives its rows, as LOGINFO and SQLPERF do theirs.
 #[test]
 fn dbcc_options_not_read_are_refused() {
     let s = Server::start("ixdiag-options", &[]);
@@ -415,4 +415,16 @@ fn dbcc_options_not_read_are_refused() {
     assert_eq!(r.errors().count(), 0);
     let r = run(&mut c, "DBCC DBINFO WITH TABLERESULTS");
     assert!(r.outputs.iter().any(|o| matches!(o, Output::Rows { .. })));
+    // A command whose output is a table already takes TABLERESULTS as asking for it.
+    for sql in ["DBCC LOGINFO", "DBCC SQLPERF(LOGSPACE)"] {
+        let plain = run(&mut c, sql);
+        let tabled = run(&mut c, &format!("{sql} WITH TABLERESULTS"));
+        let shape = |r: &extentdb_tds::client::Response| {
+            r.outputs
+                .iter()
+                .filter(|o| matches!(o, Output::Rows { .. }))
+                .count()
+        };
+        assert_eq!((shape(&plain), shape(&tabled)), (1, 1), "{sql}");
+    }
 }

@@ -23,10 +23,20 @@ const LATER_DBCC: &[&str] = &["SHRINKDATABASE", "IND"];
 /// The checks (checkdb.rs `check_settings`) read their own WITH options.
 const CHECKS: &[&str] = &["CHECKDB", "CHECKTABLE", "CHECKALLOC", "CHECKCATALOG"];
 
+/// The commands whose output is a result set already, with or without TABLERESULTS
+/// (DBINFO builds its own), so the option asks for what they do.
+const TABLE_OUTPUT: &[&str] = &[
+    "DBINFO",
+    "LOGINFO",
+    "SQLPERF",
+    "TRACESTATUS",
+    "SHOWFILESTATS",
+];
+
 /// Refuses a WITH option command `name` does not read, never accepting it unheard:
-/// NO_INFOMSGS every command takes, TABLERESULTS DBINFO builds; SQL Server's other
-/// options (DBCC PAGE's, OPENTRAN's TABLERESULTS, SHRINKFILE's WAIT_AT_LOW_PRIORITY) are
-/// not built (40517), and a word no DBCC command takes is 2526. The checks read theirs.
+/// NO_INFOMSGS every command takes, TABLERESULTS those of `TABLE_OUTPUT`; SQL Server's
+/// other options (DBCC PAGE's, OPENTRAN's TABLERESULTS, SHRINKFILE's WAIT_AT_LOW_PRIORITY)
+/// are not built (40517), and a word no DBCC command takes is 2526. The checks read theirs.
 fn refuse_unread_options(
     name: &str,
     options: &[crate::ast::WithOption],
@@ -38,7 +48,7 @@ fn refuse_unread_options(
         let option = o.name.to_ascii_uppercase();
         match option.as_str() {
             "NO_INFOMSGS" => {}
-            "TABLERESULTS" if name == "DBINFO" => {}
+            "TABLERESULTS" if TABLE_OUTPUT.contains(&name) => {}
             "TABLERESULTS" | "WAIT_AT_LOW_PRIORITY" => {
                 return Err(vec![not_yet(&format!("DBCC {name} WITH {option}"))])
             }
