@@ -662,7 +662,7 @@ fn wait_for_command(c: &mut Client, spid: i64, command: &str, done: &AtomicBool)
 /// 2): while it builds, another session's INSERTs into another table of the database
 /// and a DBCC CHECKDB (which leaves the half-built index uncompared) finish; the index is
 /// then exact. A KILL of a second build ends it with nothing left: no index, CHECKDB
-/// clean, and the same CREATE INDEX succeeds again.
+/// clean, and the same CREATE INDEX succeeds again. ALTER INDEX ... REBUILD shares it too.
 #[test]
 fn create_index_shares_the_database_and_a_kill_takes_it_back() {
     let (s, mut c) = start_in_database(
@@ -733,4 +733,31 @@ fn create_index_shares_the_database_and_a_kill_takes_it_back() {
             );
         }
     }
+    // ALTER INDEX ... REBUILD shares the database the same way (index.rs invariant 5).
+    let mut rebuilder = s.connect_to(Some("ixb"));
+    let spid = value(&mut rebuilder, "SELECT @@SPID");
+    let done = Arc::new(AtomicBool::new(false));
+    let flag = done.clone();
+    let rebuild = thread::spawn(move || {
+        let r = run(&mut rebuilder, "ALTER INDEX ix_kept ON big REBUILD");
+        flag.store(true, Ordering::Release);
+        r.errors().count()
+    });
+    let mut dba = s.connect_to(Some("ixb"));
+    assert!(
+        wait_for_command(&mut dba, spid, "ALTER INDEX", &done),
+        "the rebuild was not seen"
+    );
+    let mut other = s.connect_to(Some("ixb"));
+    let during = count_until(&mut other, "INSERT INTO other (v) VALUES (2)", &done);
+    assert!(
+        during >= 3,
+        "only {during} INSERTs finished during the rebuild"
+    );
+    assert_eq!(rebuild.join().unwrap(), 0);
+    assert_eq!(
+        index_and_table_rows(&mut dba, "big", "ix_kept"),
+        (200_000, 200_000)
+    );
+    assert_checkdb_clean(&mut dba, "ixb", "after the rebuild");
 }

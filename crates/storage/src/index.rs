@@ -28,13 +28,18 @@
 //!    `live_tables` skip it; it goes with its table (DROP and TRUNCATE TABLE).
 //! 4. A unique index holds at most one live record per declared key (NULL equal to NULL,
 //!    as SQL Server's unique indexes treat it): btree.rs invariant 2 on its B-tree key.
-//! 5. A rebuild (ALTER INDEX ... REBUILD, `rebuild_index`) keeps the index's definition,
-//!    name and index id; it makes a new entry marked created and marks the old one
-//!    dropped, both in the rebuild's own transaction, so the catalog holds two entries of
-//!    one index only while that transaction runs, holding the database exclusively (no
-//!    row operation sees them), and a crash leaves exactly one of them (ddl.rs invariant
-//!    3). Its source is the old index's leaf level, read in key order, as SQL Server reads
-//!    an index that is not disabled (a damaged index is dropped and created again instead).
+//! 5. A rebuild (ALTER INDEX ... REBUILD, `SharedDatabase::rebuild_index`) keeps the
+//!    index's definition, name and index id; it makes a new entry marked created and marks
+//!    the old one dropped, both in the rebuild's own transaction, so the catalog holds two
+//!    entries of one index only while that transaction runs, and a crash leaves exactly one
+//!    of them (ddl.rs invariant 3). As a build (invariant 2) it makes the new entry and ends
+//!    holding the database exclusively and fills the new entry between, sharing it: no row
+//!    operation sees the two entries (the table is under the rebuilder's Sch-M lock), and
+//!    CHECKDB compares only the old one. Its source is the old index's leaf level, read in
+//!    key order, as SQL Server reads an index that is not disabled (a damaged index is
+//!    dropped and created again instead).
+
+use std::borrow::Cow;
 
 use extentdb_format::catalog::{ColumnEntry, IndexOf, TableEntry};
 use extentdb_format::log_record::XactId;
@@ -143,19 +148,15 @@ impl Database {
         }
     }
 
-    /// ALTER INDEX ... REBUILD of index entry `id` (invariant 5): a new B-tree of the same
-    /// definition, filled from the old one's leaf level in key order (so every leaf but the
-    /// last is full and the leaves lie in allocation order), then the old one dropped, in
-    /// one transaction of its own; the new entry's object id. A crash before its COMMIT
-    /// leaves the old index, after it the new (ddl.rs invariant 3).
-    pub(crate) fn rebuild_index(&mut self, id: u32) -> Result<u32, StorageError> {
+    /// ALTER INDEX ... REBUILD's first step (invariant 5): a new entry of index `id`'s
+    /// definition made, empty, under a CREATE mark of the rebuild's own transaction; that
+    /// transaction and the new entry's object id.
+    pub(crate) fn begin_index_rebuild(&mut self, id: u32) -> Result<(XactId, u32), StorageError> {
         self.check_writable()?;
         let old = self.table_or_err(id)?.clone();
-        let info = old
-            .index_of
-            .clone()
-            .ok_or(StorageError::TableNotFound(id))?;
-        let base = self.table_or_err(info.table_object_id)?.clone();
+        if old.index_of.is_none() {
+            return Err(StorageError::TableNotFound(id));
+        }
         let entry = TableEntry {
             object_id: 0,
             allocation_unit_id: 0,
@@ -164,32 +165,11 @@ impl Database {
             ..old
         };
         let x = self.begin_xact();
-        let built = self
-            .create_table_in(entry, Some(x))
-            .and_then(|new| self.copy_index(x, &base, (id, new)).map(|()| new))
-            .and_then(|new| self.drop_table_in(id, Some(x)).map(|()| new));
-        self.end_build(x, built)
-    }
-
-    /// Every live record of index `old` into index `new`, a scan chunk at a time in key
-    /// order (the records are the same: both entries have one definition).
-    fn copy_index(
-        &mut self,
-        x: XactId,
-        base: &TableEntry,
-        (old, new): (u32, u32),
-    ) -> Result<(), StorageError> {
-        let origin = self.scan_origin(old)?;
-        let mut at = ScanPosition::Start;
-        while !matches!(at, ScanPosition::End) {
-            let chunk = self.scan_chunk(old, origin, &at, 1 << 20, None)?;
-            let ix = self.table_or_err(new)?.clone();
-            for (_, rec) in &chunk.rows {
-                self.now(|d| d.index_insert(x, base, &ix, rec))?;
-            }
-            at = chunk.next;
+        match self.create_table_in(entry, Some(x)) {
+            Ok(new) => Ok((x, new)),
+            // Rolled back, the error given back: `end_build` of a failure is never Ok.
+            Err(e) => self.end_build(x, Err(e)).map(|new| (x, new)),
         }
-        Ok(())
     }
 
     /// The lowest index id table `object_id`'s indexes leave free (2 and up).
@@ -321,23 +301,35 @@ pub(crate) fn comparable(ix: &TableEntry) -> bool {
     !ix.pending_ddl.is_some_and(|p| p.created)
 }
 
+/// Where an index build takes its records (`SharedDatabase::fill_index_sharing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BuildSource {
+    /// The base table's rows, each projected (CREATE INDEX).
+    Table,
+    /// This entry's live records, in key order, as they are: an index of the same
+    /// definition (ALTER INDEX ... REBUILD).
+    Index(u32),
+}
+
 impl SharedDatabase {
-    /// Every live row of table `base_id` projected into index `id`, sharing the database
-    /// with other sessions (invariant 2): a scan chunk at a time, each chunk's index
-    /// records inserted as row operations are
-    /// (`SharedDatabase::run`: what an insert needs is provided holding the database, the
-    /// insert run again). `cancelled` is asked between chunks, holding nothing: true ends
-    /// the fill with `Cancelled`.
+    /// Index `id` of table `base_id` filled from `source`, sharing the database with other
+    /// sessions (invariants 2 and 5): a scan chunk at a time, each chunk's records inserted
+    /// as row operations are (`SharedDatabase::run`: what an insert needs is provided
+    /// holding the database, the insert run again). `cancelled` is asked between chunks,
+    /// holding nothing: true ends the fill with `Cancelled`.
     pub(crate) fn fill_index_sharing(
         &self,
-        env: &GrowthEnv,
-        x: XactId,
-        (base_id, id): (u32, u32),
+        (env, x): (&GrowthEnv, XactId),
+        (base_id, source, id): (u32, BuildSource, u32),
         cancelled: &dyn Fn() -> bool,
     ) -> Result<(), StorageError> {
+        let from = match source {
+            BuildSource::Table => base_id,
+            BuildSource::Index(old) => old,
+        };
         let (origin, base) = {
             let d = self.read().unwrap();
-            (d.scan_origin(base_id)?, d.table_or_err(base_id)?.clone())
+            (d.scan_origin(from)?, d.table_or_err(base_id)?.clone())
         };
         let mut at = ScanPosition::Start;
         while !matches!(at, ScanPosition::End) {
@@ -347,7 +339,7 @@ impl SharedDatabase {
             let chunk = self
                 .read()
                 .unwrap()
-                .scan_chunk(base_id, origin, &at, 1 << 20, None)?;
+                .scan_chunk(from, origin, &at, 1 << 20, None)?;
             let mut done = 0;
             self.run(
                 env,
@@ -359,7 +351,10 @@ impl SharedDatabase {
                         if let Some(share) = db.share_again(made) {
                             return Ok(share);
                         }
-                        let irec = project(&ix, &base, rec, *rid)?;
+                        let irec = match source {
+                            BuildSource::Table => Cow::Owned(project(&ix, &base, rec, *rid)?),
+                            BuildSource::Index(_) => Cow::Borrowed(rec.as_slice()),
+                        };
                         if let Step::Needs(n) = db.index_insert(x, &base, &ix, &irec)? {
                             return Ok(Step::Needs(n));
                         }

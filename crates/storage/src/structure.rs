@@ -29,6 +29,7 @@ use extentdb_format::principals::{
 use extentdb_io::FileSystem;
 
 use crate::database::OpContext;
+use crate::index::BuildSource;
 use crate::log_growth::GrowthEnv;
 use crate::shared::{DbGuard, SharedDatabase};
 use crate::{NewFile, StorageError};
@@ -355,26 +356,39 @@ impl SharedDatabase {
         env: &GrowthEnv,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<u32, StorageError> {
-        let (x, id) = self
-            .hold_table(def.table_object_id)?
-            .begin_index_build(def)?;
-        let filled = self.fill_index_sharing(env, x, (def.table_object_id, id), cancelled);
+        let base = def.table_object_id;
+        let (x, id) = self.hold_table(base)?.begin_index_build(def)?;
+        let source = (base, BuildSource::Table, id);
+        let filled = self.fill_index_sharing((env, x), source, cancelled);
         self.hold_for(env).end_build(x, filled.map(|()| id))
     }
 
     /// ALTER INDEX ... REBUILD of index entry `index_entry_id` of table `object_id`, under
-    /// the table's Sch-M lock: rebuilt holding the database (index.rs invariant 5); the
-    /// new entry's object id.
-    pub fn rebuild_index(&self, object_id: u32, index_entry_id: u32) -> Result<u32, StorageError> {
-        let mut g = self.hold_table(object_id)?;
-        let of = g
-            .table_by_id(index_entry_id)
-            .and_then(|t| t.index_of.as_ref())
-            .map(|i| i.table_object_id);
-        if of != Some(object_id) {
-            return Err(StorageError::TableNotFound(index_entry_id));
-        }
-        g.rebuild_index(index_entry_id)
+    /// the table's Sch-M lock (index.rs invariant 5): the new entry made, filled from the
+    /// old sharing the database, then the old dropped and the rebuild committed holding it,
+    /// as `create_index` builds; the new entry's object id.
+    pub fn rebuild_index(
+        &self,
+        (object_id, index_entry_id): (u32, u32),
+        env: &GrowthEnv,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<u32, StorageError> {
+        let (x, new) = {
+            let mut g = self.hold_table(object_id)?;
+            let of = g
+                .table_by_id(index_entry_id)
+                .and_then(|t| t.index_of.as_ref())
+                .map(|i| i.table_object_id);
+            if of != Some(object_id) {
+                return Err(StorageError::TableNotFound(index_entry_id));
+            }
+            g.begin_index_rebuild(index_entry_id)?
+        };
+        let source = (object_id, BuildSource::Index(index_entry_id), new);
+        let filled = self.fill_index_sharing((env, x), source, cancelled);
+        let mut g = self.hold_for(env);
+        let built = filled.and_then(|()| g.drop_table_in(index_entry_id, Some(x)));
+        g.end_build(x, built.map(|()| new))
     }
 
     /// DROP INDEX `name` of table `object_id`, under the table's Sch-M lock.

@@ -247,7 +247,7 @@ fn an_index_rebuild_cut_short_leaves_one_whole_index() {
             fail_io_at: Some((fs.io_count() + 1 + (seed * 11) % 90, libc::EIO)),
             ..Default::default()
         });
-        let rebuilt = shared.rebuild_index(t, before);
+        let rebuilt = shared.rebuild_index((t, before), &env(&shared), &|| false);
         drop(shared);
         fs.set_faults(Faults::default());
         fs.crash();

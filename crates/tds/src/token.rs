@@ -80,7 +80,8 @@ pub fn command_code(c: extentdb_sql::exec::StatementCommand) -> u16 {
         C::CreateLogin => CMD_LOGINCREATE,
         C::AlterLogin => CMD_LOGINALTER,
         C::DropLogin => CMD_LOGINDROP,
-        C::Other => 0,
+        // No CurCmd of its own is known for ALTER INDEX: 0, as for any other statement.
+        C::AlterIndex | C::Other => 0,
     }
 }
 

@@ -20,6 +20,8 @@
 //! Invariant: every check runs before the first index is rebuilt, so a refused statement
 //! changes nothing; ALL rebuilds its indexes one after another, each whole or not at all.
 
+use extentdb_storage::StorageError;
+
 use super::errors;
 use super::eval::as_i64;
 use super::lower::not_yet;
@@ -45,9 +47,15 @@ impl Session {
         self.schema_modification(&t)?;
         // Again under Sch-M: a rebuild that ran meanwhile renewed its entry's id.
         let targets = index_targets(a, &t)?;
+        let env = self.growth_env();
         for id in targets {
-            t.db.rebuild_index(t.entry.object_id, id)
-                .map_err(|e| errors::map(&e, errors::Context::Other))?;
+            let rebuilt =
+                t.db.rebuild_index((t.entry.object_id, id), &env, &|| self.cancelled());
+            rebuilt.map_err(|e| match e {
+                // An attention or KILL: rolled back, the batch ends without a message.
+                StorageError::Cancelled => Vec::new(),
+                e => errors::map(&e, errors::Context::Other),
+            })?;
         }
         Ok(())
     }
