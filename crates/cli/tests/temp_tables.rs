@@ -258,3 +258,45 @@ fn a_global_temporary_table_is_dropped_by_anyone_and_by_a_restart() {
     assert!(in_tempdb(&mut d, "##").is_empty());
     assert_eq!(numbers(&mut d, "SELECT y FROM ##h"), vec![208]);
 }
+
+/// Proves a `##race` made by four sessions at once is made once: one CREATE succeeds and
+/// the three others get 2714; then the four insert into it at once and every row is in it.
+#[test]
+fn sessions_creating_and_filling_one_global_table_at_once() {
+    let s = Server::start("temp-global-race", &[]);
+    let clients: Vec<Client> = (0..4).map(|_| s.connect()).collect();
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(4));
+    let threads: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut c)| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                barrier.wait();
+                let made = errors(&mut c, "CREATE TABLE ##race (k int PRIMARY KEY)");
+                barrier.wait();
+                for n in 0..50 {
+                    run(
+                        &mut c,
+                        &format!("INSERT INTO ##race VALUES ({})", i * 100 + n),
+                    );
+                }
+                (made, c)
+            })
+        })
+        .collect();
+    let mut made = Vec::new();
+    let mut kept = Vec::new();
+    for t in threads {
+        let (m, c) = t.join().unwrap();
+        made.push(m);
+        kept.push(c);
+    }
+    made.sort();
+    let refused = vec![(2714, 16, 6)];
+    assert_eq!(
+        made,
+        vec![vec![], refused.clone(), refused.clone(), refused]
+    );
+    assert_eq!(ints(&mut kept[0], "SELECT COUNT(*) FROM ##race"), vec![200]);
+}
