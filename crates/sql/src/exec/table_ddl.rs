@@ -199,7 +199,7 @@ impl Session {
     /// CREATE TABLE; at most `MAX_COLUMNS` columns (Msg 1702).
     pub(super) fn create_table(&mut self, c: &CreateTable) -> Result<(), Vec<SqlError>> {
         let (db_id, db) = self.object_database(&c.name)?;
-        // A #name or a table variable: the session's own table in tempdb, which needs no
+        // A #name, ##name or table variable: a table in tempdb, which needs no
         // permission.
         let variable = is_table_variable_name(&c.name);
         let temporary = match temp_tables::is_temporary(c.name.name()) {
@@ -308,7 +308,7 @@ impl Session {
         super::index_ddl::create_unique_constraints(&db, object_id, uniques)?;
         match temporary {
             Some(stored) if variable => self.table_variable_created(c.name.name(), stored),
-            Some(stored) => self.temporary_created(c.name.name(), stored),
+            Some(stored) => self.temporary_created(c.name.name(), stored, (object_id, created_us)),
             None => {}
         }
         Ok(())
