@@ -335,7 +335,8 @@ fn work(addr: String, mut w: Worker, killed: Arc<AtomicBool>) -> Worker {
     }
 }
 
-/// The rows of session `slot`'s key range, as the database holds them.
+/// The rows of session `slot`'s key range, as the database holds them (a row twice, as
+/// a heap could hold it, fails: the model's maps would hide it).
 fn read_rows(c: &mut Client, slot: i64) -> Rows {
     let (lo, hi) = ((slot + 1) * RANGE, (slot + 2) * RANGE);
     let range = format!("WHERE id > {lo} AND id < {hi} ORDER BY id");
@@ -349,18 +350,24 @@ fn read_rows(c: &mut Client, slot: i64) -> Rows {
             .collect::<Vec<_>>()
     };
     let parents = all_rows(&run(c, &format!("SELECT id FROM parent {range}")));
-    Rows {
+    let (cas, noa, nul) = (pairs(c, "cas"), pairs(c, "noa"), pairs(c, "nul"));
+    let rows = Rows {
         parents: parents.iter().map(|r| int(&r[0])).collect(),
-        cas: pairs(c, "cas")
-            .into_iter()
-            .map(|(i, p)| (i, p.unwrap()))
-            .collect(),
-        noa: pairs(c, "noa")
-            .into_iter()
-            .map(|(i, p)| (i, p.unwrap()))
-            .collect(),
-        nul: pairs(c, "nul").into_iter().collect(),
-    }
+        cas: cas.iter().map(|&(i, p)| (i, p.unwrap())).collect(),
+        noa: noa.iter().map(|&(i, p)| (i, p.unwrap())).collect(),
+        nul: nul.iter().copied().collect(),
+    };
+    assert_eq!(
+        (parents.len(), cas.len(), noa.len(), nul.len()),
+        (
+            rows.parents.len(),
+            rows.cas.len(),
+            rows.noa.len(),
+            rows.nul.len()
+        ),
+        "session {slot}: a row is there twice"
+    );
+    rows
 }
 
 /// Every child row's parent exists (NOT EXISTS for each child, a LEFT JOIN for one).
