@@ -12,7 +12,8 @@
 //!    thread that takes runs from one atomic counter (one increment per MB read: no hot
 //!    spot), reads each with one large read into a spare buffer and hands it over, so
 //!    reading overlaps checking.
-//! 3. Each page is audited: checksum and page id (8939 + 8928, 8909); for a data or index
+//! 3. Each page is audited (but a catalog page the PFS marks free, which holds nothing):
+//!    checksum and page id (8939 + 8928, 8909); for a data or index
 //!    page of its unit, the header fields, the slot array and every record's framing (8939,
 //!    8941, 8942, 8944, 8927). Without PHYSICAL_ONLY also each record against the table's
 //!    columns (8944), each value against its type (2570), and key order inside the page
@@ -1093,6 +1094,12 @@ fn check_run(ctx: &Context<'_>, run: &Run, pages: &[Page], out: &mut Gathered) {
         let pid = PageId::new(run.file, first + i);
         let page = pages[i as usize].view();
         out.pages_read += 1;
+        // A catalog page the PFS marks free holds nothing of the catalog: a save whose sync
+        // failed may have left it torn before the open's sweep freed it
+        // (`sweep_catalog_pages`), and no later save reads it before writing it whole.
+        if run.unit == CATALOG_ALLOCATION_UNIT && !pfs_allocated(ctx, pid, out) {
+            continue;
+        }
         if page.is_unformatted() {
             // The PFS says whether the page is in use; a page in use reads as naming page
             // (0:0) in SQL Server.
