@@ -117,12 +117,7 @@ impl Database {
             return Err(StorageError::IndexExists(def.name.clone()));
         }
         let entry = index_entry(&base, def, self.next_index_id(base.object_id));
-        let x = self.begin_xact();
-        match self.create_table_in(entry, Some(x)) {
-            Ok(id) => Ok((x, id)),
-            // Rolled back, the error given back: `end_build` of a failure is never Ok.
-            Err(e) => self.end_build(x, Err(e)).map(|id| (x, id)),
-        }
+        self.begin_build_entry(entry)
     }
 
     /// Ends index build `x` (invariant 2): committed (the COMMIT durable before its marks
@@ -164,11 +159,17 @@ impl Database {
             pending_ddl: None,
             ..old
         };
+        self.begin_build_entry(entry)
+    }
+
+    /// A build's index entry `entry` made, empty, under a CREATE mark of a transaction of
+    /// the build's own (invariants 2 and 5); that transaction and the entry's object id.
+    fn begin_build_entry(&mut self, entry: TableEntry) -> Result<(XactId, u32), StorageError> {
         let x = self.begin_xact();
         match self.create_table_in(entry, Some(x)) {
-            Ok(new) => Ok((x, new)),
+            Ok(id) => Ok((x, id)),
             // Rolled back, the error given back: `end_build` of a failure is never Ok.
-            Err(e) => self.end_build(x, Err(e)).map(|new| (x, new)),
+            Err(e) => self.end_build(x, Err(e)).map(|id| (x, id)),
         }
     }
 
