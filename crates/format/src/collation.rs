@@ -1,7 +1,8 @@
 //! The server collation's comparison of text, defined once: the B-tree orders character
 //! keys by it (`key::compare`, `key::hash_key`) and the SQL layer's `=`, `<`, ORDER BY,
-//! GROUP BY, DISTINCT, hash join keys and key checks compare and fold text by it too, so a
-//! seek of a character key and a scan with the same WHERE find the same rows.
+//! GROUP BY, DISTINCT, LIKE's literal characters, hash join keys and key checks compare and
+//! fold text by it too, so a seek of a character key and a scan with the same WHERE find
+//! the same rows.
 //!
 //! The rule (SQL_Latin1_General_CP1_CI_AS in the respects extentdb builds):
 //! 1. Trailing spaces (U+0020) are ignored; other trailing characters are not.

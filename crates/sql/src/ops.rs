@@ -20,6 +20,7 @@ use crate::convert::{
 };
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value, TICKS_PER_DAY};
+use extentdb_format::collation;
 
 /// A binary operator of T-SQL expressions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -530,30 +531,38 @@ pub fn guid_cmp(a: &[u8; 16], b: &[u8; 16]) -> Ordering {
 enum Token {
     AnyRun,
     AnyOne,
+    /// A bracket set; its bounds folded by `fold_one`.
     Set {
         negated: bool,
         items: Vec<(char, char)>,
     },
-    Literal(char),
+    /// A run of literal characters, folded by the collation (`collation::fold`, so `'ß'`
+    /// is `"SS"`).
+    Literal(Vec<char>),
 }
 
-/// T-SQL LIKE: `%`, `_`, `[abc]`, `[a-z]`, `[^a]` and an optional escape character,
-/// case-insensitive; trailing spaces of the matched text are ignored, as SQL Server does.
+/// T-SQL LIKE: `%`, `_`, `[abc]`, `[a-z]`, `[^a]` and an optional escape character;
+/// trailing spaces of the matched text are ignored, as SQL Server does.
+///
+/// Literal characters compare as `=` does (`format::collation`: case-insensitive, `'ß'`
+/// equal to `"SS"`, accents kept), so `x LIKE 'abc'` and `x = 'abc'` agree on every `x`.
+/// A literal run matches whole characters of the text: `'ß' LIKE 'SS'` is true, and
+/// `'ß' LIKE 'S%'` false (half of a character is not a prefix). `_` and a bracket set
+/// match one character of the text, a set after folding it to one character (`fold_one`).
 pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
     let tokens = parse_like(pattern, escape);
-    let text: Vec<char> = text
-        .trim_end_matches(' ')
-        .chars()
-        .flat_map(char::to_lowercase)
-        .collect();
-    // Greedy match with backtracking to the last '%', linear in practice.
+    let text: Vec<char> = text.trim_end_matches(' ').chars().collect();
+    // Greedy match with backtracking to the last '%'. Each token's match at a position is
+    // unique, and a literal run started later never ends earlier, so the leftmost match of
+    // the tokens after a '%' is the one to keep.
     let (mut t, mut p) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     while t < text.len() {
-        if p < tokens.len() && tokens[p] != Token::AnyRun && token_matches(&tokens[p], text[t]) {
-            t += 1;
+        let step = tokens.get(p).filter(|tok| **tok != Token::AnyRun);
+        if let Some(next) = step.and_then(|tok| token_match(tok, &text, t)) {
+            t = next;
             p += 1;
-        } else if p < tokens.len() && tokens[p] == Token::AnyRun {
+        } else if tokens.get(p) == Some(&Token::AnyRun) {
             star = Some((p, t));
             p += 1;
         } else if let Some((sp, st)) = star {
@@ -567,18 +576,41 @@ pub fn like(text: &str, pattern: &str, escape: Option<char>) -> bool {
     tokens[p..].iter().all(|tok| *tok == Token::AnyRun)
 }
 
-fn token_matches(token: &Token, c: char) -> bool {
+/// Where the text goes on after `token` matched it at `t`, or None when it does not.
+fn token_match(token: &Token, text: &[char], t: usize) -> Option<usize> {
+    let c = *text.get(t)?;
     match token {
-        Token::AnyRun | Token::AnyOne => true,
-        Token::Literal(l) => *l == c,
+        Token::AnyRun | Token::AnyOne => Some(t + 1),
         Token::Set { negated, items } => {
-            items.iter().any(|(lo, hi)| *lo <= c && c <= *hi) != *negated
+            let c = fold_one(c);
+            (items.iter().any(|(lo, hi)| *lo <= c && c <= *hi) != *negated).then_some(t + 1)
         }
+        Token::Literal(run) => literal_match(run, text, t),
     }
 }
 
-fn lower(c: char) -> char {
-    c.to_lowercase().next().unwrap_or(c)
+/// Matches the folded literal `run` against whole characters of `text` from `t`.
+fn literal_match(run: &[char], text: &[char], mut t: usize) -> Option<usize> {
+    let mut want = run.iter();
+    while want.len() > 0 {
+        for f in collation::fold(*text.get(t)?) {
+            if want.next() != Some(&f) {
+                return None;
+            }
+        }
+        t += 1;
+    }
+    Some(t)
+}
+
+/// One character folded to one character, for `_`'s sets: its collation fold when that is
+/// a single character, else the character itself (`'ß'` stays `'ß'`).
+fn fold_one(c: char) -> char {
+    let mut f = collation::fold(c);
+    match (f.next(), f.next()) {
+        (Some(u), None) => u,
+        _ => c,
+    }
 }
 
 fn parse_like(pattern: &str, escape: Option<char>) -> Vec<Token> {
@@ -588,7 +620,7 @@ fn parse_like(pattern: &str, escape: Option<char>) -> Vec<Token> {
     while i < chars.len() {
         let c = chars[i];
         if Some(c) == escape && i + 1 < chars.len() {
-            tokens.push(Token::Literal(lower(chars[i + 1])));
+            push_literal(&mut tokens, chars[i + 1]);
             i += 2;
             continue;
         }
@@ -601,13 +633,22 @@ fn parse_like(pattern: &str, escape: Option<char>) -> Vec<Token> {
                     i += used + 1;
                     continue;
                 }
-                tokens.push(Token::Literal('['));
+                push_literal(&mut tokens, '[');
             }
-            _ => tokens.push(Token::Literal(lower(c))),
+            _ => push_literal(&mut tokens, c),
         }
         i += 1;
     }
     tokens
+}
+
+/// Adds literal `c`, folded, to the run the pattern ends with (or a new run).
+fn push_literal(tokens: &mut Vec<Token>, c: char) {
+    if let Some(Token::Literal(run)) = tokens.last_mut() {
+        run.extend(collation::fold(c));
+    } else {
+        tokens.push(Token::Literal(collation::fold(c).collect()));
+    }
 }
 
 /// Parses a bracket set after its `[`; returns the token and the characters used
@@ -629,10 +670,10 @@ fn parse_set(chars: &[char], escape: Option<char>) -> Option<(Token, usize)> {
             c = chars[i];
         }
         if i + 2 < chars.len() && chars[i + 1] == '-' && chars[i + 2] != ']' {
-            items.push((lower(c), lower(chars[i + 2])));
+            items.push((fold_one(c), fold_one(chars[i + 2])));
             i += 3;
         } else {
-            items.push((lower(c), lower(c)));
+            items.push((fold_one(c), fold_one(c)));
             i += 1;
         }
     }
@@ -964,6 +1005,40 @@ mod tests {
         assert!(like("master", "%a%t%r", None));
         assert!(!like("master", "%a%x%", None));
         assert!(like("_x", "[_]x", None));
+        // Literals fold as `=` does: 'ß' is "SS", whole characters only.
+        assert!(like("\u{df}", "SS", None));
+        assert!(like("STRASSE", "stra\u{df}e", None));
+        assert!(like("Stra\u{df}e", "%ss%", None));
+        assert!(!like("\u{df}", "S%", None));
+        assert!(like("\u{df}", "_", None));
+        assert!(!like("\u{df}", "__", None));
+        assert!(like("\u{df}", "[\u{df}]", None));
+        // The Kelvin sign folds (uppercase) to itself, not to 'K', as `=` has it.
+        assert!(!like("\u{212a}", "k", None));
+        assert!(like("\u{e9}", "\u{c9}", None));
+        assert!(!like("\u{e9}", "e", None));
+    }
+
+    /// Proves LIKE with a pattern of literal characters only agrees with `=` on many random
+    /// pairs (trailing spaces aside: LIKE ignores the text's, keeps the pattern's), and that
+    /// `a + b LIKE a + '%'` holds.
+    #[test]
+    fn like_literals_agree_with_equality() {
+        let strings = random_strings(0x51ed_270b_27a5_b2c1, true, 300);
+        let literal = |s: &String| !s.contains(['_', '[', '%']);
+        for a in &strings {
+            for b in strings.iter().filter(|b| literal(b)) {
+                let pattern = b.trim_end_matches(' ');
+                let equal = collate_cmp(a, pattern) == Ordering::Equal;
+                assert_eq!(like(a, pattern, None), equal, "{a:?} LIKE {pattern:?}");
+                if literal(a) && !a.ends_with(' ') {
+                    assert!(
+                        like(&format!("{a}{b}"), &format!("{a}%"), None),
+                        "{a:?} {b:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
