@@ -27,11 +27,14 @@
 //!    one: 40517, as every ALTER TABLE here) under the table's Sch-M lock, so WITH CHECK's
 //!    scan of the existing rows sees no other session's open change and no row arrives
 //!    between the scan and the catalog change.
-//! 5. A writer resolves its table before it holds the table's intent lock; once it holds
-//!    it (before its first write, `checks_unchanged`), no ALTER can change the constraints
-//!    until it ends, and the constraints it checked rows against must be the catalog's
-//!    then. A constraint changed in between fails the statement (40517, nothing written)
-//!    instead of letting an unchecked row in.
+//! 5. A writer checks its rows against the constraints of the catalog while it holds the
+//!    table's intent lock, which no ALTER's Sch-M is granted beside. INSERT and UPDATE
+//!    resolve their table, take the lock, and resolve it again when its constraints
+//!    changed before the lock was granted (`write_target`), before computing a row. The
+//!    other writers (MERGE, UPDATE ... FROM, a cascade's child, and INSERT ... EXEC, whose
+//!    source's own statements release the lock outside a transaction) are checked before
+//!    their first write (`checks_unchanged`): a constraint changed in between fails the
+//!    statement (40517, nothing written) instead of letting an unchecked row in.
 //!
 //! FOREIGN KEY constraints are foreign_keys.rs's; `check_row` runs their child side.
 //!
@@ -394,6 +397,30 @@ impl Session {
         }
         // FOREIGN KEYs are checked where CHECKs are (foreign_keys.rs invariant 1).
         self.foreign_key_row(t, row, verb, set)
+    }
+
+    /// Invariant 5: the table an INSERT or UPDATE (`verb`, with its table `hints`) writes,
+    /// locked as the statement locks it (INSERT's IX included), and resolved again when its
+    /// constraints changed before the lock was granted. Its constraints stay these until
+    /// the statement ends.
+    pub(super) fn write_target(
+        &mut self,
+        name: &ObjectName,
+        verb: &str,
+        hints: &[String],
+    ) -> Result<TableRef, Vec<SqlError>> {
+        let mut t = self.table_for(name, verb)?;
+        loop {
+            let locking = self.row_locking(&t, true, hints)?;
+            if verb == "INSERT" {
+                locking.table_intent()?;
+            }
+            if self.checks_unchanged(&t).is_ok() {
+                return Ok(t);
+            }
+            // Changed before the lock: once it is held, the next round finds them equal.
+            t = self.table_for(name, verb)?;
+        }
     }
 
     /// Invariant 5: called holding `t`'s intent lock, before the statement's first write.

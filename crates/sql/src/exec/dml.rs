@@ -309,7 +309,7 @@ impl Session {
     }
 
     pub(super) fn insert(&mut self, ins: &Insert, out: &mut Out) -> Result<(), Vec<SqlError>> {
-        let t = self.table_for(&ins.table, "INSERT")?;
+        let t = self.write_target(&ins.table, "INSERT", &ins.hints)?;
         let default_values = matches!(ins.source, InsertSource::DefaultValues);
         let targets = self.insert_targets(&ins.columns, default_values, &t)?;
         let plan = self.output_plan(ins.output.as_ref(), &t, Changed::Inserted)?;
@@ -588,7 +588,7 @@ impl Session {
         if !u.from.is_empty() {
             return self.update_from(u, out);
         }
-        let t = self.table_for(&u.table, "UPDATE")?;
+        let t = self.write_target(&u.table, "UPDATE", &u.hints)?;
         let targets = update_targets(u, &t)?;
         let plan = self.output_plan(u.output.as_ref(), &t, Changed::Both)?;
         self.dml_with_output(plan, out, |s, output, out| {
