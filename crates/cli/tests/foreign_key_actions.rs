@@ -530,3 +530,68 @@ fn cascade_depth_is_bounded() {
         );
     }
 }
+
+/// Two ALTER TABLE ... ADD FOREIGN KEY ... ON DELETE CASCADE on disjoint pairs of tables
+/// (no Sch-M lock in common), each checking 20,000 existing rows, that together would
+/// close the cycle a -> b -> c -> d -> a: in every round one succeeds and the other gets
+/// 1785 (referential_actions.rs invariant 1, `lock_cascade_paths`); both succeeded before.
+#[test]
+fn concurrent_alters_cannot_close_a_cascade_cycle() {
+    let digits = "(VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9))";
+    let series = format!(
+        "SELECT 1 + a.v + 10 * b.v + 100 * c.v + 1000 * d.v + 10000 * e.v AS n \
+         FROM {digits} a(v) CROSS JOIN {digits} b(v) CROSS JOIN {digits} c(v) \
+         CROSS JOIN {digits} d(v) CROSS JOIN (VALUES (0), (1)) e(v)"
+    );
+    let tables: Vec<String> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|t| format!("CREATE TABLE {t} (id INT PRIMARY KEY, r INT NOT NULL)"))
+        .collect();
+    let (s, mut c) = start_in_database("fka-race", "fkrace", &tables.join("; "));
+    for t in ["a", "b", "c", "d"] {
+        run(
+            &mut c,
+            &format!("INSERT INTO {t} SELECT n, n FROM ({series}) s"),
+        );
+    }
+    assert_eq!(table(&mut c, "SELECT COUNT(*) FROM d"), ["20000"]);
+    run(
+        &mut c,
+        "ALTER TABLE a ADD CONSTRAINT a_b FOREIGN KEY (r) REFERENCES b ON DELETE CASCADE; \
+         ALTER TABLE c ADD CONSTRAINT c_d FOREIGN KEY (r) REFERENCES d ON DELETE CASCADE",
+    );
+    let closing = [("b", "c"), ("d", "a")];
+    for round in 0..3 {
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let alters: Vec<_> = closing
+            .iter()
+            .map(|&(child, parent)| {
+                let (addr, barrier) = (s.addr.clone(), barrier.clone());
+                thread::spawn(move || {
+                    let mut c = connect_at(&addr, Some("fkrace"), 60).unwrap();
+                    barrier.wait();
+                    numbers(
+                        &mut c,
+                        &format!(
+                            "ALTER TABLE {child} ADD CONSTRAINT {child}_{parent} FOREIGN KEY \
+                             (r) REFERENCES {parent} ON DELETE CASCADE"
+                        ),
+                    )
+                })
+            })
+            .collect();
+        let got: Vec<Vec<i32>> = alters.into_iter().map(|a| a.join().unwrap()).collect();
+        let made: Vec<usize> = (0..2).filter(|&i| got[i].is_empty()).collect();
+        assert_eq!(made.len(), 1, "round {round}: {got:?}");
+        assert_eq!(got[1 - made[0]], [1785, 1750], "round {round}");
+        let (child, parent) = closing[made[0]];
+        run(
+            &mut c,
+            &format!("ALTER TABLE {child} DROP CONSTRAINT {child}_{parent}"),
+        );
+    }
+    assert_eq!(
+        table(&mut c, "SELECT COUNT(*) FROM sys.foreign_keys"),
+        ["2"]
+    );
+}

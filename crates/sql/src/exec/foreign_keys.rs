@@ -830,6 +830,10 @@ impl Session {
                 &[&def.name.clone().unwrap_or_default(), &def.table.joined()],
             )]
         })?;
+        let no_action = ast::ReferentialAction::NoAction;
+        if def.on_delete != no_action || def.on_update != no_action {
+            self.lock_cascade_paths(t.db_id)?;
+        }
         let mut k = {
             let d = t.db.read().unwrap();
             let taken = |n: &str| super::check_constraints::object_name_taken(&d, n);

@@ -271,6 +271,24 @@ impl Session {
         self.lock_new_table(t.db_id, &t.entry)
     }
 
+    /// X on database `db_id`'s METADATA (`database_id = db_id`), held to the transaction's
+    /// end: ALTER TABLE ... ADD FOREIGN KEY with a cascading action takes it before it
+    /// reads the catalog for 1785, so two such ALTERs on disjoint tables (whose Sch-M
+    /// locks do not meet) see each other's key and cannot make a cycle or a second
+    /// cascade path together. Waited for as `schema_modification` is.
+    pub(super) fn lock_cascade_paths(&mut self, db_id: u16) -> Result<(), Vec<SqlError>> {
+        use extentdb_storage::lock::MetadataClass;
+        let locker = self.locker();
+        let mut l = locker.lock().unwrap();
+        let paths = Resource::Metadata {
+            db: db_id,
+            class: MetadataClass::Database,
+            id: u32::from(db_id),
+        };
+        l.lock(paths, LockMode::X)
+            .map_err(|e| lock_error(e, self.spid))
+    }
+
     /// Sch-M on table `entry` of database `db_id`, as `schema_modification`; for CREATE
     /// TABLE inside a transaction, taken before the table exists (table_ddl.rs).
     pub(super) fn lock_new_table(

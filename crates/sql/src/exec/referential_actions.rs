@@ -19,7 +19,9 @@
 //!    referenced to referencing table with no cycle (a self-reference included) and at
 //!    most one path between two tables; a key that would break that is refused (1785,
 //!    1750), as SQL Server does. So a cascade never reaches its own table, and never
-//!    reaches one table twice in a statement.
+//!    reaches one table twice in a statement. ALTER TABLE ... ADD of such a key reads the
+//!    graph holding X on the database's METADATA (`lock_cascade_paths`), so two ALTERs on
+//!    disjoint tables cannot break the rule together.
 //! 2. Every child row an action touches is found before any of them is written (the
 //!    Halloween problem across parent rows): an UPDATE moving key 1 to 2 and 2 to 1 gives
 //!    the children of 1 the key 2 and those of 2 the key 1. Each parent row's old key is
@@ -29,9 +31,7 @@
 //!    (2627 / 2601); any failure fails the statement, whose rollback undoes the parent's
 //!    writes and every cascaded one.
 //! 4. Cascades nest at most `MAX_CASCADE_DEPTH` levels (invariant 1 bounds them by the
-//!    number of tables; the bound also stops a cycle two concurrent ALTER TABLE ... ADD
-//!    statements on disjoint tables could race into the catalog): deeper is refused
-//!    (40517) and the statement undone.
+//!    number of tables): deeper is refused (40517) and the statement undone.
 //! 5. Child rows are read and locked as an UPDATE's or DELETE's (U, then X), under the
 //!    parent rows' X locks: a child insert racing the parent's delete waits for it (its
 //!    parent lookup reads REPEATABLEREAD) and then finds no parent (547).
@@ -40,9 +40,7 @@
 //! are searched on their own (a seek with an index on the referencing columns, else a
 //! scan of the child), not joined to all the parent rows at once: a DELETE of many
 //! parents of an unindexed child reads the child once per parent row. A child table the
-//! statement's own transaction dropped is skipped (its rows are gone for it). The 1785
-//! check reads the catalog under the keys' Sch-M locks only, so two ALTER TABLE ... ADD
-//! on disjoint tables can race into a cycle; invariant 4's bound then stops the cascade.
+//! statement's own transaction dropped is skipped (its rows are gone for it).
 
 use extentdb_format::catalog::{ForeignKey, ReferentialAction, TableEntry};
 use extentdb_storage::Database;
