@@ -134,6 +134,19 @@ impl KeyInfo {
         Ok(cols)
     }
 
+    /// The key columns of leaf record `rec`, read in place when the key allows it
+    /// (`leaf_spans`), else decoded (`key`).
+    fn record_key<'a>(&self, rec: &'a [u8]) -> Result<Key<'a>, StorageError> {
+        match self
+            .leaf_spans
+            .as_ref()
+            .and_then(|s| record::fixed_values(rec, s))
+        {
+            Some(k) => Ok(k),
+            None => self.key(rec),
+        }
+    }
+
     /// The key columns of the leaf record in `slot` of `p` (None: an empty slot), read in
     /// place when the key allows it (`leaf_spans`).
     fn slot_key<'a>(&self, p: &'a Page, slot: u16) -> Result<Option<Key<'a>>, StorageError> {
@@ -1503,7 +1516,7 @@ impl RangeRead<'_> {
             let r = r?;
             let ghost = record::is_ghost(r);
             if bounded {
-                let k = ki.key(r)?;
+                let k = ki.record_key(r)?;
                 if self.skips(&k) {
                     continue;
                 }
@@ -1583,7 +1596,7 @@ impl RangeRead<'_> {
         assert!(
             lo == 0 || {
                 let r = data_page::record(p, lo - 1).ok().flatten().expect("dense");
-                self.skips(&self.ki.key(r).expect("decoded above"))
+                self.skips(&self.ki.record_key(r).expect("decoded above"))
             },
             "the slot before the first taken is skipped"
         );

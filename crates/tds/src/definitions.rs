@@ -28,18 +28,18 @@ pub struct DefinitionCache {
 
 impl DefinitionCache {
     /// The parse of definition list `text`, kept or made (and kept when short enough).
-    pub fn get(&mut self, text: String) -> Result<Arc<[ParameterDefinition]>, SqlError> {
-        if let Some(i) = self.entries.iter().position(|(t, _)| *t == text) {
-            let hit = self.entries.remove(i);
-            let defs = hit.1.clone();
-            self.entries.insert(0, hit);
-            return Ok(defs);
+    /// A hit copies nothing (the text is kept only when it was parsed).
+    pub fn get(&mut self, text: &str) -> Result<Arc<[ParameterDefinition]>, SqlError> {
+        if let Some(i) = self.entries.iter().position(|(t, _)| t == text) {
+            // Most recently used first: the hit moves to the front.
+            self.entries[..=i].rotate_right(1);
+            return Ok(self.entries[0].1.clone());
         }
         self.parses += 1;
-        let defs: Arc<[ParameterDefinition]> = parse_parameter_definitions(&text)?.into();
+        let defs: Arc<[ParameterDefinition]> = parse_parameter_definitions(text)?.into();
         if text.len() <= MAX_TEXT_BYTES {
             self.entries.truncate(MAX_ENTRIES - 1);
-            self.entries.insert(0, (text, defs.clone()));
+            self.entries.insert(0, (text.to_string(), defs.clone()));
         }
         assert!(self.entries.len() <= MAX_ENTRIES, "invariant 2");
         Ok(defs)
@@ -64,7 +64,7 @@ mod tests {
         let mut c = DefinitionCache::default();
         for _ in 0..100 {
             for i in 0..5 {
-                let defs = c.get(list(i)).unwrap();
+                let defs = c.get(&list(i)).unwrap();
                 assert_eq!(defs.len(), 2);
                 assert_eq!(defs[0].name.to_lowercase(), format!("@p{i}"));
             }
@@ -80,20 +80,37 @@ mod tests {
     fn the_least_recently_used_list_makes_room() {
         let mut c = DefinitionCache::default();
         for i in 0..=MAX_ENTRIES {
-            c.get(list(i)).unwrap();
+            c.get(&list(i)).unwrap();
         }
         assert_eq!(c.entries.len(), MAX_ENTRIES);
-        c.get(list(MAX_ENTRIES)).unwrap();
+        c.get(&list(MAX_ENTRIES)).unwrap();
         assert_eq!(c.parses(), MAX_ENTRIES as u64 + 1, "the newest is kept");
-        c.get(list(0)).unwrap();
+        c.get(&list(0)).unwrap();
+        assert_eq!(c.parses(), MAX_ENTRIES as u64 + 2, "the oldest was dropped");
+    }
+
+    /// A hit moves its list to the front: the list used longest ago makes room, not the
+    /// one kept first.
+    #[test]
+    fn a_hit_is_kept_over_older_lists() {
+        let mut c = DefinitionCache::default();
+        for i in 0..MAX_ENTRIES {
+            c.get(&list(i)).unwrap();
+        }
+        c.get(&list(0)).unwrap();
+        c.get(&list(MAX_ENTRIES)).unwrap();
+        assert_eq!(c.parses(), MAX_ENTRIES as u64 + 1);
+        c.get(&list(0)).unwrap();
+        assert_eq!(c.parses(), MAX_ENTRIES as u64 + 1, "the hit was kept");
+        c.get(&list(1)).unwrap();
         assert_eq!(c.parses(), MAX_ENTRIES as u64 + 2, "the oldest was dropped");
     }
 
     #[test]
     fn a_list_that_fails_is_not_kept() {
         let mut c = DefinitionCache::default();
-        assert!(c.get("@p int,,".into()).is_err());
-        assert!(c.get("@p int,,".into()).is_err());
+        assert!(c.get("@p int,,").is_err());
+        assert!(c.get("@p int,,").is_err());
         assert_eq!(c.parses(), 2);
         assert!(c.entries.is_empty());
     }

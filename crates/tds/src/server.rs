@@ -788,11 +788,11 @@ impl Connection {
             }
             _ => (Arc::from([]), &params[1.min(params.len())..]),
         };
-        self.run_with(&text, &definitions, values, reply, 0)
+        self.run_with(text, &definitions, values, reply, 0)
     }
 
     /// The parse of a parameter definition list (definitions.rs).
-    fn definitions(&mut self, text: String) -> Result<Arc<[ParameterDefinition]>, SqlError> {
+    fn definitions(&mut self, text: &str) -> Result<Arc<[ParameterDefinition]>, SqlError> {
         self.definitions.get(text)
     }
 
@@ -802,8 +802,8 @@ impl Connection {
             return Err(msg(8144, &[&proc]).into());
         }
         let definitions =
-            parse_parameter_definitions(&text_of(&params[1].value)).map_err(SqlError::from)?;
-        let text = text_of(&params[2].value);
+            parse_parameter_definitions(text_of(&params[1].value)).map_err(SqlError::from)?;
+        let text = text_of(&params[2].value).to_string();
         let handle = self.next_handle;
         self.next_handle += 1;
         self.prepared.insert(
@@ -973,10 +973,10 @@ fn session_db_name(s: &Session) -> String {
         .unwrap_or_else(|| "master".into())
 }
 
-fn text_of(v: &Value) -> String {
+fn text_of(v: &Value) -> &str {
     match v {
-        Value::Text(s) => s.clone(),
-        _ => String::new(),
+        Value::Text(s) => s,
+        _ => "",
     }
 }
 

@@ -177,13 +177,14 @@ impl Tokens {
     pub fn row(&mut self, types: &[SqlType], values: &[Value]) {
         if values.iter().any(Value::is_null) {
             self.buf.push(NBCROW);
-            let mut bitmap = vec![0u8; types.len().div_ceil(8)];
+            // The bitmap is set in place in the buffer: no allocation per row.
+            let at = self.buf.len();
+            self.buf.resize(at + types.len().div_ceil(8), 0);
             for (i, v) in values.iter().enumerate() {
                 if v.is_null() {
-                    bitmap[i / 8] |= 1 << (i % 8);
+                    self.buf[at + i / 8] |= 1 << (i % 8);
                 }
             }
-            self.buf.extend_from_slice(&bitmap);
             for (t, v) in types.iter().zip(values) {
                 if !v.is_null() {
                     put_value(&mut self.buf, *t, v);
@@ -214,5 +215,31 @@ impl Tokens {
         put_value(&mut b, t, v);
         self.buf.push(RETURNVALUE);
         self.buf.extend_from_slice(&b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// NBCROW's bitmap: bit i of byte i / 8 for a NULL in column i, then only the other
+    /// values; a row after it in the same buffer starts where the first ended.
+    #[test]
+    fn nbcrow_bitmap_marks_each_null_column() {
+        let types = vec![SqlType::Int; 10];
+        let mut values = vec![Value::Int(7); 10];
+        values[0] = Value::Null;
+        values[8] = Value::Null;
+        values[9] = Value::Null;
+        let mut t = Tokens::new();
+        t.row(&types, &values);
+        assert_eq!(t.buf[0], NBCROW);
+        assert_eq!(&t.buf[1..3], &[0b0000_0001, 0b0000_0011]);
+        let mut one = Vec::new();
+        put_value(&mut one, SqlType::Int, &Value::Int(7));
+        assert_eq!(t.buf.len(), 3 + 7 * one.len(), "seven values follow");
+        let first = t.buf.len();
+        t.row(&types[..1], &[Value::Null]);
+        assert_eq!(&t.buf[first..], &[NBCROW, 0b0000_0001]);
     }
 }

@@ -34,7 +34,7 @@ use super::spill::SortSpill;
 use super::stream::{key_order, SORT_MEMORY_BYTES};
 use super::views::Rowset;
 use super::Session;
-use crate::ast::{Expr, ObjectName, OrderByItem, Query, Select, SelectItem};
+use crate::ast::{Expr, Literal, ObjectName, OrderByItem, Query, Select, SelectItem};
 use crate::convert::{convert, type_of};
 use crate::messages::{msg, SqlError};
 use crate::ops;
@@ -61,12 +61,40 @@ fn is_aggregate(e: &Expr) -> bool {
 
 /// True when the expression contains an aggregate call.
 pub(super) fn contains_aggregate(e: &Expr) -> bool {
-    let mut found = false;
+    any_node(e, &is_aggregate)
+}
+
+/// True when `found` holds for a node `map_expr` offers to its callback: the same walk,
+/// but a node `map_expr` would copy whole without looking inside (a column, a literal, a
+/// variable, a subquery: `descends` is false) is replaced by a bare NULL literal once
+/// tested, so a search of a select list copies none of its names (asked per statement).
+fn any_node(e: &Expr, found: &dyn Fn(&Expr) -> bool) -> bool {
+    let mut hit = false;
     let _ = map_expr(e, &mut |x| {
-        found |= is_aggregate(x);
-        Ok(None)
+        hit |= found(x);
+        Ok((!descends(x)).then_some(Expr::Literal(Literal::Null)))
     });
-    found
+    hit
+}
+
+/// The nodes whose children `map_expr` (and `map_window`) rebuild; every other node it
+/// clones whole, its children unvisited.
+fn descends(e: &Expr) -> bool {
+    matches!(
+        e,
+        Expr::Function { .. }
+            | Expr::Cast { .. }
+            | Expr::Convert { .. }
+            | Expr::Case { .. }
+            | Expr::Unary { .. }
+            | Expr::Binary { .. }
+            | Expr::Like { .. }
+            | Expr::InList { .. }
+            | Expr::Between { .. }
+            | Expr::IsNull { .. }
+            | Expr::Collate { .. }
+            | Expr::Window(_)
+    )
 }
 
 /// A grouped query: GROUP BY, HAVING or an aggregate in the select list.
@@ -82,12 +110,7 @@ pub(super) fn is_aggregate_query(s: &Select) -> bool {
 
 /// True when the expression contains a window function (outside subqueries).
 pub(super) fn contains_window(e: &Expr) -> bool {
-    let mut found = false;
-    let _ = map_expr(e, &mut |x| {
-        found |= matches!(x, Expr::Window(_));
-        Ok(None)
-    });
-    found
+    any_node(e, &|x| matches!(x, Expr::Window(_)))
 }
 
 /// Rebuilds `e` bottom-up-free: `f` may replace a node (Some) or let it be rebuilt from
@@ -918,5 +941,51 @@ fn count_value(n: i64, t: SqlType) -> Value {
     match t {
         SqlType::BigInt => Value::BigInt(n),
         _ => Value::Int(n as i32),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ast::{QueryBody, StatementKind};
+
+    /// The first select-list expression of `SELECT <item> FROM t`.
+    fn item(text: &str) -> Expr {
+        let mut batch = crate::parser::parse_batch(&format!("SELECT {text} FROM t")).unwrap();
+        let StatementKind::Select(q) = batch.remove(0).kind else {
+            panic!("a SELECT")
+        };
+        let QueryBody::Select(s) = q.body else {
+            panic!("a plain SELECT")
+        };
+        match &s.items[0] {
+            SelectItem::Expr { expr, .. } => expr.clone(),
+            other => panic!("an expression, not {other:?}"),
+        }
+    }
+
+    /// The searches see what `map_expr` visits, no more: an aggregate or a window function
+    /// under any operator or call, none inside a subquery.
+    #[test]
+    fn searches_find_what_map_expr_visits() {
+        for (text, aggregate, window) in [
+            ("x", false, false),
+            ("SUM(x)", true, false),
+            ("CASE WHEN x > 1 THEN 1 + COUNT(*) END", true, false),
+            (
+                "CAST(ISNULL(MAX(x), 0) AS int) COLLATE Latin1_General_CI_AS",
+                true,
+                false,
+            ),
+            ("(SELECT SUM(y) FROM u)", false, false),
+            ("ROW_NUMBER() OVER (ORDER BY x)", false, true),
+            ("SUM(x) OVER (PARTITION BY y)", false, true),
+            ("1 + RANK() OVER (ORDER BY MAX(x))", true, true),
+            ("x IN (1, 2, AVG(y))", true, false),
+        ] {
+            let e = item(text);
+            assert_eq!(contains_aggregate(&e), aggregate, "aggregate in {text}");
+            assert_eq!(contains_window(&e), window, "window in {text}");
+        }
     }
 }
