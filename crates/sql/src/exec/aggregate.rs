@@ -78,23 +78,32 @@ fn any_node(e: &Expr, found: &dyn Fn(&Expr) -> bool) -> bool {
 }
 
 /// The nodes whose children `map_expr` (and `map_window`) rebuild; every other node it
-/// clones whole, its children unvisited.
+/// clones whole, its children unvisited. Exhaustive, so a new kind of node is decided here
+/// (a wrong `false` would hide an aggregate from `contains_aggregate`).
 fn descends(e: &Expr) -> bool {
-    matches!(
-        e,
+    match e {
         Expr::Function { .. }
-            | Expr::Cast { .. }
-            | Expr::Convert { .. }
-            | Expr::Case { .. }
-            | Expr::Unary { .. }
-            | Expr::Binary { .. }
-            | Expr::Like { .. }
-            | Expr::InList { .. }
-            | Expr::Between { .. }
-            | Expr::IsNull { .. }
-            | Expr::Collate { .. }
-            | Expr::Window(_)
-    )
+        | Expr::Cast { .. }
+        | Expr::Convert { .. }
+        | Expr::Case { .. }
+        | Expr::Unary { .. }
+        | Expr::Binary { .. }
+        | Expr::Like { .. }
+        | Expr::InList { .. }
+        | Expr::Between { .. }
+        | Expr::IsNull { .. }
+        | Expr::Collate { .. }
+        | Expr::Window(_) => true,
+        Expr::Literal(_)
+        | Expr::Variable(_)
+        | Expr::GlobalVariable(_)
+        | Expr::Column(_)
+        | Expr::DatePart(_)
+        | Expr::InSubquery { .. }
+        | Expr::Exists(_)
+        | Expr::Subquery(_)
+        | Expr::Default => false,
+    }
 }
 
 /// A grouped query: GROUP BY, HAVING or an aggregate in the select list.
