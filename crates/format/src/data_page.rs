@@ -283,6 +283,26 @@ pub fn records_from(
 
 /// The longest record that fits in a new slot (free count less the slot's 2 bytes); 0 for
 /// a corrupt header.
+/// Of the live records in slot order (as `records` yields them), the position of the one
+/// stored last in the record area: the record written most recently, unless the page was
+/// compacted or rebuilt since (both lay records in slot order, so the last one then).
+/// None for a page without live records. B-tree splits read it to tell ascending inserts
+/// into the middle of an index from random ones.
+pub fn newest_record(page: &Page) -> Result<Option<usize>, FormatError> {
+    let h = frame(page)?;
+    let mut newest: Option<(usize, usize)> = None;
+    let mut at = 0;
+    for slot in 0..h.slot_count {
+        if let Some((offset, _)) = locate(page, &h, slot)? {
+            if newest.is_none_or(|(_, o)| offset > o) {
+                newest = Some((at, offset));
+            }
+            at += 1;
+        }
+    }
+    Ok(newest.map(|(at, _)| at))
+}
+
 pub fn free_space(page: &Page) -> usize {
     frame(page).map_or(0, |h| (h.free_count as usize).saturating_sub(SLOT_SIZE))
 }
@@ -606,6 +626,33 @@ mod tests {
     /// The page's live records as (slot, bytes), from `records`.
     fn contents(p: &Page) -> Vec<(u16, Vec<u8>)> {
         records(p).map(|(s, r)| (s, r.unwrap().to_vec())).collect()
+    }
+
+    /// `newest_record` names the record stored last, by its position among the live
+    /// records, whatever its slot; after compaction, the last one in slot order.
+    #[test]
+    fn newest_record_is_the_last_stored() {
+        let mut p = empty(PageType::Data);
+        assert_eq!(newest_record(&p).unwrap(), None);
+        for (slot, key) in [(0, 10), (1, 30), (1, 20)] {
+            insert_shifted(&mut p, slot, &rec_of_len(key, 40, RecordType::Primary)).unwrap();
+        }
+        assert_eq!(newest_record(&p).unwrap(), Some(1));
+        insert_shifted(&mut p, 0, &rec_of_len(5, 40, RecordType::Primary)).unwrap();
+        assert_eq!(newest_record(&p).unwrap(), Some(0));
+        compact(&mut p).unwrap();
+        assert_eq!(newest_record(&p).unwrap(), Some(3));
+        let mut heap = empty(PageType::Data);
+        for key in [1, 2, 3] {
+            let slot = slot_count(&heap);
+            insert_at(&mut heap, slot, &rec_of_len(key, 40, RecordType::Primary)).unwrap();
+        }
+        delete_at(&mut heap, 0).unwrap();
+        assert_eq!(
+            newest_record(&heap).unwrap(),
+            Some(1),
+            "empty slots are not counted"
+        );
     }
 
     /// Proves the byte positions: slot 0 at 8190, first record at 96, header counts.
