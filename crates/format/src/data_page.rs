@@ -281,8 +281,6 @@ pub fn records_from(
         }))
 }
 
-/// The longest record that fits in a new slot (free count less the slot's 2 bytes); 0 for
-/// a corrupt header.
 /// Of the live records in slot order (as `records` yields them), the position of the one
 /// stored last in the record area: the record written most recently, unless the page was
 /// compacted or rebuilt since (both lay records in slot order, so the last one then).
@@ -303,6 +301,8 @@ pub fn newest_record(page: &Page) -> Result<Option<usize>, FormatError> {
     Ok(newest.map(|(at, _)| at))
 }
 
+/// The longest record that fits in a new slot (free count less the slot's 2 bytes); 0 for
+/// a corrupt header.
 pub fn free_space(page: &Page) -> usize {
     frame(page).map_or(0, |h| (h.free_count as usize).saturating_sub(SLOT_SIZE))
 }
