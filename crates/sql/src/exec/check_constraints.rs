@@ -49,6 +49,7 @@ use extentdb_storage::Database;
 use super::aggregate::{contains_aggregate, map_expr};
 use super::dml::terminated;
 use super::eval::RowCtx;
+use super::locking::{RowLocking, Writer};
 use super::lower::not_yet;
 use super::tables::{Access, TableRef};
 use super::views::{cols, text, SYSNAME};
@@ -399,27 +400,28 @@ impl Session {
         self.foreign_key_row(t, row, verb, set)
     }
 
-    /// Invariant 5: the table an INSERT or UPDATE (`verb`, with its table `hints`) writes,
-    /// locked as the statement locks it (INSERT's IX included), and resolved again when its
+    /// Invariant 5: the table an INSERT or UPDATE writes, locked as the statement locks it
+    /// with its table `hints` (INSERT's IX included), and resolved again when its
     /// constraints changed before the lock was granted. Its constraints stay these until
-    /// the statement ends.
+    /// the statement ends; the statement goes on with the returned locking
+    /// (`WriteLock::Held`).
     pub(super) fn write_target(
         &mut self,
         name: &ObjectName,
-        verb: &str,
+        writer: Writer,
         hints: &[String],
-    ) -> Result<TableRef, Vec<SqlError>> {
-        let mut t = self.table_for(name, verb)?;
+    ) -> Result<(TableRef, RowLocking), Vec<SqlError>> {
+        let mut t = self.table_for(name, writer.permission())?;
         loop {
             let locking = self.row_locking(&t, true, hints)?;
-            if verb == "INSERT" {
+            if writer == Writer::Insert {
                 locking.table_intent()?;
             }
             if self.checks_unchanged(&t).is_ok() {
-                return Ok(t);
+                return Ok((t, locking));
             }
             // Changed before the lock: once it is held, the next round finds them equal.
-            t = self.table_for(name, verb)?;
+            t = self.table_for(name, writer.permission())?;
         }
     }
 

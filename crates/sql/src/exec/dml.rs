@@ -36,6 +36,7 @@ use extentdb_storage::Database;
 use super::dml_output::Changed;
 use super::errors;
 use super::eval::{as_i64, RowCtx};
+use super::locking::{RowLocking, WriteLock, Writer};
 use super::lower::not_yet;
 use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
@@ -309,13 +310,13 @@ impl Session {
     }
 
     pub(super) fn insert(&mut self, ins: &Insert, out: &mut Out) -> Result<(), Vec<SqlError>> {
-        let t = self.write_target(&ins.table, "INSERT", &ins.hints)?;
+        let (t, locking) = self.write_target(&ins.table, Writer::Insert, &ins.hints)?;
         let default_values = matches!(ins.source, InsertSource::DefaultValues);
         let targets = self.insert_targets(&ins.columns, default_values, &t)?;
         let plan = self.output_plan(ins.output.as_ref(), &t, Changed::Inserted)?;
         self.dml_with_output(plan, out, |s, output, out| {
             s.insert_checking_self_references(&t, |s| {
-                s.insert_values(ins, &t, &targets, output, out)
+                s.insert_values(ins, (&t, &locking), &targets, output, out)
             })
         })
     }
@@ -325,12 +326,15 @@ impl Session {
     fn insert_values(
         &mut self,
         ins: &Insert,
-        t: &TableRef,
+        (t, locking): (&TableRef, &RowLocking),
         targets: &[usize],
         output: Option<&mut SortSpill>,
         out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
+        // INSERT ... EXEC's source ran statements whose ends let the table lock go
+        // (check_constraints.rs invariant 5): its locks are taken again.
+        let mut lock = WriteLock::Held(locking);
         let (rows, more, count) = match &ins.source {
             InsertSource::Query(q) => {
                 let (spool, count) = self.spooled_insert_rows(ins, q, t, targets, identity)?;
@@ -338,6 +342,7 @@ impl Session {
             }
             InsertSource::Execute(e) => {
                 let source = self.exec_rows(e, targets.len(), out)?;
+                lock = WriteLock::Take(&ins.hints);
                 let n = self.top_count(&ins.top, source.rows)?;
                 let source = source.spool.finish().map_err(|e| vec![e])?;
                 let (spool, count) = self.converted_rows(source, n, t, targets, identity)?;
@@ -355,7 +360,7 @@ impl Session {
                 (rows, None, count)
             }
         };
-        self.insert_rows(t, (rows, more, output), &ins.hints)?;
+        self.insert_rows(t, (rows, more, output), lock)?;
         Ok(count)
     }
 
@@ -366,11 +371,18 @@ impl Session {
         &mut self,
         t: &TableRef,
         (rows, more, output): (Vec<NewRow>, Option<SortedRows>, Option<&mut SortSpill>),
-        hints: &[String],
+        lock: WriteLock<'_>,
     ) -> Result<(), Vec<SqlError>> {
-        let locking = self.row_locking(t, true, hints)?;
-        locking.table_intent()?;
-        self.checks_unchanged(t)?;
+        let taken;
+        let locking = match lock {
+            WriteLock::Held(l) => l,
+            WriteLock::Take(hints) => {
+                taken = self.row_locking(t, true, hints)?;
+                taken.table_intent()?;
+                self.checks_unchanged(t)?;
+                &taken
+            }
+        };
         self.note_update(t, None);
         if t.entry.index_id == 1 {
             // Keys another open transaction deleted are waited for now, not with the
@@ -392,7 +404,7 @@ impl Session {
             last: None,
             output,
         };
-        let step = |db: Held<'_>, x| write_inserts(db, x, (t, &locking, &range_wait), &env, &mut p);
+        let step = |db: Held<'_>, x| write_inserts(db, x, (t, locking, &range_wait), &env, &mut p);
         // A key range another transaction locked: waited for, then the rows go on.
         let wait = || match range_wait.take() {
             Some(r) => locking.wait_insert_range(r).map(|()| true),
@@ -424,7 +436,7 @@ impl Session {
             count += 1;
         }
         let more = Some(spool.finish().map_err(one)?);
-        self.insert_rows(t, (Vec::new(), more, None), &[])?;
+        self.insert_rows(t, (Vec::new(), more, None), WriteLock::Take(&[]))?;
         self.rows_affected(count, out);
         Ok(())
     }
@@ -588,11 +600,11 @@ impl Session {
         if !u.from.is_empty() {
             return self.update_from(u, out);
         }
-        let t = self.write_target(&u.table, "UPDATE", &u.hints)?;
+        let (t, locking) = self.write_target(&u.table, Writer::Update, &u.hints)?;
         let targets = update_targets(u, &t)?;
         let plan = self.output_plan(u.output.as_ref(), &t, Changed::Both)?;
         self.dml_with_output(plan, out, |s, output, out| {
-            s.update_rows(u, &t, &targets, output, out)
+            s.update_rows(u, (&t, &locking), &targets, output, out)
         })
     }
 
@@ -601,7 +613,7 @@ impl Session {
     fn update_rows(
         &mut self,
         u: &Update,
-        t: &TableRef,
+        (t, locking): (&TableRef, &RowLocking),
         targets: &[Option<usize>],
         output: Option<&mut SortSpill>,
         out: &mut Out,
@@ -612,10 +624,9 @@ impl Session {
             true => Access::Scan,
             false => self.access_for(t, u.where_clause.as_ref(), None),
         };
-        let locking = self.row_locking(t, true, &u.hints)?;
         let stop = self.rowcount_stop(&u.top);
         let (mut matched, found) =
-            self.matching(t, u.where_clause.as_ref(), (access, stop), &locking)?;
+            self.matching(t, u.where_clause.as_ref(), (access, stop), locking)?;
         let limit = self.top_count(&u.top, found as usize)?;
         let mut changes = UpdateChanges::new(t, targets, &self.spill_dir());
         for row in matched.by_ref().take(limit) {
@@ -627,14 +638,15 @@ impl Session {
         self.note_update(t, Some(changes.set_columns()));
         let moves_keys = changes.moves_unique_keys();
         let (changes, count) = changes.finish(t)?;
-        self.write_updates(t, (changes, moves_keys), &locking, output)?;
+        self.write_updates(t, (changes, moves_keys), locking, output)?;
         self.report_io(t, out);
         Ok(count)
     }
 
     /// UPDATE's write phase: each change of `changes` (`[rid, old values..., new
     /// values...]`) made in the statement's transaction, `SPOOL_WINDOW` at a time, and
-    /// pushed into `output` once made.
+    /// pushed into `output` once made. The caller has met check_constraints.rs invariant 5
+    /// (`write_target`, or `checks_unchanged` holding `locking`'s table lock).
     pub(super) fn write_updates(
         &mut self,
         t: &TableRef,
@@ -642,7 +654,6 @@ impl Session {
         locking: &super::locking::RowLocking,
         output: Option<&mut SortSpill>,
     ) -> Result<(), Vec<SqlError>> {
-        self.checks_unchanged(t)?;
         // foreign_keys.rs invariant 3: a referenced table's changed keys are checked after.
         let (changes, check) = match self.is_referenced(t) {
             true => {

@@ -239,6 +239,7 @@ impl Session {
             let (changes, count) = changes.finish(t)?;
             assert_eq!(count, m.count, "every deduplicated row is changed");
             let locking = s.row_locking(t, true, &ft.hints)?;
+            s.checks_unchanged(t)?;
             s.write_updates(t, (changes, moves_keys), &locking, output)?;
             Ok(count)
         })

@@ -36,6 +36,7 @@
 //! Not here: `$action` outside MERGE, subqueries and aggregates in the
 //! list, and columns of an UPDATE's or DELETE's FROM tables: each refused with 40517.
 
+use super::locking::WriteLock;
 use super::lower::not_yet;
 use super::select::{ColumnTyper, Source};
 use super::spill::{SortSpill, Spool};
@@ -497,6 +498,6 @@ impl Session {
             spool.push(row.spooled()).map_err(one)?;
         }
         let more = Some(spool.finish().map_err(one)?);
-        self.insert_rows(t, (Vec::new(), more, None), &[])
+        self.insert_rows(t, (Vec::new(), more, None), WriteLock::Take(&[]))
     }
 }

@@ -447,6 +447,31 @@ pub(super) struct RowLocking {
     escalation: Escalation,
 }
 
+/// The statements that resolve their table through `write_target`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Writer {
+    Insert,
+    Update,
+}
+
+impl Writer {
+    /// The permission it needs on the table.
+    pub(super) fn permission(self) -> &'static str {
+        match self {
+            Writer::Insert => "INSERT",
+            Writer::Update => "UPDATE",
+        }
+    }
+}
+
+/// How a write phase (`insert_rows`) comes by its table's locks.
+pub(super) enum WriteLock<'a> {
+    /// `write_target` took them and met invariant 5; nothing ran statements since.
+    Held(&'a RowLocking),
+    /// Taken here with these table hints, then invariant 5 checked (`checks_unchanged`).
+    Take(&'a [String]),
+}
+
 /// What one statement locks in one table (`hint_locking`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct LockPlan {

@@ -42,6 +42,7 @@ use super::dml::{record, terminated, UpdateChanges};
 use super::dml_from::{match_order, target_row_order};
 use super::dml_output::Changed;
 use super::join::RID_COLUMN;
+use super::locking::WriteLock;
 use super::lower::not_yet;
 use super::select::Source;
 use super::spill::{SortSpill, SortedRows};
@@ -467,6 +468,7 @@ impl Session {
         }
         let deletes = deletes.finish().map_err(one)?;
         let out_del = spools.as_mut().map(|s| &mut s.deleted);
+        self.checks_unchanged(t)?;
         self.write_deletes(t, deletes, delete_count, out_del)?;
         self.note_update(t, Some(updates.set_columns()));
         let moves_keys = updates.moves_unique_keys();
@@ -474,7 +476,8 @@ impl Session {
         let out_upd = spools.as_mut().map(|s| &mut s.updated);
         self.write_updates(t, (changes, moves_keys), &locking, out_upd)?;
         let out_ins = spools.as_mut().map(|s| &mut s.inserted);
-        self.insert_rows(t, (Vec::new(), Some(found.inserts), out_ins), &m.hints)?;
+        let lock = WriteLock::Take(&m.hints);
+        self.insert_rows(t, (Vec::new(), Some(found.inserts), out_ins), lock)?;
         Ok(delete_count + update_count + found.insert_count)
     }
 

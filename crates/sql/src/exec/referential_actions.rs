@@ -433,6 +433,7 @@ impl Session {
                 self.note_update(child, Some(changes.set_columns()));
                 let moves = changes.moves_unique_keys();
                 let (rows, _) = (*changes).finish(child)?;
+                self.checks_unchanged(child)?;
                 self.write_updates(child, (rows, moves), &p.locking, None)
             }
         }
