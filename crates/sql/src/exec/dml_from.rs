@@ -208,7 +208,7 @@ impl Session {
     /// UPDATE ... SET ... FROM ... WHERE: the module's steps, then UPDATE's write phase.
     pub(super) fn update_from(&mut self, u: &Update, out: &mut Out) -> Result<(), Errors> {
         let filter = u.where_clause.as_ref();
-        let ft = self.dml_target(&u.table, &u.hints, (&u.from, filter), "UPDATE")?;
+        let ft = self.update_target(&u.table, &u.hints, (&u.from, filter))?;
         let t = &ft.table;
         // SET's columns are the target's: a qualifier naming another source is 4104.
         for a in &u.assignments {
@@ -239,7 +239,6 @@ impl Session {
             let (changes, count) = changes.finish(t)?;
             assert_eq!(count, m.count, "every deduplicated row is changed");
             let locking = s.row_locking(t, true, &ft.hints)?;
-            s.checks_unchanged(t)?;
             s.write_updates(t, (changes, moves_keys), &locking, output)?;
             Ok(count)
         })
@@ -261,6 +260,25 @@ impl Session {
 
     /// The target of an UPDATE or DELETE with FROM (`perm`: UPDATE or DELETE), by the
     /// module docs' rule.
+    /// UPDATE ... FROM's target as `dml_target` resolves it, under the lock the statement
+    /// keeps on it, and resolved again when its constraints changed before the lock was
+    /// granted (check_constraints.rs invariant 5, as `write_target`): the rows it computes
+    /// meet the constraints no ALTER can change until the statement ends.
+    fn update_target(
+        &mut self,
+        target: &ObjectName,
+        hints: &[String],
+        (from, filter): (&[TableSource], Option<&Expr>),
+    ) -> Result<FromTarget, Errors> {
+        loop {
+            let ft = self.dml_target(target, hints, (from, filter), "UPDATE")?;
+            self.row_locking(&ft.table, true, &ft.hints)?;
+            if self.checks_unchanged(&ft.table).is_ok() {
+                return Ok(ft);
+            }
+        }
+    }
+
     fn dml_target(
         &mut self,
         target: &ObjectName,
