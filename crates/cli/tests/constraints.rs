@@ -453,17 +453,26 @@ fn alter_waits_for_open_writers() {
         let updated = numbers(&mut b, "UPDATE w SET v = 80 WHERE id = 1");
         (refused, updated)
     });
-    // UPDATE ... FROM resolves its target the same way (dml_from.rs `update_target`).
+    // UPDATE ... FROM and MERGE resolve their target the same way (dml_from.rs
+    // `update_target`, merge.rs `merge_target`).
     let addr = s.addr.clone();
     let late_from = thread::spawn(move || {
         let mut b = connect_at(&addr, Some("ckc"), 60).unwrap();
         numbers(&mut b, "UPDATE w SET v = 90 FROM w WHERE w.id = 3")
+    });
+    let addr = s.addr.clone();
+    let late_merge = thread::spawn(move || {
+        let mut b = connect_at(&addr, Some("ckc"), 60).unwrap();
+        let merge = "MERGE w USING (SELECT 1 AS id) AS s ON w.id = s.id \
+                     WHEN MATCHED THEN UPDATE SET v = 95;";
+        numbers(&mut b, merge)
     });
     thread::sleep(Duration::from_millis(300));
     run(&mut a, "COMMIT");
     assert_eq!(alter.join().unwrap(), Vec::<i32>::new());
     assert_eq!(late.join().unwrap(), (vec![547], vec![547]));
     assert_eq!(late_from.join().unwrap(), [547]);
+    assert_eq!(late_merge.join().unwrap(), [547]);
     assert_eq!(
         table(&mut c, "SELECT COUNT(*) FROM w WHERE id = 900 OR v >= 60"),
         ["0"]

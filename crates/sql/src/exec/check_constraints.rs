@@ -28,14 +28,14 @@
 //!    scan of the existing rows sees no other session's open change and no row arrives
 //!    between the scan and the catalog change.
 //! 5. A writer checks its rows against the constraints of the catalog while it holds the
-//!    table's intent lock, which no ALTER's Sch-M is granted beside. INSERT, UPDATE and
-//!    UPDATE ... FROM resolve their table, take the lock, and resolve it again when its
-//!    constraints changed before the lock was granted (`write_target`, dml_from.rs
-//!    `update_target`), before computing a row. The other writers (MERGE, a cascade's
-//!    child, and INSERT ... EXEC, whose source's own statements release the lock outside
-//!    a transaction) are checked before their first write (`checks_unchanged`): a
-//!    constraint changed in between fails the statement (40517, nothing written) instead
-//!    of letting an unchecked row in.
+//!    table's intent lock, which no ALTER's Sch-M is granted beside. INSERT, UPDATE,
+//!    UPDATE ... FROM and MERGE resolve their table, take the lock, and resolve it again
+//!    when its constraints changed before the lock was granted (`write_target`, dml_from.rs
+//!    `update_target`, merge.rs `merge_target`), before computing a row. The other writers
+//!    (a cascade's child, and INSERT ... EXEC, whose source's own statements release the
+//!    lock outside a transaction) are checked before their first write
+//!    (`checks_unchanged`): a constraint changed in between fails the statement (40517,
+//!    nothing written) instead of letting an unchecked row in.
 //!
 //! FOREIGN KEY constraints are foreign_keys.rs's; `check_row` runs their child side.
 //!

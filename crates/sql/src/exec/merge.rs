@@ -236,8 +236,21 @@ impl Session {
         })
     }
 
-    /// The target table, with the permission of each action the clauses take.
+    /// The target table, with the permission of each action the clauses take, under the
+    /// lock the statement keeps on it, and resolved again when its constraints changed
+    /// before the lock was granted (check_constraints.rs invariant 5, as `write_target`).
     fn merge_target(&mut self, m: &Merge) -> Result<TableRef, Errors> {
+        loop {
+            let t = self.merge_target_once(m)?;
+            self.row_locking(&t, true, &m.hints)?;
+            if self.checks_unchanged(&t).is_ok() {
+                return Ok(t);
+            }
+        }
+    }
+
+    /// `merge_target`'s resolution, before any lock.
+    fn merge_target_once(&mut self, m: &Merge) -> Result<TableRef, Errors> {
         let mut t = None;
         for c in &m.clauses {
             let perm = match c.action {
@@ -468,7 +481,6 @@ impl Session {
         }
         let deletes = deletes.finish().map_err(one)?;
         let out_del = spools.as_mut().map(|s| &mut s.deleted);
-        self.checks_unchanged(t)?;
         self.write_deletes(t, deletes, delete_count, out_del)?;
         self.note_update(t, Some(updates.set_columns()));
         let moves_keys = updates.moves_unique_keys();
