@@ -479,8 +479,9 @@ fn alter_waits_for_open_writers() {
     );
     run(&mut c, "ALTER TABLE w DROP CONSTRAINT CK_late");
     // INSERT ... EXEC's source runs statements of its own, whose ends release the table
-    // lock outside a transaction: a constraint added meanwhile fails it before its first
-    // write (40517, nothing written), never lets its row in unchecked.
+    // lock outside a transaction: the table is resolved again under the lock once the
+    // source ran (dml.rs `exec_target`), so a constraint added meanwhile checks its row
+    // (547, nothing written). It used to be refused with 40517.
     let addr = s.addr.clone();
     let slow = thread::spawn(move || {
         let mut b = connect_at(&addr, Some("ckc"), 60).unwrap();
@@ -494,7 +495,7 @@ fn alter_waits_for_open_writers() {
         &mut c,
         "ALTER TABLE w ADD CONSTRAINT CK_later CHECK (v < 65)",
     );
-    assert_eq!(slow.join().unwrap(), [40517]);
+    assert_eq!(slow.join().unwrap(), [547]);
     assert_eq!(
         table(&mut c, "SELECT COUNT(*) FROM w WHERE id = 901"),
         ["0"]

@@ -31,11 +31,12 @@
 //!    table's intent lock, which no ALTER's Sch-M is granted beside. INSERT, UPDATE,
 //!    UPDATE ... FROM and MERGE resolve their table, take the lock, and resolve it again
 //!    when its constraints changed before the lock was granted (`write_target`, dml_from.rs
-//!    `update_target`, merge.rs `merge_target`), before computing a row. The other writers
-//!    (a cascade's child, and INSERT ... EXEC, whose source's own statements release the
-//!    lock outside a transaction) are checked before their first write
-//!    (`checks_unchanged`): a constraint changed in between fails the statement (40517,
-//!    nothing written) instead of letting an unchecked row in.
+//!    `update_target`, merge.rs `merge_target`), before computing a row. INSERT ... EXEC,
+//!    whose source's own statements release the lock outside a transaction, does that
+//!    again once its source ran, before making its rows (dml.rs `exec_target`). A
+//!    cascade's child is checked before its first write (`checks_unchanged`): a
+//!    constraint changed in between fails the statement (40517, nothing written) instead
+//!    of letting an unchecked row in.
 //!
 //! FOREIGN KEY constraints are foreign_keys.rs's; `check_row` runs their child side.
 //!

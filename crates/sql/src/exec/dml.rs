@@ -332,9 +332,6 @@ impl Session {
         out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
         let identity = t.entry.columns.iter().position(|c| c.identity.is_some());
-        // INSERT ... EXEC's source ran statements whose ends let the table lock go
-        // (check_constraints.rs invariant 5): its locks are taken again.
-        let mut lock = WriteLock::Held(locking);
         let (rows, more, count) = match &ins.source {
             InsertSource::Query(q) => {
                 let (spool, count) = self.spooled_insert_rows(ins, q, t, targets, identity)?;
@@ -342,11 +339,13 @@ impl Session {
             }
             InsertSource::Execute(e) => {
                 let source = self.exec_rows(e, targets.len(), out)?;
-                lock = WriteLock::Take(&ins.hints);
                 let n = self.top_count(&ins.top, source.rows)?;
                 let source = source.spool.finish().map_err(|e| vec![e])?;
-                let (spool, count) = self.converted_rows(source, n, t, targets, identity)?;
-                (Vec::new(), Some(spool), count)
+                let (now, locking) = self.exec_target(ins, t)?;
+                let (spool, count) = self.converted_rows(source, n, &now, targets, identity)?;
+                let lock = WriteLock::Held(&locking);
+                self.insert_rows(&now, (Vec::new(), Some(spool), output), lock)?;
+                return Ok(count);
             }
             _ => {
                 let mut source = self.insert_source(ins, targets)?;
@@ -360,8 +359,36 @@ impl Session {
                 (rows, None, count)
             }
         };
-        self.insert_rows(t, (rows, more, output), lock)?;
+        self.insert_rows(t, (rows, more, output), WriteLock::Held(locking))?;
         Ok(count)
+    }
+
+    /// INSERT ... EXEC's table once its source ran: the source's statements let the table
+    /// lock go outside a transaction, so the table is resolved again under it
+    /// (`write_target`, check_constraints.rs invariant 5) and the rows are made and checked
+    /// against what it is now. A change of its columns, or of whether a FOREIGN KEY of it
+    /// refers to itself (which decides how the statement checks its rows), is refused
+    /// (40517: run it again).
+    fn exec_target(
+        &mut self,
+        ins: &Insert,
+        before: &TableRef,
+    ) -> Result<(TableRef, RowLocking), Vec<SqlError>> {
+        let (now, locking) = self.write_target(&ins.table, Writer::Insert, &ins.hints)?;
+        let refers_to_itself = |t: &TableRef| {
+            let id = t.entry.object_id;
+            (t.entry.foreign_keys.iter()).any(|k| !k.is_disabled && k.referenced_object_id == id)
+        };
+        let same = now.entry.object_id == before.entry.object_id
+            && now.entry.columns == before.entry.columns
+            && refers_to_itself(&now) == refers_to_itself(before);
+        match same {
+            true => Ok((now, locking)),
+            false => Err(vec![not_yet(
+                "a table changed by another session while INSERT ... EXEC's source ran \
+                 (run it again)",
+            )]),
+        }
     }
 
     /// Writes the rows of an INSERT (those in `rows`, then those `more` spools) into `t`

@@ -142,6 +142,8 @@ fn reads_only(kind: &StatementKind) -> bool {
         | K::Rollback { .. }
         | K::SaveTransaction { .. } => false,
         K::Insert(i) => matches!(i.source, crate::ast::InsertSource::Execute(_)),
+        // WAITFOR DELAY / TIME only waits.
+        K::WaitFor { .. } => true,
         other => matches!(
             StatementCommand::of(other),
             None | Some(StatementCommand::Execute | StatementCommand::Dbcc)
