@@ -1,7 +1,8 @@
-//! STRING_SPLIT, OPENJSON and the scalar JSON functions (ISJSON, JSON_VALUE, JSON_QUERY;
-//! issue 22) through a real `extentdb serve` and real TDS sessions: their rows, NULLs,
+//! STRING_SPLIT, OPENJSON and the scalar JSON functions (ISJSON, JSON_VALUE, JSON_QUERY,
+//! JSON_MODIFY; issue 22) through a real `extentdb serve` and real TDS sessions: their rows, NULLs,
 //! empty pieces, ordinals, aliases and column aliases, variable arguments, CROSS and OUTER
-//! APPLY over a table's rows from two sessions at once, the result columns' types as the
+//! APPLY over a table's rows from two sessions at once, JSON_MODIFY's updates from
+//! several sessions at once, the result columns' types as the
 //! client reads them from the TDS metadata, each error's number and text, and the
 //! refusals (40517) of what is not built. Before json_functions.rs, every one of them was
 //! refused.
@@ -11,7 +12,7 @@ use extentdb_sql::types::{SqlType, MAX_LENGTH};
 use extentdb_tds::client::Client;
 
 mod common;
-use common::tds::{run, show, start_in_database, strs, Server};
+use common::tds::{connect_at, run, show, start_in_database, strs, Server};
 
 /// The first result set's column types and its rows as text (`a|b` per row).
 fn result(c: &mut Client, sql: &str) -> (Vec<(String, SqlType)>, Vec<String>) {
@@ -403,7 +404,7 @@ fn openjson_errors() {
 /// Proves ISJSON, JSON_VALUE and JSON_QUERY: values, NULLs, lax and strict paths, their
 /// types as the client reads them (int, nvarchar(4000), nvarchar(max)), over a table's
 /// column, and their errors (13609, 13607, 13608, 13623, 13624) and refusals (ISJSON's
-/// type constraint, JSON_MODIFY: 40517).
+/// type constraint, JSON_MODIFY of the root path: 40517).
 #[test]
 fn scalar_json_functions() {
     let (_s, mut c) = server("json-scalar");
@@ -460,7 +461,7 @@ fn scalar_json_functions() {
         (format!("JSON_VALUE({doc}, '$.a..b')"), 13607),
         ("JSON_VALUE('{oops', '$')".to_string(), 13609),
         (format!("ISJSON({doc}, OBJECT)"), 40517),
-        (format!("JSON_MODIFY({doc}, '$.a', 1)"), 40517),
+        (format!("JSON_MODIFY({doc}, '$', 1)"), 40517),
     ];
     for (call, number) in cases {
         assert_eq!(error(&mut c, &format!("SELECT {call}")).0, number, "{call}");
@@ -476,5 +477,150 @@ fn scalar_json_functions() {
     assert_eq!(
         texts(&mut c, "SELECT COUNT(*) FROM posts WHERE tags IS NOT NULL"),
         strs(&["0"])
+    );
+}
+
+/// Proves JSON_MODIFY through TDS: its type as the client reads it (nvarchar(max)); a
+/// value replaced, a key added and deleted (lax), null written (strict), append; strings
+/// quoted and escaped, numbers and bits unquoted, JSON_QUERY's result and a nested
+/// JSON_MODIFY's inserted as JSON; 13608 in strict mode, 13609 for bad JSON and 40517 for
+/// an expression that might carry JSON_QUERY's result, each leaving the table unchanged.
+#[test]
+fn json_modify_values_and_errors() {
+    let (_s, mut c) = server("json-modify");
+    run(
+        &mut c,
+        "INSERT INTO posts (id, doc) VALUES (1, N'{\"name\":\"ann\",\"skills\":[\"C#\"]}')",
+    );
+    let (cols, rows) = result(
+        &mut c,
+        "SELECT JSON_MODIFY(doc, '$.name', 'bo') AS m FROM posts",
+    );
+    assert_eq!(cols, typed(&[("m", SqlType::NVarChar(MAX_LENGTH))]));
+    assert_eq!(rows, strs(&[r#"{"name":"bo","skills":["C#"]}"#]));
+    let cases = [
+        ("'$.age', 31", r#"{"name":"ann","skills":["C#"],"age":31}"#),
+        (
+            "'$.ok', CAST(1 AS BIT)",
+            r#"{"name":"ann","skills":["C#"],"ok":true}"#,
+        ),
+        (
+            "'$.p', CAST(49.99 AS DECIMAL(4,2))",
+            r#"{"name":"ann","skills":["C#"],"p":49.99}"#,
+        ),
+        ("'$.name', NULL", r#"{"skills":["C#"]}"#),
+        ("'strict $.name', NULL", r#"{"name":null,"skills":["C#"]}"#),
+        (
+            "'append $.skills', 'SQL'",
+            r#"{"name":"ann","skills":["C#","SQL"]}"#,
+        ),
+        (
+            "'$.name', 'a\"b/c'",
+            r#"{"name":"a\"b\/c","skills":["C#"]}"#,
+        ),
+        ("'$.skills', '[1]'", r#"{"name":"ann","skills":"[1]"}"#),
+        (
+            "'$.skills', JSON_QUERY('[1]')",
+            r#"{"name":"ann","skills":[1]}"#,
+        ),
+        (
+            "'$.o', JSON_MODIFY('{}', '$.k', 1)",
+            r#"{"name":"ann","skills":["C#"],"o":{"k":1}}"#,
+        ),
+        ("'$.none.deeper', 1", r#"{"name":"ann","skills":["C#"]}"#),
+    ];
+    for (args, want) in cases {
+        let got = texts(
+            &mut c,
+            &format!("SELECT JSON_MODIFY(doc, {args}) FROM posts"),
+        );
+        assert_eq!(got, vec![want], "{args}");
+    }
+    let before = texts(&mut c, "SELECT doc FROM posts");
+    for (sql, number) in [
+        (
+            "UPDATE posts SET doc = JSON_MODIFY(doc, 'strict $.none', 1)",
+            13608,
+        ),
+        (
+            "UPDATE posts SET doc = JSON_MODIFY(N'{oops', '$.a', 1)",
+            13609,
+        ),
+        ("UPDATE posts SET doc = JSON_MODIFY(doc, '$..a', 1)", 13607),
+        (
+            "UPDATE posts SET doc = JSON_MODIFY(doc, '$.a', ISNULL(JSON_QUERY(doc, '$.x'), '[]'))",
+            40517,
+        ),
+        (
+            "UPDATE posts SET doc = JSON_MODIFY(doc, '$.a', GETDATE())",
+            8116,
+        ),
+    ] {
+        assert_eq!(error(&mut c, sql).0, number, "{sql}");
+        assert_eq!(texts(&mut c, "SELECT doc FROM posts"), before, "{sql}");
+    }
+    assert_eq!(
+        error(&mut c, "SELECT JSON_MODIFY(N'{}', 'strict $.a', 1)").2,
+        "Property cannot be found on the specified JSON path."
+    );
+}
+
+/// Three sessions UPDATE ... SET doc = JSON_MODIFY(doc, '$.n', n + 1) at once, 30 times
+/// each on a row of their own (appending to a log array too, through a nested
+/// JSON_MODIFY) and on one shared row: read back with JSON_VALUE and JSON_QUERY, every
+/// document's n equals the column n (no lost update), the own rows' logs are 1..=30 in
+/// order, and the rest of each document is unchanged.
+#[test]
+fn sessions_json_modify_different_rows_at_once() {
+    let (s, mut c) = server("json-modify-conc");
+    run(
+        &mut c,
+        "CREATE TABLE docs (id INT PRIMARY KEY, n INT NOT NULL, doc NVARCHAR(MAX) NOT NULL);
+         INSERT INTO docs VALUES
+           (0, 0, N'{\"n\":0,\"tag\":\"sh/ared\"}'),
+           (1, 0, N'{\"n\":0,\"tag\":\"one\",\"log\":[]}'),
+           (2, 0, N'{\"n\":0,\"tag\":\"two\",\"log\":[]}'),
+           (3, 0, N'{\"n\":0,\"tag\":\"three\",\"log\":[]}')",
+    );
+    let workers: Vec<_> = (1..=3)
+        .map(|id| {
+            let addr = s.addr.clone();
+            std::thread::spawn(move || {
+                let mut c = connect_at(&addr, Some("Js"), 120).unwrap();
+                for _ in 0..30 {
+                    run(
+                        &mut c,
+                        &format!(
+                            "UPDATE docs SET n = n + 1, doc = JSON_MODIFY(JSON_MODIFY(doc, \
+                             '$.n', n + 1), 'append $.log', n + 1) WHERE id = {id};
+                             UPDATE docs SET n = n + 1, doc = JSON_MODIFY(doc, '$.n', n + 1) \
+                             WHERE id = 0"
+                        ),
+                    );
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let log: Vec<String> = (1..=30).map(|i| i.to_string()).collect();
+    let log = format!("[{}]", log.join(","));
+    assert_eq!(
+        texts(
+            &mut c,
+            "SELECT id, n, JSON_VALUE(doc, '$.n'), JSON_VALUE(doc, '$.tag'), \
+             JSON_QUERY(doc, '$.log') FROM docs ORDER BY id"
+        ),
+        vec![
+            "0|90|90|sh/ared|NULL".to_string(),
+            format!("1|30|30|one|{log}"),
+            format!("2|30|30|two|{log}"),
+            format!("3|30|30|three|{log}"),
+        ]
+    );
+    assert_eq!(
+        texts(&mut c, "SELECT doc FROM docs WHERE id = 0"),
+        strs(&[r#"{"n":90,"tag":"sh/ared"}"#])
     );
 }

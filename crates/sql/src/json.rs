@@ -1,7 +1,7 @@
 //! JSON text as SQL Server's JSON functions read it: a parser of JSON text into a tree
 //! that keeps each value's source text, SQL Server's JSON path expressions
-//! (`[lax | strict] $.key."quoted key"[0]`), and the scalar functions ISJSON, JSON_VALUE
-//! and JSON_QUERY. OPENJSON's rows are built from the same tree (exec/table_functions.rs).
+//! (`[append] [lax | strict] $.key."quoted key"[0]`), and the scalar functions ISJSON,
+//! JSON_VALUE, JSON_QUERY and JSON_MODIFY. OPENJSON's rows are built from the same tree (exec/table_functions.rs).
 //!
 //! Invariants:
 //! 1. A document is an object or an array at its top level (RFC 4627, as ISJSON without
@@ -15,7 +15,20 @@
 //!    JSON_VALUE's nvarchar(4000)). Invalid JSON text and an invalid path are errors in
 //!    both modes.
 //! 4. Not built, and refused with 40517 rather than answered: path wildcards (`$.*`,
-//!    `[*]`), ISJSON's json_type_constraint, JSON_MODIFY.
+//!    `[*]`), ISJSON's json_type_constraint; in JSON_MODIFY the root path `$`, appending
+//!    NULL, appending to a value that is not an array, and a new value that may carry
+//!    JSON_QUERY's result indirectly (exec/eval.rs decides which argument is JSON text).
+//! 5. JSON_MODIFY edits the document's text in place: one range of it is replaced, the
+//!    rest is returned byte for byte (invariant 2). By SQL Server's table: a value found
+//!    is replaced; NULL deletes an object's key in lax mode (an array element becomes
+//!    null, keeping its place) and writes null in strict mode; a key not found is added
+//!    to its object in lax mode (`,"key":value` after the last member; nothing if the
+//!    parent is missing or not an object) and is 13608 in strict mode; `append` adds to
+//!    the end of the array at the path (lax: a missing key becomes `[value]`). The new
+//!    value is a JSON string (quoted, FOR JSON's escapes) unless it is a number or bit
+//!    (written as its digits, true or false) or JSON text from JSON_QUERY or JSON_MODIFY
+//!    (written as it is). The separators written around an added member or element are
+//!    this engine's choice (no spaces): SQL Server's exact whitespace is unverified.
 
 use crate::messages::{msg, SqlError};
 use crate::types::Value;
@@ -305,6 +318,12 @@ fn bad_path(chars: &[char], at: usize) -> SqlError {
 
 /// Parses `[lax | strict] $ (.key | ."key" | [n])*` (invariant 4 for wildcards).
 pub fn parse_path(path: &str) -> Result<Path, SqlError> {
+    Ok(parse_path_from(path, false)?.1)
+}
+
+/// `parse_path`, with JSON_MODIFY's leading `append` allowed when `append` is true;
+/// returns whether it was there. Positions in 13607 count from the path's start.
+fn parse_path_from(path: &str, append: bool) -> Result<(bool, Path), SqlError> {
     let chars: Vec<char> = path.chars().collect();
     let mut i = 0;
     let mut strict = false;
@@ -312,11 +331,18 @@ pub fn parse_path(path: &str) -> Result<Path, SqlError> {
         let word: String = chars.iter().skip(i).take(w.len()).collect();
         word.eq_ignore_ascii_case(w)
     };
-    if starts(0, "strict") {
+    let appends = append && starts(0, "append ");
+    if appends {
+        i = 7;
+        while chars.get(i) == Some(&' ') {
+            i += 1;
+        }
+    }
+    if starts(i, "strict") {
         strict = true;
-        i = 6;
-    } else if starts(0, "lax") {
-        i = 3;
+        i += 6;
+    } else if starts(i, "lax") {
+        i += 3;
     }
     while chars.get(i) == Some(&' ') {
         i += 1;
@@ -335,7 +361,7 @@ pub fn parse_path(path: &str) -> Result<Path, SqlError> {
         steps.push(step);
         i = next;
     }
-    Ok(Path { strict, steps })
+    Ok((appends, Path { strict, steps }))
 }
 
 /// A key after '.', quoted or not; returns the step and the index after it.
@@ -481,6 +507,245 @@ pub fn json_query(args: &[Value]) -> Result<Value, SqlError> {
     })
 }
 
+/// JSON_MODIFY's third argument as it goes into the document (invariant 5).
+#[derive(Debug, Clone, PartialEq)]
+pub enum NewValue {
+    /// SQL NULL: lax mode deletes the key, strict mode writes `null`.
+    Null,
+    /// JSON text to write as it is (a JSON_QUERY or JSON_MODIFY result).
+    Json(String),
+    /// A scalar's JSON form: a number or true/false unquoted, a string quoted and escaped.
+    Scalar(String),
+}
+
+impl NewValue {
+    /// The new value from argument 3's value; `is_json` when the argument is a direct
+    /// JSON_QUERY or JSON_MODIFY call. A type JSON_MODIFY does not take is Msg 8116.
+    pub fn of(v: &Value, is_json: bool) -> Result<NewValue, SqlError> {
+        use crate::convert::{data_type_name, text_of, type_of};
+        Ok(match v {
+            Value::Null => NewValue::Null,
+            Value::Text(t) if is_json => {
+                parse(t)?;
+                NewValue::Json(t.clone())
+            }
+            Value::Text(t) => NewValue::Scalar(quoted(t)),
+            Value::Bit(b) => NewValue::Scalar(b.to_string()),
+            v if type_of(v).is_numeric() => NewValue::Scalar(text_of(v, type_of(v), None)?),
+            // unverified: that SQL Server answers 8116 for a type JSON_MODIFY does not take.
+            v => {
+                let name = data_type_name(type_of(v));
+                return Err(msg(8116, &[&name, &3, &"json_modify"]));
+            }
+        })
+    }
+
+    /// The JSON text written into the document; None for NULL.
+    fn text(&self) -> Option<&str> {
+        match self {
+            NewValue::Null => None,
+            NewValue::Json(t) | NewValue::Scalar(t) => Some(t),
+        }
+    }
+}
+
+/// `s` as a JSON string: quoted, with FOR JSON's escapes (`"` `\` `/` and the control
+/// characters: \b \f \n \r \t by name, the others as \u00xx).
+pub fn quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '/' => out.push_str("\\/"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// JSON_MODIFY(expression, path, newValue): the document with the value at `path`
+/// replaced, added, deleted or appended to (invariant 5); NULL for a NULL document.
+pub fn json_modify(doc: &Value, path: &Value, new: &NewValue) -> Result<Value, SqlError> {
+    let path = text(path)?.ok_or_else(|| msg(40517, &[&"a NULL JSON path"]))?;
+    let (append, path) = parse_path_from(&path, true)?;
+    let Some(doc) = text(doc)? else {
+        return Ok(Value::Null);
+    };
+    let root = parse(&doc)?;
+    let Some((last, parents)) = path.steps.split_last() else {
+        return Err(msg(40517, &[&"JSON_MODIFY of the root path '$'"]));
+    };
+    let parent = Path {
+        strict: path.strict,
+        steps: parents.to_vec(),
+    }
+    .find(&root);
+    let edit = match append {
+        true => append_edit(&doc, parent, last, path.strict, new)?,
+        false => set_edit(&doc, parent, last, path.strict, new)?,
+    };
+    Ok(Value::Text(match edit {
+        None => doc.clone(),
+        Some(e) => e.apply(&doc),
+    }))
+}
+
+/// One change to a document's text: `range` (byte offsets) replaced by `text`.
+struct Edit {
+    range: std::ops::Range<usize>,
+    text: String,
+}
+
+impl Edit {
+    fn apply(self, doc: &str) -> String {
+        assert!(self.range.start <= self.range.end && self.range.end <= doc.len());
+        let mut out = String::with_capacity(doc.len() + self.text.len());
+        out.push_str(&doc[..self.range.start]);
+        out.push_str(&self.text);
+        out.push_str(&doc[self.range.end..]);
+        out
+    }
+
+    fn insert(at: usize, text: String) -> Edit {
+        Edit {
+            range: at..at,
+            text,
+        }
+    }
+}
+
+/// Where `node`'s text starts in `doc`, whose slice it is (invariant 2).
+fn offset(doc: &str, node: &Node<'_>) -> usize {
+    let at = (node.text.as_ptr() as usize).wrapping_sub(doc.as_ptr() as usize);
+    assert!(
+        at + node.text.len() <= doc.len(),
+        "a node's text is a slice of its document"
+    );
+    at
+}
+
+fn end_of(doc: &str, node: &Node<'_>) -> usize {
+    offset(doc, node) + node.text.len()
+}
+
+/// The child of `parent` that `step` names.
+fn child<'n, 'a>(parent: &'n Node<'a>, step: &Step) -> Option<(usize, &'n Node<'a>)> {
+    match (step, &parent.value) {
+        (Step::Key(k), Json::Object(m)) => m.iter().position(|(n, _)| n == k).map(|i| (i, &m[i].1)),
+        (Step::Index(n), Json::Array(items)) => items.get(*n).map(|v| (*n, v)),
+        _ => None,
+    }
+}
+
+/// JSON_MODIFY without `append`: SQL Server's table of lax and strict mode.
+fn set_edit(
+    doc: &str,
+    parent: Option<&Node<'_>>,
+    last: &Step,
+    strict: bool,
+    new: &NewValue,
+) -> Result<Option<Edit>, SqlError> {
+    let found = parent.and_then(|p| child(p, last).map(|(i, n)| (p, i, n)));
+    let Some((parent, i, node)) = found else {
+        if strict {
+            return Err(msg(13608, &[]));
+        }
+        // Lax: a key is added to an object that exists; anything else changes nothing.
+        return Ok(match (parent, last, new.text()) {
+            (Some(p), Step::Key(k), Some(v)) => add_member(doc, p, k, v),
+            _ => None,
+        });
+    };
+    let range = offset(doc, node)..end_of(doc, node);
+    Ok(Some(match (new.text(), strict, &parent.value) {
+        (Some(v), _, _) => Edit {
+            range,
+            text: v.to_string(),
+        },
+        (None, false, Json::Object(members)) => delete_member(doc, parent, members, i),
+        // Strict mode's NULL, and lax mode's for an array element (its place stays).
+        (None, _, _) => Edit {
+            range,
+            text: "null".into(),
+        },
+    }))
+}
+
+/// `,"key":value` after an object's last member (or alone in an empty one).
+fn add_member(doc: &str, object: &Node<'_>, key: &str, value: &str) -> Option<Edit> {
+    let Json::Object(members) = &object.value else {
+        return None;
+    };
+    let member = format!("{}:{value}", quoted(key));
+    Some(match members.last() {
+        Some((_, last)) => Edit::insert(end_of(doc, last), format!(",{member}")),
+        None => Edit::insert(end_of(doc, object) - 1, member),
+    })
+}
+
+/// Member `i` of `object` removed with the comma that joined it to a neighbour.
+fn delete_member(doc: &str, object: &Node<'_>, members: &[(String, Node<'_>)], i: usize) -> Edit {
+    let end = end_of(doc, &members[i].1);
+    if i > 0 {
+        return Edit {
+            range: end_of(doc, &members[i - 1].1)..end,
+            text: String::new(),
+        };
+    }
+    let first_key = offset(doc, object) + 1;
+    let to = match members.get(1) {
+        // The next key starts at the first quote after the comma.
+        Some(_) => end + doc[end..].find('"').expect("a member follows"),
+        None => end_of(doc, object) - 1,
+    };
+    Edit {
+        range: first_key..to,
+        text: String::new(),
+    }
+}
+
+/// JSON_MODIFY with `append`: the value added at the end of the array at the path; in
+/// lax mode a missing key of an existing object becomes a one-element array.
+fn append_edit(
+    doc: &str,
+    parent: Option<&Node<'_>>,
+    last: &Step,
+    strict: bool,
+    new: &NewValue,
+) -> Result<Option<Edit>, SqlError> {
+    let Some(value) = new.text() else {
+        return Err(msg(40517, &[&"JSON_MODIFY appending NULL"]));
+    };
+    match parent.and_then(|p| child(p, last)) {
+        Some((_, node)) => {
+            let Json::Array(items) = &node.value else {
+                return Err(msg(
+                    40517,
+                    &[&"JSON_MODIFY appending to a value not an array"],
+                ));
+            };
+            Ok(Some(match items.last() {
+                Some(l) => Edit::insert(end_of(doc, l), format!(",{value}")),
+                None => Edit::insert(end_of(doc, node) - 1, value.to_string()),
+            }))
+        }
+        None if strict => Err(msg(13608, &[])),
+        None => Ok(match (parent, last) {
+            (Some(p), Step::Key(k)) => add_member(doc, p, k, &format!("[{value}]")),
+            _ => None,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -603,5 +868,190 @@ mod tests {
         assert_eq!(json_value(&[long.clone(), t("$[0]")]).unwrap(), Value::Null);
         let e = json_value(&[long, t("strict $[0]")]).unwrap_err();
         assert_eq!(e.number, 13625);
+    }
+
+    /// JSON_MODIFY of `doc` at `path` with a scalar `new` (a string, or SQL NULL).
+    fn modify(doc: &str, path: &str, new: &NewValue) -> Result<String, SqlError> {
+        let t = |s: &str| Value::Text(s.into());
+        match json_modify(&t(doc), &t(path), new)? {
+            Value::Text(s) => Ok(s),
+            v => panic!("not text: {v:?}"),
+        }
+    }
+
+    fn string(s: &str) -> NewValue {
+        NewValue::of(&Value::Text(s.into()), false).unwrap()
+    }
+
+    fn json(s: &str) -> NewValue {
+        NewValue::of(&Value::Text(s.into()), true).unwrap()
+    }
+
+    /// An existing value is replaced in place, the rest of the text kept byte for byte
+    /// (spaces too), in both modes; nested keys and array elements alike.
+    #[test]
+    fn modify_replaces_a_value_in_place() {
+        let doc = r#"{ "a" : 1, "b": {"c": [10, 20, {"d": "x"}]} }"#;
+        let want = r#"{ "a" : "new", "b": {"c": [10, 20, {"d": "x"}]} }"#;
+        assert_eq!(modify(doc, "$.a", &string("new")).unwrap(), want);
+        assert_eq!(modify(doc, "strict $.a", &string("new")).unwrap(), want);
+        let want = r#"{ "a" : 1, "b": {"c": [10, "y", {"d": "x"}]} }"#;
+        assert_eq!(modify(doc, "$.b.c[1]", &string("y")).unwrap(), want);
+        let want = r#"{ "a" : 1, "b": {"c": [10, 20, {"d": 7}]} }"#;
+        let seven = NewValue::of(&Value::Int(7), false).unwrap();
+        assert_eq!(modify(doc, "lax $.b.c[2].d", &seven).unwrap(), want);
+        let quoted_key = modify(r#"{"a b":1}"#, r#"$."a b""#, &seven).unwrap();
+        assert_eq!(quoted_key, r#"{"a b":7}"#);
+    }
+
+    /// Strings are quoted with FOR JSON's escapes; numbers, decimals and bits go in
+    /// unquoted; JSON text from JSON_QUERY goes in as it is (and must be JSON); other
+    /// types are 8116.
+    #[test]
+    fn new_values_by_type_and_escaping() {
+        let s = string("q\"b\\s/\u{8}\u{c}\n\r\t\u{1}\u{1f}é");
+        let want = r#""q\"b\\s\/\b\f\n\r\t\u0001\u001fé""#;
+        assert_eq!(s, NewValue::Scalar(want.into()));
+        let of = |v: Value| NewValue::of(&v, false).unwrap();
+        assert_eq!(of(Value::BigInt(-5)), NewValue::Scalar("-5".into()));
+        let dec = Value::Decimal {
+            unscaled: 4999,
+            scale: 2,
+        };
+        assert_eq!(of(dec), NewValue::Scalar("49.99".into()));
+        assert_eq!(of(Value::Bit(true)), NewValue::Scalar("true".into()));
+        assert_eq!(of(Value::Bit(false)), NewValue::Scalar("false".into()));
+        assert_eq!(of(Value::Float(1.5)), NewValue::Scalar("1.5".into()));
+        assert_eq!(of(Value::Null), NewValue::Null);
+        assert_eq!(json("[1, 2]"), NewValue::Json("[1, 2]".into()));
+        assert_eq!(string("[1, 2]"), NewValue::Scalar(r#""[1, 2]""#.into()));
+        let bad = NewValue::of(&Value::Text("{nope".into()), true).unwrap_err();
+        assert_eq!(bad.number, 13609);
+        let e = NewValue::of(&Value::DateTime(0), false).unwrap_err();
+        assert_eq!(e.number, 8116);
+        assert!(
+            e.text.contains("datetime") && e.text.contains("json_modify"),
+            "{}",
+            e.text
+        );
+        let doc = r#"{"a":1}"#;
+        assert_eq!(
+            modify(doc, "$.a", &json(r#"{"k":[1]}"#)).unwrap(),
+            r#"{"a":{"k":[1]}}"#
+        );
+        assert_eq!(
+            modify(doc, "$.a", &string("x\"y")).unwrap(),
+            r#"{"a":"x\"y"}"#
+        );
+    }
+
+    /// A missing key: lax mode adds it to its object (empty or not, nested too) and
+    /// changes nothing where the parent is missing or not an object, or for an array
+    /// index past the end; strict mode is 13608.
+    #[test]
+    fn modify_adds_missing_keys_in_lax_mode_only() {
+        let doc = r#"{"a":1,"o":{},"arr":[1]}"#;
+        let x = string("x");
+        assert_eq!(
+            modify(doc, "$.n", &x).unwrap(),
+            r#"{"a":1,"o":{},"arr":[1],"n":"x"}"#
+        );
+        assert_eq!(
+            modify(doc, "$.o.k", &x).unwrap(),
+            r#"{"a":1,"o":{"k":"x"},"arr":[1]}"#
+        );
+        for unchanged in ["$.p.q", "$.a.b", "$.arr[5]", "$.arr.k"] {
+            assert_eq!(modify(doc, unchanged, &x).unwrap(), doc, "{unchanged}");
+        }
+        for path in ["strict $.n", "strict $.p.q", "strict $.arr[5]"] {
+            assert_eq!(modify(doc, path, &x).unwrap_err().number, 13608, "{path}");
+        }
+        assert_eq!(modify("[]", "$[0]", &x).unwrap(), "[]");
+    }
+
+    /// NULL: lax mode deletes an object's key (first, middle, last or only member, with
+    /// its comma) and leaves a missing key alone; an array element becomes null in place;
+    /// strict mode writes null, or 13608 when the key is missing.
+    #[test]
+    fn null_deletes_in_lax_mode_and_writes_null_in_strict() {
+        let null = NewValue::Null;
+        let doc = r#"{"a": 1, "b": 2, "c": 3}"#;
+        assert_eq!(modify(doc, "$.a", &null).unwrap(), r#"{"b": 2, "c": 3}"#);
+        assert_eq!(modify(doc, "$.b", &null).unwrap(), r#"{"a": 1, "c": 3}"#);
+        assert_eq!(modify(doc, "$.c", &null).unwrap(), r#"{"a": 1, "b": 2}"#);
+        assert_eq!(modify(r#"{ "a": {"x":1} }"#, "$.a", &null).unwrap(), "{}");
+        assert_eq!(modify(doc, "$.z", &null).unwrap(), doc);
+        assert_eq!(
+            modify(r#"{"k":[1,2,3]}"#, "$.k[1]", &null).unwrap(),
+            r#"{"k":[1,null,3]}"#
+        );
+        let strict = modify(doc, "strict $.b", &null).unwrap();
+        assert_eq!(strict, r#"{"a": 1, "b": null, "c": 3}"#);
+        assert_eq!(modify(doc, "strict $.z", &null).unwrap_err().number, 13608);
+        let deleted = modify(doc, "$.b", &null).unwrap();
+        let parsed = parse(&deleted).unwrap();
+        assert!(matches!(parsed.value, Json::Object(m) if m.len() == 2));
+    }
+
+    /// append adds at the end of the array at the path (empty too, nested too, JSON text
+    /// as it is); lax mode makes a missing key a one-element array, strict mode is 13608;
+    /// appending NULL or to a non-array is refused (40517).
+    #[test]
+    fn append_adds_to_arrays() {
+        let doc = r#"{"s":["C#","SQL"],"e":[],"n":{"m":[[1]]},"v":5}"#;
+        let az = string("Azure");
+        let got = modify(doc, "append $.s", &az).unwrap();
+        assert!(
+            got.starts_with(r#"{"s":["C#","SQL","Azure"],"e":[]"#),
+            "{got}"
+        );
+        assert!(modify(doc, "append strict $.e", &az)
+            .unwrap()
+            .contains(r#""e":["Azure"]"#));
+        let got = modify(doc, "APPEND $.n.m[0]", &json("[2]")).unwrap();
+        assert!(got.contains(r#""m":[[1,[2]]]"#), "{got}");
+        let got = modify(doc, "append lax $.new", &az).unwrap();
+        assert!(got.ends_with(r#""v":5,"new":["Azure"]}"#), "{got}");
+        assert_eq!(
+            modify(doc, "append strict $.new", &az).unwrap_err().number,
+            13608
+        );
+        assert_eq!(modify(doc, "append $.v", &az).unwrap_err().number, 40517);
+        assert_eq!(
+            modify(doc, "append $.s", &NewValue::Null)
+                .unwrap_err()
+                .number,
+            40517
+        );
+        assert_eq!(
+            modify(r#"[[0]]"#, "append $[0]", &az).unwrap(),
+            r#"[[0,"Azure"]]"#
+        );
+    }
+
+    /// NULL document: NULL. Invalid JSON: 13609. A bad path (append outside JSON_MODIFY
+    /// too): 13607 at the character; a NULL path and the root path: 40517.
+    #[test]
+    fn modify_null_inputs_and_errors() {
+        let t = |s: &str| Value::Text(s.into());
+        let x = string("x");
+        assert_eq!(
+            json_modify(&Value::Null, &t("$.a"), &x).unwrap(),
+            Value::Null
+        );
+        assert_eq!(modify("{\"a\":", "$.a", &x).unwrap_err().number, 13609);
+        assert_eq!(modify("nope", "$.a", &x).unwrap_err().number, 13609);
+        let e = modify("{}", "append a", &x).unwrap_err();
+        assert_eq!(
+            (e.number, e.text.contains("position 7")),
+            (13607, true),
+            "{}",
+            e.text
+        );
+        assert_eq!(modify("{}", "$.", &x).unwrap_err().number, 13607);
+        assert_eq!(parse_path("append $.a").unwrap_err().number, 13607);
+        let e = json_modify(&t("{}"), &Value::Null, &x).unwrap_err();
+        assert_eq!(e.number, 40517);
+        assert_eq!(modify("{}", "$", &x).unwrap_err().number, 40517);
     }
 }

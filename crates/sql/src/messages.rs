@@ -166,6 +166,8 @@ static CATALOGUE: &[Entry] = &[
     e(512, 16, 1, "Subquery returned more than 1 value. This is not permitted when the subquery follows =, !=, <, <= , >, >= or when the subquery is used as an expression."),
     e(1013, 16, 1, "The objects \"%.*ls\" and \"%.*ls\" in the FROM clause have the same exposed names. Use correlation names to distinguish them."),
     e(1038, 15, 4, "An object or column name is missing or empty. For SELECT INTO statements, verify each column has a name. For other statements, look for empty alias names. Aliases defined as \"\" or [] are not allowed. Change the alias to a valid name."), // unverified
+    e(127, 15, 1, "A TOP N value may not be negative."),
+    e(1031, 15, 1, "Percent values must be between 0 and 100."), // unverified number, severity and state
     e(1062, 15, 1, "The TOP N WITH TIES clause is not allowed without a corresponding ORDER BY clause."), // unverified
     e(4108, 15, 1, "Windowed functions can only appear in the SELECT or ORDER BY clauses."),
     e(4109, 15, 1, "Windowed functions cannot be used in the context of another windowed function or aggregate."), // unverified

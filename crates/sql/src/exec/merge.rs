@@ -21,6 +21,14 @@
 //!    action's values are computed over the joined row. Updates and deletes go to a
 //!    spilling sort by (target row, arrival), inserts to a spool: nothing is written
 //!    before the whole join is read (the statement never meets its own changes).
+//!    TOP (n) [PERCENT] applies here, as SQL Server's documentation puts it, after the
+//!    join and after the rows no clause takes are dropped: it limits the rows acted on by
+//!    all the clauses together, in no defined order (`Limit`). TOP (n) stops the join at
+//!    the n-th qualifying row; TOP (p) PERCENT spools the qualifying rows (pass, clause,
+//!    joined row), counts them, and acts on the first ceil(p% of them). The count is
+//!    evaluated once, before the join: 127 if negative, 1031 if a percentage is outside
+//!    0 to 100. `OPTION (...)` takes exactly SELECT's hints (`select::refuse_unbuilt`):
+//!    MAXDOP and RECOMPILE change nothing here, MAXRECURSION bounds the MERGE's CTEs.
 //! 4. The sort is read back: a target row twice is Msg 8672, before anything is written;
 //!    each other row's U lock goes to X (`RowLocking::changes`). Then, in one statement
 //!    (`Session::as_one_statement`): the deletes, the updates, the inserts, each through
@@ -30,17 +38,22 @@
 //!
 //! Invariants:
 //! 1. Each target row is updated or deleted at most once per statement (8672 otherwise,
-//!    found by the sort, not by a set that grows with the target).
+//!    found by the sort, not by a set that grows with the target). Under TOP only the
+//!    rows TOP keeps are checked: a row TOP leaves out changes nothing, so it cannot
+//!    change a target row twice (the TOP sits between the join and the check, as the
+//!    documentation's order of TOP after the join implies).
 //! 2. A MERGE is one statement: an error anywhere (8672, 2627, 515, a lock's) leaves
 //!    every table as it was before it, inside a transaction too.
-//! 3. @@ROWCOUNT and the DONE's count are the rows inserted, updated and deleted.
+//! 3. @@ROWCOUNT and the DONE's count are the rows inserted, updated and deleted; under
+//!    TOP at most n (or ceil(p% of the qualifying rows)).
 //!
-//! Refused with 40517: TOP, OPTION (...), SET ROWCOUNT, a join as the source, a target
-//! that is not a user table, and OUTPUT of the source's or target's own columns.
+//! Refused with 40517: a query hint SELECT refuses, SET ROWCOUNT, a join as the source,
+//! a target that is not a user table, and OUTPUT of the source's or target's own columns.
 
 use super::dml::{record, terminated, UpdateChanges};
 use super::dml_from::{match_order, target_row_order};
 use super::dml_output::Changed;
+use super::eval::as_i64;
 use super::join::RID_COLUMN;
 use super::locking::WriteLock;
 use super::lower::not_yet;
@@ -51,10 +64,11 @@ use super::tables::{rid_of, TableRef};
 use super::{Out, Session};
 use crate::ast::{
     AssignTarget, Expr, JoinKind, Merge, MergeAction, MergeClause, MergeWhen, Query, QueryBody,
-    Select, SelectItem, TableSource, Update,
+    Select, SelectItem, TableSource, Top, Update,
 };
+use crate::convert::convert;
 use crate::messages::{msg, SqlError};
-use crate::types::Value;
+use crate::types::{SqlType, Value};
 
 type Errors = Vec<SqlError>;
 
@@ -180,24 +194,47 @@ struct OutputSpools {
 impl Session {
     /// MERGE: the module's steps.
     pub(super) fn merge(&mut self, m: &Merge, out: &mut Out) -> Result<(), Errors> {
-        if m.top.is_some() {
-            return Err(vec![not_yet("TOP in MERGE")]);
-        }
-        if !m.options.is_empty() {
-            return Err(vec![not_yet("query hints (OPTION) in MERGE")]);
-        }
+        // OPTION (...) is a query's: the hints SELECT takes, with their effect (MAXRECURSION
+        // bounds the MERGE's own CTEs through `with_ctes`), every other one refused.
+        let scope = Query {
+            ctes: m.ctes.clone(),
+            hints: m.options.clone(),
+            ..query_of(Select::of_items(Vec::new()))
+        };
+        super::select::refuse_unbuilt(&scope)?;
         if self.rowcount_cap().is_some() {
             return Err(vec![not_yet("MERGE under SET ROWCOUNT")]);
         }
-        let scope = Query {
-            ctes: m.ctes.clone(),
-            ..query_of(Select::of_items(Vec::new()))
+        let limit = self.merge_limit(m.top.as_ref())?;
+        self.with_ctes(&scope, |s| s.merge_in_scope(m, limit, out))
+    }
+
+    /// MERGE's TOP, evaluated once before the join is read: 127 for a negative count,
+    /// 1031 for a percentage outside 0 to 100.
+    fn merge_limit(&mut self, top: Option<&Top>) -> Result<Limit, Errors> {
+        let Some(top) = top else {
+            return Ok(Limit::All);
         };
-        self.with_ctes(&scope, |s| s.merge_in_scope(m, out))
+        let v = self.eval(&top.count, None).map_err(one)?;
+        if top.percent {
+            let p = match convert(&v, SqlType::Float, None).map_err(one)? {
+                Value::Float(p) => p,
+                _ => 0.0,
+            };
+            if !(0.0..=100.0).contains(&p) {
+                return Err(one(msg(1031, &[])));
+            }
+            return Ok(Limit::Percent(p));
+        }
+        let n = as_i64(&v).map_err(one)?;
+        if n < 0 {
+            return Err(one(msg(127, &[])));
+        }
+        Ok(Limit::Rows(n as u64))
     }
 
     /// MERGE with its CTEs in scope.
-    fn merge_in_scope(&mut self, m: &Merge, out: &mut Out) -> Result<(), Errors> {
+    fn merge_in_scope(&mut self, m: &Merge, limit: Limit, out: &mut Out) -> Result<(), Errors> {
         if self.is_cte(&m.target) || self.view_rowset(&m.target)?.is_some() {
             return Err(vec![not_yet(
                 "MERGE into a view or common table expression",
@@ -214,7 +251,7 @@ impl Session {
         let plan = self.merge_output_plan(m.output.as_ref(), &t)?;
         let passes = merge_passes(m, marked_source(&m.source, &name));
         self.as_one_statement(|s| {
-            let found = s.merge_rows(m, &t, &passes, &plans, out)?;
+            let found = s.merge_rows(m, &t, (&passes, limit), &plans, out)?;
             let mut spools = plan.as_ref().map(|_| OutputSpools {
                 deleted: SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES),
                 updated: SortSpill::fifo(&s.spill_dir(), SORT_MEMORY_BYTES),
@@ -304,12 +341,14 @@ impl Session {
         Ok(plans)
     }
 
-    /// Steps 2 and 3: the join read whole, each row sent to its clause.
+    /// Steps 2 and 3: the join read whole (or, under TOP (n), until n rows qualified),
+    /// each qualifying row sent to its clause; under TOP PERCENT the qualifying rows are
+    /// spooled first and the leading share of them acted on (`Limit`).
     fn merge_rows(
         &mut self,
         m: &Merge,
         t: &TableRef,
-        passes: &[(TableSource, bool)],
+        (passes, limit): (&[(TableSource, bool)], Limit),
         plans: &[Plan],
         out: &mut Out,
     ) -> Result<Found, Errors> {
@@ -326,15 +365,18 @@ impl Session {
             insert_count: 0,
             seq: 0,
         };
-        for (from, only_by_source) in passes {
+        // Under TOP PERCENT: `[pass, clause, joined row...]` of every qualifying row.
+        let mut pending =
+            matches!(limit, Limit::Percent(_)).then(|| SortSpill::fifo(&dir, SORT_MEMORY_BYTES));
+        let (mut sources, mut qualified) = (Vec::with_capacity(passes.len()), 0u64);
+        for (pass, (from, only_by_source)) in passes.iter().enumerate() {
             let (shape, mut rows) = leaves.relation(self, std::slice::from_ref(from), None)?;
             let src: Source = shape.source();
-            let at = |name: &str| src.rowset.columns.iter().position(|c| c.0 == name);
-            let rid_at = at(RID_COLUMN).expect("the target's leaf gives RIDs");
-            let mark_at = at(SOURCE_MARK).expect("the marked source");
+            let (rid_at, mark_at) = marks(&src);
             let parts = (src.part_of[rid_at], src.part_of[mark_at]);
             check_clause_scope(&m.clauses, &src, parts).map_err(one)?;
-            while let Some(r) = rows.next_row(self)? {
+            while !limit.reached(qualified) {
+                let Some(r) = rows.next_row(self)? else { break };
                 let when = match (r[rid_at].is_null(), r[mark_at].is_null()) {
                     (true, _) => MergeWhen::NotMatchedByTarget,
                     (false, true) => MergeWhen::NotMatchedBySource,
@@ -347,8 +389,27 @@ impl Session {
                 let Some(i) = self.first_clause(&m.clauses, when, &ctx)? else {
                     continue;
                 };
-                let old = (&r[rid_at], &r[rid_at - width..rid_at]);
-                self.merge_row(t, &plans[i], old, &ctx, &mut found)?;
+                qualified += 1;
+                match pending.as_mut() {
+                    Some(p) => {
+                        let mut row = vec![Value::Int(pass as i32), Value::Int(i as i32)];
+                        row.extend(r);
+                        p.push(row).map_err(one)?;
+                    }
+                    None => self.merge_joined(t, &plans[i], (&src, &r, width), &mut found)?,
+                }
+            }
+            sources.push(src);
+        }
+        if let Some(p) = pending {
+            let kept = limit.share_of(qualified);
+            for row in p.finish().map_err(one)?.take(kept as usize) {
+                let row = row.map_err(one)?;
+                let (Value::Int(pass), Value::Int(i)) = (&row[0], &row[1]) else {
+                    unreachable!("pending rows start with their pass and clause")
+                };
+                let src = (&sources[*pass as usize], &row[2..], width);
+                self.merge_joined(t, &plans[*i as usize], src, &mut found)?;
             }
         }
         leaves.report_io(self, out);
@@ -364,6 +425,21 @@ impl Session {
                 })
                 .collect(),
         })
+    }
+
+    /// One qualifying joined row `r` of `src` (the target's `width` columns before its
+    /// RID) acted on by `plan` (`merge_row`).
+    fn merge_joined(
+        &mut self,
+        t: &TableRef,
+        plan: &Plan,
+        (src, r, width): (&Source, &[Value], usize),
+        found: &mut Finding,
+    ) -> Result<(), Errors> {
+        let (rid_at, _) = marks(src);
+        let ctx = Session::ctx(src, r);
+        let old = (&r[rid_at], &r[rid_at - width..rid_at]);
+        self.merge_row(t, plan, old, &ctx, found)
     }
 
     /// One joined row's action under `plan` (step 3): an insert's new row spooled, or
@@ -557,6 +633,43 @@ fn names_part(src: &Source, col: &crate::ast::ObjectName, part: u32) -> bool {
     match col.qualifier() {
         Some(q) => src.parts[part as usize].eq_ignore_ascii_case(q),
         None => of_part(part) && (0..src.parts.len() as u32).all(|p| p == part || !of_part(p)),
+    }
+}
+
+/// Where a joined row of `src` holds the target's RID and the source's mark.
+fn marks(src: &Source) -> (usize, usize) {
+    let at = |name: &str| src.rowset.columns.iter().position(|c| c.0 == name);
+    let rid_at = at(RID_COLUMN).expect("the target's leaf gives RIDs");
+    (rid_at, at(SOURCE_MARK).expect("the marked source"))
+}
+
+/// MERGE's TOP (step 3): how many of the qualifying joined rows (those a clause takes)
+/// are acted on; the rest are neither written nor counted by 8672's check.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Limit {
+    /// No TOP: every qualifying row.
+    All,
+    /// TOP (n): the first n qualifying rows the join gives.
+    Rows(u64),
+    /// TOP (p) PERCENT: the first ceil(p% of all qualifying rows), 0 <= p <= 100.
+    Percent(f64),
+}
+
+impl Limit {
+    /// True when the join pass may stop reading: TOP (n)'s n rows have qualified.
+    fn reached(self, qualified: u64) -> bool {
+        matches!(self, Limit::Rows(n) if qualified >= n)
+    }
+
+    /// How many of `qualified` rows TOP PERCENT keeps (a fraction of a row rounds up).
+    fn share_of(self, qualified: u64) -> u64 {
+        let Limit::Percent(p) = self else {
+            return qualified;
+        };
+        assert!((0.0..=100.0).contains(&p), "checked by merge_limit");
+        let kept = (qualified as f64 * p / 100.0).ceil() as u64;
+        assert!(kept <= qualified);
+        kept
     }
 }
 

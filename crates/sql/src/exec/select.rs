@@ -657,7 +657,7 @@ impl Session {
             // The JSON functions' types are SQL Server's whatever the value (json.rs).
             Expr::Function { name, args, .. }
                 if name.parts.len() == 1
-                    && ["ISJSON", "JSON_VALUE", "JSON_QUERY"]
+                    && ["ISJSON", "JSON_VALUE", "JSON_QUERY", "JSON_MODIFY"]
                         .iter()
                         .any(|f| name.name().eq_ignore_ascii_case(f)) =>
             {
