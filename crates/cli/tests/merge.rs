@@ -367,8 +367,8 @@ fn errors_and_rollback_undo_the_whole_merge() {
     assert_checkdb_clean(&mut c, "mg", "after the failed MERGEs");
 }
 
-/// The clause rules with SQL Server's numbers (10710, 10711, 10713, 10714, 10709; 5332 and
-/// 5333 for a side a NOT MATCHED clause has no row of), the
+/// The clause rules with SQL Server's numbers (10710, 10711, 10713, 10714, 10709; 5333 and
+/// 5334 for a side a NOT MATCHED clause has no row of), the
 /// errors of UPDATE and INSERT (207, 4104, 8102, 109, 110, 213, 1013), and what is not
 /// built refused with 40517 (a query hint SELECT refuses, SET ROWCOUNT, a join as the source, a source's
 /// columns in OUTPUT, a system view as the target, $action outside MERGE); each changes
@@ -400,10 +400,10 @@ fn clause_rules_and_refusals() {
             "MERGE t USING (VALUES (1, 2), (3)) AS s (id, v) ON t.id = s.id WHEN MATCHED THEN DELETE;".into(),
             10709,
         ),
-        (format!("{m} WHEN NOT MATCHED THEN INSERT VALUES (t.id, 1);"), 5332),
-        (format!("{m} WHEN NOT MATCHED AND t.v = 1 THEN INSERT VALUES (2, 1);"), 5332),
-        (format!("{m} WHEN NOT MATCHED BY SOURCE AND s.v = 1 THEN DELETE;"), 5333),
-        (format!("{m} WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = s.v;"), 5333),
+        (format!("{m} WHEN NOT MATCHED THEN INSERT VALUES (t.id, 1);"), 5333),
+        (format!("{m} WHEN NOT MATCHED AND t.v = 1 THEN INSERT VALUES (2, 1);"), 5333),
+        (format!("{m} WHEN NOT MATCHED BY SOURCE AND s.v = 1 THEN DELETE;"), 5334),
+        (format!("{m} WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = s.v;"), 5334),
         (format!("{m} WHEN MATCHED THEN UPDATE SET nope = 1;"), 207),
         (format!("{m} WHEN MATCHED THEN UPDATE SET x.v = 1;"), 4104),
         (format!("{m} WHEN NOT MATCHED THEN INSERT (id) VALUES (1, 2);"), 110),

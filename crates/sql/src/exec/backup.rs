@@ -616,7 +616,7 @@ fn storage_msg(e: &StorageError) -> SqlError {
         StorageError::RestoreKind {
             path, created_by, ..
         } => msg(3135, &[path, created_by]),
-        StorageError::LogBackupSimple(_) => msg(4208, &[]),
+        StorageError::LogBackupSimple(_) => msg(4208, &[&"BACKUP LOG"]),
         StorageError::RestoreSystemDatabase(_) => msg(3108, &[]),
         StorageError::NoCurrentBackup(_) => msg(4214, &[]),
         StorageError::NoDifferentialBase(database) => msg(3035, &[database]),

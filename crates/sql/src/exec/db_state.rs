@@ -99,7 +99,7 @@ impl Session {
         }
         match inst.unopened_state(&real_name) {
             Some(UnopenedState::Restoring) => {
-                return Err(failed(msg(5052, &[&"RESTORING"])));
+                return Err(failed(msg(5052, &[&"ALTER DATABASE", &"RESTORING"])));
             }
             Some(UnopenedState::Recovering) => {
                 return Err(failed(msg(5061, &[&real_name])));

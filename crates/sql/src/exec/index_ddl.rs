@@ -202,7 +202,7 @@ fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexD
     for k in &c.columns {
         let col = column(&k.name)?;
         if seen.contains(&col.column_id) {
-            return Err(vec![msg(1909, &[&col.name])]);
+            return Err(vec![msg(1909, &[&"index", &col.name])]);
         }
         if !is_key_type(col) {
             return Err(vec![msg(1919, &[&col.name, &t.two_part()])]);
@@ -215,7 +215,14 @@ fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexD
         let n = key.len();
         return Err(vec![msg(
             1904,
-            &[&c.name, &t.two_part(), &n, &MAX_KEY_COLUMNS],
+            &[
+                &"index",
+                &c.name,
+                &t.two_part(),
+                &n,
+                &"index",
+                &MAX_KEY_COLUMNS,
+            ],
         )]);
     }
     if key_bytes > MAX_KEY_BYTES {
@@ -225,7 +232,7 @@ fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexD
     for name in &c.include {
         let col = column(name)?;
         if seen.contains(&col.column_id) {
-            return Err(vec![msg(1909, &[&col.name])]);
+            return Err(vec![msg(1909, &[&"index", &col.name])]);
         }
         if col.max_length < 0 {
             return Err(vec![not_yet("INCLUDE of a MAX column")]);
@@ -387,7 +394,7 @@ fn unique_key(entry: &TableEntry, name: &str, names: &[&str]) -> Result<Vec<u16>
             .find(|x| x.name.eq_ignore_ascii_case(n))
             .ok_or_else(|| msg(1911, &[n]))?;
         if key.contains(&col.column_id) {
-            return Err(msg(1909, &[&col.name]));
+            return Err(msg(1909, &[&"index", &col.name]));
         }
         if !is_key_type(col) {
             return Err(msg(1919, &[&col.name, &format!("dbo.{}", entry.name)]));
@@ -397,7 +404,10 @@ fn unique_key(entry: &TableEntry, name: &str, names: &[&str]) -> Result<Vec<u16>
     }
     if key.len() > MAX_KEY_COLUMNS {
         let t = format!("dbo.{}", entry.name);
-        return Err(msg(1904, &[&name, &t, &key.len(), &MAX_KEY_COLUMNS]));
+        return Err(msg(
+            1904,
+            &[&"index", &name, &t, &key.len(), &"index", &MAX_KEY_COLUMNS],
+        ));
     }
     if bytes > MAX_KEY_BYTES {
         return Err(msg(1944, &[&name, &bytes, &MAX_KEY_BYTES]));

@@ -15,7 +15,7 @@
 //!    spool of the source), the second keeping only the rows no source row matched: a
 //!    FULL JOIN would be a nested loop of every target row with every source row.
 //!    Before any row is read, a NOT MATCHED clause naming the side it has no row of is
-//!    refused (5332 the target's in WHEN NOT MATCHED, 5333 the source's in BY SOURCE).
+//!    refused (5333 the target's in WHEN NOT MATCHED, 5334 the source's in BY SOURCE).
 //! 3. Each joined row goes to the first clause of its kind (matched: both sides; not
 //!    matched by target: no RID; not matched by source: no mark) whose AND holds, and its
 //!    action's values are computed over the joined row. Updates and deletes go to a
@@ -581,8 +581,8 @@ impl Session {
     }
 }
 
-/// The side a NOT MATCHED clause may not name (its rows have none): 5332 for the target
-/// in a WHEN NOT MATCHED [BY TARGET] clause, 5333 for the source in a BY SOURCE one. A
+/// The side a NOT MATCHED clause may not name (its rows have none): 5333 for the target
+/// in a WHEN NOT MATCHED [BY TARGET] clause, 5334 for the source in a BY SOURCE one. A
 /// column belongs to a side by its qualifier, or unqualified by the side whose column
 /// it names (`parts`: the target's and the source's part in `src`). Subqueries are not
 /// looked into.
@@ -594,8 +594,8 @@ fn check_clause_scope(
     for c in clauses {
         let (banned, number) = match c.when {
             MergeWhen::Matched => continue,
-            MergeWhen::NotMatchedByTarget => (target, 5332),
-            MergeWhen::NotMatchedBySource => (source, 5333),
+            MergeWhen::NotMatchedByTarget => (target, 5333),
+            MergeWhen::NotMatchedBySource => (source, 5334),
         };
         let mut exprs: Vec<&Expr> = c.condition.iter().collect();
         match &c.action {
