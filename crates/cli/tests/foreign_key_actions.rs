@@ -595,3 +595,44 @@ fn concurrent_alters_cannot_close_a_cascade_cycle() {
         ["2"]
     );
 }
+
+/// A cascade's child resolved while an ALTER TABLE ... ADD CHECK held it (Sch-M, its WITH
+/// CHECK scan kept waiting by a writer's open transaction in the child): the SET NULL the
+/// cascade makes is checked against the new constraint, so the DELETE gets 547 and
+/// changes nothing (check_constraints.rs invariant 5; it used to be refused with 40517).
+#[test]
+fn a_cascade_meets_a_constraint_added_while_it_waited() {
+    let (s, mut c) = start_in_database(
+        "fka-check-race",
+        "fkcheck",
+        "CREATE TABLE p (id INT PRIMARY KEY); \
+         CREATE TABLE k (id INT PRIMARY KEY, pid INT REFERENCES p (id) ON DELETE SET NULL); \
+         INSERT INTO p VALUES (1), (2); INSERT INTO k VALUES (10, 1), (11, 2)",
+    );
+    let mut writer = s.connect_to(Some("fkcheck"));
+    run(&mut writer, "BEGIN TRAN; INSERT INTO k VALUES (12, 2)");
+    let addr = s.addr.clone();
+    let alter = thread::spawn(move || {
+        let mut b = connect_at(&addr, Some("fkcheck"), 60).unwrap();
+        numbers(
+            &mut b,
+            "ALTER TABLE k ADD CONSTRAINT CK_pid CHECK (pid IS NOT NULL)",
+        )
+    });
+    thread::sleep(std::time::Duration::from_millis(300));
+    let addr = s.addr.clone();
+    let deleter = thread::spawn(move || {
+        let mut b = connect_at(&addr, Some("fkcheck"), 60).unwrap();
+        numbers(&mut b, "DELETE FROM p WHERE id = 1")
+    });
+    thread::sleep(std::time::Duration::from_millis(300));
+    run(&mut writer, "COMMIT");
+    assert_eq!(alter.join().unwrap(), Vec::<i32>::new());
+    assert_eq!(deleter.join().unwrap(), [547]);
+    assert_eq!(table(&mut c, "SELECT COUNT(*) FROM p"), ["2"]);
+    assert_eq!(
+        table(&mut c, "SELECT COUNT(*) FROM k WHERE pid IS NULL"),
+        ["0"]
+    );
+    assert_checkdb_clean(&mut c, "fkcheck", "after the refused cascade");
+}

@@ -406,7 +406,13 @@ impl Session {
             WriteLock::Take(hints) => {
                 taken = self.row_locking(t, true, hints)?;
                 taken.table_intent()?;
-                self.checks_unchanged(t)?;
+                if !self.checks_unchanged(t) {
+                    // Resolved before this lock: only a caller that held none gets here.
+                    return Err(vec![not_yet(
+                        "CHECK or FOREIGN KEY constraints changed by another session \
+                         between a statement's start and its first write (run it again)",
+                    )]);
+                }
                 &taken
             }
         };
@@ -673,7 +679,7 @@ impl Session {
     /// UPDATE's write phase: each change of `changes` (`[rid, old values..., new
     /// values...]`) made in the statement's transaction, `SPOOL_WINDOW` at a time, and
     /// pushed into `output` once made. The caller has met check_constraints.rs invariant 5
-    /// (`write_target`, or `checks_unchanged` holding `locking`'s table lock).
+    /// (its table resolved under `locking`'s table lock).
     pub(super) fn write_updates(
         &mut self,
         t: &TableRef,

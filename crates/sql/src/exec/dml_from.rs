@@ -273,7 +273,7 @@ impl Session {
         loop {
             let ft = self.dml_target(target, hints, (from, filter), "UPDATE")?;
             self.row_locking(&ft.table, true, &ft.hints)?;
-            if self.checks_unchanged(&ft.table).is_ok() {
+            if self.checks_unchanged(&ft.table) {
                 return Ok(ft);
             }
         }

@@ -468,7 +468,9 @@ impl Writer {
 pub(super) enum WriteLock<'a> {
     /// `write_target` took them and met invariant 5; nothing ran statements since.
     Held(&'a RowLocking),
-    /// Taken here with these table hints, then invariant 5 checked (`checks_unchanged`).
+    /// Taken here with these table hints; a table whose constraints changed before is
+    /// refused (40517). SELECT INTO's new table, OUTPUT INTO's, MERGE's inserts (its
+    /// target locked by `merge_target` already).
     Take(&'a [String]),
 }
 

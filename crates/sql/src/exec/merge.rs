@@ -280,7 +280,7 @@ impl Session {
         loop {
             let t = self.merge_target_once(m)?;
             self.row_locking(&t, true, &m.hints)?;
-            if self.checks_unchanged(&t).is_ok() {
+            if self.checks_unchanged(&t) {
                 return Ok(t);
             }
         }

@@ -223,8 +223,27 @@ fn position(t: &TableEntry, column_id: u16) -> usize {
 }
 
 impl Session {
-    /// The event's cascades of `t`'s referrers (invariant 1: none is `t` itself).
+    /// The event's cascades of `t`'s referrers (invariant 1: none is `t` itself), each
+    /// child under the lock the statement keeps on it, and all found again when a child's
+    /// constraints changed before its lock was granted (check_constraints.rs invariant 5):
+    /// the rows a cascade changes meet the constraints no ALTER can change until the
+    /// statement ends.
     fn cascades(&mut self, t: &TableRef, delete: bool) -> Result<Vec<Cascade>, Vec<SqlError>> {
+        loop {
+            let found = self.cascades_once(t, delete)?;
+            let mut unchanged = true;
+            for c in &found {
+                self.row_locking(&c.child, true, &[])?;
+                unchanged &= self.checks_unchanged(&c.child);
+            }
+            if unchanged {
+                return Ok(found);
+            }
+        }
+    }
+
+    /// `cascades`' resolution, before any lock.
+    fn cascades_once(&mut self, t: &TableRef, delete: bool) -> Result<Vec<Cascade>, Vec<SqlError>> {
         let found: Vec<Referrer> = {
             let d = t.db.read().unwrap();
             let acting = referrers(&d, t.entry.object_id)
@@ -433,7 +452,6 @@ impl Session {
                 self.note_update(child, Some(changes.set_columns()));
                 let moves = changes.moves_unique_keys();
                 let (rows, _) = (*changes).finish(child)?;
-                self.checks_unchanged(child)?;
                 self.write_updates(child, (rows, moves), &p.locking, None)
             }
         }
