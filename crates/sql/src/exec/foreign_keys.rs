@@ -877,6 +877,7 @@ impl Session {
                 db_name: t.db_name.clone(),
                 entry: Arc::new(entry),
                 types: t.types.clone(),
+                layouts: t.layouts.clone(),
                 io: Default::default(),
                 variable: None,
                 usage: None,

@@ -1,7 +1,7 @@
-//! A session's resolved tables: the catalog entry and column types a name resolved to,
-//! kept with the number of the catalog state they were read from
+//! A session's resolved tables: the catalog entry, column types and column layouts a name
+//! resolved to, kept with the number of the catalog state they were read from
 //! (`Database::catalog_version`), so a statement run again resolves its table without
-//! copying the entry and decoding its columns' types each time.
+//! copying the entry and decoding its columns' types and layouts each time.
 //!
 //! Invariants:
 //! 1. An entry is used only while its database's catalog is in the very state it was read
@@ -21,6 +21,8 @@ use std::sync::Arc;
 
 use extentdb_format::catalog::TableEntry;
 
+use extentdb_format::record::ColumnLayout;
+
 use crate::types::SqlType;
 
 /// Tables kept per session (invariant 3).
@@ -31,6 +33,8 @@ pub(super) const MAX_TABLES: usize = 32;
 pub(super) struct Resolved {
     pub entry: Arc<TableEntry>,
     pub types: Arc<[SqlType]>,
+    /// How each column of `entry` is stored (storage's `layouts`).
+    pub layouts: Arc<[ColumnLayout]>,
     pub db_name: Arc<str>,
 }
 
@@ -130,6 +134,7 @@ mod tests {
                 foreign_keys: Vec::new(),
             }),
             types: Arc::from(Vec::new()),
+            layouts: Arc::from(Vec::new()),
             db_name: Arc::from("d"),
         }
     }

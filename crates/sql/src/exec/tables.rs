@@ -12,7 +12,7 @@ use extentdb_storage::scan::{KeyRange, PageReads, ScanOrigin, ScanPosition, Stor
 use extentdb_storage::SharedDatabase;
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
-use extentdb_format::record;
+use extentdb_format::record::{self, ColumnLayout};
 use extentdb_storage::table::{layouts, Rid};
 use extentdb_storage::Database;
 
@@ -32,6 +32,9 @@ pub(super) struct TableRef {
     /// Shared with the session's resolved tables (`table_cache.rs`), not copied.
     pub entry: Arc<TableEntry>,
     pub types: Arc<[SqlType]>,
+    /// How each column is stored (`layouts(&entry)`), made once with `types` when the
+    /// entry is resolved, not for every row decoded or encoded.
+    pub layouts: Arc<[ColumnLayout]>,
     /// What the statement's reads of the table cost so far (SET STATISTICS IO).
     pub io: Cell<TableIo>,
     /// A table variable's `@name`, as SQL Server's messages name it (`dbo.@t` in 2627,
@@ -174,8 +177,8 @@ impl TableRef {
     }
 
     pub fn decode(&self, rec: &[u8]) -> Result<Vec<Value>, Vec<SqlError>> {
-        let lay = layouts(&self.entry);
-        let cols = record::decode(&lay, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
+        debug_assert_eq!(*self.layouts, layouts(&self.entry)[..]);
+        let cols = record::decode(&self.layouts, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
         cols.iter()
             .zip(self.types.iter())
             .map(|(b, t)| rowcodec::decode(*t, *b).map_err(|e| vec![corrupt(&e)]))
@@ -189,7 +192,7 @@ impl TableRef {
             bytes.push(rowcodec::encode(*t, v).map_err(|e| vec![e])?);
         }
         let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_deref()).collect();
-        record::encode(&layouts(&self.entry), &refs).map_err(|e| vec![corrupt(&e.to_string())])
+        record::encode(&self.layouts, &refs).map_err(|e| vec![corrupt(&e.to_string())])
     }
 }
 
@@ -581,6 +584,7 @@ fn resolve(t: &TableEntry, db_name: &str) -> Result<super::table_cache::Resolved
     Ok(super::table_cache::Resolved {
         entry: Arc::new(t.clone()),
         types: types.into(),
+        layouts: layouts(t).into(),
         db_name: db_name.into(),
     })
 }
@@ -683,6 +687,7 @@ impl Session {
             db_name: resolved.db_name,
             entry: resolved.entry,
             types: resolved.types,
+            layouts: resolved.layouts,
             io: Cell::new(TableIo::default()),
             variable,
             usage: self.uses_for_resolved(),
