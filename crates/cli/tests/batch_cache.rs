@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::tds::{int, ok, rows, run, Server};
+use common::tds::{int, numbers, ok, rows, run, Server};
 use extentdb_sql::types::{SqlType, Value};
 use extentdb_tds::client::{Client, Response};
 
@@ -175,4 +175,70 @@ fn same_text_in_another_database() {
     );
     run(&mut a, "USE master");
     assert_eq!(error_numbers(&exec(&mut a, text, 1)), vec![208]);
+}
+
+/// The key information a session's thread keeps for a tree (storage's `KeptKeyInfos`)
+/// follows the table's shape: a table whose clustered key changes type, width and columns
+/// (dropped and made again by another session, and a #temporary table made again by the
+/// same one) is sought, updated by key and refused a duplicate key (2627) by the sessions
+/// that sought its earlier shape, each answer the new shape's.
+#[test]
+fn clustered_key_change_between_seeks() {
+    let s = Server::start("batch-cache-key", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    // Columns, the seek's predicate, the table's two rows, then a duplicate of the first.
+    let shapes = [
+        (
+            "k INT NOT NULL PRIMARY KEY, v INT NOT NULL",
+            "k = 2",
+            "(2, 20), (3, 30)",
+            "(2, 1)",
+        ),
+        (
+            "v INT NOT NULL, k VARCHAR(10) NOT NULL PRIMARY KEY",
+            "k = '2'",
+            "(20, '2'), (30, '3')",
+            "(1, '2')",
+        ),
+        (
+            "j BIGINT NOT NULL, k SMALLINT NOT NULL, v INT NOT NULL, PRIMARY KEY (k, j)",
+            "j = 5000000000 AND k = 2",
+            "(5000000000, 2, 20), (1, 2, 30)",
+            "(5000000000, 2, 1)",
+        ),
+    ];
+    for (columns, key, two, dup) in shapes {
+        for t in ["t", "#t"] {
+            let owner = if t == "t" { &mut b } else { &mut a };
+            run(
+                owner,
+                &format!("IF OBJECT_ID('{t}') IS NOT NULL DROP TABLE {t}"),
+            );
+            run(owner, &format!("CREATE TABLE {t} ({columns})"));
+            run(owner, &format!("INSERT INTO {t} VALUES {two}"));
+            let users = if t == "t" {
+                vec![&mut a, &mut b]
+            } else {
+                vec![&mut a]
+            };
+            for c in users {
+                let seek = format!("SELECT v FROM {t} WHERE {key}");
+                assert_eq!(
+                    rows(&run(c, &seek)),
+                    vec![vec![Value::Int(20)]],
+                    "{t} ({columns})"
+                );
+                run(c, &format!("UPDATE {t} SET v = v + 1 WHERE {key}"));
+                assert_eq!(
+                    rows(&run(c, &seek)),
+                    vec![vec![Value::Int(21)]],
+                    "{t} ({columns})"
+                );
+                run(c, &format!("UPDATE {t} SET v = v - 1 WHERE {key}"));
+                let insert = format!("INSERT INTO {t} VALUES {dup}");
+                assert_eq!(numbers(c, &insert), vec![2627], "{t} ({columns})");
+            }
+        }
+    }
 }
