@@ -438,6 +438,12 @@ fn clause_rules_and_refusals() {
         run(&mut c, "SET ROWCOUNT 0");
     }
     assert_eq!(errors(&mut c, &cases[0].0)[0], (10713, 15, 1));
+    // 5333 / 5334: state 2 for a qualified name, 1 for a bare one.
+    let qualified = format!("{m} WHEN NOT MATCHED THEN INSERT VALUES (t.id, 1);");
+    assert_eq!(errors(&mut c, &qualified), [(5333, 16, 2)]);
+    let bare = "MERGE t USING (VALUES (1)) AS s (id) ON t.id = s.id \
+                WHEN NOT MATCHED AND v = 1 THEN INSERT VALUES (2, 1);";
+    assert_eq!(errors(&mut c, bare), [(5333, 16, 1)]);
     assert_eq!(table(&mut c, "SELECT id, v FROM t"), strs(&["1,1"]));
     assert_eq!(table(&mut c, "SELECT COUNT(*) FROM u"), strs(&["0"]));
 }

@@ -585,7 +585,7 @@ impl Session {
 /// in a WHEN NOT MATCHED [BY TARGET] clause, 5334 for the source in a BY SOURCE one. A
 /// column belongs to a side by its qualifier, or unqualified by the side whose column
 /// it names (`parts`: the target's and the source's part in `src`). Subqueries are not
-/// looked into.
+/// looked into. The state is 2 for a qualified name, 1 for a bare one.
 fn check_clause_scope(
     clauses: &[MergeClause],
     src: &Source,
@@ -609,12 +609,13 @@ fn check_clause_scope(
         for e in exprs {
             super::dml_output::visit_columns(e, &mut |col| {
                 if bad.is_none() && names_part(src, col, banned) {
-                    bad = Some(col.joined());
+                    bad = Some((col.joined(), col.parts.len()));
                 }
             });
         }
-        if let Some(name) = bad {
-            return Err(msg(number, &[&name]));
+        // State 2 for a qualified name, 1 for a bare one, as SQL Server raises them.
+        if let Some((name, parts)) = bad {
+            return Err(msg(number, &[&name]).with_state(if parts > 1 { 2 } else { 1 }));
         }
     }
     Ok(())
