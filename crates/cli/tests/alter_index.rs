@@ -368,16 +368,29 @@ fn kill_9_during_rebuild_leaves_one_whole_index() {
          CREATE INDEX big_k ON big (k) INCLUDE (pad)",
     );
     fill_scattered(&mut c, "big", 40000);
-    // Early in the copy (the rebuild takes about 1.4 s here), then late in it or at its
-    // commit, whichever the second kill meets.
+    // One rebuild timed whole, then kills at a quarter of that time (early in the copy)
+    // and at three quarters (late in it or at its commit, whichever the kill meets): the
+    // delays follow this machine's speed instead of a figure measured on another.
+    let started = std::time::Instant::now();
+    run(&mut c, "ALTER INDEX big_k ON big REBUILD");
+    let whole = started.elapsed().as_millis() as u64;
+    eprintln!("a whole rebuild took {whole} ms");
+    assert!(
+        whole >= 40,
+        "a rebuild of {whole} ms leaves no time to kill in: make the index bigger"
+    );
     let mut s = s;
-    for (delay_ms, must_interrupt) in [(400, true), (1100, false)] {
+    for (delay_ms, must_interrupt) in [(whole / 4, true), (whole * 3 / 4, false)] {
         let addr = s.addr.clone();
+        let (connected, ready) = std::sync::mpsc::channel();
         let rebuild = thread::spawn(move || {
             let mut c = connect_at(&addr, Some("k9"), 120).unwrap();
+            connected.send(()).unwrap();
             let done = c.batch("ALTER INDEX big_k ON big REBUILD");
             done.is_ok_and(|r| r.errors().next().is_none())
         });
+        // The delay counts from the request, not from the login before it.
+        ready.recv().unwrap();
         thread::sleep(Duration::from_millis(delay_ms));
         s = restart(s);
         let finished = rebuild.join().unwrap();
