@@ -727,3 +727,33 @@ fn computed_columns_are_typed_to_fit_every_value() {
         1200
     );
 }
+
+/// OPTION (...) on UPDATE and DELETE, with and without FROM: the hints SELECT takes
+/// (MAXDOP, RECOMPILE, MAXRECURSION) run the statement; any other is refused (40517) and
+/// changes nothing. Both used to be a syntax error (102).
+#[test]
+fn update_and_delete_take_selects_query_hints() {
+    let (_s, mut c) = setup("dml-option");
+    let cases = [
+        "UPDATE o SET amt = amt + 1 WHERE cid = 1 OPTION (MAXDOP 1)",
+        "UPDATE o SET amt = amt + 1 FROM o JOIN c ON o.cid = c.cid \
+         WHERE c.name = 'bob' OPTION (RECOMPILE, MAXDOP 2)",
+        "DELETE FROM o WHERE oid = 13 OPTION (RECOMPILE)",
+        "DELETE o FROM o JOIN c ON o.cid = c.cid WHERE c.name = 'ann' AND o.amt = 8 \
+         OPTION (MAXRECURSION 10)",
+    ];
+    for sql in cases {
+        assert_eq!(numbers(&mut c, sql), Vec::<i32>::new(), "{sql}");
+    }
+    let rows = ["10,1,6", "12,2,10"];
+    assert_eq!(table(&mut c, "SELECT oid, cid, amt FROM o ORDER BY oid"), rows);
+    for sql in [
+        "UPDATE o SET amt = 0 OPTION (HASH JOIN)",
+        "UPDATE o SET amt = 0 FROM o JOIN c ON o.cid = c.cid OPTION (FORCE ORDER)",
+        "DELETE FROM o OPTION (LOOP JOIN)",
+        "DELETE o FROM o JOIN c ON o.cid = c.cid OPTION (OPTIMIZE FOR UNKNOWN)",
+    ] {
+        assert_eq!(numbers(&mut c, sql), [40517], "{sql}");
+    }
+    assert_eq!(table(&mut c, "SELECT oid, cid, amt FROM o ORDER BY oid"), rows);
+}

@@ -1071,6 +1071,8 @@ pub struct Update {
     pub output: Option<OutputClause>,
     pub from: Vec<TableSource>,
     pub where_clause: Option<Expr>,
+    /// `OPTION (...)`'s query hints, upper-cased as a SELECT's are.
+    pub options: Vec<String>,
 }
 
 /// `[WITH ctes] MERGE [TOP (n) [PERCENT]] [INTO] target [WITH (hints)] [[AS] alias] USING
@@ -1161,6 +1163,8 @@ pub struct Delete {
     pub output: Option<OutputClause>,
     pub from: Vec<TableSource>,
     pub where_clause: Option<Expr>,
+    /// `OPTION (...)`'s query hints, upper-cased as a SELECT's are.
+    pub options: Vec<String>,
 }
 
 // ----------------------------------------------------------------------------------------

@@ -3495,6 +3495,7 @@ impl Parser {
             output,
             from,
             where_clause,
+            options: self.query_options()?,
         })
     }
 
@@ -3575,7 +3576,17 @@ impl Parser {
             output,
             from,
             where_clause,
+            options: self.query_options()?,
         })
+    }
+
+    /// A statement's `OPTION (hint, ...)`, if it has one (UPDATE, DELETE).
+    fn query_options(&mut self) -> PResult<Vec<String>> {
+        if !(self.check_word("OPTION") && self.check_symbol_at(1, "(")) {
+            return Ok(Vec::new());
+        }
+        self.pos += 1;
+        self.hint_list()
     }
 }
 

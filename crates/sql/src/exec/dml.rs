@@ -630,6 +630,7 @@ impl Session {
     }
 
     pub(super) fn update(&mut self, u: &Update, out: &mut Out) -> Result<(), Vec<SqlError>> {
+        super::select::refuse_unbuilt_hints(&u.options)?;
         if !u.from.is_empty() {
             return self.update_from(u, out);
         }
@@ -892,6 +893,7 @@ impl Session {
     }
 
     pub(super) fn delete(&mut self, d: &Delete, out: &mut Out) -> Result<(), Vec<SqlError>> {
+        super::select::refuse_unbuilt_hints(&d.options)?;
         if !d.from.is_empty() {
             return self.delete_from(d, out);
         }

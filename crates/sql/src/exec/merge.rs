@@ -156,6 +156,7 @@ fn as_update(m: &Merge, assignments: &[crate::ast::Assignment]) -> Update {
         output: None,
         from: Vec::new(),
         where_clause: None,
+        options: Vec::new(),
     }
 }
 

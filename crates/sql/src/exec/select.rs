@@ -226,18 +226,25 @@ pub(super) fn widened(t: SqlType) -> SqlType {
 /// hints are accepted only where extentdb always does what they ask: MAXDOP (a query runs on
 /// one thread), RECOMPILE (no plan is cached) and MAXRECURSION (cte.rs).
 pub(super) fn refuse_unbuilt(q: &Query) -> Result<(), Vec<SqlError>> {
-    let refuse = |what: &str| Err(vec![not_yet(what)]);
-    if let Some(h) = q.hints.iter().find(|h| {
-        !(h.starts_with("MAXDOP") || h.starts_with("MAXRECURSION") || h.as_str() == "RECOMPILE")
-    }) {
-        return refuse(&format!("the query hint OPTION ({h})"));
-    }
+    refuse_unbuilt_hints(&q.hints)?;
     if let QueryBody::Select(s) = &q.body {
         if s.into.is_some() {
-            return refuse("SELECT ... INTO");
+            return Err(vec![not_yet("SELECT ... INTO")]);
         }
     }
     Ok(())
+}
+
+/// A statement's OPTION (...) hints (a query's, UPDATE's, DELETE's, MERGE's): MAXDOP (the
+/// statement runs on one thread), RECOMPILE (no plan is cached) and MAXRECURSION (cte.rs)
+/// are built; any other is refused (40517).
+pub(super) fn refuse_unbuilt_hints(hints: &[String]) -> Result<(), Vec<SqlError>> {
+    match hints.iter().find(|h| {
+        !(h.starts_with("MAXDOP") || h.starts_with("MAXRECURSION") || h.as_str() == "RECOMPILE")
+    }) {
+        Some(h) => Err(vec![not_yet(&format!("the query hint OPTION ({h})"))]),
+        None => Ok(()),
+    }
 }
 
 /// Rows equal for DISTINCT and GROUP BY: NULLs equal each other.
