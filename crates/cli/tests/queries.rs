@@ -746,7 +746,10 @@ fn update_and_delete_take_selects_query_hints() {
         assert_eq!(numbers(&mut c, sql), Vec::<i32>::new(), "{sql}");
     }
     let rows = ["10,1,6", "12,2,10"];
-    assert_eq!(table(&mut c, "SELECT oid, cid, amt FROM o ORDER BY oid"), rows);
+    assert_eq!(
+        table(&mut c, "SELECT oid, cid, amt FROM o ORDER BY oid"),
+        rows
+    );
     for sql in [
         "UPDATE o SET amt = 0 OPTION (HASH JOIN)",
         "UPDATE o SET amt = 0 FROM o JOIN c ON o.cid = c.cid OPTION (FORCE ORDER)",
@@ -755,5 +758,8 @@ fn update_and_delete_take_selects_query_hints() {
     ] {
         assert_eq!(numbers(&mut c, sql), [40517], "{sql}");
     }
-    assert_eq!(table(&mut c, "SELECT oid, cid, amt FROM o ORDER BY oid"), rows);
+    assert_eq!(
+        table(&mut c, "SELECT oid, cid, amt FROM o ORDER BY oid"),
+        rows
+    );
 }
