@@ -227,17 +227,23 @@ impl Session {
     /// child under the lock the statement keeps on it, and all found again when a child's
     /// constraints changed before its lock was granted (check_constraints.rs invariant 5):
     /// the rows a cascade changes meet the constraints no ALTER can change until the
-    /// statement ends.
-    fn cascades(&mut self, t: &TableRef, delete: bool) -> Result<Vec<Cascade>, Vec<SqlError>> {
+    /// statement ends. Each comes with the locking its writes use.
+    fn cascades(
+        &mut self,
+        t: &TableRef,
+        delete: bool,
+    ) -> Result<Vec<(Cascade, RowLocking)>, Vec<SqlError>> {
         loop {
             let found = self.cascades_once(t, delete)?;
+            let mut locked = Vec::with_capacity(found.len());
             let mut unchanged = true;
-            for c in &found {
-                self.row_locking(&c.child, true, &[])?;
+            for c in found {
+                let locking = self.row_locking(&c.child, true, &[])?;
                 unchanged &= self.checks_unchanged(&c.child);
+                locked.push((c, locking));
             }
             if unchanged {
-                return Ok(found);
+                return Ok(locked);
             }
         }
     }
@@ -313,7 +319,7 @@ impl Session {
     fn act(
         &mut self,
         t: &TableRef,
-        cascades: Vec<Cascade>,
+        cascades: Vec<(Cascade, RowLocking)>,
         mut rows: SortedRows,
         delete: bool,
     ) -> Result<(), Vec<SqlError>> {
@@ -343,8 +349,11 @@ impl Session {
         Ok(())
     }
 
-    fn pending(&mut self, c: Cascade, delete: bool) -> Result<Pending, Vec<SqlError>> {
-        let locking = self.row_locking(&c.child, true, &[])?;
+    fn pending(
+        &mut self,
+        (c, locking): (Cascade, RowLocking),
+        delete: bool,
+    ) -> Result<Pending, Vec<SqlError>> {
         let dir = self.spill_dir();
         let work = match (delete, c.action) {
             (true, ReferentialAction::Cascade) => {
