@@ -140,6 +140,33 @@ fn create_and_drop_with_sql_servers_messages() {
 /// any session, NULL included once; a statement that fails leaves none of its rows in the
 /// table or the index; four sessions inserting overlapping keys at once leave each key
 /// exactly once.
+/// An index's name is unique in its table, not in its schema (sys.indexes): two tables
+/// may each have an index `ix`, and an index may bear a table's name; CHECKDB's catalog
+/// check agrees (it reported a duplicate name, Msg 8992 / 3854, before).
+#[test]
+fn index_names_are_unique_per_table() {
+    let (_s, mut c) = start_in_database(
+        "ncix-names",
+        "ixn",
+        "CREATE TABLE a (id INT PRIMARY KEY, v INT); CREATE TABLE b (id INT, v INT); \
+         INSERT INTO a VALUES (1, 1), (2, 2); INSERT INTO b VALUES (1, 1)",
+    );
+    run(
+        &mut c,
+        "CREATE INDEX ix ON a (v); CREATE INDEX ix ON b (v); CREATE INDEX b ON a (v, id)",
+    );
+    assert_eq!(numbers(&mut c, "CREATE INDEX ix ON a (id)"), [1913]);
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT t.name, i.name FROM sys.indexes AS i JOIN sys.tables AS t \
+             ON t.object_id = i.object_id WHERE i.name IN ('ix', 'b') ORDER BY 1, 2"
+        ),
+        ["a,b", "a,ix", "b,ix"]
+    );
+    assert_checkdb_clean(&mut c, "ixn", "two tables' indexes named alike");
+}
+
 #[test]
 fn unique_index_holds_across_sessions() {
     let (s, mut c) = start_in_database(

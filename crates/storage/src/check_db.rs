@@ -1834,6 +1834,27 @@ fn check_tree(
     }
 }
 
+/// Where a catalog entry's name must be unique (`check_catalog`): a table's in its schema
+/// (sys.objects); an index's in its table (sys.indexes: two tables may each have an index
+/// `ix`). An index being built or rebuilt (under a CREATE mark, index.rs invariants 2 and
+/// 5) is a scope of its own: a rebuild's new entry bears the old one's name until its
+/// transaction settles.
+#[derive(PartialEq, Eq, Hash)]
+enum NameScope {
+    Schema(String),
+    Table(u32),
+    Build(u32),
+}
+
+fn catalog_name(t: &TableEntry) -> (NameScope, String) {
+    let scope = match &t.index_of {
+        None => NameScope::Schema(t.schema_name.to_ascii_lowercase()),
+        Some(ix) if crate::index::comparable(t) => NameScope::Table(ix.table_object_id),
+        Some(_) => NameScope::Build(t.object_id),
+    };
+    (scope, t.name.to_ascii_lowercase())
+}
+
 /// DBCC CHECKCATALOG: the catalog's rows agree with each other (Msg 8992 with the inner
 /// message SQL Server uses for that kind of disagreement).
 pub fn check_catalog(src: &CheckSource) -> Vec<Finding> {
@@ -1882,10 +1903,7 @@ pub fn check_catalog(src: &CheckSource) -> Vec<Finding> {
         if !ids.insert(t.object_id) {
             push(3854, format!("Attribute (object_id={}) of row (object_id={}) in sys.objects has a duplicate.", t.object_id, t.object_id));
         }
-        if !names.insert((
-            t.schema_name.to_ascii_lowercase(),
-            t.name.to_ascii_lowercase(),
-        )) {
+        if !names.insert(catalog_name(t)) {
             push(
                 3854,
                 format!(
