@@ -196,6 +196,186 @@ fn rebuild_compacts_and_keeps_every_row() {
     assert!(used > 90.0, "a rebuilt leaf level is full: {used}");
 }
 
+/// Fills clustered table `t` (id, k PRIMARY KEY, pad, n IDENTITY) with `n` rows whose
+/// clustered keys arrive in scattered order, so its leaves split all over; 500 rows a
+/// transaction.
+fn fill_scattered_keys(c: &mut Client, t: &str, n: i64) {
+    run(
+        c,
+        &format!(
+            "SET NOCOUNT ON; DECLARE @i INT = 0; WHILE @i < {n} BEGIN \
+             IF @i % 500 = 0 BEGIN TRAN; \
+             INSERT INTO {t} (id, k, pad) VALUES (@i, (@i * 7919) % 100003, REPLICATE('p', 60)); \
+             SET @i += 1; IF @i % 500 = 0 OR @i = {n} COMMIT; END"
+        ),
+    );
+}
+
+/// The clustered index (the PRIMARY KEY's) rebuilt, by name and through ALL: the table
+/// keeps its object id, rows, nonclustered index, FOREIGN KEYs both ways, CHECK and
+/// IDENTITY; its leaf level is compact and in order afterwards; no allocation unit is
+/// left behind; CHECKDB is clean.
+#[test]
+fn clustered_rebuild_keeps_the_table_and_what_names_it() {
+    let (_s, mut c) = start_in_database(
+        "aix-clustered",
+        "aix",
+        "CREATE TABLE parent (pid INT PRIMARY KEY); INSERT INTO parent VALUES (1); \
+         CREATE TABLE t (id INT NOT NULL CHECK (id >= 0), k INT CONSTRAINT t_pk PRIMARY KEY, \
+         pad VARCHAR(100), n INT IDENTITY(1, 1), p INT NULL REFERENCES parent (pid)); \
+         CREATE INDEX t_id ON t (id); \
+         CREATE TABLE child (cid INT PRIMARY KEY, k INT REFERENCES t (k))",
+    );
+    fill_scattered_keys(&mut c, "t", 6000);
+    run(
+        &mut c,
+        "INSERT INTO child SELECT id, k FROM t WHERE id % 100 = 0; UPDATE t SET p = 1 WHERE id < 10",
+    );
+    let before = leaf_stats(&mut c, "t", 1, "DETAILED");
+    assert_eq!(before.3, 6000);
+    assert!(
+        before.0 > 30.0,
+        "scattered keys fragment the table: {before:?}"
+    );
+    let object_id = value(&mut c, "SELECT OBJECT_ID('t')");
+    let units = "SELECT COUNT(*) FROM sys.allocation_units";
+    let units_before = value(&mut c, units);
+    let catalog = "SELECT name, index_id, type_desc, is_unique, is_primary_key FROM sys.indexes \
+                   WHERE object_id = OBJECT_ID('t') ORDER BY index_id";
+    let indexes_before = table(&mut c, catalog);
+    let probe = "SELECT COUNT(*), SUM(CAST(id AS BIGINT)), SUM(CAST(n AS BIGINT)), \
+                 COUNT(p) FROM t WHERE k BETWEEN 500 AND 40000";
+    let via_index = "SELECT COUNT(*), SUM(CAST(k AS BIGINT)) FROM t WHERE id BETWEEN 100 AND 4000";
+    let (rows_before, index_before) = (table(&mut c, probe), table(&mut c, via_index));
+
+    run(
+        &mut c,
+        "ALTER INDEX t_pk ON dbo.t REBUILD WITH (ONLINE = OFF, MAXDOP = 1)",
+    );
+    let after = leaf_stats(&mut c, "t", 1, "DETAILED");
+    assert_eq!(after.3, 6000);
+    assert!(
+        after.0 < 5.0 && after.0 < before.0 / 4.0,
+        "{before:?} -> {after:?}"
+    );
+    assert!(
+        after.2 < before.2,
+        "a compact leaf level: {before:?} -> {after:?}"
+    );
+    assert_eq!(value(&mut c, "SELECT OBJECT_ID('t')"), object_id);
+    assert_eq!(
+        value(&mut c, units),
+        units_before,
+        "the old tree's unit went"
+    );
+    assert_eq!(table(&mut c, catalog), indexes_before);
+    assert_eq!(table(&mut c, probe), rows_before);
+    assert_eq!(table(&mut c, via_index), index_before);
+    assert_eq!(index_and_table_rows(&mut c, "t", "t_id"), (6000, 6000));
+    assert_checkdb_clean(&mut c, "aix", "after the clustered REBUILD");
+
+    // What names the table's object id still holds: the FOREIGN KEYs both ways, the
+    // CHECK, the key's uniqueness, and the IDENTITY goes on from where it was.
+    run(
+        &mut c,
+        "INSERT INTO t (id, k, pad) VALUES (6000, 100010, 'next')",
+    );
+    assert_eq!(value(&mut c, "SELECT n FROM t WHERE k = 100010"), 6001);
+    let k_of_child = value(&mut c, "SELECT MIN(k) FROM child");
+    for (sql, want) in [
+        ("INSERT INTO child VALUES (-1, 100004)", 547),
+        (&*format!("DELETE FROM t WHERE k = {k_of_child}"), 547),
+        ("UPDATE t SET p = 2 WHERE id = 1", 547),
+        ("INSERT INTO t (id, k) VALUES (-5, 100005)", 547),
+        ("INSERT INTO t (id, k) VALUES (1, 0)", 2627),
+    ] {
+        assert_eq!(numbers(&mut c, sql), [want], "{sql}");
+    }
+
+    // ALL takes the clustered index and the nonclustered one; REORGANIZE is a rebuild.
+    run(
+        &mut c,
+        "ALTER INDEX ALL ON t REBUILD WITH (FILLFACTOR = 100, SORT_IN_TEMPDB = ON)",
+    );
+    run(&mut c, "ALTER INDEX t_pk ON t REORGANIZE");
+    assert_eq!(value(&mut c, units), units_before);
+    assert_eq!(table(&mut c, catalog), indexes_before);
+    assert_eq!(table(&mut c, via_index), index_before);
+    assert_eq!(index_and_table_rows(&mut c, "t", "t_id"), (6001, 6001));
+    assert_eq!(
+        numbers(&mut c, "DELETE FROM t WHERE k = 100010"),
+        Vec::<i32>::new()
+    );
+    assert_eq!(table(&mut c, probe), rows_before);
+    assert!(
+        leaf_space_used(&mut c, "t") > 90.0,
+        "a rebuilt leaf level is full"
+    );
+    assert_checkdb_clean(&mut c, "aix", "after ALL and REORGANIZE");
+}
+
+/// kill -9 while a clustered table's index is being rebuilt, early and late: after
+/// recovery the table holds its old tree or its new one, whole (CHECKDB, its rows and
+/// their sums), no allocation unit is left behind, and it rebuilds again.
+#[test]
+fn kill_9_during_clustered_rebuild_leaves_one_whole_table() {
+    let s = Server::start("aix-kill9-clustered", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE k9c; USE k9c; \
+         CREATE TABLE big (id INT NOT NULL, k INT CONSTRAINT big_pk PRIMARY KEY, \
+         pad VARCHAR(100), n INT IDENTITY); CREATE INDEX big_id ON big (id)",
+    );
+    fill_scattered_keys(&mut c, "big", 40000);
+    let sums = "SELECT COUNT(*), SUM(CAST(id AS BIGINT)), SUM(CAST(k AS BIGINT)) FROM big";
+    let (want, units) = (
+        table(&mut c, sums),
+        value(&mut c, "SELECT COUNT(*) FROM sys.allocation_units"),
+    );
+    let started = std::time::Instant::now();
+    run(&mut c, "ALTER INDEX big_pk ON big REBUILD");
+    let whole = started.elapsed().as_millis() as u64;
+    eprintln!("a whole clustered rebuild took {whole} ms");
+    assert!(
+        whole >= 40,
+        "a rebuild of {whole} ms leaves no time to kill in"
+    );
+    let mut s = s;
+    for (delay_ms, must_interrupt) in [(whole / 4, true), (whole * 3 / 4, false)] {
+        let addr = s.addr.clone();
+        let (connected, ready) = std::sync::mpsc::channel();
+        let rebuild = thread::spawn(move || {
+            let mut c = connect_at(&addr, Some("k9c"), 120).unwrap();
+            connected.send(()).unwrap();
+            let done = c.batch("ALTER INDEX big_pk ON big REBUILD");
+            done.is_ok_and(|r| r.errors().next().is_none())
+        });
+        ready.recv().unwrap();
+        thread::sleep(Duration::from_millis(delay_ms));
+        s = restart(s);
+        let finished = rebuild.join().unwrap();
+        assert!(
+            !(finished && must_interrupt),
+            "the kill came after the rebuild: make the table bigger"
+        );
+        let mut c = s.connect_to(Some("k9c"));
+        let when = format!("after the kill at {delay_ms} ms");
+        assert_checkdb_clean(&mut c, "k9c", &when);
+        assert_eq!(table(&mut c, sums), want, "{when}");
+        assert_eq!(
+            index_and_table_rows(&mut c, "big", "big_id"),
+            (40000, 40000)
+        );
+        let now = value(&mut c, "SELECT COUNT(*) FROM sys.allocation_units");
+        assert_eq!(now, units, "{when}: a tree left behind");
+    }
+    let mut c = s.connect_to(Some("k9c"));
+    run(&mut c, "ALTER INDEX ALL ON big REBUILD");
+    assert_eq!(table(&mut c, sums), want);
+    assert_checkdb_clean(&mut c, "k9c", "after a rebuild following recovery");
+}
+
 /// Every refusal and error with SQL Server's number; nothing a refused statement named
 /// changes (the index's pages, sys.indexes).
 #[test]
@@ -224,7 +404,7 @@ fn refusals_and_errors_change_nothing() {
         "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID('t') AND index_id = 1",
     )
     .remove(0);
-    let pk_rebuild = format!("ALTER INDEX {pk} ON t REBUILD");
+    let pk_rebuild_online = format!("ALTER INDEX {pk} ON t REBUILD WITH (ONLINE = ON)");
     for (sql, want) in [
         ("ALTER INDEX t_k ON t DISABLE", 40517),
         ("ALTER INDEX t_k ON t REBUILD PARTITION = 1", 40517),
@@ -248,8 +428,9 @@ fn refusals_and_errors_change_nothing() {
             "ALTER INDEX t_k ON t REBUILD WITH (ONLINE = OFF, MAXDOP = -1)",
             40517,
         ),
-        (pk_rebuild.as_str(), 40517),
-        ("ALTER INDEX ALL ON t REBUILD", 40517),
+        (pk_rebuild_online.as_str(), 40517),
+        ("ALTER INDEX ALL ON t REBUILD WITH (FILLFACTOR = 70)", 40517),
+        ("BEGIN TRAN; ALTER INDEX ALL ON t REBUILD", 40517),
         ("ALTER INDEX nope ON t REBUILD", 7999),
         ("ALTER INDEX t_k ON nope REBUILD", 1088),
         ("BEGIN TRAN; ALTER INDEX t_k ON t REBUILD", 40517),
@@ -422,8 +603,8 @@ fn kill_9_during_rebuild_leaves_one_whole_index() {
     assert_checkdb_clean(&mut c, "k9", "after a rebuild following recovery");
 }
 
-/// Three sessions insert and read through the index while a fourth rebuilds it over and
-/// over: they wait for each rebuild (Sch-M) or run between them; afterwards CHECKDB is
+/// Three sessions insert and read through the index while a fourth rebuilds it, and the
+/// clustered index with it (ALL), over and over: they wait for each rebuild (Sch-M) or run between them; afterwards CHECKDB is
 /// clean and every acknowledged insert is in the table and the index.
 #[test]
 fn sessions_beside_rebuilds_lose_nothing() {
@@ -457,8 +638,12 @@ fn sessions_beside_rebuilds_lose_nothing() {
             })
         })
         .collect();
-    for _ in 0..4 {
-        run(&mut c, "ALTER INDEX t_k ON t REBUILD");
+    // The nonclustered index alone, then ALL: the clustered index's new tree too.
+    for i in 0..4 {
+        match i % 2 {
+            0 => run(&mut c, "ALTER INDEX t_k ON t REBUILD"),
+            _ => run(&mut c, "ALTER INDEX ALL ON t REBUILD"),
+        };
         thread::sleep(Duration::from_millis(100));
     }
     stop.store(true, Ordering::Relaxed);

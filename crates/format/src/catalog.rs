@@ -36,6 +36,10 @@
 //!     that index's key is the constraint's columns in order. Catalogs written before such
 //!     indexes were made hold a heap's PRIMARY KEY without one; their DML checks its keys by
 //!     reading the table.
+//! 12. A clustered index rebuild's new tree (`PendingDdl::rebuilds`) is an entry its
+//!     transaction created and did not drop, a clustered tree, not an index entry, with its
+//!     table's key and number of columns; the table it names is a clustered table of the
+//!     catalog, and no table has two such trees.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -200,6 +204,13 @@ pub struct TableEntry {
 }
 
 impl TableEntry {
+    /// The table this entry is a clustered index rebuild's new tree of (`PendingDdl`'s
+    /// `rebuilds`): no table to name lookups and the catalog views, its table's while
+    /// DBCC CHECKDB reads it.
+    pub fn rebuilt_table(&self) -> Option<u32> {
+        self.pending_ddl.and_then(|p| p.rebuilds)
+    }
+
     /// Whether this entry is the unique index enforcing `base`'s PRIMARY KEY NONCLUSTERED:
     /// `base` is a heap and this index of it bears the constraint's name (invariant 11).
     pub fn enforces_primary_key_of(&self, base: &TableEntry) -> bool {
@@ -305,11 +316,15 @@ pub struct PendingDdl {
     pub xact: u64,
     pub created: bool,
     pub dropped: bool,
+    /// Set on a clustered index rebuild's new tree (an entry `created` by the rebuild's
+    /// transaction): the table whose tree it becomes when that transaction commits, the two
+    /// entries' trees exchanged as the mark settles (storage's ddl.rs invariant 6).
+    pub rebuilds: Option<u32>,
 }
 
 impl PendingDdl {
     fn flags(self) -> u8 {
-        self.created as u8 | (self.dropped as u8) << 1
+        self.created as u8 | (self.dropped as u8) << 1 | (self.rebuilds.is_some() as u8) << 2
     }
 }
 
@@ -715,6 +730,7 @@ impl Catalog {
             if let Some(ix) = &t.index_of {
                 check_index_entry(self, t, ix)?;
             }
+            check_rebuild_entry(self, t)?;
             check_check_constraints(t)?;
             check_foreign_keys(self, t)?;
             check_primary_key_index(self, t)?;
@@ -733,6 +749,37 @@ impl Catalog {
         }
         Ok(())
     }
+}
+
+/// Invariant 12: a clustered index rebuild's new tree is created, not dropped, by its
+/// transaction; it is no index entry; the table it rebuilds is a clustered table (not
+/// itself such a tree) with the same key and columns; and no table has two.
+fn check_rebuild_entry(c: &Catalog, t: &TableEntry) -> Result<(), String> {
+    let Some((p, of)) = t.pending_ddl.and_then(|p| Some((p, p.rebuilds?))) else {
+        return Ok(());
+    };
+    let bad = |why: &str| Err(format!("rebuild entry {} of table {of} {why}", t.object_id));
+    if !p.created || p.dropped || t.index_of.is_some() || t.index_id != 1 {
+        return bad("is not a clustered tree its transaction created");
+    }
+    let Some(base) = c.tables.iter().find(|b| b.object_id == of) else {
+        return bad("names a table not in the catalog");
+    };
+    if base.index_id != 1 || base.index_of.is_some() || base.rebuilt_table().is_some() {
+        return bad("names no clustered table");
+    }
+    if base.primary_key != t.primary_key || base.columns.len() != t.columns.len() {
+        return bad("differs from its table's key or columns");
+    }
+    if c.tables
+        .iter()
+        .filter(|x| x.rebuilt_table() == Some(of))
+        .count()
+        > 1
+    {
+        return bad("is one of two");
+    }
+    Ok(())
 }
 
 /// Invariant 11: the index enforcing a heap's PRIMARY KEY, if any, keys its columns.
@@ -944,6 +991,9 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
             Some(p) => {
                 w.u8(p.flags());
                 w.u64(p.xact);
+                if let Some(table) = p.rebuilds {
+                    w.u32(table);
+                }
             }
         }
     }
@@ -1119,16 +1169,22 @@ fn decode_pending(r: &mut Reader<'_>, object_id: u32) -> Result<Option<PendingDd
     if flags == 0 {
         return Ok(None);
     }
-    if flags & !3 != 0 {
+    if flags & !7 != 0 {
         return Err(corrupt(
             PageId::NULL,
             format!("table {object_id} has unknown pending DDL flags {flags}"),
         ));
     }
+    let xact = r.u64()?;
+    let rebuilds = match flags & 4 {
+        0 => None,
+        _ => Some(r.u32()?),
+    };
     Ok(Some(PendingDdl {
-        xact: r.u64()?,
+        xact,
         created: flags & 1 != 0,
         dropped: flags & 2 != 0,
+        rebuilds,
     }))
 }
 

@@ -348,6 +348,7 @@ fn older_versions_decode(c: &Catalog) {
     assert_eq!(&c.encode()[..2], &11u16.to_le_bytes());
     lock_escalation_byte(c);
     pending_ddl_mark(c);
+    rebuild_mark(c);
     index_tag(c);
     check_constraint_list(c);
     foreign_key_list(c);
@@ -419,6 +420,7 @@ fn pending_ddl_mark(c: &Catalog) {
         xact: 0x0102_0304_0506_0708,
         created: true,
         dropped: true,
+        rebuilds: None,
     });
     let b = marked.encode();
     assert_eq!(b.len(), blob.len() + 8);
@@ -428,12 +430,61 @@ fn pending_ddl_mark(c: &Catalog) {
         &0x0102_0304_0506_0708u64.to_le_bytes()
     );
     assert_eq!(Catalog::decode(&b, at).unwrap(), marked);
-    for bad in [4u8, 8] {
+    for bad in [8u8, 16] {
         let mut d = b.clone();
         d[tag + 10] = bad;
         let e = Catalog::decode(&d, at).unwrap_err().to_string();
         assert!(e.contains("unknown pending DDL flags"), "{e}");
     }
+}
+
+/// Bit 2 of the pending-DDL flags (format version log 14) marks a clustered index
+/// rebuild's new tree: the rebuilt table's object id (u32) follows the transaction id. A
+/// mark naming no clustered table, or on an entry its transaction did not create, is
+/// damage.
+fn rebuild_mark(c: &Catalog) {
+    use extentdb_format::catalog::PendingDdl;
+    let at = PageId::new(1, 16);
+    let mut base = c.clone();
+    base.tables[0].index_id = 1;
+    base.tables[0].root_page = PageId::new(1, 40);
+    let table = base.tables[0].object_id;
+    let mut tree = base.tables[0].clone();
+    tree.object_id = base.next_object_id;
+    base.next_object_id += 1;
+    tree.root_page = PageId::new(1, 48);
+    tree.identity_last = IdentityLast::Unused;
+    tree.columns[0].identity = None;
+    tree.pending_ddl = Some(PendingDdl {
+        xact: 7,
+        created: true,
+        dropped: false,
+        rebuilds: Some(table),
+    });
+    base.tables.push(tree);
+    let b = base.encode();
+    assert_eq!(Catalog::decode(&b, at).unwrap(), base);
+    let mut mark = vec![5u8];
+    mark.extend(7u64.to_le_bytes());
+    mark.extend(table.to_le_bytes());
+    assert!(
+        b.windows(mark.len()).any(|w| w == mark),
+        "flags 5, xact, table id"
+    );
+    let mut heap = base.clone();
+    heap.tables[0].index_id = 0;
+    heap.tables[0].root_page = PageId::NULL;
+    let e = Catalog::decode(&heap.encode(), at).unwrap_err().to_string();
+    assert!(e.contains("names no clustered table"), "{e}");
+    let mut dropped = base.clone();
+    dropped.tables[1].pending_ddl.as_mut().unwrap().dropped = true;
+    let e = Catalog::decode(&dropped.encode(), at)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("is not a clustered tree its transaction created"),
+        "{e}"
+    );
 }
 
 /// Version 9's index tag follows the pending-DDL mark: 0 for a table; for a nonclustered

@@ -566,7 +566,8 @@ pub fn check_database(
         // An index's findings are its table's, under its own index id.
         let (object_id, index_id) = match &t.index_of {
             Some(ix) => (ix.table_object_id, ix.index_id as i32),
-            None => (t.object_id, t.index_id as i32),
+            // A clustered rebuild's new tree is its table's index 1 (index.rs invariant 6).
+            None => (t.rebuilt_table().unwrap_or(t.object_id), t.index_id as i32),
         };
         let owner = Owner {
             object_id,
@@ -587,7 +588,9 @@ pub fn check_database(
         let id = t
             .index_of
             .as_ref()
-            .map_or(t.object_id, |i| i.table_object_id);
+            .map_or(t.rebuilt_table().unwrap_or(t.object_id), |i| {
+                i.table_object_id
+            });
         let index_wanted = match (&t.index_of, opts.index_id) {
             (Some(ix), Some(want)) => ix.index_id == want,
             _ => true,
@@ -826,7 +829,8 @@ pub fn check_database(
     }
     for t in &ctx.tables {
         let au = t.entry.allocation_unit_id;
-        if !ctx.checked_units.contains(&au) || t.entry.index_of.is_some() {
+        let a_table = t.entry.index_of.is_none() && t.entry.rebuilt_table().is_none();
+        if !ctx.checked_units.contains(&au) || !a_table {
             continue;
         }
         let mine = report
@@ -1836,9 +1840,9 @@ fn check_tree(
 
 /// Where a catalog entry's name must be unique (`check_catalog`): a table's in its schema
 /// (sys.objects); an index's in its table (sys.indexes: two tables may each have an index
-/// `ix`). An index being built or rebuilt (under a CREATE mark, index.rs invariants 2 and
-/// 5) is a scope of its own: a rebuild's new entry bears the old one's name until its
-/// transaction settles.
+/// `ix`). An index being built or rebuilt (under a CREATE mark, index.rs invariants 2, 5
+/// and 6) is a scope of its own: a rebuild's new entry bears the old one's (or its
+/// table's) name until its transaction settles.
 #[derive(PartialEq, Eq, Hash)]
 enum NameScope {
     Schema(String),
@@ -1848,6 +1852,7 @@ enum NameScope {
 
 fn catalog_name(t: &TableEntry) -> (NameScope, String) {
     let scope = match &t.index_of {
+        None if t.rebuilt_table().is_some() => NameScope::Build(t.object_id),
         None => NameScope::Schema(t.schema_name.to_ascii_lowercase()),
         Some(ix) if crate::index::comparable(t) => NameScope::Table(ix.table_object_id),
         Some(_) => NameScope::Build(t.object_id),

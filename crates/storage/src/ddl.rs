@@ -33,6 +33,15 @@
 //! 5. A name hidden by a pending DROP is not taken again before the drop settles
 //!    (`StorageError::DropPending`): the two tables would otherwise share a name when the
 //!    drop is rolled back.
+//! 6. A clustered index rebuild (index.rs invariant 6) fills a new tree in an entry of its
+//!    own, marked created by the rebuild's transaction and naming the table it rebuilds
+//!    (`PendingDdl::rebuilds`); the table's entry keeps its tree and its object id (which
+//!    its indexes, constraints and permissions name) throughout. Only settling exchanges
+//!    the trees: committed, the table's entry takes the new tree and the rebuild's entry
+//!    the old one, marked dropped in the same catalog save, then dropped
+//!    (`exchange_rebuilt_trees`); rolled back (or a loser at recovery), the rebuild's entry
+//!    goes with its new tree. So undo never meets a tree that changed hands: a loser's
+//!    inserts are undone in its own entry, and a committed rebuild's are never undone.
 //!
 //! Not here: TRUNCATE TABLE and ALTER TABLE inside a transaction (the SQL layer refuses
 //! them there), and the same DDL for other catalog objects (principals, files).
@@ -60,6 +69,7 @@ impl Database {
                 xact: x,
                 created: true,
                 dropped: false,
+                rebuilds: None,
             });
         }
         let id = self.create_table(entry)?;
@@ -90,6 +100,25 @@ impl Database {
         Ok(())
     }
 
+    /// A clustered index rebuild's new tree `entry` of table `table` made in begun
+    /// transaction `xact`, marked created and naming the table (invariant 6).
+    pub(crate) fn create_rebuild_entry(
+        &mut self,
+        mut entry: TableEntry,
+        xact: XactId,
+        table: u32,
+    ) -> Result<u32, StorageError> {
+        entry.pending_ddl = Some(PendingDdl {
+            xact,
+            created: true,
+            dropped: false,
+            rebuilds: Some(table),
+        });
+        let id = self.create_table(entry)?;
+        self.note_marked(xact);
+        Ok(id)
+    }
+
     /// Tells `xact`'s state it has a mark, so its end asks no catalog scan whether to settle.
     fn note_marked(&self, xact: XactId) {
         if let Some(x) = self.data.xacts.lock().active.get_mut(&xact) {
@@ -114,6 +143,7 @@ impl Database {
                 xact,
                 created: false,
                 dropped: false,
+                rebuilds: None,
             });
             assert_eq!(
                 p.xact, xact,
@@ -157,12 +187,13 @@ impl Database {
     }
 
     /// The tables that exist for name lookups and the catalog views: all but those whose
-    /// drop is pending.
+    /// drop is pending (and the index entries and rebuilds' new trees, which are no tables).
     pub fn live_tables(&self) -> impl Iterator<Item = &TableEntry> {
-        self.catalog
-            .tables
-            .iter()
-            .filter(|t| t.index_of.is_none() && !t.pending_ddl.is_some_and(|p| p.dropped))
+        self.catalog.tables.iter().filter(|t| {
+            t.index_of.is_none()
+                && t.rebuilt_table().is_none()
+                && !t.pending_ddl.is_some_and(|p| p.dropped)
+        })
     }
 
     /// Settles `xact`'s marks as its end decided (invariant 2): the tables that go are
@@ -172,6 +203,9 @@ impl Database {
             !self.is_active(xact),
             "marks of transaction {xact} settled before it ended (ddl.rs invariant 2)"
         );
+        if committed {
+            self.exchange_rebuilt_trees(xact)?;
+        }
         let marked: Vec<(u32, PendingDdl)> = self
             .catalog
             .tables
@@ -197,6 +231,42 @@ impl Database {
             })?;
         }
         Ok(())
+    }
+
+    /// Invariant 6: each clustered index rebuild of committed `xact` gives its new tree to
+    /// its table, in one catalog save that also turns the rebuild's entry, which then holds
+    /// the table's old tree, into a DROP of `xact`: it goes with the transaction's other
+    /// marks, and a crash before it has gone leaves it for recovery's settling to drop.
+    fn exchange_rebuilt_trees(&mut self, xact: XactId) -> Result<(), StorageError> {
+        let rebuilds: Vec<(u32, u32)> = self
+            .catalog
+            .tables
+            .iter()
+            .filter(|t| t.pending_ddl.is_some_and(|p| p.xact == xact))
+            .filter_map(|t| Some((t.object_id, t.rebuilt_table()?)))
+            .collect();
+        if rebuilds.is_empty() {
+            return Ok(());
+        }
+        self.change_catalog(|c| {
+            for &(entry, table) in &rebuilds {
+                let at = |id: u32| c.tables.iter().position(|t| t.object_id == id);
+                let (Some(n), Some(b)) = (at(entry), at(table)) else {
+                    return Err(StorageError::TableNotFound(table));
+                };
+                let tree = |t: &TableEntry| (t.allocation_unit_id, t.root_page);
+                let (new, old) = (tree(&c.tables[n]), tree(&c.tables[b]));
+                (c.tables[b].allocation_unit_id, c.tables[b].root_page) = new;
+                (c.tables[n].allocation_unit_id, c.tables[n].root_page) = old;
+                c.tables[n].pending_ddl = Some(PendingDdl {
+                    xact,
+                    created: false,
+                    dropped: true,
+                    rebuilds: None,
+                });
+            }
+            Ok(())
+        })
     }
 
     /// The transactions the catalog's marks name (recovery watches for their COMMIT).

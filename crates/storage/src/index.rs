@@ -38,6 +38,15 @@
 //!    CHECKDB compares only the old one. Its source is the old index's leaf level, read in
 //!    key order, as SQL Server reads an index that is not disabled (a damaged index is
 //!    dropped and created again instead).
+//! 6. A clustered index's rebuild (ALTER INDEX ... REBUILD of the PRIMARY KEY,
+//!    `SharedDatabase::rebuild_clustered`) keeps the table's entry, its object id and
+//!    definition: the new tree is filled, in key order from the table's rows, in an entry
+//!    of its own that is no table (`TableEntry::rebuilt_table`: no name lookup, catalog view
+//!    or row operation meets it, its table being under the rebuilder's Sch-M lock), made
+//!    and ended holding the database and filled sharing it, as invariant 2 builds; the
+//!    trees change hands only when the rebuild's transaction settles (ddl.rs invariant 6).
+//!    The table's nonclustered indexes stay as they are: their row locator, the clustering
+//!    key, does not change.
 
 use std::borrow::Cow;
 
@@ -162,6 +171,46 @@ impl Database {
         self.begin_build_entry(entry)
     }
 
+    /// A clustered index rebuild's first step (invariant 6): a new tree of table `id`'s
+    /// definition made, empty, in an entry marked created by the rebuild's own transaction
+    /// and naming the table; that transaction and the entry's object id.
+    pub(crate) fn begin_clustered_rebuild(
+        &mut self,
+        id: u32,
+    ) -> Result<(XactId, u32), StorageError> {
+        self.check_writable()?;
+        let t = self.table_or_err(id)?.clone();
+        if t.index_id != 1 || t.index_of.is_some() || t.pending_ddl.is_some() {
+            return Err(StorageError::TableNotFound(id));
+        }
+        let columns = t
+            .columns
+            .iter()
+            .map(|c| ColumnEntry {
+                identity: None,
+                ..c.clone()
+            })
+            .collect();
+        let entry = TableEntry {
+            object_id: 0,
+            allocation_unit_id: 0,
+            root_page: extentdb_format::PageId::NULL,
+            columns,
+            identity_last: Default::default(),
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+            ..t
+        };
+        let x = self.begin_xact();
+        let made = self
+            .ensure_begun(x)
+            .and_then(|()| self.create_rebuild_entry(entry, x, id));
+        match made {
+            Ok(new) => Ok((x, new)),
+            Err(e) => self.end_build(x, Err(e)).map(|new| (x, new)),
+        }
+    }
+
     /// A build's index entry `entry` made, empty, under a CREATE mark of a transaction of
     /// the build's own (invariants 2 and 5); that transaction and the entry's object id.
     fn begin_build_entry(&mut self, entry: TableEntry) -> Result<(XactId, u32), StorageError> {
@@ -260,7 +309,11 @@ impl Database {
         match self.btree_insert(xact, ix, (irec, 0), None) {
             Ok(Step::Done(_)) => Ok(Step::Done(())),
             Ok(Step::Needs(n)) => Ok(Step::Needs(n)),
-            Err(StorageError::DuplicateKey { .. }) => Err(duplicate(base, ix, irec)),
+            // A clustered rebuild's new tree (invariant 6) meets a duplicate only when its
+            // table's own key order is damaged: the storage error, as the table's read.
+            Err(StorageError::DuplicateKey { .. }) if ix.index_of.is_some() => {
+                Err(duplicate(base, ix, irec))
+            }
             Err(e) => Err(e),
         }
     }
@@ -308,7 +361,8 @@ pub(crate) enum BuildSource {
     /// The base table's rows, each projected (CREATE INDEX).
     Table,
     /// This entry's live records, in key order, as they are: an index of the same
-    /// definition (ALTER INDEX ... REBUILD).
+    /// definition (ALTER INDEX ... REBUILD), or the clustered table whose new tree is
+    /// built (invariant 6).
     Index(u32),
 }
 

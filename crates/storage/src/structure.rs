@@ -391,6 +391,26 @@ impl SharedDatabase {
         g.end_build(x, built.map(|()| new))
     }
 
+    /// ALTER INDEX ... REBUILD of clustered table `object_id`'s index, under the table's
+    /// Sch-M lock (index.rs invariant 6): a new tree made holding the database, filled from
+    /// the table's rows in key order sharing it, then committed (the trees exchanged as the
+    /// commit settles) or rolled back holding it, as `create_index` builds.
+    pub fn rebuild_clustered(
+        &self,
+        object_id: u32,
+        env: &GrowthEnv,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), StorageError> {
+        let (x, new) = self
+            .hold_table(object_id)?
+            .begin_clustered_rebuild(object_id)?;
+        let source = (object_id, BuildSource::Index(object_id), new);
+        let filled = self.fill_index_sharing((env, x), source, cancelled);
+        self.hold_for(env)
+            .end_build(x, filled.map(|()| new))
+            .map(drop)
+    }
+
     /// DROP INDEX `name` of table `object_id`, under the table's Sch-M lock.
     pub fn drop_index(&self, object_id: u32, name: &str) -> Result<(), StorageError> {
         self.hold_table(object_id)?.drop_index(object_id, name)

@@ -195,6 +195,7 @@ impl Database {
     pub fn table(&self, schema: &str, name: &str) -> Option<&TableEntry> {
         self.catalog.tables.iter().find(|t| {
             t.index_of.is_none()
+                && t.rebuilt_table().is_none()
                 && t.name.eq_ignore_ascii_case(name)
                 && t.schema_name.eq_ignore_ascii_case(schema)
         })
@@ -215,7 +216,8 @@ impl Database {
     /// Creates a table; `object_id` and `allocation_unit_id` of `entry` are assigned here.
     pub fn create_table(&mut self, mut entry: TableEntry) -> Result<u32, StorageError> {
         self.check_writable()?;
-        if entry.index_of.is_none() && self.table(&entry.schema_name, &entry.name).is_some() {
+        let a_table = entry.index_of.is_none() && entry.rebuilt_table().is_none();
+        if a_table && self.table(&entry.schema_name, &entry.name).is_some() {
             return Err(StorageError::TableExists(entry.name));
         }
         // constraint.rs invariant 4: each table referenced is there (0: the table itself).

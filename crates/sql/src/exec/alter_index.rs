@@ -1,21 +1,25 @@
-//! ALTER INDEX { name | ALL } ON table { REBUILD | REORGANIZE } [WITH (...)]: a
-//! nonclustered index's B-tree made again, compact and in allocation order, by storage's
-//! `rebuild_index` (index.rs invariant 5). Checked here with SQL Server's messages, then
-//! made under the table's Sch-M lock (as CREATE INDEX: other sessions' statements on the
-//! table wait for it, and it waits for every open transaction that touched the table),
-//! each index in a transaction of its own holding the database.
+//! ALTER INDEX { name | ALL } ON table { REBUILD | REORGANIZE } [WITH (...)]: an index's
+//! B-tree made again, compact and in allocation order. A nonclustered index by storage's
+//! `rebuild_index` (index.rs invariant 5: a new entry replaces the old); the clustered
+//! index (the PRIMARY KEY's) by `rebuild_clustered` (index.rs invariant 6: a new tree
+//! filled from the table's rows in key order, exchanged with the table's when the
+//! rebuild commits; the table keeps its object id, and its nonclustered indexes, whose row
+//! locator is the unchanged clustering key, stay). Checked here with SQL Server's
+//! messages, then made under the table's Sch-M lock (as CREATE INDEX: other sessions'
+//! statements on the table wait for it, and it waits for every open transaction that
+//! touched the table), each index in a transaction of its own; ALL takes the clustered
+//! index first, then each nonclustered one.
 //!
 //! REORGANIZE is built as a rebuild: it leaves the leaf level compact and in order, which
 //! is what REORGANIZE's page moves aim at, and changes nothing a query sees.
 //!
 //! Built options: REBUILD WITH (ONLINE = OFF, FILLFACTOR = 0 | 100 (leaves are filled
-//! full), SORT_IN_TEMPDB = OFF | ON (the rebuild reads the old index in key order and
-//! sorts nothing, so no sort run is placed anywhere), MAXDOP = n (0 to 32,767: the build
-//! is serial, within any cap)); REORGANIZE WITH (LOB_COMPACTION = ON). Refused with 40517
-//! until built: the clustered index (the PRIMARY KEY's, and ALL on a clustered table,
-//! which includes it), every other option and value (ONLINE = ON, DATA_COMPRESSION,
-//! FILLFACTOR below 100, PAD_INDEX, ...), inside a transaction (as CREATE INDEX); in the
-//! parser: DISABLE, SET, RESUME, PAUSE, ABORT and PARTITION.
+//! full), SORT_IN_TEMPDB = OFF | ON (the rebuild reads the old index, or the clustered
+//! table, in key order and sorts nothing, so no sort run is placed anywhere), MAXDOP = n
+//! (0 to 32,767: the build is serial, within any cap)); REORGANIZE WITH (LOB_COMPACTION =
+//! ON). Refused with 40517 until built: every other option and value (ONLINE = ON,
+//! DATA_COMPRESSION, FILLFACTOR below 100, PAD_INDEX, ...), inside a transaction (as
+//! CREATE INDEX); in the parser: DISABLE, SET, RESUME, PAUSE, ABORT and PARTITION.
 //!
 //! Invariant: every check runs before the first index is rebuilt, so a refused statement
 //! changes nothing; ALL rebuilds its indexes one after another, each whole or not at all.
@@ -48,9 +52,13 @@ impl Session {
         // Again under Sch-M: a rebuild that ran meanwhile renewed its entry's id.
         let targets = index_targets(a, &t)?;
         let env = self.growth_env();
-        for id in targets {
-            let rebuilt =
-                t.db.rebuild_index((t.entry.object_id, id), &env, &|| self.cancelled());
+        let table = t.entry.object_id;
+        for target in targets {
+            let cancelled = || self.cancelled();
+            let rebuilt = match target {
+                Target::Clustered => t.db.rebuild_clustered(table, &env, &cancelled),
+                Target::Index(id) => t.db.rebuild_index((table, id), &env, &cancelled).map(drop),
+            };
             rebuilt.map_err(|e| match e {
                 // An attention or KILL: rolled back, the batch ends without a message.
                 StorageError::Cancelled => Vec::new(),
@@ -112,22 +120,33 @@ impl Session {
     }
 }
 
-/// The index entries ALTER INDEX `a` rebuilds on table `t`: the one named (Msg 7999 when
-/// the table has none so named), or ALL of a heap's.
-fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<u32>, Vec<SqlError>> {
+/// What ALTER INDEX rebuilds: a clustered table's own tree, or a nonclustered index's
+/// entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Clustered,
+    Index(u32),
+}
+
+/// The indexes ALTER INDEX `a` rebuilds on table `t`: the one named (Msg 7999 when the
+/// table has none so named), or ALL: the clustered index first, then each nonclustered
+/// one, in catalog order.
+fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlError>> {
     let d = t.db.read().unwrap();
     let object_id = t.entry.object_id;
+    let nonclustered = d.indexes_of(object_id).map(|e| Target::Index(e.object_id));
     match &a.index {
-        Some(name) if super::index_ddl::is_primary_key(&t.entry, name) => Err(vec![not_yet(
-            "ALTER INDEX on a clustered index (the PRIMARY KEY's)",
-        )]),
+        Some(name) if super::index_ddl::is_primary_key(&t.entry, name) => {
+            Ok(vec![Target::Clustered])
+        }
         Some(name) => d
             .index_by_name(object_id, name)
-            .map(|e| vec![e.object_id])
+            .map(|e| vec![Target::Index(e.object_id)])
             .ok_or_else(|| vec![msg(7999, &[name, &t.entry.name])]),
-        None if t.entry.index_id == 1 => Err(vec![not_yet(
-            "ALTER INDEX ALL on a table with a clustered index (the clustered index is not rebuilt)",
-        )]),
-        None => Ok(d.indexes_of(object_id).map(|e| e.object_id).collect()),
+        None if t.entry.index_id == 1 => Ok([Target::Clustered]
+            .into_iter()
+            .chain(nonclustered)
+            .collect()),
+        None => Ok(nonclustered.collect()),
     }
 }

@@ -644,7 +644,8 @@ fn index_columns(db: &Database) -> Rowset {
 
 /// (object id, allocation unit, index id, data space) of every table and index, so the
 /// catalog is not borrowed while the units' pages are read. An index's row names its
-/// table and its own index id.
+/// table and its own index id; a clustered rebuild's new tree, while it is built, is its
+/// table's index 1 beside the tree it replaces (as a nonclustered rebuild's two entries).
 fn table_units(db: &Database) -> Vec<(u32, u64, u16, u16)> {
     db.catalog
         .tables
@@ -652,7 +653,7 @@ fn table_units(db: &Database) -> Vec<(u32, u64, u16, u16)> {
         .map(|t| {
             let (object_id, index_id) = match &t.index_of {
                 Some(i) => (i.table_object_id, i.index_id),
-                None => (t.object_id, t.index_id as u16),
+                None => (t.rebuilt_table().unwrap_or(t.object_id), t.index_id as u16),
             };
             (object_id, t.allocation_unit_id, index_id, t.data_space_id)
         })
