@@ -306,6 +306,9 @@ pub struct IndexOf {
     pub included: u16,
     /// For each of the entry's columns, the base table's column id it copies (0: the RID).
     pub sources: Vec<u16>,
+    /// ALTER INDEX ... DISABLE (sys.indexes.is_disabled): the definition kept, the tree
+    /// emptied and no longer kept by row operations, read or compared, until a REBUILD.
+    pub is_disabled: bool,
 }
 
 /// What a transaction still open (or committing, not yet settled) did to a table's
@@ -1122,7 +1125,7 @@ fn encode_index_of(w: &mut Writer, ix: Option<&IndexOf>) {
     w.u8(1);
     w.u32(ix.table_object_id);
     w.u16(ix.index_id);
-    w.u8(ix.unique as u8 | (ix.unique_constraint as u8) << 1);
+    w.u8(ix.unique as u8 | (ix.unique_constraint as u8) << 1 | (ix.is_disabled as u8) << 2);
     w.u16(ix.key_columns);
     w.u16(ix.included);
     w.u16(ix.sources.len() as u16);
@@ -1141,7 +1144,7 @@ fn decode_index_of(r: &mut Reader<'_>, object_id: u32) -> Result<Option<IndexOf>
     let table_object_id = r.u32()?;
     let index_id = r.u16()?;
     let flags = r.u8()?;
-    if flags & !3 != 0 {
+    if flags & !7 != 0 {
         return Err(bad(format!("has unknown index flags {flags}")));
     }
     let key_columns = r.u16()?;
@@ -1156,6 +1159,7 @@ fn decode_index_of(r: &mut Reader<'_>, object_id: u32) -> Result<Option<IndexOf>
         index_id,
         unique: flags & 1 != 0,
         unique_constraint: flags & 2 != 0,
+        is_disabled: flags & 4 != 0,
         key_columns,
         included,
         sources,

@@ -516,6 +516,7 @@ fn index_tag(c: &Catalog) {
         index_id: 2,
         unique: true,
         unique_constraint: false,
+        is_disabled: false,
         key_columns: 1,
         included: 0,
         sources: vec![2, 1],
@@ -551,9 +552,16 @@ fn index_tag(c: &Catalog) {
     let e = Catalog::decode(&d, at).unwrap_err().to_string();
     assert!(e.contains("unknown index tag 2"), "{e}");
     let mut d = b.clone();
-    d[start - expect.len() + 7] = 4;
+    d[start - expect.len() + 7] = 8;
     let e = Catalog::decode(&d, at).unwrap_err().to_string();
-    assert!(e.contains("unknown index flags 4"), "{e}");
+    assert!(e.contains("unknown index flags 8"), "{e}");
+    // Bit 2: disabled (format version log 15).
+    let mut d = b.clone();
+    d[start - expect.len() + 7] = 5;
+    let mut disabled = ix.clone();
+    disabled.tables[1].index_of.as_mut().unwrap().is_disabled = true;
+    assert_eq!(Catalog::decode(&d, at).unwrap(), disabled);
+    assert_eq!(disabled.encode(), d);
     ix.tables[1].index_of.as_mut().unwrap().table_object_id = 7;
     assert!(ix.check_invariants().unwrap_err().contains("no base table"));
 }

@@ -1035,6 +1035,7 @@ pub struct AlterIndex {
 pub enum IndexAction {
     Rebuild,
     Reorganize,
+    Disable,
 }
 
 /// `index ON table`, or the old `table.index` form (then `table` holds the qualifier).

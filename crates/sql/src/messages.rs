@@ -345,6 +345,7 @@ static CATALOGUE: &[Entry] = &[
     e(2575, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the next pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
     e(2576, 16, 1, "The Index Allocation Map (IAM) page %S_PGID is pointed to by the previous pointer of IAM page %S_PGID in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), but it was not detected in the scan."),
     e(2577, 16, 1, "Chain sequence numbers are out of order in the Index Allocation Map (IAM) chain for object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls). Page %S_PGID with sequence number %d points to page %S_PGID with sequence number %d."),
+    e(2530, 16, 1, "The index \"%.*ls\" on table \"%.*ls\" is disabled."), // unverified state
     e(2591, 16, 1, "Cannot find a row in the system catalog with the index ID %d for table \"%.*ls\"."),
     e(2593, 10, 1, "There are %I64d rows in %I64d pages for object \"%.*ls\"."),
     e(7965, 16, 2, "Table error: Could not check object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls) due to invalid allocation (IAM) page(s)."),
@@ -418,6 +419,7 @@ static CATALOGUE: &[Entry] = &[
     e(1909, 16, 2, "Cannot use duplicate column names in %S_MSG. Column name '%.*ls' listed more than once."), // unverified state
     e(1913, 16, 1, "The operation failed because an index or statistics with name '%.*ls' already exists on table '%.*ls'."),
     e(1919, 16, 1, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index."),
+    e(1973, 16, 1, "Cannot perform the specified operation on disabled index '%.*ls' on %S_MSG '%.*ls'."), // unverified state
     e(1944, 16, 1, "Index '%.*ls' was not created. This index has a key length of at least %d bytes. The maximum permissible key length is %d bytes."), // unverified: the SQL Server 2016+ text is "Index '%.*ls' was not created because the index key size is at least %d bytes. The %S_MSG index key size cannot exceed %d bytes. If the index key includes implicit key columns, the index key size cannot exceed %d bytes."
     e(3723, 16, 4, "An explicit DROP INDEX is not allowed on index '%.*ls'. It is being used for %ls constraint enforcement."), // unverified state
     e(1921, 16, 1, "Invalid filegroup '%.*ls' specified."),

@@ -934,16 +934,17 @@ impl Parser {
         let action = match word.as_str() {
             "REBUILD" => IndexAction::Rebuild,
             "REORGANIZE" => IndexAction::Reorganize,
-            "DISABLE" | "RESUME" | "PAUSE" | "ABORT" | "SET" => {
+            "DISABLE" => IndexAction::Disable,
+            "RESUME" | "PAUSE" | "ABORT" | "SET" => {
                 return Err(self.not_built(&format!("ALTER INDEX ... {word}")))
             }
             _ => return Err(self.error()),
         };
         self.pos += 1;
-        if self.check_word("PARTITION") {
+        if self.check_word("PARTITION") && action != IndexAction::Disable {
             return Err(self.not_built("ALTER INDEX ... PARTITION (partitioned indexes)"));
         }
-        let options = match self.check_word("WITH") {
+        let options = match self.check_word("WITH") && action != IndexAction::Disable {
             true => self.index_options()?,
             false => Vec::new(),
         };

@@ -1854,7 +1854,9 @@ fn catalog_name(t: &TableEntry) -> (NameScope, String) {
     let scope = match &t.index_of {
         None if t.rebuilt_table().is_some() => NameScope::Build(t.object_id),
         None => NameScope::Schema(t.schema_name.to_ascii_lowercase()),
-        Some(ix) if crate::index::comparable(t) => NameScope::Table(ix.table_object_id),
+        Some(ix) if !t.pending_ddl.is_some_and(|p| p.created) => {
+            NameScope::Table(ix.table_object_id)
+        }
         Some(_) => NameScope::Build(t.object_id),
     };
     (scope, t.name.to_ascii_lowercase())

@@ -38,6 +38,12 @@
 //!    CHECKDB compares only the old one. Its source is the old index's leaf level, read in
 //!    key order, as SQL Server reads an index that is not disabled (a damaged index is
 //!    dropped and created again instead).
+//! 7. A disabled index (ALTER INDEX ... DISABLE, `disable_index`) keeps its definition
+//!    and an empty tree: row operations do not keep it (`enabled_indexes_of`), the SQL
+//!    layer reads no row through it, CHECKDB does not compare it (`comparable`); a
+//!    rebuild enables it, filled from the table's rows (invariant 5's source is the old
+//!    index only when that one is not disabled). A unique index that is disabled enforces
+//!    nothing, as SQL Server's.
 //! 6. A clustered index's rebuild (ALTER INDEX ... REBUILD of the PRIMARY KEY,
 //!    `SharedDatabase::rebuild_clustered`) keeps the table's entry, its object id and
 //!    definition: the new tree is filled, in key order from the table's rows, in an entry
@@ -106,6 +112,12 @@ impl Database {
             .filter(move |t| t.index_of.as_ref().map(|i| i.table_object_id) == Some(object_id))
     }
 
+    /// The indexes of table `object_id` that row operations keep and reads may use: all
+    /// but the disabled ones (invariant 7), in catalog order.
+    pub fn enabled_indexes_of(&self, object_id: u32) -> impl Iterator<Item = &TableEntry> {
+        self.indexes_of(object_id).filter(|t| !is_disabled(t))
+    }
+
     /// Table `object_id`'s index named `name` (case-insensitive).
     pub fn index_by_name(&self, object_id: u32, name: &str) -> Option<&TableEntry> {
         self.indexes_of(object_id)
@@ -161,13 +173,15 @@ impl Database {
         if old.index_of.is_none() {
             return Err(StorageError::TableNotFound(id));
         }
-        let entry = TableEntry {
+        let mut entry = TableEntry {
             object_id: 0,
             allocation_unit_id: 0,
             root_page: extentdb_format::PageId::NULL,
             pending_ddl: None,
             ..old
         };
+        // A rebuild enables a disabled index (invariant 7).
+        entry.index_of.as_mut().expect("an index entry").is_disabled = false;
         self.begin_build_entry(entry)
     }
 
@@ -276,7 +290,7 @@ impl Database {
         (old_rid, new_rid): (Rid, Rid),
     ) -> Result<Vec<(&TableEntry, IndexStep)>, StorageError> {
         let mut plan = Vec::new();
-        for ix in self.indexes_of(t.object_id) {
+        for ix in self.enabled_indexes_of(t.object_id) {
             let old = match op {
                 RowOp::Delete(old) | RowOp::Update(old, _) => Some(project(ix, t, old, old_rid)?),
                 RowOp::Insert(_) => None,
@@ -340,7 +354,24 @@ impl Database {
 
     /// Whether table `object_id` has indexes to keep (the row operations' fast path).
     pub(crate) fn has_indexes(&self, object_id: u32) -> bool {
-        self.indexes_of(object_id).next().is_some()
+        self.enabled_indexes_of(object_id).next().is_some()
+    }
+
+    /// ALTER INDEX ... DISABLE of index entry `id` (invariant 7): an empty tree in a new
+    /// allocation unit and the disabled mark, in one catalog save, then the old unit's
+    /// extents given back (`empty_tree`, as TRUNCATE TABLE empties a table). Disabling a
+    /// disabled index changes nothing.
+    pub(crate) fn disable_index(&mut self, id: u32) -> Result<(), StorageError> {
+        let ix = self.table_or_err(id)?;
+        if ix.index_of.is_none() {
+            return Err(StorageError::TableNotFound(id));
+        }
+        if is_disabled(ix) {
+            return Ok(());
+        }
+        self.empty_tree(id, |e| {
+            e.index_of.as_mut().expect("an index entry").is_disabled = true;
+        })
     }
 
     /// The ids of table `object_id`'s indexes, for DROP and TRUNCATE TABLE (invariant 3).
@@ -350,9 +381,15 @@ impl Database {
 }
 
 /// Whether index entry `ix` may be compared with its table (CHECKDB): not while it is
-/// under a CREATE mark (invariant 2), when its build or its transaction is still going.
+/// under a CREATE mark (invariant 2), when its build or its transaction is still going,
+/// and not while it is disabled (invariant 7: it holds no rows).
 pub(crate) fn comparable(ix: &TableEntry) -> bool {
-    !ix.pending_ddl.is_some_and(|p| p.created)
+    !ix.pending_ddl.is_some_and(|p| p.created) && !is_disabled(ix)
+}
+
+/// Whether index entry `ix` is disabled (ALTER INDEX ... DISABLE, invariant 7).
+pub fn is_disabled(ix: &TableEntry) -> bool {
+    ix.index_of.as_ref().is_some_and(|i| i.is_disabled)
 }
 
 /// Where an index build takes its records (`SharedDatabase::fill_index_sharing`).
@@ -582,6 +619,7 @@ fn index_entry(base: &TableEntry, def: &IndexDef, index_id: u16) -> TableEntry {
             index_id,
             unique: def.unique,
             unique_constraint: def.unique_constraint,
+            is_disabled: false,
             key_columns: def.key.len() as u16,
             included: def.include.iter().filter(|c| !def.key.contains(c)).count() as u16,
             sources,

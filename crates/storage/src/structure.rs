@@ -29,7 +29,7 @@ use extentdb_format::principals::{
 use extentdb_io::FileSystem;
 
 use crate::database::OpContext;
-use crate::index::BuildSource;
+use crate::index::{is_disabled, BuildSource};
 use crate::log_growth::GrowthEnv;
 use crate::shared::{DbGuard, SharedDatabase};
 use crate::{NewFile, StorageError};
@@ -373,18 +373,15 @@ impl SharedDatabase {
         env: &GrowthEnv,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<u32, StorageError> {
-        let (x, new) = {
-            let mut g = self.hold_table(object_id)?;
-            let of = g
-                .table_by_id(index_entry_id)
-                .and_then(|t| t.index_of.as_ref())
-                .map(|i| i.table_object_id);
-            if of != Some(object_id) {
-                return Err(StorageError::TableNotFound(index_entry_id));
-            }
-            g.begin_index_rebuild(index_entry_id)?
+        let ((x, new), from) = {
+            let mut g = self.hold_index(object_id, index_entry_id)?;
+            let from = match g.table_by_id(index_entry_id).is_some_and(is_disabled) {
+                true => BuildSource::Table,
+                false => BuildSource::Index(index_entry_id),
+            };
+            (g.begin_index_rebuild(index_entry_id)?, from)
         };
-        let source = (object_id, BuildSource::Index(index_entry_id), new);
+        let source = (object_id, from, new);
         let filled = self.fill_index_sharing((env, x), source, cancelled);
         let mut g = self.hold_for(env);
         let built = filled.and_then(|()| g.drop_table_in(index_entry_id, Some(x)));
@@ -409,6 +406,30 @@ impl SharedDatabase {
         self.hold_for(env)
             .end_build(x, filled.map(|()| new))
             .map(drop)
+    }
+
+    /// ALTER INDEX ... DISABLE of index entry `index_entry_id` of table `object_id`, under
+    /// the table's Sch-M lock (index.rs invariant 7).
+    pub fn disable_index(
+        &self,
+        (object_id, index_entry_id): (u32, u32),
+    ) -> Result<(), StorageError> {
+        self.hold_index(object_id, index_entry_id)?
+            .disable_index(index_entry_id)
+    }
+
+    /// Held exclusively with index entry `index_entry_id` of table `object_id` still there
+    /// (`TableNotFound` otherwise).
+    fn hold_index(&self, object_id: u32, index_entry_id: u32) -> Result<DbGuard<'_>, StorageError> {
+        let g = self.hold_table(object_id)?;
+        let of = g
+            .table_by_id(index_entry_id)
+            .and_then(|t| t.index_of.as_ref())
+            .map(|i| i.table_object_id);
+        if of != Some(object_id) {
+            return Err(StorageError::TableNotFound(index_entry_id));
+        }
+        Ok(g)
     }
 
     /// DROP INDEX `name` of table `object_id`, under the table's Sch-M lock.

@@ -282,36 +282,49 @@ impl Database {
     /// back to the files. The identity value restarts from the seed. No open transaction
     /// may have changed it (xact.rs invariant 5).
     pub fn truncate_table(&mut self, object_id: u32) -> Result<(), StorageError> {
-        let t = self.table_or_err(object_id)?.clone();
         // index.rs invariant 3: its indexes are emptied with it.
         for ix in self.index_ids(object_id) {
             self.truncate_table(ix)?;
         }
+        self.empty_tree(object_id, |e| {
+            // As SQL Server's TRUNCATE TABLE: the next identity value is the seed.
+            e.identity_last = crate::identity::fresh_bound(e);
+        })?;
+        let t = self.table_or_err(object_id)?;
+        if t.columns.iter().any(|c| c.identity.is_some()) {
+            self.data.identity.get_mut().insert(object_id, None);
+        }
+        Ok(())
+    }
+
+    /// Entry `object_id` given an empty tree in a new allocation unit, `change` made to it
+    /// in the same catalog save, then the old unit's extents given back (TRUNCATE TABLE;
+    /// index.rs's DISABLE). No open transaction may have changed it (xact.rs invariant 5).
+    pub(crate) fn empty_tree(
+        &mut self,
+        object_id: u32,
+        change: impl FnOnce(&mut TableEntry),
+    ) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?.clone();
         // A failed rollback poisons the database and may leave its transaction open.
         self.check_writable()?;
         self.assert_no_open_changes(object_id);
         self.iam_chain(t.allocation_unit_id)?;
-        let au = self.create_allocation_unit(t.data_space_id)?;
         let mut fresh = t.clone();
-        fresh.allocation_unit_id = au;
+        fresh.allocation_unit_id = self.create_allocation_unit(t.data_space_id)?;
         if t.index_id == 1 {
             fresh.root_page = self.btree_create(&fresh)?;
         }
+        change(&mut fresh);
         self.change_catalog(|c| {
             let e = c
                 .tables
                 .iter_mut()
                 .find(|x| x.object_id == object_id)
                 .expect("checked");
-            e.allocation_unit_id = au;
-            e.root_page = fresh.root_page;
-            // As SQL Server's TRUNCATE TABLE: the next identity value is the seed.
-            e.identity_last = crate::identity::fresh_bound(&fresh);
+            *e = fresh;
             Ok(())
         })?;
-        if t.columns.iter().any(|c| c.identity.is_some()) {
-            self.data.identity.get_mut().insert(object_id, None);
-        }
         self.free_allocation_unit(t.allocation_unit_id)
     }
 

@@ -13,17 +13,27 @@
 //! REORGANIZE is built as a rebuild: it leaves the leaf level compact and in order, which
 //! is what REORGANIZE's page moves aim at, and changes nothing a query sees.
 //!
+//! DISABLE (index.rs invariant 7) empties a nonclustered index and keeps its definition
+//! (sys.indexes.is_disabled): row operations no longer keep it, no read seeks through it,
+//! a unique one enforces nothing, CHECKDB does not compare it and CHECKTABLE of it is Msg
+//! 2530, REORGANIZE of it Msg 1973; REBUILD (of it or ALL) fills it again from the table
+//! and enables it (Msg 1505 when a unique one meets a repeated key). Refused with 40517
+//! until built: DISABLE of the clustered index (the table would go offline), and of an
+//! index enforcing a PRIMARY KEY or UNIQUE constraint or one a FOREIGN KEY references
+//! (SQL Server disables those constraints with it).
+//!
 //! Built options: REBUILD WITH (ONLINE = OFF, FILLFACTOR = 0 | 100 (leaves are filled
 //! full), SORT_IN_TEMPDB = OFF | ON (the rebuild reads the old index, or the clustered
 //! table, in key order and sorts nothing, so no sort run is placed anywhere), MAXDOP = n
 //! (0 to 32,767: the build is serial, within any cap)); REORGANIZE WITH (LOB_COMPACTION =
 //! ON). Refused with 40517 until built: every other option and value (ONLINE = ON,
 //! DATA_COMPRESSION, FILLFACTOR below 100, PAD_INDEX, ...), inside a transaction (as
-//! CREATE INDEX); in the parser: DISABLE, SET, RESUME, PAUSE, ABORT and PARTITION.
+//! CREATE INDEX); in the parser: SET, RESUME, PAUSE, ABORT and PARTITION.
 //!
 //! Invariant: every check runs before the first index is rebuilt, so a refused statement
 //! changes nothing; ALL rebuilds its indexes one after another, each whole or not at all.
 
+use extentdb_format::catalog::TableEntry;
 use extentdb_storage::StorageError;
 
 use super::errors;
@@ -55,13 +65,27 @@ impl Session {
         let table = t.entry.object_id;
         for target in targets {
             let cancelled = || self.cancelled();
-            let rebuilt = match target {
-                Target::Clustered => t.db.rebuild_clustered(table, &env, &cancelled),
-                Target::Index(id) => t.db.rebuild_index((table, id), &env, &cancelled).map(drop),
+            let done = match (a.action, target) {
+                (IndexAction::Disable, Target::Index(id)) => t.db.disable_index((table, id)),
+                (IndexAction::Disable, Target::Clustered) => {
+                    unreachable!("refused by index_targets")
+                }
+                (_, Target::Clustered) => t.db.rebuild_clustered(table, &env, &cancelled),
+                (_, Target::Index(id)) => {
+                    t.db.rebuild_index((table, id), &env, &cancelled).map(drop)
+                }
             };
-            rebuilt.map_err(|e| match e {
+            done.map_err(|e| match e {
                 // An attention or KILL: rolled back, the batch ends without a message.
                 StorageError::Cancelled => Vec::new(),
+                // A disabled unique index rebuilt over rows that repeat a key.
+                StorageError::DuplicateIndexKey { index, key, .. } => vec![
+                    msg(
+                        1505,
+                        &[&t.two_part(), &index, &errors::stored_key_text(&key)],
+                    ),
+                    msg(3621, &[]),
+                ],
                 e => errors::map(&e, errors::Context::Other),
             })?;
         }
@@ -78,6 +102,7 @@ impl Session {
             let verb = match action {
                 IndexAction::Rebuild => "REBUILD",
                 IndexAction::Reorganize => "REORGANIZE",
+                IndexAction::Disable => "DISABLE",
             };
             let value = match &o.value {
                 Some(OptionValue::Word(w)) => format!(" = {}", w.to_ascii_uppercase()),
@@ -128,10 +153,60 @@ enum Target {
     Index(u32),
 }
 
-/// The indexes ALTER INDEX `a` rebuilds on table `t`: the one named (Msg 7999 when the
-/// table has none so named), or ALL: the clustered index first, then each nonclustered
-/// one, in catalog order.
+/// The indexes ALTER INDEX `a` changes on table `t` (`named_targets`), once what it
+/// does to each is checked: DISABLE's refusals, REORGANIZE of a disabled index (Msg
+/// 1973).
 fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlError>> {
+    let targets = named_targets(a, t)?;
+    for target in &targets {
+        let ix = match target {
+            Target::Clustered if a.action == IndexAction::Disable => {
+                return Err(vec![not_yet(
+                    "ALTER INDEX ... DISABLE of a clustered index (or ALL on a clustered table)",
+                )])
+            }
+            Target::Clustered => continue,
+            // Cloned, so the checks below read the database on their own.
+            Target::Index(id) => match t.db.read().unwrap().table_by_id(*id) {
+                Some(ix) => ix.clone(),
+                // Dropped meanwhile: checked again under Sch-M, before anything changes.
+                None => continue,
+            },
+        };
+        let ix = &ix;
+        match a.action {
+            IndexAction::Disable => refuse_unbuilt_disable(t, ix)?,
+            IndexAction::Reorganize if extentdb_storage::index::is_disabled(ix) => {
+                return Err(vec![msg(1973, &[&ix.name, &"table", &t.entry.name])]);
+            }
+            _ => {}
+        }
+    }
+    Ok(targets)
+}
+
+/// DISABLE of index entry `ix` of `t`, refused with 40517 where SQL Server would also
+/// disable constraints: an index enforcing a PRIMARY KEY or UNIQUE constraint, or one a
+/// FOREIGN KEY references (SQL Server disables the FOREIGN KEY with it, Msg 1992).
+fn refuse_unbuilt_disable(t: &TableRef, ix: &TableEntry) -> Result<(), Vec<SqlError>> {
+    let info = ix.index_of.as_ref().expect("an index entry");
+    if info.unique_constraint || ix.enforces_primary_key_of(&t.entry) {
+        return Err(vec![not_yet(
+            "ALTER INDEX ... DISABLE of an index enforcing a PRIMARY KEY or UNIQUE constraint",
+        )]);
+    }
+    if super::foreign_keys::index_in_use(t, &ix.name) {
+        return Err(vec![not_yet(
+            "ALTER INDEX ... DISABLE of an index a FOREIGN KEY references",
+        )]);
+    }
+    Ok(())
+}
+
+/// The indexes `a` names on `t`: the one named (Msg 7999 when the table has none so
+/// named), or ALL: the clustered index first, then each nonclustered one, in catalog
+/// order.
+fn named_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlError>> {
     let d = t.db.read().unwrap();
     let object_id = t.entry.object_id;
     let nonclustered = d.indexes_of(object_id).map(|e| Target::Index(e.object_id));

@@ -332,7 +332,8 @@ fn table_results(lines: &[(SqlError, Option<&Finding>)], db_id: u16) -> Rowset {
 }
 
 /// CHECKTABLE's index_id argument for table `object_id`: 0 for a heap, 1 for a clustered
-/// table, or one of its nonclustered indexes' ids; else Msg 2591.
+/// table, or one of its nonclustered indexes' ids; else Msg 2591 (2530 for a disabled
+/// index).
 fn checked_index(
     db: &extentdb_storage::instance::DbHandle,
     object_id: u32,
@@ -340,13 +341,18 @@ fn checked_index(
     name: &str,
 ) -> Result<u16, Vec<SqlError>> {
     let d = db.read().unwrap();
-    let base = d.table_by_id(object_id).map(|t| t.index_id as i64);
-    let found = base == Some(index_id)
-        || d.indexes_of(object_id)
-            .any(|ix| ix.index_of.as_ref().map(|i| i.index_id as i64) == Some(index_id));
-    match found {
-        true => Ok(index_id as u16),
-        false => Err(vec![msg(2591, &[&index_id, &name])]),
+    if d.table_by_id(object_id).map(|t| t.index_id as i64) == Some(index_id) {
+        return Ok(index_id as u16);
+    }
+    let ix = d
+        .indexes_of(object_id)
+        .find(|ix| ix.index_of.as_ref().map(|i| i.index_id as i64) == Some(index_id));
+    match ix {
+        Some(ix) if extentdb_storage::index::is_disabled(ix) => {
+            Err(vec![msg(2530, &[&ix.name, &name])])
+        }
+        Some(_) => Ok(index_id as u16),
+        None => Err(vec![msg(2591, &[&index_id, &name])]),
     }
 }
 

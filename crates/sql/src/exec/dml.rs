@@ -1582,7 +1582,7 @@ fn unique_key_positions(t: &TableRef) -> Vec<usize> {
         _ => Vec::new(),
     };
     let db = t.db.read().unwrap();
-    for ix in db.indexes_of(t.entry.object_id) {
+    for ix in db.enabled_indexes_of(t.entry.object_id) {
         let Some(info) = ix.index_of.as_ref().filter(|i| i.unique) else {
             continue;
         };

@@ -254,7 +254,7 @@ impl Session {
     ) -> Option<IndexSeek> {
         let indexes: Vec<(u32, Vec<u16>, bool)> = {
             let db = t.db.read().unwrap();
-            db.indexes_of(t.entry.object_id)
+            db.enabled_indexes_of(t.entry.object_id)
                 .filter_map(|ix| {
                     let info = ix.index_of.as_ref()?;
                     let key = info.sources[..info.key_columns as usize].to_vec();

@@ -594,7 +594,7 @@ fn index_row(
         Value::Int(entry.data_space_id as i32),
         bit(primary_key),
         bit(unique_constraint),
-        bit(false),
+        bit(extentdb_storage::index::is_disabled(entry)),
     ]
 }
 
