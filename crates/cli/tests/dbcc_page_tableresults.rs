@@ -300,8 +300,9 @@ fn stop(mut s: Server) -> PathBuf {
 }
 
 /// Proves an index page WITH TABLERESULTS at printopt 3 gives its header's rows (no
-/// record rows) and then the index rows' result set, the same as without the option;
-/// and that `extentdb inspect --printopt 3` of the stopped server's file prints those
+/// record rows) and then the index rows' result set, the same as without the option (so
+/// INSERT ... EXEC of it into a four-column table is 213, inserting nothing, while
+/// printopt 1 of the page goes in, one Record Type row per index row); and that `extentdb inspect --printopt 3` of the stopped server's file prints those
 /// rows, as a table, exactly: h (id, a) with index h_a, 600 rows; its first leaf and its
 /// root, found by scanning page headers through INSERT ... EXEC.
 #[test]
@@ -347,6 +348,24 @@ fn index_page_rows_over_tds_and_in_inspect() {
         assert_eq!(index_rows.len(), slots);
         grids.push((page, columns.clone(), index_rows.clone()));
     }
+    // INSERT ... EXEC takes one shape of result set: the index rows' second one is 213 and
+    // nothing goes in; at printopt 1 the same page is header and record rows only.
+    let into = |opt: u8| {
+        format!(
+            "CREATE TABLE #p (ParentObject varchar(255), Object varchar(255), \
+               Field varchar(255), VALUE varchar(1000)); \
+             INSERT INTO #p EXEC ('DBCC PAGE (''D'', 1, {first}, {opt}) WITH TABLERESULTS');"
+        )
+    };
+    assert_eq!(common::tds::numbers(&mut c, &into(3)), [213]);
+    assert_eq!(common::tds::table(&mut c, "SELECT COUNT(*) FROM #p"), ["0"]);
+    run(&mut c, "DROP TABLE #p");
+    run(&mut c, &into(1));
+    let records = common::tds::table(
+        &mut c,
+        "SELECT COUNT(*) FROM #p WHERE Field = 'Record Type'; DROP TABLE #p;",
+    );
+    assert_eq!(records, [grids[0].2.len().to_string()]);
     let leaf_rows = &grids[0].2;
     for (i, row) in leaf_rows.iter().enumerate() {
         assert_eq!(row[2], Value::Int(i as i32));

@@ -24,7 +24,8 @@
 //!    `Slot n Column c Offset .. Length (physical) ..`; Field = name; VALUE = value), each
 //!    hex dump line a row with an empty Field, each offset table line a row (row, offset).
 //!    Lines that are headings only (`PAGE: (1:24)`, empty lines) are no row. An index page
-//!    at printopt 3 gives its header's rows and then its rows' result set (`index_rows`).
+//!    at printopt 3 gives its header's rows and then its rows' result set (`index_rows`),
+//!    so INSERT ... EXEC of it into one four-column table is 213 (two shapes of result).
 //!
 //! Addresses (`BUF @0x...`, `Memory Dump @0x...`) are those of the copy formatted; buffer
 //! fields extentdb does not have print as 0.
