@@ -30,7 +30,8 @@ pub struct InspectArgs {
     /// The page number within the file.
     #[arg(long)]
     page: u32,
-    /// DBCC PAGE's print option: 0 header, 1 records, 2 whole page, 3 records and columns.
+    /// DBCC PAGE's print option: 0 header, 1 records, 2 whole page, 3 records and columns
+    /// (an index page's rows as a table).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
     printopt: u8,
 }
