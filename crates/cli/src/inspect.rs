@@ -1,6 +1,9 @@
 //! `extentdb inspect`: DBCC PAGE on the files of a stopped instance. The files are read
 //! directly (the instance is not started, nothing is recovered or written); the text is
-//! DBCC PAGE's (`extentdb_sql::dbcc_page`), printed to standard output.
+//! DBCC PAGE's (`extentdb_sql::dbcc_page`), printed to standard output. An index page at
+//! printopt 3 prints its header's text and then its rows as the statement's result set
+//! gives them (`format_index_page`), as a table in sqlcmd's layout
+//! (`extentdb_sql::render::render_result_set`).
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +30,8 @@ pub struct InspectArgs {
     /// The page number within the file.
     #[arg(long)]
     page: u32,
-    /// DBCC PAGE's print option: 0 header, 1 records, 2 whole page, 3 records and columns.
+    /// DBCC PAGE's print option: 0 header, 1 records, 2 whole page, 3 records and columns
+    /// (an index page's rows as a table).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
     printopt: u8,
 }
@@ -118,10 +122,17 @@ pub fn run(a: InspectArgs, fs: &dyn FileSystem) -> Result<u8, String> {
             .iter()
             .find(|t| t.allocation_unit_id == au),
     };
+    let (lines, grid) = match dbcc_page::format_index_page(pid, &page, a.printopt, &ctx) {
+        Some((lines, grid)) => (lines, Some(grid)),
+        None => (dbcc_page::format_page(pid, &page, a.printopt, &ctx), None),
+    };
     let mut out = String::new();
-    for l in dbcc_page::format_page(pid, &page, a.printopt, &ctx) {
+    for l in lines {
         out.push_str(&l);
         out.push('\n');
+    }
+    if let Some((columns, rows)) = grid {
+        out.push_str(&extentdb_sql::render::render_result_set(&columns, &rows));
     }
     print!("{out}");
     Ok(0)

@@ -388,9 +388,10 @@ fn dbcc_page_prints_index_pages_rows_as_a_grid() {
 }
 
 /// Proves a DBCC option the command does not read is refused, never accepted unheard:
-/// DBCC PAGE's and OPENTRAN's TABLERESULTS and SHRINKFILE's WAIT_AT_LOW_PRIORITY with
+/// OPENTRAN's TABLERESULTS and WAIT_AT_LOW_PRIORITY (SHRINKFILE's, not PAGE's) with
 /// 40517, a word no DBCC command takes with 2526; NO_INFOMSGS still works everywhere and
-/// DBINFO WITH TABLERESULTS still gives its rows, as LOGINFO and SQLPERF do theirs.
+/// DBINFO WITH TABLERESULTS still gives its rows, as LOGINFO and SQLPERF do theirs (DBCC
+/// PAGE's TABLERESULTS: `dbcc_page_tableresults.rs`).
 #[test]
 fn dbcc_options_not_read_are_refused() {
     let s = Server::start("ixdiag-options", &[]);
@@ -403,8 +404,8 @@ fn dbcc_options_not_read_are_refused() {
     };
     let not_yet = |what: &str| (40517, format!("extentdb does not support {what} yet."));
     assert_eq!(
-        refused(&mut c, "DBCC PAGE (1, 1, 0, 0) WITH TABLERESULTS"),
-        not_yet("DBCC PAGE WITH TABLERESULTS")
+        refused(&mut c, "DBCC PAGE (1, 1, 0, 0) WITH WAIT_AT_LOW_PRIORITY"),
+        not_yet("DBCC PAGE WITH WAIT_AT_LOW_PRIORITY")
     );
     assert_eq!(
         refused(&mut c, "DBCC OPENTRAN WITH TABLERESULTS, NO_INFOMSGS"),

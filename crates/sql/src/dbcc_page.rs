@@ -1,8 +1,9 @@
-//! DBCC PAGE's text, shared by the statement (`exec/admin.rs`) and `extentdb inspect`: the
-//! sections and field names SQL Server prints (PAGE, BUFFER, PAGE HEADER, Allocation
-//! Status, DATA, OFFSET TABLE), from a page's bytes as they are. Nothing here reads files:
-//! callers hand in the page, the allocation-map pages of its interval and, for printopt 3,
-//! the table whose allocation unit owns it.
+//! DBCC PAGE's output, shared by the statement (`exec/admin.rs`) and `extentdb inspect`:
+//! the sections and field names SQL Server prints (PAGE, BUFFER, PAGE HEADER, Allocation
+//! Status, DATA, OFFSET TABLE), from a page's bytes as they are, as text or, WITH
+//! TABLERESULTS, as rows. Nothing here reads files: callers hand in the page, the
+//! allocation-map pages of its interval and, for printopt 3, the table whose allocation
+//! unit owns it.
 //!
 //! Invariants:
 //! 1. Any 8,192 bytes format without error or panic: the header is read raw
@@ -16,6 +17,15 @@
 //!    PageId, Row, Level, ChildFileId and ChildPageId above the leaf, the key columns as
 //!    "name (key)", the locator ("HEAP RID" or the clustered key), KeyHashValue at the
 //!    leaf, Row Size.
+//! 3. The text and the TABLERESULTS rows come from one list of `Part`s (`parts`), so they
+//!    cannot disagree: each `name = value` field is a row (ParentObject = the section
+//!    heading, `BUFFER:`, `PAGE HEADER:`, or the record's `Slot n Offset ..` line; Object =
+//!    the heading under it, `BUF @..`, `Page @..`, `Allocation Status`, `Memory Dump @..`,
+//!    `Slot n Column c Offset .. Length (physical) ..`; Field = name; VALUE = value), each
+//!    hex dump line a row with an empty Field, each offset table line a row (row, offset).
+//!    Lines that are headings only (`PAGE: (1:24)`, empty lines) are no row. An index page
+//!    at printopt 3 gives its header's rows and then its rows' result set (`index_rows`),
+//!    so INSERT ... EXEC of it into one four-column table is 213 (two shapes of result).
 //!
 //! Addresses (`BUF @0x...`, `Memory Dump @0x...`) are those of the copy formatted; buffer
 //! fields extentdb does not have print as 0.
@@ -102,7 +112,7 @@ fn addr<T: ?Sized>(p: *const T) -> String {
 
 /// Hex dump lines in SQL Server's layout: the offset (or address), 20 bytes in five groups
 /// of four, then the bytes as ASCII ('.' for anything unprintable).
-fn hex_dump(bytes: &[u8], base: u64, out: &mut Vec<String>) {
+fn hex_dump(bytes: &[u8], base: u64, out: &mut Vec<Part>) {
     for (i, chunk) in bytes.chunks(20).enumerate() {
         let mut hex = String::with_capacity(44);
         for (g, group) in chunk.chunks(4).enumerate() {
@@ -123,10 +133,10 @@ fn hex_dump(bytes: &[u8], base: u64, out: &mut Vec<String>) {
                 }
             })
             .collect();
-        out.push(format!(
+        out.push(Part::Dump(format!(
             "{:016X}:   {hex:<44}  {ascii}",
             base + (i * 20) as u64
-        ));
+        )));
     }
 }
 
@@ -174,14 +184,81 @@ fn record_type_name(rec: &[u8]) -> String {
     }
 }
 
+/// One step of DBCC PAGE's output, the one source of both its forms (invariant 3): the
+/// text prints each part as its line(s); WITH TABLERESULTS makes each field, dump line and
+/// offset-table line a row (ParentObject, Object, Field, VALUE) under the latest section
+/// (`Parent`) and object (`Object`) heading.
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    /// A line of the text only (`PAGE: (1:24)`, an empty line).
+    Text(String),
+    /// A section heading (`BUFFER:`, `PAGE HEADER:`, `DATA:`, `OFFSET TABLE:`): printed,
+    /// and the ParentObject of the rows after it.
+    Parent(String),
+    /// A heading within a section (`BUF @0x..`, `Allocation Status`, `Memory Dump @0x..`,
+    /// `Slot 0 Column 1 Offset ..`): printed, and the Object of the rows after it.
+    Object(String),
+    /// A record's heading (`Slot 0 Offset 0x60 Length 15`): its ParentObject and Object.
+    Slot(String),
+    /// Fields printed `name = value`, three to a line (`fields`); a row each. A value may
+    /// open with a space the text keeps (`Record Attributes =  NULL_BITMAP`); its row not.
+    Fields(Vec<(String, String)>),
+    /// A column's value on a line of its own, printed `name = value` as it is.
+    Field(String, String),
+    /// A hex dump line (`OFFSET:   hex groups  ascii`): printed; a row with an empty Field.
+    Dump(String),
+    /// An offset table line, printed `row - offset`; a row (row, offset).
+    Offset(String, String),
+}
+
+fn text_of(parts: &[Part]) -> Vec<String> {
+    let mut out = Vec::with_capacity(parts.len());
+    for p in parts {
+        match p {
+            Part::Text(l) | Part::Parent(l) | Part::Object(l) | Part::Slot(l) | Part::Dump(l) => {
+                out.push(l.clone())
+            }
+            Part::Fields(items) => {
+                let items: Vec<String> = items.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+                // `fields` may have wrapped a line.
+                out.extend(fields(&items).split('\n').map(str::to_string));
+            }
+            Part::Field(n, v) => out.push(format!("{n} = {v}")),
+            Part::Offset(row, off) => out.push(format!("{row} - {off}")),
+        }
+    }
+    out
+}
+
+/// The TABLERESULTS rows of `parts`: (ParentObject, Object, Field, VALUE).
+fn rows_of(parts: &[Part]) -> Vec<[String; 4]> {
+    let (mut parent, mut object) = (String::new(), String::new());
+    let mut rows = Vec::new();
+    for p in parts {
+        match p {
+            Part::Text(_) => {}
+            Part::Parent(h) => (parent, object) = (h.clone(), String::new()),
+            Part::Object(h) => object = h.clone(),
+            Part::Slot(h) => (parent, object) = (h.clone(), h.clone()),
+            Part::Fields(items) => rows.extend(items.iter().map(|(n, v)| {
+                [
+                    parent.clone(),
+                    object.clone(),
+                    n.clone(),
+                    v.trim_start().to_string(),
+                ]
+            })),
+            Part::Field(n, v) => rows.push([parent.clone(), object.clone(), n.clone(), v.clone()]),
+            Part::Dump(l) => rows.push([parent.clone(), object.clone(), String::new(), l.clone()]),
+            Part::Offset(r, o) => rows.push([parent.clone(), object.clone(), r.clone(), o.clone()]),
+        }
+    }
+    rows
+}
+
 /// The lines DBCC PAGE prints for page `pid` (whose bytes are `page`) with `printopt`.
 pub fn format_page(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>) -> Vec<String> {
-    let lines = format_lines(pid, page, printopt, ctx, false);
-    // `fields` may have wrapped a line.
-    lines
-        .iter()
-        .flat_map(|l| l.split('\n').map(str::to_string))
-        .collect()
+    text_of(&parts(pid, page, printopt, ctx, false))
 }
 
 /// `format_page` of an index page at printopt 3 (invariant 2): the header's lines, and the
@@ -195,145 +272,202 @@ pub fn format_index_page(
     let rows = (printopt == 3)
         .then(|| index_rows(pid, page, ctx))
         .flatten()?;
-    let lines = format_lines(pid, page, printopt, ctx, true);
-    let lines = lines
-        .iter()
-        .flat_map(|l| l.split('\n').map(str::to_string))
-        .collect();
-    Some((lines, rows))
+    Some((text_of(&parts(pid, page, printopt, ctx, true)), rows))
 }
 
-fn format_lines(
+/// The columns of DBCC PAGE WITH TABLERESULTS, SQL Server's names; each text of up to
+/// 255 characters but VALUE, which holds a column's whole value.
+pub fn table_results_columns() -> Vec<(String, crate::types::SqlType)> {
+    use crate::types::{SqlType, MAX_LENGTH};
+    let name = SqlType::NVarChar(255);
+    vec![
+        ("ParentObject".into(), name),
+        ("Object".into(), name),
+        ("Field".into(), name),
+        ("VALUE".into(), SqlType::NVarChar(MAX_LENGTH)),
+    ]
+}
+
+/// DBCC PAGE WITH TABLERESULTS (invariant 3): the rows of `format_page`'s facts under
+/// `table_results_columns`; for an index page at printopt 3 the header's rows and then
+/// the index rows as their own result set, as `format_index_page` gives them.
+pub fn table_results(
     pid: PageId,
     page: &Page,
     printopt: u8,
     ctx: &PageContext<'_>,
-    grid: bool,
-) -> Vec<String> {
-    let b = page.bytes();
-    let h = page.raw_header();
-    let page_addr = b.as_ptr() as usize as u64;
-    let mut out = vec![String::new(), format!("PAGE: {pid}"), String::new()];
-    out.extend([
-        String::new(),
-        "BUFFER:".into(),
-        String::new(),
-        String::new(),
-    ]);
-    out.push(format!("BUF @{}", addr(page as *const Page)));
-    out.push(String::new());
-    let zero = "0x0000000000000000".to_string();
-    let bstat = if ctx.dirty { "0xb" } else { "0x9" };
-    for row in [
-        [
-            format!("bpage = {}", addr(b.as_ptr())),
-            format!("bPmmpage = {zero}"),
-            format!("bsort_r_nextbP = {zero}"),
-        ],
-        [
-            format!("bsort_r_prevbP = {zero}"),
-            format!("bhash = {zero}"),
-            format!("bpageno = {pid}"),
-        ],
-        [
-            "bpart = 0".into(),
-            format!("ckptGen = {zero}"),
-            "bDirtyRefCount = 0".into(),
-        ],
-        [
-            format!("bstat = {bstat}"),
-            "breferences = 0".into(),
-            "berrcode = 0".into(),
-        ],
-        [
-            "bUse1 = 0".into(),
-            "bstat2 = 0x0".into(),
-            "blog = 0x0".into(),
-        ],
-        [
-            "bsampleCount = 0".into(),
-            "bIoCount = 0".into(),
-            "resPoolId = 0".into(),
-        ],
-        [
-            "bcputicks = 0".into(),
-            "bReadMicroSec = 0".into(),
-            format!("bDirtyContext = {zero}"),
-        ],
-        [
-            format!("bDbPageBroker = {zero}"),
-            format!("bdbid = {}", ctx.database_id),
-            format!("bpru = {zero}"),
-        ],
-    ] {
-        out.push(fields(&row));
+) -> (Vec<Vec<Value>>, Option<IndexRows>) {
+    let index = (printopt == 3)
+        .then(|| index_rows(pid, page, ctx))
+        .flatten();
+    let rows = rows_of(&parts(pid, page, printopt, ctx, index.is_some()))
+        .into_iter()
+        .map(|r| r.into_iter().map(Value::Text).collect())
+        .collect();
+    (rows, index)
+}
+
+/// Every part of DBCC PAGE's output; `grid` stops after the header (an index page at
+/// printopt 3, whose rows are a result set).
+fn parts(pid: PageId, page: &Page, printopt: u8, ctx: &PageContext<'_>, grid: bool) -> Vec<Part> {
+    let blank = || Part::Text(String::new());
+    let mut out = vec![blank(), Part::Text(format!("PAGE: {pid}")), blank()];
+    buffer_parts(pid, page, ctx, &mut out);
+    header_parts(page, ctx, &mut out);
+    allocation_parts(pid, ctx, &mut out);
+    if printopt == 0 || printopt > 3 || grid {
+        return out;
     }
+    data_parts(page, printopt, ctx, &mut out);
+    out
+}
+
+/// BUFFER: the buffer's fields; those extentdb does not have are 0.
+fn buffer_parts(pid: PageId, page: &Page, ctx: &PageContext<'_>, out: &mut Vec<Part>) {
+    let blank = || Part::Text(String::new());
+    out.extend([blank(), Part::Parent("BUFFER:".into()), blank(), blank()]);
+    out.push(Part::Object(format!("BUF @{}", addr(page as *const Page))));
+    out.push(blank());
+    let zero = || "0x0000000000000000".to_string();
+    let bstat = if ctx.dirty { "0xb" } else { "0x9" };
+    let f = |n: &str, v: String| (n.to_string(), v);
+    let rows = [
+        [
+            f("bpage", addr(page.bytes().as_ptr())),
+            f("bPmmpage", zero()),
+            f("bsort_r_nextbP", zero()),
+        ],
+        [
+            f("bsort_r_prevbP", zero()),
+            f("bhash", zero()),
+            f("bpageno", pid.to_string()),
+        ],
+        [
+            f("bpart", "0".into()),
+            f("ckptGen", zero()),
+            f("bDirtyRefCount", "0".into()),
+        ],
+        [
+            f("bstat", bstat.into()),
+            f("breferences", "0".into()),
+            f("berrcode", "0".into()),
+        ],
+        [
+            f("bUse1", "0".into()),
+            f("bstat2", "0x0".into()),
+            f("blog", "0x0".into()),
+        ],
+        [
+            f("bsampleCount", "0".into()),
+            f("bIoCount", "0".into()),
+            f("resPoolId", "0".into()),
+        ],
+        [
+            f("bcputicks", "0".into()),
+            f("bReadMicroSec", "0".into()),
+            f("bDirtyContext", zero()),
+        ],
+        [
+            f("bDbPageBroker", zero()),
+            f("bdbid", ctx.database_id.to_string()),
+            f("bpru", zero()),
+        ],
+    ];
+    out.extend(rows.into_iter().map(|r| Part::Fields(r.to_vec())));
+}
+
+/// PAGE HEADER: the header's fields as they are, and the metadata the catalog gives.
+fn header_parts(page: &Page, ctx: &PageContext<'_>, out: &mut Vec<Part>) {
+    let blank = || Part::Text(String::new());
+    let h = page.raw_header();
     out.extend([
-        String::new(),
-        "PAGE HEADER:".into(),
-        String::new(),
-        String::new(),
+        blank(),
+        Part::Parent("PAGE HEADER:".into()),
+        blank(),
+        blank(),
     ]);
-    out.push(format!("Page @{}", addr(b.as_ptr())));
-    out.push(String::new());
+    out.push(Part::Object(format!(
+        "Page @{}",
+        addr(page.bytes().as_ptr())
+    )));
+    out.push(blank());
     let au = h.allocation_unit_id;
-    let (object_id, index_id, partition_id): (i64, i64, u64) = match ctx.table {
+    let (object_id, index_id, partition_id) = metadata(au, ctx);
+    let lsn = h.lsn;
+    let f = |n: &str, v: String| (n.to_string(), v);
+    let lines = vec![
+        vec![
+            f("m_pageId", h.this_page.to_string()),
+            f("m_headerVersion", h.version.to_string()),
+            f("m_type", h.page_type.to_string()),
+        ],
+        vec![
+            f("m_typeFlagBits", format!("0x{:x}", h.type_flag_bits)),
+            f("m_level", h.level.to_string()),
+            f("m_flagBits", format!("0x{:x}", h.flag_bits)),
+        ],
+        vec![
+            f(
+                "m_objId (AllocUnitId.idObj)",
+                ((au >> 16) & 0xffff_ffff).to_string(),
+            ),
+            f("m_indexId (AllocUnitId.idInd)", h.index_id.to_string()),
+        ],
+        vec![f("Metadata: AllocUnitId", au.to_string())],
+        vec![
+            f("Metadata: PartitionId", partition_id.to_string()),
+            f("Metadata: IndexId", index_id.to_string()),
+        ],
+        vec![
+            f("Metadata: ObjectId", object_id.to_string()),
+            f("m_prevPage", h.prev_page.to_string()),
+            f("m_nextPage", h.next_page.to_string()),
+        ],
+        vec![
+            f("pminlen", h.pminlen.to_string()),
+            f("m_slotCnt", h.slot_count.to_string()),
+            f("m_freeCnt", h.free_count.to_string()),
+        ],
+        vec![
+            f("m_freeData", h.free_data.to_string()),
+            f("m_reservedCnt", h.reserved_count.to_string()),
+            f(
+                "m_lsn",
+                format!("({}:{}:{})", lsn.vlf_sequence, lsn.block, lsn.slot),
+            ),
+        ],
+        vec![
+            f("m_xactReserved", h.xact_reserved.to_string()),
+            f(
+                "m_xdesId",
+                format!("({}:{})", h.xdes_id >> 32, h.xdes_id & 0xffff_ffff),
+            ),
+            f("m_ghostRecCnt", h.ghost_rec_count.to_string()),
+        ],
+        vec![
+            f("m_tornBits", (h.checksum as i32).to_string()),
+            f("DB Frag ID", "1".into()),
+        ],
+    ];
+    out.extend(lines.into_iter().map(Part::Fields));
+}
+
+/// The header's Metadata: ObjectId, IndexId and PartitionId of allocation unit `au`: an
+/// index's pages name its table's object; a unit the catalog does not have is object 0,
+/// index -1 (99 and 0 for allocation unit 0, the allocation pages').
+fn metadata(au: u64, ctx: &PageContext<'_>) -> (i64, i64, u64) {
+    match ctx.table {
         Some(t) => match &t.index_of {
             Some(ix) => (ix.table_object_id as i64, ix.index_id as i64, au),
             None => (t.object_id as i64, t.index_id as i64, au),
         },
         None if au == 0 => (99, 0, 0),
         None => (0, -1, 0),
-    };
-    let lsn = h.lsn;
-    out.push(fields(&[
-        format!("m_pageId = {}", h.this_page),
-        format!("m_headerVersion = {}", h.version),
-        format!("m_type = {}", h.page_type),
-    ]));
-    out.push(fields(&[
-        format!("m_typeFlagBits = 0x{:x}", h.type_flag_bits),
-        format!("m_level = {}", h.level),
-        format!("m_flagBits = 0x{:x}", h.flag_bits),
-    ]));
-    out.push(fields(&[
-        format!("m_objId (AllocUnitId.idObj) = {}", (au >> 16) & 0xffff_ffff),
-        format!("m_indexId (AllocUnitId.idInd) = {}", h.index_id),
-    ]));
-    out.push(fields(&[format!("Metadata: AllocUnitId = {au}")]));
-    out.push(fields(&[
-        format!("Metadata: PartitionId = {partition_id}"),
-        format!("Metadata: IndexId = {index_id}"),
-    ]));
-    out.push(fields(&[
-        format!("Metadata: ObjectId = {object_id}"),
-        format!("m_prevPage = {}", h.prev_page),
-        format!("m_nextPage = {}", h.next_page),
-    ]));
-    out.push(fields(&[
-        format!("pminlen = {}", h.pminlen),
-        format!("m_slotCnt = {}", h.slot_count),
-        format!("m_freeCnt = {}", h.free_count),
-    ]));
-    out.push(fields(&[
-        format!("m_freeData = {}", h.free_data),
-        format!("m_reservedCnt = {}", h.reserved_count),
-        format!("m_lsn = ({}:{}:{})", lsn.vlf_sequence, lsn.block, lsn.slot),
-    ]));
-    out.push(fields(&[
-        format!("m_xactReserved = {}", h.xact_reserved),
-        format!(
-            "m_xdesId = ({}:{})",
-            h.xdes_id >> 32,
-            h.xdes_id & 0xffff_ffff
-        ),
-        format!("m_ghostRecCnt = {}", h.ghost_rec_count),
-    ]));
-    out.push(fields(&[
-        format!("m_tornBits = {}", h.checksum as i32),
-        "DB Frag ID = 1".into(),
-    ]));
-    // Allocation status from the maps of the page's interval.
+    }
+}
+
+/// Allocation Status, from the maps of the page's interval.
+fn allocation_parts(pid: PageId, ctx: &PageContext<'_>, out: &mut Vec<Part>) {
     let m = &ctx.maps;
     let bit_index = (pid.page.0 / PAGES_PER_EXTENT) % GAM_INTERVAL_EXTENTS;
     let pfs_value = m.pfs.1.as_ref().map_or(0, |p| {
@@ -341,94 +475,100 @@ fn format_lines(
         b_at(p, PAGE_HEADER_SIZE + (pid.page.0 - first) as usize)
     });
     let yes_no = |v: bool, yes: &str, no: &str| if v { yes.to_string() } else { no.to_string() };
-    out.extend([String::new(), "Allocation Status".into(), String::new()]);
-    out.push(fields(&[
-        format!(
-            "GAM {} = {}",
-            m.gam.0,
+    let blank = || Part::Text(String::new());
+    out.extend([blank(), Part::Object("Allocation Status".into()), blank()]);
+    out.push(Part::Fields(vec![
+        (
+            format!("GAM {}", m.gam.0),
             // GAM bit 1 = extent free.
-            yes_no(bit(&m.gam.1, bit_index), "NOT ALLOCATED", "ALLOCATED")
+            yes_no(bit(&m.gam.1, bit_index), "NOT ALLOCATED", "ALLOCATED"),
         ),
-        format!(
-            "SGAM {} = {}",
-            m.sgam.0,
-            yes_no(bit(&m.sgam.1, bit_index), "ALLOCATED", "NOT ALLOCATED")
-        ),
-    ]));
-    out.push(fields(&[
-        format!("PFS {} = {}", m.pfs.0, pfs_text(pfs_value)),
-        format!(
-            "DIFF {} = {}",
-            m.dcm.0,
-            yes_no(bit(&m.dcm.1, bit_index), "CHANGED", "NOT CHANGED")
+        (
+            format!("SGAM {}", m.sgam.0),
+            yes_no(bit(&m.sgam.1, bit_index), "ALLOCATED", "NOT ALLOCATED"),
         ),
     ]));
-    out.push(fields(&[format!(
-        "ML {} = {}",
-        m.bcm.0,
-        yes_no(bit(&m.bcm.1, bit_index), "MIN_LOGGED", "NOT MIN_LOGGED")
+    out.push(Part::Fields(vec![
+        (format!("PFS {}", m.pfs.0), pfs_text(pfs_value)),
+        (
+            format!("DIFF {}", m.dcm.0),
+            yes_no(bit(&m.dcm.1, bit_index), "CHANGED", "NOT CHANGED"),
+        ),
+    ]));
+    out.push(Part::Fields(vec![(
+        format!("ML {}", m.bcm.0),
+        yes_no(bit(&m.bcm.1, bit_index), "MIN_LOGGED", "NOT MIN_LOGGED"),
     )]));
-    out.push(String::new());
-    if printopt == 0 || printopt > 3 {
-        return out;
-    }
-    if grid {
-        return out;
-    }
+    out.push(blank());
+}
+
+/// DATA: the whole page (printopt 2, or a page without a slot array), else each record.
+fn data_parts(page: &Page, printopt: u8, ctx: &PageContext<'_>, out: &mut Vec<Part>) {
+    let b = page.bytes();
+    let blank = || Part::Text(String::new());
     // Pages with a slot array: data and index pages, and unformatted ones (no slots).
-    let slotted = matches!(h.page_type, 0..=2);
-    out.extend(["DATA:".into(), String::new(), String::new()]);
+    let slotted = matches!(page.raw_header().page_type, 0..=2);
+    out.extend([Part::Parent("DATA:".into()), blank(), blank()]);
     if printopt == 2 || !slotted {
-        out.push(format!("Memory Dump @{}", addr(b.as_ptr())));
-        out.push(String::new());
-        hex_dump(&b[..], page_addr, &mut out);
-        out.push(String::new());
+        out.push(Part::Object(format!("Memory Dump @{}", addr(b.as_ptr()))));
+        out.push(blank());
+        hex_dump(&b[..], b.as_ptr() as usize as u64, out);
+        out.push(blank());
         if slotted {
-            offset_table(page, &mut out);
+            offset_table(page, out);
         }
-        return out;
+        return;
     }
     let slots = slots(page);
     let layouts = ctx.table.and_then(table_layouts);
     for (slot, off) in slots.iter().copied().enumerate() {
-        let Some(rec) = record_at(page, off, slots.len()) else {
-            continue;
-        };
-        if printopt == 1 {
-            out.push(format!(
-                "Slot {slot}, Offset 0x{off:x}, Length {}, DumpStyle BYTE",
-                rec.len()
-            ));
-        } else {
-            out.push(format!("Slot {slot} Offset 0x{off:x} Length {}", rec.len()));
-        }
-        out.push(String::new());
-        let mut attrs = "NULL_BITMAP".to_string();
-        if rec.first().is_some_and(|s| s & 0x20 != 0) {
-            attrs.push_str(" VARIABLE_COLUMNS");
-        }
-        out.push(fields(&[
-            format!("Record Type = {}", record_type_name(rec)),
-            format!("Record Attributes =  {attrs}"),
-            format!("Record Size = {}", rec.len()),
-        ]));
-        out.push(String::new());
-        out.push(format!("Memory Dump @{}", addr(rec.as_ptr())));
-        out.push(String::new());
-        hex_dump(rec, 0, &mut out);
-        out.push(String::new());
-        if printopt == 3 {
-            if let (Some((table, types)), Ok(RecordType::Primary)) =
-                (&layouts, record::record_type(rec))
-            {
-                columns(slot, rec, table, types, &mut out);
-            }
+        if let Some(rec) = record_at(page, off, slots.len()) {
+            record_parts(slot, off, rec, printopt, layouts.as_ref(), out);
         }
     }
     if printopt == 1 {
-        offset_table(page, &mut out);
+        offset_table(page, out);
     }
-    out
+}
+
+/// One record: its heading, type and attributes, its dump, and at printopt 3 its columns.
+fn record_parts(
+    slot: usize,
+    off: u16,
+    rec: &[u8],
+    printopt: u8,
+    layouts: Option<&(&TableEntry, ColumnTypes)>,
+    out: &mut Vec<Part>,
+) {
+    let blank = || Part::Text(String::new());
+    out.push(Part::Slot(match printopt {
+        1 => format!(
+            "Slot {slot}, Offset 0x{off:x}, Length {}, DumpStyle BYTE",
+            rec.len()
+        ),
+        _ => format!("Slot {slot} Offset 0x{off:x} Length {}", rec.len()),
+    }));
+    out.push(blank());
+    let mut attrs = " NULL_BITMAP".to_string();
+    if rec.first().is_some_and(|s| s & 0x20 != 0) {
+        attrs.push_str(" VARIABLE_COLUMNS");
+    }
+    out.push(Part::Fields(vec![
+        ("Record Type".into(), record_type_name(rec)),
+        ("Record Attributes".into(), attrs),
+        ("Record Size".into(), rec.len().to_string()),
+    ]));
+    out.push(blank());
+    out.push(Part::Object(format!("Memory Dump @{}", addr(rec.as_ptr()))));
+    out.push(blank());
+    hex_dump(rec, 0, out);
+    out.push(blank());
+    if printopt == 3 {
+        if let (Some((table, types)), Ok(RecordType::Primary)) = (layouts, record::record_type(rec))
+        {
+            columns(slot, rec, table, types, out);
+        }
+    }
 }
 
 fn b_at(p: &Page, i: usize) -> u8 {
@@ -463,12 +603,19 @@ fn record_at(page: &Page, off: u16, slot_count: usize) -> Option<&[u8]> {
     Some(&area[..len])
 }
 
-fn offset_table(page: &Page, out: &mut Vec<String>) {
-    out.extend(["OFFSET TABLE:".into(), String::new(), "Row - Offset".into()]);
+fn offset_table(page: &Page, out: &mut Vec<Part>) {
+    out.extend([
+        Part::Parent("OFFSET TABLE:".into()),
+        Part::Text(String::new()),
+        Part::Object("Row - Offset".into()),
+    ]);
     for (slot, off) in slots(page).iter().enumerate().rev() {
-        out.push(format!("{slot} (0x{slot:x}) - {off} (0x{off:x})"));
+        out.push(Part::Offset(
+            format!("{slot} (0x{slot:x})"),
+            format!("{off} (0x{off:x})"),
+        ));
     }
-    out.push(String::new());
+    out.push(Part::Text(String::new()));
 }
 
 type ColumnTypes = Vec<(crate::types::SqlType, ColumnLayout)>;
@@ -492,7 +639,7 @@ fn table_layouts(t: &TableEntry) -> Option<(&TableEntry, ColumnTypes)> {
 }
 
 /// `Slot n Column c Offset 0x.. Length n Length (physical) n` and `name = value` per column.
-fn columns(slot: usize, rec: &[u8], t: &TableEntry, types: &ColumnTypes, out: &mut Vec<String>) {
+fn columns(slot: usize, rec: &[u8], t: &TableEntry, types: &ColumnTypes, out: &mut Vec<Part>) {
     let layouts: Vec<ColumnLayout> = types.iter().map(|(_, l)| *l).collect();
     let Ok(values) = record::decode(&layouts, rec) else {
         return;
@@ -502,19 +649,19 @@ fn columns(slot: usize, rec: &[u8], t: &TableEntry, types: &ColumnTypes, out: &m
             Some(bytes) => (bytes.as_ptr() as usize - rec.as_ptr() as usize, bytes.len()),
             None => (0, 0),
         };
-        out.push(format!(
+        out.push(Part::Object(format!(
             "Slot {slot} Column {} Offset 0x{off:x} Length {len} Length (physical) {len}",
             i + 1
-        ));
-        out.push(String::new());
+        )));
+        out.push(Part::Text(String::new()));
         let ty = types[i].0;
         let text = match rowcodec::decode(ty, v) {
             Ok(Value::Null) => "[NULL]".to_string(),
             Ok(val) => format_value(&val, ty),
             Err(e) => format!("[{e}]"),
         };
-        out.push(format!("{} = {text}", c.name));
-        out.push(String::new());
+        out.push(Part::Field(c.name.clone(), text));
+        out.push(Part::Text(String::new()));
     }
 }
 
@@ -653,11 +800,54 @@ mod tests {
         }
     }
 
+    /// Proves the TABLERESULTS rows are the text's facts (invariant 3): on pages of any
+    /// bytes at every print option, each row with a Field is a `Field = VALUE` (or
+    /// `Field - VALUE`) in the text, each dump row's VALUE a line of it, and the header
+    /// rows sit under PAGE HEADER: with m_pageId first.
+    #[test]
+    fn table_rows_are_the_texts_facts() {
+        for fill in [0u8, 0xff, 0x30] {
+            let page = Page::from_bytes(&[fill; PAGE_SIZE]).unwrap();
+            let pid = PageId::new(1, 300);
+            for opt in 0..=3 {
+                let ctx = PageContext {
+                    database_id: 5,
+                    dirty: false,
+                    maps: no_maps(pid),
+                    table: None,
+                };
+                let parts = parts(pid, &page, opt, &ctx, false);
+                let text = text_of(&parts).join("\n");
+                let rows = rows_of(&parts);
+                for [parent, object, field, value] in &rows {
+                    assert!(!parent.is_empty() && !object.is_empty(), "{object}");
+                    let found = match field.is_empty() {
+                        true => text.lines().any(|l| l == value),
+                        false => [" = ", " - "]
+                            .iter()
+                            .any(|sep| text.contains(&format!("{field}{sep}{value}"))),
+                    };
+                    assert!(found, "{parent} / {object} / {field} / {value}");
+                }
+                let header = rows.iter().find(|r| r[2] == "m_pageId").unwrap();
+                assert_eq!(header[0], "PAGE HEADER:");
+                assert!(header[1].starts_with("Page @0x"));
+                assert!(text.contains(&format!("m_pageId = {}", header[3])));
+                let gam = rows.iter().find(|r| r[2] == "GAM (1:2)").unwrap();
+                assert_eq!(
+                    (&gam[0][..], &gam[1][..]),
+                    ("PAGE HEADER:", "Allocation Status")
+                );
+            }
+        }
+    }
+
     /// Pins the hex dump layout: offset, five groups of four bytes, then the ASCII column.
     #[test]
     fn hex_dump_layout() {
-        let mut out = Vec::new();
-        hex_dump(b"JunkJunkJunkJunkJunk\x00\x01Ju", 0, &mut out);
+        let mut parts = Vec::new();
+        hex_dump(b"JunkJunkJunkJunkJunk\x00\x01Ju", 0, &mut parts);
+        let out = text_of(&parts);
         assert_eq!(
             out[0],
             "0000000000000000:   4a756e6b 4a756e6b 4a756e6b 4a756e6b 4a756e6b  JunkJunkJunkJunkJunk"

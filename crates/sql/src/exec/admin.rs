@@ -23,20 +23,18 @@ const LATER_DBCC: &[&str] = &["SHRINKDATABASE", "IND"];
 /// The checks (checkdb.rs `check_settings`) read their own WITH options.
 const CHECKS: &[&str] = &["CHECKDB", "CHECKTABLE", "CHECKALLOC", "CHECKCATALOG"];
 
-/// The commands whose output is a result set already, with or without TABLERESULTS
-/// (DBINFO builds its own), so the option asks for what they do.
-const TABLE_OUTPUT: &[&str] = &[
-    "DBINFO",
-    "LOGINFO",
-    "SQLPERF",
-    "TRACESTATUS",
-    "SHOWFILESTATS",
-];
+/// The commands whose output is a result set already, with or without TABLERESULTS, so
+/// the option asks for what they do.
+const TABLE_OUTPUT: &[&str] = &["LOGINFO", "SQLPERF", "TRACESTATUS", "SHOWFILESTATS"];
+
+/// The commands that print text and read TABLERESULTS themselves, giving rows instead.
+const OWN_TABLERESULTS: &[&str] = &["DBINFO", "PAGE"];
 
 /// Refuses a WITH option command `name` does not read, never accepting it unheard:
-/// NO_INFOMSGS every command takes, TABLERESULTS those of `TABLE_OUTPUT`; SQL Server's
-/// other options (DBCC PAGE's, OPENTRAN's TABLERESULTS, SHRINKFILE's WAIT_AT_LOW_PRIORITY)
-/// are not built (40517), and a word no DBCC command takes is 2526. The checks read theirs.
+/// NO_INFOMSGS every command takes, TABLERESULTS those of `TABLE_OUTPUT` and
+/// `OWN_TABLERESULTS`; SQL Server's other options (OPENTRAN's TABLERESULTS, SHRINKFILE's
+/// WAIT_AT_LOW_PRIORITY) are not built (40517), and a word no DBCC command takes is 2526.
+/// The checks read theirs.
 fn refuse_unread_options(
     name: &str,
     options: &[crate::ast::WithOption],
@@ -49,6 +47,7 @@ fn refuse_unread_options(
         match option.as_str() {
             "NO_INFOMSGS" => {}
             "TABLERESULTS" if TABLE_OUTPUT.contains(&name) => {}
+            "TABLERESULTS" if OWN_TABLERESULTS.contains(&name) => {}
             "TABLERESULTS" | "WAIT_AT_LOW_PRIORITY" => {
                 return Err(vec![not_yet(&format!("DBCC {name} WITH {option}"))])
             }
@@ -89,7 +88,7 @@ impl Session {
             }
             "SHOWFILESTATS" => self.show_file_stats(&args, out)?,
             "SHRINKFILE" => self.shrink_file(&args, out)?,
-            "PAGE" => self.dbcc_page(&args, out)?,
+            "PAGE" => self.dbcc_page(d, &args, out)?,
             "CHECKDB" => self.dbcc_check(CheckKind::CheckDb, d, &args, out)?,
             "CHECKTABLE" => self.dbcc_check(CheckKind::CheckTable, d, &args, out)?,
             "CHECKALLOC" => self.dbcc_check(CheckKind::CheckAlloc, d, &args, out)?,
@@ -190,38 +189,23 @@ impl Session {
         Ok(())
     }
 
-    /// DBCC PAGE ({db name | db id | 0}, file, page [, printopt]): the page as SQL Server
-    /// prints it (`crate::dbcc_page`), read through the buffer pool so a dirty page shows
-    /// its current content. The lines go to the client with trace flag 3604 (session or
-    /// global), else to the error log.
-    fn dbcc_page(&mut self, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
-        if args.len() < 3 {
-            return Err(vec![msg(2526, &[])]);
-        }
-        let (db_id, db) = self.dbcc_database(args.first())?;
-        let number = |v: &Value| as_i64(v).map_err(|e| vec![e]);
-        let (file, page) = (number(&args[1])?, number(&args[2])?);
-        let printopt = match args.get(3) {
-            Some(v) if !v.is_null() => number(v)?,
-            _ => 0,
-        };
-        let out_of_range = || {
-            let pid = format!("({file}:{page})");
-            vec![msg(
-                8968,
-                &[&"DBCC PAGE", &pid, &0, &-1, &0, &0, &"Unknown"],
-            )]
-        };
-        let (Ok(file), Ok(page)) = (u16::try_from(file), u32::try_from(page)) else {
-            return Err(out_of_range());
-        };
-        let pid = PageId::new(file, page);
-        let lines = {
+    /// DBCC PAGE ({db name | db id | 0}, file, page [, printopt]) [WITH TABLERESULTS]: the
+    /// page as SQL Server prints it (`crate::dbcc_page`), read through the buffer pool so a
+    /// dirty page shows its current content. The lines go to the client with trace flag
+    /// 3604 (session or global), else to the error log; WITH TABLERESULTS they come as
+    /// rows (ParentObject, Object, Field, VALUE) to the client, 3604 or not.
+    fn dbcc_page(&mut self, d: &Dbcc, args: &[Value], out: &mut Out) -> Result<(), Vec<SqlError>> {
+        let (db_id, db, pid, printopt) = self.dbcc_page_args(args)?;
+        let tabled = d
+            .options
+            .iter()
+            .any(|o| o.name.eq_ignore_ascii_case("TABLERESULTS"));
+        let (printed, grid) = {
             let d = db.read().unwrap();
             let (p, dirty) = match d.read_page_current(pid) {
                 Ok(x) => x,
                 Err(StorageError::PageOutOfRange { .. } | StorageError::FileNotFound(_)) => {
-                    return Err(out_of_range())
+                    return Err(page_out_of_range(pid))
                 }
                 Err(e) => return Err(super::errors::map(&e, super::errors::Context::Other)),
             };
@@ -234,19 +218,59 @@ impl Session {
                 maps,
                 table,
             };
-            let printopt = printopt.clamp(0, 255) as u8;
-            match dbcc_page::format_index_page(pid, &p, printopt, &ctx) {
-                Some((lines, grid)) => (lines, Some(grid)),
-                None => (dbcc_page::format_page(pid, &p, printopt, &ctx), None),
+            if tabled {
+                let (rows, grid) = dbcc_page::table_results(pid, &p, printopt, &ctx);
+                (PageOutput::Rows(rows), grid)
+            } else {
+                match dbcc_page::format_index_page(pid, &p, printopt, &ctx) {
+                    Some((lines, grid)) => (PageOutput::Lines(lines), Some(grid)),
+                    None => {
+                        let lines = dbcc_page::format_page(pid, &p, printopt, &ctx);
+                        (PageOutput::Lines(lines), None)
+                    }
+                }
             }
         };
-        let (lines, grid) = lines;
-        self.dbcc_print(lines, out);
+        match printed {
+            PageOutput::Lines(lines) => self.dbcc_print(lines, out),
+            PageOutput::Rows(rows) => {
+                let columns = dbcc_page::table_results_columns();
+                self.send_rowset(super::views::Rowset { columns, rows }, out);
+            }
+        }
         // An index page's rows come as a result set (dbcc_page invariant 2).
         if let Some((columns, rows)) = grid {
             out.push(Output::Rows { columns, rows });
         }
         Ok(())
+    }
+
+    /// DBCC PAGE's arguments: the database (id and handle), the page, the print option
+    /// (0 when not given or NULL; past 255 as 255, which prints the header only). Fewer
+    /// than three is 2526; a file or page no file can have is 8968.
+    fn dbcc_page_args(
+        &mut self,
+        args: &[Value],
+    ) -> Result<(u16, extentdb_storage::instance::DbHandle, PageId, u8), Vec<SqlError>> {
+        if args.len() < 3 {
+            return Err(vec![msg(2526, &[])]);
+        }
+        let (db_id, db) = self.dbcc_database(args.first())?;
+        let number = |v: &Value| as_i64(v).map_err(|e| vec![e]);
+        let (file, page) = (number(&args[1])?, number(&args[2])?);
+        let printopt = match args.get(3) {
+            Some(v) if !v.is_null() => number(v)?,
+            _ => 0,
+        };
+        let (Ok(file_no), Ok(page_no)) = (u16::try_from(file), u32::try_from(page)) else {
+            let pid = format!("({file}:{page})");
+            return Err(vec![msg(
+                8968,
+                &[&"DBCC PAGE", &pid, &0, &-1, &0, &0, &"Unknown"],
+            )]);
+        };
+        let pid = PageId::new(file_no, page_no);
+        Ok((db_id, db, pid, printopt.clamp(0, 255) as u8))
     }
 
     /// DBCC's printed output (PAGE, DBINFO): to the client with trace flag 3604 (session or
@@ -443,6 +467,19 @@ impl Session {
         self.vars = saved;
         result
     }
+}
+
+/// What DBCC PAGE gives before an index page's rows: its lines, printed (3604 to the
+/// client, else the error log), or WITH TABLERESULTS its rows, sent to the client.
+enum PageOutput {
+    Lines(Vec<String>),
+    Rows(Vec<Vec<Value>>),
+}
+
+/// Msg 8968 for a page beyond its file or in a file the database does not have.
+fn page_out_of_range(pid: PageId) -> Vec<SqlError> {
+    let at = pid.to_string();
+    vec![msg(8968, &[&"DBCC PAGE", &at, &0, &-1, &0, &0, &"Unknown"])]
 }
 
 /// A system procedure's arguments bound to its parameters (`params`, with their `@`), by
