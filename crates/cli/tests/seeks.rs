@@ -534,3 +534,106 @@ fn concurrent_updates_and_deletes_by_key() {
     let checked = run(&mut c, "DBCC CHECKTABLE ('kv') WITH NO_INFOMSGS");
     assert!(checked.errors().next().is_none());
 }
+
+/// An assignment SELECT whose last row decides its variables (`SELECT @v = v FROM t WHERE
+/// id = @k`, aggregates too) seeks as the SELECT of its values does and prints its SET
+/// STATISTICS IO line; it read the whole table into memory before. Assignments that read
+/// their own variables (`@s = @s + v`, `+=`) still assign row by row. Three sessions look
+/// rows up by assignment while a fourth updates others.
+#[test]
+fn assignment_select_seeks() {
+    let s = Server::start("seek-assign", &[]);
+    let mut c = s.connect();
+    run(
+        &mut c,
+        "CREATE DATABASE sa; USE sa; CREATE TABLE t (id INT NOT NULL PRIMARY KEY, \
+         v INT NOT NULL, pad CHAR(200) NOT NULL DEFAULT 'x')",
+    );
+    run(
+        &mut c,
+        "SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+         WHILE @i < 20000 BEGIN INSERT INTO t (id, v) VALUES (@i, @i * 2); SET @i += 1; END; \
+         COMMIT",
+    );
+    let one = |c: &mut Client, sql: &str| {
+        let r = run(
+            c,
+            &format!("SET STATISTICS IO ON; {sql}; SET STATISTICS IO OFF"),
+        );
+        (all_rows(&r), scans_and_reads(&r))
+    };
+    let (got, io) = one(
+        &mut c,
+        "DECLARE @v INT; SELECT @v = v FROM t WHERE id = 777; SELECT @v",
+    );
+    assert_eq!(got, vec![vec![Value::Int(1554)]]);
+    assert_eq!(io.len(), 1, "one 3615 line: {io:?}");
+    assert!(io[0].0 == 0 && io[0].1 <= 4, "a point seek: {io:?}");
+    let (got, io) = one(
+        &mut c,
+        "DECLARE @c INT, @s BIGINT; \
+         SELECT @c = COUNT(*), @s = SUM(CAST(v AS BIGINT)) FROM t WHERE id BETWEEN 100 AND 199; \
+         SELECT @c, @s, @@ROWCOUNT",
+    );
+    assert_eq!(
+        got,
+        vec![vec![Value::Int(100), Value::BigInt(29_900), Value::Int(1)]]
+    );
+    assert!(io[0].1 <= 10, "a range seek: {io:?}");
+    let (got, _) = one(
+        &mut c,
+        "DECLARE @v INT = -1, @n INT; SELECT @v = v FROM t WHERE id BETWEEN 10 AND 12; \
+         SET @n = @@ROWCOUNT; SELECT @v, @n; \
+         SELECT @v = v FROM t WHERE id = -5; SELECT @v, @@ROWCOUNT",
+    );
+    assert_eq!(
+        got,
+        vec![
+            vec![Value::Int(24), Value::Int(3)],
+            vec![Value::Int(24), Value::Int(0)]
+        ]
+    );
+    let (got, _) = one(
+        &mut c,
+        "DECLARE @s BIGINT = 0, @n INT = 0; SELECT @s = @s + v FROM t WHERE id < 10; \
+         SELECT @n += 1 FROM t WHERE id < 10; SELECT @s, @n",
+    );
+    assert_eq!(got, vec![vec![Value::BigInt(90), Value::Int(10)]]);
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (addr, stop) = (s.addr.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut w = connect_at(&addr, Some("sa"), 60).unwrap();
+            let mut i = 0;
+            while !stop.load(Ordering::Relaxed) {
+                run(
+                    &mut w,
+                    &format!("UPDATE t SET v = v + 1 WHERE id = {}", 10_000 + i % 5000),
+                );
+                i += 1;
+            }
+            i
+        })
+    };
+    let readers: Vec<_> = (0..3)
+        .map(|r| {
+            let addr = s.addr.clone();
+            std::thread::spawn(move || {
+                let mut c = connect_at(&addr, Some("sa"), 60).unwrap();
+                for k in (r * 1000..r * 1000 + 300).step_by(3) {
+                    let got = all_rows(&run(
+                        &mut c,
+                        &format!("DECLARE @v INT; SELECT @v = v FROM t WHERE id = {k}; SELECT @v"),
+                    ));
+                    assert_eq!(got, vec![vec![Value::Int(k * 2)]], "id {k}");
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(writer.join().unwrap() > 0);
+}

@@ -68,7 +68,7 @@ pub(super) fn contains_aggregate(e: &Expr) -> bool {
 /// but a node `map_expr` would copy whole without looking inside (a column, a literal, a
 /// variable, a subquery: `descends` is false) is replaced by a bare NULL literal once
 /// tested, so a search of a select list copies none of its names (asked per statement).
-fn any_node(e: &Expr, found: &dyn Fn(&Expr) -> bool) -> bool {
+pub(super) fn any_node(e: &Expr, found: &dyn Fn(&Expr) -> bool) -> bool {
     let mut hit = false;
     let _ = map_expr(e, &mut |x| {
         hit |= found(x);

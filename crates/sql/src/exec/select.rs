@@ -247,6 +247,84 @@ pub(super) fn refuse_unbuilt_hints(hints: &[String]) -> Result<(), Vec<SqlError>
     }
 }
 
+/// Assignment SELECT `s` as the SELECT of its values (`@v = expr` as `expr`).
+fn values_of(s: &Select) -> Select {
+    let mut plain = s.clone();
+    plain.items = s
+        .items
+        .iter()
+        .map(|i| match i {
+            SelectItem::Assign { value, .. } => SelectItem::Expr {
+                expr: value.clone(),
+                alias: None,
+            },
+            other => other.clone(),
+        })
+        .collect();
+    plain
+}
+
+/// Whether assignment SELECT `s` leaves its variables as its last row's values alone:
+/// every assignment is `=` and no value reads a variable the statement assigns (nor holds
+/// a subquery, which could), so no row sees an earlier row's assignment and each one
+/// overwrites the one before. `SELECT @s = @s + name FROM t` and `SELECT @n += 1 FROM t`
+/// need every row in turn.
+fn last_row_decides(s: &Select) -> bool {
+    let assigned: Vec<&str> = s
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            SelectItem::Assign { variable, .. } => Some(variable.as_str()),
+            _ => None,
+        })
+        .collect();
+    let reads_assigned = |e: &crate::ast::Expr| {
+        aggregate::any_node(e, &|x| match x {
+            crate::ast::Expr::Variable(v) => assigned.iter().any(|a| a.eq_ignore_ascii_case(v)),
+            crate::ast::Expr::Subquery(_)
+            | crate::ast::Expr::Exists(_)
+            | crate::ast::Expr::InSubquery { .. } => true,
+            _ => false,
+        })
+    };
+    s.items.iter().all(|i| match i {
+        SelectItem::Assign { op, value, .. } => {
+            *op == crate::ast::AssignOp::Assign && !reads_assigned(value)
+        }
+        _ => false,
+    }) && !s.where_clause.as_ref().is_some_and(reads_assigned)
+        && !s.having.as_ref().is_some_and(reads_assigned)
+}
+
+/// The sink of a streamed assignment SELECT (`assignment_streamed`): its result's last row
+/// and row count kept, the result set and its row count swallowed (an assignment returns
+/// neither), everything else (SET STATISTICS IO's lines) passed on.
+struct LastRow<'o, 'a> {
+    out: &'o mut Out<'a>,
+    last: Option<Vec<Value>>,
+    rows: u64,
+}
+
+impl super::output::OutputSink for LastRow<'_, '_> {
+    fn emit(&mut self, o: Output) -> bool {
+        match o {
+            Output::Columns(_) | Output::RowsAffected(_) => {}
+            Output::Row(r) => {
+                self.rows += 1;
+                self.last = Some(r);
+            }
+            Output::Rows { mut rows, .. } => {
+                self.rows += rows.len() as u64;
+                if let Some(r) = rows.pop() {
+                    self.last = Some(r);
+                }
+            }
+            o => self.out.push(o),
+        }
+        !self.out.gone()
+    }
+}
+
 /// Rows equal for DISTINCT and GROUP BY: NULLs equal each other.
 pub(super) fn same_row(a: &[Value], b: &[Value]) -> bool {
     a.iter()
@@ -278,6 +356,9 @@ impl Session {
             {
                 if super::window_functions::has_windows(q, s) {
                     return Err(vec![not_yet("window functions in an assignment SELECT")]);
+                }
+                if let Some(done) = self.assignment_streamed(q, s, out) {
+                    return done;
                 }
                 if let Some(done) = self.aggregate_assignment(q, s) {
                     return done;
@@ -744,23 +825,51 @@ impl Session {
         Ok(())
     }
 
+    /// An assignment SELECT whose result only its last row decides (`last_row_decides`),
+    /// run as the SELECT of its values through the streamed paths (seeks, joins, the
+    /// spilling sort; SET STATISTICS IO's lines), its rows kept one at a time
+    /// (`LastRow`): the variables take the last row's values, @@ROWCOUNT the number of
+    /// rows. None for any other query, or one the streamed paths do not take (a system
+    /// view, no FROM), left to the paths below.
+    fn assignment_streamed(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        out: &mut Out,
+    ) -> Option<Result<(), Vec<SqlError>>> {
+        if s.from.is_empty() || !last_row_decides(s) {
+            return None;
+        }
+        let query = Query {
+            body: QueryBody::Select(Box::new(values_of(s))),
+            ..q.clone()
+        };
+        let mut kept = LastRow {
+            out,
+            last: None,
+            rows: 0,
+        };
+        let done = self.select_streamed(&query, &mut Out::new(&mut kept))?;
+        let (last, rows) = (kept.last.take(), kept.rows);
+        Some(done.and_then(|()| {
+            let assigned = s.items.iter().filter_map(|i| match i {
+                SelectItem::Assign { variable, op, .. } => Some((variable, *op)),
+                _ => None,
+            });
+            for ((variable, op), v) in assigned.zip(last.into_iter().flatten()) {
+                self.assign(variable, op, v).map_err(|e| vec![e])?;
+            }
+            self.rowcount = rows as i64;
+            Ok(())
+        }))
+    }
+
     /// `SELECT @c = COUNT(*), @m = MAX(x) FROM t [GROUP BY ...]`: the query runs as a
     /// SELECT (aggregates, grouping, ORDER BY, TOP) and each result row assigns in turn
     /// (the last wins). None when the query has no aggregate: that form assigns row by row
     /// as it evaluates, so `SELECT @s = @s + name FROM t` sees each earlier assignment.
     fn aggregate_assignment(&mut self, q: &Query, s: &Select) -> Option<Result<(), Vec<SqlError>>> {
-        let mut plain = s.clone();
-        plain.items = s
-            .items
-            .iter()
-            .map(|i| match i {
-                SelectItem::Assign { value, .. } => SelectItem::Expr {
-                    expr: value.clone(),
-                    alias: None,
-                },
-                other => other.clone(),
-            })
-            .collect();
+        let plain = values_of(s);
         if !super::aggregate::is_aggregate_query(&plain) {
             return None;
         }
