@@ -195,17 +195,26 @@ fn a_running_task_shows_in_the_task_view_not_yet_in_the_session_view() {
             &mut a,
             "DECLARE @t TABLE (id INT, pad CHAR(1000)); DECLARE @i INT = 0; \
              WHILE @i < 200 BEGIN INSERT INTO @t VALUES (@i, 'v'); SET @i += 1; END; \
-             WAITFOR DELAY '00:00:04'",
+             WAITFOR DELAY '00:00:05'",
         );
         a
     });
+    // The batch is in its WAITFOR once its request's command is no longer the batch's
+    // start (EXECUTE) or an INSERT: its table variable is full.
+    let command = format!("SELECT command FROM sys.dm_exec_requests WHERE session_id = {a_spid}");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while task_rows(&mut b, a_spid).first().is_none_or(|r| r[3] == 0) {
-        assert!(Instant::now() < deadline, "no task row with A's pages");
+    loop {
+        let rows = all_rows(&run(&mut b, &command));
+        let filling = |c: &Value| matches!(c, Value::Text(c) if c == "EXECUTE" || c == "INSERT");
+        if matches!(&rows[..], [r] if !filling(&r[0])) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "A's batch never reached its WAITFOR: {rows:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // 200 inserts take a few milliseconds: a second later the batch is in its WAITFOR.
-    std::thread::sleep(Duration::from_secs(1));
     let running = task_rows(&mut b, a_spid);
     assert_eq!(running.len(), 1, "one task: {running:?}");
     let running = &running[0];
