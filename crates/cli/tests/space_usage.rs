@@ -1,11 +1,12 @@
 //! sys.dm_db_session_space_usage and sys.dm_db_task_space_usage through a real `extentdb
 //! serve` and several TDS sessions at once: a #temp table's extents are charged to the
 //! session that filled it (exactly its reserved pages, whatever the other sessions do at
-//! the same time) and given back by its DROP; a table variable's pages are allocated and
-//! freed by its batch; a sort that spills charges its work file's pages as internal
-//! objects; a running task shows in the task view and not yet in the session view; a
-//! session's row goes when it ends; a login without VIEW SERVER STATE gets Msgs 300 and
-//! 297.
+//! the same time) and given back by its DROP; a ##table's pages are its writer's, and its
+//! drop at its creator's end is not charged to the writer; a table variable's pages are
+//! allocated and freed by its batch; a sort that spills charges its work file's pages as
+//! internal objects; a running task shows in the task view and not yet in the session
+//! view; a session's row goes when it ends; a login without VIEW SERVER STATE gets Msgs
+//! 300 and 297.
 
 use std::time::{Duration, Instant};
 
@@ -111,6 +112,35 @@ fn temp_table_pages_are_charged_to_the_session_that_made_them() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(counts(&mut b, c_spid), [c_pages, 0, 0, 0]);
+}
+
+/// Proves a global table's pages are charged to the session that writes them, not to its
+/// creator: A makes ##g, B fills it, so B's allocation is the pages ##g reserves and A's
+/// is 0; A disconnects, its end drops ##g, and B's counts do not move (the drop is A's
+/// task, whose counts go with A's row, so it cannot be seen here).
+#[test]
+fn a_global_table_charges_the_session_that_writes_it() {
+    let s = Server::start("su-global", &[]);
+    let (mut a, mut b, mut w) = (s.connect(), s.connect(), s.connect());
+    let (a_spid, b_spid) = (spid(&mut a), spid(&mut b));
+    run(&mut a, "CREATE TABLE ##g (id INT, pad CHAR(1000))");
+    run(
+        &mut b,
+        "DECLARE @i INT = 0; \
+         WHILE @i < 300 BEGIN INSERT INTO ##g VALUES (@i, 'g'); SET @i += 1; END",
+    );
+    let pages = reserved_pages(&mut b, "##g");
+    assert!(pages >= 40, "{pages}");
+    assert_eq!(counts(&mut w, b_spid), [pages, 0, 0, 0]);
+    assert_eq!(counts(&mut w, a_spid), [0, 0, 0, 0]);
+    drop(a);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let gone = "SELECT COUNT(*) FROM tempdb.sys.tables WHERE name = '##g'";
+    while scalar(&mut w, gone) != 0 {
+        assert!(Instant::now() < deadline, "##g outlived its creator");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(counts(&mut w, b_spid), [pages, 0, 0, 0]);
 }
 
 /// Proves a table variable's pages are user objects of the batch that declared it: they
