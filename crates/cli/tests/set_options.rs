@@ -322,3 +322,45 @@ fn a_negative_or_null_rowcount_is_refused_and_changes_nothing() {
     }
     assert_eq!(ints(&mut a, "SELECT k FROM t").len(), 3);
 }
+
+/// Proves SET IDENTITY_INSERT is on for one table per session (Msg 8107, severity 16,
+/// state 1, naming the table it is on for by database, schema and name, and the table
+/// asked for), another session's setting is its own, and OFF frees it.
+#[test]
+fn identity_insert_is_on_for_one_table_per_session() {
+    let s = Server::start("set_identity_insert", &[]);
+    let (mut a, mut b) = (s.connect(), s.connect());
+    run(
+        &mut a,
+        "CREATE DATABASE idi; USE idi; \
+         CREATE TABLE t1 (id INT IDENTITY, v INT); CREATE TABLE t2 (id INT IDENTITY, v INT); \
+         SET IDENTITY_INSERT t1 ON",
+    );
+    let r = a.batch("SET IDENTITY_INSERT t2 ON").unwrap();
+    let refused: Vec<_> = r
+        .errors()
+        .map(|e| (e.number, e.severity, e.state, e.text.clone()))
+        .collect();
+    assert_eq!(
+        refused,
+        [(
+            8107,
+            16,
+            1,
+            "IDENTITY_INSERT is already ON for table 'idi.dbo.t1'. Cannot perform SET \
+             operation for table 't2'."
+                .to_string()
+        )]
+    );
+    run(&mut b, "USE idi; SET IDENTITY_INSERT t2 ON");
+    run(&mut b, "INSERT INTO t2 (id, v) VALUES (40, 1)");
+    run(
+        &mut a,
+        "SET IDENTITY_INSERT t1 OFF; SET IDENTITY_INSERT t2 ON; \
+         INSERT INTO t2 (id, v) VALUES (41, 2)",
+    );
+    assert_eq!(
+        int(&all_rows(&run(&mut a, "SELECT SUM(id) FROM t2"))[0][0]),
+        81
+    );
+}

@@ -429,8 +429,8 @@ fn misuses_get_sql_servers_messages() {
         ),
         ("SELECT UPPER(g) OVER () FROM s", (4113, 15)),
         ("SELECT STDEV(v) OVER () FROM s", (40517, 16)),
-        ("SELECT ROW_NUMBER() OVER (ORDER BY 1) FROM s", (5308, 15)),
-        ("SELECT ROW_NUMBER() OVER (ORDER BY 'x') FROM s", (5309, 15)),
+        ("SELECT ROW_NUMBER() OVER (ORDER BY 1) FROM s", (5308, 16)),
+        ("SELECT ROW_NUMBER() OVER (ORDER BY 'x') FROM s", (5309, 16)),
         ("SELECT ROW_NUMBER(1) OVER (ORDER BY id) FROM s", (174, 15)),
         ("SELECT LAG() OVER (ORDER BY id) FROM s", (189, 15)),
         (

@@ -351,6 +351,9 @@ impl Database {
         };
         file.claim_extent(extent)?;
         self.set_iam_bit(iam_at, extent, true)?;
+        if self.data.counts_task_space {
+            crate::task_space::charge_user_extent(true);
+        }
         Ok(Claim::Extent(extent))
     }
 
@@ -436,7 +439,11 @@ impl Database {
             });
         }
         self.set_iam_bit(iam_at, extent, false)?;
-        self.release_extent(file_id, extent)
+        self.release_extent(file_id, extent)?;
+        if self.data.counts_task_space {
+            crate::task_space::charge_user_extent(false);
+        }
+        Ok(())
     }
 
     /// Returns an extent no IAM page owns any more to its file's GAM, after forgetting its

@@ -116,6 +116,9 @@ pub struct SessionInfo {
     pub open_transaction_count: std::sync::atomic::AtomicU32,
     pub transaction_descriptor: std::sync::atomic::AtomicU64,
     pub transaction_begin_us: std::sync::atomic::AtomicI64,
+    /// The session's tempdb space, by its completed tasks and its running one
+    /// (sys.dm_db_session_space_usage, sys.dm_db_task_space_usage).
+    pub space: crate::task_space::SessionSpace,
     /// What KILL does beside setting the flags: the TDS server shuts the connection's
     /// socket down, so a thread blocked reading a request the client never finished wakes.
     pub kill_hook: KillHook,
@@ -723,7 +726,7 @@ impl Instance {
             log: &self.errorlog,
             source: "spid7s".into(),
         };
-        let db = Database::create(
+        let mut db = Database::create(
             &OpContext {
                 fs: self.fs.as_ref(),
                 policy: self.init_policy(&BTreeSet::new()),
@@ -731,6 +734,7 @@ impl Instance {
             },
             &spec,
         )?;
+        db.set_counts_task_space(true);
         self.errorlog
             .write("spid7s", "Starting up database 'tempdb'.");
         self.databases

@@ -50,6 +50,7 @@ pub mod snapshot;
 pub mod space;
 pub mod structure;
 pub mod table;
+pub mod task_space;
 pub mod transaction;
 pub(crate) mod tree_change;
 pub mod waits;

@@ -139,6 +139,9 @@ pub struct DataPath {
     pub(crate) emptying: std::collections::BTreeSet<u16>,
     /// Data-file growths being initialized in the background (IFI off).
     pub(crate) data_growth: crate::proportional_fill::DataGrowthPrep,
+    /// tempdb: each extent claimed or given back is charged to the thread's task
+    /// (task_space.rs).
+    pub(crate) counts_task_space: bool,
 }
 
 impl Default for DataPath {
@@ -165,6 +168,7 @@ impl DataPath {
             fill: Default::default(),
             emptying: Default::default(),
             data_growth: Default::default(),
+            counts_task_space: false,
         }
     }
 }
@@ -504,6 +508,12 @@ impl Database {
         let _taking = lock.lock().unwrap_or_else(|e| e.into_inner());
         let c = self.unit_cursor(au)?;
         self.take_unit_page(t, c, self.growth_env())
+    }
+
+    /// Makes this database charge each extent its allocation units claim or give back to
+    /// the task that does it (tempdb: task_space.rs).
+    pub fn set_counts_task_space(&mut self, on: bool) {
+        self.data.counts_task_space = on;
     }
 
     /// Held exclusively: `t`'s cursor known, and at least `pages` free pages left in its

@@ -65,6 +65,7 @@ mod set_ops;
 mod set_options;
 mod shrink;
 mod space;
+mod space_usage;
 mod spill;
 mod stream;
 mod structure;
@@ -321,6 +322,7 @@ impl Engine {
             transaction_descriptor: Default::default(),
             transaction_begin_us: Default::default(),
             kill_hook: Default::default(),
+            space: Default::default(),
         });
         self.instance
             .sessions
@@ -474,12 +476,15 @@ impl Drop for Session {
     /// A session that ends inside a transaction rolls it back, as SQL Server does when a
     /// connection closes.
     fn drop(&mut self) {
+        // The session's last task: its drops are its own deallocations (space_usage.rs).
+        let _task = self.info.space.begin_task();
         // No client is left to tell: a failed rollback goes to the error log.
         for e in self.rollback_all() {
             self.log_event(&e);
         }
         self.drop_table_variables();
         self.drop_temporary_tables();
+        self.info.space.end_task();
         self.engine
             .instance
             .sessions
@@ -564,6 +569,8 @@ impl Session {
             self.vars.insert(name.to_lowercase(), (t, v));
         }
         *self.info.command.lock().unwrap() = "EXECUTE";
+        // The request is a task: its tempdb pages are charged to it (space_usage.rs).
+        let _task = self.info.space.begin_task();
         self.info.running.store(true, Ordering::Release);
         self.info
             .last_request_start_us
@@ -580,6 +587,7 @@ impl Session {
         }
         // The batch's table variables end with it (table_variables.rs invariant 2).
         self.drop_table_variables();
+        self.info.space.end_task();
         self.info.running.store(false, Ordering::Release);
         *self.info.command.lock().unwrap() = "AWAITING COMMAND";
     }
@@ -598,11 +606,14 @@ impl Session {
     /// rolls back, the session returns to `database_id`, and its SET options, session trace
     /// flags and identity state are cleared.
     pub fn reset_connection(&mut self, database_id: u16) {
+        // A task of the session: what it drops is the session's deallocation.
+        let _task = self.info.space.begin_task();
         // The new user starts clean; a failed rollback goes to the error log.
         for e in self.rollback_all() {
             self.log_event(&e);
         }
         self.drop_temporary_tables();
+        self.info.space.end_task();
         // The login's database again; one being dropped or restored meanwhile leaves the
         // session where it is, as a USE that times out would.
         if let Err(errors) = self.enter_database(database_id) {

@@ -59,6 +59,13 @@
 //! 5. A run file is read only through the segment its run was written to, and every record
 //!    read back is validated (lengths, tags, UTF-8, row counts, segment ends): a damaged
 //!    work file gives an error, never a panic or a wrong row.
+//! 7. Space: a work file's data counts as tempdb's *internal objects* of the task that
+//!    created it (sys.dm_db_task_space_usage, storage's `task_space.rs`), in 8 KB pages:
+//!    after each run or merged group is flushed, the pages of the file's bytes so far not
+//!    yet counted are allocated, and when the file closes all of them are deallocated. SQL
+//!    Server's spill takes tempdb pages; this one takes no page of tempdb's data files, so
+//!    its bytes in tempdb's page size are the count. The holes a merge pass punches in its
+//!    input are counted when that input closes, at the pass's end.
 //! 6. Errors: a full disk is Msg 1105 for tempdb's PRIMARY filegroup, naming the sort's
 //!    run storage as SQL Server does; any other operating-system failure or damaged run is
 //!    Msg 17053 naming the work file and the OS error.
@@ -78,6 +85,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::Arc;
 
+use extentdb_storage::task_space::{self, ObjectKind, SpaceCounters};
+
 use crate::messages::{msg, os_error_text, SqlError};
 use crate::types::Value;
 
@@ -89,6 +98,9 @@ pub(super) const DEFAULT_FAN_IN: usize = 64;
 
 /// Read and write buffer of a run: one extent.
 pub(super) const IO_BUFFER_BYTES: usize = 64 * 1024;
+
+/// The page a work file's bytes are counted in as tempdb's internal objects (invariant 7).
+const PAGE_BYTES: u64 = extentdb_format::PAGE_SIZE as u64;
 
 /// Bytes a row takes in the buffer itself, besides what it owns.
 const SLOT_BYTES: usize = std::mem::size_of::<Vec<Value>>();
@@ -740,6 +752,11 @@ struct WorkFile {
     path: PathBuf,
     /// The name could not be removed at creation; removed on drop instead.
     linked: bool,
+    /// The task that created it (storage's task_space.rs), charged with its pages as
+    /// internal objects (invariant 7), and given them back when it closes.
+    task: Option<Arc<SpaceCounters>>,
+    /// The 8 KB pages of it charged to `task` so far.
+    charged_pages: AtomicU64,
 }
 
 impl WorkFile {
@@ -764,7 +781,13 @@ impl WorkFile {
             match opened {
                 Ok(file) => {
                     let linked = !unlink || std::fs::remove_file(&path).is_err();
-                    return Ok(Arc::new(WorkFile { file, path, linked }));
+                    return Ok(Arc::new(WorkFile {
+                        file,
+                        path,
+                        linked,
+                        task: task_space::charged(),
+                        charged_pages: AtomicU64::new(0),
+                    }));
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < CREATE_ATTEMPTS => {
                     attempt += 1;
@@ -795,8 +818,24 @@ impl WorkFile {
     }
 }
 
+impl WorkFile {
+    /// Charges the task with the pages of the file's first `end` bytes not charged yet
+    /// (invariant 7).
+    fn charge_to(&self, end: u64) {
+        let pages = end.div_ceil(PAGE_BYTES);
+        let before = self.charged_pages.fetch_max(pages, AtomicOrdering::Relaxed);
+        if let (Some(task), true) = (&self.task, pages > before) {
+            task.add(ObjectKind::Internal, true, pages - before);
+        }
+    }
+}
+
 impl Drop for WorkFile {
     fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            let pages = *self.charged_pages.get_mut();
+            task.add(ObjectKind::Internal, false, pages);
+        }
         if self.linked {
             let _ = std::fs::remove_file(&self.path);
         }
@@ -858,8 +897,11 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Writes out what is buffered, and charges the task with the file's new pages.
     fn flush(&mut self) -> Result<(), SqlError> {
-        self.out.flush().map_err(|e| self.error(&e))
+        self.out.flush().map_err(|e| self.error(&e))?;
+        self.out.get_ref().work.charge_to(self.end);
+        Ok(())
     }
 
     fn error(&self, e: &io::Error) -> SqlError {
@@ -1415,6 +1457,47 @@ mod tests {
             }
         }
         assert!(dir.entries().is_empty());
+    }
+
+    /// Proves invariant 7: the pages a sort's work files take are charged to the task that
+    /// ran it as internal objects, at least its spilled bytes in 8 KB pages and at most one
+    /// partial page more per work file (the first and each merge pass's), and every one is
+    /// deallocated by the time the sorted rows are read and dropped; a sort that stays in
+    /// memory charges nothing.
+    #[test]
+    fn spilled_pages_are_charged_to_the_task_and_given_back() {
+        let dir = ScratchDir::new("charged");
+        let task = Arc::new(SpaceCounters::default());
+        let _charge = task_space::charge_to(task.clone());
+        let rows = random_rows(0x5eed_0007, 3000);
+        let _ = sort_all(&dir.0, 1 << 24, 2, &rows, by_key_and_text);
+        assert_eq!(task.read(), task_space::SpaceUsage::default());
+        let mut sort = SortSpill::new(&dir.0, 4096, Box::new(by_key_and_text)).with_fan_in(4);
+        for row in &rows {
+            sort.push(row.clone()).unwrap();
+        }
+        let sorted = sort.finish().unwrap();
+        let (bytes, files) = (sorted.spilled_bytes(), 1 + u64::from(sorted.merge_passes()));
+        let alloc = task.read().internal_alloc_pages;
+        assert!(
+            sorted.merge_passes() >= 2,
+            "{} passes",
+            sorted.merge_passes()
+        );
+        assert!(
+            alloc >= bytes.div_ceil(PAGE_BYTES),
+            "{alloc} pages for {bytes} bytes"
+        );
+        assert!(
+            alloc <= bytes.div_ceil(PAGE_BYTES) + files,
+            "{alloc} for {bytes} bytes"
+        );
+        assert_eq!(sorted.map(Result::unwrap).count(), rows.len());
+        let done = task.read();
+        assert_eq!(
+            (done.internal_dealloc_pages, done.user_alloc_pages),
+            (alloc, 0)
+        );
     }
 
     /// Proves the empty input: no rows, no runs and no file.

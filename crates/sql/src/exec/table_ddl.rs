@@ -460,17 +460,17 @@ impl Session {
         }
         match self.identity_insert {
             Some(other) if other != key => {
-                let holder = self
+                let (db, schema, table) = self
                     .engine
                     .instance
                     .database(other.0)
                     .and_then(|db| {
                         let g = db.read().unwrap();
                         g.table_by_id(other.1)
-                            .map(|x| format!("{}.{}.{}", g.name, x.schema_name, x.name))
+                            .map(|x| (g.name.clone(), x.schema_name.clone(), x.name.clone()))
                     })
                     .unwrap_or_default();
-                Err(vec![msg(8107, &[&holder, &t.entry.name])])
+                Err(vec![msg(8107, &[&db, &schema, &table, &t.entry.name])])
             }
             _ => {
                 self.identity_insert = Some(key);

@@ -3,7 +3,8 @@
 //! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units (space views,
 //! sys.dm_db_file_space_usage among them, are in `space`; sys.check_constraints and
 //! sys.objects in `check_constraints`, sys.foreign_keys and sys.foreign_key_columns in
-//! `foreign_keys`), with SQL Server's column names,
+//! `foreign_keys`, tempdb's space by session and task in `space_usage`), with SQL Server's
+//! column names,
 //! types and units (sizes in 8 KB pages). Page counts follow the definitions of
 //! `extentdb_storage::space`.
 //!
@@ -97,6 +98,8 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.master_files" => master_files(inst),
         "sys.dm_exec_requests" => exec_requests(inst),
         "sys.dm_exec_sessions" => exec_sessions(inst),
+        "sys.dm_db_session_space_usage" => super::space_usage::session_space_usage(inst),
+        "sys.dm_db_task_space_usage" => super::space_usage::task_space_usage(inst),
         "sys.dm_tran_locks" => super::lock_views::tran_locks(inst),
         "sys.dm_os_wait_stats" => super::lock_views::wait_stats(inst),
         "sys.dm_os_waiting_tasks" => super::lock_views::waiting_tasks(inst),

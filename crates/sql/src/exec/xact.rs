@@ -81,19 +81,23 @@ impl Session {
     }
 
     /// COMMIT or ROLLBACK as a transaction-manager request; with `begin_again`, a new
-    /// transaction begins right after (TDS's fBeginXact).
+    /// transaction begins right after (TDS's fBeginXact). It is a task of the session: a
+    /// DROP of a temporary table it commits, or a CREATE it rolls back, frees tempdb pages
+    /// charged to the session (space_usage.rs).
     pub fn end_transaction_request(&mut self, commit: bool, begin_again: bool) -> Vec<Output> {
-        super::output::collect(|out| {
-            let result = if commit {
-                self.commit_transaction(out)
-            } else {
-                self.rollback_transaction(out)
-            };
-            match result {
-                Ok(()) if begin_again => self.begin_transaction(out),
-                Ok(()) => {}
-                Err(errors) => out.extend(errors.into_iter().map(Output::Error)),
-            }
+        self.as_task(|s| {
+            super::output::collect(|out| {
+                let result = if commit {
+                    s.commit_transaction(out)
+                } else {
+                    s.rollback_transaction(out)
+                };
+                match result {
+                    Ok(()) if begin_again => s.begin_transaction(out),
+                    Ok(()) => {}
+                    Err(errors) => out.extend(errors.into_iter().map(Output::Error)),
+                }
+            })
         })
     }
 
