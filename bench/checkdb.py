@@ -9,12 +9,17 @@ the instance, then in one run measures:
     --maxdop (default 1 and 2, and the core count where it is larger), cold and warm. The
     throughput is the bytes of pages the check read over its wall time (process start and
     catalog read included).
+  - With --files N (N > 1; issue 22, seed 004's later article) the data is spread over N
+    files and every check runs also with trace flag 2549 (`-T 2549`: each file read as its
+    own drive, check_db.rs `RunQueue`), so the flag's effect shows per MAXDOP as the ratio
+    of the two. Trace flag 2562 (one batch) is how every extentdb check runs, so it has no
+    case of its own.
 Each check is paired with a dd read of the same files just before it (the disk's speed
 drifts on a shared machine); prints each figure with the median of its ratios to those
 reads, and the full/PHYSICAL_ONLY ratio, and writes JSON to bench/results/<date>-<host>-checkdb.json.
 Goals (issue 6): PHYSICAL_ONLY >= 80% of the read speed; full >= 50% of PHYSICAL_ONLY.
 
-Usage: bench/checkdb.py [--size-gb N] [--dir PATH] [--binary PATH] [--keep]
+Usage: bench/checkdb.py [--size-gb N] [--files N] [--dir PATH] [--binary PATH] [--keep]
 """
 import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
 
@@ -22,11 +27,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import BINARY, dd_read, drop_cache, filled_database_sql, host, median, results_path  # noqa: E402
 
 
-def checkdb(binary, inst, db, physical, maxdop):
+def checkdb(binary, inst, db, physical, maxdop, flags=()):
     args = [binary, "checkdb", "--data-dir", inst, "--database", db, "--no-infomsgs",
             "--stats", "--maxdop", str(maxdop)]
     if physical:
         args.append("--physical-only")
+    for f in flags:
+        args += ["-T", str(f)]
     t = time.perf_counter()
     p = subprocess.run(args, capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -45,6 +52,7 @@ def main():
     ap.add_argument("--binary", default=BINARY)
     ap.add_argument("--maxdop", default=None, help="comma-separated list (default 1,2[,cores])")
     ap.add_argument("--rounds", type=int, default=3, help="median of this many runs each")
+    ap.add_argument("--files", type=int, default=1, help="data files (2549 measured when > 1)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
@@ -55,14 +63,17 @@ def main():
         subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"],
                        check=True, capture_output=True)
         t = time.perf_counter()
-        sql, rows = filled_database_sql("CK", a.size_gb, int(a.size_gb * 1024) + 256, 2048)
+        sql, rows = filled_database_sql("CK", a.size_gb, int(a.size_gb * 1024) + 256, 2048,
+                                        files=a.files)
         sql += " SELECT COUNT(*) FROM t;"
         p = subprocess.run([a.binary, "exec", "--data-dir", inst, "-b", "-Q", sql],
                            capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"building the database failed:\n{p.stdout[-3000:]}\n{p.stderr}")
         built = time.perf_counter() - t
-        files = [os.path.join(inst, "data", "CK.mdf")]
+        files = [os.path.join(inst, "data", "CK.mdf")] + [
+            os.path.join(inst, "data", f"CK_{i}.ndf") for i in range(2, a.files + 1)]
+        flag_sets = [()] + ([(2549,)] if a.files > 1 else [])
         size = sum(os.path.getsize(f) for f in files)
         print(f"database: {rows} rows, data file {size / 1e9:.2f} GB, built in {built:.0f} s")
 
@@ -80,38 +91,48 @@ def main():
             print(f"\n{cache} cache:")
             for physical in (True, False):
                 for dop in dops:
-                    speeds, ratios = [], []
-                    for _ in range(a.rounds):
-                        prep()
-                        n, s = dd_read(files)
-                        base = n / s
-                        reads.append(base)
-                        prep()
-                        n, s = checkdb(a.binary, inst, "CK", physical, dop)
-                        speeds.append(n / s)
-                        ratios.append((n / s) / base)
-                    mode = "PHYSICAL_ONLY" if physical else "full"
-                    v, r = median(speeds), median(ratios)
-                    results[cache]["checks"].append(
-                        {"mode": mode, "maxdop": dop, "MBps": v / 1e6, "ratio_to_read": r})
-                    print(f"  CHECKDB {mode:13} MAXDOP {dop}: {v / 1e6:7.0f} MB/s  "
-                          f"{r:5.2f}x the dd read before it")
+                    for flags in flag_sets:
+                        speeds, ratios = [], []
+                        for _ in range(a.rounds):
+                            prep()
+                            n, s = dd_read(files)
+                            base = n / s
+                            reads.append(base)
+                            prep()
+                            n, s = checkdb(a.binary, inst, "CK", physical, dop, flags)
+                            speeds.append(n / s)
+                            ratios.append((n / s) / base)
+                        mode = "PHYSICAL_ONLY" if physical else "full"
+                        v, r = median(speeds), median(ratios)
+                        results[cache]["checks"].append(
+                            {"mode": mode, "maxdop": dop, "trace_flags": list(flags),
+                             "MBps": v / 1e6, "ratio_to_read": r})
+                        tf = " -T 2549" if flags else ""
+                        print(f"  CHECKDB {mode:13} MAXDOP {dop}{tf:9}: {v / 1e6:7.0f} MB/s  "
+                              f"{r:5.2f}x the dd read before it")
             results[cache]["read_MBps"] = median(reads) / 1e6
             results[cache]["read_MBps_min_max"] = [min(reads) / 1e6, max(reads) / 1e6]
             print(f"  dd read: median {median(reads) / 1e6:.0f} MB/s "
                   f"(from {min(reads) / 1e6:.0f} to {max(reads) / 1e6:.0f})")
+            def check(mode, dop, flags=()):
+                return next(c for c in results[cache]["checks"] if c["mode"] == mode
+                            and c["maxdop"] == dop and c["trace_flags"] == list(flags))
             for dop in dops:
-                ph = next(c for c in results[cache]["checks"] if c["mode"] == "PHYSICAL_ONLY" and c["maxdop"] == dop)
-                fu = next(c for c in results[cache]["checks"] if c["mode"] == "full" and c["maxdop"] == dop)
-                r = fu["MBps"] / ph["MBps"]
+                r = check("full", dop)["MBps"] / check("PHYSICAL_ONLY", dop)["MBps"]
                 results[cache].setdefault("full_over_physical", {})[str(dop)] = r
                 print(f"  full / PHYSICAL_ONLY at MAXDOP {dop}: {r:.2f}")
+                if a.files > 1:
+                    for mode in ("PHYSICAL_ONLY", "full"):
+                        r = check(mode, dop, (2549,))["MBps"] / check(mode, dop)["MBps"]
+                        results[cache].setdefault("tf2549_over_default", {})[f"{mode} {dop}"] = r
+                        print(f"  -T 2549 / default, {mode} at MAXDOP {dop}: {r:.2f}")
         out = {
             "benchmark": "checkdb",
             "date": datetime.date.today().isoformat(),
             "host": host(),
             "cores": cores,
             "rows": rows,
+            "files": a.files,
             "data_file_bytes": size,
             "rounds": a.rounds,
             "results": results,

@@ -150,17 +150,21 @@ def timed_sql(binary, inst, body, flags=()):
     return nums[-1] / 1e6
 
 
-def filled_database_sql(db, data_gb, file_mb, log_mb):
-    """SQL that creates database `db` (data file `file_mb` MB, log `log_mb` MB, SIMPLE
-    recovery) holding about `data_gb` GB: a clustered table t of rows of 7.9 KB (one row per
-    page). A source table of at most 16,000 such rows is built first, by doubling, and t is
+def filled_database_sql(db, data_gb, file_mb, log_mb, files=1):
+    """SQL that creates database `db` (data `file_mb` MB in `files` files of equal size,
+    proportional fill spreading the table over them, log `log_mb` MB, SIMPLE recovery)
+    holding about `data_gb` GB: a clustered table t of rows of 7.9 KB (one row per page). A source table of at most 16,000 such rows is built first, by doubling, and t is
     filled from it in statements of 16,000 rows, so each statement reads only the source
     (extentdb has no index seek yet: a filter on the key scans the table). Ends with a
     CHECKPOINT. Returns (sql, the number of rows in t)."""
     rows = max(1, int(data_gb * (1 << 30) / 8192))
     src = min(rows, 16000)
+    each = file_mb // files + 8
+    more = "".join(f", (NAME = {db}_{i}, FILENAME = '{db}_{i}.ndf', SIZE = {each}MB)"
+                   for i in range(2, files + 1))
+    first = file_mb if files == 1 else each
     return (
-        f"CREATE DATABASE {db} ON (NAME = {db}, FILENAME = '{db}.mdf', SIZE = {file_mb}MB) "
+        f"CREATE DATABASE {db} ON (NAME = {db}, FILENAME = '{db}.mdf', SIZE = {first}MB){more} "
         f"LOG ON (NAME = {db}_log, FILENAME = '{db}_log.ldf', SIZE = {log_mb}MB); "
         f"ALTER DATABASE {db} SET RECOVERY SIMPLE; USE {db}; SET NOCOUNT ON; "
         "CREATE TABLE s (k int PRIMARY KEY, v varchar(4000), w varchar(3900)); "

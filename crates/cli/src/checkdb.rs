@@ -34,6 +34,10 @@ pub struct CheckdbArgs {
     /// Print, to standard error, the bytes read and the time taken per database.
     #[arg(long)]
     stats: bool,
+    /// A trace flag, as DBCC TRACEON would set it for the check (repeatable): 2549 reads
+    /// each data file as its own drive; 2562 (one batch) is how every check runs.
+    #[arg(short = 'T', long = "trace-flag", value_parser = crate::exec::built_trace_flag)]
+    trace_flags: Vec<u32>,
 }
 
 pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
@@ -58,6 +62,9 @@ pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
         maxdop: a.maxdop,
         index_id: None,
         all_errormsgs: false,
+        per_file_read_ahead: a
+            .trace_flags
+            .contains(&extentdb_storage::instance::TF_CHECKDB_PER_FILE),
     };
     let mut found = false;
     for (id, name, primary) in chosen {

@@ -33,12 +33,25 @@ pub struct ExecArgs {
     #[arg(short = 'b')]
     stop_on_error: bool,
     /// A startup trace flag (repeatable), global for the life of the process, as SQL Server's -T.
-    #[arg(short = 'T', long = "trace-flag")]
+    #[arg(short = 'T', long = "trace-flag", value_parser = built_trace_flag)]
     trace_flags: Vec<u32>,
     /// Startup option -E: a file with skip target 1 takes 64 consecutive extents before
     /// proportional fill moves on to the next file.
     #[arg(short = 'E')]
     consecutive_extents: bool,
+}
+
+/// A startup trace flag (-T): one extentdb builds (`BUILT_TRACE_FLAGS`), else refused, as
+/// DBCC TRACEON refuses it, never set and ignored.
+pub(crate) fn built_trace_flag(s: &str) -> Result<u32, String> {
+    use extentdb_storage::instance::BUILT_TRACE_FLAGS;
+    let f: u32 = s.parse().map_err(|e| format!("{e}"))?;
+    match BUILT_TRACE_FLAGS.contains(&f) {
+        true => Ok(f),
+        false => Err(format!(
+            "trace flag {f} is not built in extentdb (built: {BUILT_TRACE_FLAGS:?})"
+        )),
+    }
 }
 
 /// Runs the scripts; the exit code is 1 after an error under -b, else 0.

@@ -21,7 +21,7 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:1433")]
     listen: String,
     /// A startup trace flag (repeatable), global for the life of the process, as SQL Server's -T.
-    #[arg(short = 'T', long = "trace-flag")]
+    #[arg(short = 'T', long = "trace-flag", value_parser = crate::exec::built_trace_flag)]
     trace_flags: Vec<u32>,
     /// Startup option -E: a file with skip target 1 takes 64 consecutive extents.
     #[arg(short = 'E')]

@@ -1054,3 +1054,99 @@ fn index_rows_that_disagree_with_their_table_are_reported() {
     assert_clean(&dir, "after restoring the ghost");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The offline check's output and the bytes its `--stats` line says it read.
+fn checkdb_with(dir: &Path, extra: &[&str]) -> (i32, String, String) {
+    let out = Command::new(bin())
+        .args(["checkdb", "--database", "CK2", "--stats", "--maxdop", "2"])
+        .args(extra)
+        .arg("--data-dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let read = err
+        .split_whitespace()
+        .zip(err.split_whitespace().skip(1))
+        .find(|(_, w)| *w == "bytes")
+        .map(|(n, _)| n.to_string())
+        .unwrap_or_default();
+    let code = out.status.code().unwrap_or(-1);
+    (
+        code,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        read,
+    )
+}
+
+/// Trace flag 2549 (each data file read as its own drive) changes the order of the reads
+/// only: on a database of two files the check reports the same, reads the same bytes, and
+/// finds nothing, online (DBCC TRACEON) and offline (`extentdb checkdb -T 2549`). A trace
+/// flag extentdb does not build is refused (40517 by DBCC TRACEON, an error by -T) and
+/// sets nothing; 2562 (one batch) is how every check runs, and is accepted.
+#[test]
+fn trace_flag_2549_reads_each_file_on_its_own() {
+    let dir = std::env::temp_dir().join(format!("xdb-checkdb-tf-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let (code, out) = exec(
+        &dir,
+        "CREATE DATABASE CK2 ON (NAME = CK2a, FILENAME = 'CK2a.mdf', SIZE = 8MB), \
+         (NAME = CK2b, FILENAME = 'CK2b.ndf', SIZE = 8MB) \
+         LOG ON (NAME = CK2_log, FILENAME = 'CK2_log.ldf', SIZE = 8MB); \
+         USE CK2; CREATE TABLE t (k int PRIMARY KEY, v varchar(600)); \
+         DECLARE @i int = 0; \
+         WHILE @i < 3000 BEGIN \
+           INSERT INTO t VALUES ((@i * 7919) % 100003, REPLICATE('t', 300)); SET @i += 1; \
+         END; \
+         SELECT name, FILEPROPERTY(name, 'SpaceUsed') FROM sys.database_files WHERE type = 0",
+    );
+    assert_eq!(code, 0, "{out}");
+    // Proportional fill put the table in both files.
+    for f in ["CK2a", "CK2b"] {
+        let used: u32 = out
+            .lines()
+            .find(|l| l.trim_start().starts_with(f))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            .unwrap_or_else(|| panic!("{f}: {out}"));
+        assert!(used > 40, "{f} holds {used} pages: {out}");
+    }
+    let (code, online) = exec(
+        &dir,
+        "USE CK2; DBCC CHECKDB (CK2) WITH MAXDOP = 2; \
+         DBCC TRACEON (2549); DBCC CHECKDB (CK2) WITH MAXDOP = 2; \
+         DBCC TRACEON (2562, -1); DBCC TRACESTATUS (-1) WITH NO_INFOMSGS; \
+         DBCC TRACEON (2549, 9999)",
+    );
+    assert_eq!(code, 0, "{online}");
+    let reports: Vec<&str> = online.split("DBCC results for 'CK2'.").skip(1).collect();
+    let rows = |r: &str| -> Vec<String> {
+        r.lines()
+            .filter(|l| l.starts_with("There are") || l.starts_with("CHECKDB found"))
+            .map(str::to_string)
+            .collect()
+    };
+    assert!(
+        rows(reports[0])
+            .iter()
+            .any(|l| l.contains("0 consistency errors")),
+        "{online}"
+    );
+    assert_eq!(rows(reports[0]), rows(reports[1]), "{online}");
+    assert!(online.contains("2562"), "{online}");
+    assert!(
+        online.contains("Msg 40517") && online.contains("trace flag 9999"),
+        "{online}"
+    );
+    let (code, plain, plain_read) = checkdb_with(&dir, &[]);
+    assert_eq!(code, 0, "{plain}");
+    let (code, per_file, per_file_read) = checkdb_with(&dir, &["-T", "2549"]);
+    assert_eq!(code, 0, "{per_file}");
+    assert_eq!(plain, per_file);
+    assert!(
+        !plain_read.is_empty() && plain_read == per_file_read,
+        "{plain_read} {per_file_read}"
+    );
+    let (code, _, _) = checkdb_with(&dir, &["-T", "9999"]);
+    assert_ne!(code, 0, "-T 9999 is refused");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -10,8 +10,10 @@
 //! 2. The owned extents, sorted by (file, extent), are cut into runs of up to 16 contiguous
 //!    extents (1 MB) of one owner. Each of the `maxdop` checking workers has a read-ahead
 //!    thread that takes runs from one atomic counter (one increment per MB read: no hot
-//!    spot), reads each with one large read into a spare buffer and hands it over, so
-//!    reading overlaps checking.
+//!    spot; with trace flag 2549 one counter per file, each worker starting in its own
+//!    file: `RunQueue`), reads each with one large read into a spare buffer and hands it
+//!    over, so reading overlaps checking. The whole database is checked in this one pass
+//!    (SQL Server's trace flag 2562, one batch, is how every check runs here).
 //! 3. Each page is audited (but a catalog page the PFS marks free, which holds nothing):
 //!    checksum and page id (8939 + 8928, 8909); for a data or index
 //!    page of its unit, the header fields, the slot array and every record's framing (8939,
@@ -121,6 +123,9 @@ pub struct CheckOptions<'a> {
     pub cancel: Option<&'a AtomicBool>,
     /// Called with (pages done, pages in all) as runs complete.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
+    /// Trace flag 2549: each data file read as if it were its own drive, every file's
+    /// runs from its own sequence (`RunQueue`); else the database is one sequence.
+    pub per_file_read_ahead: bool,
 }
 
 impl Default for CheckOptions<'_> {
@@ -135,6 +140,7 @@ impl Default for CheckOptions<'_> {
             values: None,
             value_text: None,
             detail_limit: DEFAULT_DETAIL_LIMIT,
+            per_file_read_ahead: false,
             cancel: None,
             progress: None,
         }
@@ -510,6 +516,45 @@ impl Gathered {
     }
 }
 
+/// Hands out the indexes of the runs (sorted by file and extent), each exactly once
+/// (invariant 1): from one sequence, the database read as one stream; or, with trace flag
+/// 2549, from one sequence per file, each worker starting in its own file (worker `w` in
+/// the `w % files`-th) and going on to the next file once its own is done, so every
+/// file is read at once, as if each were its own drive.
+struct RunQueue {
+    /// Each sequence's end (exclusive) in the runs, and its next run.
+    sequences: Vec<(usize, AtomicUsize)>,
+}
+
+impl RunQueue {
+    fn new(runs: &[Run], per_file: bool) -> RunQueue {
+        let mut sequences = Vec::new();
+        let mut start = 0;
+        for (i, r) in runs.iter().enumerate() {
+            let last_of_file = runs.get(i + 1).is_none_or(|n| n.file != r.file);
+            if per_file && last_of_file {
+                sequences.push((i + 1, AtomicUsize::new(start)));
+                start = i + 1;
+            }
+        }
+        if !per_file || sequences.is_empty() {
+            sequences = vec![(runs.len(), AtomicUsize::new(0))];
+        }
+        RunQueue { sequences }
+    }
+
+    /// The next run for `worker`, None when every run was handed out.
+    fn take(&self, worker: usize) -> Option<usize> {
+        let n = self.sequences.len();
+        (0..n).find_map(|k| {
+            let (end, next) = &self.sequences[(worker + k) % n];
+            // Once past its end a sequence stays there: each index below it went once.
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            (i < *end).then_some(i)
+        })
+    }
+}
+
 /// A run of contiguous extents of one owner in one file.
 #[derive(Debug, Clone, Copy)]
 struct Run {
@@ -690,7 +735,7 @@ pub fn check_database(
             r.extents * PAGES_PER_EXTENT,
         );
     }
-    let next = AtomicUsize::new(0);
+    let next = RunQueue::new(&runs, opts.per_file_read_ahead);
     let done = AtomicU64::new(0);
     let failure: Mutex<Option<StorageError>> = Mutex::new(None);
     let gathered = Mutex::new(Gathered::default());
@@ -698,7 +743,7 @@ pub fn check_database(
     // into spare buffers (as SQL Server's read-ahead reads asynchronously beside its DOP
     // workers): reading one run overlaps checking the previous one.
     std::thread::scope(|s| {
-        for _ in 0..workers {
+        for worker in 0..workers {
             let (full_tx, full_rx) = std::sync::mpsc::sync_channel::<ReadRun>(READ_BUFFERS);
             let (free_tx, free_rx) = std::sync::mpsc::channel::<Vec<Page>>();
             for _ in 0..READ_BUFFERS {
@@ -726,8 +771,8 @@ pub fn check_database(
                     {
                         break;
                     }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(run) = runs.get(i) else { break };
+                    let Some(i) = next.take(worker) else { break };
+                    let run = &runs[i];
                     let Ok(mut pages) = free_rx.recv() else { break };
                     if !warm {
                         hint(
@@ -2033,5 +2078,57 @@ fn index_facts(ti: &TableInfo<'_>, pid: PageId, records: &[(u16, &[u8])], out: &
                 sums.expected.add_record(&irec);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(files: &[(u16, usize)]) -> Vec<Run> {
+        let mut out = Vec::new();
+        for &(file, n) in files {
+            for i in 0..n {
+                out.push(Run {
+                    file,
+                    first_extent: i as u32 * RUN_EXTENTS,
+                    extents: RUN_EXTENTS,
+                    unit: 7,
+                });
+            }
+        }
+        out
+    }
+
+    /// Proves invariant 1 for both orders: every run is handed out exactly once, from
+    /// several workers at once; with trace flag 2549 each worker starts in its own file.
+    #[test]
+    fn every_run_is_handed_out_once() {
+        let all = runs(&[(1, 40), (3, 7), (4, 25)]);
+        for per_file in [false, true] {
+            let q = RunQueue::new(&all, per_file);
+            let taken: Vec<Vec<usize>> = std::thread::scope(|s| {
+                let hs: Vec<_> = (0..4)
+                    .map(|w| {
+                        let q = &q;
+                        s.spawn(move || std::iter::from_fn(|| q.take(w)).collect::<Vec<_>>())
+                    })
+                    .collect();
+                hs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut every: Vec<usize> = taken.iter().flatten().copied().collect();
+            every.sort_unstable();
+            assert_eq!(
+                every,
+                (0..all.len()).collect::<Vec<_>>(),
+                "per file {per_file}"
+            );
+        }
+        let q = RunQueue::new(&all, true);
+        let first: Vec<u16> = (0..3).map(|w| all[q.take(w).unwrap()].file).collect();
+        assert_eq!(first, [1, 3, 4], "each worker starts in its own file");
+        let q = RunQueue::new(&all, false);
+        let first: Vec<u16> = (0..3).map(|w| all[q.take(w).unwrap()].file).collect();
+        assert_eq!(first, [1, 1, 1], "one stream");
     }
 }

@@ -43,6 +43,28 @@ pub const TF_ZEROING: u32 = 3004;
 pub const TF_TO_ERRORLOG: u32 = 3605;
 /// Trace flag 1165: proportional fill recalculations to the error log (with 3605).
 pub const TF_PROPORTIONAL_FILL: u32 = 1165;
+/// Trace flag 1222: deadlocks' participants and resources to the error log.
+pub const TF_DEADLOCK_GRAPH: u32 = 1222;
+/// Trace flag 2549: DBCC CHECKDB reads each data file as if it were its own drive
+/// (check_db.rs `RunQueue`).
+pub const TF_CHECKDB_PER_FILE: u32 = 2549;
+/// Trace flag 2562: DBCC CHECKDB checks the whole database in one batch, which is how
+/// extentdb always checks (check_db.rs: one pass, no batches of indexes).
+pub const TF_CHECKDB_ONE_BATCH: u32 = 2562;
+/// Trace flag 3604: DBCC's printed output to the client.
+pub const TF_TO_CLIENT: u32 = 3604;
+/// The trace flags extentdb builds, each doing what its SQL Server namesake does; any
+/// other is refused (DBCC TRACEON, startup -T), never set and ignored.
+pub const BUILT_TRACE_FLAGS: &[u32] = &[
+    TF_PROPORTIONAL_FILL,
+    TF_DEADLOCK_GRAPH,
+    TF_NO_IFI,
+    TF_CHECKDB_PER_FILE,
+    TF_CHECKDB_ONE_BATCH,
+    TF_ZEROING,
+    TF_TO_CLIENT,
+    TF_TO_ERRORLOG,
+];
 
 /// Options of `extentdb setup`.
 #[derive(Debug, Clone)]

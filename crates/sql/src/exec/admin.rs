@@ -108,13 +108,34 @@ impl Session {
         Ok(())
     }
 
-    /// DBCC TRACEON/TRACEOFF (n [, n ...] [, -1]): -1 makes them global.
+    /// Whether trace flag `f` is on for this session (its own or a global one).
+    pub(super) fn trace_flag(&self, f: u32) -> bool {
+        self.flags.contains(&f)
+            || self
+                .engine
+                .instance
+                .trace_flags
+                .lock()
+                .unwrap()
+                .contains(&f)
+    }
+
+    /// DBCC TRACEON/TRACEOFF (n [, n ...] [, -1]): -1 makes them global. TRACEON of a flag
+    /// not built is 40517 and sets none of the list.
     fn trace(&mut self, on: bool, args: &[Value]) -> Result<(), Vec<SqlError>> {
         let mut flags = Vec::new();
         let mut global = false;
         for a in args {
             match as_i64(a).map_err(|e| vec![e])? {
                 -1 => global = true,
+                f if on && (1..=i32::MAX as i64).contains(&f) => {
+                    // A flag whose SQL Server behaviour is not built is refused, not set
+                    // and ignored (BUILT_TRACE_FLAGS).
+                    if !extentdb_storage::instance::BUILT_TRACE_FLAGS.contains(&(f as u32)) {
+                        return Err(vec![not_yet(&format!("trace flag {f}"))]);
+                    }
+                    flags.push(f as u32)
+                }
                 f if (1..=i32::MAX as i64).contains(&f) => flags.push(f as u32),
                 f => {
                     return Err(vec![SqlError {
@@ -277,8 +298,7 @@ impl Session {
     /// global), else to the error log, as SQL Server does.
     pub(super) fn dbcc_print(&mut self, lines: Vec<String>, out: &mut Out) {
         let inst = self.engine.instance.clone();
-        let to_client =
-            self.flags.contains(&3604) || inst.trace_flags.lock().unwrap().contains(&3604);
+        let to_client = self.trace_flag(extentdb_storage::instance::TF_TO_CLIENT);
         if to_client {
             out.extend(lines.into_iter().map(|l| Output::Info(SqlError::print(l))));
         } else {

@@ -51,6 +51,8 @@ pub struct CheckSettings {
     pub index_id: Option<u16>,
     /// ALL_ERRORMSGS: every index row finding printed, not the first 200 per index.
     pub all_errormsgs: bool,
+    /// Trace flag 2549 (session or global): each data file read as its own drive.
+    pub per_file_read_ahead: bool,
 }
 
 /// DATA_PURITY: the value is legal for its column's type, else the type's name (2570).
@@ -134,6 +136,7 @@ pub fn run_check(
             true => usize::MAX,
             false => extentdb_storage::check_db::DEFAULT_DETAIL_LIMIT,
         },
+        per_file_read_ahead: settings.per_file_read_ahead,
         cancel,
         progress,
     };
@@ -486,7 +489,10 @@ impl Session {
 
     /// The WITH options of a check; unknown ones are refused as SQL Server does (2526).
     fn check_settings(&mut self, d: &Dbcc) -> Result<CheckSettings, Vec<SqlError>> {
-        let mut s = CheckSettings::default();
+        let mut s = CheckSettings {
+            per_file_read_ahead: self.trace_flag(extentdb_storage::instance::TF_CHECKDB_PER_FILE),
+            ..CheckSettings::default()
+        };
         for o in &d.options {
             match o.name.as_str() {
                 "NO_INFOMSGS" => s.no_infomsgs = true,
