@@ -294,6 +294,8 @@ static CATALOGUE: &[Entry] = &[
     e(3013, 16, 1, "%hs is terminating abnormally."),
     e(3183, 16, 1, "RESTORE detected an error on page (%d:%d) in database \"%ls\" as read from the backup set."),
     e(3241, 16, 0, "The media family on device '%ls' is incorrectly formed. SQL Server cannot process this media family."),
+    e(3612, 0, 1, "%hs SQL Server Execution Times:%hs CPU time = %lu ms,  elapsed time = %lu ms."), // sys.messages severity 10, sent as 0 (MS-TDS 2.2.7.10: SQL Server turns 10 into 0); two spaces before "elapsed", as SQL Server sends it; unverified state
+    e(3613, 0, 1, "SQL Server parse and compile time: %hs CPU time = %lu ms, elapsed time = %lu ms."), // severity as 3612's; unverified state
     e(3615, 0, 1, "Table '%.*ls'. Scan count %d, logical reads %d, physical reads %d, page server reads %d, read-ahead reads %d, page server read-ahead reads %d, lob logical reads %d, lob physical reads %d, lob page server reads %d, lob read-ahead reads %d, lob page server read-ahead reads %d."), // the SQL Server 2019+ text (page server counts added); sys.messages says severity 10, kept at 0 (unverified); unverified state
     e(3621, 10, 0, "The statement has been terminated."), // severity 10: clients print it as information, not as a Msg
     e(3623, 16, 1, "An invalid floating point operation occurred."),

@@ -66,6 +66,7 @@ mod set_options;
 mod shrink;
 mod space;
 mod spill;
+mod statistics_time;
 mod stream;
 mod structure;
 mod subquery;
@@ -572,9 +573,17 @@ impl Session {
         out.textsize = self.options.textsize;
         let stats = &self.engine.instance.sql_statistics;
         stats.batch_requests.fetch_add(1, Ordering::Relaxed);
+        let watch = self
+            .options
+            .statistics_time
+            .then(statistics_time::Stopwatch::start);
         match self.batches.parse(batch, &stats.compilations) {
             Err(e) => out.push(Output::Error(parse_error(e))),
             Ok(statements) => {
+                if let (Some(w), Some(last)) = (watch, statements.last()) {
+                    let t = statistics_time::parse_and_compile_time(w.stop());
+                    out.push(Output::Info(t.with_line(last.line)));
+                }
                 self.run_block(&statements, &mut out);
             }
         }
@@ -719,6 +728,9 @@ impl Session {
     }
 
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
+        let watch = (self.options.statistics_time
+            && statistics_time::reports_execution_time(&s.kind))
+        .then(statistics_time::Stopwatch::start);
         self.statement_locks_start();
         self.scopes.statement_start();
         let result = self.statement(s, out);
@@ -734,8 +746,15 @@ impl Session {
         } else {
             self.statement_locks_end();
         }
+        // Reported only when the option is still on (the SET turning it off reports none).
+        let mut times = watch
+            .filter(|_| self.options.statistics_time)
+            .map(|w| Output::Info(statistics_time::execution_times(w.stop()).with_line(s.line)));
         match result {
-            Ok(flow) => flow,
+            Ok(flow) => {
+                out.extend(times);
+                flow
+            }
             Err(errors) => {
                 // A deadlock victim's transaction is rolled back whole (invariant 3), and
                 // so is any transaction under SET XACT_ABORT ON once a statement fails.
@@ -744,6 +763,10 @@ impl Session {
                     || (failed && self.options.xact_abort))
                     && self.end_victim(out);
                 for e in errors {
+                    if e.number == 3621 {
+                        // SQL Server sends a failed statement's times ahead of 3621.
+                        out.extend(times.take());
+                    }
                     abort |= aborts_batch(&e);
                     self.log_event(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
@@ -753,6 +776,7 @@ impl Session {
                         Output::Error(e)
                     });
                 }
+                out.extend(times);
                 if abort {
                     Flow::AbortBatch
                 } else {
@@ -793,14 +817,16 @@ impl Session {
                 then_branch,
                 else_branch,
             } => {
-                if self.condition(condition)? == Some(true) {
+                if self.timed_condition(condition, s.line, out)? == Some(true) {
                     return Ok(self.run_statement(then_branch, out));
                 } else if let Some(e) = else_branch {
                     return Ok(self.run_statement(e, out));
                 }
             }
             K::While { condition, body } => {
-                while !self.cancelled() && self.condition(condition)? == Some(true) {
+                while !self.cancelled()
+                    && self.timed_condition(condition, s.line, out)? == Some(true)
+                {
                     match self.run_statement(body, out) {
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
@@ -902,6 +928,26 @@ impl Session {
             _ => return self.lowered(s, out),
         }
         Ok(Flow::Normal)
+    }
+
+    /// IF's or WHILE's condition, reporting its execution times under SET STATISTICS TIME
+    /// ON as a statement of its own (statistics_time.rs).
+    fn timed_condition(
+        &mut self,
+        condition: &crate::ast::Expr,
+        line: u32,
+        out: &mut Out,
+    ) -> Result<Option<bool>, Vec<SqlError>> {
+        let watch = self
+            .options
+            .statistics_time
+            .then(statistics_time::Stopwatch::start);
+        let r = self.condition(condition)?;
+        if let Some(w) = watch {
+            let t = statistics_time::execution_times(w.stop()).with_line(line);
+            out.push(Output::Info(t));
+        }
+        Ok(r)
     }
 
     fn set_option(
