@@ -400,10 +400,11 @@ fn statistics_time_reports_the_batch_and_each_statement_for_its_own_session_only
         )),
         ["3613 L1", "rows", "count 1", "rows", "3612 L1", "count 1"]
     );
+    run(&mut a, "SET STATISTICS IO ON");
     assert_eq!(
-        trace(&batch_after_reset(&mut a, "SELECT 1")),
+        trace(&batch_after_reset(&mut a, "SELECT k FROM t WHERE k = 1")),
         ["rows", "count 1"],
-        "sp_reset_connection turns it off"
+        "sp_reset_connection turns it off, and STATISTICS IO (3615) too"
     );
     assert_eq!(trace(&run(&mut a, "SELECT 1")), ["rows", "count 1"]);
 }

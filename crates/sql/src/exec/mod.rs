@@ -623,6 +623,7 @@ impl Session {
         self.vars.clear();
         self.declared_by.clear();
         self.nocount = false;
+        self.statistics_io = false;
         self.implicit_transactions = false;
         self.options = Default::default();
         self.rowcount = 0;
