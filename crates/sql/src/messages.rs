@@ -260,6 +260,7 @@ static CATALOGUE: &[Entry] = &[
     e(1222, 16, 18, "Lock request time out period exceeded."),
     e(3952, 16, 1, "Snapshot isolation transaction failed accessing database '%.*ls' because snapshot isolation is not allowed in this database. Use ALTER DATABASE to allow snapshot isolation."),
     e(650, 16, 1, "You can only specify the READPAST lock in the READ COMMITTED or REPEATABLE READ isolation levels."),
+    e(1067, 15, 1, "The SET SHOWPLAN statements must be the only statements in the batch."), // unverified state
     e(1065, 15, 1, "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements."),
     e(1105, 17, 2, "Could not allocate space for object '%.*ls'%.*ls in database '%.*ls' because the '%.*ls' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
     e(1801, 16, 3, "Database '%.*ls' already exists. Choose a different database name."),

@@ -1032,7 +1032,7 @@ impl Session {
 
     /// Where an UPDATE's or DELETE's search for rows may stop: at SET ROWCOUNT's cap when
     /// the statement has no TOP (`top_count` then keeps every match found).
-    fn rowcount_stop(&self, top: &Option<Top>) -> Option<u64> {
+    pub(super) fn rowcount_stop(&self, top: &Option<Top>) -> Option<u64> {
         top.is_none().then(|| self.rowcount_cap()).flatten()
     }
 }

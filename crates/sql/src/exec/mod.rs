@@ -63,6 +63,7 @@ mod select;
 mod select_into;
 mod set_ops;
 mod set_options;
+mod showplan;
 mod shrink;
 mod space;
 mod spill;
@@ -352,6 +353,7 @@ impl Engine {
             statistics_io: false,
             implicit_transactions: false,
             options: Default::default(),
+            batch_text: String::new(),
             rowcount: 0,
             trancount: 0,
             xacts: BTreeMap::new(),
@@ -416,6 +418,9 @@ pub struct Session {
     implicit_transactions: bool,
     /// XACT_ABORT, TEXTSIZE and the other SET options set_options.rs keeps.
     options: set_options::SessionOptions,
+    /// The running batch's text while SHOWPLAN_TEXT is on (its statements' StmtText),
+    /// else empty.
+    batch_text: String,
     rowcount: i64,
     /// @@TRANCOUNT: nesting depth of BEGIN TRANSACTION.
     trancount: u32,
@@ -577,8 +582,18 @@ impl Session {
             .options
             .statistics_time
             .then(statistics_time::Stopwatch::start);
+        self.batch_text.clear();
+        if self.options.showplan_text {
+            self.batch_text.push_str(batch);
+        }
         match self.batches.parse(batch, &stats.compilations) {
             Err(e) => out.push(Output::Error(parse_error(e))),
+            Ok(statements) if showplan::alone_in_batch(&statements).is_err() => {
+                // showplan.rs invariant 2: a compile error, so nothing of the batch runs.
+                let e = showplan::alone_in_batch(&statements).unwrap_err();
+                let line = statements.first().map_or(1, |s| s.line);
+                out.push(Output::Error(e.with_line(line)));
+            }
             Ok(statements) => {
                 if let (Some(w), Some(last)) = (watch, statements.last()) {
                     let t = statistics_time::parse_and_compile_time(w.stop());
@@ -729,12 +744,17 @@ impl Session {
     }
 
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
+        let showplan = self.options.showplan_text && !showplan::runs_under_showplan(s);
         let watch = (self.options.statistics_time
+            && !showplan
             && statistics_time::reports_execution_time(&s.kind))
         .then(statistics_time::Stopwatch::start);
         self.statement_locks_start();
         self.scopes.statement_start();
-        let result = self.statement(s, out);
+        let result = match showplan {
+            true => self.show_plan(s, out),
+            false => self.statement(s, out),
+        };
         // Before the statement's locks go, so a DROP waiting for them removes its
         // counters after (index_usage.rs invariants 1 and 3).
         self.flush_index_usage();
