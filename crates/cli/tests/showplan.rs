@@ -114,21 +114,41 @@ fn showplan_text_is_alone_in_its_batch_and_runs_nothing_in_its_own_session_only(
         int(&all_rows(&run(&mut b, "SELECT COUNT(*) FROM h"))[0][0]),
         1000
     );
+    assert_eq!(
+        plan(&mut a, "UPDATE t SET w = w + 1 WHERE v = 3").1,
+        [
+            format!("  |--Clustered Index Update(OBJECT:([sp].[dbo].[t].[{pk}]), SET:([sp].[dbo].[t].[w] = [w]+(1)))"),
+            "       |--Table Spool".to_string(),
+            "            |--Table Spool".to_string(),
+            "                 |--Nested Loops(Inner Join, OUTER REFERENCES:([sp].[dbo].[t].[id]))".to_string(),
+            "                      |--Index Seek(OBJECT:([sp].[dbo].[t].[ix_v]), SEEK:([sp].[dbo].[t].[v]=(3)) ORDERED FORWARD)".to_string(),
+            format!("                      |--Clustered Index Seek(OBJECT:([sp].[dbo].[t].[{pk}]), SEEK:([sp].[dbo].[t].[id]=[sp].[dbo].[t].[id]), WHERE:([v]=(3)) LOOKUP ORDERED FORWARD)"),
+        ]
+    );
+    assert_eq!(
+        plan(&mut a, "UPDATE h SET v = v + 1 WHERE id = 3").1[0],
+        "  |--Table Update(OBJECT:([sp].[dbo].[h], [sp].[dbo].[h].[ix_hv]), SET:([sp].[dbo].[h].[v] = [v]+(1)))",
+        "the index holding v is changed with the heap"
+    );
+    assert_eq!(
+        int(&all_rows(&run(&mut b, "SELECT SUM(w) FROM t"))[0][0]),
+        4500
+    );
     for sql in [
-        "UPDATE t SET w = 0",
+        "UPDATE t SET v = 0",
         "INSERT INTO t VALUES (5000, 5000, 0, 'x')",
         "SELECT w, COUNT(*) FROM t GROUP BY w",
         "SELECT DISTINCT w FROM t",
         "SELECT * FROM t JOIN h ON t.id = h.id",
+        "DECLARE @n int; UPDATE t SET @n = w",
         "DECLARE @x int = 1",
         "SELECT 1 WHERE 1 = 1",
         "SELECT v FROM t WHERE id IN (SELECT id FROM h)",
     ] {
-        assert_eq!(
-            errors(&mut a, sql).iter().map(|e| e.0).collect::<Vec<_>>(),
-            [40517],
-            "{sql}"
-        );
+        // Each statement of the batch is refused (DECLARE too).
+        let numbers: Vec<i32> = errors(&mut a, sql).iter().map(|e| e.0).collect();
+        let statements = sql.matches(';').count() + 1;
+        assert_eq!(numbers, vec![40517; statements], "{sql}");
     }
     assert_eq!(
         plan(&mut a, "SELECT 1 + 1").1,
@@ -160,9 +180,9 @@ fn access_of(lines: &[String]) -> &'static str {
 
 #[test]
 fn the_plan_names_the_access_the_executor_makes() {
-    // Session p describes each query under SHOWPLAN_TEXT while session x runs it with
-    // STATISTICS IO: a clustered seek or an index seek reads a handful of pages, a scan
-    // the whole table; under SERIALIZABLE the index seek becomes a scan in both (key-range
+    // Session p describes each query (SELECT, UPDATE, DELETE) under SHOWPLAN_TEXT while
+    // session x runs it with STATISTICS IO: a clustered seek or an index seek reads a
+    // handful of pages, a scan the whole table; under SERIALIZABLE the index seek becomes a scan in both (key-range
     // locking never reads an index).
     let s = Server::start("showplan_access", &[]);
     let mut p = s.connect();
@@ -182,6 +202,11 @@ fn the_plan_names_the_access_the_executor_makes() {
         ("SELECT id, w FROM t WHERE v = 7", "index"),
         ("SELECT id FROM h WHERE v = 7", "index"),
         ("SELECT id FROM h WHERE id = 7", "scan"),
+        ("UPDATE t SET w = w WHERE id = 7", "seek"),
+        ("UPDATE h SET pad = pad WHERE v = 7", "index"),
+        ("UPDATE t SET pad = pad WHERE w = 7", "scan"),
+        ("DELETE FROM t WHERE id = 5000", "seek"),
+        ("DELETE FROM h WHERE v = 5000", "index"),
     ];
     run(&mut p, "SET SHOWPLAN_TEXT ON");
     for (sql, expected) in cases {

@@ -652,12 +652,7 @@ impl Session {
         output: Option<&mut SortSpill>,
         out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
-        // A variable assigned row by row may be what WHERE compares with: no seek then.
-        let assigns_variable = targets.iter().any(Option::is_none);
-        let access = match assigns_variable {
-            true => Access::Scan,
-            false => self.access_for(t, u.where_clause.as_ref(), None),
-        };
+        let access = self.update_access(u, t, targets);
         let stop = self.rowcount_stop(&u.top);
         let (mut matched, found) =
             self.matching(t, u.where_clause.as_ref(), (access, stop), locking)?;
@@ -675,6 +670,21 @@ impl Session {
         self.write_updates(t, (changes, moves_keys), locking, output)?;
         self.report_io(t, out);
         Ok(count)
+    }
+
+    /// How an UPDATE reads its table (`targets`: `update_targets`'), before its locking
+    /// (`Access::read_under`). SHOWPLAN_TEXT prints it (showplan.rs).
+    pub(super) fn update_access(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+    ) -> Access {
+        // A variable assigned row by row may be what WHERE compares with: no seek then.
+        match targets.iter().any(Option::is_none) {
+            true => Access::Scan,
+            false => self.access_for(t, u.where_clause.as_ref(), None),
+        }
     }
 
     /// UPDATE's write phase: each change of `changes` (`[rid, old values..., new
@@ -1575,6 +1585,15 @@ fn check_new_keys(
 }
 
 /// The positions of the columns in table `t`'s clustered key and its unique indexes' keys.
+/// Whether an UPDATE's SET (`targets`) changes a column of a key whose uniqueness the
+/// statement checks (the clustered key, a unique index's key, a heap's PRIMARY KEY): the
+/// columns `UpdateChanges` checks and moves keys for.
+pub(super) fn sets_unique_key(t: &TableRef, targets: &[Option<usize>]) -> bool {
+    let mut keys = unique_key_positions(t);
+    keys.extend(self_checked_key(t, None).map_or(Vec::new(), |(_, p)| p));
+    targets.iter().flatten().any(|c| keys.contains(c))
+}
+
 fn unique_key_positions(t: &TableRef) -> Vec<usize> {
     let position = |id: &u16| t.entry.columns.iter().position(|c| c.column_id == *id);
     let mut out: Vec<usize> = match (&t.entry.primary_key, t.entry.index_id) {

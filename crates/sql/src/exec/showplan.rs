@@ -11,11 +11,14 @@
 //! ROWCOUNT's cap (`Session::capped_by_rowcount`).
 //!
 //! Described: SELECT from one user table or from no table (a select list, WHERE, ORDER BY,
-//! TOP n) and DELETE of one table without FROM or OUTPUT (its matched rows spooled before
-//! the first delete, as `dml::matching` does). Everything else under SHOWPLAN_TEXT is
-//! refused with 40517 naming it (UPDATE, INSERT, joins, GROUP BY and aggregates, DISTINCT,
-//! window functions, subqueries, TOP PERCENT / WITH TIES, OFFSET, table variables, a
-//! DELETE a FOREIGN KEY involves, other statements), never a partial or invented plan.
+//! TOP n); DELETE and UPDATE of one table without FROM or OUTPUT (their matched rows
+//! spooled before the first change, as `dml::matching` does; an UPDATE's access is
+//! `dml::update_access`, the nonclustered indexes a write changes
+//! `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is refused with
+//! 40517 naming it (INSERT, joins, GROUP BY and aggregates, DISTINCT, window functions,
+//! subqueries, TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or
+//! CHECK constraint checks, an UPDATE of a unique or clustered key column or of a
+//! variable, other statements), never a partial or invented plan.
 //!
 //! Where the text differs from SQL Server's: a WHERE predicate is printed as written
 //! (column names as the statement gives them, not four-part), and on the operator that
@@ -36,7 +39,7 @@ use extentdb_storage::scan::{KeyPrefix, KeyRange};
 use super::lower::not_yet;
 use super::tables::{Access, TableRef};
 use super::{Flow, Out, Output, Session};
-use crate::ast::{Delete, Expr, Query, QueryBody, Select, SelectItem, Statement};
+use crate::ast::{Delete, Expr, Query, QueryBody, Select, SelectItem, Statement, Update};
 use crate::ast::{StatementKind, TableSource};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value, MAX_LENGTH};
@@ -261,6 +264,7 @@ impl Session {
         let plan = match &s.kind {
             StatementKind::Select(q) => self.select_plan(q)?,
             StatementKind::Delete(d) => self.delete_plan(d)?,
+            StatementKind::Update(u) => self.update_plan(u)?,
             other => {
                 let what = super::lower::statement_name(other);
                 return Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]);
@@ -391,30 +395,112 @@ impl Session {
         if !d.from.is_empty() || d.output.is_some() {
             return Err(vec![not_yet("SHOWPLAN_TEXT of DELETE with FROM or OUTPUT")]);
         }
-        if d.top.as_ref().is_some_and(|t| t.percent) {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of TOP PERCENT")]);
-        }
         let t = self.table_for(&d.table, "DELETE")?;
-        refuse_table_variable(&t)?;
-        if self.is_referenced(&t) {
+        refuse_constrained_write(self, &t, false)?;
+        let filter = d.where_clause.as_ref();
+        let access = self.access_for(&t, filter, None);
+        let rows = self.write_input(&t, (access, filter), &d.top, &d.hints)?;
+        Ok(rows.under(write_text(&t, "Delete", None, "")))
+    }
+
+    fn update_plan(&mut self, u: &Update) -> Result<Operator, Errors> {
+        super::select::refuse_unbuilt_hints(&u.options)?;
+        if !u.from.is_empty() || u.output.is_some() {
+            return Err(vec![not_yet("SHOWPLAN_TEXT of UPDATE with FROM or OUTPUT")]);
+        }
+        let t = self.table_for(&u.table, "UPDATE")?;
+        refuse_constrained_write(self, &t, true)?;
+        let targets = super::dml::update_targets(u, &t)?;
+        if targets.iter().any(Option::is_none) {
             return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of a DELETE a FOREIGN KEY references",
+                "SHOWPLAN_TEXT of an UPDATE that sets a variable",
             )]);
         }
-        let filter = d.where_clause.as_ref();
-        let access = self.planned_access(&t, filter, None, (true, &d.hints))?;
-        let mut op = Self::access_plan(&t, &access, filter)?;
-        // SET ROWCOUNT stops the search (`rowcount_stop`); TOP takes the first matched rows
-        // from the spool (`top_count`).
-        if let Some(n) = self.rowcount_stop(&d.top) {
+        if super::dml::sets_unique_key(&t, &targets) {
+            return Err(vec![not_yet(
+                "SHOWPLAN_TEXT of an UPDATE of a unique or clustered key column",
+            )]);
+        }
+        let mut set = Vec::new();
+        for (a, col) in u.assignments.iter().zip(&targets) {
+            let col = col.expect("refused above");
+            let name = &t.entry.columns[col].name;
+            set.push(format!(
+                "{}.[{name}] = {}",
+                object(&t),
+                expr_text(&a.value)?
+            ));
+        }
+        let filter = u.where_clause.as_ref();
+        let access = self.update_access(u, &t, &targets);
+        // The new rows are spooled too, all of them before the first write (`UpdateChanges`).
+        let rows = self
+            .write_input(&t, (access, filter), &u.top, &u.hints)?
+            .under("Table Spool".into());
+        let changed: Vec<usize> = targets.iter().flatten().copied().collect();
+        let set = format!(", SET:({})", set.join(", "));
+        Ok(rows.under(write_text(&t, "Update", Some(&changed), &set)))
+    }
+
+    /// The rows an UPDATE or DELETE changes, as `dml::matching` finds them: the access
+    /// (as the write's locking reads it) with WHERE, SET ROWCOUNT's stop, the spool of
+    /// every match made before the first change, then TOP's first rows of it.
+    fn write_input(
+        &mut self,
+        t: &TableRef,
+        (access, filter): (Access, Option<&Expr>),
+        top: &Option<crate::ast::Top>,
+        hints: &[String],
+    ) -> Result<Operator, Errors> {
+        if top.as_ref().is_some_and(|t| t.percent) {
+            return Err(vec![not_yet("SHOWPLAN_TEXT of TOP PERCENT")]);
+        }
+        let access = access.read_under(self.locks_key_ranges(t, true, hints)?);
+        let mut op = Self::access_plan(t, &access, filter)?;
+        if let Some(n) = self.rowcount_stop(top) {
             op = op.under(format!("Top(TOP EXPRESSION:(({n})))"));
         }
         op = op.under("Table Spool".into());
-        if let Some(top) = &d.top {
+        if let Some(top) = top {
             op = op.under(format!("Top(TOP EXPRESSION:({}))", expr_text(&top.count)?));
         }
-        Ok(op.under(delete_text(&t)))
+        Ok(op)
     }
+}
+
+/// UPDATE and DELETE are described only where no constraint adds to their plan: no
+/// FOREIGN KEY referencing the table, and for an UPDATE none on it and no CHECK
+/// constraint (it checks its new rows).
+fn refuse_constrained_write(s: &Session, t: &TableRef, update: bool) -> Result<(), Errors> {
+    refuse_table_variable(t)?;
+    let constrained = s.is_referenced(t)
+        || (update && !(t.entry.foreign_keys.is_empty() && t.entry.checks.is_empty()));
+    match constrained {
+        true => Err(vec![not_yet(
+            "SHOWPLAN_TEXT of a write a FOREIGN KEY or CHECK constraint checks",
+        )]),
+        false => Ok(()),
+    }
+}
+
+/// A write's operator on `t` (`kind`: "Update" or "Delete"): its clustered index or heap,
+/// and each nonclustered index the write changes (`set`: an UPDATE's columns), then `tail`.
+fn write_text(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> String {
+    let mut objects = vec![match (&t.entry.primary_key, t.entry.index_id) {
+        (Some((name, _)), 1) => format!("{}.[{name}]", object(t)),
+        _ => object(t),
+    }];
+    objects.extend(
+        super::index_usage::written_indexes(t, set)
+            .into_iter()
+            .map(|(_, name)| format!("{}.[{name}]", object(t))),
+    );
+    let base = if t.entry.index_id == 1 {
+        "Clustered Index"
+    } else {
+        "Table"
+    };
+    format!("{base} {kind}(OBJECT:({}){tail})", objects.join(", "))
 }
 
 /// An index seek with a lookup of each record's row (a Key Lookup, printed as SQL Server's
@@ -470,26 +556,6 @@ fn seek_text_columns(t: &TableRef, ids: &[u16]) -> Vec<String> {
         .filter_map(|id| t.entry.columns.iter().find(|c| c.column_id == *id))
         .map(|c| format!("{}.[{}]", object(t), c.name))
         .collect()
-}
-
-/// The delete operator of `t`: its clustered index or heap, and each nonclustered index
-/// the row operations keep with it.
-fn delete_text(t: &TableRef) -> String {
-    let mut objects = vec![match (&t.entry.primary_key, t.entry.index_id) {
-        (Some((name, _)), 1) => format!("{}.[{name}]", object(t)),
-        _ => object(t),
-    }];
-    let db = t.db.read().unwrap();
-    objects.extend(
-        db.indexes_of(t.entry.object_id)
-            .map(|ix| format!("{}.[{}]", object(t), ix.name)),
-    );
-    let op = if t.entry.index_id == 1 {
-        "Clustered Index Delete"
-    } else {
-        "Table Delete"
-    };
-    format!("{op}(OBJECT:({}))", objects.join(", "))
 }
 
 fn refuse_table_variable(t: &TableRef) -> Result<(), Errors> {
