@@ -402,6 +402,19 @@ fn statistics_time_reports_the_batch_and_each_statement_for_its_own_session_only
     );
     run(&mut a, "SET STATISTICS IO ON");
     assert_eq!(
+        trace(&run(&mut a, "SELECT k FROM t WHERE k = 1")),
+        ["3613 L1", "rows", "3615", "3612 L1", "count 1"],
+        "a statement's reads (3615) come before its times"
+    );
+    assert_eq!(
+        trace(&run(
+            &mut a,
+            "DECLARE @i int = 0\nWHILE @i < 2\nSET @i += 1"
+        )),
+        ["3613 L2", "3612 L1", "3612 L2", "3612 L3", "3612 L2", "3612 L3", "3612 L2"],
+        "WHILE's condition reports each time it is evaluated"
+    );
+    assert_eq!(
         trace(&batch_after_reset(&mut a, "SELECT k FROM t WHERE k = 1")),
         ["rows", "count 1"],
         "sp_reset_connection turns it off, and STATISTICS IO (3615) too"

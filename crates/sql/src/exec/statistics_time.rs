@@ -6,7 +6,8 @@
 //! What the figures cover here, which is not all that SQL Server's cover:
 //! - **Parse and compile (3613)**: once per batch, when the option is ON as the batch
 //!   starts, ahead of everything the batch sends; on the line of the batch's last
-//!   statement, as SQL Server gives it. It times turning the batch's text into statements
+//!   statement, as SQL Server gives it (here its last top-level statement: a WHILE's,
+//!   not its body's). It times turning the batch's text into statements
 //!   (lexing and parsing; a batch the session's cache already holds, `batch_cache.rs`,
 //!   costs next to nothing, as a plan cache hit does). extentdb has no compile step of its
 //!   own: resolving names, choosing a clustered seek range or a nonclustered index happen
