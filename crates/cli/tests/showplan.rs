@@ -107,13 +107,33 @@ fn showplan_text_is_alone_in_its_batch_and_runs_nothing_in_its_own_session_only(
         ]
     );
     assert_eq!(
-        int(&all_rows(&run(&mut b, "SELECT COUNT(*) FROM t"))[0][0]),
-        1000
+        plan(&mut a, "INSERT INTO t VALUES (5000, 5000, 0, 'x'), (5001, 5001, 1, 'y')").1,
+        [
+            format!(
+                "  |--Clustered Index Insert(OBJECT:([sp].[dbo].[t].[{pk}], [sp].[dbo].[t].[ix_v]), \
+                 SET:([sp].[dbo].[t].[id] = [Expr1001], [sp].[dbo].[t].[v] = [Expr1002], \
+                 [sp].[dbo].[t].[w] = [Expr1003], [sp].[dbo].[t].[pad] = [Expr1004]))"
+            ),
+            "       |--Constant Scan(VALUES:(((5000),(5000),(0),'x'),((5001),(5001),(1),'y')))"
+                .to_string(),
+        ]
     );
     assert_eq!(
-        int(&all_rows(&run(&mut b, "SELECT COUNT(*) FROM h"))[0][0]),
-        1000
+        plan(&mut a, "INSERT INTO h (v, id, pad) VALUES (2, 1, 'p')").1[0],
+        "  |--Table Insert(OBJECT:([sp].[dbo].[h], [sp].[dbo].[h].[ix_hv]), \
+         SET:([sp].[dbo].[h].[id] = [Expr1002], [sp].[dbo].[h].[v] = [Expr1001], \
+         [sp].[dbo].[h].[pad] = [Expr1003]))"
     );
+    assert_eq!(
+        errors(&mut a, "INSERT INTO t (id) VALUES (1, 2)"),
+        vec![(110, 15, 1)],
+        "the executor's own check of the VALUES rows"
+    );
+    // Nothing of what was described ran: another session counts every row.
+    for table in ["t", "h"] {
+        let sql = format!("SELECT COUNT(*) FROM {table}");
+        assert_eq!(int(&all_rows(&run(&mut b, &sql))[0][0]), 1000, "{table}");
+    }
     assert_eq!(
         plan(&mut a, "UPDATE t SET w = w + 1 WHERE v = 3").1,
         [
@@ -136,7 +156,7 @@ fn showplan_text_is_alone_in_its_batch_and_runs_nothing_in_its_own_session_only(
     );
     for sql in [
         "UPDATE t SET v = 0",
-        "INSERT INTO t VALUES (5000, 5000, 0, 'x')",
+        "INSERT INTO t SELECT * FROM t",
         "SELECT w, COUNT(*) FROM t GROUP BY w",
         "SELECT DISTINCT w FROM t",
         "SELECT * FROM t JOIN h ON t.id = h.id",

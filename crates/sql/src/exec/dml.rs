@@ -267,22 +267,11 @@ impl Session {
         ins: &Insert,
         targets: &[usize],
     ) -> Result<Vec<Vec<Option<Value>>>, Vec<SqlError>> {
-        let mismatch = |given: usize| {
-            if ins.columns.is_empty() {
-                vec![msg(213, &[])]
-            } else if targets.len() > given {
-                vec![msg(109, &[])]
-            } else {
-                vec![msg(110, &[])]
-            }
-        };
         match &ins.source {
             InsertSource::DefaultValues => Ok(vec![Vec::new()]),
             InsertSource::Execute(_) => Err(vec![not_yet("INSERT ... EXEC")]),
             InsertSource::Values(rows) => {
-                if let Some(r) = rows.iter().find(|r| r.len() != targets.len()) {
-                    return Err(mismatch(r.len()));
-                }
+                values_fit(ins, rows, targets)?;
                 let mut out = Vec::with_capacity(rows.len());
                 for r in rows {
                     let mut values = Vec::with_capacity(r.len());
@@ -1585,6 +1574,25 @@ fn check_new_keys(
 }
 
 /// The positions of the columns in table `t`'s clustered key and its unique indexes' keys.
+/// INSERT ... VALUES: each row has a value for each target column, else 213 (no column
+/// list), 109 (too few values) or 110 (too many).
+pub(super) fn values_fit(
+    ins: &Insert,
+    rows: &[Vec<Expr>],
+    targets: &[usize],
+) -> Result<(), Vec<SqlError>> {
+    let Some(r) = rows.iter().find(|r| r.len() != targets.len()) else {
+        return Ok(());
+    };
+    Err(vec![if ins.columns.is_empty() {
+        msg(213, &[])
+    } else if targets.len() > r.len() {
+        msg(109, &[])
+    } else {
+        msg(110, &[])
+    }])
+}
+
 /// Whether an UPDATE's SET (`targets`) changes a column of a key whose uniqueness the
 /// statement checks (the clustered key, a unique index's key, a heap's PRIMARY KEY): the
 /// columns `UpdateChanges` checks and moves keys for.

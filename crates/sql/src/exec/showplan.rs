@@ -11,11 +11,12 @@
 //! ROWCOUNT's cap (`Session::capped_by_rowcount`).
 //!
 //! Described: SELECT from one user table or from no table (a select list, WHERE, ORDER BY,
-//! TOP n); DELETE and UPDATE of one table without FROM or OUTPUT (their matched rows
+//! TOP n); INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without FROM or OUTPUT (their matched rows
 //! spooled before the first change, as `dml::matching` does; an UPDATE's access is
 //! `dml::update_access`, the nonclustered indexes a write changes
 //! `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is refused with
-//! 40517 naming it (INSERT, joins, GROUP BY and aggregates, DISTINCT, window functions,
+//! 40517 naming it (INSERT other than VALUES, or with TOP, OUTPUT or an IDENTITY column,
+//! joins, GROUP BY and aggregates, DISTINCT, window functions,
 //! subqueries, TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or
 //! CHECK constraint checks, an UPDATE of a unique or clustered key column or of a
 //! variable, other statements), never a partial or invented plan.
@@ -40,7 +41,7 @@ use super::lower::not_yet;
 use super::tables::{Access, TableRef};
 use super::{Flow, Out, Output, Session};
 use crate::ast::{Delete, Expr, Query, QueryBody, Select, SelectItem, Statement, Update};
-use crate::ast::{StatementKind, TableSource};
+use crate::ast::{Insert, InsertSource, StatementKind, TableSource};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value, MAX_LENGTH};
 
@@ -214,8 +215,11 @@ fn seek_text(t: &TableRef, ids: &[u16], ranges: &[KeyRange]) -> Result<String, E
 /// An expression as a plan prints it (`expr_text`'s form without its outermost
 /// parentheses); 40517 for what has no text form (a subquery).
 fn expr_text(e: &Expr) -> Result<String, Errors> {
-    let text = super::expr_text::expr(e)
-        .ok_or_else(|| vec![not_yet("SHOWPLAN_TEXT of a subquery or window function")])?;
+    let text = super::expr_text::expr(e).ok_or_else(|| {
+        vec![not_yet(
+            "SHOWPLAN_TEXT of a subquery, a window function or DEFAULT in an expression",
+        )]
+    })?;
     match e {
         // A constant keeps its parentheses, as SQL Server prints it: `(1)`.
         Expr::Literal(_) => Ok(text),
@@ -265,6 +269,7 @@ impl Session {
             StatementKind::Select(q) => self.select_plan(q)?,
             StatementKind::Delete(d) => self.delete_plan(d)?,
             StatementKind::Update(u) => self.update_plan(u)?,
+            StatementKind::Insert(i) => self.insert_plan(i)?,
             other => {
                 let what = super::lower::statement_name(other);
                 return Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]);
@@ -401,6 +406,45 @@ impl Session {
         let access = self.access_for(&t, filter, None);
         let rows = self.write_input(&t, (access, filter), &d.top, &d.hints)?;
         Ok(rows.under(write_text(&t, "Delete", None, "")))
+    }
+
+    /// INSERT ... VALUES: the rows as a Constant Scan, each column SET from its value, its
+    /// DEFAULT or NULL (`dml::new_row`), into the table and every nonclustered index.
+    fn insert_plan(&mut self, ins: &Insert) -> Result<Operator, Errors> {
+        let InsertSource::Values(rows) = &ins.source else {
+            return Err(vec![not_yet("SHOWPLAN_TEXT of INSERT other than VALUES")]);
+        };
+        if ins.output.is_some() || ins.top.is_some() {
+            return Err(vec![not_yet("SHOWPLAN_TEXT of INSERT with TOP or OUTPUT")]);
+        }
+        let t = self.table_for(&ins.table, "INSERT")?;
+        refuse_constrained_write(self, &t, true)?;
+        if t.entry.columns.iter().any(|c| c.identity.is_some()) {
+            return Err(vec![not_yet(
+                "SHOWPLAN_TEXT of INSERT into a table with an IDENTITY column",
+            )]);
+        }
+        self.locks_key_ranges(&t, true, &ins.hints)?;
+        let targets = self.insert_targets(&ins.columns, false, &t)?;
+        super::dml::values_fit(ins, rows, &targets)?;
+        let mut values = Vec::with_capacity(rows.len());
+        for r in rows {
+            let texts: Result<Vec<String>, Errors> = r.iter().map(expr_text).collect();
+            values.push(format!("({})", texts?.join(",")));
+        }
+        let set: Vec<String> = (t.entry.columns.iter().enumerate())
+            .map(|(i, c)| {
+                let value = match targets.iter().position(|&p| p == i) {
+                    Some(k) => format!("[Expr{}]", 1001 + k),
+                    None if c.default_sql.is_empty() => "NULL".to_string(),
+                    None => c.default_sql.clone(),
+                };
+                format!("{}.[{}] = {value}", object(&t), c.name)
+            })
+            .collect();
+        let scan = Operator::leaf(format!("Constant Scan(VALUES:({}))", values.join(",")));
+        let set = format!(", SET:({})", set.join(", "));
+        Ok(scan.under(write_text(&t, "Insert", None, &set)))
     }
 
     fn update_plan(&mut self, u: &Update) -> Result<Operator, Errors> {
