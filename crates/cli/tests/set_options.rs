@@ -414,10 +414,11 @@ fn statistics_time_reports_the_batch_and_each_statement_for_its_own_session_only
         ["3613 L2", "3612 L1", "3612 L2", "3612 L3", "3612 L2", "3612 L3", "3612 L2"],
         "WHILE's condition reports each time it is evaluated"
     );
+    run(&mut a, "SET SHOWPLAN_TEXT ON");
     assert_eq!(
         trace(&batch_after_reset(&mut a, "SELECT k FROM t WHERE k = 1")),
         ["rows", "count 1"],
-        "sp_reset_connection turns it off, and STATISTICS IO (3615) too"
+        "sp_reset_connection turns it off, and STATISTICS IO (3615) and SHOWPLAN_TEXT too"
     );
     assert_eq!(trace(&run(&mut a, "SELECT 1")), ["rows", "count 1"]);
 }
