@@ -157,7 +157,7 @@ fn showplan_text_is_alone_in_its_batch_and_runs_nothing_in_its_own_session_only(
     for sql in [
         "UPDATE t SET v = 0",
         "INSERT INTO t SELECT * FROM t",
-        "SELECT w, COUNT(*) FROM t GROUP BY w",
+        "SELECT w, COUNT(*) FROM t GROUP BY ROLLUP (w)",
         "SELECT DISTINCT w FROM t",
         "SELECT * FROM t JOIN h ON t.id = h.id",
         "DECLARE @n int; UPDATE t SET @n = w",
@@ -227,6 +227,9 @@ fn the_plan_names_the_access_the_executor_makes() {
         ("UPDATE t SET pad = pad WHERE w = 7", "scan"),
         ("DELETE FROM t WHERE id = 5000", "seek"),
         ("DELETE FROM h WHERE v = 5000", "index"),
+        ("SELECT COUNT(*) FROM t WHERE v = 3", "index"),
+        ("SELECT w, COUNT(*) FROM t GROUP BY w", "scan"),
+        ("SELECT SUM(w) FROM t WHERE id < 20", "seek"),
     ];
     run(&mut p, "SET SHOWPLAN_TEXT ON");
     for (sql, expected) in cases {
@@ -262,6 +265,33 @@ fn the_plan_names_the_access_the_executor_makes() {
             format!(
                 "                 |--Clustered Index Seek(OBJECT:([sp].[dbo].[t].[{pk}]), SEEK:([sp].[dbo].[t].[id] > (10) AND [sp].[dbo].[t].[id] <= (20)), WHERE:([id]>(10) AND [id]<=(20)) ORDERED FORWARD)"
             ),
+        ]
+    );
+    let (_, lines) = plan(
+        &mut p,
+        "SELECT w, COUNT(*) FROM t WHERE id < 100 GROUP BY w HAVING COUNT(*) > 5 \
+         ORDER BY w DESC",
+    );
+    assert_eq!(
+        lines,
+        [
+            "  |--Sort(ORDER BY:([w] DESC))".to_string(),
+            "       |--Filter(WHERE:([Expr1001]>(5)))".to_string(),
+            "            |--Stream Aggregate(GROUP BY:([w]) DEFINE:([Expr1001]=count(*)))"
+                .to_string(),
+            "                 |--Sort(ORDER BY:([w] ASC))".to_string(),
+            format!(
+                "                      |--Clustered Index Seek(OBJECT:([sp].[dbo].[t].[{pk}]), \
+                 SEEK:([sp].[dbo].[t].[id] < (100)), WHERE:([id]<(100)) ORDERED FORWARD)"
+            ),
+        ]
+    );
+    assert_eq!(
+        plan(&mut p, "SELECT SUM(w) + 1 FROM t").1,
+        [
+            "  |--Compute Scalar(DEFINE:([Expr1002]=[Expr1001]+(1)))".to_string(),
+            "       |--Stream Aggregate(DEFINE:([Expr1001]=sum([w])))".to_string(),
+            format!("            |--Clustered Index Scan(OBJECT:([sp].[dbo].[t].[{pk}]))"),
         ]
     );
     // SERIALIZABLE: the same query scans, in the plan and in the reads.

@@ -11,15 +11,18 @@
 //! ROWCOUNT's cap (`Session::capped_by_rowcount`).
 //!
 //! Described: SELECT from one user table or from no table (a select list, WHERE, ORDER BY,
-//! TOP n); INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without FROM or OUTPUT (their matched rows
-//! spooled before the first change, as `dml::matching` does; an UPDATE's access is
-//! `dml::update_access`, the nonclustered indexes a write changes
-//! `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is refused with
-//! 40517 naming it (INSERT other than VALUES, or with TOP, OUTPUT or an IDENTITY column,
-//! joins, GROUP BY and aggregates, DISTINCT, window functions,
-//! subqueries, TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or
-//! CHECK constraint checks, an UPDATE of a unique or clustered key column or of a
-//! variable, other statements), never a partial or invented plan.
+//! TOP n; GROUP BY, aggregates and HAVING as `stream::grouped_rows` runs them: a Sort by
+//! the grouping keys and a Stream Aggregate, the plan `stream::streamed_grouping` gives);
+//! INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
+//! FROM or OUTPUT (their matched rows spooled before the first change, as `dml::matching`
+//! does; an UPDATE's access is `dml::update_access`, the nonclustered indexes a write
+//! changes `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is
+//! refused with 40517 naming it (INSERT other than VALUES, or with TOP, OUTPUT or an
+//! IDENTITY column, joins, aggregates the materializing path runs (typed by their values
+//! under GROUP BY, grouping sets, without FROM), DISTINCT, window functions, subqueries,
+//! TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or CHECK
+//! constraint checks, an UPDATE of a unique or clustered key column or of a variable,
+//! other statements), never a partial or invented plan.
 //!
 //! Where the text differs from SQL Server's: a WHERE predicate is printed as written
 //! (column names as the statement gives them, not four-part), and on the operator that
@@ -344,6 +347,7 @@ impl Session {
             return Err(vec![not_yet("SHOWPLAN_TEXT of UNION, INTERSECT or EXCEPT")]);
         };
         refuse_unplanned_select(q, s)?;
+        let mut op_table: Option<(TableRef, Option<String>)> = None;
         let mut op = match s.from.as_slice() {
             // No table: the materializing path evaluates the select list once.
             [] if s.where_clause.is_none() && q.order_by.is_empty() && s.top.is_none() => {
@@ -365,13 +369,51 @@ impl Session {
                 refuse_table_variable(&t)?;
                 let filter = s.where_clause.as_ref();
                 let access = self.planned_access(&t, filter, alias.as_deref(), (false, hints))?;
-                Self::access_plan(&t, &access, filter)?
+                let op = Self::access_plan(&t, &access, filter)?;
+                op_table = Some((t, alias.clone()));
+                op
             }
             _ => return Err(vec![not_yet("SHOWPLAN_TEXT of a join or derived table")]),
         };
-        let defined = computed_items(s)?;
-        if !defined.is_empty() {
-            op = op.under(format!("Compute Scalar(DEFINE:({}))", defined.join(", ")));
+        let grouped = match (&op_table, super::aggregate::is_aggregate_query(s)) {
+            (_, false) => None,
+            (None, true) => return Err(vec![not_yet("SHOWPLAN_TEXT of aggregates without FROM")]),
+            (Some((t, alias)), true) => {
+                let (grouping, ops) = self.aggregate_plan(q, s, t, alias.as_deref())?;
+                op = ops.into_iter().fold(op, Operator::under);
+                Some(grouping)
+            }
+        };
+        match &grouped {
+            Some(g) => {
+                let names = g.aggregates.len();
+                let rename = |text: String| renamed_aggregates(text, names);
+                self.finish_plan(&g.query, &g.select, op, (Some(names), &rename))
+            }
+            None => self.finish_plan(q, s, op, (None, &|t| t)),
+        }
+    }
+
+    /// What a (grouped) query does to its rows after reading (and grouping) them, as
+    /// `stream::finish_streamed` does it: HAVING (a grouped query's WHERE), the select
+    /// list, the sort or not (`stream::sorts`), TOP lowered to SET ROWCOUNT's cap.
+    /// `aggregates`: for a grouped query, how many [ExprN] names its aggregates took;
+    /// `rename` maps their hidden columns to those names.
+    fn finish_plan(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        mut op: Operator,
+        (aggregates, rename): (Option<usize>, &dyn Fn(String) -> String),
+    ) -> Result<Operator, Errors> {
+        // A grouped query's WHERE is its HAVING; a plain one's is on the read (access_plan).
+        if let Some(having) = s.where_clause.as_ref().filter(|_| aggregates.is_some()) {
+            op = op.under(format!("Filter(WHERE:({}))", rename(expr_text(having)?)));
+        }
+        let computed = computed_items(s, aggregates.unwrap_or(0))?;
+        if !computed.is_empty() {
+            let computed: Vec<String> = computed.into_iter().map(rename).collect();
+            op = op.under(format!("Compute Scalar(DEFINE:({}))", computed.join(", ")));
         }
         let top = self.window(q, s).map_err(|e| vec![e])?.limit;
         if super::stream::sorts(q, s, top) {
@@ -380,7 +422,7 @@ impl Session {
                 .iter()
                 .map(|o| {
                     let dir = if o.descending { "DESC" } else { "ASC" };
-                    Ok(format!("{} {dir}", expr_text(&o.expr)?))
+                    Ok(format!("{} {dir}", rename(expr_text(&o.expr)?)))
                 })
                 .collect();
             op = op.under(format!("Sort(ORDER BY:({}))", keys?.join(", ")));
@@ -393,6 +435,59 @@ impl Session {
             op = op.under(format!("Top(TOP EXPRESSION:(({n})))"));
         }
         Ok(op)
+    }
+
+    /// A grouped SELECT's grouping as `stream::grouped_rows` does it: the rows sorted by
+    /// the GROUP BY keys (none without GROUP BY), then folded group by group: the
+    /// operators (lowest first) and the plan `stream::streamed_grouping` gives, which the
+    /// rest of the query runs over. What that path leaves to the materializing one
+    /// (aggregates typed by their values under GROUP BY, grouping sets) is refused.
+    fn aggregate_plan(
+        &mut self,
+        q: &Query,
+        s: &Select,
+        t: &TableRef,
+        alias: Option<&str>,
+    ) -> Result<(super::aggregate::GroupingPlan, Vec<String>), Errors> {
+        let rowset = super::views::Rowset {
+            columns: t.columns(),
+            rows: Vec::new(),
+        };
+        let name = t.entry.name.clone();
+        let src = super::select::Source::single(rowset, name, alias.map(str::to_string));
+        let grouping = match self.streamed_grouping(q, s, &src) {
+            None => {
+                return Err(vec![not_yet(
+                    "SHOWPLAN_TEXT of an aggregate typed by its values",
+                )])
+            }
+            Some(plan) => plan?,
+        };
+        if grouping.sets.is_some() {
+            return Err(vec![not_yet(
+                "SHOWPLAN_TEXT of ROLLUP, CUBE or GROUPING SETS",
+            )]);
+        }
+        let mut ops = Vec::new();
+        let keys: Result<Vec<String>, Errors> = s.group_by.iter().map(expr_text).collect();
+        let keys = keys?;
+        if !keys.is_empty() {
+            let order: Vec<String> = keys.iter().map(|k| format!("{k} ASC")).collect();
+            ops.push(format!("Sort(ORDER BY:({}))", order.join(", ")));
+        }
+        let mut define = Vec::new();
+        for (i, a) in grouping.aggregates.iter().enumerate() {
+            define.push(format!("[Expr{}]={}", 1001 + i, expr_text(a.call())?));
+        }
+        let mut arguments = Vec::new();
+        if !keys.is_empty() {
+            arguments.push(format!("GROUP BY:({})", keys.join(", ")));
+        }
+        if !define.is_empty() {
+            arguments.push(format!("DEFINE:({})", define.join(", ")));
+        }
+        ops.push(format!("Stream Aggregate({})", arguments.join(" ")));
+        Ok((grouping, ops))
     }
 
     fn delete_plan(&mut self, d: &Delete) -> Result<Operator, Errors> {
@@ -615,8 +710,6 @@ fn refuse_unplanned_select(q: &Query, s: &Select) -> Result<(), Errors> {
         Some("a common table expression")
     } else if s.into.is_some() {
         Some("SELECT INTO")
-    } else if super::aggregate::is_aggregate_query(s) || s.having.is_some() {
-        Some("GROUP BY or aggregates")
     } else if super::window_functions::has_windows(q, s) {
         Some("window functions")
     } else if s.distinct {
@@ -638,21 +731,29 @@ fn refuse_unplanned_select(q: &Query, s: &Select) -> Result<(), Errors> {
     }
 }
 
-/// The select list's computed items as Compute Scalar defines them: `[Expr1001]=...`.
-fn computed_items(s: &Select) -> Result<Vec<String>, Errors> {
+/// The select list's computed items as Compute Scalar defines them: `[Expr1001]=...`,
+/// numbered after the `taken` names the aggregates have.
+fn computed_items(s: &Select, taken: usize) -> Result<Vec<String>, Errors> {
     let mut defined = Vec::new();
     for item in &s.items {
         if let SelectItem::Expr { expr, .. } = item {
             if !matches!(expr, Expr::Column(_)) {
-                defined.push(format!(
-                    "[Expr{}]={}",
-                    1001 + defined.len(),
-                    expr_text(expr)?
-                ));
+                let n = 1001 + taken + defined.len();
+                defined.push(format!("[Expr{n}]={}", expr_text(expr)?));
             }
         }
     }
     Ok(defined)
+}
+
+/// A grouped query's text with each aggregate's hidden column (`aggregate::hidden_name`)
+/// named as Stream Aggregate defines it, `[Expr1001]` on.
+fn renamed_aggregates(mut text: String, aggregates: usize) -> String {
+    for i in (0..aggregates).rev() {
+        let hidden = format!("[{}]", super::aggregate::hidden_name(i));
+        text = text.replace(&hidden, &format!("[Expr{}]", 1001 + i));
+    }
+    text
 }
 
 #[cfg(test)]
