@@ -364,3 +364,147 @@ fn identity_insert_is_on_for_one_table_per_session() {
         81
     );
 }
+
+/// Each output of a response as a word, in order: "3612 L2" / "3613 L1" for SET
+/// STATISTICS TIME's messages (whose text must be SQL Server's, with numbers), "rows" for
+/// a result set, "count n" for a DONE's row count, the number of any other message.
+fn trace(r: &extentdb_tds::client::Response) -> Vec<String> {
+    r.outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Info(m) if m.number == 3612 || m.number == 3613 => {
+                assert!(time_figures(m).is_some(), "{:?}", m.text);
+                assert_eq!(m.severity, 0, "severity 10 goes out as 0");
+                Some(format!("{} L{}", m.number, m.line))
+            }
+            Output::Info(m) | Output::Error(m) => Some(m.number.to_string()),
+            Output::Rows { .. } => Some("rows".into()),
+            Output::RowsAffected(n) => Some(format!("count {n}")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// (CPU ms, elapsed ms) of a Msg 3612 or 3613, None when its text is not SQL Server's.
+fn time_figures(m: &extentdb_sql::messages::SqlError) -> Option<(u64, u64)> {
+    let re = match m.number {
+        3612 => {
+            r"^\n SQL Server Execution Times:\n   CPU time = (\d+) ms,  elapsed time = (\d+) ms\.$"
+        }
+        3613 => {
+            r"^SQL Server parse and compile time: \n   CPU time = (\d+) ms, elapsed time = (\d+) ms\.$"
+        }
+        _ => return None,
+    };
+    let c = regex::Regex::new(re).unwrap().captures(&m.text)?;
+    Some((c[1].parse().unwrap(), c[2].parse().unwrap()))
+}
+
+#[test]
+fn statistics_time_reports_the_batch_and_each_statement_for_its_own_session_only() {
+    // Session a turns SET STATISTICS TIME on: a batch reports its parse time first (on
+    // its last statement's line), then each statement that runs its execution times after
+    // its rows and before its DONE (a DECLARE without a value and the SETs turning the
+    // option on and off report none); a failed statement's come between its error and
+    // 3621. Session b, OFF, a reset connection and an empty batch see none.
+    let s = Server::start("set_statistics_time", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    table_of(&mut a, 10);
+    let batch = "DECLARE @x int; DECLARE @y int = 1\nSELECT k FROM t WHERE k = @y\n\
+                 UPDATE t SET v = v + 1 WHERE k = 2";
+    run(&mut a, "SET STATISTICS TIME ON");
+    assert_eq!(
+        trace(&run(&mut b, batch)),
+        ["rows", "count 1", "count 1"],
+        "session b never set it"
+    );
+    assert_eq!(
+        trace(&run(&mut a, batch)),
+        ["3613 L3", "3612 L1", "rows", "3612 L2", "count 1", "3612 L3", "count 1"]
+    );
+    assert_eq!(
+        trace(&a.batch("INSERT INTO t VALUES (1, 0)").unwrap()),
+        ["3613 L1", "2627", "3612 L1", "3621"]
+    );
+    assert_eq!(
+        trace(&run(
+            &mut a,
+            "IF EXISTS (SELECT * FROM t WHERE k = 3) PRINT 'yes'"
+        )),
+        ["3613 L1", "3612 L1", "0", "3612 L1"],
+        "IF's condition reports as a statement of its own, then PRINT"
+    );
+    assert_eq!(
+        trace(&run(
+            &mut a,
+            "SET STATISTICS TIME OFF; SELECT 1; SET STATISTICS TIME ON; SELECT 2"
+        )),
+        ["3613 L1", "rows", "count 1", "rows", "3612 L1", "count 1"]
+    );
+    run(&mut a, "SET STATISTICS IO ON");
+    assert_eq!(
+        trace(&run(&mut a, "SELECT k FROM t WHERE k = 1")),
+        ["3613 L1", "rows", "3615", "3612 L1", "count 1"],
+        "a statement's reads (3615) come before its times"
+    );
+    assert_eq!(
+        trace(&run(
+            &mut a,
+            "DECLARE @i int = 0\nWHILE @i < 2\nSET @i += 1"
+        )),
+        ["3613 L2", "3612 L1", "3612 L2", "3612 L3", "3612 L2", "3612 L3", "3612 L2"],
+        "WHILE's condition reports each time it is evaluated"
+    );
+    run(&mut a, "SET SHOWPLAN_TEXT ON");
+    assert_eq!(
+        trace(&batch_after_reset(&mut a, "SELECT k FROM t WHERE k = 1")),
+        ["rows", "count 1"],
+        "sp_reset_connection turns it off, and STATISTICS IO (3615) and SHOWPLAN_TEXT too"
+    );
+    assert_eq!(trace(&run(&mut a, "SELECT 1")), ["rows", "count 1"]);
+}
+
+#[test]
+fn statistics_time_counts_the_cpu_of_each_sessions_own_sort() {
+    // Two sessions at once sort 100,000 computed rows each (a cross join of VALUES, no
+    // table): each statement's 3612 reports CPU time above 0 ms and never above its
+    // elapsed time (1 ms of rounding allowed), its own thread's CPU, not the other's.
+    let s = Server::start("set_statistics_time_cpu", &[]);
+    let digits = "(VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9))";
+    let from: Vec<String> = ["a", "b", "c", "d", "e"]
+        .iter()
+        .map(|n| format!("{digits} {n}(v)"))
+        .collect();
+    let sort = format!(
+        "SELECT TOP 1 x FROM (SELECT a.v * 10000 + b.v * 1000 + c.v * 100 + d.v * 10 + e.v \
+         AS x FROM {}) q ORDER BY (x * 7919) % 100003 DESC",
+        from.join(" CROSS JOIN ")
+    );
+    let sessions: Vec<_> = (0..2)
+        .map(|_| {
+            let (mut c, sort) = (s.connect(), sort.clone());
+            std::thread::spawn(move || {
+                run(&mut c, "SET STATISTICS TIME ON");
+                run(&mut c, &sort)
+            })
+        })
+        .collect();
+    for session in sessions {
+        let r = session.join().unwrap();
+        assert_eq!(trace(&r), ["3613 L1", "rows", "3612 L1", "count 1"]);
+        let (cpu_ms, elapsed_ms) = r
+            .outputs
+            .iter()
+            .find_map(|o| match o {
+                Output::Info(m) if m.number == 3612 => time_figures(m),
+                _ => None,
+            })
+            .unwrap();
+        assert!(cpu_ms > 0, "a sort of 100,000 rows takes CPU");
+        assert!(
+            cpu_ms <= elapsed_ms + 1,
+            "{cpu_ms} ms CPU in {elapsed_ms} ms"
+        );
+    }
+}

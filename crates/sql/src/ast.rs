@@ -16,6 +16,8 @@ use crate::types::SqlType;
 pub struct Statement {
     pub line: u32,
     pub kind: StatementKind,
+    /// Its text in the batch: characters `span.0..span.1` (SHOWPLAN_TEXT's StmtText).
+    pub span: (usize, usize),
 }
 
 /// Every statement form the parser understands.

@@ -48,6 +48,8 @@ pub struct Token {
     pub text: String,
     /// 1-based line number within the batch.
     pub line: u32,
+    /// Where the token starts in the batch, in characters (a statement's text, SHOWPLAN).
+    pub start: usize,
 }
 
 impl Token {
@@ -312,7 +314,12 @@ impl Lexer {
 
     fn push(&mut self, kind: TokenKind, start: usize, line: u32) {
         let text = self.text_from(start);
-        self.tokens.push(Token { kind, text, line });
+        self.tokens.push(Token {
+            kind,
+            text,
+            line,
+            start,
+        });
     }
 
     fn run(&mut self) -> Result<(), ParseError> {

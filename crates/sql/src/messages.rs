@@ -260,6 +260,7 @@ static CATALOGUE: &[Entry] = &[
     e(1222, 16, 18, "Lock request time out period exceeded."),
     e(3952, 16, 1, "Snapshot isolation transaction failed accessing database '%.*ls' because snapshot isolation is not allowed in this database. Use ALTER DATABASE to allow snapshot isolation."),
     e(650, 16, 1, "You can only specify the READPAST lock in the READ COMMITTED or REPEATABLE READ isolation levels."),
+    e(1067, 15, 1, "The SET SHOWPLAN statements must be the only statements in the batch."), // unverified state
     e(1065, 15, 1, "The NOLOCK and READUNCOMMITTED lock hints are not allowed for target tables of INSERT, UPDATE, DELETE or MERGE statements."),
     e(1105, 17, 2, "Could not allocate space for object '%.*ls'%.*ls in database '%.*ls' because the '%.*ls' filegroup is full. Create disk space by deleting unneeded files, dropping objects in the filegroup, adding additional files to the filegroup, or setting autogrowth on for existing files in the filegroup."),
     e(1801, 16, 3, "Database '%.*ls' already exists. Choose a different database name."),
@@ -294,6 +295,8 @@ static CATALOGUE: &[Entry] = &[
     e(3013, 16, 1, "%hs is terminating abnormally."),
     e(3183, 16, 1, "RESTORE detected an error on page (%d:%d) in database \"%ls\" as read from the backup set."),
     e(3241, 16, 0, "The media family on device '%ls' is incorrectly formed. SQL Server cannot process this media family."),
+    e(3612, 0, 1, "%hs SQL Server Execution Times:%hs CPU time = %lu ms,  elapsed time = %lu ms."), // sys.messages severity 10, sent as 0 (MS-TDS 2.2.7.10: SQL Server turns 10 into 0); two spaces before "elapsed", as SQL Server sends it; unverified state
+    e(3613, 0, 1, "SQL Server parse and compile time: %hs CPU time = %lu ms, elapsed time = %lu ms."), // severity as 3612's; unverified state
     e(3615, 0, 1, "Table '%.*ls'. Scan count %d, logical reads %d, physical reads %d, page server reads %d, read-ahead reads %d, page server read-ahead reads %d, lob logical reads %d, lob physical reads %d, lob page server reads %d, lob read-ahead reads %d, lob page server read-ahead reads %d."), // the SQL Server 2019+ text (page server counts added); sys.messages says severity 10, kept at 0 (unverified); unverified state
     e(3621, 10, 0, "The statement has been terminated."), // severity 10: clients print it as information, not as a Msg
     e(3623, 16, 1, "An invalid floating point operation occurred."),

@@ -435,7 +435,7 @@ fn ident_value(token: Token) -> String {
 impl Parser {
     fn statement(&mut self, first_in_batch: bool) -> PResult<Statement> {
         let token = self.peek().cloned().ok_or_else(|| self.error())?;
-        let line = token.line;
+        let (line, start) = (token.line, token.start);
         let kind = match &token.kind {
             TokenKind::Word => self.keyword_statement(&token, first_in_batch)?,
             TokenKind::Symbol if token.text == "(" => {
@@ -444,7 +444,14 @@ impl Parser {
             TokenKind::QuotedIdent(_) if first_in_batch => self.implicit_execute()?,
             _ => return Err(syntax_error(&token)),
         };
-        Ok(Statement { line, kind })
+        let end = self.tokens[..self.pos]
+            .last()
+            .map_or(start, |t| t.start + t.text.chars().count());
+        Ok(Statement {
+            line,
+            kind,
+            span: (start, end),
+        })
     }
 
     fn keyword_statement(&mut self, token: &Token, first_in_batch: bool) -> PResult<StatementKind> {

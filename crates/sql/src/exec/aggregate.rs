@@ -290,6 +290,11 @@ pub(super) struct Aggregate {
 }
 
 impl Aggregate {
+    /// The aggregate call as the query wrote it (`COUNT(*)`, `SUM(x)`).
+    pub(super) fn call(&self) -> &Expr {
+        &self.call
+    }
+
     /// The result type when known before any row.
     pub(super) fn result_type(&self) -> Option<SqlType> {
         self.result_type
@@ -320,7 +325,8 @@ impl Collector {
     }
 }
 
-fn hidden_name(i: usize) -> String {
+/// The column a grouped query's rewritten expressions name aggregate `i` by.
+pub(super) fn hidden_name(i: usize) -> String {
     format!("{HIDDEN}agg{i}")
 }
 

@@ -267,22 +267,11 @@ impl Session {
         ins: &Insert,
         targets: &[usize],
     ) -> Result<Vec<Vec<Option<Value>>>, Vec<SqlError>> {
-        let mismatch = |given: usize| {
-            if ins.columns.is_empty() {
-                vec![msg(213, &[])]
-            } else if targets.len() > given {
-                vec![msg(109, &[])]
-            } else {
-                vec![msg(110, &[])]
-            }
-        };
         match &ins.source {
             InsertSource::DefaultValues => Ok(vec![Vec::new()]),
             InsertSource::Execute(_) => Err(vec![not_yet("INSERT ... EXEC")]),
             InsertSource::Values(rows) => {
-                if let Some(r) = rows.iter().find(|r| r.len() != targets.len()) {
-                    return Err(mismatch(r.len()));
-                }
+                values_fit(ins, rows, targets)?;
                 let mut out = Vec::with_capacity(rows.len());
                 for r in rows {
                     let mut values = Vec::with_capacity(r.len());
@@ -652,12 +641,7 @@ impl Session {
         output: Option<&mut SortSpill>,
         out: &mut Out,
     ) -> Result<u64, Vec<SqlError>> {
-        // A variable assigned row by row may be what WHERE compares with: no seek then.
-        let assigns_variable = targets.iter().any(Option::is_none);
-        let access = match assigns_variable {
-            true => Access::Scan,
-            false => self.access_for(t, u.where_clause.as_ref(), None),
-        };
+        let access = self.update_access(u, t, targets);
         let stop = self.rowcount_stop(&u.top);
         let (mut matched, found) =
             self.matching(t, u.where_clause.as_ref(), (access, stop), locking)?;
@@ -675,6 +659,21 @@ impl Session {
         self.write_updates(t, (changes, moves_keys), locking, output)?;
         self.report_io(t, out);
         Ok(count)
+    }
+
+    /// How an UPDATE reads its table (`targets`: `update_targets`'), before its locking
+    /// (`Access::read_under`). SHOWPLAN_TEXT prints it (showplan.rs).
+    pub(super) fn update_access(
+        &mut self,
+        u: &Update,
+        t: &TableRef,
+        targets: &[Option<usize>],
+    ) -> Access {
+        // A variable assigned row by row may be what WHERE compares with: no seek then.
+        match targets.iter().any(Option::is_none) {
+            true => Access::Scan,
+            false => self.access_for(t, u.where_clause.as_ref(), None),
+        }
     }
 
     /// UPDATE's write phase: each change of `changes` (`[rid, old values..., new
@@ -1032,7 +1031,7 @@ impl Session {
 
     /// Where an UPDATE's or DELETE's search for rows may stop: at SET ROWCOUNT's cap when
     /// the statement has no TOP (`top_count` then keeps every match found).
-    fn rowcount_stop(&self, top: &Option<Top>) -> Option<u64> {
+    pub(super) fn rowcount_stop(&self, top: &Option<Top>) -> Option<u64> {
         top.is_none().then(|| self.rowcount_cap()).flatten()
     }
 }
@@ -1575,6 +1574,34 @@ fn check_new_keys(
 }
 
 /// The positions of the columns in table `t`'s clustered key and its unique indexes' keys.
+/// INSERT ... VALUES: each row has a value for each target column, else 213 (no column
+/// list), 109 (too few values) or 110 (too many).
+pub(super) fn values_fit(
+    ins: &Insert,
+    rows: &[Vec<Expr>],
+    targets: &[usize],
+) -> Result<(), Vec<SqlError>> {
+    let Some(r) = rows.iter().find(|r| r.len() != targets.len()) else {
+        return Ok(());
+    };
+    Err(vec![if ins.columns.is_empty() {
+        msg(213, &[])
+    } else if targets.len() > r.len() {
+        msg(109, &[])
+    } else {
+        msg(110, &[])
+    }])
+}
+
+/// Whether an UPDATE's SET (`targets`) changes a column of a key whose uniqueness the
+/// statement checks (the clustered key, a unique index's key, a heap's PRIMARY KEY): the
+/// columns `UpdateChanges` checks and moves keys for.
+pub(super) fn sets_unique_key(t: &TableRef, targets: &[Option<usize>]) -> bool {
+    let mut keys = unique_key_positions(t);
+    keys.extend(self_checked_key(t, None).map_or(Vec::new(), |(_, p)| p));
+    targets.iter().flatten().any(|c| keys.contains(c))
+}
+
 fn unique_key_positions(t: &TableRef) -> Vec<usize> {
     let position = |id: &u16| t.entry.columns.iter().position(|c| c.column_id == *id);
     let mut out: Vec<usize> = match (&t.entry.primary_key, t.entry.index_id) {

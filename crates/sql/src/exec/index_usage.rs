@@ -159,6 +159,24 @@ impl TableRef {
     }
 }
 
+/// The nonclustered indexes (index_id, name) a write of `t` changes: every one, or with
+/// `set` (an UPDATE's column positions) those holding one of those columns. SHOWPLAN_TEXT
+/// lists them on the write's operator (showplan.rs).
+pub(super) fn written_indexes(t: &TableRef, set: Option<&[usize]>) -> Vec<(u16, String)> {
+    let set_ids: Option<Vec<u16>> =
+        set.map(|p| p.iter().map(|&i| t.entry.columns[i].column_id).collect());
+    let db = t.db.read().unwrap();
+    db.indexes_of(t.entry.object_id)
+        .filter_map(|ix| {
+            let of = ix.index_of.as_ref()?;
+            let touched = set_ids
+                .as_ref()
+                .is_none_or(|ids| of.sources.iter().any(|c| ids.contains(c)));
+            touched.then(|| (of.index_id, ix.name.clone()))
+        })
+        .collect()
+}
+
 impl Session {
     /// The statement's uses added to the instance's counters (invariant 1).
     pub(super) fn flush_index_usage(&mut self) {
@@ -174,17 +192,8 @@ impl Session {
     pub(super) fn note_update(&self, t: &TableRef, set: Option<&[usize]>) {
         let Some(s) = &t.usage else { return };
         s.note(t.index_key(u16::from(t.entry.index_id)), Use::Update);
-        let set_ids: Option<Vec<u16>> =
-            set.map(|p| p.iter().map(|&i| t.entry.columns[i].column_id).collect());
-        let db = t.db.read().unwrap();
-        for ix in db.indexes_of(t.entry.object_id) {
-            let Some(of) = &ix.index_of else { continue };
-            let touched = set_ids
-                .as_ref()
-                .is_none_or(|ids| of.sources.iter().any(|c| ids.contains(c)));
-            if touched {
-                s.note(t.index_key(of.index_id), Use::Update);
-            }
+        for (index_id, _) in written_indexes(t, set) {
+            s.note(t.index_key(index_id), Use::Update);
         }
     }
 

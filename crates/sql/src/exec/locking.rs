@@ -161,6 +161,18 @@ impl Session {
     /// every row read, kept on the rows they change), else the isolation level's read
     /// locks as the table hints change them (`hint_locking`). A table lock the hints or
     /// SERIALIZABLE ask for is taken here, before any read: the caller holds no database.
+    /// Whether a read or write of `t` with these hints locks key ranges (its `RowLocking`'s
+    /// `key_ranges`), decided as `row_locking` decides it but taking no lock.
+    pub(super) fn locks_key_ranges(
+        &self,
+        t: &super::tables::TableRef,
+        write: bool,
+        hints: &[String],
+    ) -> Result<bool, Vec<SqlError>> {
+        let heap = t.entry.index_id != 1;
+        Ok(hint_locking(self.locks.isolation, write, hints, heap)?.ranges)
+    }
+
     pub(super) fn row_locking(
         &mut self,
         t: &super::tables::TableRef,

@@ -373,7 +373,7 @@ impl Session {
     }
 }
 
-fn statement_name(k: &StatementKind) -> &'static str {
+pub(super) fn statement_name(k: &StatementKind) -> &'static str {
     use StatementKind as K;
     match k {
         K::CreateTable(_) => "CREATE TABLE",

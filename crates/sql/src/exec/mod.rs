@@ -63,10 +63,12 @@ mod select;
 mod select_into;
 mod set_ops;
 mod set_options;
+mod showplan;
 mod shrink;
 mod space;
 mod space_usage;
 mod spill;
+mod statistics_time;
 mod stream;
 mod structure;
 mod subquery;
@@ -353,6 +355,7 @@ impl Engine {
             statistics_io: false,
             implicit_transactions: false,
             options: Default::default(),
+            batch_text: String::new(),
             rowcount: 0,
             trancount: 0,
             xacts: BTreeMap::new(),
@@ -417,6 +420,9 @@ pub struct Session {
     implicit_transactions: bool,
     /// XACT_ABORT, TEXTSIZE and the other SET options set_options.rs keeps.
     options: set_options::SessionOptions,
+    /// The running batch's text while SHOWPLAN_TEXT is on (its statements' StmtText),
+    /// else empty.
+    batch_text: String,
     rowcount: i64,
     /// @@TRANCOUNT: nesting depth of BEGIN TRANSACTION.
     trancount: u32,
@@ -579,9 +585,27 @@ impl Session {
         out.textsize = self.options.textsize;
         let stats = &self.engine.instance.sql_statistics;
         stats.batch_requests.fetch_add(1, Ordering::Relaxed);
+        let watch = self
+            .options
+            .statistics_time
+            .then(statistics_time::Stopwatch::start);
+        self.batch_text.clear();
+        if self.options.showplan_text {
+            self.batch_text.push_str(batch);
+        }
         match self.batches.parse(batch, &stats.compilations) {
             Err(e) => out.push(Output::Error(parse_error(e))),
+            Ok(statements) if showplan::alone_in_batch(&statements).is_err() => {
+                // showplan.rs invariant 2: a compile error, so nothing of the batch runs.
+                let e = showplan::alone_in_batch(&statements).unwrap_err();
+                let line = statements.first().map_or(1, |s| s.line);
+                out.push(Output::Error(e.with_line(line)));
+            }
             Ok(statements) => {
+                if let (Some(w), Some(last)) = (watch, statements.last()) {
+                    let t = statistics_time::parse_and_compile_time(w.stop());
+                    out.push(Output::Info(t.with_line(last.line)));
+                }
                 self.run_block(&statements, &mut out);
             }
         }
@@ -625,6 +649,7 @@ impl Session {
         self.vars.clear();
         self.declared_by.clear();
         self.nocount = false;
+        self.statistics_io = false;
         self.implicit_transactions = false;
         self.options = Default::default();
         self.rowcount = 0;
@@ -730,9 +755,17 @@ impl Session {
     }
 
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
+        let showplan = self.options.showplan_text && !showplan::runs_under_showplan(s);
+        let watch = (self.options.statistics_time
+            && !showplan
+            && statistics_time::reports_execution_time(&s.kind))
+        .then(statistics_time::Stopwatch::start);
         self.statement_locks_start();
         self.scopes.statement_start();
-        let result = self.statement(s, out);
+        let result = match showplan {
+            true => self.show_plan(s, out),
+            false => self.statement(s, out),
+        };
         // Before the statement's locks go, so a DROP waiting for them removes its
         // counters after (index_usage.rs invariants 1 and 3).
         self.flush_index_usage();
@@ -745,8 +778,15 @@ impl Session {
         } else {
             self.statement_locks_end();
         }
+        // Reported only when the option is still on (the SET turning it off reports none).
+        let mut times = watch
+            .filter(|_| self.options.statistics_time)
+            .map(|w| Output::Info(statistics_time::execution_times(w.stop()).with_line(s.line)));
         match result {
-            Ok(flow) => flow,
+            Ok(flow) => {
+                out.extend(times);
+                flow
+            }
             Err(errors) => {
                 // A deadlock victim's transaction is rolled back whole (invariant 3), and
                 // so is any transaction under SET XACT_ABORT ON once a statement fails.
@@ -755,6 +795,10 @@ impl Session {
                     || (failed && self.options.xact_abort))
                     && self.end_victim(out);
                 for e in errors {
+                    if e.number == 3621 {
+                        // SQL Server sends a failed statement's times ahead of 3621.
+                        out.extend(times.take());
+                    }
                     abort |= aborts_batch(&e);
                     self.log_event(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
@@ -764,6 +808,7 @@ impl Session {
                         Output::Error(e)
                     });
                 }
+                out.extend(times);
                 if abort {
                     Flow::AbortBatch
                 } else {
@@ -804,14 +849,16 @@ impl Session {
                 then_branch,
                 else_branch,
             } => {
-                if self.condition(condition)? == Some(true) {
+                if self.timed_condition(condition, s.line, out)? == Some(true) {
                     return Ok(self.run_statement(then_branch, out));
                 } else if let Some(e) = else_branch {
                     return Ok(self.run_statement(e, out));
                 }
             }
             K::While { condition, body } => {
-                while !self.cancelled() && self.condition(condition)? == Some(true) {
+                while !self.cancelled()
+                    && self.timed_condition(condition, s.line, out)? == Some(true)
+                {
                     match self.run_statement(body, out) {
                         Flow::Break => break,
                         Flow::Return => return Ok(Flow::Return),
@@ -913,6 +960,26 @@ impl Session {
             _ => return self.lowered(s, out),
         }
         Ok(Flow::Normal)
+    }
+
+    /// IF's or WHILE's condition, reporting its execution times under SET STATISTICS TIME
+    /// ON as a statement of its own (statistics_time.rs).
+    fn timed_condition(
+        &mut self,
+        condition: &crate::ast::Expr,
+        line: u32,
+        out: &mut Out,
+    ) -> Result<Option<bool>, Vec<SqlError>> {
+        let watch = self
+            .options
+            .statistics_time
+            .then(statistics_time::Stopwatch::start);
+        let r = self.condition(condition)?;
+        if let Some(w) = watch {
+            let t = statistics_time::execution_times(w.stop()).with_line(line);
+            out.push(Output::Info(t));
+        }
+        Ok(r)
     }
 
     fn set_option(

@@ -1,7 +1,8 @@
 //! SET options other than the locking ones (locking.rs): every option SQL Server has is
 //! built here, fixed, or refused, and none is accepted and ignored.
 //!
-//! - **Built**: NOCOUNT, IMPLICIT_TRANSACTIONS, STATISTICS IO, XACT_ABORT, TEXTSIZE,
+//! - **Built**: NOCOUNT, IMPLICIT_TRANSACTIONS, STATISTICS IO, STATISTICS TIME
+//!   (`statistics_time.rs`), SHOWPLAN_TEXT (`showplan.rs`), XACT_ABORT, TEXTSIZE,
 //!   ROWCOUNT (`SessionOptions::rowcount`, applied by `Session::rowcount_cap`),
 //!   ANSI_DEFAULTS (its IMPLICIT_TRANSACTIONS part; the other options it sets are fixed ON
 //!   here), CURSOR_CLOSE_ON_COMMIT (kept; no cursor exists yet for it to close).
@@ -9,7 +10,7 @@
 //!   `NULL = NULL` is unknown; QUOTED_IDENTIFIER ON: `"x"` names a column; ...). That value
 //!   is accepted, since clients send it when they connect, and any other is refused with
 //!   Msg 40517, so a script that needs the other behaviour stops instead of running wrong.
-//! - **Not built** (SHOWPLAN_*, STATISTICS TIME / XML / PROFILE, FMTONLY, NOEXEC,
+//! - **Not built** (SHOWPLAN_ALL / XML, STATISTICS XML / PROFILE, FMTONLY, NOEXEC,
 //!   PARSEONLY, CONTEXT_INFO, ...): only their "off" value is accepted.
 //!
 //! Invariants:
@@ -40,6 +41,11 @@ pub struct SessionOptions {
     /// SET ROWCOUNT n: a SELECT returns, and an INSERT, UPDATE or DELETE without TOP
     /// changes, at most n rows (`Session::rowcount_cap`); 0 is off. At most `i32::MAX`.
     pub rowcount: u32,
+    /// SET STATISTICS TIME ON: each batch reports its parse time (Msg 3613) and each
+    /// statement its execution times (Msg 3612), `statistics_time.rs`.
+    pub statistics_time: bool,
+    /// SET SHOWPLAN_TEXT ON: statements are described, not run (`showplan.rs`).
+    pub showplan_text: bool,
 }
 
 /// @@TEXTSIZE when no SET TEXTSIZE was run, and after SET TEXTSIZE 0. SQL Server's own
@@ -54,6 +60,8 @@ impl Default for SessionOptions {
             textsize: DEFAULT_TEXTSIZE,
             cursor_close_on_commit: false,
             rowcount: 0,
+            statistics_time: false,
+            showplan_text: false,
         }
     }
 }
@@ -91,14 +99,14 @@ const SWITCHES: &[(&str, Switch)] = &[
     ("REMOTE_PROC_TRANSACTIONS", Switch::FixedOff),
     ("FIPS_FLAGGER", Switch::FixedOff),
     ("SHOWPLAN_ALL", Switch::FixedOff),
-    ("SHOWPLAN_TEXT", Switch::FixedOff),
     ("SHOWPLAN_XML", Switch::FixedOff),
-    ("STATISTICS TIME", Switch::FixedOff),
     ("STATISTICS XML", Switch::FixedOff),
     ("STATISTICS PROFILE", Switch::FixedOff),
     ("NOCOUNT", Switch::Built),
     ("IMPLICIT_TRANSACTIONS", Switch::Built),
     ("STATISTICS IO", Switch::Built),
+    ("STATISTICS TIME", Switch::Built),
+    ("SHOWPLAN_TEXT", Switch::Built),
     ("XACT_ABORT", Switch::Built),
     ("ANSI_DEFAULTS", Switch::Built),
     ("CURSOR_CLOSE_ON_COMMIT", Switch::Built),
@@ -211,6 +219,8 @@ impl Session {
             "NOCOUNT" => self.nocount = on,
             "IMPLICIT_TRANSACTIONS" => self.implicit_transactions = on,
             "STATISTICS IO" => self.statistics_io = on,
+            "STATISTICS TIME" => self.options.statistics_time = on,
+            "SHOWPLAN_TEXT" => self.options.showplan_text = on,
             "XACT_ABORT" => self.options.xact_abort = on,
             "CURSOR_CLOSE_ON_COMMIT" => self.options.cursor_close_on_commit = on,
             "ANSI_DEFAULTS" => {

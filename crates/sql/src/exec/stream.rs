@@ -253,6 +253,14 @@ impl Limit {
     }
 }
 
+/// Whether a streamed SELECT's rows go through a sort (ORDER BY, DISTINCT, and TOP
+/// PERCENT, which needs the count first: through the sort, with no keys, in input order,
+/// spilling past its memory) or are sent as they come: `finish_streamed`'s choice, which
+/// SHOWPLAN_TEXT prints (showplan.rs).
+pub(super) fn sorts(q: &Query, s: &Select, top: Option<Limit>) -> bool {
+    !(matches!(top, None | Some(Limit::Rows(_))) && q.order_by.is_empty() && !s.distinct)
+}
+
 /// Where an ORDER BY item's value comes from: a select-list column (by alias, name or
 /// ordinal), else the expression over the source row.
 enum SortKey<'a> {
@@ -521,14 +529,11 @@ impl Session {
             src,
         };
         let input: &mut dyn RowSource = &mut filtered;
-        match top {
-            // TOP PERCENT needs the count first: through the sort (with no keys, in input
-            // order), which spills past its memory.
-            None | Some(Limit::Rows(_)) if q.order_by.is_empty() && !s.distinct => {
-                let top = self.capped_by_rowcount(top.map(|l| l.rows(0)));
-                self.send_unsorted(s, src, input, typer, top, out)
-            }
-            _ => self.send_sorted(q, s, src, input, typer, window, out),
+        if sorts(q, s, top) {
+            self.send_sorted(q, s, src, input, typer, window, out)
+        } else {
+            let top = self.capped_by_rowcount(top.map(|l| l.rows(0)));
+            self.send_unsorted(s, src, input, typer, top, out)
         }
     }
 
@@ -741,7 +746,7 @@ impl Session {
 /// Which of a SELECT's ordered rows it gives (`Session::window`).
 #[derive(Clone, Copy, Default)]
 pub(super) struct Window {
-    limit: Option<Limit>,
+    pub(super) limit: Option<Limit>,
     /// OFFSET: rows skipped first.
     skip: u64,
     /// TOP ... WITH TIES: rows equal to the last one in the ORDER BY keys come too.

@@ -63,6 +63,18 @@ pub(super) enum Access {
     IndexSeek(IndexSeek),
 }
 
+impl Access {
+    /// What a read makes of the access seek.rs chose, given whether it locks key ranges:
+    /// key-range locking reads the table, never an index (index_seek.rs invariant 3).
+    /// `Chunks::locked` applies it, and SHOWPLAN_TEXT prints what it gives.
+    pub(super) fn read_under(self, key_ranges: bool) -> Access {
+        match self {
+            Access::IndexSeek(_) if key_ranges => Access::Scan,
+            a => a,
+        }
+    }
+}
+
 impl TableRef {
     /// Column names and types, as a rowset's header.
     pub fn columns(&self) -> Vec<(String, SqlType)> {
@@ -286,8 +298,10 @@ impl<'a> Chunks<'a> {
     /// A statement's own reads come here, their access now final: their index uses are
     /// noted (index_usage.rs invariant 2).
     pub fn locked(mut self, locking: &'a super::locking::RowLocking) -> Chunks<'a> {
-        if locking.key_ranges() && self.index.take().is_some() {
-            self.access = Access::Scan;
+        let access = std::mem::replace(&mut self.access, Access::Scan);
+        self.access = access.read_under(locking.key_ranges());
+        if !matches!(self.access, Access::IndexSeek(_)) {
+            self.index = None;
         }
         self.locking = Some(locking);
         self.note_uses();
