@@ -40,6 +40,11 @@ runs:
                     and a lookup of the row by its clustered key)
   range_index_1pct  SELECT COUNT(*), SUM(x) FROM ix WHERE s BETWEEN ? AND ? over 1% of the
                     rows through the index, 1 connection
+  join_selective    SELECT COUNT(*), SUM(ix.x) FROM iy JOIN ix ON ix.k = iy.ixk WHERE iy.y = ?:
+                    iy has a tenth of ix's rows and no index on y (a scan), 1 in 1,000 of its
+                    rows joined to ix by its clustered key, 1 connection
+  group_by_whole    SELECT x % 100, COUNT(*), SUM(CAST(s AS BIGINT)) FROM ix GROUP BY x % 100
+  count_sum_whole   SELECT COUNT(*), SUM(CAST(x AS BIGINT)) FROM ix
 
 The wire and concurrency families check afterwards that each engine holds every acknowledged insert and that the TPC-B
 balances of accounts, tellers and branches each sum to the history's deltas, with one

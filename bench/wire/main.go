@@ -606,6 +606,17 @@ func main() {
 		add(workload{Name: "range_index_1pct", Unit: "queries/s",
 			SQL:     fmt.Sprintf("SELECT COUNT(*), SUM(x) FROM ix WHERE s BETWEEN $1 AND $2 (%d rows through the index)", width),
 			prepare: stmtOp("SELECT COUNT(*), SUM(x) FROM ix WHERE s BETWEEN $1 AND $2", byRange, 1)}, []int{1})
+		byY := func(round, worker, conns, seq int) []any { return []any{key(round, worker, conns, seq) % 1000} }
+		joinSQL := "SELECT COUNT(*), SUM(ix.x) FROM iy JOIN ix ON ix.k = iy.ixk WHERE iy.y = $1"
+		add(workload{Name: "join_selective", Unit: "queries/s",
+			SQL:     fmt.Sprintf("%s (%d x %d rows, %d joined)", joinSQL, *rows/10, *rows, *rows/10/1000),
+			prepare: stmtOp(joinSQL, byY, 1)}, []int{1})
+		groupSQL := "SELECT x % 100, COUNT(*), SUM(CAST(s AS BIGINT)) FROM ix GROUP BY x % 100"
+		add(workload{Name: "group_by_whole", Unit: "queries/s", SQL: groupSQL + " (100 groups)",
+			prepare: stmtOp(groupSQL, nil, 100)}, []int{1})
+		countSQL := "SELECT COUNT(*), SUM(CAST(x AS BIGINT)) FROM ix"
+		add(workload{Name: "count_sum_whole", Unit: "queries/s", SQL: countSQL,
+			prepare: stmtOp(countSQL, nil, 1)}, []int{1})
 	} else if *family == "concurrency" {
 		add(pointSelect, cfg.Conns)
 		add(updateByKey, cfg.Conns)

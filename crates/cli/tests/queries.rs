@@ -763,3 +763,120 @@ fn update_and_delete_take_selects_query_hints() {
         rows
     );
 }
+
+/// WHERE's conjuncts over the leftmost table alone narrow its rows before they are joined
+/// (join.rs invariant 4): the inner table is sought once per surviving row (its logical
+/// reads drop from one seek per outer row to a handful), and the rows are those of the
+/// definition for INNER and LEFT joins, for WHERE conjuncts on the right side (not
+/// narrowed: `b.k IS NULL` keeps NULL-extended rows), for RIGHT joins (not narrowed) and
+/// for names both tables have (not narrowed). Two sessions join while a third adds rows.
+#[test]
+fn where_narrows_the_left_input_before_the_join() {
+    let (s, mut c) = common::tds::start_in_database(
+        "q-narrow",
+        "q",
+        "CREATE TABLE a (id INT PRIMARY KEY, bk INT, y INT); \
+         CREATE TABLE b (k INT PRIMARY KEY, w INT, y INT); \
+         SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; \
+         WHILE @i < 3000 BEGIN INSERT INTO a VALUES (@i, @i % 500, @i % 100); \
+         IF @i < 400 INSERT INTO b VALUES (@i, @i * 10, @i % 7); SET @i += 1; END; COMMIT",
+    );
+    let reads_of = |c: &mut Client, sql: &str, t: &str| -> (Vec<String>, u64) {
+        let r = run(
+            c,
+            &format!("SET STATISTICS IO ON; {sql}; SET STATISTICS IO OFF"),
+        );
+        let reads = r
+            .outputs
+            .iter()
+            .filter_map(|o| match o {
+                extentdb_sql::exec::Output::Info(m)
+                    if m.number == 3615 && m.text.starts_with(&format!("Table '{t}'")) =>
+                {
+                    let n = m.text.split("logical reads ").nth(1)?.split(',').next()?;
+                    n.trim().parse::<u64>().ok()
+                }
+                _ => None,
+            })
+            .sum();
+        (table_of(&r), reads)
+    };
+    // a.y = 5: 30 of a's 3,000 rows, 24 of whose bk values have a row in b (bk < 400).
+    let (rows, b_reads) = reads_of(
+        &mut c,
+        "SELECT COUNT(*), SUM(b.w) FROM a JOIN b ON b.k = a.bk WHERE a.y = 5",
+        "b",
+    );
+    assert_eq!(rows, ["24,37200"]);
+    assert!(
+        b_reads <= 30 * 3,
+        "one seek per row a.y = 5 keeps: {b_reads} reads"
+    );
+    let cases = [
+        (
+            "SELECT COUNT(*), COUNT(b.k) FROM a LEFT JOIN b ON b.k = a.bk WHERE a.y = 5",
+            "30,24",
+        ),
+        (
+            "SELECT COUNT(*) FROM a LEFT JOIN b ON b.k = a.bk WHERE a.y = 5 AND b.k IS NULL",
+            "6",
+        ),
+        (
+            "SELECT COUNT(*) FROM b RIGHT JOIN a ON b.k = a.bk WHERE a.y = 5",
+            "30",
+        ),
+        (
+            "SELECT COUNT(*) FROM a JOIN b ON b.k = a.bk WHERE b.y = 3 AND a.id < 1000",
+            "114",
+        ),
+    ];
+    for (sql, want) in cases {
+        assert_eq!(table(&mut c, sql), [want], "{sql}");
+        // The same WHERE as one disjunction that names b, which narrows nothing.
+        let wrapped = sql.replace("WHERE ", "WHERE 1 = 0 AND b.k IS NULL OR ");
+        assert_eq!(table(&mut c, &wrapped), [want], "{wrapped}");
+    }
+    // `y` is both tables': ambiguous (209), never narrowed to a's.
+    assert_eq!(
+        numbers(
+            &mut c,
+            "SELECT COUNT(*) FROM a JOIN b ON b.k = a.bk WHERE y = 5"
+        ),
+        [209]
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (addr, stop) = (s.addr.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut w = connect_at(&addr, Some("q"), 60).unwrap();
+            let mut i = 10_000;
+            while !stop.load(Ordering::Relaxed) {
+                run(
+                    &mut w,
+                    &format!("INSERT INTO a VALUES ({i}, {}, 6)", i % 400),
+                );
+                i += 1;
+            }
+        })
+    };
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let addr = s.addr.clone();
+            std::thread::spawn(move || {
+                let mut r = connect_at(&addr, Some("q"), 60).unwrap();
+                for _ in 0..40 {
+                    let got = table(
+                        &mut r,
+                        "SELECT COUNT(*), SUM(b.w) FROM a JOIN b ON b.k = a.bk WHERE a.y = 5",
+                    );
+                    assert_eq!(got, ["24,37200"]);
+                }
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+}

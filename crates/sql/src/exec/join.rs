@@ -31,6 +31,11 @@
 //! 3. The rows a join gives are exactly those of its definition: the pairs ON accepts, plus
 //!    for LEFT (RIGHT) each left (right) row no pair accepted with NULLs for the other
 //!    side, plus for FULL both kinds of unmatched rows.
+//! 4. WHERE's conjuncts over the leftmost leaf's columns alone are checked on that leaf's
+//!    rows before they are joined (`Narrowed`), when every join above it keeps only rows
+//!    of its left input's: such a conjunct has one value for all the joined rows of one
+//!    left row (NULL-extended ones too), so a left row it rejects gives no row WHERE
+//!    keeps. WHERE is still evaluated whole on every joined row.
 
 mod apply;
 mod rotation;
@@ -95,6 +100,13 @@ impl Shape {
 
     fn width(&self) -> usize {
         self.columns.len()
+    }
+
+    /// Whether a column of this shape is named `name` (case-insensitive).
+    fn has_column(&self, name: &str) -> bool {
+        self.columns
+            .iter()
+            .any(|(c, _)| c.eq_ignore_ascii_case(name))
     }
 
     /// The rowless `Source` a SELECT over this relation evaluates its expressions with.
@@ -372,8 +384,18 @@ impl Leaves {
         } = ts
         else {
             let (leaf, shape) = &self.leaves[*next];
+            let pushed = filter.map_or_else(Vec::new, |f| self.pushable(*next, f));
             *next += 1;
-            return Ok((shape.clone(), leaf_rows(s, leaf, filter)?));
+            let rows = leaf_rows(s, leaf, filter)?;
+            if pushed.is_empty() {
+                return Ok((shape.clone(), rows));
+            }
+            let rows = Box::new(Narrowed {
+                rows,
+                shape: shape.clone(),
+                conjuncts: pushed.into_iter().cloned().collect(),
+            });
+            return Ok((shape.clone(), rows));
         };
         let on = on.as_ref();
         match kind {
@@ -403,6 +425,50 @@ impl Leaves {
                 Ok(join(outer, inner, *kind, on))
             }
         }
+    }
+
+    /// The conjuncts of WHERE `filter` that leaf `i` (the leftmost, every join above it
+    /// keeping only rows of its left input's) can check on its own rows before any join
+    /// (invariant 4): those whose every column is the leaf's (qualified by its exposed
+    /// name, or unqualified and no other leaf's column) and that hold no subquery.
+    /// None for a data modification's target, whose rows carry their RIDs, or beside an
+    /// APPLY or UNPIVOT, whose columns are not known before their rows.
+    fn pushable<'f>(&self, i: usize, filter: &'f Expr) -> Vec<&'f Expr> {
+        let (leaf, shape) = &self.leaves[i];
+        // An APPLY's right side or an UNPIVOT has no columns here to tell a name by.
+        let shapes_known = self
+            .leaves
+            .iter()
+            .all(|(l, _)| !matches!(l, Leaf::Applied | Leaf::Unpivot { .. }));
+        if !shapes_known || !matches!(leaf, Leaf::Table { rids: false, .. }) {
+            return Vec::new();
+        }
+        let mine = |n: &ObjectName| match n.parts.as_slice() {
+            [q, c] => q.eq_ignore_ascii_case(&shape.parts[0]) && shape.has_column(c),
+            [c] => {
+                shape.has_column(c)
+                    && self
+                        .leaves
+                        .iter()
+                        .enumerate()
+                        .all(|(j, (_, other))| j == i || !other.has_column(c))
+            }
+            _ => false,
+        };
+        let mut conjuncts = Vec::new();
+        super::seek::flatten_and(filter, &mut conjuncts);
+        conjuncts.retain(|c| {
+            !super::aggregate::any_node(c, &|x| match x {
+                Expr::Column(n) => !mine(n),
+                Expr::Subquery(_)
+                | Expr::Exists(_)
+                | Expr::InSubquery { .. }
+                | Expr::Window(_)
+                | Expr::Default => true,
+                _ => false,
+            })
+        });
+        conjuncts
     }
 
     /// A join's right input: a user table read again for each left row, else a spool.
@@ -481,6 +547,30 @@ fn leaf_rows<'p>(
         Leaf::Unpivot { source, plan } => rotation::unpivot_rows(s, source, plan)?,
         Leaf::Applied => unreachable!("an applied leaf is built by its APPLY (apply.rs)"),
     })
+}
+
+/// The leftmost leaf's rows that the WHERE conjuncts it can check alone accept
+/// (`Leaves::pushable`, invariant 4): a row they reject would be rejected by WHERE after
+/// every join, so it is not joined at all.
+struct Narrowed<'p> {
+    rows: Box<dyn RowSource + 'p>,
+    shape: Shape,
+    conjuncts: Vec<Expr>,
+}
+
+impl RowSource for Narrowed<'_> {
+    fn next_row(&mut self, s: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
+        'rows: while let Some(row) = self.rows.next_row(s)? {
+            for c in &self.conjuncts {
+                let ctx = self.shape.ctx(&row);
+                if s.condition_row(c, Some(&ctx)).map_err(one)? != Some(true) {
+                    continue 'rows;
+                }
+            }
+            return Ok(Some(row));
+        }
+        Ok(None)
+    }
 }
 
 /// A spool's rows, read once.
