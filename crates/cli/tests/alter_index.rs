@@ -333,43 +333,13 @@ fn kill_9_during_clustered_rebuild_leaves_one_whole_table() {
         table(&mut c, sums),
         value(&mut c, "SELECT COUNT(*) FROM sys.allocation_units"),
     );
-    let started = std::time::Instant::now();
-    run(&mut c, "ALTER INDEX big_pk ON big REBUILD");
-    let whole = started.elapsed().as_millis() as u64;
-    eprintln!("a whole clustered rebuild took {whole} ms");
-    assert!(
-        whole >= 40,
-        "a rebuild of {whole} ms leaves no time to kill in"
-    );
-    let mut s = s;
-    for (delay_ms, must_interrupt) in [(whole / 4, true), (whole * 3 / 4, false)] {
-        let addr = s.addr.clone();
-        let (connected, ready) = std::sync::mpsc::channel();
-        let rebuild = thread::spawn(move || {
-            let mut c = connect_at(&addr, Some("k9c"), 120).unwrap();
-            connected.send(()).unwrap();
-            let done = c.batch("ALTER INDEX big_pk ON big REBUILD");
-            done.is_ok_and(|r| r.errors().next().is_none())
-        });
-        ready.recv().unwrap();
-        thread::sleep(Duration::from_millis(delay_ms));
-        s = restart(s);
-        let finished = rebuild.join().unwrap();
-        assert!(
-            !(finished && must_interrupt),
-            "the kill came after the rebuild: make the table bigger"
-        );
-        let mut c = s.connect_to(Some("k9c"));
-        let when = format!("after the kill at {delay_ms} ms");
-        assert_checkdb_clean(&mut c, "k9c", &when);
-        assert_eq!(table(&mut c, sums), want, "{when}");
-        assert_eq!(
-            index_and_table_rows(&mut c, "big", "big_id"),
-            (40000, 40000)
-        );
-        let now = value(&mut c, "SELECT COUNT(*) FROM sys.allocation_units");
+    let s = kill_during(s, "k9c", "ALTER INDEX big_pk ON big REBUILD", |c, when| {
+        assert_checkdb_clean(c, "k9c", when);
+        assert_eq!(table(c, sums), want, "{when}");
+        assert_eq!(index_and_table_rows(c, "big", "big_id"), (40000, 40000));
+        let now = value(c, "SELECT COUNT(*) FROM sys.allocation_units");
         assert_eq!(now, units, "{when}: a tree left behind");
-    }
+    });
     let mut c = s.connect_to(Some("k9c"));
     run(&mut c, "ALTER INDEX ALL ON big REBUILD");
     assert_eq!(table(&mut c, sums), want);
@@ -636,6 +606,48 @@ fn checktable_of_one_index() {
     }
 }
 
+/// Runs `sql` (a rebuild in database `db`) once whole to time it, then twice more, each
+/// cut by a kill -9 of the server: at a quarter of that time (early in the copy; the run
+/// must not have finished) and at three quarters (late in it or at its commit, whichever
+/// the kill meets). The delays follow this machine's speed instead of a figure measured on
+/// another, and count from the request, not from the login before it. After each restart
+/// `check` runs on a new session, told when. Returns the restarted server.
+fn kill_during(s: Server, db: &str, sql: &str, check: impl Fn(&mut Client, &str)) -> Server {
+    let mut c = s.connect_to(Some(db));
+    let started = std::time::Instant::now();
+    run(&mut c, sql);
+    let whole = started.elapsed().as_millis() as u64;
+    eprintln!("{sql} took {whole} ms whole");
+    assert!(
+        whole >= 40,
+        "{whole} ms leaves no time to kill in: more rows"
+    );
+    let mut s = s;
+    for (delay_ms, must_interrupt) in [(whole / 4, true), (whole * 3 / 4, false)] {
+        let (addr, db_name, text) = (s.addr.clone(), db.to_string(), sql.to_string());
+        let (connected, ready) = std::sync::mpsc::channel();
+        let rebuild = thread::spawn(move || {
+            let mut c = connect_at(&addr, Some(&db_name), 120).unwrap();
+            connected.send(()).unwrap();
+            let done = c.batch(&text);
+            done.is_ok_and(|r| r.errors().next().is_none())
+        });
+        ready.recv().unwrap();
+        thread::sleep(Duration::from_millis(delay_ms));
+        s = restart(s);
+        let finished = rebuild.join().unwrap();
+        assert!(
+            !(finished && must_interrupt),
+            "the kill came after {sql} finished: more rows"
+        );
+        check(
+            &mut s.connect_to(Some(db)),
+            &format!("after the kill at {delay_ms} ms"),
+        );
+    }
+    s
+}
+
 /// kill -9 while a big index is being rebuilt, early and late: after recovery the index is
 /// the old or the new one, whole (CHECKDB's index check, its row count), and every row is
 /// there.
@@ -650,52 +662,19 @@ fn kill_9_during_rebuild_leaves_one_whole_index() {
          CREATE INDEX big_k ON big (k) INCLUDE (pad)",
     );
     fill_scattered(&mut c, "big", 40000);
-    // One rebuild timed whole, then kills at a quarter of that time (early in the copy)
-    // and at three quarters (late in it or at its commit, whichever the kill meets): the
-    // delays follow this machine's speed instead of a figure measured on another.
-    let started = std::time::Instant::now();
-    run(&mut c, "ALTER INDEX big_k ON big REBUILD");
-    let whole = started.elapsed().as_millis() as u64;
-    eprintln!("a whole rebuild took {whole} ms");
-    assert!(
-        whole >= 40,
-        "a rebuild of {whole} ms leaves no time to kill in: make the index bigger"
-    );
-    let mut s = s;
-    for (delay_ms, must_interrupt) in [(whole / 4, true), (whole * 3 / 4, false)] {
-        let addr = s.addr.clone();
-        let (connected, ready) = std::sync::mpsc::channel();
-        let rebuild = thread::spawn(move || {
-            let mut c = connect_at(&addr, Some("k9"), 120).unwrap();
-            connected.send(()).unwrap();
-            let done = c.batch("ALTER INDEX big_k ON big REBUILD");
-            done.is_ok_and(|r| r.errors().next().is_none())
-        });
-        // The delay counts from the request, not from the login before it.
-        ready.recv().unwrap();
-        thread::sleep(Duration::from_millis(delay_ms));
-        s = restart(s);
-        let finished = rebuild.join().unwrap();
-        assert!(
-            !(finished && must_interrupt),
-            "the kill came after the rebuild: make the index bigger"
-        );
-        let mut c = s.connect_to(Some("k9"));
-        assert_checkdb_clean(&mut c, "k9", &format!("after the kill at {delay_ms} ms"));
-        assert_eq!(index_and_table_rows(&mut c, "big", "big_k"), (40000, 40000));
+    let s = kill_during(s, "k9", "ALTER INDEX big_k ON big REBUILD", |c, when| {
+        assert_checkdb_clean(c, "k9", when);
+        assert_eq!(index_and_table_rows(c, "big", "big_k"), (40000, 40000));
         assert_eq!(
             table(
-                &mut c,
+                c,
                 "SELECT name, index_id FROM sys.indexes WHERE object_id = OBJECT_ID('big') AND index_id > 1"
             ),
             ["big_k,2"]
         );
-        let through_index = value(
-            &mut c,
-            "SELECT COUNT(*) FROM big WHERE k BETWEEN 0 AND 100003",
-        );
+        let through_index = value(c, "SELECT COUNT(*) FROM big WHERE k BETWEEN 0 AND 100003");
         assert_eq!(through_index, 40000);
-    }
+    });
     let mut c = s.connect_to(Some("k9"));
 
     // And the index rebuilds after recovery.
