@@ -333,6 +333,15 @@ fn encode_decimal(
 }
 
 /// Text as one byte per character, `?` for characters Latin-1 lacks.
+/// Stored Latin-1 bytes as text: an ASCII value (the common case) is its bytes as they
+/// are, one copy; any other byte is its Latin-1 character, two UTF-8 bytes.
+fn latin1_text(b: &[u8]) -> String {
+    if b.is_ascii() {
+        return String::from_utf8(b.to_vec()).expect("ASCII is UTF-8");
+    }
+    b.iter().map(|&c| c as char).collect()
+}
+
 fn latin1(s: &str) -> Vec<u8> {
     if s.is_ascii() {
         return s.as_bytes().to_vec();
@@ -420,7 +429,7 @@ pub fn decode(t: SqlType, bytes: Option<&[u8]>) -> Result<Value, String> {
         SqlType::Real => Value::Real(finite(f32::from_le_bytes(exact(t, b)?) as f64)? as f32),
         SqlType::Char(n) | SqlType::VarChar(n) => {
             check_length(t, b.len(), n, matches!(t, SqlType::Char(_)))?;
-            Value::Text(b.iter().map(|&c| c as char).collect())
+            Value::Text(latin1_text(b))
         }
         SqlType::NChar(n) | SqlType::NVarChar(n) => decode_utf16(t, n, b)?,
         SqlType::Binary(n) | SqlType::VarBinary(n) => {
@@ -760,6 +769,17 @@ fn assign_binary(
 
 #[cfg(test)]
 mod tests {
+
+    /// Proves both ways of reading stored Latin-1 give its characters: ASCII as it is, and
+    /// a byte above 0x7F as its Latin-1 character (two bytes of UTF-8).
+    #[test]
+    fn latin1_bytes_read_as_their_characters() {
+        assert_eq!(latin1_text(b"row 42  "), "row 42  ");
+        assert_eq!(latin1_text(&[b'c', 0xE9, 0xFF]), "c\u{e9}\u{ff}");
+        assert_eq!(latin1_text(&latin1("caf\u{e9}")), "caf\u{e9}");
+        assert_eq!(latin1_text(&[]), "");
+    }
+
     use super::*;
     use crate::convert::{convert, days_from_ymd};
 
