@@ -1625,15 +1625,19 @@ impl RangeRead<'_> {
 }
 
 /// The slot range of records with key `k` in leaf `p`: where a new one would go, and the
-/// live record with that key (else its first ghost) as (slot, ghost).
+/// live record with that key (else its first ghost) as (slot, ghost). The records before
+/// `lower_bound`'s slot are not read: an insert at a leaf's end decodes a key or two, not
+/// every record of the page.
 fn leaf_position(
     ki: &KeyInfo,
     p: &Page,
     k: &[Option<&[u8]>],
 ) -> Result<(u16, Option<(u16, bool)>), StorageError> {
-    let mut insert_at = 0u16;
+    // Every record before `first` has a key below `k`: the place is at `first` or after.
+    let first = lower_bound(ki, p, k)?;
+    let mut insert_at = first;
     let mut found = None;
-    for (slot, r) in data_page::records(p) {
+    for (slot, r) in data_page::records_from(p, first) {
         let r = r?;
         match ki.cmp(&ki.key(r)?, k) {
             Ordering::Less => insert_at = slot + 1,
@@ -1650,6 +1654,25 @@ fn leaf_position(
     Ok((insert_at, found))
 }
 
+/// The first slot of leaf `p` whose key is not below `k`, by binary search over the slot
+/// array (keys ascend in slot order, invariant 1; read in place where the key allows,
+/// `slot_key`); 0 when the search meets an empty slot, so the caller reads from the first
+/// record. The slot before the result, if any, holds a key below `k`.
+fn lower_bound(ki: &KeyInfo, p: &Page, k: &[Option<&[u8]>]) -> Result<u16, StorageError> {
+    let (mut lo, mut hi) = (0u16, data_page::slot_count(p));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let Some(m) = ki.slot_key(p, mid)? else {
+            return Ok(0);
+        };
+        match ki.cmp(&m, k) {
+            Ordering::Less => lo = mid + 1,
+            _ => hi = mid,
+        }
+    }
+    Ok(lo)
+}
+
 /// In leaf `p`, the live row with `rec`'s key, or with `ghost` the ghost that is exactly
 /// `rec`: (slot, record).
 fn find_in_leaf(
@@ -1661,7 +1684,7 @@ fn find_in_leaf(
     let k = ki.key(rec)?;
     // Byte 0 holds the record type (ghost or not); the rest must match exactly.
     let same_version = |r: &[u8]| r.len() == rec.len() && r[1..] == rec[1..];
-    for (slot, r) in data_page::records(p) {
+    for (slot, r) in data_page::records_from(p, lower_bound(ki, p, &k)?) {
         let r = r?;
         if record::is_ghost(r) == ghost
             && ki.cmp(&ki.key(r)?, &k) == Ordering::Equal
