@@ -776,9 +776,13 @@ fn create_index_shares_the_database_and_a_kill_takes_it_back() {
         "the rebuild was not seen"
     );
     let mut other = s.connect_to(Some("ixb"));
+    // Two INSERTs finished one after the other while the rebuild ran prove it shares the
+    // database: held exclusively, the first would wait for its end and `done` would stop
+    // the count at one. (A 200,000-row rebuild takes well under a second here, each
+    // INSERT a durable commit: on a loaded machine more than two is not assured.)
     let during = count_until(&mut other, "INSERT INTO other (v) VALUES (2)", &done);
     assert!(
-        during >= 3,
+        during >= 2,
         "only {during} INSERTs finished during the rebuild"
     );
     assert_eq!(rebuild.join().unwrap(), 0);
