@@ -14,6 +14,10 @@
 //!    invariant 2): a RID read before a move names another row after it
 //!    (`StorageError::ScanMoved`, Msg 601). A clustered lookup seeks by key wherever the
 //!    pages went.
+//! 3. Invariant 1 gives a row at most once per index key; two index records can hold one
+//!    key of one row (a ghost beside the live record an update of an INCLUDE column left,
+//!    or a row deleted and inserted again), so a reader taking ghosts looks up each
+//!    `candidate_identity` once: the live record's where there is one.
 
 use std::ops::Bound;
 
@@ -39,6 +43,40 @@ pub enum Lookup {
 }
 
 impl Database {
+    /// What index record `irec` of index `index_oid` stands for: its B-tree key's and its
+    /// row locator's stored values, each length-prefixed (NULL as 0xFFFF). Two records of
+    /// one index with equal identities are versions of one row at one key: a ghost and
+    /// the live record an update of an INCLUDE column left beside it, or a row deleted and
+    /// inserted again. A reader that takes ghosts as candidates looks such a row up once
+    /// (invariant 3).
+    pub fn candidate_identity(&self, index_oid: u32, irec: &[u8]) -> Result<Vec<u8>, StorageError> {
+        let ix = self.table_or_err(index_oid)?;
+        let info = ix.index_of.as_ref().expect("lookup.rs: an index entry");
+        let base = self.table_or_err(info.table_object_id)?;
+        let cols = record::decode(&crate::table::layouts(ix), irec)?;
+        let locator: Vec<u16> = match (&base.primary_key, base.index_id) {
+            (Some((_, ids)), 1) => ids.clone(),
+            _ => vec![0],
+        };
+        let locator = info
+            .sources
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| locator.contains(s))
+            .map(|(i, _)| i);
+        let mut out = Vec::new();
+        for at in (0..info.key_columns as usize).chain(locator) {
+            match cols.get(at).copied().flatten() {
+                Some(v) => {
+                    out.extend_from_slice(&(v.len() as u16).to_le_bytes());
+                    out.extend_from_slice(v);
+                }
+                None => out.extend_from_slice(&u16::MAX.to_le_bytes()),
+            }
+        }
+        Ok(out)
+    }
+
     /// The base row index record `irec` of index `index_oid` names, read through `gate`
     /// as a point seek of it would be (a ghost at its key included), with the pages read.
     /// `base_origin` is the base table's scan origin (invariant 2).

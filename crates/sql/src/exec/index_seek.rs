@@ -15,6 +15,9 @@
 //!    it locks are the clustered index's (locking.rs invariant 5), so such a read scans or
 //!    seeks the table instead (`Chunks::locked`).
 //! 4. A session waits for a lock only with no database held (locking.rs invariant 1).
+//! 5. Each row comes back once per seek: candidates with one identity (storage's
+//!    `candidate_identity`: a ghost and the live record of one row at one key) are looked
+//!    up once, the live one where the chunk has it (`take_candidates`).
 
 use std::collections::VecDeque;
 
@@ -50,6 +53,9 @@ pub(super) struct IndexRead {
     range: usize,
     at: ScanPosition,
     candidates: VecDeque<Vec<u8>>,
+    /// The identities of the last chunk's candidates (`take_candidates`): one chunk's
+    /// worth, so memory stays bounded (invariant 2).
+    identities: std::collections::HashSet<Vec<u8>>,
 }
 
 /// The index's records a read meets: its live ones, and (for a locked read) its ghosts
@@ -95,6 +101,7 @@ impl IndexRead {
             range: 0,
             at: ScanPosition::Start,
             candidates: VecDeque::new(),
+            identities: Default::default(),
         })
     }
 
@@ -129,11 +136,30 @@ impl IndexRead {
             )?;
             reads.add(chunk.reads);
             self.at = chunk.next;
-            self.candidates
-                .extend(chunk.rows.into_iter().map(|(_, r)| r));
-            self.candidates.extend(gate.found);
+            let live = chunk.rows.into_iter().map(|(_, r)| r);
+            self.take_candidates(db, live.chain(gate.found))?;
         }
         Ok(reads)
+    }
+
+    /// Holds `found` (the chunk's live records first, then its ghosts) as candidates, each
+    /// identity once (storage lookup.rs invariant 3): a ghost whose row and key a live
+    /// record of the chunk, or a candidate of the chunk before, already stands for is
+    /// dropped, so no row is looked up, and given, twice.
+    fn take_candidates(
+        &mut self,
+        db: &Database,
+        found: impl Iterator<Item = Vec<u8>>,
+    ) -> Result<(), extentdb_storage::StorageError> {
+        let before = std::mem::take(&mut self.identities);
+        for irec in found {
+            let id = db.candidate_identity(self.seek.index_oid, &irec)?;
+            if before.contains(&id) || !self.identities.insert(id) {
+                continue;
+            }
+            self.candidates.push_back(irec);
+        }
+        Ok(())
     }
 
     /// The next chunk of base rows (with, per row, whether its lock is this statement's),
