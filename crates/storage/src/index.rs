@@ -636,6 +636,7 @@ fn index_column(base: &TableEntry, source: u16, column_id: u16) -> ColumnEntry {
             column_id,
             identity: None,
             default_sql: String::new(),
+            computed: None,
             ..c.clone()
         },
         None => ColumnEntry {
@@ -648,6 +649,7 @@ fn index_column(base: &TableEntry, source: u16, column_id: u16) -> ColumnEntry {
             is_nullable: false,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         },
     }
 }
@@ -668,6 +670,7 @@ mod tests {
             is_nullable: id == 2,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         };
         TableEntry {
             object_id: 7,

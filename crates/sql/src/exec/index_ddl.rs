@@ -190,11 +190,16 @@ pub(super) fn refuse_unbuilt_options(
 /// key's types and size (1919, invariant 1).
 fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexDef, Vec<SqlError>> {
     let column = |name: &str| -> Result<&ColumnEntry, Vec<SqlError>> {
-        t.entry
+        let col = t
+            .entry
             .columns
             .iter()
             .find(|col| col.name.eq_ignore_ascii_case(name))
-            .ok_or_else(|| vec![msg(1911, &[&name])])
+            .ok_or_else(|| vec![msg(1911, &[&name])])?;
+        match col.computed {
+            Some(_) => Err(vec![not_yet("indexes on a computed column")]),
+            None => Ok(col),
+        }
     };
     let mut seen: Vec<u16> = Vec::new();
     let mut key = Vec::new();

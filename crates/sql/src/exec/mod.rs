@@ -28,6 +28,7 @@ mod backup;
 mod batch_cache;
 mod check_constraints;
 pub mod checkdb;
+mod computed_columns;
 mod cte;
 mod database_lock;
 mod db_state;
@@ -365,6 +366,7 @@ impl Engine {
             batches: Default::default(),
             tables: Default::default(),
             check_cache: Default::default(),
+            computed_cache: Default::default(),
             fk_cache: Default::default(),
             index_uses: Default::default(),
             engine_reads: 0,
@@ -448,6 +450,7 @@ pub struct Session {
     tables: std::cell::RefCell<table_cache::TableCache>,
     /// The CHECK constraints this session parsed, by table entry (`check_constraints.rs`).
     check_cache: std::cell::RefCell<check_constraints::CheckCache>,
+    computed_cache: std::cell::RefCell<computed_columns::ComputedCache>,
     /// The FOREIGN KEY lookups this session generated, by table entry (`foreign_keys.rs`).
     fk_cache: std::cell::RefCell<foreign_keys::LookupCache>,
     /// The running statement's index uses (`index_usage.rs` invariant 1).

@@ -504,6 +504,7 @@ mod tests {
             is_nullable: id == 2,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         };
         TableEntry {
             object_id: 0,

@@ -1,0 +1,497 @@
+//! Computed columns: `name AS expression PERSISTED [NOT NULL]` in CREATE TABLE (and a table
+//! variable's declaration), their definitions checked and typed, and their values computed
+//! by every writer.
+//!
+//! The catalog keeps a definition as text (`ColumnEntry::computed`, FORMAT.md "Catalog"
+//! version 12), rendered and parsed again as a CHECK constraint's is
+//! (check_constraints.rs `definition_text`, `parse_definition`): SQL Server's
+//! `sys.computed_columns.definition` form, `([a]+[b])`. The parsed form is kept per table
+//! entry in the session (`ComputedCache`).
+//!
+//! Invariants:
+//! 1. A PERSISTED column's stored value is its definition's over the row's other columns:
+//!    computed in `new_row` for INSERT (and MERGE's INSERT, OUTPUT ... INTO), after the
+//!    given values and defaults are in place, and in `updated_row_in` for UPDATE (and
+//!    MERGE's UPDATE, UPDATE ... FROM) whenever a column it reads is set; both before
+//!    NOT NULL (515), CHECK and FOREIGN KEY checks and before any write of the statement.
+//!    An error while computing (8134 divide by zero, 8115 overflow) is the statement's.
+//! 2. No writer names a computed column: INSERT's column list and UPDATE's SET refuse it
+//!    (271, `refuse_target`), and INSERT without a column list gives values for the other
+//!    columns only (`insert_targets`).
+//! 3. A definition reads only its table's columns (207), none of them computed (1759) or
+//!    IDENTITY (whose value is generated after the row is computed: 40517); no subquery
+//!    (1046); a PERSISTED one is deterministic (4936). Its type is the expression's, derived
+//!    without a row (`expr_type`): an expression whose type is not derived here is refused
+//!    (40517), never typed from a value.
+//!
+//! Not here yet (refused, 40517): a computed column that is not PERSISTED (its value would
+//! be computed by every read instead of stored), ALTER TABLE ... ADD of a computed column,
+//! constraints (PRIMARY KEY, UNIQUE, CHECK, FOREIGN KEY) and indexes on a computed column,
+//! aggregates, window functions, variables, CASE and user functions in a definition.
+
+use std::sync::Arc;
+
+use extentdb_format::catalog::{ColumnEntry, ComputedColumn, TableEntry};
+
+use super::aggregate::{contains_aggregate, map_expr};
+use super::check_constraints::{definition_text, parse_definition};
+use super::dml::terminated;
+use super::eval::RowCtx;
+use super::lower::not_yet;
+use super::tables::{column_type, TableRef};
+use super::Session;
+use crate::ast::{BinaryOp, ColumnDefinition, Expr, Literal, ObjectName, UnaryOp};
+use crate::convert::{decimal_shape, fit_decimal, result_type};
+use crate::messages::{msg, SqlError};
+use crate::rowcodec;
+use crate::types::{SqlType, Value};
+
+/// How many tables' parsed definitions a session keeps.
+const CACHE_TABLES: usize = 16;
+
+/// Built-in functions whose value is not a function of their arguments alone: a PERSISTED
+/// column over one is refused (4936), as SQL Server refuses it.
+const NONDETERMINISTIC: [&str; 11] = [
+    "GETDATE",
+    "GETUTCDATE",
+    "CURRENT_TIMESTAMP",
+    "SYSDATETIME",
+    "SYSUTCDATETIME",
+    "SYSDATETIMEOFFSET",
+    "NEWID",
+    "NEWSEQUENTIALID",
+    "RAND",
+    "CURRENT_USER",
+    "HOST_NAME",
+];
+
+/// One computed column ready to evaluate.
+struct Rule {
+    /// Its position among the table's columns.
+    position: usize,
+    /// Positions of the columns it reads (an UPDATE setting none of them keeps its value).
+    reads: Vec<usize>,
+    expr: Expr,
+}
+
+/// A table entry's parsed definitions with the row header they evaluate over.
+pub(super) struct TableComputed {
+    entry: Arc<TableEntry>,
+    columns: Vec<(String, SqlType)>,
+    rules: Vec<Rule>,
+}
+
+/// A session's parsed definitions, by table entry (the `Arc` the table cache shares, so a
+/// catalog change, which makes a new entry, makes them parsed again).
+#[derive(Default)]
+pub(super) struct ComputedCache {
+    tables: Vec<Arc<TableComputed>>,
+}
+
+impl ComputedCache {
+    fn get(&self, entry: &Arc<TableEntry>) -> Option<Arc<TableComputed>> {
+        let found = self.tables.iter().find(|r| Arc::ptr_eq(&r.entry, entry));
+        found.cloned()
+    }
+
+    fn keep(&mut self, rules: Arc<TableComputed>) {
+        if self.tables.len() >= CACHE_TABLES {
+            self.tables.remove(0);
+        }
+        self.tables.push(rules);
+    }
+}
+
+/// Whether a column is computed.
+pub(super) fn is_computed(c: &ColumnEntry) -> bool {
+    c.computed.is_some()
+}
+
+/// Invariant 2: Msg 271 for a writer naming computed column `c`.
+pub(super) fn refuse_target(c: &ColumnEntry) -> Result<(), Vec<SqlError>> {
+    match is_computed(c) {
+        true => Err(vec![msg(271, &[&c.name])]),
+        false => Ok(()),
+    }
+}
+
+/// The column a reference in a definition names: unqualified, or qualified by the table.
+fn referenced<'a>(
+    table: &str,
+    columns: &'a [ColumnEntry],
+    n: &ObjectName,
+) -> Result<&'a ColumnEntry, SqlError> {
+    let elsewhere = n
+        .qualifier()
+        .is_some_and(|q| !q.is_empty() && !q.eq_ignore_ascii_case(table));
+    let found = columns
+        .iter()
+        .find(|c| c.name.eq_ignore_ascii_case(n.name()));
+    match found {
+        Some(c) if !elsewhere => Ok(c),
+        _ => Err(msg(207, &[&n.joined()])),
+    }
+}
+
+/// Invariant 3's checks of one definition over `columns` (the table's, computed ones
+/// marked): the ids it reads, in order of first reference.
+fn checked_references(
+    table: &str,
+    columns: &[ColumnEntry],
+    e: &Expr,
+) -> Result<Vec<u16>, Vec<SqlError>> {
+    if contains_aggregate(e) {
+        return Err(vec![not_yet("aggregates in a computed column")]);
+    }
+    let mut ids: Vec<u16> = Vec::new();
+    let mut refused: Option<SqlError> = None;
+    let _ = map_expr(e, &mut |x| {
+        let bad = match x {
+            Expr::Subquery(_) | Expr::Exists(_) | Expr::InSubquery { .. } => msg(1046, &[]),
+            Expr::Window(_) => not_yet("window functions in a computed column"),
+            Expr::Variable(_) => not_yet("variables in a computed column"),
+            Expr::Default => msg(102, &[&"DEFAULT"]),
+            Expr::Function { name, .. } if name.parts.len() > 1 => {
+                not_yet("user-defined functions in a computed column")
+            }
+            Expr::Column(n) => match referenced(table, columns, n) {
+                Ok(c) if is_computed(c) => msg(1759, &[&c.name, &table]),
+                Ok(c) if c.identity.is_some() => {
+                    not_yet("a computed column over an IDENTITY column")
+                }
+                Ok(c) => {
+                    if !ids.contains(&c.column_id) {
+                        ids.push(c.column_id);
+                    }
+                    return Ok(None);
+                }
+                Err(e) => e,
+            },
+            _ => return Ok(None),
+        };
+        refused = Some(bad);
+        Err(msg(0, &[]))
+    });
+    match refused {
+        Some(e) => Err(vec![e]),
+        None => Ok(ids),
+    }
+}
+
+/// Whether `e` calls a nondeterministic built-in or reads a @@ value.
+fn is_nondeterministic(e: &Expr) -> bool {
+    let mut found = false;
+    let _ = map_expr(e, &mut |x| {
+        found |= match x {
+            Expr::Function { name, .. } => NONDETERMINISTIC
+                .iter()
+                .any(|f| name.name().eq_ignore_ascii_case(f)),
+            Expr::GlobalVariable(_) => true,
+            _ => false,
+        };
+        Ok(None)
+    });
+    found
+}
+
+/// A literal's type as SQL Server types the constant.
+fn literal_type(l: &Literal) -> SqlType {
+    match l {
+        Literal::Null => SqlType::Int,
+        Literal::Integer(i) if i32::try_from(*i).is_ok() => SqlType::Int,
+        Literal::Integer(_) => SqlType::BigInt,
+        Literal::Decimal {
+            precision, scale, ..
+        } => SqlType::Decimal {
+            precision: *precision,
+            scale: *scale,
+        },
+        Literal::Float(_) => SqlType::Float,
+        Literal::String { value, national } => {
+            let n = value.chars().count().max(1) as u32;
+            match national {
+                true => SqlType::NVarChar(n.min(4000)),
+                false => SqlType::VarChar(n.min(8000)),
+            }
+        }
+        Literal::Binary(b) => SqlType::VarBinary((b.len().max(1) as u32).min(8000)),
+    }
+}
+
+/// An integer literal beside a decimal operand is a decimal of its digits (as SQL Server
+/// converts the constant).
+fn beside(e: &Expr, t: SqlType, other: SqlType) -> SqlType {
+    match (e, other) {
+        (Expr::Literal(Literal::Integer(i)), SqlType::Decimal { .. }) => SqlType::Decimal {
+            precision: crate::convert::digit_count(i.unsigned_abs() as u128).max(1) as u8,
+            scale: 0,
+        },
+        _ => t,
+    }
+}
+
+/// The type of `a op b` by SQL Server's rules: precedence, string concatenation, and the
+/// decimal rules for +, -, * and /.
+fn binary_type(op: BinaryOp, a: SqlType, b: SqlType) -> Option<SqlType> {
+    let decimal = matches!(a, SqlType::Decimal { .. }) || matches!(b, SqlType::Decimal { .. });
+    let shapes = decimal_shape(a).zip(decimal_shape(b)).filter(|_| decimal);
+    match (op, shapes) {
+        (BinaryOp::Multiply, Some(((p1, s1), (p2, s2)))) => Some(fit_decimal(
+            p1 as i32 + p2 as i32 + 1,
+            s1 as i32 + s2 as i32,
+        )),
+        (BinaryOp::Divide, Some(((p1, s1), (p2, s2)))) => {
+            let s = 6.max(s1 as i32 + p2 as i32 + 1);
+            Some(fit_decimal(p1 as i32 - s1 as i32 + s2 as i32 + s, s))
+        }
+        (BinaryOp::Add | BinaryOp::Subtract, _) => Some(result_type(a, b)),
+        (BinaryOp::Multiply | BinaryOp::Divide | BinaryOp::Modulo, _) if a.is_text() => None,
+        (
+            BinaryOp::Multiply
+            | BinaryOp::Divide
+            | BinaryOp::Modulo
+            | BinaryOp::BitAnd
+            | BinaryOp::BitOr
+            | BinaryOp::BitXor,
+            _,
+        ) => Some(result_type(a, b)),
+        _ => None,
+    }
+}
+
+/// Invariant 3: the type of a definition over `columns`, derived without a row; None
+/// where this engine does not derive it.
+fn expr_type(table: &str, columns: &[ColumnEntry], e: &Expr) -> Option<SqlType> {
+    let of = |x: &Expr| expr_type(table, columns, x);
+    match e {
+        Expr::Literal(l) => Some(literal_type(l)),
+        Expr::Column(n) => column_type(referenced(table, columns, n).ok()?).ok(),
+        Expr::Cast { data_type, .. } | Expr::Convert { data_type, .. } => {
+            Some(data_type.cast_target())
+        }
+        Expr::Unary {
+            op: UnaryOp::Negate | UnaryOp::Plus | UnaryOp::BitNot,
+            expr,
+        } => of(expr),
+        Expr::Binary { left, op, right } => {
+            let (a, b) = (of(left)?, of(right)?);
+            binary_type(*op, beside(left, a, b), beside(right, b, a))
+        }
+        Expr::Function {
+            name,
+            args,
+            distinct: false,
+            star: false,
+        } => {
+            let types: Option<Vec<SqlType>> = args
+                .iter()
+                .map(|a| match a {
+                    Expr::DatePart(_) => Some(SqlType::Int),
+                    a => of(a),
+                })
+                .collect();
+            crate::functions::scalar_result_type(name.name(), &types?)
+        }
+        _ => None,
+    }
+}
+
+/// The catalog entry of computed column `def` (id `id`) of `table`, whose other columns
+/// are `columns` (computed ones marked by an entry with `computed` set, their type not yet
+/// derived): invariant 3's checks, the type derived, the definition rendered.
+pub(super) fn computed_entry(
+    table: &str,
+    columns: &[ColumnEntry],
+    def: &ColumnDefinition,
+    id: u16,
+) -> Result<ColumnEntry, Vec<SqlError>> {
+    let c = def
+        .computed
+        .as_ref()
+        .expect("a computed column's definition");
+    refuse_unbuilt(def)?;
+    if !c.persisted {
+        return Err(vec![not_yet("computed columns that are not PERSISTED")]);
+    }
+    checked_references(table, columns, &c.expr)?;
+    if is_nondeterministic(&c.expr) {
+        return Err(vec![msg(4936, &[&def.name, &table])]);
+    }
+    let what = "this expression in a computed column";
+    let t = expr_type(table, columns, &c.expr).ok_or_else(|| vec![not_yet(what)])?;
+    let st = rowcodec::stored_type(t);
+    Ok(ColumnEntry {
+        column_id: id,
+        name: def.name.clone(),
+        system_type_id: st.system_type_id,
+        max_length: st.max_length,
+        precision: st.precision,
+        scale: st.scale,
+        is_nullable: def.nullable != Some(false),
+        identity: None,
+        default_sql: String::new(),
+        computed: Some(ComputedColumn {
+            definition: definition_text(&c.expr)?,
+            is_persisted: c.persisted,
+        }),
+    })
+}
+
+/// What a computed column's definition may not carry: a DEFAULT (102), IDENTITY or NOT
+/// NULL without PERSISTED (8183); and what is not
+/// built for one yet (40517): a key, CHECK or FOREIGN KEY on it, a collation.
+fn refuse_unbuilt(def: &ColumnDefinition) -> Result<(), Vec<SqlError>> {
+    let persisted = def.computed.as_ref().is_some_and(|c| c.persisted);
+    if def.default.is_some() {
+        return Err(vec![msg(102, &[&"DEFAULT"])]);
+    }
+    if def.identity.is_some() || (def.nullable == Some(false) && !persisted) {
+        return Err(vec![msg(8183, &[])]);
+    }
+    if def.key.is_some() || !def.checks.is_empty() || !def.foreign_keys.is_empty() {
+        return Err(vec![not_yet("constraints on a computed column")]);
+    }
+    if def.collation.is_some() {
+        return Err(vec![not_yet("COLLATE on a computed column")]);
+    }
+    Ok(())
+}
+
+/// A placeholder entry marking computed column `def` while the table's other columns are
+/// made: `computed_entry` reads it to refuse one definition reading another (1759).
+pub(super) fn marker(def: &ColumnDefinition, id: u16) -> ColumnEntry {
+    ColumnEntry {
+        column_id: id,
+        name: def.name.clone(),
+        system_type_id: 0,
+        max_length: 0,
+        precision: 0,
+        scale: 0,
+        is_nullable: true,
+        identity: None,
+        default_sql: String::new(),
+        computed: Some(ComputedColumn {
+            definition: String::new(),
+            is_persisted: false,
+        }),
+    }
+}
+
+/// Whether any constraint or index definition of CREATE TABLE names a computed column
+/// (refused, 40517, until built).
+pub(super) fn refuse_constrained(
+    c: &crate::ast::CreateTable,
+    columns: &[ColumnEntry],
+) -> Result<(), Vec<SqlError>> {
+    use crate::ast::TableConstraint;
+    let computed = |name: &str| {
+        columns
+            .iter()
+            .any(|x| is_computed(x) && x.name.eq_ignore_ascii_case(name))
+    };
+    for tc in &c.constraints {
+        let names: Vec<&str> = match tc {
+            TableConstraint::Key(k) => k.columns.iter().map(|x| x.name.as_str()).collect(),
+            TableConstraint::ForeignKey(k) => k.columns.iter().map(String::as_str).collect(),
+            TableConstraint::Check(_) => Vec::new(),
+        };
+        let check_reads = match tc {
+            TableConstraint::Check(k) => reads_any(&k.expr, &computed),
+            _ => false,
+        };
+        if check_reads || names.iter().any(|n| computed(n)) {
+            return Err(vec![not_yet("constraints on a computed column")]);
+        }
+    }
+    for def in c.columns.iter().filter(|d| d.computed.is_none()) {
+        if def.checks.iter().any(|k| reads_any(&k.expr, &computed)) {
+            return Err(vec![not_yet("constraints on a computed column")]);
+        }
+    }
+    Ok(())
+}
+
+/// Whether `e` references a column `hit` says yes to.
+fn reads_any(e: &Expr, hit: &dyn Fn(&str) -> bool) -> bool {
+    let mut found = false;
+    let _ = map_expr(e, &mut |x| {
+        if let Expr::Column(n) = x {
+            found |= hit(n.name());
+        }
+        Ok(None)
+    });
+    found
+}
+
+fn table_computed(t: &TableRef) -> Result<TableComputed, Vec<SqlError>> {
+    let cols = &t.entry.columns;
+    let mut rules = Vec::new();
+    for (position, c) in cols.iter().enumerate() {
+        let Some(k) = &c.computed else { continue };
+        let expr = parse_definition(&k.definition).map_err(|e| vec![e])?;
+        let reads = checked_references(&t.entry.name, cols, &expr)?
+            .into_iter()
+            .filter_map(|id| cols.iter().position(|c| c.column_id == id))
+            .collect();
+        rules.push(Rule {
+            position,
+            reads,
+            expr,
+        });
+    }
+    Ok(TableComputed {
+        entry: t.entry.clone(),
+        columns: t.columns(),
+        rules,
+    })
+}
+
+impl Session {
+    /// `t`'s definitions parsed, from the session's cache when its entry is the same.
+    fn computed_rules(&self, t: &TableRef) -> Result<Arc<TableComputed>, Vec<SqlError>> {
+        if let Some(r) = self.computed_cache.borrow().get(&t.entry) {
+            return Ok(r);
+        }
+        let r = Arc::new(table_computed(t)?);
+        self.computed_cache.borrow_mut().keep(r.clone());
+        Ok(r)
+    }
+
+    /// Invariant 1: `row`'s computed columns computed from its other columns, for an
+    /// INSERT (`set` None) or an UPDATE setting the columns at `set` (only those reading
+    /// one of them), converted to their types and checked against NOT NULL (515). An
+    /// UPDATE's `set` gains the columns recomputed, so the CHECK and FOREIGN KEY
+    /// constraints reading them are checked.
+    pub(super) fn compute_columns(
+        &mut self,
+        t: &TableRef,
+        row: &mut [Value],
+        mut set: Option<&mut Vec<usize>>,
+        verb: &str,
+    ) -> Result<(), Vec<SqlError>> {
+        if !t.entry.columns.iter().any(is_computed) {
+            return Ok(());
+        }
+        let rules = self.computed_rules(t)?;
+        for r in &rules.rules {
+            if let Some(s) = set.as_deref_mut() {
+                if !r.reads.iter().any(|c| s.contains(c)) {
+                    continue;
+                }
+                s.push(r.position);
+            }
+            let v = {
+                let ctx = RowCtx::single(&rules.columns, row, None, &t.entry.name);
+                self.eval(&r.expr, Some(&ctx)).map_err(terminated)?
+            };
+            let c = &t.entry.columns[r.position];
+            let v = rowcodec::assign(t.types[r.position], &v, &t.three_part(), &c.name)
+                .map_err(terminated)?;
+            if v.is_null() && !c.is_nullable {
+                return Err(terminated(msg(515, &[&c.name, &t.three_part(), &verb])));
+            }
+            row[r.position] = v;
+        }
+        Ok(())
+    }
+}
