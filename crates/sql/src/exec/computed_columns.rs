@@ -23,11 +23,17 @@
 //!    (1046); a PERSISTED one is deterministic (4936). Its type is the expression's, derived
 //!    without a row (`expr_type`): an expression whose type is not derived here is refused
 //!    (40517), never typed from a value.
+//! 4. A nonclustered index may hold a PERSISTED column (CREATE INDEX, key or INCLUDE): its
+//!    index records copy the stored value as any column's, so the row operations keep the
+//!    index (an UPDATE recomputing the value changes the record it projects), a WHERE
+//!    naming the column seeks through it, and DBCC CHECKDB compares its rows with the
+//!    table's stored values (8951 / 8955). The stored values themselves are what
+//!    invariant 1 keeps; CHECKDB does not evaluate the definitions again.
 //!
 //! Not here yet (refused, 40517): a computed column that is not PERSISTED (its value would
 //! be computed by every read instead of stored), ALTER TABLE ... ADD of a computed column,
-//! constraints (PRIMARY KEY, UNIQUE, CHECK, FOREIGN KEY) and indexes on a computed column,
-//! aggregates, window functions, variables, CASE and user functions in a definition.
+//! constraints (PRIMARY KEY, UNIQUE, CHECK, FOREIGN KEY) on a computed column, a seek by
+//! the definition's expression written out instead of the column's name, aggregates, window functions, variables, CASE and user functions in a definition.
 
 use std::sync::Arc;
 
