@@ -3,7 +3,8 @@
 //! without a column list, INSERT ... SELECT, UPDATE, UPDATE ... FROM, MERGE, OUTPUT), the
 //! value stored in the record, recomputed when a column it reads changes; the refusals
 //! (271, 1759, 4936, 1046, 207, 8183, 213, 40517) and arithmetic errors, each changing
-//! nothing; sys.columns and sys.computed_columns; definitions surviving a kill -9; and
+//! nothing; CHECK constraints over a computed value; #temp tables, table variables and
+//! SELECT ... INTO; sys.columns and sys.computed_columns; definitions surviving a kill -9; and
 //! several sessions writing while others read. Indexes on a PERSISTED column: kept by
 //! INSERT, UPDATE and DELETE, sought through by a WHERE naming the column, compared with
 //! the table by CHECKDB, exact after a kill -9 under load.
@@ -217,7 +218,11 @@ fn refusals_and_arithmetic_errors_change_nothing() {
             (40517, 16, 1),
         ),
         (
-            "CREATE TABLE x (a INT, c AS a + 1 PERSISTED, CHECK (c > 0))",
+            "CREATE TABLE x (a INT, c AS a + 1 CHECK (c > 0))",
+            (8183, 16, 1),
+        ),
+        (
+            "CREATE TABLE x (a INT, c AS a + 1 PERSISTED, FOREIGN KEY (c) REFERENCES r (id))",
             (40517, 16, 1),
         ),
         (
@@ -519,4 +524,62 @@ fn kill_9_under_load_leaves_the_index_exact() {
             "v = {v}"
         );
     }
+}
+
+/// Proves CHECK constraints over a PERSISTED column (inline and table-level) see the
+/// computed value: an INSERT or an UPDATE of a source column making it FALSE is 547 and
+/// changes nothing; a #temp table and a table variable compute theirs; SELECT ... INTO
+/// copies the values into ordinary columns.
+#[test]
+fn checks_temporary_tables_and_select_into() {
+    let (_s, mut c) = start_in_database(
+        "cc-checks",
+        "ccdb",
+        "CREATE TABLE ck (id INT PRIMARY KEY, a INT, b INT, \
+            s AS a + b PERSISTED CONSTRAINT CK_s CHECK (s < 100), \
+            CONSTRAINT CK_s_a CHECK (s > a)); INSERT ck VALUES (1, 10, 5)",
+    );
+    let start = table(&mut c, "SELECT * FROM ck");
+    assert_eq!(start, ["1,10,5,15"]);
+    for (sql, constraint) in [
+        ("INSERT ck VALUES (2, 60, 50)", "CK_s"),
+        ("UPDATE ck SET b = 200", "CK_s"),
+        ("UPDATE ck SET b = -1", "CK_s_a"),
+    ] {
+        let r = c.batch(sql).unwrap();
+        let e = r.errors().next().unwrap_or_else(|| panic!("{sql} passed"));
+        assert_eq!(e.number, 547, "{sql}");
+        assert!(
+            e.text.contains(&format!("\"{constraint}\"")),
+            "{sql}: {}",
+            e.text
+        );
+        assert_eq!(
+            table(&mut c, "SELECT * FROM ck"),
+            start,
+            "{sql} changed something"
+        );
+    }
+    run(&mut c, "UPDATE ck SET a = 20");
+    assert_eq!(table(&mut c, "SELECT s FROM ck"), ["25"]);
+    assert_eq!(
+        table(
+            &mut c,
+            "CREATE TABLE #t (a INT, c AS a * a PERSISTED); INSERT #t VALUES (3); \
+             DECLARE @v TABLE (a INT, c AS a - 1 PERSISTED); INSERT @v VALUES (5); \
+             SELECT c FROM #t UNION ALL SELECT c FROM @v"
+        ),
+        ["9", "4"]
+    );
+    run(&mut c, "SELECT * INTO plain FROM ck");
+    assert_eq!(table(&mut c, "SELECT * FROM plain"), ["1,20,5,25"]);
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT SUM(CAST(is_computed AS INT)) FROM sys.columns \
+             WHERE object_id = OBJECT_ID('plain')"
+        ),
+        ["0"]
+    );
+    run(&mut c, "UPDATE plain SET s = 1");
 }

@@ -13,7 +13,8 @@
 //!    computed in `new_row` for INSERT (and MERGE's INSERT, OUTPUT ... INTO), after the
 //!    given values and defaults are in place, and in `updated_row_in` for UPDATE (and
 //!    MERGE's UPDATE, UPDATE ... FROM) whenever a column it reads is set; both before
-//!    NOT NULL (515), CHECK and FOREIGN KEY checks and before any write of the statement.
+//!    NOT NULL (515) and CHECK checks (a CHECK may read a PERSISTED column; an UPDATE
+//!    recomputing one checks the constraints reading it) and before any write.
 //!    An error while computing (8134 divide by zero, 8115 overflow) is the statement's.
 //! 2. No writer names a computed column: INSERT's column list and UPDATE's SET refuse it
 //!    (271, `refuse_target`), and INSERT without a column list gives values for the other
@@ -32,7 +33,7 @@
 //!
 //! Not here yet (refused, 40517): a computed column that is not PERSISTED (its value would
 //! be computed by every read instead of stored), ALTER TABLE ... ADD of a computed column,
-//! constraints (PRIMARY KEY, UNIQUE, CHECK, FOREIGN KEY) on a computed column, a seek by
+//! PRIMARY KEY, UNIQUE and FOREIGN KEY constraints on a computed column, a seek by
 //! the definition's expression written out instead of the column's name, aggregates, window functions, variables, CASE and user functions in a definition.
 
 use std::sync::Arc;
@@ -343,19 +344,22 @@ pub(super) fn computed_entry(
     })
 }
 
-/// What a computed column's definition may not carry: a DEFAULT (102), IDENTITY or NOT
-/// NULL without PERSISTED (8183); and what is not
-/// built for one yet (40517): a key, CHECK or FOREIGN KEY on it, a collation.
+/// What a computed column's definition may not carry: a DEFAULT (102), IDENTITY, or NOT
+/// NULL, CHECK or FOREIGN KEY without PERSISTED (8183); and what is not built for one yet
+/// (40517): a PRIMARY KEY, UNIQUE or FOREIGN KEY on it, a collation.
 fn refuse_unbuilt(def: &ColumnDefinition) -> Result<(), Vec<SqlError>> {
     let persisted = def.computed.as_ref().is_some_and(|c| c.persisted);
     if def.default.is_some() {
         return Err(vec![msg(102, &[&"DEFAULT"])]);
     }
-    if def.identity.is_some() || (def.nullable == Some(false) && !persisted) {
+    let needs_persisted =
+        def.nullable == Some(false) || !def.checks.is_empty() || !def.foreign_keys.is_empty();
+    if def.identity.is_some() || (needs_persisted && !persisted) {
         return Err(vec![msg(8183, &[])]);
     }
-    if def.key.is_some() || !def.checks.is_empty() || !def.foreign_keys.is_empty() {
-        return Err(vec![not_yet("constraints on a computed column")]);
+    if def.key.is_some() || !def.foreign_keys.is_empty() {
+        let what = "PRIMARY KEY, UNIQUE and FOREIGN KEY constraints on a computed column";
+        return Err(vec![not_yet(what)]);
     }
     if def.collation.is_some() {
         return Err(vec![not_yet("COLLATE on a computed column")]);
@@ -383,8 +387,9 @@ pub(super) fn marker(def: &ColumnDefinition, id: u16) -> ColumnEntry {
     }
 }
 
-/// Whether any constraint or index definition of CREATE TABLE names a computed column
-/// (refused, 40517, until built).
+/// CREATE TABLE's PRIMARY KEY, UNIQUE and FOREIGN KEY constraints naming a computed
+/// column: refused (40517) until built. A CHECK constraint may read a PERSISTED one: it is
+/// checked after the value is computed (invariant 1).
 pub(super) fn refuse_constrained(
     c: &crate::ast::CreateTable,
     columns: &[ColumnEntry],
@@ -401,32 +406,13 @@ pub(super) fn refuse_constrained(
             TableConstraint::ForeignKey(k) => k.columns.iter().map(String::as_str).collect(),
             TableConstraint::Check(_) => Vec::new(),
         };
-        let check_reads = match tc {
-            TableConstraint::Check(k) => reads_any(&k.expr, &computed),
-            _ => false,
-        };
-        if check_reads || names.iter().any(|n| computed(n)) {
-            return Err(vec![not_yet("constraints on a computed column")]);
-        }
-    }
-    for def in c.columns.iter().filter(|d| d.computed.is_none()) {
-        if def.checks.iter().any(|k| reads_any(&k.expr, &computed)) {
-            return Err(vec![not_yet("constraints on a computed column")]);
+        if names.iter().any(|n| computed(n)) {
+            return Err(vec![not_yet(
+                "PRIMARY KEY, UNIQUE and FOREIGN KEY constraints on a computed column",
+            )]);
         }
     }
     Ok(())
-}
-
-/// Whether `e` references a column `hit` says yes to.
-fn reads_any(e: &Expr, hit: &dyn Fn(&str) -> bool) -> bool {
-    let mut found = false;
-    let _ = map_expr(e, &mut |x| {
-        if let Expr::Column(n) = x {
-            found |= hit(n.name());
-        }
-        Ok(None)
-    });
-    found
 }
 
 fn table_computed(t: &TableRef) -> Result<TableComputed, Vec<SqlError>> {
