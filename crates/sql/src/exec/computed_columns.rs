@@ -1,21 +1,28 @@
-//! Computed columns: `name AS expression PERSISTED [NOT NULL]` in CREATE TABLE (and a table
-//! variable's declaration), their definitions checked and typed, and their values computed
-//! by every writer.
+//! Computed columns: `name AS expression [PERSISTED [NOT NULL]]` in CREATE TABLE (and a
+//! table variable's declaration), their definitions checked and typed, and their values
+//! computed: a PERSISTED one's by every writer, stored in the record; one not PERSISTED by
+//! every read, in no record.
 //!
 //! The catalog keeps a definition as text (`ColumnEntry::computed`, FORMAT.md "Catalog"
 //! version 12), rendered and parsed again as a CHECK constraint's is
 //! (check_constraints.rs `definition_text`, `parse_definition`): SQL Server's
-//! `sys.computed_columns.definition` form, `([a]+[b])`. The parsed form is kept per table
-//! entry in the session (`ComputedCache`).
+//! `sys.computed_columns.definition` form, `([a]+[b])`. The parsed form (`ComputedPlan`)
+//! is made when a name is resolved and kept with the resolved entry (table_cache.rs), so a
+//! catalog change parses it again. Both kinds are evaluated by one function, `evaluate`,
+//! which needs no session (a row is decoded where no session is at hand) and admits only
+//! invariant 3's forms.
 //!
 //! Invariants:
-//! 1. A PERSISTED column's stored value is its definition's over the row's other columns:
-//!    computed in `new_row` for INSERT (and MERGE's INSERT, OUTPUT ... INTO), after the
-//!    given values and defaults are in place, and in `updated_row_in` for UPDATE (and
-//!    MERGE's UPDATE, UPDATE ... FROM) whenever a column it reads is set; both before
-//!    NOT NULL (515) and CHECK checks (a CHECK may read a PERSISTED column; an UPDATE
-//!    recomputing one checks the constraints reading it) and before any write.
-//!    An error while computing (8134 divide by zero, 8115 overflow) is the statement's.
+//! 1. Every computed value a writer holds is its definition's over the row's other
+//!    columns: computed in `new_row` for INSERT (and MERGE's INSERT, OUTPUT ... INTO),
+//!    after the given values and defaults are in place, and in `updated_row_in` for UPDATE
+//!    (and MERGE's UPDATE, UPDATE ... FROM) whenever a column it reads is set; both before
+//!    NOT NULL (515) and CHECK checks (a CHECK may read a computed column; an UPDATE
+//!    recomputing one checks the constraints reading it) and before any write, so OUTPUT
+//!    inserted sees them. An error while computing (8134 divide by zero, 8115 overflow) is
+//!    the statement's. For a column not PERSISTED this is stricter than SQL Server, which
+//!    computes it only when read: a row whose value cannot be computed is refused when
+//!    written, so that no later read (nor the DELETE or UPDATE of that row) fails on it.
 //! 2. No writer names a computed column: INSERT's column list and UPDATE's SET refuse it
 //!    (271, `refuse_target`), and INSERT without a column list gives values for the other
 //!    columns only (`insert_targets`).
@@ -30,20 +37,22 @@
 //!    naming the column seeks through it, and DBCC CHECKDB compares its rows with the
 //!    table's stored values (8951 / 8955). The stored values themselves are what
 //!    invariant 1 keeps; CHECKDB does not evaluate the definitions again.
+//! 5. A column not PERSISTED has no place in the record (storage's `layouts`,
+//!    `stored_columns`, `stored_position`): `TableRef::encode` leaves it out and
+//!    `TableRef::decode` computes it (`ComputedPlan::compute_virtual`), so every read of
+//!    the table, whatever its form, sees it. No index holds one (40517).
 //!
-//! Not here yet (refused, 40517): a computed column that is not PERSISTED (its value would
-//! be computed by every read instead of stored), ALTER TABLE ... ADD of a computed column,
-//! PRIMARY KEY, UNIQUE and FOREIGN KEY constraints on a computed column, a seek by
-//! the definition's expression written out instead of the column's name, aggregates, window functions, variables, CASE and user functions in a definition.
-
-use std::sync::Arc;
+//! Not here yet (refused, 40517): an index on a computed column that is not PERSISTED,
+//! ALTER TABLE ... ADD of a computed column, PRIMARY KEY, UNIQUE and FOREIGN KEY
+//! constraints on a computed column, a seek by the definition's expression written out
+//! instead of the column's name, aggregates, window functions, variables, CASE and user
+//! functions in a definition.
 
 use extentdb_format::catalog::{ColumnEntry, ComputedColumn, TableEntry};
 
 use super::aggregate::{contains_aggregate, map_expr};
 use super::check_constraints::{definition_text, parse_definition};
 use super::dml::terminated;
-use super::eval::RowCtx;
 use super::lower::not_yet;
 use super::tables::{column_type, TableRef};
 use super::Session;
@@ -52,9 +61,6 @@ use crate::convert::{decimal_shape, fit_decimal, result_type};
 use crate::messages::{msg, SqlError};
 use crate::rowcodec;
 use crate::types::{SqlType, Value};
-
-/// How many tables' parsed definitions a session keeps.
-const CACHE_TABLES: usize = 16;
 
 /// Built-in functions whose value is not a function of their arguments alone: a PERSISTED
 /// column over one is refused (4936), as SQL Server refuses it.
@@ -79,34 +85,16 @@ struct Rule {
     /// Positions of the columns it reads (an UPDATE setting none of them keeps its value).
     reads: Vec<usize>,
     expr: Expr,
+    /// PERSISTED: its value is in the record.
+    stored: bool,
 }
 
-/// A table entry's parsed definitions with the row header they evaluate over.
-pub(super) struct TableComputed {
-    entry: Arc<TableEntry>,
-    columns: Vec<(String, SqlType)>,
+/// A table entry's computed columns, parsed once when the entry is resolved (the table
+/// cache keeps it with the entry, so a catalog change parses them again), with the row
+/// header they evaluate over.
+pub(super) struct ComputedPlan {
+    header: Vec<(String, SqlType)>,
     rules: Vec<Rule>,
-}
-
-/// A session's parsed definitions, by table entry (the `Arc` the table cache shares, so a
-/// catalog change, which makes a new entry, makes them parsed again).
-#[derive(Default)]
-pub(super) struct ComputedCache {
-    tables: Vec<Arc<TableComputed>>,
-}
-
-impl ComputedCache {
-    fn get(&self, entry: &Arc<TableEntry>) -> Option<Arc<TableComputed>> {
-        let found = self.tables.iter().find(|r| Arc::ptr_eq(&r.entry, entry));
-        found.cloned()
-    }
-
-    fn keep(&mut self, rules: Arc<TableComputed>) {
-        if self.tables.len() >= CACHE_TABLES {
-            self.tables.remove(0);
-        }
-        self.tables.push(rules);
-    }
 }
 
 /// Whether a column is computed.
@@ -317,9 +305,6 @@ pub(super) fn computed_entry(
         .as_ref()
         .expect("a computed column's definition");
     refuse_unbuilt(def)?;
-    if !c.persisted {
-        return Err(vec![not_yet("computed columns that are not PERSISTED")]);
-    }
     checked_references(table, columns, &c.expr)?;
     if is_nondeterministic(&c.expr) {
         return Err(vec![msg(4936, &[&def.name, &table])]);
@@ -415,45 +400,170 @@ pub(super) fn refuse_constrained(
     Ok(())
 }
 
-fn table_computed(t: &TableRef) -> Result<TableComputed, Vec<SqlError>> {
-    let cols = &t.entry.columns;
-    let mut rules = Vec::new();
-    for (position, c) in cols.iter().enumerate() {
-        let Some(k) = &c.computed else { continue };
-        let expr = parse_definition(&k.definition).map_err(|e| vec![e])?;
-        let reads = checked_references(&t.entry.name, cols, &expr)?
-            .into_iter()
-            .filter_map(|id| cols.iter().position(|c| c.column_id == id))
+impl ComputedPlan {
+    /// The plan of table entry `t` whose columns have `types`; None without computed
+    /// columns. A stored definition that does not parse or check is damage to report.
+    pub(super) fn of(
+        t: &TableEntry,
+        types: &[SqlType],
+    ) -> Result<Option<ComputedPlan>, Vec<SqlError>> {
+        let cols = &t.columns;
+        let mut rules = Vec::new();
+        for (position, c) in cols.iter().enumerate() {
+            let Some(k) = &c.computed else { continue };
+            let expr = parse_definition(&k.definition).map_err(|e| vec![e])?;
+            let reads = checked_references(&t.name, cols, &expr)?
+                .into_iter()
+                .filter_map(|id| cols.iter().position(|c| c.column_id == id))
+                .collect();
+            rules.push(Rule {
+                position,
+                reads,
+                expr,
+                stored: k.is_persisted,
+            });
+        }
+        if rules.is_empty() {
+            return Ok(None);
+        }
+        let header = cols
+            .iter()
+            .zip(types)
+            .map(|(c, t)| (c.name.clone(), *t))
             .collect();
-        rules.push(Rule {
-            position,
-            reads,
-            expr,
-        });
+        Ok(Some(ComputedPlan { header, rules }))
     }
-    Ok(TableComputed {
-        entry: t.entry.clone(),
-        columns: t.columns(),
-        rules,
-    })
+
+    /// Rule `r`'s value over `row`, converted to its column's type.
+    fn value(&self, t: &TableRef, r: &Rule, row: &[Value]) -> Result<Value, SqlError> {
+        let v = evaluate(&r.expr, &self.header, row)?;
+        let c = &t.entry.columns[r.position];
+        rowcodec::assign(t.types[r.position], &v, &t.three_part(), &c.name)
+    }
+
+    /// Invariant 5: a decoded row's computed columns that are not stored, computed.
+    pub(super) fn compute_virtual(&self, t: &TableRef, row: &mut [Value]) -> Result<(), SqlError> {
+        for r in self.rules.iter().filter(|r| !r.stored) {
+            row[r.position] = self.value(t, r, row)?;
+        }
+        Ok(())
+    }
+}
+
+/// A column of a definition's row: by name (a definition reads its own table only).
+fn column_at(header: &[(String, SqlType)], n: &ObjectName) -> Result<usize, SqlError> {
+    header
+        .iter()
+        .position(|(c, _)| c.eq_ignore_ascii_case(n.name()))
+        .ok_or_else(|| msg(207, &[&n.joined()]))
+}
+
+/// The type `e` has whatever its value (eval.rs `operand_type`'s rules over a
+/// definition's row), for decimal arithmetic.
+fn declared(e: &Expr, header: &[(String, SqlType)]) -> Option<SqlType> {
+    match e {
+        Expr::Column(n) => column_at(header, n).ok().map(|i| header[i].1),
+        Expr::Cast { data_type, .. } | Expr::Convert { data_type, .. } => {
+            Some(data_type.cast_target())
+        }
+        Expr::Unary {
+            op: UnaryOp::Negate | UnaryOp::Plus,
+            expr,
+        } => declared(expr, header),
+        Expr::Binary { left, op, right } => {
+            let op = super::eval::value_op(*op)?;
+            let (l, r) = (declared(left, header), declared(right, header));
+            let (l, r) = (
+                l.or_else(|| super::eval::literal_type(left, r))?,
+                r.or_else(|| super::eval::literal_type(right, l))?,
+            );
+            Some(crate::ops::binary_result_type(op, l, r))
+        }
+        _ => None,
+    }
+}
+
+/// A definition's value over `row` (its table's columns, `header`): the forms invariant 3
+/// admits, evaluated as `Session::eval` evaluates them, without a session, so a row is
+/// computed wherever it is decoded.
+fn evaluate(e: &Expr, header: &[(String, SqlType)], row: &[Value]) -> Result<Value, SqlError> {
+    let eval = |x: &Expr| evaluate(x, header, row);
+    match e {
+        Expr::Literal(l) => Ok(super::eval::literal(l)),
+        Expr::Column(n) => Ok(row[column_at(header, n)?].clone()),
+        Expr::DatePart(p) => Ok(Value::Text(p.clone())),
+        Expr::Cast {
+            expr,
+            data_type,
+            try_cast,
+        } => {
+            let r = crate::convert::convert(&eval(expr)?, data_type.cast_target(), None);
+            if *try_cast {
+                Ok(r.unwrap_or(Value::Null))
+            } else {
+                r
+            }
+        }
+        Expr::Convert {
+            data_type,
+            expr,
+            style,
+            try_convert,
+        } => {
+            let style = match style {
+                Some(s) => match eval(s)? {
+                    Value::Null => None,
+                    other => Some(super::eval::as_i64(&other)? as i32),
+                },
+                None => None,
+            };
+            let r = crate::convert::convert(&eval(expr)?, data_type.cast_target(), style);
+            if *try_convert {
+                Ok(r.unwrap_or(Value::Null))
+            } else {
+                r
+            }
+        }
+        Expr::Unary {
+            op: UnaryOp::Negate,
+            expr,
+        } => crate::ops::negate(&eval(expr)?),
+        Expr::Unary {
+            op: UnaryOp::Plus,
+            expr,
+        } => eval(expr),
+        Expr::Unary {
+            op: UnaryOp::BitNot,
+            expr,
+        } => crate::ops::bit_not(&eval(expr)?),
+        Expr::Binary { left, op, right } if super::eval::value_op(*op).is_some() => {
+            let (a, b) = (eval(left)?, eval(right)?);
+            let op = super::eval::value_op(*op).expect("checked");
+            if !crate::ops::wants_declared(op, &a, &b) {
+                return crate::ops::binary(op, &a, &b);
+            }
+            let d = crate::ops::Declared {
+                left: declared(left, header),
+                right: declared(right, header),
+            };
+            crate::ops::binary_typed(op, &a, &b, d)
+        }
+        Expr::Function { name, args, .. } => {
+            let values = args.iter().map(eval).collect::<Result<Vec<_>, _>>()?;
+            let clock = crate::functions::SystemClock;
+            crate::functions::call_scalar(name.name(), &values, &clock)?
+                .ok_or_else(|| msg(195, &[&name.name(), &"built-in function name"]))
+        }
+        _ => Err(not_yet("this expression in a computed column")),
+    }
 }
 
 impl Session {
-    /// `t`'s definitions parsed, from the session's cache when its entry is the same.
-    fn computed_rules(&self, t: &TableRef) -> Result<Arc<TableComputed>, Vec<SqlError>> {
-        if let Some(r) = self.computed_cache.borrow().get(&t.entry) {
-            return Ok(r);
-        }
-        let r = Arc::new(table_computed(t)?);
-        self.computed_cache.borrow_mut().keep(r.clone());
-        Ok(r)
-    }
-
     /// Invariant 1: `row`'s computed columns computed from its other columns, for an
     /// INSERT (`set` None) or an UPDATE setting the columns at `set` (only those reading
     /// one of them), converted to their types and checked against NOT NULL (515). An
-    /// UPDATE's `set` gains the columns recomputed, so the CHECK and FOREIGN KEY
-    /// constraints reading them are checked.
+    /// UPDATE's `set` gains the columns recomputed, so the CHECK constraints reading them
+    /// are checked.
     pub(super) fn compute_columns(
         &mut self,
         t: &TableRef,
@@ -461,24 +571,18 @@ impl Session {
         mut set: Option<&mut Vec<usize>>,
         verb: &str,
     ) -> Result<(), Vec<SqlError>> {
-        if !t.entry.columns.iter().any(is_computed) {
+        let Some(plan) = t.computed.clone() else {
             return Ok(());
-        }
-        let rules = self.computed_rules(t)?;
-        for r in &rules.rules {
+        };
+        for r in &plan.rules {
             if let Some(s) = set.as_deref_mut() {
                 if !r.reads.iter().any(|c| s.contains(c)) {
                     continue;
                 }
                 s.push(r.position);
             }
-            let v = {
-                let ctx = RowCtx::single(&rules.columns, row, None, &t.entry.name);
-                self.eval(&r.expr, Some(&ctx)).map_err(terminated)?
-            };
+            let v = plan.value(t, r, row).map_err(terminated)?;
             let c = &t.entry.columns[r.position];
-            let v = rowcodec::assign(t.types[r.position], &v, &t.three_part(), &c.name)
-                .map_err(terminated)?;
             if v.is_null() && !c.is_nullable {
                 return Err(terminated(msg(515, &[&c.name, &t.three_part(), &verb])));
             }

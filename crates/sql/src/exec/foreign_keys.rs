@@ -884,6 +884,7 @@ impl Session {
                 entry: Arc::new(entry),
                 types: t.types.clone(),
                 layouts: t.layouts.clone(),
+                computed: t.computed.clone(),
                 io: Default::default(),
                 variable: None,
                 usage: None,

@@ -366,7 +366,6 @@ impl Engine {
             batches: Default::default(),
             tables: Default::default(),
             check_cache: Default::default(),
-            computed_cache: Default::default(),
             fk_cache: Default::default(),
             index_uses: Default::default(),
             engine_reads: 0,
@@ -450,7 +449,6 @@ pub struct Session {
     tables: std::cell::RefCell<table_cache::TableCache>,
     /// The CHECK constraints this session parsed, by table entry (`check_constraints.rs`).
     check_cache: std::cell::RefCell<check_constraints::CheckCache>,
-    computed_cache: std::cell::RefCell<computed_columns::ComputedCache>,
     /// The FOREIGN KEY lookups this session generated, by table entry (`foreign_keys.rs`).
     fk_cache: std::cell::RefCell<foreign_keys::LookupCache>,
     /// The running statement's index uses (`index_usage.rs` invariant 1).
