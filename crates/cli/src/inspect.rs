@@ -112,15 +112,18 @@ pub fn run(a: InspectArgs, fs: &dyn FileSystem) -> Result<u8, String> {
     };
     let maps = dbcc_page::read_maps(pid, |at| read(at).ok());
     let au = page.raw_header().allocation_unit_id;
+    // A record holds the stored columns only (a computed column not PERSISTED is not).
+    let stored = db
+        .catalog
+        .tables
+        .iter()
+        .find(|t| t.allocation_unit_id == au)
+        .map(extentdb_storage::table::stored_entry);
     let ctx = dbcc_page::PageContext {
         database_id: db_id,
         dirty: false,
         maps,
-        table: db
-            .catalog
-            .tables
-            .iter()
-            .find(|t| t.allocation_unit_id == au),
+        table: stored.as_ref(),
     };
     let (lines, grid) = match dbcc_page::format_index_page(pid, &page, a.printopt, &ctx) {
         Some((lines, grid)) => (lines, Some(grid)),

@@ -40,6 +40,8 @@
 //!     transaction created and did not drop, a clustered tree, not an index entry, with its
 //!     table's key and number of columns; the table it names is a clustered table of the
 //!     catalog, and no table has two such trees.
+//! 13. A computed column (version 12) has no IDENTITY and no DEFAULT, and only a table's
+//!     entry has one: an index entry's columns copy stored values, not definitions.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -56,8 +58,10 @@ use crate::{
 /// `IdentityLast::Unknown` for a table with an IDENTITY column. Version 10 added each
 /// table's CHECK constraints after its index tag; older blobs decode with none. Version 11
 /// added each table's FOREIGN KEY constraints after its CHECK constraints; older blobs
-/// decode with none.
-pub const CATALOG_VERSION: u16 = 11;
+/// decode with none. Version 12 added each column's computed-column definition
+/// (`ColumnEntry::computed`) after its DEFAULT text; older blobs decode with no computed
+/// columns.
+pub const CATALOG_VERSION: u16 = 12;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -169,6 +173,19 @@ pub struct ColumnEntry {
     pub identity: Option<(i64, i64)>,
     /// The DEFAULT expression as T-SQL text; empty when there is none.
     pub default_sql: String,
+    /// A computed column's definition (version 12; none before): its values are computed
+    /// from the row's other columns, never written by INSERT or UPDATE.
+    pub computed: Option<ComputedColumn>,
+}
+
+/// A computed column's definition (sys.computed_columns). Only a PERSISTED one is stored in
+/// the record; the SQL layer keeps its value equal to the definition's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComputedColumn {
+    /// The expression as normalized T-SQL text (`([a]+[b])`), as sys.computed_columns.
+    /// definition shows it; the SQL layer parses it again.
+    pub definition: String,
+    pub is_persisted: bool,
 }
 
 /// A user table (sys.tables): a heap (index id 0) or a clustered index (index id 1) whose
@@ -802,8 +819,22 @@ fn check_primary_key_index(c: &Catalog, t: &TableEntry) -> Result<(), String> {
     Ok(())
 }
 
+/// Invariant 13: computed columns have neither IDENTITY nor DEFAULT, and only in a table.
+fn check_computed_columns(t: &TableEntry) -> Result<(), String> {
+    for c in t.columns.iter().filter(|c| c.computed.is_some()) {
+        if t.index_of.is_some() || c.identity.is_some() || !c.default_sql.is_empty() {
+            return Err(format!(
+                "computed column {} of {} is in an index or has IDENTITY or DEFAULT",
+                c.name, t.name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Invariant 9: each CHECK constraint names no column its table lacks.
 fn check_check_constraints(t: &TableEntry) -> Result<(), String> {
+    check_computed_columns(t)?;
     if t.index_of.is_some() && !t.checks.is_empty() {
         return Err(format!("index {} has CHECK constraints", t.name));
     }
@@ -921,6 +952,13 @@ fn check_table_lengths(t: &TableEntry) -> Result<(), TooLong> {
     for c in &t.columns {
         fits("identifier", &c.name, MAX_NAME_CHARS)?;
         fits("default definition", &c.default_sql, MAX_DEFINITION_CHARS)?;
+        if let Some(k) = &c.computed {
+            fits(
+                "computed column definition",
+                &k.definition,
+                MAX_DEFINITION_CHARS,
+            )?;
+        }
     }
     count_fits("CHECK constraint list", t.checks.len())?;
     for k in &t.checks {
@@ -973,6 +1011,9 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
             }
         }
         w.string(&c.default_sql);
+        if version >= 12 {
+            encode_computed(w, c.computed.as_ref());
+        }
     }
     if version < 6 {
         return;
@@ -1008,6 +1049,35 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     }
     if version >= 11 {
         encode_foreign_keys(w, &t.foreign_keys);
+    }
+}
+
+/// Version 12's computed-column tag after a column's DEFAULT text: u8 0 for an ordinary
+/// column, else bit 0 set (computed) and bit 1 (PERSISTED), then the definition string.
+fn encode_computed(w: &mut Writer, c: Option<&ComputedColumn>) {
+    match c {
+        None => w.u8(0),
+        Some(k) => {
+            w.u8(1 | (k.is_persisted as u8) << 1);
+            w.string(&k.definition);
+        }
+    }
+}
+
+fn decode_computed(
+    r: &mut Reader<'_>,
+    column_id: u16,
+) -> Result<Option<ComputedColumn>, FormatError> {
+    match r.u8()? {
+        0 => Ok(None),
+        tag @ (1 | 3) => Ok(Some(ComputedColumn {
+            definition: r.string()?,
+            is_persisted: tag == 3,
+        })),
+        tag => Err(corrupt(
+            PageId::NULL,
+            format!("column {column_id} has unknown computed tag {tag}"),
+        )),
     }
 }
 
@@ -1227,6 +1297,10 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
             _ => Some((r.i64()?, r.i64()?)),
         };
         let default_sql = r.string()?;
+        let computed = match version {
+            ..=11 => None,
+            _ => decode_computed(r, column_id)?,
+        };
         columns.push(ColumnEntry {
             column_id,
             name,
@@ -1237,6 +1311,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
             is_nullable,
             identity,
             default_sql,
+            computed,
         });
     }
     let has_identity = columns.iter().any(|c| c.identity.is_some());

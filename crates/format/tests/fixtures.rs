@@ -252,6 +252,7 @@ fn catalog_fixture() {
                     is_nullable: false,
                     identity: Some((1, 1)),
                     default_sql: String::new(),
+                    computed: None,
                 },
                 ColumnEntry {
                     column_id: 2,
@@ -263,6 +264,7 @@ fn catalog_fixture() {
                     is_nullable: true,
                     identity: None,
                     default_sql: "('a')".into(),
+                    computed: None,
                 },
             ],
             identity_last: IdentityLast::Through(1_234),
@@ -344,25 +346,26 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 11);
-    assert_eq!(&c.encode()[..2], &11u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 12);
+    assert_eq!(&c.encode()[..2], &12u16.to_le_bytes());
     lock_escalation_byte(c);
     pending_ddl_mark(c);
     rebuild_mark(c);
     index_tag(c);
     check_constraint_list(c);
     foreign_key_list(c);
+    computed_column_tag(c);
     let mut unknown = c.clone();
     unknown.tables[0].identity_last = IdentityLast::Unknown;
     unknown.tables[0].lock_escalation = LockEscalation::Table;
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 11 without the identity tag and its value (nine bytes for
+    // Version 5 is version 12 without the identity tag and its value (nine bytes for
     // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark), the
-    // index tag (0: a table), the CHECK constraint count (u16 0) and the FOREIGN KEY
-    // count (u16 0).
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2 + 2);
+    // index tag (0: a table), the CHECK constraint count (u16 0), the FOREIGN KEY
+    // count (u16 0) and each of the two columns' computed tag (0).
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -614,6 +617,48 @@ fn check_constraint_list(c: &Catalog) {
     assert!(e.contains("unknown CHECK flags 8"), "{e}");
     k.tables[0].checks[0].column_id = 9;
     assert!(k.check_invariants().unwrap_err().contains("names column 9"));
+}
+
+/// Version 12's computed-column tag follows each column's DEFAULT text: 0 for an ordinary
+/// column; 1 (computed) or 3 (computed, PERSISTED), then the definition string. A version
+/// 11 blob has no tags and decodes with no computed column; another tag is damage.
+fn computed_column_tag(c: &Catalog) {
+    use extentdb_format::catalog::ComputedColumn;
+    let at = PageId::new(1, 16);
+    let v11 = c.encode_version(11);
+    assert_eq!(Catalog::decode(&v11, at).unwrap(), *c);
+    let blob = c.encode();
+    let mut default = 5u16.to_le_bytes().to_vec();
+    default.extend(b"('a')");
+    let i = blob
+        .windows(default.len())
+        .position(|w| w == default.as_slice())
+        .expect("c2's DEFAULT text");
+    assert_eq!(blob[i + default.len()], 0, "an ordinary column's tag");
+    let mut k = c.clone();
+    k.tables[0].columns[1].default_sql = String::new();
+    for (persisted, tag) in [(false, 1u8), (true, 3)] {
+        k.tables[0].columns[1].computed = Some(ComputedColumn {
+            definition: "([c1]*(2))".into(),
+            is_persisted: persisted,
+        });
+        let b = k.encode();
+        // c2's empty DEFAULT (u16 0) where "('a')" was, then the tag and the definition.
+        let mut expect = vec![0u8, 0, tag];
+        expect.extend(10u16.to_le_bytes());
+        expect.extend(b"([c1]*(2))");
+        assert_eq!(&b[i..i + expect.len()], &expect[..], "tag, then definition");
+        assert_eq!(b.len(), blob.len() - 5 + 12);
+        assert_eq!(Catalog::decode(&b, at).unwrap(), k);
+        let mut bad = b.clone();
+        bad[i + 2] = 2;
+        let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+        assert!(e.contains("unknown computed tag 2"), "{e}");
+    }
+    // Invariant 13: a computed column with a DEFAULT is damage.
+    k.tables[0].columns[1].default_sql = "('a')".into();
+    let e = Catalog::decode(&k.encode(), at).unwrap_err().to_string();
+    assert!(e.contains("computed column c2"), "{e}");
 }
 
 /// Version 11's FOREIGN KEY constraints follow the CHECK constraints: u16 count, then each

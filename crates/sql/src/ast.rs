@@ -927,7 +927,11 @@ pub struct CreateTable {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnDefinition {
     pub name: String,
+    /// The declared type; for a computed column (`computed`) none is declared and this is
+    /// unused: its type is its expression's (computed_columns.rs).
     pub data_type: DataType,
+    /// `name AS expression [PERSISTED]`: a computed column.
+    pub computed: Option<ComputedDefinition>,
     /// `Some(true)` for `NULL`, `Some(false)` for `NOT NULL`, `None` when unsaid.
     pub nullable: Option<bool>,
     pub identity: Option<Identity>,
@@ -939,6 +943,13 @@ pub struct ColumnDefinition {
     /// Inline `[CONSTRAINT name] [FOREIGN KEY] REFERENCES t2 [(col)]`, in order.
     pub foreign_keys: Vec<ForeignKeyDefinition>,
     pub collation: Option<String>,
+}
+
+/// A computed column's `AS expression [PERSISTED]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ComputedDefinition {
+    pub expr: Expr,
+    pub persisted: bool,
 }
 
 /// `IDENTITY[(seed, increment)]`; both default to 1.

@@ -398,6 +398,10 @@ static CATALOGUE: &[Entry] = &[
     e(1088, 16, 11, "Cannot find the object \"%.*ls\" because it does not exist or you do not have permissions."), // unverified severity: sys.messages says 15; SQL Server is seen raising it at 16
     e(1701, 16, 1, "Creating or altering table '%.*ls' failed because the minimum row size would be %d, including %d bytes of internal overhead. This exceeds the maximum allowable table row size of %d bytes."),
     e(1750, 16, 0, "Could not create constraint or index. See previous errors."),
+    e(271, 16, 1, "The column \"%.*ls\" cannot be modified because it is either a computed column or is the result of a UNION operator."),
+    e(1759, 16, 0, "Computed column '%.*ls' in table '%.*ls' is not allowed to be used in another computed-column definition."),
+    e(4936, 16, 1, "Computed column '%.*ls' in table '%.*ls' cannot be persisted because the column is non-deterministic."),
+    e(8183, 16, 1, "Only UNIQUE or PRIMARY KEY constraints can be created on computed columns, while CHECK, FOREIGN KEY, and NOT NULL constraints require that computed columns be persisted."),
     e(1761, 16, 0, "Cannot create the foreign key \"%.*ls\" with the SET NULL referential action, because one or more referencing columns are not nullable."),
     e(1762, 16, 0, "Cannot create the foreign key \"%.*ls\" with the SET DEFAULT referential action, because one or more referencing not-nullable columns lack a default constraint."),
     e(1766, 16, 0, "Foreign key references to temporary tables are not supported."),

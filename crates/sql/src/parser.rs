@@ -3131,9 +3131,24 @@ impl Parser {
     }
 
     fn column_definition(&mut self, ordinal: usize) -> PResult<ColumnDefinition> {
+        let name = self.ident()?;
+        let computed = match self.eat_word("AS") {
+            true => Some(self.computed_definition()?),
+            false => None,
+        };
+        let data_type = match computed {
+            // No type is declared; the expression's is the column's (computed_columns.rs).
+            Some(_) => DataType {
+                sql_type: crate::types::SqlType::Int,
+                name: String::new(),
+                length_given: false,
+            },
+            None => self.data_type(ordinal, false)?,
+        };
         let mut column = ColumnDefinition {
-            name: self.ident()?,
-            data_type: self.data_type(ordinal, false)?,
+            name,
+            data_type,
+            computed,
             nullable: None,
             identity: None,
             default: None,
@@ -3198,6 +3213,13 @@ impl Parser {
             return Err(self.error());
         }
         Ok(column)
+    }
+
+    /// A computed column's `expression [PERSISTED]` after its `AS`.
+    fn computed_definition(&mut self) -> PResult<ComputedDefinition> {
+        let expr = self.expr()?;
+        let persisted = self.eat_word("PERSISTED");
+        Ok(ComputedDefinition { expr, persisted })
     }
 
     fn identity(&mut self) -> PResult<Identity> {

@@ -998,6 +998,37 @@ fn messages_and_waits() {
 
 // ---- Group 2: tables, DML, transactions, backup, logins ---------------------------------
 
+/// `name AS expression [PERSISTED] [NOT NULL] [constraints]`: a computed column, with no
+/// declared type; the expression ends where PERSISTED or a constraint begins.
+#[test]
+fn computed_column_definitions() {
+    let StatementKind::CreateTable(t) = one(
+        "CREATE TABLE t (a INT, c AS a + 1, d AS (a * 2) PERSISTED NOT NULL CHECK (d > 0), e INT)",
+    ) else {
+        panic!()
+    };
+    assert_eq!(t.columns.len(), 4);
+    assert_eq!(t.columns[0].computed, None);
+    let c = t.columns[1].computed.as_ref().unwrap();
+    assert_eq!(
+        (c.expr.clone(), c.persisted),
+        (
+            Expr::Binary {
+                left: Box::new(col("a")),
+                op: BinaryOp::Add,
+                right: Box::new(int(1)),
+            },
+            false
+        )
+    );
+    let d = &t.columns[2];
+    assert!(d.computed.as_ref().unwrap().persisted);
+    assert_eq!(d.nullable, Some(false));
+    assert_eq!(d.checks.len(), 1);
+    assert_eq!(t.columns[3].name, "e");
+    assert!(parse_batch("CREATE TABLE t (a INT, c AS)").is_err());
+}
+
 #[test]
 fn create_table_forms() {
     let StatementKind::CreateTable(t) = one(

@@ -42,7 +42,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use extentdb_format::catalog::TableEntry;
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::log_record::{KeyedUndo, LogRecordBody, SlotAction, XactId};
 use extentdb_format::record::{self, ColumnLayout, RecordType};
 use extentdb_format::{data_page, key, FileId, Page, PageId, PageNo, PageType};
@@ -83,21 +83,23 @@ impl KeyInfo {
             .as_ref()
             .map(|p| p.1.clone())
             .unwrap_or_default();
+        // Positions in the record: a computed column not stored takes none.
+        let stored: Vec<&ColumnEntry> = crate::table::stored_columns(t).collect();
         let positions: Vec<usize> = ids
             .iter()
-            .filter_map(|id| t.columns.iter().position(|c| c.column_id == *id))
+            .filter_map(|id| stored.iter().position(|c| c.column_id == *id))
             .collect();
         let types = positions
             .iter()
-            .map(|&p| t.columns[p].system_type_id)
+            .map(|&p| stored[p].system_type_id)
             .collect();
         let mut key_layouts: Vec<ColumnLayout> = positions.iter().map(|&p| lay[p]).collect();
         let key_bytes: usize = positions
             .iter()
-            .map(|&p| t.columns[p].max_length.max(0) as usize)
+            .map(|&p| stored[p].max_length.max(0) as usize)
             .sum();
         key_layouts.push(ColumnLayout::Fixed(6));
-        let never_null = positions.iter().all(|&p| !t.columns[p].is_nullable);
+        let never_null = positions.iter().all(|&p| !stored[p].is_nullable);
         let in_place = |layouts: &[ColumnLayout], at: &[usize]| {
             never_null
                 .then(|| record::fixed_spans(layouts, at))

@@ -1493,7 +1493,7 @@ fn check_values(
     check: &ValueCheck,
     out: &mut Gathered,
 ) {
-    for (c, v) in ti.entry.columns.iter().zip(values) {
+    for (c, v) in crate::table::stored_columns(ti.entry).zip(values) {
         let Some(v) = v else { continue };
         if let Some(type_name) = check(c, v) {
             let mut args = vec![pid.to_string(), slot.to_string()];

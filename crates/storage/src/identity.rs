@@ -57,10 +57,12 @@ pub fn block_values(system_type_id: u8) -> i64 {
 
 /// A table's identity column: (position, seed, increment, block).
 fn identity_column(t: &TableEntry) -> Option<(usize, i64, i64, i64)> {
-    t.columns.iter().enumerate().find_map(|(pos, c)| {
-        c.identity
-            .map(|(seed, inc)| (pos, seed, inc, block_values(c.system_type_id)))
-    })
+    crate::table::stored_columns(t)
+        .enumerate()
+        .find_map(|(pos, c)| {
+            c.identity
+                .map(|(seed, inc)| (pos, seed, inc, block_values(c.system_type_id)))
+        })
 }
 
 /// The value after `last` (the seed when none was handed out).

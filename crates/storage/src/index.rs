@@ -510,8 +510,8 @@ pub(crate) fn project(
         .map(|&s| match s {
             RID_SOURCE => Some(&rid_bytes[..]),
             id => {
-                let at = base.columns.iter().position(|c| c.column_id == id);
-                cols[at.expect("index.rs: a source the catalog checked")]
+                let at = crate::table::stored_position(base, id);
+                cols[at.expect("index.rs: a stored source the catalog checked")]
             }
         })
         .collect();
@@ -538,13 +538,7 @@ pub(crate) fn key_matches(
         let at = at.expect("index.rs: a key column the catalog checked");
         let now = match info.sources[at] {
             RID_SOURCE => Some(&rid_bytes[..]),
-            s => {
-                cols[base
-                    .columns
-                    .iter()
-                    .position(|c| c.column_id == s)
-                    .expect("a source")]
-            }
+            s => cols[crate::table::stored_position(base, s).expect("a stored source")],
         };
         if now != icols[at] {
             return Ok(false);
@@ -636,6 +630,7 @@ fn index_column(base: &TableEntry, source: u16, column_id: u16) -> ColumnEntry {
             column_id,
             identity: None,
             default_sql: String::new(),
+            computed: None,
             ..c.clone()
         },
         None => ColumnEntry {
@@ -648,6 +643,7 @@ fn index_column(base: &TableEntry, source: u16, column_id: u16) -> ColumnEntry {
             is_nullable: false,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         },
     }
 }
@@ -668,6 +664,7 @@ mod tests {
             is_nullable: id == 2,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         };
         TableEntry {
             object_id: 7,

@@ -15,6 +15,11 @@
 //! in place, otherwise it is a delete plus an insert (the RID changes: a heap has no
 //! forwarding records in extentdb yet).
 //!
+//! A record holds a table's stored columns in column order (`layouts`, `stored_columns`):
+//! every column but a computed one that is not PERSISTED, whose value the SQL layer
+//! computes on each read. Every mapping from a column id to a place in a record goes
+//! through `stored_position` (the clustered key, index sources, the IDENTITY column).
+//!
 //! Deliberately not here yet: PFS fullness bits of data pages (not maintained, so space
 //! freed by deletes is not reused by later inserts), heap ghost cleanup, forwarding
 //! records. (Clustered tables are btree.rs's; row locks are the SQL layer's.)
@@ -180,9 +185,34 @@ pub const VARIABLE_TYPES: [u8; 3] = [
     extentdb_format::key::type_id::VARBINARY,
 ];
 
-/// How each column is stored in a record.
+/// How each stored column is stored in a record, in record order.
 pub fn layouts(t: &TableEntry) -> Vec<ColumnLayout> {
-    t.columns.iter().map(column_layout).collect()
+    stored_columns(t).map(column_layout).collect()
+}
+
+/// Whether a column's value is in the record: every column but a computed one that is not
+/// PERSISTED, whose value the SQL layer computes on each read (FORMAT.md "Catalog",
+/// version 12).
+pub fn is_stored(c: &ColumnEntry) -> bool {
+    c.computed.as_ref().is_none_or(|k| k.is_persisted)
+}
+
+/// The columns a record of `t` holds, in record order (`layouts`' order).
+pub fn stored_columns(t: &TableEntry) -> impl Iterator<Item = &ColumnEntry> {
+    t.columns.iter().filter(|c| is_stored(c))
+}
+
+/// `t` as its records are: its columns the stored ones only (DBCC PAGE's view of a page).
+pub fn stored_entry(t: &TableEntry) -> TableEntry {
+    TableEntry {
+        columns: stored_columns(t).cloned().collect(),
+        ..t.clone()
+    }
+}
+
+/// Where stored column `column_id` of `t` is in its records.
+pub fn stored_position(t: &TableEntry, column_id: u16) -> Option<usize> {
+    stored_columns(t).position(|c| c.column_id == column_id)
 }
 
 pub fn column_layout(c: &ColumnEntry) -> ColumnLayout {

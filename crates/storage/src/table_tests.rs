@@ -65,6 +65,7 @@ fn heap() -> TableEntry {
         is_nullable: id != 1,
         identity: None,
         default_sql: String::new(),
+        computed: None,
     };
     TableEntry {
         object_id: 0,

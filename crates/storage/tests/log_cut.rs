@@ -32,6 +32,7 @@ fn table() -> TableEntry {
         is_nullable: true,
         identity: None,
         default_sql: String::new(),
+        computed: None,
     };
     TableEntry {
         object_id: 0,

@@ -95,6 +95,7 @@ fn table() -> TableEntry {
             is_nullable: false,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         }],
         identity_last: Default::default(),
         lock_escalation: Default::default(),

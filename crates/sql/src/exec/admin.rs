@@ -232,12 +232,14 @@ impl Session {
             };
             let maps = dbcc_page::read_maps(pid, |at| d.read_page_current(at).ok().map(|x| x.0));
             let au = p.raw_header().allocation_unit_id;
+            // A record holds the stored columns only (a computed column not PERSISTED is not).
             let table = d.catalog.tables.iter().find(|t| t.allocation_unit_id == au);
+            let stored = table.map(extentdb_storage::table::stored_entry);
             let ctx = dbcc_page::PageContext {
                 database_id: db_id,
                 dirty,
                 maps,
-                table,
+                table: stored.as_ref(),
             };
             if tabled {
                 let (rows, grid) = dbcc_page::table_results(pid, &p, printopt, &ctx);

@@ -200,8 +200,9 @@ fn column_of<'a>(
     }
 }
 
-/// The stored text of an expression: one pair of parentheses around `expr_text`'s form.
-fn definition_text(e: &Expr) -> Result<String, Vec<SqlError>> {
+/// The stored text of an expression: one pair of parentheses around `expr_text`'s form (a
+/// computed column's definition too, computed_columns.rs).
+pub(super) fn definition_text(e: &Expr) -> Result<String, Vec<SqlError>> {
     let t = super::expr_text::expr(e)
         .ok_or_else(|| vec![not_yet("this expression in a CHECK constraint")])?;
     let wrapped = matches!(
@@ -287,7 +288,7 @@ pub(super) fn create_table_checks(
 }
 
 /// The expression of a stored definition, parsed again.
-fn parse_definition(text: &str) -> Result<Expr, SqlError> {
+pub(super) fn parse_definition(text: &str) -> Result<Expr, SqlError> {
     let parsed = parse_batch(&format!("SELECT {text}")).map_err(SqlError::from)?;
     match parsed.first().map(|s| &s.kind) {
         Some(StatementKind::Select(q)) => match &q.body {

@@ -236,8 +236,9 @@ impl Session {
             if identity.is_some() && identity_insert {
                 return Err(vec![msg(8101, &[&t.entry.name])]);
             }
+            // A computed column takes no value (computed_columns.rs invariant 2).
             return Ok((0..t.entry.columns.len())
-                .filter(|i| Some(*i) != identity)
+                .filter(|i| Some(*i) != identity && t.entry.columns[*i].computed.is_none())
                 .collect());
         }
         let mut targets = Vec::with_capacity(columns.len());
@@ -248,6 +249,7 @@ impl Session {
             if targets.contains(&i) {
                 return Err(vec![msg(264, &[&t.entry.columns[i].name])]);
             }
+            super::computed_columns::refuse_target(&t.entry.columns[i])?;
             targets.push(i);
         }
         if let Some(id) = identity {
@@ -601,6 +603,10 @@ impl Session {
         }
         let generate_identity = identity.filter(|&i| !given[i]);
         for col in 0..width {
+            // Computed after the others are in place (computed_columns.rs invariant 1).
+            if t.entry.columns[col].computed.is_some() {
+                continue;
+            }
             if !given[col] && Some(col) != generate_identity {
                 values[col] = self.default_value(t, col).map_err(terminated)?;
             }
@@ -609,6 +615,7 @@ impl Session {
                 return Err(terminated(msg(515, &[&c.name, &t.three_part(), &"INSERT"])));
             }
         }
+        self.compute_columns(t, &mut values, None, "INSERT")?;
         // An identity value is generated later: CHECK refuses identity columns
         // (check_constraints.rs invariant 2), so none of its constraints reads it.
         self.check_row(t, &values, "INSERT", None)?;
@@ -884,8 +891,9 @@ impl Session {
                 (None, AssignTarget::Column(_)) => unreachable!("resolved above"),
             }
         }
+        let mut set: Vec<usize> = targets.iter().flatten().copied().collect();
+        self.compute_columns(t, &mut new, Some(&mut set), "UPDATE")?;
         if !t.entry.checks.is_empty() || !t.entry.foreign_keys.is_empty() {
-            let set: Vec<usize> = targets.iter().flatten().copied().collect();
             self.check_row(t, &new, "UPDATE", Some(&set))?;
         }
         Ok(new)
@@ -1124,6 +1132,7 @@ pub(super) fn update_targets(
                 if t.entry.columns[i].identity.is_some() {
                     return Err(vec![msg(8102, &[&t.entry.columns[i].name])]);
                 }
+                super::computed_columns::refuse_target(&t.entry.columns[i])?;
                 if targets.contains(&Some(i)) {
                     return Err(vec![msg(264, &[&t.entry.columns[i].name])]);
                 }

@@ -158,7 +158,7 @@ pub fn to_text(v: &Value) -> String {
     }
 }
 
-fn literal(l: &Literal) -> Value {
+pub(super) fn literal(l: &Literal) -> Value {
     match l {
         Literal::Null => Value::Null,
         Literal::Integer(i) => match i32::try_from(*i) {
@@ -180,7 +180,7 @@ fn literal(l: &Literal) -> Value {
 /// A number literal's type beside an operand of type `other`: decimal(digits, 0) for an
 /// integer in decimal arithmetic (as SQL Server converts the constant), else int or bigint;
 /// a decimal literal's own precision and scale. None for other expressions.
-fn literal_type(e: &Expr, other: Option<SqlType>) -> Option<SqlType> {
+pub(super) fn literal_type(e: &Expr, other: Option<SqlType>) -> Option<SqlType> {
     match e {
         Expr::Literal(Literal::Integer(i)) => Some(match other {
             Some(SqlType::Decimal { .. }) => SqlType::Decimal {
@@ -200,7 +200,7 @@ fn literal_type(e: &Expr, other: Option<SqlType>) -> Option<SqlType> {
     }
 }
 
-fn value_op(op: BinaryOp) -> Option<ops::BinaryOp> {
+pub(super) fn value_op(op: BinaryOp) -> Option<ops::BinaryOp> {
     Some(match op {
         BinaryOp::Add => ops::BinaryOp::Add,
         BinaryOp::Subtract => ops::BinaryOp::Subtract,

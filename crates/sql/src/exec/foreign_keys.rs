@@ -217,6 +217,12 @@ pub(super) fn key_entry(
             v
         }
     };
+    // A cascade would write a computed column (computed_columns.rs invariant 2).
+    if child_cols.iter().any(|c| c.computed.is_some()) {
+        return Err(vec![not_yet(
+            "FOREIGN KEY constraints on a computed column",
+        )]);
+    }
     let name = match &def.name {
         Some(n) => n.clone(),
         None => generated_name(&child.name, &child_cols[0].name, target.salt),
@@ -878,6 +884,7 @@ impl Session {
                 entry: Arc::new(entry),
                 types: t.types.clone(),
                 layouts: t.layouts.clone(),
+                computed: t.computed.clone(),
                 io: Default::default(),
                 variable: None,
                 usage: None,

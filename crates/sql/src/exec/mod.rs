@@ -28,6 +28,7 @@ mod backup;
 mod batch_cache;
 mod check_constraints;
 pub mod checkdb;
+mod computed_columns;
 mod cte;
 mod database_lock;
 mod db_state;

@@ -70,6 +70,7 @@ fn new_table(target: &ObjectName, columns: &[(String, SqlType)]) -> Result<Creat
                 name: base_name(*t),
                 length_given: true,
             },
+            computed: None,
             nullable: Some(true),
             identity: None,
             default: None,

@@ -33,8 +33,10 @@ pub(super) const MAX_TABLES: usize = 32;
 pub(super) struct Resolved {
     pub entry: Arc<TableEntry>,
     pub types: Arc<[SqlType]>,
-    /// How each column of `entry` is stored (storage's `layouts`).
+    /// How each stored column of `entry` is stored (storage's `layouts`).
     pub layouts: Arc<[ColumnLayout]>,
+    /// The computed columns' parsed definitions (computed_columns.rs); None without any.
+    pub computed: Option<Arc<super::computed_columns::ComputedPlan>>,
     pub db_name: Arc<str>,
 }
 
@@ -135,6 +137,7 @@ mod tests {
             }),
             types: Arc::from(Vec::new()),
             layouts: Arc::from(Vec::new()),
+            computed: None,
             db_name: Arc::from("d"),
         }
     }

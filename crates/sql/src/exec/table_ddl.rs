@@ -21,8 +21,9 @@
 //! table. DROP TABLE of a table another's FOREIGN KEY references is refused (3726), and
 //! so is its TRUNCATE (4712).
 //!
-//! Not here yet: computed columns, collations other than the
-//! default, and TRUNCATE or ALTER TABLE inside a transaction (refused: 40517).
+//! Computed columns are checked, typed and rendered by computed_columns.rs.
+//!
+//! Not here yet: collations other than the default, and TRUNCATE or ALTER TABLE inside a transaction (refused: 40517).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -100,6 +101,7 @@ fn column_entry(table: &str, id: u16, c: &ColumnDefinition) -> Result<ColumnEntr
         is_nullable: identity.is_none() && c.nullable != Some(false),
         identity,
         default_sql,
+        computed: None,
     })
 }
 
@@ -232,8 +234,20 @@ impl Session {
             {
                 return Err(vec![msg(2705, &[&def.name, &table])]);
             }
-            columns.push(column_entry(&table, i as u16 + 1, def)?);
+            columns.push(match def.computed {
+                Some(_) => super::computed_columns::marker(def, i as u16 + 1),
+                None => column_entry(&table, i as u16 + 1, def)?,
+            });
         }
+        // Computed columns typed once every other column is (computed_columns.rs).
+        for (i, def) in c.columns.iter().enumerate() {
+            if def.computed.is_some() {
+                let made =
+                    super::computed_columns::computed_entry(&table, &columns, def, i as u16 + 1)?;
+                columns[i] = made;
+            }
+        }
+        super::computed_columns::refuse_constrained(c, &columns)?;
         if columns.iter().filter(|x| x.identity.is_some()).count() > 1 {
             return Err(vec![msg(2744, &[&table])]);
         }

@@ -13,7 +13,7 @@ use extentdb_storage::SharedDatabase;
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record::{self, ColumnLayout};
-use extentdb_storage::table::{layouts, Rid};
+use extentdb_storage::table::{is_stored, layouts, Rid};
 use extentdb_storage::Database;
 
 use super::index_seek::{IndexRead, IndexSeek};
@@ -32,9 +32,12 @@ pub(super) struct TableRef {
     /// Shared with the session's resolved tables (`table_cache.rs`), not copied.
     pub entry: Arc<TableEntry>,
     pub types: Arc<[SqlType]>,
-    /// How each column is stored (`layouts(&entry)`), made once with `types` when the
-    /// entry is resolved, not for every row decoded or encoded.
+    /// How each stored column is stored (`layouts(&entry)`), made once with `types` when
+    /// the entry is resolved, not for every row decoded or encoded.
     pub layouts: Arc<[ColumnLayout]>,
+    /// The computed columns' parsed definitions: a row decoded gets its non-PERSISTED
+    /// ones computed (computed_columns.rs invariant 5).
+    pub computed: Option<Arc<super::computed_columns::ComputedPlan>>,
     /// What the statement's reads of the table cost so far (SET STATISTICS IO).
     pub io: Cell<TableIo>,
     /// A table variable's `@name`, as SQL Server's messages name it (`dbo.@t` in 2627,
@@ -188,20 +191,48 @@ impl TableRef {
         Ok(())
     }
 
+    /// A record's row: its stored columns decoded and, where the table has computed
+    /// columns not PERSISTED, theirs computed from them (an arithmetic error is the
+    /// reading statement's).
     pub fn decode(&self, rec: &[u8]) -> Result<Vec<Value>, Vec<SqlError>> {
         debug_assert_eq!(*self.layouts, layouts(&self.entry)[..]);
         let cols = record::decode(&self.layouts, rec).map_err(|e| vec![corrupt(&e.to_string())])?;
-        cols.iter()
-            .zip(self.types.iter())
-            .map(|(b, t)| rowcodec::decode(*t, *b).map_err(|e| vec![corrupt(&e)]))
-            .collect()
+        let Some(plan) = &self.computed else {
+            return cols
+                .iter()
+                .zip(self.types.iter())
+                .map(|(b, t)| rowcodec::decode(*t, *b).map_err(|e| vec![corrupt(&e)]))
+                .collect();
+        };
+        let mut stored = cols.iter();
+        let mut row = Vec::with_capacity(self.types.len());
+        for (c, t) in self.entry.columns.iter().zip(self.types.iter()) {
+            row.push(match is_stored(c) {
+                true => {
+                    let b = stored
+                        .next()
+                        .ok_or_else(|| vec![corrupt("a column short")])?;
+                    rowcodec::decode(*t, *b).map_err(|e| vec![corrupt(&e)])?
+                }
+                false => Value::Null,
+            });
+        }
+        plan.compute_virtual(self, &mut row).map_err(|e| vec![e])?;
+        Ok(row)
     }
 
-    /// The record of a row whose values already have their column types.
+    /// The record of a row whose values already have their column types (its stored
+    /// columns': a computed column not PERSISTED is not in the record).
     pub fn encode(&self, values: &[Value]) -> Result<Vec<u8>, Vec<SqlError>> {
         let mut bytes = Vec::with_capacity(values.len());
-        for (v, t) in values.iter().zip(self.types.iter()) {
-            bytes.push(rowcodec::encode(*t, v).map_err(|e| vec![e])?);
+        for ((v, t), c) in values
+            .iter()
+            .zip(self.types.iter())
+            .zip(&self.entry.columns)
+        {
+            if is_stored(c) {
+                bytes.push(rowcodec::encode(*t, v).map_err(|e| vec![e])?);
+            }
         }
         let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_deref()).collect();
         record::encode(&self.layouts, &refs).map_err(|e| vec![corrupt(&e.to_string())])
@@ -595,10 +626,12 @@ fn resolve(t: &TableEntry, db_name: &str) -> Result<super::table_cache::Resolved
         .map(column_type)
         .collect::<Result<_, _>>()
         .map_err(|e| vec![e])?;
+    let computed = super::computed_columns::ComputedPlan::of(t, &types)?.map(Arc::new);
     Ok(super::table_cache::Resolved {
         entry: Arc::new(t.clone()),
         types: types.into(),
         layouts: layouts(t).into(),
+        computed,
         db_name: db_name.into(),
     })
 }
@@ -702,6 +735,7 @@ impl Session {
             entry: resolved.entry,
             types: resolved.types,
             layouts: resolved.layouts,
+            computed: resolved.computed,
             io: Cell::new(TableIo::default()),
             variable,
             usage: self.uses_for_resolved(),

@@ -15,7 +15,7 @@
 //! Views are computed from the live catalogs on each query; nothing is cached, so a view
 //! can never disagree with the catalog it shows.
 
-use extentdb_format::catalog::{FileEntry, FilegroupEntry, UserAccess};
+use extentdb_format::catalog::{ColumnEntry, FileEntry, FilegroupEntry, UserAccess};
 use extentdb_format::file_header::FileType;
 use extentdb_storage::instance::Instance;
 use extentdb_storage::{Database, StorageError};
@@ -138,6 +138,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         }
         "sys.tables"
         | "sys.columns"
+        | "sys.computed_columns"
         | "sys.indexes"
         | "sys.index_columns"
         | "sys.partitions"
@@ -147,6 +148,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
             match name {
                 "sys.tables" => tables(&db),
                 "sys.columns" => columns(&db),
+                "sys.computed_columns" => computed_columns(&db),
                 "sys.indexes" => indexes(&db),
                 "sys.index_columns" => index_columns(&db),
                 "sys.partitions" => return Some(partitions(&db)),
@@ -511,22 +513,50 @@ fn columns(db: &Database) -> Rowset {
         ("scale", SqlType::TinyInt),
         ("is_nullable", SqlType::Bit),
         ("is_identity", SqlType::Bit),
+        ("is_computed", SqlType::Bit),
     ]);
     let mut rows = Vec::new();
     for t in db.live_tables() {
+        rows.extend(t.columns.iter().map(|c| column_row(t.object_id, c)));
+    }
+    Rowset { columns, rows }
+}
+
+/// One sys.columns row (sys.computed_columns' first columns too).
+fn column_row(object_id: u32, c: &ColumnEntry) -> Vec<Value> {
+    vec![
+        Value::Int(object_id as i32),
+        text(&c.name),
+        Value::Int(c.column_id as i32),
+        Value::TinyInt(c.system_type_id),
+        Value::Int(c.system_type_id as i32),
+        Value::SmallInt(c.max_length),
+        Value::TinyInt(c.precision),
+        Value::TinyInt(c.scale),
+        bit(c.is_nullable),
+        bit(c.identity.is_some()),
+        bit(c.computed.is_some()),
+    ]
+}
+
+/// sys.computed_columns: sys.columns' rows of computed columns, with their definition,
+/// whether it is PERSISTED, and uses_database_collation: 1 when the value is character
+/// data, whose comparisons follow the database's collation.
+fn computed_columns(db: &Database) -> Rowset {
+    let mut columns = columns(db).columns;
+    columns.extend(cols(&[
+        ("definition", SqlType::NVarChar(crate::types::MAX_LENGTH)),
+        ("uses_database_collation", SqlType::Bit),
+        ("is_persisted", SqlType::Bit),
+    ]));
+    let mut rows = Vec::new();
+    for t in db.live_tables() {
         for c in &t.columns {
-            rows.push(vec![
-                Value::Int(t.object_id as i32),
-                text(&c.name),
-                Value::Int(c.column_id as i32),
-                Value::TinyInt(c.system_type_id),
-                Value::Int(c.system_type_id as i32),
-                Value::SmallInt(c.max_length),
-                Value::TinyInt(c.precision),
-                Value::TinyInt(c.scale),
-                bit(c.is_nullable),
-                bit(c.identity.is_some()),
-            ]);
+            let Some(k) = &c.computed else { continue };
+            let mut row = column_row(t.object_id, c);
+            let character = matches!(c.system_type_id, 167 | 175 | 231 | 239);
+            row.extend([text(&k.definition), bit(character), bit(k.is_persisted)]);
+            rows.push(row);
         }
     }
     Rowset { columns, rows }

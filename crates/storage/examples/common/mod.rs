@@ -27,6 +27,7 @@ pub fn column(name: &str, system_type_id: u8, max_length: i16) -> ColumnEntry {
         is_nullable: false,
         identity: None,
         default_sql: String::new(),
+        computed: None,
     }
 }
 

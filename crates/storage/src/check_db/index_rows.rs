@@ -427,8 +427,11 @@ impl Text<'_> {
         };
         let parts: Vec<String> = key
             .iter()
-            .filter_map(|id| self.base.columns.iter().position(|c| c.column_id == *id))
-            .map(|i| self.value(&self.base.columns[i], values.get(i).copied().flatten()))
+            .filter_map(|id| {
+                let at = crate::table::stored_position(self.base, *id)?;
+                let c = self.base.columns.iter().find(|c| c.column_id == *id)?;
+                Some(self.value(c, values.get(at).copied().flatten()))
+            })
             .collect();
         parts.join(" and ")
     }
@@ -504,6 +507,7 @@ mod tests {
             is_nullable: id == 2,
             identity: None,
             default_sql: String::new(),
+            computed: None,
         };
         TableEntry {
             object_id: 0,

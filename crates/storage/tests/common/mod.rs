@@ -99,6 +99,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         is_nullable: id != 1,
         identity: None,
         default_sql: String::new(),
+        computed: None,
     };
     TableEntry {
         object_id: 0,
