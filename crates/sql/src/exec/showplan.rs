@@ -760,6 +760,17 @@ fn renamed_aggregates(mut text: String, aggregates: usize) -> String {
     text
 }
 
+/// Computed columns are not drawn yet (SQL Server shows their Compute Scalar): a statement
+/// on a table that has one is refused rather than shown without it.
+fn refuse_computed(t: &TableRef) -> Result<(), Errors> {
+    match t.entry.columns.iter().any(|c| c.computed.is_some()) {
+        true => Err(vec![not_yet(
+            "SHOWPLAN_TEXT of a statement on a table with computed columns",
+        )]),
+        false => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -798,16 +809,5 @@ mod tests {
                 "            |--Clustered Index Seek",
             ]
         );
-    }
-}
-
-/// Computed columns are not drawn yet (SQL Server shows their Compute Scalar): a statement
-/// on a table that has one is refused rather than shown without it.
-fn refuse_computed(t: &TableRef) -> Result<(), Errors> {
-    match t.entry.columns.iter().any(|c| c.computed.is_some()) {
-        true => Err(vec![not_yet(
-            "SHOWPLAN_TEXT of a statement on a table with computed columns",
-        )]),
-        false => Ok(()),
     }
 }
