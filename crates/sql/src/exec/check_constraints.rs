@@ -183,7 +183,7 @@ fn referenced_columns(
 }
 
 /// The column a reference names: unqualified, or qualified by the table's own name.
-fn column_of<'a>(
+pub(super) fn column_of<'a>(
     table: &str,
     columns: &'a [ColumnEntry],
     n: &ObjectName,

@@ -110,24 +110,6 @@ pub(super) fn refuse_target(c: &ColumnEntry) -> Result<(), Vec<SqlError>> {
     }
 }
 
-/// The column a reference in a definition names: unqualified, or qualified by the table.
-fn referenced<'a>(
-    table: &str,
-    columns: &'a [ColumnEntry],
-    n: &ObjectName,
-) -> Result<&'a ColumnEntry, SqlError> {
-    let elsewhere = n
-        .qualifier()
-        .is_some_and(|q| !q.is_empty() && !q.eq_ignore_ascii_case(table));
-    let found = columns
-        .iter()
-        .find(|c| c.name.eq_ignore_ascii_case(n.name()));
-    match found {
-        Some(c) if !elsewhere => Ok(c),
-        _ => Err(msg(207, &[&n.joined()])),
-    }
-}
-
 /// Invariant 3's checks of one definition over `columns` (the table's, computed ones
 /// marked): the ids it reads, in order of first reference.
 fn checked_references(
@@ -149,7 +131,7 @@ fn checked_references(
             Expr::Function { name, .. } if name.parts.len() > 1 => {
                 not_yet("user-defined functions in a computed column")
             }
-            Expr::Column(n) => match referenced(table, columns, n) {
+            Expr::Column(n) => match super::check_constraints::column_of(table, columns, n) {
                 Ok(c) if is_computed(c) => msg(1759, &[&c.name, &table]),
                 Ok(c) if c.identity.is_some() => {
                     not_yet("a computed column over an IDENTITY column")
@@ -260,7 +242,9 @@ fn expr_type(table: &str, columns: &[ColumnEntry], e: &Expr) -> Option<SqlType> 
     let of = |x: &Expr| expr_type(table, columns, x);
     match e {
         Expr::Literal(l) => Some(literal_type(l)),
-        Expr::Column(n) => column_type(referenced(table, columns, n).ok()?).ok(),
+        Expr::Column(n) => {
+            column_type(super::check_constraints::column_of(table, columns, n).ok()?).ok()
+        }
         Expr::Cast { data_type, .. } | Expr::Convert { data_type, .. } => {
             Some(data_type.cast_target())
         }
@@ -496,33 +480,16 @@ fn evaluate(e: &Expr, header: &[(String, SqlType)], row: &[Value]) -> Result<Val
             expr,
             data_type,
             try_cast,
-        } => {
-            let r = crate::convert::convert(&eval(expr)?, data_type.cast_target(), None);
-            if *try_cast {
-                Ok(r.unwrap_or(Value::Null))
-            } else {
-                r
-            }
-        }
+        } => super::eval::cast_value(&eval(expr)?, data_type.cast_target(), None, *try_cast),
         Expr::Convert {
             data_type,
             expr,
             style,
             try_convert,
         } => {
-            let style = match style {
-                Some(s) => match eval(s)? {
-                    Value::Null => None,
-                    other => Some(super::eval::as_i64(&other)? as i32),
-                },
-                None => None,
-            };
-            let r = crate::convert::convert(&eval(expr)?, data_type.cast_target(), style);
-            if *try_convert {
-                Ok(r.unwrap_or(Value::Null))
-            } else {
-                r
-            }
+            let v = eval(expr)?;
+            let style = style.as_deref().map(eval).transpose()?;
+            super::eval::cast_value(&v, data_type.cast_target(), style, *try_convert)
         }
         Expr::Unary {
             op: UnaryOp::Negate,

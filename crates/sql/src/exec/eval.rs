@@ -272,12 +272,7 @@ impl Session {
                 try_cast,
             } => {
                 let v = self.eval(expr, row)?;
-                let r = convert(&v, data_type.cast_target(), None);
-                if *try_cast {
-                    Ok(r.unwrap_or(Value::Null))
-                } else {
-                    r
-                }
+                cast_value(&v, data_type.cast_target(), None, *try_cast)
             }
             Expr::Convert {
                 data_type,
@@ -287,18 +282,10 @@ impl Session {
             } => {
                 let v = self.eval(expr, row)?;
                 let style = match style {
-                    Some(s) => match self.eval(s, row)? {
-                        Value::Null => None,
-                        other => Some(as_i64(&other)? as i32),
-                    },
+                    Some(s) => Some(self.eval(s, row)?),
                     None => None,
                 };
-                let r = convert(&v, data_type.cast_target(), style);
-                if *try_convert {
-                    Ok(r.unwrap_or(Value::Null))
-                } else {
-                    r
-                }
+                cast_value(&v, data_type.cast_target(), style, *try_convert)
             }
             Expr::Case {
                 operand,
@@ -871,4 +858,24 @@ pub(super) fn compound(op: AssignOp) -> Option<ops::BinaryOp> {
         AssignOp::BitOr => ops::BinaryOp::BitOr,
         AssignOp::BitXor => ops::BinaryOp::BitXor,
     })
+}
+
+/// CAST / CONVERT of `v` to `target` with CONVERT's `style` (NULL: none); the TRY_ forms
+/// give NULL where the conversion fails (a style that is no number still fails). Shared
+/// by `Session::eval` and computed columns' session-free evaluator.
+pub(super) fn cast_value(
+    v: &Value,
+    target: SqlType,
+    style: Option<Value>,
+    try_: bool,
+) -> Result<Value, SqlError> {
+    let style = match style {
+        None | Some(Value::Null) => None,
+        Some(s) => Some(as_i64(&s)? as i32),
+    };
+    let r = convert(v, target, style);
+    match try_ {
+        true => Ok(r.unwrap_or(Value::Null)),
+        false => r,
+    }
 }
