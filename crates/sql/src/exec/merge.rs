@@ -27,7 +27,9 @@
 //!    the n-th qualifying row; TOP (p) PERCENT spools the qualifying rows (pass, clause,
 //!    joined row), counts them, and acts on the first ceil(p% of them). The count is
 //!    evaluated once, before the join: 127 if negative, 1031 if a percentage is outside
-//!    0 to 100. `OPTION (...)` takes exactly SELECT's hints (`select::refuse_unbuilt`):
+//!    0 to 100. SET ROWCOUNT n, on a MERGE without TOP, is TOP (n) (as on UPDATE and
+//!    DELETE, `Session::rowcount_stop`; a TOP of the statement's own wins over it).
+//!    `OPTION (...)` takes exactly SELECT's hints (`select::refuse_unbuilt`):
 //!    MAXDOP and RECOMPILE change nothing here, MAXRECURSION bounds the MERGE's CTEs.
 //! 4. The sort is read back: a target row twice is Msg 8672, before anything is written;
 //!    each other row's U lock goes to X (`RowLocking::changes`). Then, in one statement
@@ -45,9 +47,9 @@
 //! 2. A MERGE is one statement: an error anywhere (8672, 2627, 515, a lock's) leaves
 //!    every table as it was before it, inside a transaction too.
 //! 3. @@ROWCOUNT and the DONE's count are the rows inserted, updated and deleted; under
-//!    TOP at most n (or ceil(p% of the qualifying rows)).
+//!    TOP (or SET ROWCOUNT n) at most n (or ceil(p% of the qualifying rows)).
 //!
-//! Refused with 40517: a query hint SELECT refuses, SET ROWCOUNT, a join as the source,
+//! Refused with 40517: a query hint SELECT refuses, a join as the source,
 //! a target that is not a user table, and OUTPUT of the source's or target's own columns.
 
 use super::dml::{record, terminated, UpdateChanges};
@@ -203,11 +205,12 @@ impl Session {
             ..query_of(Select::of_items(Vec::new()))
         };
         super::select::refuse_unbuilt(&scope)?;
-        if self.rowcount_cap().is_some() {
-            return Err(vec![not_yet("MERGE under SET ROWCOUNT")]);
-        }
-        let limit = self.merge_limit(m.top.as_ref())?;
-        self.with_ctes(&scope, |s| s.merge_in_scope(m, limit, out))
+        let limit = match self.rowcount_stop(&m.top) {
+            Some(n) => Limit::Rows(n),
+            None => self.merge_limit(m.top.as_ref())?,
+        };
+        // The cap is the Limit's alone: the source and the join are read whole.
+        self.without_rowcount(|s| s.with_ctes(&scope, |s| s.merge_in_scope(m, limit, out)))
     }
 
     /// MERGE's TOP, evaluated once before the join is read: 127 for a negative count,
