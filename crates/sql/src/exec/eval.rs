@@ -510,6 +510,9 @@ impl Session {
         if let Some(v) = self.security_function(&name.to_ascii_uppercase(), args) {
             return Ok(Some(v));
         }
+        if let Some(v) = self.schema_function(&name.to_ascii_uppercase(), args)? {
+            return Ok(Some(v));
+        }
         let inst = self.engine.instance.clone();
         let text_arg = |i: usize| args.get(i).filter(|v| !v.is_null()).map(to_text);
         Ok(Some(match name.to_ascii_uppercase().as_str() {

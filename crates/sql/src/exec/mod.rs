@@ -57,6 +57,7 @@ pub mod output;
 mod physical_stats;
 mod principal_views;
 mod referential_actions;
+mod schemas;
 mod security;
 mod security_ddl;
 mod seek;

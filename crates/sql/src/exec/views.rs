@@ -168,6 +168,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 _ => super::check_constraints::objects_view(&db),
             }
         }
+        "sys.schemas" => super::schemas::schemas_view(),
         "sys.filegroups" => {
             let db = inst.database(current_db)?;
             let db = db.read().unwrap();
