@@ -6,9 +6,6 @@
 
 use std::cmp::Ordering;
 
-use extentdb_format::boot::DATABASE_VERSION;
-use extentdb_storage::instance::VERSION;
-
 use super::Session;
 use crate::ast::{AssignOp, BinaryOp, Declaration, Expr, Literal, UnaryOp};
 use crate::convert::{convert, type_of};
@@ -476,9 +473,12 @@ impl Session {
     }
 
     fn global(&self, name: &str) -> Value {
-        match name.to_ascii_uppercase().as_str() {
+        let upper = name.to_ascii_uppercase();
+        if let Some(v) = self.server_global(&upper) {
+            return v;
+        }
+        match upper.as_str() {
             "@@ROWCOUNT" => Value::Int(self.rowcount as i32),
-            "@@VERSION" => Value::Text(format!("{VERSION} (storage-compatible with Microsoft SQL Server 2022, database version {DATABASE_VERSION}) on Linux")),
             "@@SPID" => Value::SmallInt(self.spid as i16),
             "@@SERVERNAME" => Value::Text(hostname()),
             "@@TRANCOUNT" => Value::Int(self.trancount as i32),
@@ -584,13 +584,7 @@ impl Session {
                 (Some(db), Some(prop)) => database_property(&inst, &db, &prop),
                 _ => Value::Null,
             },
-            "SERVERPROPERTY" => match text_arg(0).map(|p| p.to_ascii_lowercase()).as_deref() {
-                Some("productversion") => Value::Text("16.0.1000.6".into()),
-                Some("edition") => Value::Text("extentdb".into()),
-                Some("servername") | Some("machinename") => Value::Text(hostname()),
-                Some("isclustered") => Value::Int(0),
-                _ => Value::Null,
-            },
+            "SERVERPROPERTY" => text_arg(0).map_or(Value::Null, |p| self.server_property(&p)),
             _ => return Ok(None),
         }))
     }

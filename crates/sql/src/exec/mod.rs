@@ -63,6 +63,7 @@ mod security_ddl;
 mod seek;
 mod select;
 mod select_into;
+mod server_properties;
 mod set_ops;
 mod set_options;
 mod showplan;
