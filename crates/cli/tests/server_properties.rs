@@ -31,9 +31,14 @@ fn version_and_server_properties() {
                     @@LANGUAGE, @@SERVICENAME, @@DATEFIRST, @@MAX_PRECISION"
         ),
         [
-            "16.0.1000.6,16,1000,RTM,Developer Edition (64-bit),3,SQL_Latin1_General_CP1_CI_AS,\
+            "16.0.1000.6,16,1000,RTM,Standard Edition (64-bit),2,SQL_Latin1_General_CP1_CI_AS,\
           NULL,0,NULL,NULL,16,1000,us_english,MSSQLSERVER,7,38"
         ]
+    );
+    // Ola Hallengren's DatabaseBackup compresses on Standard's EditionID.
+    assert_eq!(
+        table(&mut c, "SELECT SERVERPROPERTY('EditionID')"),
+        ["-1534726760"]
     );
     let pid = int(&common::tds::all_rows(&run(&mut c, "SELECT SERVERPROPERTY('ProcessID')"))[0][0]);
     assert_eq!(pid as u32, s.child.id(), "the serving process");

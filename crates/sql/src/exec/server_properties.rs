@@ -6,9 +6,11 @@
 //! RTM (16.0.1000.6) where tools parse the version: @@VERSION begins as SQL Server's does
 //! (`Microsoft SQL Server 2022 (RTM) - 16.0.1000.6 (X64)`, the form SQLAlchemy's mssql
 //! dialect reads its version from, `Microsoft .*? - (\d+)\.(\d+)\.(\d+)\.(\d+)`) and its
-//! next line names extentdb and its own version. The edition is Developer (EngineEdition
-//! 3): every feature a tool may probe for by edition is either built or refused by name
-//! (40517), never missing because of the edition.
+//! next line names extentdb and its own version. The edition is Standard (EngineEdition
+//! 2): tools choose features by edition (Ola Hallengren's IndexOptimize rebuilds ONLINE
+//! only on EngineEdition 3, 5 or 8, and its DatabaseBackup compresses on Standard's
+//! EditionID), and extentdb has Standard's feature set, not Enterprise's (no online index
+//! operations, no partitioning); what it lacks of either is refused by name (40517).
 //!
 //! Invariants:
 //! 1. Every value describes this engine as it behaves: @@OPTIONS has a bit set exactly
@@ -28,11 +30,11 @@ use crate::types::Value;
 /// SQL Server 2022 RTM's version, major.minor.build.revision.
 const PRODUCT_VERSION: (u8, u8, u16, u16) = (16, 0, 1000, 6);
 
-/// SERVERPROPERTY('EngineEdition') of Enterprise and Developer.
-const ENGINE_EDITION_ENTERPRISE: i32 = 3;
+/// SERVERPROPERTY('EngineEdition') of Standard.
+const ENGINE_EDITION_STANDARD: i32 = 2;
 
-/// SERVERPROPERTY('EditionID') of Developer Edition.
-const EDITION_ID_DEVELOPER: i64 = -2_117_995_310;
+/// SERVERPROPERTY('EditionID') of Standard Edition.
+const EDITION_ID_STANDARD: i64 = -1_534_726_760;
 
 /// @@OPTIONS bits (SQL Server's "user options" configuration).
 mod bit {
@@ -58,7 +60,7 @@ fn product_version() -> String {
 pub(super) fn version_text() -> String {
     format!(
         "Microsoft SQL Server 2022 (RTM) - {} (X64) \n\t{VERSION}: storage-compatible with \
-         Microsoft SQL Server 2022, database version {DATABASE_VERSION}\n\tDeveloper Edition \
+         Microsoft SQL Server 2022, database version {DATABASE_VERSION}\n\tStandard Edition \
          (64-bit) on Linux",
         product_version()
     )
@@ -126,9 +128,9 @@ impl Session {
             "productbuildtype" | "productupdatelevel" | "productupdatereference" => Value::Null,
             "productlevel" => text("RTM"),
             "resourceversion" => Value::Text(format!("{major}.{minor:02}.{build}")),
-            "edition" => text("Developer Edition (64-bit)"),
-            "editionid" => Value::BigInt(EDITION_ID_DEVELOPER),
-            "engineedition" => Value::Int(ENGINE_EDITION_ENTERPRISE),
+            "edition" => text("Standard Edition (64-bit)"),
+            "editionid" => Value::BigInt(EDITION_ID_STANDARD),
+            "engineedition" => Value::Int(ENGINE_EDITION_STANDARD),
             "servername" | "machinename" | "computernamephysicalnetbios" => Value::Text(hostname()),
             "instancename" => Value::Null,
             "collation" => text(SERVER_COLLATION),
