@@ -1,6 +1,7 @@
 //! Real SQL Server clients against a real `extentdb serve` process: python-tds and pymssql
 //! (one DB-API suite, `tests/clients/python_dbapi.py`), tedious (`tests/clients/tedious`,
-//! the RPC path), mssql-jdbc (`tests/clients/jdbc`) and FreeTDS `tsql`. Each test starts its
+//! the RPC path), mssql-jdbc and jTDS (`tests/clients/jdbc`) and FreeTDS `tsql` (at TDS
+//! 7.1 to 7.4). Each test starts its
 //! own server on port 0 in a directory under the cargo target's tmp, runs its client's
 //! suite, and fails if the suite does (the suites assert values, row counts, metadata, and
 //! SQL Server's message numbers and severities). The clients connect without encryption,
@@ -354,8 +355,39 @@ fn jdbc() {
     check_suite("jdbc", &run_client(cmd, None));
 }
 
+/// jTDS 1.3.1 (TDS 7.1; the same Maven build, `extentdb.JtdsClientTest`): a login with no
+/// PRELOGIN (ssl=off) and one with TLS for the login (ssl=request), rows with NULLs and
+/// (MAX) values as TEXT / NTEXT / IMAGE, dates as text, update counts, sp_prepare /
+/// sp_execute, error numbers, a rolled-back transaction.
+#[test]
+fn jtds() {
+    let jar = clients_dir().join("jdbc/target/extentdb-jdbc-tests.jar");
+    let missing = runs("java", &["-version"]).or_else(|| {
+        (!jar.exists()).then(|| {
+            format!(
+                "{} is missing (mvn -q -B package in tests/clients/jdbc, as scripts/test.sh does)",
+                jar.display()
+            )
+        })
+    });
+    if !available("jtds", missing) {
+        return;
+    }
+    let server = Server::start("jtds");
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(&jar)
+        .arg("extentdb.JtdsClientTest")
+        .arg(server.port.to_string())
+        .arg("127.0.0.1");
+    check_suite("jtds", &run_client(cmd, None));
+}
+
 /// FreeTDS `tsql` reading a script on standard input: result rows on stdout (tab
 /// separated), server messages on stderr as `Msg N (severity S, state T) from HOST Line L:`.
+/// The same script at TDS 7.1, 7.2, 7.3 and 7.4: before 7.3 a DATE arrives as its text
+/// (FreeTDS prints 7.3's DATE in its own format), and (MAX) values and NULLs in each
+/// version's layout.
 #[test]
 fn freetds_tsql() {
     if !available(
@@ -366,7 +398,7 @@ fn freetds_tsql() {
     }
     let server = Server::start("tsql");
     let port = server.port.to_string();
-    let tsql = |database: Option<&str>, script: &str| {
+    let tsql = |database: Option<&str>, version: &str, script: &str| {
         let mut cmd = Command::new("tsql");
         cmd.args([
             "-H",
@@ -383,10 +415,10 @@ fn freetds_tsql() {
         if let Some(db) = database {
             cmd.args(["-D", db]);
         }
-        cmd.env("TDSVER", "7.4");
+        cmd.env("TDSVER", version);
         let f = run_client(cmd, Some(script));
         eprintln!(
-            "tsql: {:.1} s\n--- stdout\n{}--- stderr\n{}",
+            "tsql (TDS {version}): {:.1} s\n--- stdout\n{}--- stderr\n{}",
             f.elapsed.as_secs_f64(),
             f.stdout,
             f.stderr
@@ -396,6 +428,7 @@ fn freetds_tsql() {
     };
     let setup = tsql(
         None,
+        "7.4",
         "CREATE DATABASE TsqlClient\ngo\nUSE TsqlClient\ngo\n\
          CREATE TABLE t (id INT PRIMARY KEY, name NVARCHAR(20), d DECIMAL(9,2), ok BIT)\ngo\n\
          INSERT INTO t VALUES (1, N'Grüße', 12.5, 1), (2, NULL, NULL, 0)\ngo\nexit\n",
@@ -403,10 +436,24 @@ fn freetds_tsql() {
     assert_eq!(setup.stdout.trim(), "", "setup printed rows");
     assert_eq!(setup.stderr.trim(), "", "setup printed messages");
 
+    for version in ["7.1", "7.2", "7.3", "7.4"] {
+        tsql_script_at(&tsql, version);
+    }
+}
+
+/// `freetds_tsql`'s script at one TDS version.
+fn tsql_script_at(tsql: &dyn Fn(Option<&str>, &str, &str) -> Finished, version: &str) {
+    let date = match version {
+        "7.1" | "7.2" => "2024-01-02",
+        _ => "Jan  2 2024 12:00AM",
+    };
     let f = tsql(
         Some("TsqlClient"),
+        version,
         "SELECT DB_NAME() AS db\ngo\n\
          SELECT id, name, d, ok FROM t ORDER BY id\ngo\n\
+         SELECT CAST('2024-01-02' AS DATE) AS dt, REPLICATE(CAST('ab' AS VARCHAR(MAX)), 3) AS m,\
+                CAST(NULL AS NVARCHAR(MAX)) AS mn, CAST(NULL AS INT) AS i\ngo\n\
          SELECT * FROM nope\ngo\n\
          PRINT 'hello from PRINT'\ngo\n\
          SELECT 1/0\ngo\n\
@@ -415,6 +462,7 @@ fn freetds_tsql() {
          SELECT COUNT(*) AS n FROM t\ngo\nexit\n",
     );
     let lines: Vec<&str> = f.stdout.lines().collect();
+    let row = format!("{date}\tababab\tNULL\tNULL");
     assert_eq!(
         lines,
         [
@@ -423,10 +471,12 @@ fn freetds_tsql() {
             "id\tname\td\tok",
             "1\tGrüße\t12.50\t1",
             "2\tNULL\tNULL\t0",
+            "dt\tm\tmn\ti",
+            row.as_str(),
             "n",
             "2",
         ],
-        "tsql's result rows"
+        "tsql's result rows at TDS {version}"
     );
     let stderr = f.stderr.replace("\r\n", "\n");
     for expected in [

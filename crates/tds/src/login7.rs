@@ -48,7 +48,9 @@ pub fn obfuscate(password: &str) -> Vec<u8> {
 pub fn decode(payload: &[u8]) -> Result<Login7, TdsError> {
     let mut c = Cursor::new(payload);
     let length = c.u32()? as usize;
-    if length > payload.len() || payload.len() < 94 {
+    // 94 bytes from TDS 7.2; 7.1's fixed part ends 8 bytes sooner (no ibChangePassword,
+    // cbSSPILong), and nothing past the database's field is read here.
+    if length > payload.len() || payload.len() < 86 {
         return Err(TdsError::Protocol("LOGIN7 shorter than its fixed part"));
     }
     let mut l = Login7 {

@@ -1,6 +1,6 @@
-//! Client requests (MS-TDS 2.2.6): SQLBatch, RPC and transaction-manager requests. Each
-//! starts with ALL_HEADERS (a total length, then headers such as the transaction
-//! descriptor), which extentdb reads past.
+//! Client requests (MS-TDS 2.2.6): SQLBatch, RPC and transaction-manager requests. From
+//! TDS 7.2 each starts with ALL_HEADERS (a total length, then headers such as the
+//! transaction descriptor), which extentdb reads past; a 7.1 client sends none.
 
 use extentdb_sql::types::{SqlType, Value};
 
@@ -113,7 +113,10 @@ pub struct RpcCall {
 /// An RPC request: one or more calls separated by the batch flag.
 pub fn rpc(payload: &[u8]) -> Result<Vec<RpcCall>, TdsError> {
     let mut c = Cursor::new(payload);
-    all_headers(&mut c)?;
+    // A TDS 7.1 client (jTDS) sends none.
+    if has_all_headers(payload) {
+        all_headers(&mut c)?;
+    }
     let mut calls = Vec::new();
     while !c.at_end() {
         let n = c.u16()?;
@@ -163,7 +166,9 @@ pub enum TmRequest {
 
 pub fn transaction_manager(payload: &[u8]) -> Result<TmRequest, TdsError> {
     let mut c = Cursor::new(payload);
-    all_headers(&mut c)?;
+    if has_all_headers(payload) {
+        all_headers(&mut c)?;
+    }
     let kind = c.u16()?;
     Ok(match kind {
         5 => TmRequest::Begin,
@@ -261,6 +266,11 @@ mod tests {
         assert_eq!(calls[0].params[0].value, Value::Text("SELECT @a".into()));
         assert_eq!(calls[0].params[1].name, "@a");
         assert_eq!(calls[0].params[1].value, Value::Int(5));
+        // TDS 7.1 (jTDS): the same call with no ALL_HEADERS.
+        let bare = rpc(&b[headers().len()..]).unwrap();
+        assert_eq!(bare[0].proc, "sp_executesql");
+        assert_eq!(bare[0].params.len(), 2);
+        assert_eq!(bare[0].params[1].value, Value::Int(5));
         for cut in 0..b.len() - 1 {
             let _ = rpc(&b[..cut]); // never panics
         }

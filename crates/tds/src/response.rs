@@ -16,7 +16,7 @@ use extentdb_sql::messages::msg;
 use extentdb_sql::types::{SqlType, Value};
 
 use crate::packet::{MessageWriter, PacketType};
-use crate::token::{self, Tokens, DONE_LEN};
+use crate::token::{self, TdsVersion, Tokens};
 
 /// Buffered tokens beyond this go out as full packets (invariant 1).
 pub const FLUSH_BYTES: usize = 32 << 10;
@@ -166,9 +166,9 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn new(packet_size: usize, spid: u16) -> Reply {
+    pub fn new(packet_size: usize, spid: u16, version: TdsVersion) -> Reply {
         Reply {
-            t: Tokens::new(),
+            t: Tokens::for_version(version),
             mw: MessageWriter::new(PacketType::TabularResult, packet_size, spid),
         }
     }
@@ -185,8 +185,9 @@ impl Reply {
             return Ok(());
         }
         let n = self.t.buf.len();
-        let keep = if self.t.last_done_at == Some(n - DONE_LEN) {
-            DONE_LEN
+        let done_len = self.t.done_len();
+        let keep = if self.t.last_done_at == Some(n - done_len) {
+            done_len
         } else {
             0
         };
@@ -198,14 +199,14 @@ impl Reply {
     /// Sends the rest of the reply with EOM; the next reply starts empty.
     pub fn finish(&mut self, w: &mut impl Write) -> std::io::Result<()> {
         self.mw.finish(w, &self.t.buf)?;
-        self.t = Tokens::new();
+        self.t = Tokens::for_version(self.t.version);
         Ok(())
     }
 
     /// Drops what is buffered (a cancelled request whose answer has not started).
     pub fn discard(&mut self) {
         assert!(!self.started(), "a started reply cannot be taken back");
-        self.t = Tokens::new();
+        self.t = Tokens::for_version(self.t.version);
     }
 }
 

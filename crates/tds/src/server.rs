@@ -46,7 +46,7 @@ use crate::packet::{
 use crate::prelogin;
 use crate::request::{self, RpcCall, RpcParam, TmRequest};
 use crate::response::{Encoder, Reply, Streaming};
-use crate::token::{self, Tokens};
+use crate::token::{self, TdsVersion, Tokens};
 use crate::TdsError;
 
 /// How the server listens and what it allows.
@@ -331,6 +331,8 @@ struct Connection {
     /// What was received from `stream` and not yet read (inbox.rs).
     inbox: crate::inbox::Inbox,
     packet_size: usize,
+    /// The TDS version the login negotiated: the tokens' layout (token.rs `TdsVersion`).
+    version: TdsVersion,
     session: Session,
     /// The database the login chose (sp_reset_connection returns to it).
     login_database: u16,
@@ -343,6 +345,46 @@ struct Connection {
     proc_error: bool,
     /// sp_executesql parameter definition lists already parsed (definitions.rs).
     definitions: DefinitionCache,
+}
+
+/// PRELOGIN's answer, the TLS handshake it agreed on, and the LOGIN7 after it: over TLS
+/// (all traffic, or the login only) or in the clear.
+fn prelogin_then_login(
+    mut tcp: TcpStream,
+    payload: &[u8],
+    tls: Option<Arc<rustls::ServerConfig>>,
+    options: &ServerOptions,
+) -> Result<(Transport, Option<crate::packet::Message>), TdsError> {
+    let pre = prelogin::decode(payload)?;
+    let encryption = prelogin::negotiate(
+        pre.encryption.unwrap_or(prelogin::ENCRYPT_NOT_SUP),
+        tls.is_some(),
+        options.require_encryption,
+    )?;
+    write_message(
+        &mut tcp,
+        PacketType::TabularResult,
+        &prelogin::server_response(encryption),
+        INITIAL_PACKET_SIZE,
+        0,
+    )?;
+    Ok(match (encryption, tls) {
+        (prelogin::ENCRYPT_OFF, Some(config)) => {
+            let mut conn = crate::tls::handshake(&mut tcp, config)?;
+            let m = crate::tls::read_login_over_tls(&mut tcp, &mut conn)?;
+            (Transport::Tcp(tcp), m)
+        }
+        (prelogin::ENCRYPT_ON | prelogin::ENCRYPT_REQ, Some(config)) => {
+            let conn = crate::tls::handshake(&mut tcp, config)?;
+            let mut plain = crate::tls::pump(tcp, conn)?;
+            let m = read_message(&mut plain, INITIAL_PACKET_SIZE, 128 << 10)?;
+            (Transport::Unix(plain), m)
+        }
+        _ => {
+            let m = read_message(&mut tcp, INITIAL_PACKET_SIZE, 128 << 10)?;
+            (Transport::Tcp(tcp), m)
+        }
+    })
 }
 
 /// A request read, and the large-request slot it holds (admission.rs).
@@ -361,43 +403,15 @@ impl Connection {
     ) -> Result<(), TdsError> {
         let peer_ip = tcp.peer_addr().map(|a| a.ip()).ok();
         let peer = peer_ip.map(|a| a.to_string()).unwrap_or_default();
-        // PRELOGIN.
-        let Some(m) = read_message(&mut tcp, INITIAL_PACKET_SIZE, 64 << 10)? else {
+        let Some(m) = read_message(&mut tcp, INITIAL_PACKET_SIZE, 128 << 10)? else {
             return Ok(());
         };
-        if m.kind != PacketType::PreLogin {
-            return Err(TdsError::Protocol("the first message is not PRELOGIN"));
-        }
-        let pre = prelogin::decode(&m.payload)?;
-        let encryption = prelogin::negotiate(
-            pre.encryption.unwrap_or(prelogin::ENCRYPT_NOT_SUP),
-            tls.is_some(),
-            options.require_encryption,
-        )?;
-        write_message(
-            &mut tcp,
-            PacketType::TabularResult,
-            &prelogin::server_response(encryption),
-            INITIAL_PACKET_SIZE,
-            0,
-        )?;
-        // TLS, then LOGIN7: over TLS (all or login only) or in the clear.
-        let (transport, m) = match (encryption, tls) {
-            (prelogin::ENCRYPT_OFF, Some(config)) => {
-                let mut conn = crate::tls::handshake(&mut tcp, config)?;
-                let m = crate::tls::read_login_over_tls(&mut tcp, &mut conn)?;
-                (Transport::Tcp(tcp), m)
-            }
-            (prelogin::ENCRYPT_ON | prelogin::ENCRYPT_REQ, Some(config)) => {
-                let conn = crate::tls::handshake(&mut tcp, config)?;
-                let mut plain = crate::tls::pump(tcp, conn)?;
-                let m = read_message(&mut plain, INITIAL_PACKET_SIZE, 128 << 10)?;
-                (Transport::Unix(plain), m)
-            }
-            _ => {
-                let m = read_message(&mut tcp, INITIAL_PACKET_SIZE, 128 << 10)?;
-                (Transport::Tcp(tcp), m)
-            }
+        let (transport, m) = match m.kind {
+            // A client that skips PRELOGIN (jTDS with ssl=off) logs in in the clear, as
+            // SQL Server lets it unless encryption is required.
+            PacketType::Login7 if !options.require_encryption => (Transport::Tcp(tcp), Some(m)),
+            PacketType::PreLogin => prelogin_then_login(tcp, &m.payload, tls, &options)?,
+            _ => return Err(TdsError::Protocol("the first message is not PRELOGIN")),
         };
         let Some(m) = m else {
             return Ok(());
@@ -407,6 +421,8 @@ impl Connection {
             return Err(TdsError::Protocol("expected LOGIN7"));
         }
         let login = login7::decode(&m.payload)?;
+        let version = TdsVersion::negotiate(login.tds_version)
+            .ok_or(TdsError::Protocol("TDS versions before 7.1 are not served"))?;
         let wait = peer_ip.map_or(Duration::ZERO, |a| standing.guard.backoff(a));
         if !wait.is_zero() {
             std::thread::sleep(wait);
@@ -427,7 +443,7 @@ impl Connection {
                         crate::login_guard::FAILURE_WINDOW.as_secs()
                     ),
                 );
-                let mut t = Tokens::new();
+                let mut t = Tokens::for_version(version);
                 t.message(&failure.client, &options.server_name);
                 t.done(token::DONE, token::DONE_ERROR, 0, 0);
                 write_message(
@@ -450,7 +466,7 @@ impl Connection {
             0 => INITIAL_PACKET_SIZE,
             n => n.clamp(512, MAX_PACKET_SIZE),
         };
-        let mut t = Tokens::new();
+        let mut t = Tokens::for_version(version);
         // The database the login asks for, else the login's default database.
         let database = if login.database.is_empty() {
             default_database
@@ -490,7 +506,7 @@ impl Connection {
         t.message(&msg(5703, &[&"us_english"]), &options.server_name);
         let ps = packet_size.to_string();
         t.env_text(token::ENV_PACKET_SIZE, &ps, &ps);
-        t.login_ack(login7::TDS_74, prelogin::SERVER_VERSION);
+        t.login_ack(version.0, prelogin::SERVER_VERSION);
         t.done(token::DONE, token::DONE_FINAL, 0, 0);
         write_message(
             &mut stream,
@@ -514,6 +530,7 @@ impl Connection {
             stream,
             inbox: Default::default(),
             packet_size,
+            version,
             session,
             login_database,
             prepared: HashMap::new(),
@@ -575,7 +592,7 @@ impl Connection {
                     continue;
                 }
             };
-            let mut reply = Reply::new(self.packet_size, self.session.spid);
+            let mut reply = Reply::new(self.packet_size, self.session.spid, self.version);
             if m.status & STATUS_RESET_CONNECTION != 0 {
                 self.session.reset_connection(self.login_database);
                 self.prepared.clear();
@@ -678,7 +695,7 @@ impl Connection {
                 e.number, e.severity, e.state, e.text
             ),
         );
-        let mut reply = Reply::new(self.packet_size, self.session.spid);
+        let mut reply = Reply::new(self.packet_size, self.session.spid, self.version);
         reply.t.message(&e, &self.options.server_name);
         let done = if kind == PacketType::Rpc {
             token::DONEPROC
@@ -953,12 +970,14 @@ fn finish(t: &mut Tokens, done_token: u8, error: bool, in_xact: bool) {
         extra |= token::DONE_INXACT;
     }
     let n = t.buf.len();
+    let len = t.done_len();
     // Only a DONE that is the very last token (not bytes of another token that look alike).
-    if n >= 13 && t.last_done_at == Some(n - 13) && t.buf[n - 13] == done_token {
-        let status = u16::from_le_bytes([t.buf[n - 12], t.buf[n - 11]]);
+    if n >= len && t.last_done_at == Some(n - len) && t.buf[n - len] == done_token {
+        let at = n - len + 1;
+        let status = u16::from_le_bytes([t.buf[at], t.buf[at + 1]]);
         if status & token::DONE_MORE != 0 {
             let s = (status & !token::DONE_MORE) | extra;
-            t.buf[n - 12..n - 10].copy_from_slice(&s.to_le_bytes());
+            t.buf[at..at + 2].copy_from_slice(&s.to_le_bytes());
             return;
         }
     }

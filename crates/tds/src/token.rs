@@ -4,6 +4,7 @@
 use extentdb_sql::messages::SqlError;
 use extentdb_sql::types::{SqlType, Value};
 
+use crate::types::{legacy_type, legacy_value, put_legacy_type_info, put_legacy_value};
 use crate::types::{put_type_info, put_value};
 use crate::wire::{put_b_varchar, put_us_varchar};
 
@@ -85,8 +86,52 @@ pub fn command_code(c: extentdb_sql::exec::StatementCommand) -> u16 {
     }
 }
 
-/// A DONE, DONEINPROC or DONEPROC token's length.
-pub const DONE_LEN: usize = 13;
+/// The TDS version a connection speaks: LOGIN7's, capped at 7.4 (MS-TDS 2.2.6.4's
+/// TDSVersion as the client sends it, little-endian). What changes below 7.4, as SQL
+/// Server answers an older client:
+/// - before 7.2 (jTDS, FreeTDS at 7.1): COLMETADATA's and RETURNVALUE's UserType is 2
+///   bytes, not 4; DONE's row count 4 bytes, not 8; INFO's and ERROR's line number 2
+///   bytes, not 4; `(MAX)` types go as TEXT, NTEXT and IMAGE (types.rs `put_legacy_*`),
+///   there being no PLP streams;
+/// - before 7.3: DATE and DATETIME2 go as NVARCHAR holding their text, and rows with a
+///   NULL as ROW (NBCROW is 7.3's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TdsVersion(pub u32);
+
+impl TdsVersion {
+    pub const V7_1: TdsVersion = TdsVersion(0x7100_0001);
+    pub const V7_2: TdsVersion = TdsVersion(0x7209_0002);
+    pub const V7_3: TdsVersion = TdsVersion(0x730A_0003);
+    pub const V7_4: TdsVersion = TdsVersion(crate::login7::TDS_74);
+
+    /// The version answered to a client asking for `client`: the highest of ours not above
+    /// it. None below 7.1 (7.0 has no collations in TYPE_INFO; not served).
+    pub fn negotiate(client: u32) -> Option<TdsVersion> {
+        if client < 0x7100_0000 {
+            return None;
+        }
+        [Self::V7_4, Self::V7_3, Self::V7_2]
+            .into_iter()
+            .find(|v| client >= v.0)
+            .or(Some(Self::V7_1))
+    }
+
+    /// 4-byte UserType and line numbers, 8-byte DONE counts, PLP streams.
+    pub fn is_7_2(self) -> bool {
+        self >= Self::V7_2
+    }
+
+    /// DATE / DATETIME2 on the wire, and NBCROW.
+    pub fn is_7_3(self) -> bool {
+        self >= Self::V7_3
+    }
+}
+
+impl Default for TdsVersion {
+    fn default() -> TdsVersion {
+        TdsVersion::V7_4
+    }
+}
 
 /// A response being built.
 #[derive(Default)]
@@ -94,6 +139,8 @@ pub struct Tokens {
     pub buf: Vec<u8>,
     /// Where the last DONE / DONEINPROC / DONEPROC token starts.
     pub last_done_at: Option<usize>,
+    /// The connection's TDS version: the tokens' layout follows it.
+    pub version: TdsVersion,
 }
 
 fn with_len16(buf: &mut Vec<u8>, token: u8, body: &[u8]) {
@@ -105,6 +152,31 @@ fn with_len16(buf: &mut Vec<u8>, token: u8, body: &[u8]) {
 impl Tokens {
     pub fn new() -> Tokens {
         Tokens::default()
+    }
+
+    /// An empty response in TDS `version`'s layout.
+    pub fn for_version(version: TdsVersion) -> Tokens {
+        Tokens {
+            version,
+            ..Tokens::default()
+        }
+    }
+
+    /// A DONE, DONEINPROC or DONEPROC token's length.
+    pub fn done_len(&self) -> usize {
+        if self.version.is_7_2() {
+            13
+        } else {
+            9
+        }
+    }
+
+    /// A UserType of 0 (4 bytes from 7.2, 2 before).
+    fn user_type(&self, b: &mut Vec<u8>) {
+        match self.version.is_7_2() {
+            true => b.extend_from_slice(&0u32.to_le_bytes()),
+            false => b.extend_from_slice(&0u16.to_le_bytes()),
+        }
     }
 
     /// ENVCHANGE with B_VARCHAR values (database, language, packet size).
@@ -135,7 +207,10 @@ impl Tokens {
         put_us_varchar(&mut b, &m.text);
         put_b_varchar(&mut b, server);
         put_b_varchar(&mut b, m.procedure.as_deref().unwrap_or(""));
-        b.extend_from_slice(&m.line.to_le_bytes());
+        match self.version.is_7_2() {
+            true => b.extend_from_slice(&m.line.to_le_bytes()),
+            false => b.extend_from_slice(&(m.line.min(u32::from(u16::MAX)) as u16).to_le_bytes()),
+        }
         with_len16(
             &mut self.buf,
             if m.severity <= 10 { INFO } else { ERROR },
@@ -157,7 +232,12 @@ impl Tokens {
         self.buf.push(token);
         self.buf.extend_from_slice(&status.to_le_bytes());
         self.buf.extend_from_slice(&cur_cmd.to_le_bytes());
-        self.buf.extend_from_slice(&count.to_le_bytes());
+        match self.version.is_7_2() {
+            true => self.buf.extend_from_slice(&count.to_le_bytes()),
+            false => self
+                .buf
+                .extend_from_slice(&(count.min(u32::MAX as u64) as u32).to_le_bytes()),
+        }
     }
 
     /// COLMETADATA: every column nullable, user type 0.
@@ -166,15 +246,45 @@ impl Tokens {
         self.buf
             .extend_from_slice(&(columns.len() as u16).to_le_bytes());
         for (name, t) in columns {
-            self.buf.extend_from_slice(&0u32.to_le_bytes());
-            self.buf.extend_from_slice(&0x0001u16.to_le_bytes()); // fNullable
-            put_type_info(&mut self.buf, *t);
-            put_b_varchar(&mut self.buf, name);
+            let mut b = std::mem::take(&mut self.buf);
+            self.user_type(&mut b);
+            b.extend_from_slice(&0x0001u16.to_le_bytes()); // fNullable
+            self.type_info(&mut b, *t);
+            put_b_varchar(&mut b, name);
+            self.buf = b;
+        }
+    }
+
+    /// TYPE_INFO of `t` as this version has it.
+    fn type_info(&self, b: &mut Vec<u8>, t: SqlType) {
+        let t = legacy_type(self.version, t);
+        match self.version.is_7_2() {
+            true => put_type_info(b, t),
+            false => put_legacy_type_info(b, t),
+        }
+    }
+
+    /// A value of type `t` as this version has it.
+    fn value(&self, b: &mut Vec<u8>, t: SqlType, v: &Value) {
+        let lt = legacy_type(self.version, t);
+        let text;
+        let v = if lt != t && !v.is_null() {
+            text = legacy_value(lt, v);
+            &text
+        } else {
+            v
+        };
+        match self.version.is_7_2() {
+            true => put_value(b, lt, v),
+            false => put_legacy_value(b, lt, v),
         }
     }
 
     /// A row: NBCROW (a null bitmap, then the other values) when it has a NULL, else ROW.
     pub fn row(&mut self, types: &[SqlType], values: &[Value]) {
+        if !self.version.is_7_3() {
+            return self.legacy_row(types, values);
+        }
         if values.iter().any(Value::is_null) {
             self.buf.push(NBCROW);
             // The bitmap is set in place in the buffer: no allocation per row.
@@ -198,6 +308,17 @@ impl Tokens {
         }
     }
 
+    /// A row for a client before 7.3: ROW, each NULL in its type's form (NBCROW is 7.3's),
+    /// each value in the version's layout.
+    fn legacy_row(&mut self, types: &[SqlType], values: &[Value]) {
+        let mut b = std::mem::take(&mut self.buf);
+        b.push(ROW);
+        for (t, v) in types.iter().zip(values) {
+            self.value(&mut b, *t, v);
+        }
+        self.buf = b;
+    }
+
     pub fn return_status(&mut self, status: i32) {
         self.buf.push(RETURNSTATUS);
         self.buf.extend_from_slice(&status.to_le_bytes());
@@ -209,10 +330,10 @@ impl Tokens {
         b.extend_from_slice(&ordinal.to_le_bytes());
         put_b_varchar(&mut b, name);
         b.push(0x01);
-        b.extend_from_slice(&0u32.to_le_bytes());
+        self.user_type(&mut b);
         b.extend_from_slice(&0x0001u16.to_le_bytes());
-        put_type_info(&mut b, t);
-        put_value(&mut b, t, v);
+        self.type_info(&mut b, t);
+        self.value(&mut b, t, v);
         self.buf.push(RETURNVALUE);
         self.buf.extend_from_slice(&b);
     }
@@ -221,6 +342,46 @@ impl Tokens {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A client's version is answered with the highest of ours not above it; before 7.1
+    /// none. 7.1's tokens: 2-byte UserType, 4-byte DONE count, ROW with typed NULLs, a
+    /// DATE as NVARCHAR text.
+    #[test]
+    fn versions_and_their_layouts() {
+        let v = TdsVersion::negotiate;
+        assert_eq!(v(0x7100_0001), Some(TdsVersion::V7_1));
+        assert_eq!(v(0x7209_0002), Some(TdsVersion::V7_2));
+        assert_eq!(v(0x730B_0003), Some(TdsVersion::V7_3));
+        assert_eq!(v(0x7400_0004), Some(TdsVersion::V7_4));
+        assert_eq!(v(0x7500_0000), Some(TdsVersion::V7_4));
+        assert_eq!(v(0x7000_0000), None);
+        let mut old = Tokens::for_version(TdsVersion::V7_1);
+        old.done(DONE, DONE_COUNT, CMD_SELECT, 3);
+        assert_eq!(old.buf.len(), old.done_len());
+        assert_eq!(old.done_len(), 9);
+        assert_eq!(&old.buf[5..], &3u32.to_le_bytes());
+        let mut new = Tokens::new();
+        new.done(DONE, DONE_COUNT, CMD_SELECT, 3);
+        assert_eq!(new.buf.len(), 13);
+        let cols = [("d".to_string(), SqlType::Date)];
+        let mut old = Tokens::for_version(TdsVersion::V7_1);
+        old.col_metadata(&cols);
+        // token, count, 2-byte UserType, flags, NVARCHAR(10) with its collation, name.
+        assert_eq!(old.buf[7], crate::types::NVARCHAR, "{:?}", old.buf);
+        assert_eq!(&old.buf[8..10], &20u16.to_le_bytes());
+        let at = old.buf.len();
+        old.row(
+            &[SqlType::Date, SqlType::Int],
+            &[Value::Date(738_886), Value::Null],
+        );
+        assert_eq!(old.buf[at], ROW, "no NBCROW before 7.3");
+        assert_eq!(
+            &old.buf[at + 1..at + 3],
+            &20u16.to_le_bytes(),
+            "ten characters"
+        );
+        assert_eq!(old.buf.last(), Some(&0), "an INTN NULL is a zero length");
+    }
 
     /// NBCROW's bitmap: bit i of byte i / 8 for a NULL in column i, then only the other
     /// values; a row after it in the same buffer starts where the first ended.

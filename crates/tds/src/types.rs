@@ -285,6 +285,62 @@ pub fn put_value(out: &mut Vec<u8>, t: SqlType, v: &Value) {
     }
 }
 
+/// The type a value of type `t` goes as to a client of TDS `version` (token.rs
+/// `TdsVersion`): before 7.3, DATE and DATETIME2 as NVARCHAR of their text's length.
+pub fn legacy_type(version: crate::token::TdsVersion, t: SqlType) -> SqlType {
+    if version.is_7_3() {
+        return t;
+    }
+    match t {
+        SqlType::Date => SqlType::NVarChar(10),
+        SqlType::DateTime2(0) => SqlType::NVarChar(19),
+        SqlType::DateTime2(s) => SqlType::NVarChar(20 + u32::from(s)),
+        t => t,
+    }
+}
+
+/// `v` as the value of its `legacy_type` (a date's text, as CAST gives it).
+pub fn legacy_value(lt: SqlType, v: &Value) -> Value {
+    extentdb_sql::convert::convert(v, lt, None).unwrap_or(Value::Null)
+}
+
+/// TYPE_INFO for a client before TDS 7.2: `(MAX)` types as TEXT, NTEXT and IMAGE (no PLP
+/// streams), with 7.1's one-part table name (empty); the others as from 7.2.
+pub fn put_legacy_type_info(out: &mut Vec<u8>, t: SqlType) {
+    let w = wire_type(t);
+    let (code, max) = match w {
+        SqlType::VarChar(MAX_LENGTH) => (TEXT, 0x7FFF_FFFFu32),
+        SqlType::NVarChar(MAX_LENGTH) => (NTEXT, 0x7FFF_FFFE),
+        SqlType::VarBinary(MAX_LENGTH) => (IMAGE, 0x7FFF_FFFF),
+        _ => return put_type_info(out, t),
+    };
+    out.push(code);
+    out.extend_from_slice(&max.to_le_bytes());
+    if code != IMAGE {
+        out.extend_from_slice(&COLLATION);
+    }
+    out.extend_from_slice(&0u16.to_le_bytes());
+}
+
+/// A value for a client before TDS 7.2: a TEXT, NTEXT or IMAGE value is a text pointer
+/// (16 bytes, none here: clients only read past it) and timestamp, then the data with a
+/// 4-byte length; NULL is an empty text pointer. Other types as from 7.2.
+pub fn put_legacy_value(out: &mut Vec<u8>, t: SqlType, v: &Value) {
+    let w = wire_type(t);
+    if !is_plp(w) {
+        return put_value(out, t, v);
+    }
+    if v.is_null() {
+        out.push(0);
+        return;
+    }
+    out.push(16);
+    out.extend_from_slice(&[0; 16 + 8]);
+    let b = var_bytes(w, v);
+    out.extend_from_slice(&(b.len() as u32).to_le_bytes());
+    out.extend_from_slice(&b);
+}
+
 /// A TYPE_INFO as read: the wire type code, its length field (bytes; 0xFFFF for PLP
 /// streams, 0 where the type has none), precision and scale, and extentdb's type for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -235,7 +235,19 @@ impl TableRef {
             }
         }
         let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_deref()).collect();
-        record::encode(&self.layouts, &refs).map_err(|e| vec![corrupt(&e.to_string())])
+        record::encode(&self.layouts, &refs).map_err(|e| vec![encode_error(e)])
+    }
+}
+
+/// Why a row could not be encoded: too long for a page (a statement's error: SQL Server
+/// would move its longest variable values off the row, and row-overflow and LOB storage
+/// are not built), else a record the formats disagree on (`corrupt`).
+fn encode_error(e: extentdb_format::FormatError) -> SqlError {
+    match e {
+        extentdb_format::FormatError::TooLarge { detail, .. } => super::lower::not_yet(&format!(
+            "rows longer than 8,060 bytes in a page (row-overflow and LOB storage; this row's {detail})"
+        )),
+        e => corrupt(&e.to_string()),
     }
 }
 

@@ -1,0 +1,184 @@
+package extentdb;
+
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * jTDS 1.3.1 (the TDS driver of DBeaver's and SQuirreL's older SQL Server profiles, which
+ * speaks TDS 7.1) against extentdb's TDS server.
+ *
+ * <pre>java -cp extentdb-jdbc-tests.jar extentdb.JtdsClientTest PORT [HOST]</pre>
+ *
+ * The sa password comes from $MSSQL_SA_PASSWORD. Logs in with ssl=off (LOGIN7 with no
+ * PRELOGIN before it) and with ssl=request (PRELOGIN, TLS for the login only), then reads
+ * results in TDS 7.1's layout: 2-byte UserTypes and line numbers, 4-byte DONE counts, ROW
+ * with typed NULLs, (MAX) values as TEXT / NTEXT / IMAGE, DATE and DATETIME2 as text.
+ * Prints one line per test, then "N passed, N failed"; exits 1 if any failed.
+ */
+public final class JtdsClientTest {
+    private static String host = "127.0.0.1";
+    private static int port;
+    private static String password;
+    private static final String DB = "JtdsClient";
+
+    interface Body {
+        void run() throws Exception;
+    }
+
+    private static final List<String> names = new ArrayList<>();
+    private static final List<Body> bodies = new ArrayList<>();
+
+    private static void test(String name, Body body) {
+        names.add(name);
+        bodies.add(body);
+    }
+
+    static final class Failure extends RuntimeException {
+        Failure(String m) {
+            super(m);
+        }
+    }
+
+    static void eq(Object actual, Object expected, String what) {
+        if (!Objects.equals(actual, expected)) {
+            throw new Failure(what + ": expected " + expected + ", got " + actual
+                    + (actual == null ? "" : " (" + actual.getClass().getSimpleName() + ")"));
+        }
+    }
+
+    static Connection connect(String database, String ssl) throws SQLException {
+        String url = "jdbc:jtds:sqlserver://" + host + ":" + port + "/" + database
+                + ";ssl=" + ssl + ";loginTimeout=10;socketTimeout=60";
+        return DriverManager.getConnection(url, "sa", password);
+    }
+
+    static Object scalar(Connection c, String sql) throws SQLException {
+        try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
+            if (!rs.next()) {
+                throw new Failure(sql + ": no row");
+            }
+            return rs.getObject(1);
+        }
+    }
+
+    static void defineTests() {
+        test("ssl=off: LOGIN7 without PRELOGIN; TDS 7.1 results", () -> {
+            try (Connection c = connect(DB, "off")) {
+                eq(c.getMetaData().getDatabaseProductName(), "Microsoft SQL Server", "product");
+                eq(scalar(c, "SELECT DB_NAME()"), DB, "DB_NAME()");
+                eq(scalar(c, "SELECT 40 + 2"), 42, "an int");
+            }
+        });
+        test("ssl=request: PRELOGIN, TLS for the login", () -> {
+            try (Connection c = connect(DB, "request")) {
+                eq(scalar(c, "SELECT SUSER_SNAME()"), "sa", "the login");
+            }
+        });
+        test("rows, NULLs of every kind, update counts", () -> {
+            try (Connection c = connect(DB, "off"); Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE t (id INT PRIMARY KEY, v NVARCHAR(20), b BIGINT,"
+                        + " m VARCHAR(MAX), n NVARCHAR(MAX), img VARBINARY(MAX), d DATE,"
+                        + " d2 DATETIME2(3), f FLOAT, dec DECIMAL(10, 2))");
+                eq(s.executeUpdate("INSERT INTO t VALUES (1, N'one', 10, REPLICATE('x', 5000),"
+                        + " N'ünï', 0x0102, '2024-01-02', '2024-01-02 03:04:05.678', 1.5, 12.34),"
+                        + " (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)"), 2,
+                        "insert count");
+                eq(s.executeUpdate("UPDATE t SET b = b + 1 WHERE id = 1"), 1, "update count");
+                try (ResultSet rs = s.executeQuery("SELECT * FROM t ORDER BY id")) {
+                    ResultSetMetaData md = rs.getMetaData();
+                    eq(md.getColumnCount(), 10, "columns");
+                    eq(md.getColumnName(2), "v", "a column's name");
+                    eq(rs.next(), true, "row 1");
+                    eq(rs.getInt(1), 1, "id");
+                    eq(rs.getString(2), "one", "nvarchar");
+                    eq(rs.getLong(3), 11L, "bigint");
+                    eq(rs.getString(4).length(), 5000, "varchar(max) as text");
+                    eq(rs.getString(5), "ünï", "nvarchar(max) as ntext");
+                    eq(rs.getBytes(6).length, 2, "varbinary(max) as image");
+                    eq(rs.getString(7), "2024-01-02", "date as text");
+                    eq(rs.getString(8), "2024-01-02 03:04:05.678", "datetime2 as text");
+                    eq(rs.getDouble(9), 1.5, "float");
+                    eq(rs.getBigDecimal(10).toPlainString(), "12.34", "decimal");
+                    eq(rs.next(), true, "row 2");
+                    for (int i = 2; i <= 10; i++) {
+                        eq(rs.getObject(i), null, "NULL in column " + i);
+                    }
+                    eq(rs.next(), false, "two rows");
+                }
+            }
+        });
+        test("prepared statements and errors", () -> {
+            try (Connection c = connect(DB, "off")) {
+                try (PreparedStatement p = c.prepareStatement("SELECT v FROM t WHERE id = ?")) {
+                    p.setInt(1, 1);
+                    try (ResultSet rs = p.executeQuery()) {
+                        eq(rs.next(), true, "a row");
+                        eq(rs.getString(1), "one", "the value");
+                    }
+                }
+                try (Statement s = c.createStatement()) {
+                    s.executeQuery("SELECT 1 / 0");
+                    throw new Failure("no error");
+                } catch (SQLException e) {
+                    eq(e.getErrorCode(), 8134, "divide by zero");
+                }
+                try (Statement s = c.createStatement()) {
+                    s.execute("INSERT INTO t (id) VALUES (1)");
+                    throw new Failure("no error");
+                } catch (SQLException e) {
+                    eq(e.getErrorCode(), 2627, "duplicate key");
+                }
+            }
+        });
+        test("transactions", () -> {
+            try (Connection c = connect(DB, "off")) {
+                c.setAutoCommit(false);
+                try (Statement s = c.createStatement()) {
+                    s.executeUpdate("INSERT INTO t (id) VALUES (3)");
+                }
+                c.rollback();
+                c.setAutoCommit(true);
+                eq(scalar(c, "SELECT COUNT(*) FROM t"), 2, "rolled back");
+            }
+        });
+    }
+
+    public static void main(String[] args) throws Exception {
+        port = Integer.parseInt(args[0]);
+        if (args.length > 1) {
+            host = args[1];
+        }
+        password = System.getenv().getOrDefault("MSSQL_SA_PASSWORD", "");
+        Class.forName("net.sourceforge.jtds.jdbc.Driver");
+        try (Connection c = connect("master", "off"); Statement s = c.createStatement()) {
+            s.execute("IF DB_ID('" + DB + "') IS NOT NULL DROP DATABASE " + DB);
+            s.execute("CREATE DATABASE " + DB);
+        }
+        defineTests();
+        int passed = 0;
+        int failed = 0;
+        for (int i = 0; i < names.size(); i++) {
+            try {
+                bodies.get(i).run();
+                passed++;
+                System.out.println("ok   jtds " + names.get(i));
+            } catch (Throwable t) {
+                failed++;
+                System.out.println("FAIL jtds " + names.get(i) + ": " + t);
+                if (!(t instanceof Failure)) {
+                    t.printStackTrace(System.out);
+                }
+            }
+        }
+        System.out.println(passed + " passed, " + failed + " failed");
+        System.exit(failed == 0 ? 0 : 1);
+    }
+}
