@@ -139,3 +139,66 @@ fn object_names_follow_other_sessions() {
     // A wrong argument type is a conversion error, as an id is an int.
     assert_eq!(numbers(&mut b, "SELECT OBJECT_NAME('x')"), [245]);
 }
+
+/// INFORMATION_SCHEMA.TABLES, COLUMNS and SCHEMATA (usql's `\dt`, SQLAlchemy's
+/// reflection) list what another session created, with SQL Server's values: DATA_TYPE by
+/// the declared name (decimal, not numeric), lengths in characters and bytes (-1 for
+/// MAX), precision and scale, DEFAULT definitions as SQL Server shows them, nullability,
+/// character sets and the collation; a dropped table leaves both views.
+#[test]
+fn information_schema_views() {
+    let s = Server::start("infoschema", &[]);
+    let mut a = s.connect();
+    run(&mut a, "CREATE DATABASE isc; USE isc");
+    let mut b = s.connect_to(Some("isc"));
+    run(
+        &mut a,
+        "CREATE TABLE orders (id INT IDENTITY PRIMARY KEY, code NVARCHAR(20) NOT NULL,
+             note VARCHAR(MAX), amount DECIMAL(10, 2) DEFAULT 0, qty SMALLINT DEFAULT (1 + 1),
+             placed DATETIME2(3) DEFAULT GETDATE(), tag CHAR(4) DEFAULT 'new', f FLOAT)",
+    );
+    assert_eq!(
+        table(
+            &mut b,
+            "SELECT TABLE_CATALOG, TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE
+             FROM INFORMATION_SCHEMA.TABLES"
+        ),
+        ["isc,dbo,orders,BASE TABLE"]
+    );
+    assert_eq!(
+        table(
+            &mut b,
+            "SELECT COLUMN_NAME, ORDINAL_POSITION, COLUMN_DEFAULT, IS_NULLABLE, DATA_TYPE,
+                    CHARACTER_MAXIMUM_LENGTH, CHARACTER_OCTET_LENGTH, NUMERIC_PRECISION,
+                    NUMERIC_PRECISION_RADIX, NUMERIC_SCALE, DATETIME_PRECISION,
+                    CHARACTER_SET_NAME, COLLATION_NAME
+             FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_NAME = 'orders'
+             ORDER BY ORDINAL_POSITION"
+        ),
+        [
+            "id,1,NULL,NO,int,NULL,NULL,10,10,0,NULL,NULL,NULL",
+            "code,2,NULL,NO,nvarchar,20,40,NULL,NULL,NULL,NULL,UNICODE,SQL_Latin1_General_CP1_CI_AS",
+            "note,3,NULL,YES,varchar,-1,-1,NULL,NULL,NULL,NULL,iso_1,SQL_Latin1_General_CP1_CI_AS",
+            "amount,4,((0)),YES,decimal,NULL,NULL,10,10,2,NULL,NULL,NULL",
+            "qty,5,((1)+(1)),YES,smallint,NULL,NULL,5,10,0,NULL,NULL,NULL",
+            "placed,6,(getdate()),YES,datetime2,NULL,NULL,NULL,NULL,NULL,3,NULL,NULL",
+            "tag,7,('new'),YES,char,4,4,NULL,NULL,NULL,NULL,iso_1,SQL_Latin1_General_CP1_CI_AS",
+            "f,8,NULL,YES,float,NULL,NULL,53,2,NULL,NULL,NULL,NULL",
+        ]
+    );
+    let schemata = table(
+        &mut b,
+        "SELECT CATALOG_NAME, SCHEMA_NAME, SCHEMA_OWNER FROM INFORMATION_SCHEMA.SCHEMATA
+         WHERE SCHEMA_NAME IN ('dbo', 'sys')",
+    );
+    assert_eq!(schemata, ["isc,dbo,dbo", "isc,sys,sys"]);
+    run(&mut a, "DROP TABLE orders");
+    assert_eq!(
+        table(
+            &mut b,
+            "SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES
+             UNION ALL SELECT COUNT(*) FROM INFORMATION_SCHEMA.COLUMNS"
+        ),
+        ["0", "0"]
+    );
+}

@@ -46,6 +46,7 @@ mod history;
 mod index_ddl;
 mod index_seek;
 mod index_usage;
+mod information_schema;
 mod join;
 mod join_hash;
 mod lock_views;

@@ -169,6 +169,18 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
             }
         }
         "sys.schemas" => super::schemas::schemas_view(),
+        "information_schema.schemata"
+        | "information_schema.tables"
+        | "information_schema.columns" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            let db_name = db.name.clone();
+            match name {
+                "information_schema.schemata" => super::information_schema::schemata(&db_name),
+                "information_schema.tables" => super::information_schema::tables(&db, &db_name),
+                _ => super::information_schema::columns(&db, &db_name),
+            }
+        }
         "sys.filegroups" => {
             let db = inst.database(current_db)?;
             let db = db.read().unwrap();

@@ -1,0 +1,260 @@
+//! The ISO catalog views SQL Server keeps in every database's INFORMATION_SCHEMA schema:
+//! SCHEMATA, TABLES and COLUMNS (usql's `\dt` reads TABLES; SQLAlchemy's and pandas'
+//! reflection read TABLES and COLUMNS), with SQL Server's columns and types.
+//!
+//! Invariants:
+//! 1. Their rows are exactly the catalog's live user tables and columns (sys.tables',
+//!    sys.columns'), and every schema of sys.schemas; all in dbo (schemas.rs).
+//! 2. A column's DATA_TYPE is its declared type's name, by its system type id (a DECIMAL
+//!    column is `decimal`, a NUMERIC one `numeric`); lengths are SQL Server's:
+//!    CHARACTER_MAXIMUM_LENGTH in characters (-1 for `(MAX)`), CHARACTER_OCTET_LENGTH in
+//!    bytes (-1 for `(MAX)`).
+
+use extentdb_format::catalog::{ColumnEntry, TableEntry};
+use extentdb_storage::Database;
+
+use super::views::{cols, text, Rowset, SYSNAME};
+use crate::types::{SqlType, Value};
+
+/// The character set SQL Server names for SQL_Latin1_General_CP1_CI_AS's single-byte data.
+const CHARACTER_SET: &str = "iso_1";
+
+/// INFORMATION_SCHEMA.SCHEMATA of database `db_name`.
+pub(super) fn schemata(db_name: &str) -> Rowset {
+    let schemas = super::schemas::schemas_view();
+    Rowset {
+        columns: cols(&[
+            ("CATALOG_NAME", SYSNAME),
+            ("SCHEMA_NAME", SYSNAME),
+            ("SCHEMA_OWNER", SYSNAME),
+            ("DEFAULT_CHARACTER_SET_CATALOG", SqlType::VarChar(6)),
+            ("DEFAULT_CHARACTER_SET_SCHEMA", SqlType::VarChar(3)),
+            ("DEFAULT_CHARACTER_SET_NAME", SYSNAME),
+        ]),
+        rows: schemas
+            .rows
+            .into_iter()
+            .map(|r| {
+                let name = r[0].clone();
+                vec![
+                    text(db_name),
+                    name.clone(),
+                    name,
+                    Value::Null,
+                    Value::Null,
+                    text(CHARACTER_SET),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// INFORMATION_SCHEMA.TABLES of `db`.
+pub(super) fn tables(db: &Database, db_name: &str) -> Rowset {
+    Rowset {
+        columns: cols(&[
+            ("TABLE_CATALOG", SYSNAME),
+            ("TABLE_SCHEMA", SYSNAME),
+            ("TABLE_NAME", SYSNAME),
+            ("TABLE_TYPE", SqlType::VarChar(10)),
+        ]),
+        rows: db
+            .live_tables()
+            .map(|t| {
+                vec![
+                    text(db_name),
+                    text(&t.schema_name),
+                    text(&t.name),
+                    text("BASE TABLE"),
+                ]
+            })
+            .collect(),
+    }
+}
+
+/// INFORMATION_SCHEMA.COLUMNS of `db`.
+pub(super) fn columns(db: &Database, db_name: &str) -> Rowset {
+    let columns = cols(&[
+        ("TABLE_CATALOG", SYSNAME),
+        ("TABLE_SCHEMA", SYSNAME),
+        ("TABLE_NAME", SYSNAME),
+        ("COLUMN_NAME", SYSNAME),
+        ("ORDINAL_POSITION", SqlType::Int),
+        ("COLUMN_DEFAULT", SqlType::NVarChar(4000)),
+        ("IS_NULLABLE", SqlType::VarChar(3)),
+        ("DATA_TYPE", SYSNAME),
+        ("CHARACTER_MAXIMUM_LENGTH", SqlType::Int),
+        ("CHARACTER_OCTET_LENGTH", SqlType::Int),
+        ("NUMERIC_PRECISION", SqlType::TinyInt),
+        ("NUMERIC_PRECISION_RADIX", SqlType::SmallInt),
+        ("NUMERIC_SCALE", SqlType::Int),
+        ("DATETIME_PRECISION", SqlType::SmallInt),
+        ("CHARACTER_SET_CATALOG", SYSNAME),
+        ("CHARACTER_SET_SCHEMA", SYSNAME),
+        ("CHARACTER_SET_NAME", SYSNAME),
+        ("COLLATION_CATALOG", SYSNAME),
+        ("COLLATION_SCHEMA", SYSNAME),
+        ("COLLATION_NAME", SYSNAME),
+        ("DOMAIN_CATALOG", SYSNAME),
+        ("DOMAIN_SCHEMA", SYSNAME),
+        ("DOMAIN_NAME", SYSNAME),
+    ]);
+    let mut rows = Vec::new();
+    for t in db.live_tables() {
+        for (i, c) in t.columns.iter().enumerate() {
+            rows.push(column_row(t, db_name, i, c));
+        }
+    }
+    Rowset { columns, rows }
+}
+
+fn column_row(t: &TableEntry, db_name: &str, i: usize, c: &ColumnEntry) -> Vec<Value> {
+    let ty = super::tables::column_type(c).ok();
+    let int = |v: Option<i64>| v.map_or(Value::Null, |v| Value::Int(v as i32));
+    let (chars, octets) = character_lengths(ty);
+    let numeric = numeric_precision(ty);
+    let character = chars.is_some();
+    let charset = match ty {
+        Some(SqlType::NChar(_) | SqlType::NVarChar(_)) => Some("UNICODE"),
+        Some(SqlType::Char(_) | SqlType::VarChar(_)) => Some(CHARACTER_SET),
+        _ => None,
+    };
+    let text_or_null = |s: Option<&str>| s.map_or(Value::Null, text);
+    let mut row = vec![
+        text(db_name),
+        text(&t.schema_name),
+        text(&t.name),
+        text(&c.name),
+        Value::Int(i as i32 + 1),
+        text_or_null(default_definition(&c.default_sql).as_deref()),
+        text(if c.is_nullable { "YES" } else { "NO" }),
+        text(type_name(c.system_type_id)),
+        int(chars),
+        int(octets),
+        numeric.map_or(Value::Null, |(p, _, _)| Value::TinyInt(p)),
+        numeric.map_or(Value::Null, |(_, r, _)| Value::SmallInt(r)),
+        numeric
+            .and_then(|(_, _, s)| s)
+            .map_or(Value::Null, Value::Int),
+        datetime_precision(ty).map_or(Value::Null, Value::SmallInt),
+        Value::Null,
+        Value::Null,
+        text_or_null(charset),
+        Value::Null,
+        Value::Null,
+        text_or_null(character.then_some(super::lower::SERVER_COLLATION)),
+    ];
+    row.extend([Value::Null, Value::Null, Value::Null]);
+    row
+}
+
+/// CHARACTER_MAXIMUM_LENGTH and CHARACTER_OCTET_LENGTH (invariant 2); None for a type
+/// that is not character or binary.
+fn character_lengths(ty: Option<SqlType>) -> (Option<i64>, Option<i64>) {
+    let n = |n: u32, per: i64| match n {
+        crate::types::MAX_LENGTH => (Some(-1), Some(-1)),
+        n => (Some(i64::from(n)), Some(i64::from(n) * per)),
+    };
+    match ty {
+        Some(
+            SqlType::Char(m) | SqlType::VarChar(m) | SqlType::Binary(m) | SqlType::VarBinary(m),
+        ) => n(m, 1),
+        Some(SqlType::NChar(m) | SqlType::NVarChar(m)) => n(m, 2),
+        _ => (None, None),
+    }
+}
+
+/// NUMERIC_PRECISION, NUMERIC_PRECISION_RADIX and NUMERIC_SCALE of a numeric type.
+fn numeric_precision(ty: Option<SqlType>) -> Option<(u8, i16, Option<i32>)> {
+    Some(match ty? {
+        SqlType::TinyInt => (3, 10, Some(0)),
+        SqlType::SmallInt => (5, 10, Some(0)),
+        SqlType::Int => (10, 10, Some(0)),
+        SqlType::BigInt => (19, 10, Some(0)),
+        SqlType::Decimal { precision, scale } => (precision, 10, Some(i32::from(scale))),
+        SqlType::Float => (53, 2, None),
+        SqlType::Real => (24, 2, None),
+        _ => return None,
+    })
+}
+
+/// DATETIME_PRECISION: fractional-second digits of a date or time type.
+fn datetime_precision(ty: Option<SqlType>) -> Option<i16> {
+    match ty? {
+        SqlType::Date => Some(0),
+        SqlType::DateTime => Some(3),
+        SqlType::DateTime2(s) => Some(i16::from(s)),
+        _ => None,
+    }
+}
+
+/// A type's name by its system type id (sys.types).
+fn type_name(system_type_id: u8) -> &'static str {
+    match system_type_id {
+        36 => "uniqueidentifier",
+        40 => "date",
+        42 => "datetime2",
+        48 => "tinyint",
+        52 => "smallint",
+        56 => "int",
+        59 => "real",
+        61 => "datetime",
+        62 => "float",
+        104 => "bit",
+        106 => "decimal",
+        108 => "numeric",
+        127 => "bigint",
+        165 => "varbinary",
+        167 => "varchar",
+        173 => "binary",
+        175 => "char",
+        231 => "nvarchar",
+        239 => "nchar",
+        _ => "sql_variant",
+    }
+}
+
+/// A DEFAULT as SQL Server shows its definition (`((0))`, `('x')`, `(getdate())`): the
+/// stored text parsed and rendered as a CHECK definition is; None without a default.
+fn default_definition(default_sql: &str) -> Option<String> {
+    if default_sql.is_empty() {
+        return None;
+    }
+    let parsed = crate::parser::parse_batch(&format!("SELECT {default_sql}")).ok()?;
+    let expr = match parsed.first().map(|s| &s.kind) {
+        Some(crate::ast::StatementKind::Select(q)) => match &q.body {
+            crate::ast::QueryBody::Select(s) => match s.items.first() {
+                Some(crate::ast::SelectItem::Expr { expr, .. }) => expr.clone(),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    super::check_constraints::definition_text(&expr).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every type the engine stores has its sys.types name (never the fallback).
+    #[test]
+    fn every_stored_type_has_its_name() {
+        for id in [
+            36, 40, 42, 48, 52, 56, 59, 61, 62, 104, 106, 108, 127, 165, 167, 173, 175, 231, 239,
+        ] {
+            assert_ne!(type_name(id), "sql_variant", "{id}");
+        }
+        assert_eq!(
+            character_lengths(Some(SqlType::NVarChar(20))),
+            (Some(20), Some(40))
+        );
+        assert_eq!(
+            character_lengths(Some(SqlType::VarChar(crate::types::MAX_LENGTH))),
+            (Some(-1), Some(-1))
+        );
+        assert_eq!(default_definition("0").as_deref(), Some("((0))"));
+        assert_eq!(default_definition("").as_deref(), None);
+    }
+}
