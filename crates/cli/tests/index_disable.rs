@@ -254,8 +254,8 @@ fn check_constraints_and_refusals() {
 }
 
 /// A committed DISABLE and NOCHECK survive a kill -9: the index, its key and the CHECK
-/// constraint are still disabled after recovery, CHECKDB is clean, and a rebuild brings
-/// every row back into the index.
+/// constraint are still disabled after recovery, and in a backup restored as another
+/// database, CHECKDB is clean, and a rebuild brings every row back into the index.
 #[test]
 fn disabled_marks_survive_kill_9() {
     let (s, mut c) = start_in_database("ixd-kill", "ixd", SETUP);
@@ -274,6 +274,15 @@ fn disabled_marks_survive_kill_9() {
         ["1"]
     );
     assert_checkdb_clean(&mut c, "ixd", "after the restart");
+    // A backup restored as another database keeps the marks.
+    run(
+        &mut c,
+        "BACKUP DATABASE ixd TO DISK = 'ixd.bak';          RESTORE DATABASE ixd2 FROM DISK = 'ixd.bak'          WITH MOVE 'ixd' TO 'ixd2.mdf', MOVE 'ixd_log' TO 'ixd2_log.ldf'",
+    );
+    let mut copy = s.connect_to(Some("ixd2"));
+    assert_eq!(disabled(&mut copy, "p"), ["p_code,1", "p_pk,0"]);
+    assert_eq!(keys(&mut copy), ["fk_c1,0,0", "fk_c2,1,1", "fk_c3,0,0"]);
+    assert_checkdb_clean(&mut copy, "ixd2", "after the restore");
     run(&mut c, "ALTER INDEX p_code ON p REBUILD");
     let rows = count(
         &mut c,
@@ -285,31 +294,53 @@ fn disabled_marks_survive_kill_9() {
     assert_checkdb_clean(&mut c, "ixd", "after the rebuild");
 }
 
-/// DISABLE takes Sch-M: a writer's open transaction on the table holds it off until the
-/// writer commits, and the committed row is in the index the rebuild fills.
-#[test]
-fn disable_waits_for_a_writers_transaction() {
-    let (s, mut c) = start_in_database("ixd-wait", "ixd", SETUP);
+/// Runs `open` in a second session's open transaction, then `disable` in a third: the
+/// DISABLE must still wait after 700 ms, and end once the transaction commits; the
+/// number of 1992 messages it gave.
+fn disable_waits_for(s: &common::tds::Server, open: &str, disable: &str) -> usize {
     let mut writer = s.connect_to(Some("ixd"));
-    run(&mut writer, "BEGIN TRAN; INSERT INTO p VALUES (4, 40)");
+    run(&mut writer, &format!("BEGIN TRAN; {open}"));
     let done = Arc::new(AtomicBool::new(false));
-    let (addr, flag) = (s.addr.clone(), done.clone());
+    let (addr, flag, sql) = (s.addr.clone(), done.clone(), disable.to_string());
     let disabler = thread::spawn(move || {
         let mut d = connect_at(&addr, Some("ixd"), 120).unwrap();
-        let r = run(&mut d, "ALTER INDEX p_pk ON p DISABLE");
+        let r = run(&mut d, &sql);
         flag.store(true, Ordering::SeqCst);
         infos(&r).len()
     });
     thread::sleep(Duration::from_millis(700));
-    assert!(
-        !done.load(Ordering::SeqCst),
-        "DISABLE waited for the writer"
-    );
-    assert_eq!(disabled(&mut c, "p"), ["p_code,0", "p_pk,0"]);
+    assert!(!done.load(Ordering::SeqCst), "{disable} waited for {open}");
     run(&mut writer, "COMMIT");
-    assert_eq!(disabler.join().unwrap(), 1);
+    disabler.join().unwrap()
+}
+
+/// DISABLE takes Sch-M: a writer's open transaction on the table, and a child writer's
+/// (whose FOREIGN KEY lookup holds the parent key's S lock), hold it off until they
+/// commit; the committed rows are in the index the rebuild fills, and the child's row
+/// stays.
+#[test]
+fn disable_waits_for_writers_transactions() {
+    let (s, mut c) = start_in_database("ixd-wait", "ixd", SETUP);
+    let n = disable_waits_for(
+        &s,
+        "INSERT INTO p VALUES (4, 40)",
+        "ALTER INDEX p_pk ON p DISABLE",
+    );
+    assert_eq!(n, 1);
     assert_eq!(disabled(&mut c, "p"), ["p_code,0", "p_pk,1"]);
-    run(&mut c, "ALTER INDEX p_pk ON p REBUILD");
-    assert_eq!(count(&mut c, "SELECT COUNT(*) FROM p WHERE id = 4"), 1);
-    assert_checkdb_clean(&mut c, "ixd", "after the wait");
+    let n = disable_waits_for(
+        &s,
+        "INSERT INTO c2 VALUES (7, 40)",
+        "ALTER INDEX p_code ON p DISABLE",
+    );
+    assert_eq!(n, 1);
+    assert_eq!(disabled(&mut c, "p"), ["p_code,1", "p_pk,1"]);
+    assert_eq!(keys(&mut c), ["fk_c1,1,1", "fk_c2,1,1", "fk_c3,0,0"]);
+    run(&mut c, "ALTER INDEX ALL ON p REBUILD");
+    assert_eq!(
+        count(&mut c, "SELECT COUNT(*) FROM p WHERE id = 4 AND code = 40"),
+        1
+    );
+    assert_eq!(count(&mut c, "SELECT COUNT(*) FROM c2 WHERE code = 40"), 1);
+    assert_checkdb_clean(&mut c, "ixd", "after the waits");
 }
