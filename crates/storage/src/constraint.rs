@@ -109,10 +109,19 @@ impl Database {
                 !s.is_disabled || s.is_not_trusted,
                 "constraint.rs invariant 5: a disabled constraint is not trusted"
             );
-            let has = t.checks.iter().any(|k| k.object_id == s.object_id)
-                || t.foreign_keys.iter().any(|k| k.object_id == s.object_id);
+            let key = t.foreign_keys.iter().find(|k| k.object_id == s.object_id);
+            let has = key.is_some() || t.checks.iter().any(|k| k.object_id == s.object_id);
             if !has {
                 return Err(StorageError::TableNotFound(s.object_id));
+            }
+            if let (Some(k), false) = (key, s.is_disabled) {
+                assert!(
+                    !self.indexes_of(k.referenced_object_id).any(|ix| {
+                        let of = ix.index_of.as_ref().expect("an index entry");
+                        of.index_id == k.key_index_id && of.is_disabled
+                    }),
+                    "index.rs invariant 8: no enabled key references through a disabled index"
+                );
             }
         }
         self.change_catalog(|c| {

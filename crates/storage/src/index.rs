@@ -389,6 +389,21 @@ impl Database {
                 "index.rs invariant 8: a key disabled with an index references through it"
             );
         }
+        let left = self.catalog.tables.iter().flat_map(|t| {
+            let through = move |k: &&ForeignKey| {
+                !k.is_disabled
+                    && k.referenced_object_id == of.table_object_id
+                    && k.key_index_id == of.index_id
+            };
+            t.foreign_keys
+                .iter()
+                .filter(through)
+                .map(|k| (t.object_id, k.object_id))
+        });
+        assert!(
+            left.clone().all(|k| keys.contains(&k)),
+            "index.rs invariant 8: every enabled key through the index is disabled with it"
+        );
         let disable_keys = |c: &mut extentdb_format::catalog::Catalog| {
             for t in c.tables.iter_mut() {
                 let ours = |k: &&mut ForeignKey| keys.contains(&(t.object_id, k.object_id));
