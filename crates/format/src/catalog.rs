@@ -259,9 +259,10 @@ pub struct ForeignKey {
     pub columns: Vec<(u16, u16)>,
     pub delete_action: ReferentialAction,
     pub update_action: ReferentialAction,
-    /// ALTER TABLE ... NOCHECK CONSTRAINT (not built yet: always false).
+    /// ALTER TABLE ... NOCHECK CONSTRAINT, or ALTER INDEX ... DISABLE of the index it
+    /// references through (storage's index.rs invariant 8); a disabled key is not trusted.
     pub is_disabled: bool,
-    /// Added WITH NOCHECK: the rows there before were not checked.
+    /// Added or enabled WITH NOCHECK, or disabled: rows may not satisfy it.
     pub is_not_trusted: bool,
     /// Named by the engine (`FK__...`), not by a CONSTRAINT clause.
     pub is_system_named: bool,
@@ -295,9 +296,9 @@ pub struct CheckConstraint {
     pub name: String,
     /// The column of a column-level constraint (parent_column_id); 0 for a table-level one.
     pub column_id: u16,
-    /// ALTER TABLE ... NOCHECK CONSTRAINT (not built yet: always false).
+    /// ALTER TABLE ... NOCHECK CONSTRAINT; a disabled constraint is not trusted.
     pub is_disabled: bool,
-    /// Added WITH NOCHECK: the rows there before were not checked.
+    /// Added or enabled WITH NOCHECK, or disabled: rows may not satisfy it.
     pub is_not_trusted: bool,
     /// Named by the engine (`CK__...`), not by a CONSTRAINT clause.
     pub is_system_named: bool,

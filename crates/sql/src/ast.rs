@@ -59,8 +59,8 @@ pub enum StatementKind {
         table: ObjectName,
         lock_escalation: String,
     },
-    /// `ALTER INDEX { name | ALL } ON table { REBUILD | REORGANIZE } [WITH (...)]`; the
-    /// other actions (DISABLE, SET, RESUME, PAUSE, ABORT) and PARTITION are refused at
+    /// `ALTER INDEX { name | ALL } ON table { REBUILD | REORGANIZE | DISABLE } [WITH
+    /// (...)]`; the other actions (SET, RESUME, PAUSE, ABORT) and PARTITION are refused at
     /// parse (40517).
     AlterIndex(AlterIndex),
     /// `ALTER TABLE t [WITH CHECK | WITH NOCHECK] ADD [CONSTRAINT name] CHECK (expr)`:
@@ -76,6 +76,15 @@ pub enum StatementKind {
         table: ObjectName,
         check_existing: bool,
         key: ForeignKeyDefinition,
+    },
+    /// `ALTER TABLE t [WITH CHECK | WITH NOCHECK] { CHECK | NOCHECK } CONSTRAINT { ALL |
+    /// name [, ...] }`: `enable` for CHECK; `names` None for ALL; `check_existing` is
+    /// WITH CHECK's true, WITH NOCHECK's false, None without WITH.
+    AlterTableConstraintState {
+        table: ObjectName,
+        check_existing: Option<bool>,
+        enable: bool,
+        names: Option<Vec<String>>,
     },
     /// `ALTER TABLE t DROP [CONSTRAINT] [IF EXISTS] name [, ...]`.
     AlterTableDropConstraint {

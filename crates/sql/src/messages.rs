@@ -427,6 +427,12 @@ static CATALOGUE: &[Entry] = &[
     e(1913, 16, 1, "The operation failed because an index or statistics with name '%.*ls' already exists on table '%.*ls'."),
     e(1919, 16, 1, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index."),
     e(1973, 16, 1, "Cannot perform the specified operation on disabled index '%.*ls' on %S_MSG '%.*ls'."), // unverified state
+    e(1971, 16, 1, "Cannot disable index '%.*ls' on table '%.*ls'. Permission denied to disable foreign key '%.*ls' on table '%.*ls' that uses this index."), // unverified state
+    e(1989, 16, 1, "Cannot enable foreign key constraint '%.*ls' as index '%.*ls' on referenced key is disabled."), // unverified state
+    e(1992, 10, 1, "Warning: Foreign key '%.*ls' on table '%.*ls' referencing table '%.*ls' was disabled as a result of disabling the index '%.*ls'."),
+    e(4916, 16, 0, "Could not enable or disable the constraint. See previous errors."), // unverified state
+    e(4917, 16, 0, "Constraint '%.*ls' does not exist."), // unverified state
+    e(11415, 16, 1, "Object '%.*ls' cannot be disabled or enabled. This action applies only to foreign key and check constraints."), // unverified state
     e(1944, 16, 1, "Index '%.*ls' was not created. This index has a key length of at least %d bytes. The maximum permissible key length is %d bytes."), // unverified: the SQL Server 2016+ text is "Index '%.*ls' was not created because the index key size is at least %d bytes. The %S_MSG index key size cannot exceed %d bytes. If the index key includes implicit key columns, the index key size cannot exceed %d bytes."
     e(3723, 16, 4, "An explicit DROP INDEX is not allowed on index '%.*ls'. It is being used for %ls constraint enforcement."), // unverified state
     e(1921, 16, 1, "Invalid filegroup '%.*ls' specified."),

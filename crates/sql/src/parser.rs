@@ -964,9 +964,9 @@ impl Parser {
     }
 
     /// ALTER TABLE's constraint forms: `[WITH CHECK | WITH NOCHECK] ADD [CONSTRAINT name]
-    /// CHECK (expr)` and `DROP [CONSTRAINT] [IF EXISTS] name [, ...]`; None for any other
-    /// form (nothing consumed then). Enabling or disabling a constraint and adding any other
-    /// kind are refused.
+    /// CHECK (expr)` (or FOREIGN KEY), `[WITH CHECK | WITH NOCHECK] { CHECK | NOCHECK }
+    /// CONSTRAINT { ALL | name [, ...] }` and `DROP [CONSTRAINT] [IF EXISTS] name [, ...]`;
+    /// None for any other form (nothing consumed then). Adding any other kind is refused.
     fn alter_table_constraint(&mut self, table: &ObjectName) -> PResult<Option<StatementKind>> {
         let start = self.pos;
         let mut check_existing = None;
@@ -979,7 +979,21 @@ impl Parser {
             self.pos += 1;
         }
         if self.check_word("CHECK") || self.check_word("NOCHECK") {
-            return Err(self.not_built("ALTER TABLE ... CHECK CONSTRAINT and NOCHECK CONSTRAINT"));
+            let enable = self.check_word("CHECK");
+            self.pos += 1;
+            if !self.eat_word("CONSTRAINT") {
+                return Err(self.error());
+            }
+            let names = match self.eat_word("ALL") {
+                true => None,
+                false => Some(self.comma_list(|p| p.ident())?),
+            };
+            return Ok(Some(StatementKind::AlterTableConstraintState {
+                table: table.clone(),
+                check_existing,
+                enable,
+                names,
+            }));
         }
         if self.eat_word("ADD") {
             let name = match self.eat_word("CONSTRAINT") {

@@ -1438,3 +1438,38 @@ fn table_variables_parse() {
     let e = parse_batch("SELECT @t.k FROM @t").unwrap_err();
     assert_eq!((e.number, e.severity, e.state), (137, 15, 2), "{e}");
 }
+
+/// ALTER TABLE ... { CHECK | NOCHECK } CONSTRAINT: WITH CHECK / NOCHECK kept apart from
+/// no WITH, ALL from a list of names; CONSTRAINT is required.
+#[test]
+fn alter_table_constraint_state() {
+    let state = |sql: &str| match one(sql) {
+        StatementKind::AlterTableConstraintState {
+            table,
+            check_existing,
+            enable,
+            names,
+        } => (table.joined(), check_existing, enable, names),
+        other => panic!("{sql}: {other:?}"),
+    };
+    let names = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+    assert_eq!(
+        state("ALTER TABLE dbo.t WITH CHECK CHECK CONSTRAINT a, [b]"),
+        ("dbo.t".to_string(), Some(true), true, names(&["a", "b"]))
+    );
+    assert_eq!(
+        state("ALTER TABLE t NOCHECK CONSTRAINT ALL"),
+        ("t".to_string(), None, false, None)
+    );
+    assert_eq!(
+        state("ALTER TABLE t WITH NOCHECK CHECK CONSTRAINT fk"),
+        ("t".to_string(), Some(false), true, names(&["fk"]))
+    );
+    for (sql, number) in [
+        ("ALTER TABLE t NOCHECK fk", 102),
+        ("ALTER TABLE t CHECK CONSTRAINT", 156),
+    ] {
+        let e = parse_batch(sql).expect_err(sql);
+        assert_eq!(e.number, number, "{sql}: {e}");
+    }
+}

@@ -21,6 +21,10 @@
 //!    `drop_table` refuses a table another's key references (`ReferencedByForeignKey`),
 //!    all holding the database, before anything changes.
 //!
+//! 5. Enabling or disabling constraints (ALTER TABLE ... CHECK / NOCHECK CONSTRAINT,
+//!    `set_constraint_states`) is one catalog change for all the constraints a statement
+//!    names; a disabled constraint is never trusted (asserted).
+//!
 //! What is not here: the expression's meaning. Storage keeps the definition as text; the
 //! SQL layer parses, checks and enforces it.
 
@@ -81,7 +85,63 @@ fn table_mut(c: &mut Catalog, object_id: u32) -> Result<&mut TableEntry, Storage
         .ok_or(StorageError::TableNotFound(object_id))
 }
 
+/// A CHECK or FOREIGN KEY constraint's state after ALTER TABLE ... { CHECK | NOCHECK }
+/// CONSTRAINT (sys.check_constraints / sys.foreign_keys is_disabled and is_not_trusted).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConstraintState {
+    pub object_id: u32,
+    pub is_disabled: bool,
+    pub is_not_trusted: bool,
+}
+
 impl Database {
+    /// Sets each of `states` on its constraint of table `object_id`, in one catalog change
+    /// (invariant 5); `TableNotFound` naming a constraint the table does not have (nothing
+    /// changes then).
+    pub fn set_constraint_states(
+        &mut self,
+        object_id: u32,
+        states: &[ConstraintState],
+    ) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?;
+        for s in states {
+            assert!(
+                !s.is_disabled || s.is_not_trusted,
+                "constraint.rs invariant 5: a disabled constraint is not trusted"
+            );
+            let key = t.foreign_keys.iter().find(|k| k.object_id == s.object_id);
+            let has = key.is_some() || t.checks.iter().any(|k| k.object_id == s.object_id);
+            if !has {
+                return Err(StorageError::TableNotFound(s.object_id));
+            }
+            if let (Some(k), false) = (key, s.is_disabled) {
+                assert!(
+                    !self.indexes_of(k.referenced_object_id).any(|ix| {
+                        let of = ix.index_of.as_ref().expect("an index entry");
+                        of.index_id == k.key_index_id && of.is_disabled
+                    }),
+                    "index.rs invariant 8: no enabled key references through a disabled index"
+                );
+            }
+        }
+        self.change_catalog(|c| {
+            let t = table_mut(c, object_id)?;
+            for s in states {
+                for k in t.checks.iter_mut().filter(|k| k.object_id == s.object_id) {
+                    (k.is_disabled, k.is_not_trusted) = (s.is_disabled, s.is_not_trusted);
+                }
+                for k in t
+                    .foreign_keys
+                    .iter_mut()
+                    .filter(|k| k.object_id == s.object_id)
+                {
+                    (k.is_disabled, k.is_not_trusted) = (s.is_disabled, s.is_not_trusted);
+                }
+            }
+            Ok(())
+        })
+    }
+
     /// Adds FOREIGN KEY `key` to table `object_id` (its object id assigned here); returns
     /// that id. A name taken is `TableExists` (invariant 2).
     pub fn add_foreign_key(

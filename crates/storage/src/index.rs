@@ -44,6 +44,12 @@
 //!    rebuild enables it, filled from the table's rows (invariant 5's source is the old
 //!    index only when that one is not disabled). A unique index that is disabled enforces
 //!    nothing, as SQL Server's.
+//! 8. The FOREIGN KEYs that reference a key through an index are disabled (and not
+//!    trusted) in the same catalog save that disables the index (`disable_index`'s
+//!    `keys`), so no enabled key ever references through a disabled index, even across
+//!    a crash; a rebuild enables only the index: its keys stay disabled until ALTER TABLE
+//!    ... CHECK CONSTRAINT (the SQL layer, which refuses that while the index is
+//!    disabled).
 //! 6. A clustered index's rebuild (ALTER INDEX ... REBUILD of the PRIMARY KEY,
 //!    `SharedDatabase::rebuild_clustered`) keeps the table's entry, its object id and
 //!    definition: the new tree is filled, in key order from the table's rows, in an entry
@@ -56,7 +62,7 @@
 
 use std::borrow::Cow;
 
-use extentdb_format::catalog::{ColumnEntry, IndexOf, TableEntry};
+use extentdb_format::catalog::{ColumnEntry, ForeignKey, IndexOf, TableEntry};
 use extentdb_format::log_record::XactId;
 use extentdb_format::record;
 
@@ -358,20 +364,66 @@ impl Database {
     }
 
     /// ALTER INDEX ... DISABLE of index entry `id` (invariant 7): an empty tree in a new
-    /// allocation unit and the disabled mark, in one catalog save, then the old unit's
-    /// extents given back (`empty_tree`, as TRUNCATE TABLE empties a table). Disabling a
-    /// disabled index changes nothing.
-    pub(crate) fn disable_index(&mut self, id: u32) -> Result<(), StorageError> {
+    /// allocation unit and the disabled mark, with the FOREIGN KEYs `keys` ((child table,
+    /// constraint) object ids) marked disabled and not trusted (invariant 8), in one
+    /// catalog save, then the old unit's extents given back (`empty_tree`, as TRUNCATE
+    /// TABLE empties a table). Disabling a disabled index changes nothing but `keys`.
+    pub(crate) fn disable_index(
+        &mut self,
+        id: u32,
+        keys: &[(u32, u32)],
+    ) -> Result<(), StorageError> {
         let ix = self.table_or_err(id)?;
-        if ix.index_of.is_none() {
+        let Some(of) = ix.index_of.clone() else {
             return Err(StorageError::TableNotFound(id));
+        };
+        for &(child, key) in keys {
+            let k = self
+                .table_or_err(child)?
+                .foreign_keys
+                .iter()
+                .find(|k| k.object_id == key);
+            let k = k.ok_or(StorageError::TableNotFound(key))?;
+            assert!(
+                k.referenced_object_id == of.table_object_id && k.key_index_id == of.index_id,
+                "index.rs invariant 8: a key disabled with an index references through it"
+            );
         }
+        let left = self.catalog.tables.iter().flat_map(|t| {
+            let through = move |k: &&ForeignKey| {
+                !k.is_disabled
+                    && k.referenced_object_id == of.table_object_id
+                    && k.key_index_id == of.index_id
+            };
+            t.foreign_keys
+                .iter()
+                .filter(through)
+                .map(|k| (t.object_id, k.object_id))
+        });
+        assert!(
+            left.clone().all(|k| keys.contains(&k)),
+            "index.rs invariant 8: every enabled key through the index is disabled with it"
+        );
+        let disable_keys = |c: &mut extentdb_format::catalog::Catalog| {
+            for t in c.tables.iter_mut() {
+                let ours = |k: &&mut ForeignKey| keys.contains(&(t.object_id, k.object_id));
+                for k in t.foreign_keys.iter_mut().filter(|k| ours(k)) {
+                    k.is_disabled = true;
+                    k.is_not_trusted = true;
+                }
+            }
+        };
         if is_disabled(ix) {
-            return Ok(());
+            return self.change_catalog(|c| {
+                disable_keys(c);
+                Ok(())
+            });
         }
-        self.empty_tree(id, |e| {
-            e.index_of.as_mut().expect("an index entry").is_disabled = true;
-        })
+        self.empty_tree_with(
+            id,
+            |e| e.index_of.as_mut().expect("an index entry").is_disabled = true,
+            disable_keys,
+        )
     }
 
     /// The ids of table `object_id`'s indexes, for DROP and TRUNCATE TABLE (invariant 3).

@@ -409,13 +409,26 @@ impl SharedDatabase {
     }
 
     /// ALTER INDEX ... DISABLE of index entry `index_entry_id` of table `object_id`, under
-    /// the table's Sch-M lock (index.rs invariant 7).
+    /// the table's Sch-M lock (index.rs invariant 7), with the FOREIGN KEYs `keys` ((child
+    /// table, constraint) object ids) that reference through it (invariant 8).
     pub fn disable_index(
         &self,
         (object_id, index_entry_id): (u32, u32),
+        keys: &[(u32, u32)],
     ) -> Result<(), StorageError> {
         self.hold_index(object_id, index_entry_id)?
-            .disable_index(index_entry_id)
+            .disable_index(index_entry_id, keys)
+    }
+
+    /// ALTER TABLE ... { CHECK | NOCHECK } CONSTRAINT on table `object_id`, under its Sch-M
+    /// lock (storage's constraint.rs).
+    pub fn set_constraint_states(
+        &self,
+        object_id: u32,
+        states: &[crate::constraint::ConstraintState],
+    ) -> Result<(), StorageError> {
+        self.hold_table(object_id)?
+            .set_constraint_states(object_id, states)
     }
 
     /// Held exclusively with index entry `index_entry_id` of table `object_id` still there

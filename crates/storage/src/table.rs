@@ -339,6 +339,17 @@ impl Database {
         object_id: u32,
         change: impl FnOnce(&mut TableEntry),
     ) -> Result<(), StorageError> {
+        self.empty_tree_with(object_id, change, |_| {})
+    }
+
+    /// `empty_tree`, with `others` made to the rest of the catalog in the same save (the
+    /// FOREIGN KEYs a DISABLE disables with its index, index.rs invariant 8).
+    pub(crate) fn empty_tree_with(
+        &mut self,
+        object_id: u32,
+        change: impl FnOnce(&mut TableEntry),
+        others: impl FnOnce(&mut extentdb_format::catalog::Catalog),
+    ) -> Result<(), StorageError> {
         let t = self.table_or_err(object_id)?.clone();
         // A failed rollback poisons the database and may leave its transaction open.
         self.check_writable()?;
@@ -357,6 +368,7 @@ impl Database {
                 .find(|x| x.object_id == object_id)
                 .expect("checked");
             *e = fresh;
+            others(c);
             Ok(())
         })?;
         self.free_allocation_unit(t.allocation_unit_id)

@@ -5,7 +5,9 @@
 //! (even seeds) or rolls back (odd seeds). Index builds: CREATE INDEX over 400 rows. After
 //! recovery every index holds exactly its table's rows (CHECKDB's index check, and the
 //! counts), each table holds its rows before the transaction or after it, an acknowledged
-//! commit is kept, and an index is there whole or not at all. A failing seed replays.
+//! commit is kept, and an index is there whole or not at all. A DISABLE of an index a
+//! FOREIGN KEY references leaves the index and the key enabled together or disabled
+//! together. A failing seed replays.
 
 mod common;
 use common::{assert_checkdb_clean, ctx, row, seed_count, spec, table_entry, table_rows, Quiet};
@@ -354,5 +356,84 @@ fn a_clustered_rebuild_cut_short_leaves_one_whole_table() {
     assert!(
         new > 0 && old > 0,
         "new {new}, old {old}: cuts on both sides"
+    );
+}
+
+/// ALTER INDEX ... DISABLE of a unique index a FOREIGN KEY references through (index.rs
+/// invariants 7 and 8) cut by a power cut at a seeded I/O: after recovery the index and
+/// the key are both enabled (the index whole) or both disabled (the index empty, the key
+/// not trusted), disabled whenever the DISABLE was acknowledged; CHECKDB is clean.
+#[test]
+fn a_disable_cut_short_leaves_index_and_key_together() {
+    use extentdb_format::catalog::{ForeignKey, ReferentialAction};
+    let (mut disabled, mut enabled) = (0, 0);
+    for seed in 0..seed_count("XDB_CRASH_SEEDS", 10, 40) {
+        let fs = SimFileSystem::new(seed + 23, Faults::default());
+        let root = Path::new("/sim");
+        let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec("Xid", root)).unwrap();
+        let mut ids = [0; 2];
+        for (i, name) in ["Parent", "Child"].into_iter().enumerate() {
+            let mut e = table_entry(true);
+            e.name = name.into();
+            ids[i] = db.create_table(e).unwrap();
+        }
+        let [t, child] = ids;
+        let x = db.begin_xact();
+        for k in 0..400u32 {
+            db.now(|d| d.insert_row(x, t, (&row(k, &[5; 120]), d.growth_env()), None))
+                .unwrap();
+        }
+        let lsn = db.commit_xact(x).unwrap().unwrap();
+        db.wal().unwrap().flush(lsn).unwrap();
+        let shared = SharedDatabase::new(db);
+        let ix = shared
+            .create_index(&index_on_k(t, "t_k", true), &env(&shared), &|| false)
+            .unwrap();
+        let key = ForeignKey {
+            object_id: 0,
+            name: "fk_child".into(),
+            referenced_object_id: t,
+            key_index_id: 2,
+            columns: vec![(1, 1)],
+            delete_action: ReferentialAction::NoAction,
+            update_action: ReferentialAction::NoAction,
+            is_disabled: false,
+            is_not_trusted: false,
+            is_system_named: false,
+        };
+        let key = shared.add_foreign_key(child, key).unwrap();
+        shared.lock_for_tests().checkpoint().unwrap();
+        fs.set_faults(Faults {
+            fail_io_at: Some((fs.io_count() + 1 + (seed * 7) % 40, libc::EIO)),
+            ..Default::default()
+        });
+        let done = shared.disable_index((t, ix), &[(child, key)]);
+        drop(shared);
+        fs.set_faults(Faults::default());
+        fs.crash();
+        let db = Database::open(&fs, &root.join("Xid.mdf"))
+            .unwrap_or_else(|e| panic!("seed {seed}: reopen failed: {e}"));
+        let index = db.indexes_of(t).next().expect("the index stays");
+        let k = &db.table_by_id(child).unwrap().foreign_keys[0];
+        let off = extentdb_storage::index::is_disabled(index);
+        assert_eq!(
+            k.is_disabled, off,
+            "seed {seed}: the key goes with its index"
+        );
+        assert_eq!(k.is_not_trusted, off, "seed {seed}");
+        if done.is_ok() {
+            assert!(off, "seed {seed}: an acknowledged DISABLE was lost");
+        }
+        let rows = db.scan_rows(index.object_id).unwrap().len();
+        assert_eq!(rows, if off { 0 } else { 400 }, "seed {seed}");
+        match off {
+            true => disabled += 1,
+            false => enabled += 1,
+        }
+        assert_checkdb_clean(&db, &format!("seed {seed}"));
+    }
+    assert!(
+        disabled > 0 && enabled > 0,
+        "disabled {disabled}, enabled {enabled}: cuts on both sides"
     );
 }

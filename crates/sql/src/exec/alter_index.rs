@@ -17,10 +17,15 @@
 //! (sys.indexes.is_disabled): row operations no longer keep it, no read seeks through it,
 //! a unique one enforces nothing, CHECKDB does not compare it and CHECKTABLE of it is Msg
 //! 2530, REORGANIZE of it Msg 1973; REBUILD (of it or ALL) fills it again from the table
-//! and enables it (Msg 1505 when a unique one meets a repeated key). Refused with 40517
-//! until built: DISABLE of the clustered index (the table would go offline), and of an
-//! index enforcing a PRIMARY KEY or UNIQUE constraint or one a FOREIGN KEY references
-//! (SQL Server disables those constraints with it).
+//! and enables it (Msg 1505 when a unique one meets a repeated key). Disabling an index
+//! that enforces a PRIMARY KEY or UNIQUE constraint, or a unique index a FOREIGN KEY
+//! references, disables (and no longer trusts) every enabled FOREIGN KEY referencing
+//! through it, in the same catalog save (storage's index.rs invariant 8), each told with
+//! Msg 1992 as SQL Server does; the caller needs ALTER on each such key's table (Msg
+//! 1971). Those keys stay disabled after the index is rebuilt, until ALTER TABLE ...
+//! CHECK CONSTRAINT (constraint_state.rs, which refuses it with 1989 while the index is
+//! disabled). Refused with 40517 until built: DISABLE of the clustered index (the table
+//! would go offline).
 //!
 //! Built options: REBUILD WITH (ONLINE = OFF, FILLFACTOR = 0 | 100 (leaves are filled
 //! full), SORT_IN_TEMPDB = OFF | ON (the rebuild reads the old index, or the clustered
@@ -34,20 +39,24 @@
 //! changes nothing; ALL rebuilds its indexes one after another, each whole or not at all.
 
 use extentdb_format::catalog::TableEntry;
-use extentdb_storage::StorageError;
+use extentdb_storage::{Database, StorageError};
 
 use super::errors;
 use super::eval::as_i64;
 use super::lower::not_yet;
 use super::tables::TableRef;
-use super::Session;
+use super::{Out, Output, Session};
 use crate::ast::{AlterIndex, IndexAction, OptionValue, WithOption};
 use crate::messages::{msg, SqlError};
 use crate::types::Value;
 
 impl Session {
     /// ALTER INDEX (the module's doc).
-    pub(super) fn alter_index(&mut self, a: &AlterIndex) -> Result<(), Vec<SqlError>> {
+    pub(super) fn alter_index(
+        &mut self,
+        a: &AlterIndex,
+        out: &mut Out<'_>,
+    ) -> Result<(), Vec<SqlError>> {
         let table_missing = || msg(1088, &[&a.table.joined()]);
         let t = self
             .find_table(&a.table)?
@@ -56,17 +65,23 @@ impl Session {
         for o in &a.options {
             self.check_index_option(a.action, o)?;
         }
-        index_targets(a, &t)?;
+        let targets = index_targets(a, &t)?;
         self.refuse_in_transaction("ALTER INDEX")?;
+        if a.action == IndexAction::Disable {
+            self.check_disable_permissions(&t, &targets)?;
+        }
         self.schema_modification(&t)?;
         // Again under Sch-M: a rebuild that ran meanwhile renewed its entry's id.
         let targets = index_targets(a, &t)?;
+        if a.action == IndexAction::Disable {
+            self.check_disable_permissions(&t, &targets)?;
+        }
         let env = self.growth_env();
         let table = t.entry.object_id;
         for target in targets {
             let cancelled = || self.cancelled();
             let done = match (a.action, target) {
-                (IndexAction::Disable, Target::Index(id)) => t.db.disable_index((table, id)),
+                (IndexAction::Disable, Target::Index(id)) => disable(&t, id, out),
                 (IndexAction::Disable, Target::Clustered) => {
                     unreachable!("refused by index_targets")
                 }
@@ -88,6 +103,31 @@ impl Session {
                 ],
                 e => errors::map(&e, errors::Context::Other),
             })?;
+        }
+        Ok(())
+    }
+
+    /// DISABLE disables the FOREIGN KEYs that reference through each index it disables
+    /// (`keys_through`): the caller needs ALTER on each key's table (Msg 1971), checked
+    /// for every target before any changes.
+    fn check_disable_permissions(
+        &self,
+        t: &TableRef,
+        targets: &[Target],
+    ) -> Result<(), Vec<SqlError>> {
+        for target in targets {
+            let Target::Index(id) = *target else { continue };
+            let d = t.db.read().unwrap();
+            let Some(ix) = d.table_by_id(id) else {
+                continue;
+            };
+            for k in keys_through(&d, &t.entry, ix) {
+                if !self.has_db_permission(t.db_id, &d, "ALTER", Some(k.child)) {
+                    let args: [&dyn std::fmt::Display; 4] =
+                        [&ix.name, &t.entry.name, &k.name, &k.child_name];
+                    return Err(vec![msg(1971, &args)]);
+                }
+            }
         }
         Ok(())
     }
@@ -175,7 +215,6 @@ fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlErr
         };
         let ix = &ix;
         match a.action {
-            IndexAction::Disable => refuse_unbuilt_disable(t, ix)?,
             IndexAction::Reorganize if extentdb_storage::index::is_disabled(ix) => {
                 return Err(vec![msg(1973, &[&ix.name, &"table", &t.entry.name])]);
             }
@@ -185,20 +224,49 @@ fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlErr
     Ok(targets)
 }
 
-/// DISABLE of index entry `ix` of `t`, refused with 40517 where SQL Server would also
-/// disable constraints: an index enforcing a PRIMARY KEY or UNIQUE constraint, or one a
-/// FOREIGN KEY references (SQL Server disables the FOREIGN KEY with it, Msg 1992).
-fn refuse_unbuilt_disable(t: &TableRef, ix: &TableEntry) -> Result<(), Vec<SqlError>> {
-    let info = ix.index_of.as_ref().expect("an index entry");
-    if info.unique_constraint || ix.enforces_primary_key_of(&t.entry) {
-        return Err(vec![not_yet(
-            "ALTER INDEX ... DISABLE of an index enforcing a PRIMARY KEY or UNIQUE constraint",
-        )]);
-    }
-    if super::foreign_keys::index_in_use(t, &ix.name) {
-        return Err(vec![not_yet(
-            "ALTER INDEX ... DISABLE of an index a FOREIGN KEY references",
-        )]);
+/// A FOREIGN KEY an index's DISABLE disables with it (index.rs invariant 8 in storage).
+struct KeyThrough {
+    /// The referencing table's object id and name.
+    child: u32,
+    child_name: String,
+    /// The key's object id and name.
+    key: u32,
+    name: String,
+}
+
+/// The enabled FOREIGN KEYs that reference table `base` through its index entry `ix`, in
+/// catalog order.
+fn keys_through(d: &Database, base: &TableEntry, ix: &TableEntry) -> Vec<KeyThrough> {
+    let Some(of) = ix.index_of.as_ref() else {
+        return Vec::new();
+    };
+    let referrers = super::foreign_keys::referrers(d, base.object_id);
+    let through = referrers
+        .into_iter()
+        .filter(|(_, k)| k.key_index_id == of.index_id);
+    through
+        .map(|(child, k)| KeyThrough {
+            child: child.object_id,
+            child_name: child.name.clone(),
+            key: k.object_id,
+            name: k.name.clone(),
+        })
+        .collect()
+}
+
+/// DISABLE of index entry `id` of `t` under its Sch-M lock, with the FOREIGN KEYs that
+/// reference through it, each told with Msg 1992 once it is done.
+fn disable(t: &TableRef, id: u32, out: &mut Out<'_>) -> Result<(), StorageError> {
+    let (keys, index) = {
+        let d = t.db.read().unwrap();
+        let ix = d.table_by_id(id).ok_or(StorageError::TableNotFound(id))?;
+        (keys_through(&d, &t.entry, ix), ix.name.clone())
+    };
+    let pairs: Vec<(u32, u32)> = keys.iter().map(|k| (k.child, k.key)).collect();
+    t.db.disable_index((t.entry.object_id, id), &pairs)?;
+    for k in keys {
+        let args: [&dyn std::fmt::Display; 4] = [&k.name, &k.child_name, &t.entry.name, &index];
+        out.push(Output::Info(msg(1992, &args)));
     }
     Ok(())
 }

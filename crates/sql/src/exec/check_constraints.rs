@@ -38,8 +38,11 @@
 //!
 //! FOREIGN KEY constraints are foreign_keys.rs's; `check_row` runs their child side.
 //!
-//! Not here: enabling and disabling a constraint (NOCHECK
-//! CONSTRAINT / CHECK CONSTRAINT), NOT FOR REPLICATION: all refused at parse (40517).
+//! Enabling and disabling a constraint (NOCHECK CONSTRAINT / CHECK CONSTRAINT) is
+//! constraint_state.rs's: a disabled constraint is not among a table's rules
+//! (`table_rules`).
+//!
+//! Not here: NOT FOR REPLICATION: refused at parse (40517).
 
 use std::sync::Arc;
 
@@ -492,6 +495,27 @@ impl Session {
             return Err(gone());
         }
         Ok(again)
+    }
+
+    /// ALTER TABLE ... WITH CHECK CHECK CONSTRAINT: every row of `t` against its CHECK
+    /// constraint `k` (547 on the first it makes FALSE).
+    pub(super) fn check_existing_constraint(
+        &mut self,
+        t: &TableRef,
+        k: &CheckConstraint,
+    ) -> Result<(), Vec<SqlError>> {
+        let rule = CheckRule {
+            reads: Vec::new(),
+            name: k.name.clone(),
+            column: t
+                .entry
+                .columns
+                .iter()
+                .find(|c| c.column_id == k.column_id)
+                .map(|c| c.name.clone()),
+            expr: parse_definition(&k.definition).map_err(|e| vec![e])?,
+        };
+        self.check_existing_rows(t, rule)
     }
 
     /// WITH CHECK: every row of `t` against `rule`; the first it makes FALSE is 547.

@@ -44,10 +44,16 @@
 //!    rows of one INSERT may reference each other. Such rows wait in a spool
 //!    (`Session::deferred_self_references`), so memory stays bounded.
 //!
+//! 7. A disabled key (ALTER TABLE ... NOCHECK CONSTRAINT, constraint_state.rs, or ALTER
+//!    INDEX ... DISABLE of the index it references through, alter_index.rs) is checked
+//!    on neither side (`child_lookups`, `referrers`) and is not trusted; it still stops
+//!    DROP and TRUNCATE TABLE of its parent and DROP INDEX of its index
+//!    (`every_referrer`), and no new key references through a disabled index
+//!    (`candidate_keys`: 1776).
+//!
 //! DROP INDEX of an index a key references through is refused (3723, `index_in_use`).
 //!
-//! Not here: NOT FOR REPLICATION, NOCHECK / CHECK CONSTRAINT (enable, disable): refused
-//! (40517). MERGE's inserted rows and UPDATE's rows are checked before their writes, so
+//! Not here: NOT FOR REPLICATION. MERGE's inserted rows and UPDATE's rows are checked before their writes, so
 //! rows of one MERGE or UPDATE of a self-referencing table cannot reference each other's
 //! new keys.
 
@@ -154,7 +160,8 @@ pub(super) fn column_by_id(columns: &[ColumnEntry], id: u16) -> &ColumnEntry {
 }
 
 /// The parent's keys a FOREIGN KEY may reference: (index id, key column ids), the
-/// clustered PRIMARY KEY first, then each unique index.
+/// clustered PRIMARY KEY first, then each unique index that is not disabled (a disabled
+/// one enforces nothing: invariant 7).
 fn candidate_keys(db: &Database, parent: &TableEntry) -> Vec<(u16, Vec<u16>)> {
     let mut keys = Vec::new();
     if let (Some((_, ids)), 1) = (&parent.primary_key, parent.index_id) {
@@ -162,7 +169,7 @@ fn candidate_keys(db: &Database, parent: &TableEntry) -> Vec<(u16, Vec<u16>)> {
     }
     for t in &db.catalog.tables {
         let Some(ix) = &t.index_of else { continue };
-        if ix.table_object_id == parent.object_id && ix.unique {
+        if ix.table_object_id == parent.object_id && ix.unique && !ix.is_disabled {
             let ids = ix.sources[..ix.key_columns as usize].to_vec();
             keys.push((ix.index_id, ids));
         }
@@ -299,13 +306,22 @@ fn action_of(a: ast::ReferentialAction) -> ReferentialAction {
     }
 }
 
-/// The FOREIGN KEYs that reference `object_id` (a self-reference and those of tables a
-/// transaction has dropped but not yet committed included): (child entry, key).
+/// The enabled FOREIGN KEYs that reference `object_id` (a self-reference and those of
+/// tables a transaction has dropped but not yet committed included): (child entry, key).
+/// The parent side enforces these (invariant 3).
 pub(super) fn referrers(db: &Database, object_id: u32) -> Vec<(&TableEntry, &ForeignKey)> {
+    let mut found = every_referrer(db, object_id);
+    found.retain(|(_, k)| !k.is_disabled);
+    found
+}
+
+/// Every FOREIGN KEY that references `object_id`, disabled ones too (invariant 7): what
+/// DROP TABLE, TRUNCATE TABLE, DROP INDEX and ALTER INDEX ... DISABLE look at.
+pub(super) fn every_referrer(db: &Database, object_id: u32) -> Vec<(&TableEntry, &ForeignKey)> {
     let mut found = Vec::new();
     for t in db.catalog.tables.iter().filter(|t| t.index_of.is_none()) {
         for k in t.foreign_keys.iter() {
-            if k.referenced_object_id == object_id && !k.is_disabled {
+            if k.referenced_object_id == object_id {
                 found.push((t, k));
             }
         }
@@ -313,10 +329,11 @@ pub(super) fn referrers(db: &Database, object_id: u32) -> Vec<(&TableEntry, &For
     found
 }
 
-/// Whether a table other than `object_id` has a FOREIGN KEY referencing it, not counting
-/// tables `xact` (the dropping transaction) has itself dropped.
+/// Whether a table other than `object_id` has a FOREIGN KEY referencing it (enabled or
+/// not, as SQL Server's 3726 and 4712 count them), not counting tables `xact` (the
+/// dropping transaction) has itself dropped.
 pub(super) fn referenced_by_other(db: &Database, object_id: u32, xact: Option<u64>) -> bool {
-    referrers(db, object_id).iter().any(|(t, _)| {
+    every_referrer(db, object_id).iter().any(|(t, _)| {
         let dropped_here = t
             .pending_ddl
             .is_some_and(|p| p.dropped && Some(p.xact) == xact);
@@ -331,7 +348,7 @@ pub(super) fn index_in_use(t: &TableRef, index: &str) -> bool {
         .index_by_name(t.entry.object_id, index)
         .and_then(|e| e.index_of.as_ref().map(|i| i.index_id));
     let used = |(_, k): &(&TableEntry, &ForeignKey)| Some(k.key_index_id) == id;
-    referrers(&d, t.entry.object_id).iter().any(used)
+    every_referrer(&d, t.entry.object_id).iter().any(used)
 }
 
 /// Msg 547 for `verb` against `l`.
@@ -868,7 +885,7 @@ impl Session {
 
     /// WITH CHECK: every row of `t` against the new key `k`; the first without a parent
     /// is 547.
-    fn check_existing_children(
+    pub(super) fn check_existing_children(
         &mut self,
         t: &TableRef,
         k: &ForeignKey,

@@ -29,6 +29,7 @@ mod batch_cache;
 mod check_constraints;
 pub mod checkdb;
 mod computed_columns;
+mod constraint_state;
 mod cte;
 mod database_lock;
 mod db_state;
@@ -931,7 +932,7 @@ impl Session {
             K::TruncateTable { name } => self.truncate_table(name)?,
             K::CreateIndex(c) => self.create_index(c)?,
             K::DropIndex { if_exists, indexes } => self.drop_indexes(*if_exists, indexes)?,
-            K::AlterIndex(a) => self.alter_index(a)?,
+            K::AlterIndex(a) => self.alter_index(a, out)?,
             K::Insert(i) => self.insert(i, out)?,
             K::Update(u) => self.update(u, out)?,
             K::Delete(d) => self.delete(d, out)?,
@@ -956,6 +957,17 @@ impl Session {
                 if_exists,
                 names,
             } => self.alter_table_drop_constraints(table, *if_exists, names)?,
+            K::AlterTableConstraintState {
+                table,
+                check_existing,
+                enable,
+                names,
+            } => self.alter_table_constraint_state(
+                table,
+                *check_existing,
+                *enable,
+                names.as_deref(),
+            )?,
             K::BeginTransaction { .. } => self.begin_transaction(out),
             K::Commit { .. } => self.commit_transaction(out)?,
             K::Rollback { .. } => self.rollback_transaction(out)?,
