@@ -330,10 +330,9 @@ fn tedious() {
     check_suite("tedious", &run_client(cmd, None));
 }
 
-/// mssql-jdbc: Statement, PreparedStatement (sp_executesql, sp_prepexec, sp_execute,
-/// batches of RPCs), metadata, autocommit off (SET IMPLICIT_TRANSACTIONS ON), error codes.
-#[test]
-fn jdbc() {
+/// The Maven build of tests/clients/jdbc (the mssql-jdbc and jTDS suites), if java and it
+/// are there (`available` decides otherwise).
+fn java_suites(client: &str) -> Option<PathBuf> {
     let jar = clients_dir().join("jdbc/target/extentdb-jdbc-tests.jar");
     let missing = runs("java", &["-version"]).or_else(|| {
         (!jar.exists()).then(|| {
@@ -343,9 +342,16 @@ fn jdbc() {
             )
         })
     });
-    if !available("jdbc", missing) {
+    available(client, missing).then_some(jar)
+}
+
+/// mssql-jdbc: Statement, PreparedStatement (sp_executesql, sp_prepexec, sp_execute,
+/// batches of RPCs), metadata, autocommit off (SET IMPLICIT_TRANSACTIONS ON), error codes.
+#[test]
+fn jdbc() {
+    let Some(jar) = java_suites("jdbc") else {
         return;
-    }
+    };
     let server = Server::start("jdbc");
     let mut cmd = Command::new("java");
     cmd.arg("-jar")
@@ -361,18 +367,9 @@ fn jdbc() {
 /// sp_execute, error numbers, a rolled-back transaction.
 #[test]
 fn jtds() {
-    let jar = clients_dir().join("jdbc/target/extentdb-jdbc-tests.jar");
-    let missing = runs("java", &["-version"]).or_else(|| {
-        (!jar.exists()).then(|| {
-            format!(
-                "{} is missing (mvn -q -B package in tests/clients/jdbc, as scripts/test.sh does)",
-                jar.display()
-            )
-        })
-    });
-    if !available("jtds", missing) {
+    let Some(jar) = java_suites("jtds") else {
         return;
-    }
+    };
     let server = Server::start("jtds");
     let mut cmd = Command::new("java");
     cmd.arg("-cp")

@@ -457,18 +457,7 @@ impl Session {
         };
         k.is_not_trusted = !check_existing;
         if check_existing {
-            let rule = CheckRule {
-                reads: Vec::new(),
-                name: k.name.clone(),
-                column: t
-                    .entry
-                    .columns
-                    .iter()
-                    .find(|c| c.column_id == k.column_id)
-                    .map(|c| c.name.clone()),
-                expr: def.expr.clone(),
-            };
-            self.check_existing_rows(&t, rule)?;
+            self.check_existing_rows(&t, existing_rule(&t, &k, def.expr.clone()))?;
         }
         // A name another session took meanwhile: 2714 from storage (its invariant 2).
         t.db.add_check_constraint(t.entry.object_id, k)
@@ -504,18 +493,8 @@ impl Session {
         t: &TableRef,
         k: &CheckConstraint,
     ) -> Result<(), Vec<SqlError>> {
-        let rule = CheckRule {
-            reads: Vec::new(),
-            name: k.name.clone(),
-            column: t
-                .entry
-                .columns
-                .iter()
-                .find(|c| c.column_id == k.column_id)
-                .map(|c| c.name.clone()),
-            expr: parse_definition(&k.definition).map_err(|e| vec![e])?,
-        };
-        self.check_existing_rows(t, rule)
+        let expr = parse_definition(&k.definition).map_err(|e| vec![e])?;
+        self.check_existing_rows(t, existing_rule(t, k, expr))
     }
 
     /// WITH CHECK: every row of `t` against `rule`; the first it makes FALSE is 547.
@@ -622,6 +601,22 @@ pub(super) fn check_constraints_view(db: &Database) -> super::views::Rowset {
         }
     }
     super::views::Rowset { columns, rows }
+}
+
+/// Constraint `k` of `t` (its definition parsed as `expr`) as the rule WITH CHECK tests
+/// every existing row against.
+fn existing_rule(t: &TableRef, k: &CheckConstraint, expr: Expr) -> CheckRule {
+    CheckRule {
+        reads: Vec::new(),
+        name: k.name.clone(),
+        column: t
+            .entry
+            .columns
+            .iter()
+            .find(|c| c.column_id == k.column_id)
+            .map(|c| c.name.clone()),
+        expr,
+    }
 }
 
 /// sys.objects of `db`: its user tables (U), CHECK constraints (C) and FOREIGN KEY

@@ -13,10 +13,7 @@ import java.sql.SQLWarning;
 import java.sql.Statement;
 import java.sql.Timestamp;
 import java.sql.Types;
-import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.List;
-import java.util.Objects;
 
 /**
  * mssql-jdbc against extentdb's TDS server.
@@ -38,44 +35,18 @@ public final class JdbcClientTest {
     private static String password;
     private static final String DB = "JdbcClient";
 
-    interface Body {
-        void run() throws Exception;
-    }
+    private static final Suite suite = new Suite("jdbc");
 
-    private static final List<String> names = new ArrayList<>();
-    private static final List<Body> bodies = new ArrayList<>();
-
-    private static void test(String name, Body body) {
-        names.add(name);
-        bodies.add(body);
-    }
-
-    static final class Failure extends RuntimeException {
-        Failure(String m) {
-            super(m);
-        }
+    private static void test(String name, Suite.Body body) {
+        suite.test(name, body);
     }
 
     static void eq(Object actual, Object expected, String what) {
-        boolean same = expected instanceof byte[] && actual instanceof byte[]
-                ? Arrays.equals((byte[]) expected, (byte[]) actual)
-                : Objects.equals(actual, expected);
-        if (!same) {
-            throw new Failure(what + ": expected " + show(expected) + ", got " + show(actual));
-        }
-    }
-
-    static String show(Object o) {
-        if (o instanceof byte[]) {
-            return Arrays.toString((byte[]) o);
-        }
-        return o == null ? "null" : o + " (" + o.getClass().getSimpleName() + ")";
+        Suite.eq(actual, expected, what);
     }
 
     static void check(boolean cond, String what) {
-        if (!cond) {
-            throw new Failure(what);
-        }
+        Suite.check(cond, what);
     }
 
     static Connection connect(String database) throws SQLException {
@@ -109,9 +80,9 @@ public final class JdbcClientTest {
             checkError(e, sql, number, severity);
             return e;
         } catch (SQLException e) {
-            throw new Failure(sql + ": not a SQLServerException: " + e);
+            throw new Suite.Failure(sql + ": not a SQLServerException: " + e);
         }
-        throw new Failure(sql + ": expected error " + number + ", got none");
+        throw new Suite.Failure(sql + ": expected error " + number + ", got none");
     }
 
     static void checkError(SQLServerException e, String what, int number, int severity) {
@@ -157,7 +128,7 @@ public final class JdbcClientTest {
                 checkError(e, "login", 18456, 14);
                 return;
             }
-            throw new Failure("login with a wrong password succeeded");
+            throw new Suite.Failure("login with a wrong password succeeded");
         });
 
         test("every column type: values and getMetaData", () -> {
@@ -419,7 +390,7 @@ public final class JdbcClientTest {
                     p.setInt(2, 0);
                     try (ResultSet rs = p.executeQuery()) {
                         rs.next();
-                        throw new Failure("prepared divide by zero: no error");
+                        throw new Suite.Failure("prepared divide by zero: no error");
                     } catch (SQLServerException e) {
                         checkError(e, "prepared SELECT ? / ?", 8134, 16);
                     }
@@ -429,7 +400,7 @@ public final class JdbcClientTest {
                     p.setString(2, "x");
                     try {
                         p.executeUpdate();
-                        throw new Failure("prepared duplicate key: no error");
+                        throw new Suite.Failure("prepared duplicate key: no error");
                     } catch (SQLServerException e) {
                         checkError(e, "prepared INSERT duplicate", 2627, 14);
                     }
@@ -482,25 +453,6 @@ public final class JdbcClientTest {
             s.execute("CREATE DATABASE " + DB);
         }
         defineTests();
-        int passed = 0;
-        int failed = 0;
-        for (int i = 0; i < names.size(); i++) {
-            if (filter != null && !names.get(i).contains(filter)) {
-                continue;
-            }
-            try {
-                bodies.get(i).run();
-                passed++;
-                System.out.println("ok   jdbc " + names.get(i));
-            } catch (Throwable t) {
-                failed++;
-                System.out.println("FAIL jdbc " + names.get(i) + ": " + t);
-                if (!(t instanceof Failure)) {
-                    t.printStackTrace(System.out);
-                }
-            }
-        }
-        System.out.println(passed + " passed, " + failed + " failed");
-        System.exit(failed == 0 ? 0 : 1);
+        suite.runAndExit(filter);
     }
 }

@@ -7,9 +7,6 @@ import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.sql.Statement;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.Objects;
 
 /**
  * jTDS 1.3.1 (the TDS driver of DBeaver's and SQuirreL's older SQL Server profiles, which
@@ -29,29 +26,14 @@ public final class JtdsClientTest {
     private static String password;
     private static final String DB = "JtdsClient";
 
-    interface Body {
-        void run() throws Exception;
-    }
+    private static final Suite suite = new Suite("jtds");
 
-    private static final List<String> names = new ArrayList<>();
-    private static final List<Body> bodies = new ArrayList<>();
-
-    private static void test(String name, Body body) {
-        names.add(name);
-        bodies.add(body);
-    }
-
-    static final class Failure extends RuntimeException {
-        Failure(String m) {
-            super(m);
-        }
+    private static void test(String name, Suite.Body body) {
+        suite.test(name, body);
     }
 
     static void eq(Object actual, Object expected, String what) {
-        if (!Objects.equals(actual, expected)) {
-            throw new Failure(what + ": expected " + expected + ", got " + actual
-                    + (actual == null ? "" : " (" + actual.getClass().getSimpleName() + ")"));
-        }
+        Suite.eq(actual, expected, what);
     }
 
     static Connection connect(String database, String ssl) throws SQLException {
@@ -63,7 +45,7 @@ public final class JtdsClientTest {
     static Object scalar(Connection c, String sql) throws SQLException {
         try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery(sql)) {
             if (!rs.next()) {
-                throw new Failure(sql + ": no row");
+                throw new Suite.Failure(sql + ": no row");
             }
             return rs.getObject(1);
         }
@@ -126,13 +108,13 @@ public final class JtdsClientTest {
                 }
                 try (Statement s = c.createStatement()) {
                     s.executeQuery("SELECT 1 / 0");
-                    throw new Failure("no error");
+                    throw new Suite.Failure("no error");
                 } catch (SQLException e) {
                     eq(e.getErrorCode(), 8134, "divide by zero");
                 }
                 try (Statement s = c.createStatement()) {
                     s.execute("INSERT INTO t (id) VALUES (1)");
-                    throw new Failure("no error");
+                    throw new Suite.Failure("no error");
                 } catch (SQLException e) {
                     eq(e.getErrorCode(), 2627, "duplicate key");
                 }
@@ -163,22 +145,6 @@ public final class JtdsClientTest {
             s.execute("CREATE DATABASE " + DB);
         }
         defineTests();
-        int passed = 0;
-        int failed = 0;
-        for (int i = 0; i < names.size(); i++) {
-            try {
-                bodies.get(i).run();
-                passed++;
-                System.out.println("ok   jtds " + names.get(i));
-            } catch (Throwable t) {
-                failed++;
-                System.out.println("FAIL jtds " + names.get(i) + ": " + t);
-                if (!(t instanceof Failure)) {
-                    t.printStackTrace(System.out);
-                }
-            }
-        }
-        System.out.println(passed + " passed, " + failed + " failed");
-        System.exit(failed == 0 ? 0 : 1);
+        suite.runAndExit(null);
     }
 }
