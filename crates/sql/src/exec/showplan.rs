@@ -1,7 +1,11 @@
-//! SET SHOWPLAN_TEXT ON: each statement is described, not run. It returns a result set
-//! with one column, StmtText, holding its text, then one whose StmtText rows draw its plan
-//! as SQL Server does (`  |--Clustered Index Seek(OBJECT:(...), SEEK:(...) ORDERED
-//! FORWARD)`, each input five columns further in).
+//! SET SHOWPLAN_TEXT ON and SET SHOWPLAN_ALL ON: each statement is described, not run.
+//! Under SHOWPLAN_TEXT it returns a result set with one column, StmtText, holding its
+//! text, then one whose StmtText rows draw its plan as SQL Server does (`  |--Clustered
+//! Index Seek(OBJECT:(...), SEEK:(...) ORDERED FORWARD)`, each input five columns further
+//! in). Under SHOWPLAN_ALL it returns one result set of SQL Server's 18 columns: the
+//! statement's row, then one row per operator (`showplan/operator.rs`: the columns, the
+//! numbering, and which estimates are figures and which NULL). Both forms are read off the
+//! one operator tree built here; the two options exclude each other (`set_options::Showplan`).
 //!
 //! The plan is the executor's own decisions, taken by the functions the executor calls,
 //! never re-derived here: the access (`seek::access_for`: a clustered seek's key ranges, a
@@ -31,8 +35,8 @@
 //! (SQL Server's simple parameterization prints `[@1]`).
 //!
 //! Invariants:
-//! 1. Under SHOWPLAN_TEXT a statement changes nothing and returns nothing but its two
-//!    result sets, or an error; only SET statements run (`mod.rs`).
+//! 1. Under SHOWPLAN_TEXT or SHOWPLAN_ALL a statement changes nothing and returns nothing
+//!    but its result sets (two, or one), or an error; only SET statements run (`mod.rs`).
 //! 2. A SET SHOWPLAN_* is the only statement of its batch, else Msg 1067 and nothing of
 //!    the batch runs (`alone_in_batch`).
 
@@ -41,6 +45,7 @@ use std::ops::Bound;
 use extentdb_storage::scan::{KeyPrefix, KeyRange};
 
 use super::lower::not_yet;
+use super::set_options::Showplan;
 use super::tables::{Access, TableRef};
 use super::{Flow, Out, Output, Session};
 use crate::ast::{Delete, Expr, Query, QueryBody, Select, SelectItem, Statement, Update};
@@ -48,40 +53,11 @@ use crate::ast::{Insert, InsertSource, StatementKind, TableSource};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value, MAX_LENGTH};
 
+mod operator;
+
+use operator::{Operator, Rows};
+
 type Errors = Vec<SqlError>;
-
-/// One operator of a plan: its line's text and its inputs.
-struct Operator {
-    text: String,
-    inputs: Vec<Operator>,
-}
-
-impl Operator {
-    fn leaf(text: String) -> Operator {
-        Operator {
-            text,
-            inputs: Vec::new(),
-        }
-    }
-
-    /// An operator reading this one.
-    fn under(self, text: String) -> Operator {
-        Operator {
-            text,
-            inputs: vec![self],
-        }
-    }
-}
-
-/// Appends `op`'s line and its inputs' as SQL Server draws them: `prefix|--text`, inputs
-/// five columns further in, a `|` kept down the left of an input that has a sibling below.
-fn draw(op: &Operator, prefix: &str, sibling_below: bool, lines: &mut Vec<String>) {
-    lines.push(format!("{prefix}|--{}", op.text));
-    let inner = format!("{prefix}{}", if sibling_below { "|    " } else { "     " });
-    for (i, input) in op.inputs.iter().enumerate() {
-        draw(input, &inner, i + 1 < op.inputs.len(), lines);
-    }
-}
 
 /// Whether a statement is a SET of a SHOWPLAN option.
 fn sets_showplan(s: &Statement) -> bool {
@@ -192,6 +168,15 @@ fn range_text(columns: &[(String, SqlType)], r: &KeyRange) -> Option<String> {
     Some(parts.join(" AND "))
 }
 
+/// A seek's rows when each of its ranges is one whole key of a unique index (at most one
+/// row each: `columns` is the key's length), else unknown.
+fn keys_sought(ranges: &[KeyRange], columns: usize) -> Rows {
+    match ranges.iter().all(|r| r.is_point(columns)) {
+        true => Rows::Known(ranges.len() as f64),
+        false => Rows::Unknown,
+    }
+}
+
 /// The SEEK:(...) argument of key ranges over the key columns `ids` of `t`.
 fn seek_text(t: &TableRef, ids: &[u16], ranges: &[KeyRange]) -> Result<String, Errors> {
     if ranges.is_empty() {
@@ -266,32 +251,51 @@ fn where_text(filter: Option<&Expr>) -> Result<String, Errors> {
 }
 
 impl Session {
-    /// Invariant 1: a statement's text and its plan, as two result sets.
-    pub(super) fn show_plan(&mut self, s: &Statement, out: &mut Out) -> Result<Flow, Errors> {
-        let plan = match &s.kind {
-            StatementKind::Select(q) => self.select_plan(q)?,
-            StatementKind::Delete(d) => self.delete_plan(d)?,
-            StatementKind::Update(u) => self.update_plan(u)?,
-            StatementKind::Insert(i) => self.insert_plan(i)?,
+    /// Invariant 1: a statement's text and its plan: under SHOWPLAN_TEXT as two result
+    /// sets (its text, its plan's lines), under SHOWPLAN_ALL as one (its row, then one per
+    /// operator), both drawn from the one plan built here.
+    pub(super) fn show_plan(
+        &mut self,
+        s: &Statement,
+        mode: Showplan,
+        out: &mut Out,
+    ) -> Result<Flow, Errors> {
+        let (mut plan, kind) = match &s.kind {
+            StatementKind::Select(q) => (self.select_plan(q)?, "SELECT"),
+            StatementKind::Delete(d) => (self.delete_plan(d)?, "DELETE"),
+            StatementKind::Update(u) => (self.update_plan(u)?, "UPDATE"),
+            StatementKind::Insert(i) => (self.insert_plan(i)?, "INSERT"),
             other => {
                 let what = super::lower::statement_name(other);
                 return Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]);
             }
         };
-        let mut lines = Vec::new();
-        draw(&plan, "  ", false, &mut lines);
         let text: String = self
             .batch_text
             .chars()
             .skip(s.span.0)
             .take(s.span.1 - s.span.0)
             .collect();
-        let column = vec![("StmtText".to_string(), SqlType::NVarChar(MAX_LENGTH))];
-        for rows in [vec![text], lines] {
-            out.push(Output::Rows {
-                columns: column.clone(),
-                rows: rows.into_iter().map(|l| vec![Value::Text(l)]).collect(),
-            });
+        match mode {
+            Showplan::Text => {
+                let mut lines = Vec::new();
+                operator::draw(&plan, "  ", false, &mut lines);
+                let column = vec![("StmtText".to_string(), SqlType::NVarChar(MAX_LENGTH))];
+                for rows in [vec![text], lines] {
+                    out.push(Output::Rows {
+                        columns: column.clone(),
+                        rows: rows.into_iter().map(|l| vec![Value::Text(l)]).collect(),
+                    });
+                }
+            }
+            Showplan::All => {
+                plan.count_tables()?;
+                let statement = self.showplan_statement;
+                out.push(Output::Rows {
+                    columns: operator::all_columns(),
+                    rows: operator::all_rows(text, statement, kind, &plan),
+                });
+            }
         }
         Ok(Flow::Normal)
     }
@@ -302,14 +306,20 @@ impl Session {
         access: &Access,
         filter: Option<&Expr>,
     ) -> Result<Operator, Errors> {
+        let filtered = filter.is_some();
         let filter = where_text(filter)?;
         let clustered = match (&t.entry.primary_key, t.entry.index_id) {
             (Some((name, ids)), 1) => Some((format!("{}.[{name}]", object(t)), ids.clone())),
             _ => None,
         };
+        let whole = match filtered {
+            true => Rows::Unknown,
+            false => Rows::Table(t.db.clone(), t.entry.allocation_unit_id),
+        };
         Ok(match (access, clustered) {
             (Access::Scan, Some((pk, _))) => {
-                Operator::leaf(format!("Clustered Index Scan(OBJECT:({pk}){filter})"))
+                let argument = format!("OBJECT:({pk}){filter}");
+                Operator::new("Clustered Index Scan", argument).rows(whole)
             }
             (Access::Scan, None) if t.entry.index_id == 1 => {
                 return Err(vec![not_yet(
@@ -317,12 +327,16 @@ impl Session {
                 )])
             }
             (Access::Scan, None) => {
-                Operator::leaf(format!("Table Scan(OBJECT:({}){filter})", object(t)))
+                let argument = format!("OBJECT:({}){filter}", object(t));
+                Operator::new("Table Scan", argument).rows(whole)
             }
-            (Access::Seek(ranges), Some((pk, ids))) => Operator::leaf(format!(
-                "Clustered Index Seek(OBJECT:({pk}), SEEK:({}){filter} ORDERED FORWARD)",
-                seek_text(t, &ids, ranges)?
-            )),
+            (Access::Seek(ranges), Some((pk, ids))) => {
+                let argument = format!(
+                    "OBJECT:({pk}), SEEK:({}){filter} ORDERED FORWARD",
+                    seek_text(t, &ids, ranges)?
+                );
+                Operator::new("Clustered Index Seek", argument).rows(keys_sought(ranges, ids.len()))
+            }
             (Access::Seek(_), None) => unreachable!("a seek of a heap (Chunks::held)"),
             (Access::IndexSeek(seek), clustered) => index_seek_plan(t, seek, clustered, &filter)?,
         })
@@ -351,7 +365,7 @@ impl Session {
         let mut op = match s.from.as_slice() {
             // No table: the materializing path evaluates the select list once.
             [] if s.where_clause.is_none() && q.order_by.is_empty() && s.top.is_none() => {
-                Operator::leaf("Constant Scan".into())
+                Operator::new("Constant Scan", String::new()).rows(Rows::Known(1.0))
             }
             [] => {
                 return Err(vec![not_yet(
@@ -409,12 +423,13 @@ impl Session {
     ) -> Result<Operator, Errors> {
         // A grouped query's WHERE is its HAVING; a plain one's is on the read (access_plan).
         if let Some(having) = s.where_clause.as_ref().filter(|_| aggregates.is_some()) {
-            op = op.under(format!("Filter(WHERE:({}))", rename(expr_text(having)?)));
+            let argument = format!("WHERE:({})", rename(expr_text(having)?));
+            op = op.under(Operator::new("Filter", argument));
         }
         let computed = computed_items(s, aggregates.unwrap_or(0))?;
         if !computed.is_empty() {
             let computed: Vec<String> = computed.into_iter().map(rename).collect();
-            op = op.under(format!("Compute Scalar(DEFINE:({}))", computed.join(", ")));
+            op = op.under(compute_scalar(computed));
         }
         let top = self.window(q, s).map_err(|e| vec![e])?.limit;
         if super::stream::sorts(q, s, top) {
@@ -426,14 +441,15 @@ impl Session {
                     Ok(format!("{} {dir}", rename(expr_text(&o.expr)?)))
                 })
                 .collect();
-            op = op.under(format!("Sort(ORDER BY:({}))", keys?.join(", ")));
+            let argument = format!("ORDER BY:({})", keys?.join(", "));
+            op = op.under(Operator::new("Sort", argument).rows(Rows::AsInput));
         }
         let rows = top.map(|l| match l {
             super::stream::Limit::Rows(n) => n,
             super::stream::Limit::Percent(_) => unreachable!("refused above"),
         });
         if let Some(n) = self.capped_by_rowcount(rows) {
-            op = op.under(format!("Top(TOP EXPRESSION:(({n})))"));
+            op = op.under(top_operator(&format!("({n})"), Some(n as f64)));
         }
         Ok(op)
     }
@@ -449,7 +465,7 @@ impl Session {
         s: &Select,
         t: &TableRef,
         alias: Option<&str>,
-    ) -> Result<(super::aggregate::GroupingPlan, Vec<String>), Errors> {
+    ) -> Result<(super::aggregate::GroupingPlan, Vec<Operator>), Errors> {
         let rowset = super::views::Rowset {
             columns: t.columns(),
             rows: Vec::new(),
@@ -474,7 +490,8 @@ impl Session {
         let keys = keys?;
         if !keys.is_empty() {
             let order: Vec<String> = keys.iter().map(|k| format!("{k} ASC")).collect();
-            ops.push(format!("Sort(ORDER BY:({}))", order.join(", ")));
+            let argument = format!("ORDER BY:({})", order.join(", "));
+            ops.push(Operator::new("Sort", argument).rows(Rows::AsInput));
         }
         let mut define = Vec::new();
         for (i, a) in grouping.aggregates.iter().enumerate() {
@@ -487,7 +504,13 @@ impl Session {
         if !define.is_empty() {
             arguments.push(format!("DEFINE:({})", define.join(", ")));
         }
-        ops.push(format!("Stream Aggregate({})", arguments.join(" ")));
+        // Without GROUP BY the aggregate gives one row, whatever it reads.
+        let rows = match keys.is_empty() {
+            true => Rows::Known(1.0),
+            false => Rows::Unknown,
+        };
+        let aggregate = Operator::logical("Stream Aggregate", "Aggregate", arguments.join(" "));
+        ops.push(aggregate.defines(define).rows(rows));
         Ok((grouping, ops))
     }
 
@@ -502,7 +525,7 @@ impl Session {
         let filter = d.where_clause.as_ref();
         let access = self.access_for(&t, filter, None);
         let rows = self.write_input(&t, (access, filter), &d.top, &d.hints)?;
-        Ok(rows.under(write_text(&t, "Delete", None, "")))
+        Ok(rows.under(write_operator(&t, "Delete", None, "")))
     }
 
     /// INSERT ... VALUES: the rows as a Constant Scan, each column SET from its value, its
@@ -540,9 +563,10 @@ impl Session {
                 format!("{}.[{}] = {value}", object(&t), c.name)
             })
             .collect();
-        let scan = Operator::leaf(format!("Constant Scan(VALUES:({}))", values.join(",")));
+        let scan = Operator::new("Constant Scan", format!("VALUES:({})", values.join(",")))
+            .rows(Rows::Known(rows.len() as f64));
         let set = format!(", SET:({})", set.join(", "));
-        Ok(scan.under(write_text(&t, "Insert", None, &set)))
+        Ok(scan.under(write_operator(&t, "Insert", None, &set)))
     }
 
     fn update_plan(&mut self, u: &Update) -> Result<Operator, Errors> {
@@ -579,10 +603,10 @@ impl Session {
         // The new rows are spooled too, all of them before the first write (`UpdateChanges`).
         let rows = self
             .write_input(&t, (access, filter), &u.top, &u.hints)?
-            .under("Table Spool".into());
+            .under(spool());
         let changed: Vec<usize> = targets.iter().flatten().copied().collect();
         let set = format!(", SET:({})", set.join(", "));
-        Ok(rows.under(write_text(&t, "Update", Some(&changed), &set)))
+        Ok(rows.under(write_operator(&t, "Update", Some(&changed), &set)))
     }
 
     /// The rows an UPDATE or DELETE changes, as `dml::matching` finds them: the access
@@ -601,11 +625,15 @@ impl Session {
         let access = access.read_under(self.locks_key_ranges(t, true, hints)?);
         let mut op = Self::access_plan(t, &access, filter)?;
         if let Some(n) = self.rowcount_stop(top) {
-            op = op.under(format!("Top(TOP EXPRESSION:(({n})))"));
+            op = op.under(top_operator(&format!("({n})"), Some(n as f64)));
         }
-        op = op.under("Table Spool".into());
+        op = op.under(spool());
         if let Some(top) = top {
-            op = op.under(format!("Top(TOP EXPRESSION:({}))", expr_text(&top.count)?));
+            let count = match &top.count {
+                Expr::Literal(crate::ast::Literal::Integer(n)) => Some(*n as f64),
+                _ => None,
+            };
+            op = op.under(top_operator(&expr_text(&top.count)?, count));
         }
         Ok(op)
     }
@@ -626,9 +654,10 @@ fn refuse_constrained_write(s: &Session, t: &TableRef, update: bool) -> Result<(
     }
 }
 
-/// A write's operator on `t` (`kind`: "Update" or "Delete"): its clustered index or heap,
-/// and each nonclustered index the write changes (`set`: an UPDATE's columns), then `tail`.
-fn write_text(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> String {
+/// A write's operator on `t` (`kind`: "Insert", "Update" or "Delete"): its clustered index
+/// or heap, and each nonclustered index the write changes (`set`: an UPDATE's columns),
+/// then `tail`. It writes every row it reads.
+fn write_operator(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> Operator {
     let mut objects = vec![match (&t.entry.primary_key, t.entry.index_id) {
         (Some((name, _)), 1) => format!("{}.[{name}]", object(t)),
         _ => object(t),
@@ -638,12 +667,37 @@ fn write_text(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> St
             .into_iter()
             .map(|(_, name)| format!("{}.[{name}]", object(t))),
     );
-    let base = if t.entry.index_id == 1 {
-        "Clustered Index"
-    } else {
-        "Table"
+    let (physical, logical) = match (t.entry.index_id == 1, kind) {
+        (true, "Insert") => ("Clustered Index Insert", "Insert"),
+        (true, "Update") => ("Clustered Index Update", "Update"),
+        (true, _) => ("Clustered Index Delete", "Delete"),
+        (false, "Insert") => ("Table Insert", "Insert"),
+        (false, "Update") => ("Table Update", "Update"),
+        (false, _) => ("Table Delete", "Delete"),
     };
-    format!("{base} {kind}(OBJECT:({}){tail})", objects.join(", "))
+    let argument = format!("OBJECT:({}){tail}", objects.join(", "));
+    Operator::logical(physical, logical, argument).rows(Rows::AsInput)
+}
+
+/// The spool a write fills with every row it changes before the first change (an eager
+/// spool: it reads all its input before giving a row).
+fn spool() -> Operator {
+    Operator::logical("Table Spool", "Eager Spool", String::new()).rows(Rows::AsInput)
+}
+
+/// `Top(TOP EXPRESSION:(count))`: at most `rows` rows when that is known.
+fn top_operator(count: &str, rows: Option<f64>) -> Operator {
+    let argument = format!("TOP EXPRESSION:({count})");
+    Operator::new("Top", argument).rows(rows.map_or(Rows::Unknown, Rows::AtMost))
+}
+
+/// `Compute Scalar(DEFINE:(...))` of the values `defined` (`[Expr1001]=...`); as many rows
+/// as it reads.
+fn compute_scalar(defined: Vec<String>) -> Operator {
+    let argument = format!("DEFINE:({})", defined.join(", "));
+    Operator::new("Compute Scalar", argument)
+        .defines(defined)
+        .rows(Rows::AsInput)
 }
 
 /// An index seek with a lookup of each record's row (a Key Lookup, printed as SQL Server's
@@ -655,42 +709,56 @@ fn index_seek_plan(
     clustered: Option<(String, Vec<u16>)>,
     filter: &str,
 ) -> Result<Operator, Errors> {
-    let (name, key) = {
+    let (name, key, unique) = {
         let db = t.db.read().unwrap();
         let ix = db
             .table_by_id(seek.index_oid)
             .ok_or_else(|| vec![not_yet("SHOWPLAN_TEXT of an index dropped meanwhile")])?;
         let info = ix.index_of.as_ref().expect("an index entry");
         let key = info.sources[..info.key_columns as usize].to_vec();
-        (ix.name.clone(), key)
+        (ix.name.clone(), key, info.unique)
     };
-    let index = Operator::leaf(format!(
-        "Index Seek(OBJECT:({}.[{name}]), SEEK:({}) ORDERED FORWARD)",
+    let argument = format!(
+        "OBJECT:({}.[{name}]), SEEK:({}) ORDERED FORWARD",
         object(t),
         seek_text(t, &key, &seek.ranges)?
-    ));
+    );
+    let rows = match unique {
+        true => keys_sought(&seek.ranges, key.len()),
+        false => Rows::Unknown,
+    };
+    let index = Operator::new("Index Seek", argument).rows(rows);
+    // Each record looks up its one row, which WHERE may then drop.
+    let (looked_up, joined) = match filter.is_empty() {
+        true => (Rows::Known(1.0), Rows::AsInput),
+        false => (Rows::Unknown, Rows::Unknown),
+    };
     let (refs, lookup) = match clustered {
         Some((pk, ids)) => {
             let keys = seek_text_columns(t, &ids);
             let equal: Vec<String> = keys.iter().map(|k| format!("{k}={k}")).collect();
             let seek = equal.join(" AND ");
+            let argument = format!("OBJECT:({pk}), SEEK:({seek}){filter} LOOKUP ORDERED FORWARD");
             (
                 keys.join(", "),
-                format!("Clustered Index Seek(OBJECT:({pk}), SEEK:({seek}){filter} LOOKUP ORDERED FORWARD)"),
+                Operator::new("Clustered Index Seek", argument),
             )
         }
-        None => (
-            "[Bmk1000]".to_string(),
-            format!(
-                "RID Lookup(OBJECT:({}), SEEK:([Bmk1000]=[Bmk1000]){filter} LOOKUP ORDERED FORWARD)",
+        None => {
+            let argument = format!(
+                "OBJECT:({}), SEEK:([Bmk1000]=[Bmk1000]){filter} LOOKUP ORDERED FORWARD",
                 object(t)
-            ),
-        ),
+            );
+            (
+                "[Bmk1000]".to_string(),
+                Operator::new("RID Lookup", argument),
+            )
+        }
     };
-    Ok(Operator {
-        text: format!("Nested Loops(Inner Join, OUTER REFERENCES:({refs}))"),
-        inputs: vec![index, Operator::leaf(lookup)],
-    })
+    let argument = format!("OUTER REFERENCES:({refs})");
+    Ok(Operator::join("Nested Loops", "Inner Join", argument)
+        .rows(joined)
+        .inputs(vec![index, lookup.rows(looked_up)]))
 }
 
 /// `[db].[schema].[table].[column]` of each of `t`'s columns `ids`.
@@ -783,31 +851,5 @@ mod tests {
         assert_eq!(strip("[w]"), "[w]");
         assert_eq!(strip("('(')"), "'('");
         assert_eq!(strip("(')')+(1)"), "(')')+(1)");
-    }
-
-    /// Inputs go five columns further in, and a `|` runs down beside an input that has a
-    /// sibling below it.
-    #[test]
-    fn plans_draw_as_sql_servers() {
-        let plan = Operator {
-            text: "Nested Loops".into(),
-            inputs: vec![
-                Operator::leaf("Index Seek".into()).under("Sort".into()),
-                Operator::leaf("Clustered Index Seek".into()),
-            ],
-        }
-        .under("Top".into());
-        let mut lines = Vec::new();
-        draw(&plan, "  ", false, &mut lines);
-        assert_eq!(
-            lines,
-            [
-                "  |--Top",
-                "       |--Nested Loops",
-                "            |--Sort",
-                "            |    |--Index Seek",
-                "            |--Clustered Index Seek",
-            ]
-        );
     }
 }
