@@ -160,7 +160,9 @@ fn showplan_text_is_alone_in_its_batch_and_runs_nothing_in_its_own_session_only(
         "UPDATE t SET v = 0",
         "INSERT INTO t SELECT * FROM t",
         "SELECT w, COUNT(*) FROM t GROUP BY ROLLUP (w)",
-        "SELECT DISTINCT w FROM t",
+        "SELECT DISTINCT w FROM t ORDER BY w",
+        "SELECT DISTINCT w, COUNT(*) FROM t GROUP BY w",
+        "SELECT DISTINCT 1",
         "SELECT * FROM t JOIN h ON t.id = h.id",
         "DECLARE @n int; UPDATE t SET @n = w",
         "DECLARE @x int = 1",
@@ -295,6 +297,30 @@ fn the_plan_names_the_access_the_executor_makes() {
             "       |--Stream Aggregate(DEFINE:([Expr1001]=sum([w])))".to_string(),
             format!("            |--Clustered Index Scan(OBJECT:([sp].[dbo].[t].[{pk}]))"),
         ]
+    );
+    // DISTINCT sorts the projected rows by every select-list column and keeps each once,
+    // under TOP; the other session's run gives the first distinct rows in that order.
+    let sql = "SELECT DISTINCT TOP 3 w, v % 2 FROM t WHERE id < 50";
+    assert_eq!(
+        plan(&mut p, sql).1,
+        [
+            "  |--Top(TOP EXPRESSION:((3)))".to_string(),
+            "       |--Sort(DISTINCT ORDER BY:([w] ASC, [Expr1001] ASC))".to_string(),
+            "            |--Compute Scalar(DEFINE:([Expr1001]=[v]%(2)))".to_string(),
+            format!(
+                "                 |--Clustered Index Seek(OBJECT:([sp].[dbo].[t].[{pk}]), \
+                 SEEK:([sp].[dbo].[t].[id] < (50)), WHERE:([id]<(50)) ORDERED FORWARD)"
+            ),
+        ]
+    );
+    let got: Vec<(i64, i64)> = all_rows(&run(&mut x, sql))
+        .iter()
+        .map(|r| (int(&r[0]), int(&r[1])))
+        .collect();
+    assert_eq!(got, [(0, 0), (1, 1), (2, 0)]);
+    assert_eq!(
+        plan(&mut p, "SELECT DISTINCT * FROM h WHERE v = 7").1[0],
+        "  |--Sort(DISTINCT ORDER BY:([id] ASC, [v] ASC, [pad] ASC))"
     );
     // SERIALIZABLE: the same query scans, in the plan and in the reads.
     let sql = "SELECT id, w FROM t WHERE v = 7";
@@ -583,6 +609,40 @@ fn showplan_all_gives_a_row_per_operator_of_the_plan_the_text_form_draws() {
         show(&sets[1][2][8]),
         "2",
         "two whole keys of the primary key"
+    );
+    let (_, rows) = all_plan(&mut a, "SELECT DISTINCT w FROM t");
+    let scan = format!("OBJECT:([sp].[dbo].[t].[{pk}])");
+    assert_eq!(
+        pick(
+            &rows,
+            &[
+                "NodeId",
+                "Parent",
+                "PhysicalOp",
+                "LogicalOp",
+                "Argument",
+                "EstimateRows"
+            ]
+        ),
+        [
+            ["1", "0", "NULL", "NULL", "NULL", "NULL"],
+            [
+                "2",
+                "1",
+                "Sort",
+                "Distinct Sort",
+                "DISTINCT ORDER BY:([w] ASC)",
+                "NULL"
+            ],
+            [
+                "3",
+                "2",
+                "Clustered Index Scan",
+                "Clustered Index Scan",
+                &scan,
+                "1000"
+            ],
+        ]
     );
     for sql in [
         "SELECT * FROM t CROSS APPLY (SELECT 1 AS x) z",

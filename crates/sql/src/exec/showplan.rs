@@ -16,14 +16,17 @@
 //!
 //! Described: SELECT from one user table or from no table (a select list, WHERE, ORDER BY,
 //! TOP n; GROUP BY, aggregates and HAVING as `stream::grouped_rows` runs them: a Sort by
-//! the grouping keys and a Stream Aggregate, the plan `stream::streamed_grouping` gives);
+//! the grouping keys and a Stream Aggregate, the plan `stream::streamed_grouping` gives;
+//! DISTINCT without ORDER BY or aggregates as `stream::send_sorted` runs it: a Sort
+//! (`Sort(DISTINCT ORDER BY:(...))`, logical Distinct Sort) by every select-list column);
 //! INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
 //! FROM or OUTPUT (their matched rows spooled before the first change, as `dml::matching`
 //! does; an UPDATE's access is `dml::update_access`, the nonclustered indexes a write
 //! changes `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is
 //! refused with 40517 naming it (INSERT other than VALUES, or with TOP, OUTPUT or an
 //! IDENTITY column, joins, aggregates the materializing path runs (typed by their values
-//! under GROUP BY, grouping sets, without FROM), DISTINCT, window functions, subqueries,
+//! under GROUP BY, grouping sets, without FROM), DISTINCT with ORDER BY, aggregates or
+//! no FROM, window functions, subqueries,
 //! TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or CHECK
 //! constraint checks, an UPDATE of a unique or clustered key column or of a variable,
 //! other statements), never a partial or invented plan.
@@ -390,6 +393,21 @@ impl Session {
             }
             _ => return Err(vec![not_yet("SHOWPLAN_TEXT of a join or derived table")]),
         };
+        // DISTINCT as `stream::send_sorted` does it for one table's rows; the table's
+        // column names stand for a `*` among its keys.
+        let distinct: Option<Vec<String>> = match (&op_table, s.distinct) {
+            (_, false) => None,
+            (Some((t, _)), true)
+                if q.order_by.is_empty() && !super::aggregate::is_aggregate_query(s) =>
+            {
+                Some(t.entry.columns.iter().map(|c| c.name.clone()).collect())
+            }
+            _ => {
+                return Err(vec![not_yet(
+                    "SHOWPLAN_TEXT of DISTINCT with ORDER BY, aggregates or no FROM",
+                )])
+            }
+        };
         let grouped = match (&op_table, super::aggregate::is_aggregate_query(s)) {
             (_, false) => None,
             (None, true) => return Err(vec![not_yet("SHOWPLAN_TEXT of aggregates without FROM")]),
@@ -403,9 +421,9 @@ impl Session {
             Some(g) => {
                 let names = g.aggregates.len();
                 let rename = |text: String| renamed_aggregates(text, names);
-                self.finish_plan(&g.query, &g.select, op, (Some(names), &rename))
+                self.finish_plan(&g.query, &g.select, op, (Some(names), &rename), None)
             }
-            None => self.finish_plan(q, s, op, (None, &|t| t)),
+            None => self.finish_plan(q, s, op, (None, &|t| t), distinct.as_deref()),
         }
     }
 
@@ -413,13 +431,15 @@ impl Session {
     /// `stream::finish_streamed` does it: HAVING (a grouped query's WHERE), the select
     /// list, the sort or not (`stream::sorts`), TOP lowered to SET ROWCOUNT's cap.
     /// `aggregates`: for a grouped query, how many [ExprN] names its aggregates took;
-    /// `rename` maps their hidden columns to those names.
+    /// `rename` maps their hidden columns to those names. `distinct`: for SELECT DISTINCT
+    /// of one table, its columns' names.
     fn finish_plan(
         &mut self,
         q: &Query,
         s: &Select,
         mut op: Operator,
         (aggregates, rename): (Option<usize>, &dyn Fn(String) -> String),
+        distinct: Option<&[String]>,
     ) -> Result<Operator, Errors> {
         // A grouped query's WHERE is its HAVING; a plain one's is on the read (access_plan).
         if let Some(having) = s.where_clause.as_ref().filter(|_| aggregates.is_some()) {
@@ -432,7 +452,10 @@ impl Session {
             op = op.under(compute_scalar(computed));
         }
         let top = self.window(q, s).map_err(|e| vec![e])?.limit;
-        if super::stream::sorts(q, s, top) {
+        if let (Some(columns), true) = (distinct, super::stream::sorts(q, s, top)) {
+            let argument = format!("DISTINCT ORDER BY:({})", distinct_keys(s, columns)?);
+            op = op.under(Operator::logical("Sort", "Distinct Sort", argument));
+        } else if super::stream::sorts(q, s, top) {
             let keys: Result<Vec<String>, Errors> = q
                 .order_by
                 .iter()
@@ -784,8 +807,6 @@ fn refuse_unplanned_select(q: &Query, s: &Select) -> Result<(), Errors> {
         Some("SELECT INTO")
     } else if super::window_functions::has_windows(q, s) {
         Some("window functions")
-    } else if s.distinct {
-        Some("DISTINCT")
     } else if q.offset.is_some() || s.top.as_ref().is_some_and(|t| t.percent || t.with_ties) {
         Some("OFFSET, TOP PERCENT or WITH TIES")
     } else if s
@@ -816,6 +837,30 @@ fn computed_items(s: &Select, taken: usize) -> Result<Vec<String>, Errors> {
         }
     }
     Ok(defined)
+}
+
+/// The keys a SELECT DISTINCT without ORDER BY sorts its rows by, as `stream::send_sorted`
+/// does: every select-list column, ascending (a `*`'s: each of `columns`; a computed
+/// item's: its `[ExprN]`, numbered as `computed_items` numbers them).
+fn distinct_keys(s: &Select, columns: &[String]) -> Result<String, Errors> {
+    let mut keys = Vec::new();
+    let mut computed = 0;
+    for item in &s.items {
+        match item {
+            SelectItem::Wildcard { .. } => keys.extend(columns.iter().map(|c| format!("[{c}]"))),
+            SelectItem::Expr {
+                expr: e @ Expr::Column(_),
+                ..
+            } => keys.push(expr_text(e)?),
+            SelectItem::Expr { .. } => {
+                keys.push(format!("[Expr{}]", 1001 + computed));
+                computed += 1;
+            }
+            SelectItem::Assign { .. } => unreachable!("refused (refuse_unplanned_select)"),
+        }
+    }
+    let keys: Vec<String> = keys.into_iter().map(|k| format!("{k} ASC")).collect();
+    Ok(keys.join(", "))
 }
 
 /// A grouped query's text with each aggregate's hidden column (`aggregate::hidden_name`)
