@@ -164,6 +164,10 @@ fn showplan_text_is_alone_in_its_batch_and_runs_nothing_in_its_own_session_only(
         "SELECT DISTINCT w, COUNT(*) FROM t GROUP BY w",
         "SELECT DISTINCT 1",
         "SELECT * FROM t JOIN h ON t.id = h.id",
+        "SELECT * FROM t LEFT JOIN h ON t.w = h.v",
+        "SELECT COUNT(*) FROM t CROSS JOIN h",
+        "SELECT DISTINCT t.w FROM t, h",
+        "SELECT * FROM t, sys.objects",
         "DECLARE @n int; UPDATE t SET @n = w",
         "DECLARE @x int = 1",
         "SELECT 1 WHERE 1 = 1",
@@ -322,6 +326,47 @@ fn the_plan_names_the_access_the_executor_makes() {
         plan(&mut p, "SELECT DISTINCT * FROM h WHERE v = 7").1[0],
         "  |--Sort(DISTINCT ORDER BY:([id] ASC, [v] ASC, [pad] ASC))"
     );
+    // A CROSS JOIN: the left table sought by WHERE's key conjunct and checked by the
+    // conjuncts of its own columns, each of its rows joined with the right table's spooled
+    // rows, the whole WHERE on the joined rows; a comma list's left table is not narrowed.
+    let sql = "SELECT t.id, h.id FROM t CROSS JOIN h WHERE t.id < 3 AND h.id = 5";
+    assert_eq!(
+        plan(&mut p, sql).1,
+        [
+            "  |--Filter(WHERE:([t].[id]<(3) AND [h].[id]=(5)))".to_string(),
+            "       |--Nested Loops(Inner Join)".to_string(),
+            format!(
+                "            |--Clustered Index Seek(OBJECT:([sp].[dbo].[t].[{pk}]), \
+                 SEEK:([sp].[dbo].[t].[id] < (3)), WHERE:([t].[id]<(3)) ORDERED FORWARD)"
+            ),
+            "            |--Table Spool".to_string(),
+            "                 |--Table Scan(OBJECT:([sp].[dbo].[h]))".to_string(),
+        ]
+    );
+    let got: Vec<(i64, i64)> = all_rows(&run(&mut x, sql))
+        .iter()
+        .map(|r| (int(&r[0]), int(&r[1])))
+        .collect();
+    assert_eq!(got, [(0, 5), (1, 5), (2, 5)]);
+    let sql = "SELECT TOP 2 t.id + h.id FROM h, t WHERE t.id = 1 ORDER BY h.v DESC";
+    assert_eq!(
+        plan(&mut p, sql).1,
+        [
+            "  |--Top(TOP EXPRESSION:((2)))".to_string(),
+            "       |--Sort(ORDER BY:([h].[v] DESC))".to_string(),
+            "            |--Compute Scalar(DEFINE:([Expr1001]=[t].[id]+[h].[id]))".to_string(),
+            "                 |--Filter(WHERE:([t].[id]=(1)))".to_string(),
+            "                      |--Nested Loops(Inner Join)".to_string(),
+            "                           |--Table Scan(OBJECT:([sp].[dbo].[h]))".to_string(),
+            "                           |--Table Spool".to_string(),
+            format!("                                |--Clustered Index Scan(OBJECT:([sp].[dbo].[t].[{pk}]))"),
+        ]
+    );
+    let got: Vec<i64> = all_rows(&run(&mut x, sql))
+        .iter()
+        .map(|r| int(&r[0]))
+        .collect();
+    assert_eq!(got, [1000, 999]);
     // SERIALIZABLE: the same query scans, in the plan and in the reads.
     let sql = "SELECT id, w FROM t WHERE v = 7";
     run(&mut p, "SET SHOWPLAN_TEXT OFF");
@@ -641,6 +686,37 @@ fn showplan_all_gives_a_row_per_operator_of_the_plan_the_text_form_draws() {
                 "Clustered Index Scan",
                 &scan,
                 "1000"
+            ],
+        ]
+    );
+    // A join's rows: the product of its inputs' (no ON); the inner input's spool is read
+    // once per outer row, its table once.
+    let (_, rows) = all_plan(&mut a, "SELECT * FROM h, t WHERE t.id = 1");
+    assert_eq!(
+        pick(
+            &rows,
+            &[
+                "NodeId",
+                "Parent",
+                "PhysicalOp",
+                "LogicalOp",
+                "EstimateRows",
+                "EstimateExecutions"
+            ]
+        ),
+        [
+            ["1", "0", "NULL", "NULL", "NULL", "NULL"],
+            ["2", "1", "Filter", "Filter", "NULL", "1"],
+            ["3", "2", "Nested Loops", "Inner Join", "1e+006", "1"],
+            ["4", "3", "Table Scan", "Table Scan", "1000", "1"],
+            ["5", "3", "Table Spool", "Lazy Spool", "1000", "1000"],
+            [
+                "6",
+                "5",
+                "Clustered Index Scan",
+                "Clustered Index Scan",
+                "1000",
+                "1"
             ],
         ]
     );

@@ -19,12 +19,19 @@
 //! the grouping keys and a Stream Aggregate, the plan `stream::streamed_grouping` gives;
 //! DISTINCT without ORDER BY or aggregates as `stream::send_sorted` runs it: a Sort
 //! (`Sort(DISTINCT ORDER BY:(...))`, logical Distinct Sort) by every select-list column);
-//! INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
+//! a CROSS JOIN or comma list of two user tables as `join::Leaves::relation` runs it (the
+//! left table's read as `join::leftmost_filter` and `join::leftmost_access` make it, with
+//! the WHERE conjuncts `Leaves::pushable` lets it check, a Nested Loops(Inner Join) over it
+//! and a Table Spool (logical Lazy Spool) of the right table, read once, then a Filter of
+//! the whole WHERE on the joined rows); INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
 //! FROM or OUTPUT (their matched rows spooled before the first change, as `dml::matching`
 //! does; an UPDATE's access is `dml::update_access`, the nonclustered indexes a write
 //! changes `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is
 //! refused with 40517 naming it (INSERT other than VALUES, or with TOP, OUTPUT or an
-//! IDENTITY column, joins, aggregates the materializing path runs (typed by their values
+//! IDENTITY column, joins with ON: the executor decides a seek or a spool, and over a
+//! spool held in memory a hash index, only while it runs them (`JoinRows::open`,
+//! `Inner::indexed`), so no plan says it before; aggregates or DISTINCT over a join;
+//! aggregates the materializing path runs (typed by their values
 //! under GROUP BY, grouping sets, without FROM), DISTINCT with ORDER BY, aggregates or
 //! no FROM, window functions, subqueries,
 //! TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or CHECK
@@ -171,6 +178,32 @@ fn range_text(columns: &[(String, SqlType)], r: &KeyRange) -> Option<String> {
     Some(parts.join(" AND "))
 }
 
+/// The table hints of each side when `from` is a CROSS JOIN (or comma list) of two user
+/// tables (not common table expressions nor system views), else None.
+fn cross_join_of_tables(from: &[TableSource]) -> Option<[&[String]; 2]> {
+    match from {
+        [a, b] => Some([user_table(a)?, user_table(b)?]),
+        [TableSource::Join {
+            left,
+            kind: crate::ast::JoinKind::Cross,
+            right,
+            on: None,
+        }] => Some([user_table(left)?, user_table(right)?]),
+        _ => None,
+    }
+}
+
+/// A table source's hints when it names a table outside `sys` and INFORMATION_SCHEMA.
+fn user_table(ts: &TableSource) -> Option<&[String]> {
+    let TableSource::Table { name, hints, .. } = ts else {
+        return None;
+    };
+    let schema = name.qualifier().unwrap_or("dbo");
+    let system =
+        schema.eq_ignore_ascii_case("sys") || schema.eq_ignore_ascii_case("information_schema");
+    (!system).then_some(hints.as_slice())
+}
+
 /// A seek's rows when each of its ranges is one whole key of a unique index (at most one
 /// row each: `columns` is the key's length), else unknown.
 fn keys_sought(ranges: &[KeyRange], columns: usize) -> Rows {
@@ -243,14 +276,26 @@ fn without_outer_parentheses(text: String) -> String {
 }
 
 /// `, WHERE:(...)` for a filter, its top-level conjuncts joined by AND, else nothing.
-fn where_text(filter: Option<&Expr>) -> Result<String, Errors> {
-    let Some(f) = filter else {
+fn where_text(filter: &[&Expr]) -> Result<String, Errors> {
+    if filter.is_empty() {
         return Ok(String::new());
-    };
+    }
+    Ok(format!(", WHERE:({})", conjuncts_text(filter)?))
+}
+
+/// Conjuncts as a plan prints them, joined by AND.
+fn conjuncts_text(conjuncts: &[&Expr]) -> Result<String, Errors> {
+    let texts: Result<Vec<String>, Errors> = conjuncts.iter().map(|c| expr_text(c)).collect();
+    Ok(texts?.join(" AND "))
+}
+
+/// A filter's top-level conjuncts (none for no filter).
+fn conjuncts(filter: Option<&Expr>) -> Vec<&Expr> {
     let mut conjuncts = Vec::new();
-    super::seek::flatten_and(f, &mut conjuncts);
-    let texts: Result<Vec<String>, Errors> = conjuncts.into_iter().map(expr_text).collect();
-    Ok(format!(", WHERE:({})", texts?.join(" AND ")))
+    if let Some(f) = filter {
+        super::seek::flatten_and(f, &mut conjuncts);
+    }
+    conjuncts
 }
 
 impl Session {
@@ -303,13 +348,10 @@ impl Session {
         Ok(Flow::Normal)
     }
 
-    /// The operator reading `t`'s rows by `access` (with their lookups), WHERE on it.
-    fn access_plan(
-        t: &TableRef,
-        access: &Access,
-        filter: Option<&Expr>,
-    ) -> Result<Operator, Errors> {
-        let filtered = filter.is_some();
+    /// The operator reading `t`'s rows by `access` (with their lookups), the conjuncts
+    /// `filter` evaluated on it.
+    fn access_plan(t: &TableRef, access: &Access, filter: &[&Expr]) -> Result<Operator, Errors> {
+        let filtered = !filter.is_empty();
         let filter = where_text(filter)?;
         let clustered = match (&t.entry.primary_key, t.entry.index_id) {
             (Some((name, ids)), 1) => Some((format!("{}.[{name}]", object(t)), ids.clone())),
@@ -387,11 +429,16 @@ impl Session {
                 refuse_table_variable(&t)?;
                 let filter = s.where_clause.as_ref();
                 let access = self.planned_access(&t, filter, alias.as_deref(), (false, hints))?;
-                let op = Self::access_plan(&t, &access, filter)?;
+                let op = Self::access_plan(&t, &access, &conjuncts(filter))?;
                 op_table = Some((t, alias.clone()));
                 op
             }
-            _ => return Err(vec![not_yet("SHOWPLAN_TEXT of a join or derived table")]),
+            from if cross_join_of_tables(from).is_some() => self.cross_join_plan(s, from)?,
+            _ => {
+                return Err(vec![not_yet(
+                    "SHOWPLAN_TEXT of a join with ON or a derived table",
+                )])
+            }
         };
         // DISTINCT as `stream::send_sorted` does it for one table's rows; the table's
         // column names stand for a `*` among its keys.
@@ -404,13 +451,17 @@ impl Session {
             }
             _ => {
                 return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of DISTINCT with ORDER BY, aggregates or no FROM",
+                    "SHOWPLAN_TEXT of DISTINCT with ORDER BY, aggregates, a join or no FROM",
                 )])
             }
         };
         let grouped = match (&op_table, super::aggregate::is_aggregate_query(s)) {
             (_, false) => None,
-            (None, true) => return Err(vec![not_yet("SHOWPLAN_TEXT of aggregates without FROM")]),
+            (None, true) => {
+                return Err(vec![not_yet(
+                    "SHOWPLAN_TEXT of aggregates over a join or without FROM",
+                )])
+            }
             (Some((t, alias)), true) => {
                 let (grouping, ops) = self.aggregate_plan(q, s, t, alias.as_deref())?;
                 op = ops.into_iter().fold(op, Operator::under);
@@ -425,6 +476,41 @@ impl Session {
             }
             None => self.finish_plan(q, s, op, (None, &|t| t), distinct.as_deref()),
         }
+    }
+
+    /// A CROSS JOIN (or comma list) of two user tables as `Leaves::relation` runs it: the
+    /// left table read (through a seek where WHERE confines its key: `join::leftmost_filter`,
+    /// `join::leftmost_access`) with the WHERE conjuncts it checks alone (`Leaves::pushable`),
+    /// a Nested Loops joining each of its rows with every row of the right table, which is
+    /// read once into a spool (`JoinRows::open`: without ON nothing seeks it), then WHERE on
+    /// every joined row.
+    fn cross_join_plan(&mut self, s: &Select, from: &[TableSource]) -> Result<Operator, Errors> {
+        let hints = cross_join_of_tables(from).expect("a cross join (select_plan)");
+        let leaves = self.resolve_leaves(from)?;
+        let (Some((left, exposed)), Some((right, _))) = (leaves.table(0), leaves.table(1)) else {
+            return Err(vec![not_yet("SHOWPLAN_TEXT of a join of a view")]);
+        };
+        for t in [left, right] {
+            refuse_computed(t)?;
+            refuse_table_variable(t)?;
+        }
+        let filter = s.where_clause.as_ref();
+        let leftmost = super::join::leftmost_filter(from, filter);
+        let pushed = leftmost.map_or_else(Vec::new, |f| leaves.pushable(0, f));
+        let access = super::join::leftmost_access(self, left, exposed, leftmost)
+            .read_under(self.locks_key_ranges(left, false, hints[0])?);
+        let outer = Self::access_plan(left, &access, &pushed)?;
+        self.locks_key_ranges(right, false, hints[1])?;
+        let spool = Operator::logical("Table Spool", "Lazy Spool", String::new());
+        let inner = Self::access_plan(right, &Access::Scan, &[])?.under(spool.rows(Rows::AsInput));
+        let mut op = Operator::join("Nested Loops", "Inner Join", String::new())
+            .rows(Rows::Product)
+            .inputs(vec![outer, inner]);
+        if let Some(f) = filter {
+            let argument = format!("WHERE:({})", conjuncts_text(&conjuncts(Some(f)))?);
+            op = op.under(Operator::new("Filter", argument));
+        }
+        Ok(op)
     }
 
     /// What a (grouped) query does to its rows after reading (and grouping) them, as
@@ -646,7 +732,7 @@ impl Session {
             return Err(vec![not_yet("SHOWPLAN_TEXT of TOP PERCENT")]);
         }
         let access = access.read_under(self.locks_key_ranges(t, true, hints)?);
-        let mut op = Self::access_plan(t, &access, filter)?;
+        let mut op = Self::access_plan(t, &access, &conjuncts(filter))?;
         if let Some(n) = self.rowcount_stop(top) {
             op = op.under(top_operator(&format!("({n})"), Some(n as f64)));
         }

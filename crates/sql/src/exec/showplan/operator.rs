@@ -34,6 +34,8 @@ pub(super) enum Rows {
     AsInput,
     /// A TOP's: its input's, if known, up to this many.
     AtMost(f64),
+    /// A join without ON's: its inputs' product.
+    Product,
     /// A whole table's: the rows its allocation unit holds, counted only for SHOWPLAN_ALL
     /// (`count_tables`), as sys.partitions.rows counts them.
     Table(Arc<SharedDatabase>, u64),
@@ -122,6 +124,7 @@ impl Operator {
             Rows::Unknown => None,
             Rows::AsInput => self.inputs.first().and_then(Operator::estimate),
             Rows::AtMost(n) => Some(self.inputs.first()?.estimate()?.min(n)),
+            Rows::Product => self.inputs.iter().map(Operator::estimate).product(),
             Rows::Table(..) => unreachable!("counted before estimating (count_tables)"),
         }
     }
@@ -137,10 +140,11 @@ impl Operator {
     }
 
     /// How often it runs when its reader runs `executions` times: a Nested Loops runs its
-    /// inner input once per outer row.
+    /// inner input once per outer row; a lazy spool reads its input once, then is read again.
     fn input_executions(&self, i: usize, executions: Option<f64>) -> Option<f64> {
-        match (self.physical, i) {
-            ("Nested Loops", 1) => Some(executions? * self.inputs[0].estimate()?),
+        match (self.physical, self.logical, i) {
+            ("Nested Loops", _, 1) => Some(executions? * self.inputs[0].estimate()?),
+            ("Table Spool", "Lazy Spool", _) => executions.map(|e| e.min(1.0)),
             _ => executions,
         }
     }
