@@ -23,7 +23,9 @@
 //! left table's read as `join::leftmost_filter` and `join::leftmost_access` make it, with
 //! the WHERE conjuncts `Leaves::pushable` lets it check, a Nested Loops(Inner Join) over it
 //! and a Table Spool (logical Lazy Spool) of the right table, read once, then a Filter of
-//! the whole WHERE on the joined rows); INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
+//! the whole WHERE on the joined rows); a SELECT of a table with computed columns not
+//! PERSISTED (`read_plan`: a Compute Scalar defining them over the read, as
+//! `TableRef::decode` computes them on every row, WHERE in a Filter above it); INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
 //! FROM or OUTPUT (their matched rows spooled before the first change, as `dml::matching`
 //! does; an UPDATE's access is `dml::update_access`, the nonclustered indexes a write
 //! changes `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is
@@ -35,7 +37,8 @@
 //! under GROUP BY, grouping sets, without FROM), DISTINCT with ORDER BY, aggregates or
 //! no FROM, window functions, subqueries,
 //! TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or CHECK
-//! constraint checks, an UPDATE of a unique or clustered key column or of a variable,
+//! constraint checks, a write or a join of a table with computed columns, an UPDATE of a
+//! unique or clustered key column or of a variable,
 //! other statements), never a partial or invented plan.
 //!
 //! Where the text differs from SQL Server's: a WHERE predicate is printed as written
@@ -387,6 +390,29 @@ impl Session {
         })
     }
 
+    /// A SELECT's read of `t` by `access` with WHERE `filter`: WHERE on the read, or, where
+    /// `TableRef::decode` computes columns not PERSISTED on each row it decodes
+    /// (computed_columns.rs invariant 5), a Compute Scalar defining them over the read and
+    /// WHERE (which may read them) in a Filter above it.
+    fn read_plan(t: &TableRef, access: &Access, filter: Option<&Expr>) -> Result<Operator, Errors> {
+        let computed: Vec<String> = (t.entry.columns.iter())
+            .filter_map(|c| Some((c, c.computed.as_ref().filter(|d| !d.is_persisted)?)))
+            .map(|(c, d)| {
+                let definition = without_outer_parentheses(d.definition.clone());
+                format!("{}.[{}]={definition}", object(t), c.name)
+            })
+            .collect();
+        if computed.is_empty() {
+            return Self::access_plan(t, access, &conjuncts(filter));
+        }
+        let mut op = Self::access_plan(t, access, &[])?.under(compute_scalar(computed));
+        if let Some(f) = filter {
+            let argument = format!("WHERE:({})", conjuncts_text(&conjuncts(Some(f)))?);
+            op = op.under(Operator::new("Filter", argument));
+        }
+        Ok(op)
+    }
+
     /// How a statement reads `t` with filter `filter` (`alias` as FROM names it): the
     /// executor's choice (module doc).
     fn planned_access(
@@ -425,11 +451,10 @@ impl Session {
                     return Err(vec![not_yet("SHOWPLAN_TEXT of a system view")]);
                 }
                 let t = self.table_for(name, "SELECT")?;
-                refuse_computed(&t)?;
                 refuse_table_variable(&t)?;
                 let filter = s.where_clause.as_ref();
                 let access = self.planned_access(&t, filter, alias.as_deref(), (false, hints))?;
-                let op = Self::access_plan(&t, &access, &conjuncts(filter))?;
+                let op = Self::read_plan(&t, &access, filter)?;
                 op_table = Some((t, alias.clone()));
                 op
             }
@@ -959,12 +984,13 @@ fn renamed_aggregates(mut text: String, aggregates: usize) -> String {
     text
 }
 
-/// Computed columns are not drawn yet (SQL Server shows their Compute Scalar): a statement
-/// on a table that has one is refused rather than shown without it.
+/// Computed columns are drawn only for a SELECT of one table (`read_plan`): a write (which
+/// computes them, computed_columns.rs invariant 1) or a join of a table that has one is
+/// refused rather than shown without them.
 fn refuse_computed(t: &TableRef) -> Result<(), Errors> {
     match t.entry.columns.iter().any(|c| c.computed.is_some()) {
         true => Err(vec![not_yet(
-            "SHOWPLAN_TEXT of a statement on a table with computed columns",
+            "SHOWPLAN_TEXT of a write or a join of a table with computed columns",
         )]),
         false => Ok(()),
     }
