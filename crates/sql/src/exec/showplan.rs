@@ -72,6 +72,11 @@ use operator::{Operator, Rows};
 
 type Errors = Vec<SqlError>;
 
+/// 40517 for what neither SHOWPLAN form describes (module doc): never a partial plan.
+fn refused(what: &str) -> Errors {
+    vec![not_yet(&format!("SHOWPLAN_TEXT / SHOWPLAN_ALL of {what}"))]
+}
+
 /// Whether a statement is a SET of a SHOWPLAN option.
 fn sets_showplan(s: &Statement) -> bool {
     matches!(&s.kind, StatementKind::SetOption { options, .. }
@@ -219,7 +224,7 @@ fn keys_sought(ranges: &[KeyRange], columns: usize) -> Rows {
 /// The SEEK:(...) argument of key ranges over the key columns `ids` of `t`.
 fn seek_text(t: &TableRef, ids: &[u16], ranges: &[KeyRange]) -> Result<String, Errors> {
     if ranges.is_empty() {
-        return Err(vec![not_yet("SHOWPLAN_TEXT of a seek of no key range")]);
+        return Err(refused("a seek of no key range"));
     }
     let columns: Vec<(String, SqlType)> = ids
         .iter()
@@ -232,21 +237,16 @@ fn seek_text(t: &TableRef, ids: &[u16], ranges: &[KeyRange]) -> Result<String, E
         })
         .collect();
     let texts: Option<Vec<String>> = ranges.iter().map(|r| range_text(&columns, r)).collect();
-    texts.map(|t| t.join(" OR ")).ok_or_else(|| {
-        vec![not_yet(
-            "SHOWPLAN_TEXT of a seek range beyond one key column",
-        )]
-    })
+    texts
+        .map(|t| t.join(" OR "))
+        .ok_or_else(|| refused("a seek range beyond one key column"))
 }
 
 /// An expression as a plan prints it (`expr_text`'s form without its outermost
 /// parentheses); 40517 for what has no text form (a subquery).
 fn expr_text(e: &Expr) -> Result<String, Errors> {
-    let text = super::expr_text::expr(e).ok_or_else(|| {
-        vec![not_yet(
-            "SHOWPLAN_TEXT of a subquery, a window function or DEFAULT in an expression",
-        )]
-    })?;
+    let text = super::expr_text::expr(e)
+        .ok_or_else(|| refused("a subquery, a window function or DEFAULT in an expression"))?;
     match e {
         // A constant keeps its parentheses, as SQL Server prints it: `(1)`.
         Expr::Literal(_) => Ok(text),
@@ -318,7 +318,7 @@ impl Session {
             StatementKind::Insert(i) => (self.insert_plan(i)?, "INSERT"),
             other => {
                 let what = super::lower::statement_name(other);
-                return Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]);
+                return Err(refused(what));
             }
         };
         let text: String = self
@@ -370,9 +370,7 @@ impl Session {
                 Operator::new("Clustered Index Scan", argument).rows(whole)
             }
             (Access::Scan, None) if t.entry.index_id == 1 => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of a clustered index without a PRIMARY KEY",
-                )])
+                return Err(refused("a clustered index without a PRIMARY KEY"))
             }
             (Access::Scan, None) => {
                 let argument = format!("OBJECT:({}){filter}", object(t));
@@ -429,7 +427,7 @@ impl Session {
     fn select_plan(&mut self, q: &Query) -> Result<Operator, Errors> {
         super::select::refuse_unbuilt(q)?;
         let QueryBody::Select(s) = &q.body else {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of UNION, INTERSECT or EXCEPT")]);
+            return Err(refused("UNION, INTERSECT or EXCEPT"));
         };
         refuse_unplanned_select(q, s)?;
         let mut op_table: Option<(TableRef, Option<String>)> = None;
@@ -438,17 +436,13 @@ impl Session {
             [] if s.where_clause.is_none() && q.order_by.is_empty() && s.top.is_none() => {
                 Operator::new("Constant Scan", String::new()).rows(Rows::Known(1.0))
             }
-            [] => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of WHERE, ORDER BY or TOP without FROM",
-                )])
-            }
+            [] => return Err(refused("WHERE, ORDER BY or TOP without FROM")),
             [TableSource::Table { name, alias, hints }] if !self.is_cte(name) => {
                 let schema = name.qualifier().unwrap_or("dbo");
                 if schema.eq_ignore_ascii_case("sys")
                     || schema.eq_ignore_ascii_case("information_schema")
                 {
-                    return Err(vec![not_yet("SHOWPLAN_TEXT of a system view")]);
+                    return Err(refused("a system view"));
                 }
                 let t = self.table_for(name, "SELECT")?;
                 refuse_table_variable(&t)?;
@@ -459,11 +453,7 @@ impl Session {
                 op
             }
             from if cross_join_of_tables(from).is_some() => self.cross_join_plan(s, from)?,
-            _ => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of a join with ON or a derived table",
-                )])
-            }
+            _ => return Err(refused("a join with ON or a derived table")),
         };
         // DISTINCT as `stream::send_sorted` does it for one table's rows; the table's
         // column names stand for a `*` among its keys.
@@ -475,18 +465,14 @@ impl Session {
                 Some(t.entry.columns.iter().map(|c| c.name.clone()).collect())
             }
             _ => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of DISTINCT with ORDER BY, aggregates, a join or no FROM",
-                )])
+                return Err(refused(
+                    "DISTINCT with ORDER BY, aggregates, a join or no FROM",
+                ))
             }
         };
         let grouped = match (&op_table, super::aggregate::is_aggregate_query(s)) {
             (_, false) => None,
-            (None, true) => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of aggregates over a join or without FROM",
-                )])
-            }
+            (None, true) => return Err(refused("aggregates over a join or without FROM")),
             (Some((t, alias)), true) => {
                 let (grouping, ops) = self.aggregate_plan(q, s, t, alias.as_deref())?;
                 op = ops.into_iter().fold(op, Operator::under);
@@ -513,7 +499,7 @@ impl Session {
         let hints = cross_join_of_tables(from).expect("a cross join (select_plan)");
         let leaves = self.resolve_leaves(from)?;
         let (Some((left, exposed)), Some((right, _))) = (leaves.table(0), leaves.table(1)) else {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of a join of a view")]);
+            return Err(refused("a join of a view"));
         };
         for t in [left, right] {
             refuse_computed(t)?;
@@ -607,17 +593,11 @@ impl Session {
         let name = t.entry.name.clone();
         let src = super::select::Source::single(rowset, name, alias.map(str::to_string));
         let grouping = match self.streamed_grouping(q, s, &src) {
-            None => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of an aggregate typed by its values",
-                )])
-            }
+            None => return Err(refused("an aggregate typed by its values")),
             Some(plan) => plan?,
         };
         if grouping.sets.is_some() {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of ROLLUP, CUBE or GROUPING SETS",
-            )]);
+            return Err(refused("ROLLUP, CUBE or GROUPING SETS"));
         }
         let mut ops = Vec::new();
         let keys: Result<Vec<String>, Errors> = s.group_by.iter().map(expr_text).collect();
@@ -651,7 +631,7 @@ impl Session {
     fn delete_plan(&mut self, d: &Delete) -> Result<Operator, Errors> {
         super::select::refuse_unbuilt_hints(&d.options)?;
         if !d.from.is_empty() || d.output.is_some() {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of DELETE with FROM or OUTPUT")]);
+            return Err(refused("DELETE with FROM or OUTPUT"));
         }
         let t = self.table_for(&d.table, "DELETE")?;
         refuse_computed(&t)?;
@@ -666,18 +646,16 @@ impl Session {
     /// DEFAULT or NULL (`dml::new_row`), into the table and every nonclustered index.
     fn insert_plan(&mut self, ins: &Insert) -> Result<Operator, Errors> {
         let InsertSource::Values(rows) = &ins.source else {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of INSERT other than VALUES")]);
+            return Err(refused("INSERT other than VALUES"));
         };
         if ins.output.is_some() || ins.top.is_some() {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of INSERT with TOP or OUTPUT")]);
+            return Err(refused("INSERT with TOP or OUTPUT"));
         }
         let t = self.table_for(&ins.table, "INSERT")?;
         refuse_computed(&t)?;
         refuse_constrained_write(self, &t, true)?;
         if t.entry.columns.iter().any(|c| c.identity.is_some()) {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of INSERT into a table with an IDENTITY column",
-            )]);
+            return Err(refused("INSERT into a table with an IDENTITY column"));
         }
         self.locks_key_ranges(&t, true, &ins.hints)?;
         let targets = self.insert_targets(&ins.columns, false, &t)?;
@@ -706,21 +684,17 @@ impl Session {
     fn update_plan(&mut self, u: &Update) -> Result<Operator, Errors> {
         super::select::refuse_unbuilt_hints(&u.options)?;
         if !u.from.is_empty() || u.output.is_some() {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of UPDATE with FROM or OUTPUT")]);
+            return Err(refused("UPDATE with FROM or OUTPUT"));
         }
         let t = self.table_for(&u.table, "UPDATE")?;
         refuse_computed(&t)?;
         refuse_constrained_write(self, &t, true)?;
         let targets = super::dml::update_targets(u, &t)?;
         if targets.iter().any(Option::is_none) {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of an UPDATE that sets a variable",
-            )]);
+            return Err(refused("an UPDATE that sets a variable"));
         }
         if super::dml::sets_unique_key(&t, &targets) {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of an UPDATE of a unique or clustered key column",
-            )]);
+            return Err(refused("an UPDATE of a unique or clustered key column"));
         }
         let mut set = Vec::new();
         for (a, col) in u.assignments.iter().zip(&targets) {
@@ -754,7 +728,7 @@ impl Session {
         hints: &[String],
     ) -> Result<Operator, Errors> {
         if top.as_ref().is_some_and(|t| t.percent) {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of TOP PERCENT")]);
+            return Err(refused("TOP PERCENT"));
         }
         let access = access.read_under(self.locks_key_ranges(t, true, hints)?);
         let mut op = Self::access_plan(t, &access, &conjuncts(filter))?;
@@ -781,9 +755,7 @@ fn refuse_constrained_write(s: &Session, t: &TableRef, update: bool) -> Result<(
     let constrained = s.is_referenced(t)
         || (update && !(t.entry.foreign_keys.is_empty() && t.entry.checks.is_empty()));
     match constrained {
-        true => Err(vec![not_yet(
-            "SHOWPLAN_TEXT of a write a FOREIGN KEY or CHECK constraint checks",
-        )]),
+        true => Err(refused("a write a FOREIGN KEY or CHECK constraint checks")),
         false => Ok(()),
     }
 }
@@ -847,7 +819,7 @@ fn index_seek_plan(
         let db = t.db.read().unwrap();
         let ix = db
             .table_by_id(seek.index_oid)
-            .ok_or_else(|| vec![not_yet("SHOWPLAN_TEXT of an index dropped meanwhile")])?;
+            .ok_or_else(|| refused("an index dropped meanwhile"))?;
         let info = ix.index_of.as_ref().expect("an index entry");
         let key = info.sources[..info.key_columns as usize].to_vec();
         (ix.name.clone(), key, info.unique)
@@ -905,7 +877,7 @@ fn seek_text_columns(t: &TableRef, ids: &[u16]) -> Vec<String> {
 
 fn refuse_table_variable(t: &TableRef) -> Result<(), Errors> {
     match t.variable {
-        Some(_) => Err(vec![not_yet("SHOWPLAN_TEXT of a table variable")]),
+        Some(_) => Err(refused("a table variable")),
         None => Ok(()),
     }
 }
@@ -930,7 +902,7 @@ fn refuse_unplanned_select(q: &Query, s: &Select) -> Result<(), Errors> {
         None
     };
     match refusal {
-        Some(what) => Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]),
+        Some(what) => Err(refused(what)),
         None => Ok(()),
     }
 }
@@ -989,9 +961,9 @@ fn renamed_aggregates(mut text: String, aggregates: usize) -> String {
 /// refused rather than shown without them.
 fn refuse_computed(t: &TableRef) -> Result<(), Errors> {
     match t.entry.columns.iter().any(|c| c.computed.is_some()) {
-        true => Err(vec![not_yet(
-            "SHOWPLAN_TEXT of a write or a join of a table with computed columns",
-        )]),
+        true => Err(refused(
+            "a write or a join of a table with computed columns",
+        )),
         false => Ok(()),
     }
 }
