@@ -16,7 +16,7 @@ use extentdb_tds::client::Client;
 mod common;
 use common::tds::{
     all_rows, assert_checkdb_clean, connect_at, errors, int, numbers, restart, run,
-    scans_and_reads, start_in_database, table,
+    scans_and_reads, show, start_in_database, table,
 };
 
 const SETUP: &str = "CREATE TABLE t (id INT PRIMARY KEY, a INT, b INT, \
@@ -688,11 +688,13 @@ fn non_persisted_columns_are_computed_by_every_read() {
     assert_checkdb_clean(&mut c, "ccdb", "after the kill");
 }
 
-/// SHOWPLAN_TEXT does not draw computed columns yet: a statement on a table with one is
-/// refused (40517) rather than shown with its computed columns SET to NULL, and runs
-/// nothing; another session's table without one still shows its plan.
+/// SHOWPLAN_TEXT draws a SELECT's computed columns as the read computes them: a Compute
+/// Scalar defining each one not PERSISTED over the table's read (the PERSISTED one is
+/// stored), WHERE in a Filter above it (it may read them); the other session's run gives
+/// the row that plan gives. A write of the table (which computes them) is refused
+/// (40517) rather than shown without them, and nothing runs.
 #[test]
-fn showplan_refuses_a_table_with_computed_columns() {
+fn showplan_draws_a_selects_computed_columns_and_refuses_writes() {
     let (s, mut c) = start_in_database(
         "cc-showplan",
         "cc",
@@ -700,16 +702,62 @@ fn showplan_refuses_a_table_with_computed_columns() {
          CREATE TABLE p (id INT PRIMARY KEY, a INT); INSERT INTO t VALUES (1, 5)",
     );
     let mut other = s.connect_to(Some("cc"));
+    let pk = table(
+        &mut c,
+        "SELECT name FROM sys.indexes WHERE object_id = OBJECT_ID('t') AND index_id = 1",
+    );
     run(&mut c, "SET SHOWPLAN_TEXT ON");
+    let sql = "SELECT id, d FROM t WHERE d > 5 AND id = 1";
+    assert_eq!(
+        table(&mut c, sql)[1..],
+        [
+            "  |--Filter(WHERE:([d]>(5) AND [id]=(1)))".to_string(),
+            "       |--Compute Scalar(DEFINE:([cc].[dbo].[t].[d]=[a]+(1)))".to_string(),
+            format!(
+                "            |--Clustered Index Seek(OBJECT:([cc].[dbo].[t].[{}]), \
+                 SEEK:([cc].[dbo].[t].[id]=(1)) ORDERED FORWARD)",
+                pk[0]
+            ),
+        ]
+    );
+    assert_eq!(
+        table(&mut c, "SELECT c FROM t")[1..],
+        [
+            "  |--Compute Scalar(DEFINE:([cc].[dbo].[t].[d]=[a]+(1)))".to_string(),
+            format!(
+                "       |--Clustered Index Scan(OBJECT:([cc].[dbo].[t].[{}]))",
+                pk[0]
+            ),
+        ],
+        "every row read computes d, read or not"
+    );
     for sql in [
-        "SELECT * FROM t",
         "INSERT INTO t VALUES (2, 6)",
         "UPDATE t SET a = 7 WHERE id = 1",
         "DELETE FROM t WHERE id = 1",
+        "SELECT * FROM t CROSS JOIN p",
     ] {
         assert_eq!(numbers(&mut c, sql), [40517], "{sql}");
     }
     assert!(!numbers(&mut c, "SELECT * FROM p").contains(&40517));
-    run(&mut c, "SET SHOWPLAN_TEXT OFF");
+    // SHOWPLAN_ALL: the Compute Scalar's DefinedValues are its definitions.
+    run(&mut c, "SET SHOWPLAN_ALL ON");
+    let rows = all_rows(&run(&mut c, "SELECT c FROM t"));
+    let op: Vec<String> = [2, 3, 4, 5, 7].iter().map(|&i| show(&rows[1][i])).collect();
+    assert_eq!(
+        op,
+        [
+            "2",
+            "1",
+            "Compute Scalar",
+            "Compute Scalar",
+            "[cc].[dbo].[t].[d]=[a]+(1)"
+        ]
+    );
+    run(&mut c, "SET SHOWPLAN_ALL OFF");
+    assert_eq!(
+        table(&mut other, "SELECT id, d FROM t WHERE d > 5 AND id = 1"),
+        ["1,6"]
+    );
     assert_eq!(table(&mut other, "SELECT id, a, c, d FROM t"), ["1,5,10,6"]);
 }

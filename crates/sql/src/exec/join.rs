@@ -353,13 +353,7 @@ impl Leaves {
         filter: Option<&Expr>,
     ) -> Result<Built<'p>, Errors> {
         let mut next = 0;
-        let preserving = from.len() == 1 && only_left_preserving(&from[0]);
-        let mut built = self.build(
-            s,
-            &from[0],
-            &mut next,
-            preserving.then_some(filter).flatten(),
-        )?;
+        let mut built = self.build(s, &from[0], &mut next, leftmost_filter(from, filter))?;
         for ts in &from[1..] {
             let inner = self.inner(s, ts, &mut next)?;
             built = join(built, inner, JoinKind::Cross, None);
@@ -433,7 +427,7 @@ impl Leaves {
     /// name, or unqualified and no other leaf's column) and that hold no subquery.
     /// None for a data modification's target, whose rows carry their RIDs, or beside an
     /// APPLY or UNPIVOT, whose columns are not known before their rows.
-    fn pushable<'f>(&self, i: usize, filter: &'f Expr) -> Vec<&'f Expr> {
+    pub(super) fn pushable<'f>(&self, i: usize, filter: &'f Expr) -> Vec<&'f Expr> {
         let (leaf, shape) = &self.leaves[i];
         // An APPLY's right side or an UNPIVOT has no columns here to tell a name by.
         let shapes_known = self
@@ -508,6 +502,46 @@ impl Leaves {
     }
 }
 
+/// WHERE as the leftmost leaf's read gets it (`Leaves::relation`): `filter` when the FROM
+/// clause is one table source whose joins all keep only their left input's rows (invariant
+/// 4), else none. SHOWPLAN_TEXT prints what it gives (showplan.rs).
+pub(super) fn leftmost_filter<'f>(
+    from: &[TableSource],
+    filter: Option<&'f Expr>,
+) -> Option<&'f Expr> {
+    let preserving = from.len() == 1 && only_left_preserving(&from[0]);
+    preserving.then_some(filter).flatten()
+}
+
+/// How the leftmost leaf, table `t` named `exposed`, is read given `filter`
+/// (`leftmost_filter`): sought where WHERE confines a key, no outer row known.
+pub(super) fn leftmost_access(
+    s: &mut Session,
+    t: &TableRef,
+    exposed: &str,
+    filter: Option<&Expr>,
+) -> Access {
+    match filter {
+        Some(f) => s.access_with(t, Some(f), Some(exposed), &|_| false),
+        None => Access::Scan,
+    }
+}
+
+impl Leaves {
+    /// Leaf `i` when it is a user table read as it is stored: it and its exposed name.
+    pub(super) fn table(&self, i: usize) -> Option<(&TableRef, &str)> {
+        match &self.leaves.get(i)?.0 {
+            Leaf::Table {
+                t,
+                exposed,
+                rids: false,
+                ..
+            } => Some((t, exposed)),
+            _ => None,
+        }
+    }
+}
+
 /// True when no RIGHT or FULL join is on the path from the top of `ts` to its leftmost
 /// leaf, so WHERE may narrow that leaf's read (a LEFT join's NULL-extended rows come from
 /// its left rows, which the narrowing keeps).
@@ -533,10 +567,7 @@ fn leaf_rows<'p>(
             exposed,
             rids,
         } => {
-            let access = match filter {
-                Some(f) => s.access_with(t, Some(f), Some(exposed), &|_| false),
-                None => Access::Scan,
-            };
+            let access = leftmost_access(s, t, exposed, filter);
             Box::new(TableScan::new(t, access, locking)?.with_rids(*rids))
         }
         Leaf::Spooled(spool) => Box::new(SpoolScan {

@@ -361,6 +361,7 @@ impl Engine {
             implicit_transactions: false,
             options: Default::default(),
             batch_text: String::new(),
+            showplan_statement: 0,
             rowcount: 0,
             trancount: 0,
             xacts: BTreeMap::new(),
@@ -425,9 +426,12 @@ pub struct Session {
     implicit_transactions: bool,
     /// XACT_ABORT, TEXTSIZE and the other SET options set_options.rs keeps.
     options: set_options::SessionOptions,
-    /// The running batch's text while SHOWPLAN_TEXT is on (its statements' StmtText),
-    /// else empty.
+    /// The running batch's text while SHOWPLAN_TEXT or SHOWPLAN_ALL is on (its statements'
+    /// StmtText), else empty.
     batch_text: String,
+    /// Under SHOWPLAN, the number in its batch of the statement running (SHOWPLAN_ALL's
+    /// StmtId), from 1.
+    showplan_statement: i32,
     rowcount: i64,
     /// @@TRANCOUNT: nesting depth of BEGIN TRANSACTION.
     trancount: u32,
@@ -595,7 +599,8 @@ impl Session {
             .statistics_time
             .then(statistics_time::Stopwatch::start);
         self.batch_text.clear();
-        if self.options.showplan_text {
+        self.showplan_statement = 0;
+        if self.options.showplan.is_some() {
             self.batch_text.push_str(batch);
         }
         match self.batches.parse(batch, &stats.compilations) {
@@ -760,16 +765,19 @@ impl Session {
     }
 
     fn run_statement_inner(&mut self, s: &Statement, out: &mut Out) -> Flow {
-        let showplan = self.options.showplan_text && !showplan::runs_under_showplan(s);
+        if self.options.showplan.is_some() {
+            self.showplan_statement += 1;
+        }
+        let showplan = (self.options.showplan).filter(|_| !showplan::runs_under_showplan(s));
         let watch = (self.options.statistics_time
-            && !showplan
+            && showplan.is_none()
             && statistics_time::reports_execution_time(&s.kind))
         .then(statistics_time::Stopwatch::start);
         self.statement_locks_start();
         self.scopes.statement_start();
         let result = match showplan {
-            true => self.show_plan(s, out),
-            false => self.statement(s, out),
+            Some(form) => self.show_plan(s, form, out),
+            None => self.statement(s, out),
         };
         // Before the statement's locks go, so a DROP waiting for them removes its
         // counters after (index_usage.rs invariants 1 and 3).

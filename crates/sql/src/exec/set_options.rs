@@ -2,7 +2,8 @@
 //! built here, fixed, or refused, and none is accepted and ignored.
 //!
 //! - **Built**: NOCOUNT, IMPLICIT_TRANSACTIONS, STATISTICS IO, STATISTICS TIME
-//!   (`statistics_time.rs`), SHOWPLAN_TEXT (`showplan.rs`), XACT_ABORT, TEXTSIZE,
+//!   (`statistics_time.rs`), SHOWPLAN_TEXT and SHOWPLAN_ALL (`showplan.rs`; one excludes
+//!   the other, `Showplan`), XACT_ABORT, TEXTSIZE,
 //!   ROWCOUNT (`SessionOptions::rowcount`, applied by `Session::rowcount_cap`),
 //!   ANSI_DEFAULTS (its IMPLICIT_TRANSACTIONS part; the other options it sets are fixed ON
 //!   here), CURSOR_CLOSE_ON_COMMIT (kept; no cursor exists yet for it to close).
@@ -10,7 +11,7 @@
 //!   `NULL = NULL` is unknown; QUOTED_IDENTIFIER ON: `"x"` names a column; ...). That value
 //!   is accepted, since clients send it when they connect, and any other is refused with
 //!   Msg 40517, so a script that needs the other behaviour stops instead of running wrong.
-//! - **Not built** (SHOWPLAN_ALL / XML, STATISTICS XML / PROFILE, FMTONLY, NOEXEC,
+//! - **Not built** (SHOWPLAN_XML, STATISTICS XML / PROFILE, FMTONLY, NOEXEC,
 //!   PARSEONLY, CONTEXT_INFO, ...): only their "off" value is accepted.
 //!
 //! Invariants:
@@ -44,8 +45,20 @@ pub struct SessionOptions {
     /// SET STATISTICS TIME ON: each batch reports its parse time (Msg 3613) and each
     /// statement its execution times (Msg 3612), `statistics_time.rs`.
     pub statistics_time: bool,
-    /// SET SHOWPLAN_TEXT ON: statements are described, not run (`showplan.rs`).
-    pub showplan_text: bool,
+    /// SET SHOWPLAN_TEXT or SHOWPLAN_ALL ON: statements are described, not run
+    /// (`showplan.rs`), in that form.
+    pub showplan: Option<Showplan>,
+}
+
+/// Which SET SHOWPLAN_* is on. They exclude each other: setting one ON turns the other
+/// off (the form the last SET asked for); setting one OFF turns only itself off.
+/// (Unverified against SQL Server, which documents neither combination.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Showplan {
+    /// SHOWPLAN_TEXT: the statement's text, then its plan's drawn lines.
+    Text,
+    /// SHOWPLAN_ALL: one row for the statement, one per operator, with their columns.
+    All,
 }
 
 /// @@TEXTSIZE when no SET TEXTSIZE was run, and after SET TEXTSIZE 0. SQL Server's own
@@ -61,7 +74,7 @@ impl Default for SessionOptions {
             cursor_close_on_commit: false,
             rowcount: 0,
             statistics_time: false,
-            showplan_text: false,
+            showplan: None,
         }
     }
 }
@@ -98,7 +111,6 @@ const SWITCHES: &[(&str, Switch)] = &[
     ("NO_BROWSETABLE", Switch::FixedOff),
     ("REMOTE_PROC_TRANSACTIONS", Switch::FixedOff),
     ("FIPS_FLAGGER", Switch::FixedOff),
-    ("SHOWPLAN_ALL", Switch::FixedOff),
     ("SHOWPLAN_XML", Switch::FixedOff),
     ("STATISTICS XML", Switch::FixedOff),
     ("STATISTICS PROFILE", Switch::FixedOff),
@@ -107,6 +119,7 @@ const SWITCHES: &[(&str, Switch)] = &[
     ("STATISTICS IO", Switch::Built),
     ("STATISTICS TIME", Switch::Built),
     ("SHOWPLAN_TEXT", Switch::Built),
+    ("SHOWPLAN_ALL", Switch::Built),
     ("XACT_ABORT", Switch::Built),
     ("ANSI_DEFAULTS", Switch::Built),
     ("CURSOR_CLOSE_ON_COMMIT", Switch::Built),
@@ -220,7 +233,8 @@ impl Session {
             "IMPLICIT_TRANSACTIONS" => self.implicit_transactions = on,
             "STATISTICS IO" => self.statistics_io = on,
             "STATISTICS TIME" => self.options.statistics_time = on,
-            "SHOWPLAN_TEXT" => self.options.showplan_text = on,
+            "SHOWPLAN_TEXT" => self.set_showplan(Showplan::Text, on),
+            "SHOWPLAN_ALL" => self.set_showplan(Showplan::All, on),
             "XACT_ABORT" => self.options.xact_abort = on,
             "CURSOR_CLOSE_ON_COMMIT" => self.options.cursor_close_on_commit = on,
             "ANSI_DEFAULTS" => {
@@ -229,6 +243,15 @@ impl Session {
                 self.options.cursor_close_on_commit = on;
             }
             _ => {}
+        }
+    }
+
+    /// SET SHOWPLAN_TEXT / SHOWPLAN_ALL (`Showplan`: one ON turns the other off).
+    fn set_showplan(&mut self, form: Showplan, on: bool) {
+        match on {
+            true => self.options.showplan = Some(form),
+            false if self.options.showplan == Some(form) => self.options.showplan = None,
+            false => {}
         }
     }
 

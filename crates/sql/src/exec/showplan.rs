@@ -1,7 +1,11 @@
-//! SET SHOWPLAN_TEXT ON: each statement is described, not run. It returns a result set
-//! with one column, StmtText, holding its text, then one whose StmtText rows draw its plan
-//! as SQL Server does (`  |--Clustered Index Seek(OBJECT:(...), SEEK:(...) ORDERED
-//! FORWARD)`, each input five columns further in).
+//! SET SHOWPLAN_TEXT ON and SET SHOWPLAN_ALL ON: each statement is described, not run.
+//! Under SHOWPLAN_TEXT it returns a result set with one column, StmtText, holding its
+//! text, then one whose StmtText rows draw its plan as SQL Server does (`  |--Clustered
+//! Index Seek(OBJECT:(...), SEEK:(...) ORDERED FORWARD)`, each input five columns further
+//! in). Under SHOWPLAN_ALL it returns one result set of SQL Server's 18 columns: the
+//! statement's row, then one row per operator (`showplan/operator.rs`: the columns, the
+//! numbering, and which estimates are figures and which NULL). Both forms are read off the
+//! one operator tree built here; the two options exclude each other (`set_options::Showplan`).
 //!
 //! The plan is the executor's own decisions, taken by the functions the executor calls,
 //! never re-derived here: the access (`seek::access_for`: a clustered seek's key ranges, a
@@ -12,16 +16,29 @@
 //!
 //! Described: SELECT from one user table or from no table (a select list, WHERE, ORDER BY,
 //! TOP n; GROUP BY, aggregates and HAVING as `stream::grouped_rows` runs them: a Sort by
-//! the grouping keys and a Stream Aggregate, the plan `stream::streamed_grouping` gives);
-//! INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
+//! the grouping keys and a Stream Aggregate, the plan `stream::streamed_grouping` gives;
+//! DISTINCT without ORDER BY or aggregates as `stream::send_sorted` runs it: a Sort
+//! (`Sort(DISTINCT ORDER BY:(...))`, logical Distinct Sort) by every select-list column);
+//! a CROSS JOIN or comma list of two user tables as `join::Leaves::relation` runs it (the
+//! left table's read as `join::leftmost_filter` and `join::leftmost_access` make it, with
+//! the WHERE conjuncts `Leaves::pushable` lets it check, a Nested Loops(Inner Join) over it
+//! and a Table Spool (logical Lazy Spool) of the right table, read once, then a Filter of
+//! the whole WHERE on the joined rows); a SELECT of a table with computed columns not
+//! PERSISTED (`read_plan`: a Compute Scalar defining them over the read, as
+//! `TableRef::decode` computes them on every row, WHERE in a Filter above it); INSERT ... VALUES (a Constant Scan of the rows); DELETE and UPDATE of one table without
 //! FROM or OUTPUT (their matched rows spooled before the first change, as `dml::matching`
 //! does; an UPDATE's access is `dml::update_access`, the nonclustered indexes a write
 //! changes `index_usage::written_indexes`). Everything else under SHOWPLAN_TEXT is
 //! refused with 40517 naming it (INSERT other than VALUES, or with TOP, OUTPUT or an
-//! IDENTITY column, joins, aggregates the materializing path runs (typed by their values
-//! under GROUP BY, grouping sets, without FROM), DISTINCT, window functions, subqueries,
+//! IDENTITY column, joins with ON: the executor decides a seek or a spool, and over a
+//! spool held in memory a hash index, only while it runs them (`JoinRows::open`,
+//! `Inner::indexed`), so no plan says it before; aggregates or DISTINCT over a join;
+//! aggregates the materializing path runs (typed by their values
+//! under GROUP BY, grouping sets, without FROM), DISTINCT with ORDER BY, aggregates or
+//! no FROM, window functions, subqueries,
 //! TOP PERCENT / WITH TIES, OFFSET, table variables, a write a FOREIGN KEY or CHECK
-//! constraint checks, an UPDATE of a unique or clustered key column or of a variable,
+//! constraint checks, a write or a join of a table with computed columns, an UPDATE of a
+//! unique or clustered key column or of a variable,
 //! other statements), never a partial or invented plan.
 //!
 //! Where the text differs from SQL Server's: a WHERE predicate is printed as written
@@ -31,8 +48,8 @@
 //! (SQL Server's simple parameterization prints `[@1]`).
 //!
 //! Invariants:
-//! 1. Under SHOWPLAN_TEXT a statement changes nothing and returns nothing but its two
-//!    result sets, or an error; only SET statements run (`mod.rs`).
+//! 1. Under SHOWPLAN_TEXT or SHOWPLAN_ALL a statement changes nothing and returns nothing
+//!    but its result sets (two, or one), or an error; only SET statements run (`mod.rs`).
 //! 2. A SET SHOWPLAN_* is the only statement of its batch, else Msg 1067 and nothing of
 //!    the batch runs (`alone_in_batch`).
 
@@ -41,6 +58,7 @@ use std::ops::Bound;
 use extentdb_storage::scan::{KeyPrefix, KeyRange};
 
 use super::lower::not_yet;
+use super::set_options::Showplan;
 use super::tables::{Access, TableRef};
 use super::{Flow, Out, Output, Session};
 use crate::ast::{Delete, Expr, Query, QueryBody, Select, SelectItem, Statement, Update};
@@ -48,39 +66,15 @@ use crate::ast::{Insert, InsertSource, StatementKind, TableSource};
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value, MAX_LENGTH};
 
+mod operator;
+
+use operator::{Operator, Rows};
+
 type Errors = Vec<SqlError>;
 
-/// One operator of a plan: its line's text and its inputs.
-struct Operator {
-    text: String,
-    inputs: Vec<Operator>,
-}
-
-impl Operator {
-    fn leaf(text: String) -> Operator {
-        Operator {
-            text,
-            inputs: Vec::new(),
-        }
-    }
-
-    /// An operator reading this one.
-    fn under(self, text: String) -> Operator {
-        Operator {
-            text,
-            inputs: vec![self],
-        }
-    }
-}
-
-/// Appends `op`'s line and its inputs' as SQL Server draws them: `prefix|--text`, inputs
-/// five columns further in, a `|` kept down the left of an input that has a sibling below.
-fn draw(op: &Operator, prefix: &str, sibling_below: bool, lines: &mut Vec<String>) {
-    lines.push(format!("{prefix}|--{}", op.text));
-    let inner = format!("{prefix}{}", if sibling_below { "|    " } else { "     " });
-    for (i, input) in op.inputs.iter().enumerate() {
-        draw(input, &inner, i + 1 < op.inputs.len(), lines);
-    }
+/// 40517 for what neither SHOWPLAN form describes (module doc): never a partial plan.
+fn refused(what: &str) -> Errors {
+    vec![not_yet(&format!("SHOWPLAN_TEXT / SHOWPLAN_ALL of {what}"))]
 }
 
 /// Whether a statement is a SET of a SHOWPLAN option.
@@ -192,10 +186,45 @@ fn range_text(columns: &[(String, SqlType)], r: &KeyRange) -> Option<String> {
     Some(parts.join(" AND "))
 }
 
+/// The table hints of each side when `from` is a CROSS JOIN (or comma list) of two user
+/// tables (not common table expressions nor system views), else None.
+fn cross_join_of_tables(from: &[TableSource]) -> Option<[&[String]; 2]> {
+    match from {
+        [a, b] => Some([user_table(a)?, user_table(b)?]),
+        [TableSource::Join {
+            left,
+            kind: crate::ast::JoinKind::Cross,
+            right,
+            on: None,
+        }] => Some([user_table(left)?, user_table(right)?]),
+        _ => None,
+    }
+}
+
+/// A table source's hints when it names a table outside `sys` and INFORMATION_SCHEMA.
+fn user_table(ts: &TableSource) -> Option<&[String]> {
+    let TableSource::Table { name, hints, .. } = ts else {
+        return None;
+    };
+    let schema = name.qualifier().unwrap_or("dbo");
+    let system =
+        schema.eq_ignore_ascii_case("sys") || schema.eq_ignore_ascii_case("information_schema");
+    (!system).then_some(hints.as_slice())
+}
+
+/// A seek's rows when each of its ranges is one whole key of a unique index (at most one
+/// row each: `columns` is the key's length), else unknown.
+fn keys_sought(ranges: &[KeyRange], columns: usize) -> Rows {
+    match ranges.iter().all(|r| r.is_point(columns)) {
+        true => Rows::Known(ranges.len() as f64),
+        false => Rows::Unknown,
+    }
+}
+
 /// The SEEK:(...) argument of key ranges over the key columns `ids` of `t`.
 fn seek_text(t: &TableRef, ids: &[u16], ranges: &[KeyRange]) -> Result<String, Errors> {
     if ranges.is_empty() {
-        return Err(vec![not_yet("SHOWPLAN_TEXT of a seek of no key range")]);
+        return Err(refused("a seek of no key range"));
     }
     let columns: Vec<(String, SqlType)> = ids
         .iter()
@@ -208,21 +237,16 @@ fn seek_text(t: &TableRef, ids: &[u16], ranges: &[KeyRange]) -> Result<String, E
         })
         .collect();
     let texts: Option<Vec<String>> = ranges.iter().map(|r| range_text(&columns, r)).collect();
-    texts.map(|t| t.join(" OR ")).ok_or_else(|| {
-        vec![not_yet(
-            "SHOWPLAN_TEXT of a seek range beyond one key column",
-        )]
-    })
+    texts
+        .map(|t| t.join(" OR "))
+        .ok_or_else(|| refused("a seek range beyond one key column"))
 }
 
 /// An expression as a plan prints it (`expr_text`'s form without its outermost
 /// parentheses); 40517 for what has no text form (a subquery).
 fn expr_text(e: &Expr) -> Result<String, Errors> {
-    let text = super::expr_text::expr(e).ok_or_else(|| {
-        vec![not_yet(
-            "SHOWPLAN_TEXT of a subquery, a window function or DEFAULT in an expression",
-        )]
-    })?;
+    let text = super::expr_text::expr(e)
+        .ok_or_else(|| refused("a subquery, a window function or DEFAULT in an expression"))?;
     match e {
         // A constant keeps its parentheses, as SQL Server prints it: `(1)`.
         Expr::Literal(_) => Ok(text),
@@ -255,77 +279,136 @@ fn without_outer_parentheses(text: String) -> String {
 }
 
 /// `, WHERE:(...)` for a filter, its top-level conjuncts joined by AND, else nothing.
-fn where_text(filter: Option<&Expr>) -> Result<String, Errors> {
-    let Some(f) = filter else {
+fn where_text(filter: &[&Expr]) -> Result<String, Errors> {
+    if filter.is_empty() {
         return Ok(String::new());
-    };
+    }
+    Ok(format!(", WHERE:({})", conjuncts_text(filter)?))
+}
+
+/// Conjuncts as a plan prints them, joined by AND.
+fn conjuncts_text(conjuncts: &[&Expr]) -> Result<String, Errors> {
+    let texts: Result<Vec<String>, Errors> = conjuncts.iter().map(|c| expr_text(c)).collect();
+    Ok(texts?.join(" AND "))
+}
+
+/// A filter's top-level conjuncts (none for no filter).
+fn conjuncts(filter: Option<&Expr>) -> Vec<&Expr> {
     let mut conjuncts = Vec::new();
-    super::seek::flatten_and(f, &mut conjuncts);
-    let texts: Result<Vec<String>, Errors> = conjuncts.into_iter().map(expr_text).collect();
-    Ok(format!(", WHERE:({})", texts?.join(" AND ")))
+    if let Some(f) = filter {
+        super::seek::flatten_and(f, &mut conjuncts);
+    }
+    conjuncts
 }
 
 impl Session {
-    /// Invariant 1: a statement's text and its plan, as two result sets.
-    pub(super) fn show_plan(&mut self, s: &Statement, out: &mut Out) -> Result<Flow, Errors> {
-        let plan = match &s.kind {
-            StatementKind::Select(q) => self.select_plan(q)?,
-            StatementKind::Delete(d) => self.delete_plan(d)?,
-            StatementKind::Update(u) => self.update_plan(u)?,
-            StatementKind::Insert(i) => self.insert_plan(i)?,
+    /// Invariant 1: a statement's text and its plan: under SHOWPLAN_TEXT as two result
+    /// sets (its text, its plan's lines), under SHOWPLAN_ALL as one (its row, then one per
+    /// operator), both drawn from the one plan built here.
+    pub(super) fn show_plan(
+        &mut self,
+        s: &Statement,
+        mode: Showplan,
+        out: &mut Out,
+    ) -> Result<Flow, Errors> {
+        let (mut plan, kind) = match &s.kind {
+            StatementKind::Select(q) => (self.select_plan(q)?, "SELECT"),
+            StatementKind::Delete(d) => (self.delete_plan(d)?, "DELETE"),
+            StatementKind::Update(u) => (self.update_plan(u)?, "UPDATE"),
+            StatementKind::Insert(i) => (self.insert_plan(i)?, "INSERT"),
             other => {
                 let what = super::lower::statement_name(other);
-                return Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]);
+                return Err(refused(what));
             }
         };
-        let mut lines = Vec::new();
-        draw(&plan, "  ", false, &mut lines);
         let text: String = self
             .batch_text
             .chars()
             .skip(s.span.0)
             .take(s.span.1 - s.span.0)
             .collect();
-        let column = vec![("StmtText".to_string(), SqlType::NVarChar(MAX_LENGTH))];
-        for rows in [vec![text], lines] {
-            out.push(Output::Rows {
-                columns: column.clone(),
-                rows: rows.into_iter().map(|l| vec![Value::Text(l)]).collect(),
-            });
+        match mode {
+            Showplan::Text => {
+                let mut lines = Vec::new();
+                operator::draw(&plan, "  ", false, &mut lines);
+                let column = vec![("StmtText".to_string(), SqlType::NVarChar(MAX_LENGTH))];
+                for rows in [vec![text], lines] {
+                    out.push(Output::Rows {
+                        columns: column.clone(),
+                        rows: rows.into_iter().map(|l| vec![Value::Text(l)]).collect(),
+                    });
+                }
+            }
+            Showplan::All => {
+                plan.count_tables()?;
+                let statement = self.showplan_statement;
+                out.push(Output::Rows {
+                    columns: operator::all_columns(),
+                    rows: operator::all_rows(text, statement, kind, &plan),
+                });
+            }
         }
         Ok(Flow::Normal)
     }
 
-    /// The operator reading `t`'s rows by `access` (with their lookups), WHERE on it.
-    fn access_plan(
-        t: &TableRef,
-        access: &Access,
-        filter: Option<&Expr>,
-    ) -> Result<Operator, Errors> {
+    /// The operator reading `t`'s rows by `access` (with their lookups), the conjuncts
+    /// `filter` evaluated on it.
+    fn access_plan(t: &TableRef, access: &Access, filter: &[&Expr]) -> Result<Operator, Errors> {
+        let filtered = !filter.is_empty();
         let filter = where_text(filter)?;
         let clustered = match (&t.entry.primary_key, t.entry.index_id) {
             (Some((name, ids)), 1) => Some((format!("{}.[{name}]", object(t)), ids.clone())),
             _ => None,
         };
+        let whole = match filtered {
+            true => Rows::Unknown,
+            false => Rows::Table(t.db.clone(), t.entry.allocation_unit_id),
+        };
         Ok(match (access, clustered) {
             (Access::Scan, Some((pk, _))) => {
-                Operator::leaf(format!("Clustered Index Scan(OBJECT:({pk}){filter})"))
+                let argument = format!("OBJECT:({pk}){filter}");
+                Operator::new("Clustered Index Scan", argument).rows(whole)
             }
             (Access::Scan, None) if t.entry.index_id == 1 => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of a clustered index without a PRIMARY KEY",
-                )])
+                return Err(refused("a clustered index without a PRIMARY KEY"))
             }
             (Access::Scan, None) => {
-                Operator::leaf(format!("Table Scan(OBJECT:({}){filter})", object(t)))
+                let argument = format!("OBJECT:({}){filter}", object(t));
+                Operator::new("Table Scan", argument).rows(whole)
             }
-            (Access::Seek(ranges), Some((pk, ids))) => Operator::leaf(format!(
-                "Clustered Index Seek(OBJECT:({pk}), SEEK:({}){filter} ORDERED FORWARD)",
-                seek_text(t, &ids, ranges)?
-            )),
+            (Access::Seek(ranges), Some((pk, ids))) => {
+                let argument = format!(
+                    "OBJECT:({pk}), SEEK:({}){filter} ORDERED FORWARD",
+                    seek_text(t, &ids, ranges)?
+                );
+                Operator::new("Clustered Index Seek", argument).rows(keys_sought(ranges, ids.len()))
+            }
             (Access::Seek(_), None) => unreachable!("a seek of a heap (Chunks::held)"),
             (Access::IndexSeek(seek), clustered) => index_seek_plan(t, seek, clustered, &filter)?,
         })
+    }
+
+    /// A SELECT's read of `t` by `access` with WHERE `filter`: WHERE on the read, or, where
+    /// `TableRef::decode` computes columns not PERSISTED on each row it decodes
+    /// (computed_columns.rs invariant 5), a Compute Scalar defining them over the read and
+    /// WHERE (which may read them) in a Filter above it.
+    fn read_plan(t: &TableRef, access: &Access, filter: Option<&Expr>) -> Result<Operator, Errors> {
+        let computed: Vec<String> = (t.entry.columns.iter())
+            .filter_map(|c| Some((c, c.computed.as_ref().filter(|d| !d.is_persisted)?)))
+            .map(|(c, d)| {
+                let definition = without_outer_parentheses(d.definition.clone());
+                format!("{}.[{}]={definition}", object(t), c.name)
+            })
+            .collect();
+        if computed.is_empty() {
+            return Self::access_plan(t, access, &conjuncts(filter));
+        }
+        let mut op = Self::access_plan(t, access, &[])?.under(compute_scalar(computed));
+        if let Some(f) = filter {
+            let argument = format!("WHERE:({})", conjuncts_text(&conjuncts(Some(f)))?);
+            op = op.under(Operator::new("Filter", argument));
+        }
+        Ok(op)
     }
 
     /// How a statement reads `t` with filter `filter` (`alias` as FROM names it): the
@@ -344,41 +427,52 @@ impl Session {
     fn select_plan(&mut self, q: &Query) -> Result<Operator, Errors> {
         super::select::refuse_unbuilt(q)?;
         let QueryBody::Select(s) = &q.body else {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of UNION, INTERSECT or EXCEPT")]);
+            return Err(refused("UNION, INTERSECT or EXCEPT"));
         };
         refuse_unplanned_select(q, s)?;
         let mut op_table: Option<(TableRef, Option<String>)> = None;
         let mut op = match s.from.as_slice() {
             // No table: the materializing path evaluates the select list once.
             [] if s.where_clause.is_none() && q.order_by.is_empty() && s.top.is_none() => {
-                Operator::leaf("Constant Scan".into())
+                Operator::new("Constant Scan", String::new()).rows(Rows::Known(1.0))
             }
-            [] => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of WHERE, ORDER BY or TOP without FROM",
-                )])
-            }
+            [] => return Err(refused("WHERE, ORDER BY or TOP without FROM")),
             [TableSource::Table { name, alias, hints }] if !self.is_cte(name) => {
                 let schema = name.qualifier().unwrap_or("dbo");
                 if schema.eq_ignore_ascii_case("sys")
                     || schema.eq_ignore_ascii_case("information_schema")
                 {
-                    return Err(vec![not_yet("SHOWPLAN_TEXT of a system view")]);
+                    return Err(refused("a system view"));
                 }
                 let t = self.table_for(name, "SELECT")?;
-                refuse_computed(&t)?;
                 refuse_table_variable(&t)?;
                 let filter = s.where_clause.as_ref();
                 let access = self.planned_access(&t, filter, alias.as_deref(), (false, hints))?;
-                let op = Self::access_plan(&t, &access, filter)?;
+                let op = Self::read_plan(&t, &access, filter)?;
                 op_table = Some((t, alias.clone()));
                 op
             }
-            _ => return Err(vec![not_yet("SHOWPLAN_TEXT of a join or derived table")]),
+            from if cross_join_of_tables(from).is_some() => self.cross_join_plan(s, from)?,
+            _ => return Err(refused("a join with ON or a derived table")),
+        };
+        // DISTINCT as `stream::send_sorted` does it for one table's rows; the table's
+        // column names stand for a `*` among its keys.
+        let distinct: Option<Vec<String>> = match (&op_table, s.distinct) {
+            (_, false) => None,
+            (Some((t, _)), true)
+                if q.order_by.is_empty() && !super::aggregate::is_aggregate_query(s) =>
+            {
+                Some(t.entry.columns.iter().map(|c| c.name.clone()).collect())
+            }
+            _ => {
+                return Err(refused(
+                    "DISTINCT with ORDER BY, aggregates, a join or no FROM",
+                ))
+            }
         };
         let grouped = match (&op_table, super::aggregate::is_aggregate_query(s)) {
             (_, false) => None,
-            (None, true) => return Err(vec![not_yet("SHOWPLAN_TEXT of aggregates without FROM")]),
+            (None, true) => return Err(refused("aggregates over a join or without FROM")),
             (Some((t, alias)), true) => {
                 let (grouping, ops) = self.aggregate_plan(q, s, t, alias.as_deref())?;
                 op = ops.into_iter().fold(op, Operator::under);
@@ -389,35 +483,76 @@ impl Session {
             Some(g) => {
                 let names = g.aggregates.len();
                 let rename = |text: String| renamed_aggregates(text, names);
-                self.finish_plan(&g.query, &g.select, op, (Some(names), &rename))
+                self.finish_plan(&g.query, &g.select, op, (Some(names), &rename), None)
             }
-            None => self.finish_plan(q, s, op, (None, &|t| t)),
+            None => self.finish_plan(q, s, op, (None, &|t| t), distinct.as_deref()),
         }
+    }
+
+    /// A CROSS JOIN (or comma list) of two user tables as `Leaves::relation` runs it: the
+    /// left table read (through a seek where WHERE confines its key: `join::leftmost_filter`,
+    /// `join::leftmost_access`) with the WHERE conjuncts it checks alone (`Leaves::pushable`),
+    /// a Nested Loops joining each of its rows with every row of the right table, which is
+    /// read once into a spool (`JoinRows::open`: without ON nothing seeks it), then WHERE on
+    /// every joined row.
+    fn cross_join_plan(&mut self, s: &Select, from: &[TableSource]) -> Result<Operator, Errors> {
+        let hints = cross_join_of_tables(from).expect("a cross join (select_plan)");
+        let leaves = self.resolve_leaves(from)?;
+        let (Some((left, exposed)), Some((right, _))) = (leaves.table(0), leaves.table(1)) else {
+            return Err(refused("a join of a view"));
+        };
+        for t in [left, right] {
+            refuse_computed(t)?;
+            refuse_table_variable(t)?;
+        }
+        let filter = s.where_clause.as_ref();
+        let leftmost = super::join::leftmost_filter(from, filter);
+        let pushed = leftmost.map_or_else(Vec::new, |f| leaves.pushable(0, f));
+        let access = super::join::leftmost_access(self, left, exposed, leftmost)
+            .read_under(self.locks_key_ranges(left, false, hints[0])?);
+        let outer = Self::access_plan(left, &access, &pushed)?;
+        self.locks_key_ranges(right, false, hints[1])?;
+        let spool = Operator::logical("Table Spool", "Lazy Spool", String::new());
+        let inner = Self::access_plan(right, &Access::Scan, &[])?.under(spool.rows(Rows::AsInput));
+        let mut op = Operator::join("Nested Loops", "Inner Join", String::new())
+            .rows(Rows::Product)
+            .inputs(vec![outer, inner]);
+        if let Some(f) = filter {
+            let argument = format!("WHERE:({})", conjuncts_text(&conjuncts(Some(f)))?);
+            op = op.under(Operator::new("Filter", argument));
+        }
+        Ok(op)
     }
 
     /// What a (grouped) query does to its rows after reading (and grouping) them, as
     /// `stream::finish_streamed` does it: HAVING (a grouped query's WHERE), the select
     /// list, the sort or not (`stream::sorts`), TOP lowered to SET ROWCOUNT's cap.
     /// `aggregates`: for a grouped query, how many [ExprN] names its aggregates took;
-    /// `rename` maps their hidden columns to those names.
+    /// `rename` maps their hidden columns to those names. `distinct`: for SELECT DISTINCT
+    /// of one table, its columns' names.
     fn finish_plan(
         &mut self,
         q: &Query,
         s: &Select,
         mut op: Operator,
         (aggregates, rename): (Option<usize>, &dyn Fn(String) -> String),
+        distinct: Option<&[String]>,
     ) -> Result<Operator, Errors> {
         // A grouped query's WHERE is its HAVING; a plain one's is on the read (access_plan).
         if let Some(having) = s.where_clause.as_ref().filter(|_| aggregates.is_some()) {
-            op = op.under(format!("Filter(WHERE:({}))", rename(expr_text(having)?)));
+            let argument = format!("WHERE:({})", rename(expr_text(having)?));
+            op = op.under(Operator::new("Filter", argument));
         }
         let computed = computed_items(s, aggregates.unwrap_or(0))?;
         if !computed.is_empty() {
             let computed: Vec<String> = computed.into_iter().map(rename).collect();
-            op = op.under(format!("Compute Scalar(DEFINE:({}))", computed.join(", ")));
+            op = op.under(compute_scalar(computed));
         }
         let top = self.window(q, s).map_err(|e| vec![e])?.limit;
-        if super::stream::sorts(q, s, top) {
+        if let (Some(columns), true) = (distinct, super::stream::sorts(q, s, top)) {
+            let argument = format!("DISTINCT ORDER BY:({})", distinct_keys(s, columns)?);
+            op = op.under(Operator::logical("Sort", "Distinct Sort", argument));
+        } else if super::stream::sorts(q, s, top) {
             let keys: Result<Vec<String>, Errors> = q
                 .order_by
                 .iter()
@@ -426,14 +561,15 @@ impl Session {
                     Ok(format!("{} {dir}", rename(expr_text(&o.expr)?)))
                 })
                 .collect();
-            op = op.under(format!("Sort(ORDER BY:({}))", keys?.join(", ")));
+            let argument = format!("ORDER BY:({})", keys?.join(", "));
+            op = op.under(Operator::new("Sort", argument).rows(Rows::AsInput));
         }
         let rows = top.map(|l| match l {
             super::stream::Limit::Rows(n) => n,
             super::stream::Limit::Percent(_) => unreachable!("refused above"),
         });
         if let Some(n) = self.capped_by_rowcount(rows) {
-            op = op.under(format!("Top(TOP EXPRESSION:(({n})))"));
+            op = op.under(top_operator(&format!("({n})"), Some(n as f64)));
         }
         Ok(op)
     }
@@ -449,7 +585,7 @@ impl Session {
         s: &Select,
         t: &TableRef,
         alias: Option<&str>,
-    ) -> Result<(super::aggregate::GroupingPlan, Vec<String>), Errors> {
+    ) -> Result<(super::aggregate::GroupingPlan, Vec<Operator>), Errors> {
         let rowset = super::views::Rowset {
             columns: t.columns(),
             rows: Vec::new(),
@@ -457,24 +593,19 @@ impl Session {
         let name = t.entry.name.clone();
         let src = super::select::Source::single(rowset, name, alias.map(str::to_string));
         let grouping = match self.streamed_grouping(q, s, &src) {
-            None => {
-                return Err(vec![not_yet(
-                    "SHOWPLAN_TEXT of an aggregate typed by its values",
-                )])
-            }
+            None => return Err(refused("an aggregate typed by its values")),
             Some(plan) => plan?,
         };
         if grouping.sets.is_some() {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of ROLLUP, CUBE or GROUPING SETS",
-            )]);
+            return Err(refused("ROLLUP, CUBE or GROUPING SETS"));
         }
         let mut ops = Vec::new();
         let keys: Result<Vec<String>, Errors> = s.group_by.iter().map(expr_text).collect();
         let keys = keys?;
         if !keys.is_empty() {
             let order: Vec<String> = keys.iter().map(|k| format!("{k} ASC")).collect();
-            ops.push(format!("Sort(ORDER BY:({}))", order.join(", ")));
+            let argument = format!("ORDER BY:({})", order.join(", "));
+            ops.push(Operator::new("Sort", argument).rows(Rows::AsInput));
         }
         let mut define = Vec::new();
         for (i, a) in grouping.aggregates.iter().enumerate() {
@@ -487,14 +618,20 @@ impl Session {
         if !define.is_empty() {
             arguments.push(format!("DEFINE:({})", define.join(", ")));
         }
-        ops.push(format!("Stream Aggregate({})", arguments.join(" ")));
+        // Without GROUP BY the aggregate gives one row, whatever it reads.
+        let rows = match keys.is_empty() {
+            true => Rows::Known(1.0),
+            false => Rows::Unknown,
+        };
+        let aggregate = Operator::logical("Stream Aggregate", "Aggregate", arguments.join(" "));
+        ops.push(aggregate.defines(define).rows(rows));
         Ok((grouping, ops))
     }
 
     fn delete_plan(&mut self, d: &Delete) -> Result<Operator, Errors> {
         super::select::refuse_unbuilt_hints(&d.options)?;
         if !d.from.is_empty() || d.output.is_some() {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of DELETE with FROM or OUTPUT")]);
+            return Err(refused("DELETE with FROM or OUTPUT"));
         }
         let t = self.table_for(&d.table, "DELETE")?;
         refuse_computed(&t)?;
@@ -502,25 +639,23 @@ impl Session {
         let filter = d.where_clause.as_ref();
         let access = self.access_for(&t, filter, None);
         let rows = self.write_input(&t, (access, filter), &d.top, &d.hints)?;
-        Ok(rows.under(write_text(&t, "Delete", None, "")))
+        Ok(rows.under(write_operator(&t, "Delete", None, "")))
     }
 
     /// INSERT ... VALUES: the rows as a Constant Scan, each column SET from its value, its
     /// DEFAULT or NULL (`dml::new_row`), into the table and every nonclustered index.
     fn insert_plan(&mut self, ins: &Insert) -> Result<Operator, Errors> {
         let InsertSource::Values(rows) = &ins.source else {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of INSERT other than VALUES")]);
+            return Err(refused("INSERT other than VALUES"));
         };
         if ins.output.is_some() || ins.top.is_some() {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of INSERT with TOP or OUTPUT")]);
+            return Err(refused("INSERT with TOP or OUTPUT"));
         }
         let t = self.table_for(&ins.table, "INSERT")?;
         refuse_computed(&t)?;
         refuse_constrained_write(self, &t, true)?;
         if t.entry.columns.iter().any(|c| c.identity.is_some()) {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of INSERT into a table with an IDENTITY column",
-            )]);
+            return Err(refused("INSERT into a table with an IDENTITY column"));
         }
         self.locks_key_ranges(&t, true, &ins.hints)?;
         let targets = self.insert_targets(&ins.columns, false, &t)?;
@@ -540,29 +675,26 @@ impl Session {
                 format!("{}.[{}] = {value}", object(&t), c.name)
             })
             .collect();
-        let scan = Operator::leaf(format!("Constant Scan(VALUES:({}))", values.join(",")));
+        let scan = Operator::new("Constant Scan", format!("VALUES:({})", values.join(",")))
+            .rows(Rows::Known(rows.len() as f64));
         let set = format!(", SET:({})", set.join(", "));
-        Ok(scan.under(write_text(&t, "Insert", None, &set)))
+        Ok(scan.under(write_operator(&t, "Insert", None, &set)))
     }
 
     fn update_plan(&mut self, u: &Update) -> Result<Operator, Errors> {
         super::select::refuse_unbuilt_hints(&u.options)?;
         if !u.from.is_empty() || u.output.is_some() {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of UPDATE with FROM or OUTPUT")]);
+            return Err(refused("UPDATE with FROM or OUTPUT"));
         }
         let t = self.table_for(&u.table, "UPDATE")?;
         refuse_computed(&t)?;
         refuse_constrained_write(self, &t, true)?;
         let targets = super::dml::update_targets(u, &t)?;
         if targets.iter().any(Option::is_none) {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of an UPDATE that sets a variable",
-            )]);
+            return Err(refused("an UPDATE that sets a variable"));
         }
         if super::dml::sets_unique_key(&t, &targets) {
-            return Err(vec![not_yet(
-                "SHOWPLAN_TEXT of an UPDATE of a unique or clustered key column",
-            )]);
+            return Err(refused("an UPDATE of a unique or clustered key column"));
         }
         let mut set = Vec::new();
         for (a, col) in u.assignments.iter().zip(&targets) {
@@ -579,10 +711,10 @@ impl Session {
         // The new rows are spooled too, all of them before the first write (`UpdateChanges`).
         let rows = self
             .write_input(&t, (access, filter), &u.top, &u.hints)?
-            .under("Table Spool".into());
+            .under(spool());
         let changed: Vec<usize> = targets.iter().flatten().copied().collect();
         let set = format!(", SET:({})", set.join(", "));
-        Ok(rows.under(write_text(&t, "Update", Some(&changed), &set)))
+        Ok(rows.under(write_operator(&t, "Update", Some(&changed), &set)))
     }
 
     /// The rows an UPDATE or DELETE changes, as `dml::matching` finds them: the access
@@ -596,16 +728,20 @@ impl Session {
         hints: &[String],
     ) -> Result<Operator, Errors> {
         if top.as_ref().is_some_and(|t| t.percent) {
-            return Err(vec![not_yet("SHOWPLAN_TEXT of TOP PERCENT")]);
+            return Err(refused("TOP PERCENT"));
         }
         let access = access.read_under(self.locks_key_ranges(t, true, hints)?);
-        let mut op = Self::access_plan(t, &access, filter)?;
+        let mut op = Self::access_plan(t, &access, &conjuncts(filter))?;
         if let Some(n) = self.rowcount_stop(top) {
-            op = op.under(format!("Top(TOP EXPRESSION:(({n})))"));
+            op = op.under(top_operator(&format!("({n})"), Some(n as f64)));
         }
-        op = op.under("Table Spool".into());
+        op = op.under(spool());
         if let Some(top) = top {
-            op = op.under(format!("Top(TOP EXPRESSION:({}))", expr_text(&top.count)?));
+            let count = match &top.count {
+                Expr::Literal(crate::ast::Literal::Integer(n)) => Some(*n as f64),
+                _ => None,
+            };
+            op = op.under(top_operator(&expr_text(&top.count)?, count));
         }
         Ok(op)
     }
@@ -619,16 +755,15 @@ fn refuse_constrained_write(s: &Session, t: &TableRef, update: bool) -> Result<(
     let constrained = s.is_referenced(t)
         || (update && !(t.entry.foreign_keys.is_empty() && t.entry.checks.is_empty()));
     match constrained {
-        true => Err(vec![not_yet(
-            "SHOWPLAN_TEXT of a write a FOREIGN KEY or CHECK constraint checks",
-        )]),
+        true => Err(refused("a write a FOREIGN KEY or CHECK constraint checks")),
         false => Ok(()),
     }
 }
 
-/// A write's operator on `t` (`kind`: "Update" or "Delete"): its clustered index or heap,
-/// and each nonclustered index the write changes (`set`: an UPDATE's columns), then `tail`.
-fn write_text(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> String {
+/// A write's operator on `t` (`kind`: "Insert", "Update" or "Delete"): its clustered index
+/// or heap, and each nonclustered index the write changes (`set`: an UPDATE's columns),
+/// then `tail`. It writes every row it reads.
+fn write_operator(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> Operator {
     let mut objects = vec![match (&t.entry.primary_key, t.entry.index_id) {
         (Some((name, _)), 1) => format!("{}.[{name}]", object(t)),
         _ => object(t),
@@ -638,12 +773,37 @@ fn write_text(t: &TableRef, kind: &str, set: Option<&[usize]>, tail: &str) -> St
             .into_iter()
             .map(|(_, name)| format!("{}.[{name}]", object(t))),
     );
-    let base = if t.entry.index_id == 1 {
-        "Clustered Index"
-    } else {
-        "Table"
+    let (physical, logical) = match (t.entry.index_id == 1, kind) {
+        (true, "Insert") => ("Clustered Index Insert", "Insert"),
+        (true, "Update") => ("Clustered Index Update", "Update"),
+        (true, _) => ("Clustered Index Delete", "Delete"),
+        (false, "Insert") => ("Table Insert", "Insert"),
+        (false, "Update") => ("Table Update", "Update"),
+        (false, _) => ("Table Delete", "Delete"),
     };
-    format!("{base} {kind}(OBJECT:({}){tail})", objects.join(", "))
+    let argument = format!("OBJECT:({}){tail}", objects.join(", "));
+    Operator::logical(physical, logical, argument).rows(Rows::AsInput)
+}
+
+/// The spool a write fills with every row it changes before the first change (an eager
+/// spool: it reads all its input before giving a row).
+fn spool() -> Operator {
+    Operator::logical("Table Spool", "Eager Spool", String::new()).rows(Rows::AsInput)
+}
+
+/// `Top(TOP EXPRESSION:(count))`: at most `rows` rows when that is known.
+fn top_operator(count: &str, rows: Option<f64>) -> Operator {
+    let argument = format!("TOP EXPRESSION:({count})");
+    Operator::new("Top", argument).rows(rows.map_or(Rows::Unknown, Rows::AtMost))
+}
+
+/// `Compute Scalar(DEFINE:(...))` of the values `defined` (`[Expr1001]=...`); as many rows
+/// as it reads.
+fn compute_scalar(defined: Vec<String>) -> Operator {
+    let argument = format!("DEFINE:({})", defined.join(", "));
+    Operator::new("Compute Scalar", argument)
+        .defines(defined)
+        .rows(Rows::AsInput)
 }
 
 /// An index seek with a lookup of each record's row (a Key Lookup, printed as SQL Server's
@@ -655,42 +815,56 @@ fn index_seek_plan(
     clustered: Option<(String, Vec<u16>)>,
     filter: &str,
 ) -> Result<Operator, Errors> {
-    let (name, key) = {
+    let (name, key, unique) = {
         let db = t.db.read().unwrap();
         let ix = db
             .table_by_id(seek.index_oid)
-            .ok_or_else(|| vec![not_yet("SHOWPLAN_TEXT of an index dropped meanwhile")])?;
+            .ok_or_else(|| refused("an index dropped meanwhile"))?;
         let info = ix.index_of.as_ref().expect("an index entry");
         let key = info.sources[..info.key_columns as usize].to_vec();
-        (ix.name.clone(), key)
+        (ix.name.clone(), key, info.unique)
     };
-    let index = Operator::leaf(format!(
-        "Index Seek(OBJECT:({}.[{name}]), SEEK:({}) ORDERED FORWARD)",
+    let argument = format!(
+        "OBJECT:({}.[{name}]), SEEK:({}) ORDERED FORWARD",
         object(t),
         seek_text(t, &key, &seek.ranges)?
-    ));
+    );
+    let rows = match unique {
+        true => keys_sought(&seek.ranges, key.len()),
+        false => Rows::Unknown,
+    };
+    let index = Operator::new("Index Seek", argument).rows(rows);
+    // Each record looks up its one row, which WHERE may then drop.
+    let (looked_up, joined) = match filter.is_empty() {
+        true => (Rows::Known(1.0), Rows::AsInput),
+        false => (Rows::Unknown, Rows::Unknown),
+    };
     let (refs, lookup) = match clustered {
         Some((pk, ids)) => {
             let keys = seek_text_columns(t, &ids);
             let equal: Vec<String> = keys.iter().map(|k| format!("{k}={k}")).collect();
             let seek = equal.join(" AND ");
+            let argument = format!("OBJECT:({pk}), SEEK:({seek}){filter} LOOKUP ORDERED FORWARD");
             (
                 keys.join(", "),
-                format!("Clustered Index Seek(OBJECT:({pk}), SEEK:({seek}){filter} LOOKUP ORDERED FORWARD)"),
+                Operator::new("Clustered Index Seek", argument),
             )
         }
-        None => (
-            "[Bmk1000]".to_string(),
-            format!(
-                "RID Lookup(OBJECT:({}), SEEK:([Bmk1000]=[Bmk1000]){filter} LOOKUP ORDERED FORWARD)",
+        None => {
+            let argument = format!(
+                "OBJECT:({}), SEEK:([Bmk1000]=[Bmk1000]){filter} LOOKUP ORDERED FORWARD",
                 object(t)
-            ),
-        ),
+            );
+            (
+                "[Bmk1000]".to_string(),
+                Operator::new("RID Lookup", argument),
+            )
+        }
     };
-    Ok(Operator {
-        text: format!("Nested Loops(Inner Join, OUTER REFERENCES:({refs}))"),
-        inputs: vec![index, Operator::leaf(lookup)],
-    })
+    let argument = format!("OUTER REFERENCES:({refs})");
+    Ok(Operator::join("Nested Loops", "Inner Join", argument)
+        .rows(joined)
+        .inputs(vec![index, lookup.rows(looked_up)]))
 }
 
 /// `[db].[schema].[table].[column]` of each of `t`'s columns `ids`.
@@ -703,7 +877,7 @@ fn seek_text_columns(t: &TableRef, ids: &[u16]) -> Vec<String> {
 
 fn refuse_table_variable(t: &TableRef) -> Result<(), Errors> {
     match t.variable {
-        Some(_) => Err(vec![not_yet("SHOWPLAN_TEXT of a table variable")]),
+        Some(_) => Err(refused("a table variable")),
         None => Ok(()),
     }
 }
@@ -716,8 +890,6 @@ fn refuse_unplanned_select(q: &Query, s: &Select) -> Result<(), Errors> {
         Some("SELECT INTO")
     } else if super::window_functions::has_windows(q, s) {
         Some("window functions")
-    } else if s.distinct {
-        Some("DISTINCT")
     } else if q.offset.is_some() || s.top.as_ref().is_some_and(|t| t.percent || t.with_ties) {
         Some("OFFSET, TOP PERCENT or WITH TIES")
     } else if s
@@ -730,7 +902,7 @@ fn refuse_unplanned_select(q: &Query, s: &Select) -> Result<(), Errors> {
         None
     };
     match refusal {
-        Some(what) => Err(vec![not_yet(&format!("SHOWPLAN_TEXT of {what}"))]),
+        Some(what) => Err(refused(what)),
         None => Ok(()),
     }
 }
@@ -750,6 +922,30 @@ fn computed_items(s: &Select, taken: usize) -> Result<Vec<String>, Errors> {
     Ok(defined)
 }
 
+/// The keys a SELECT DISTINCT without ORDER BY sorts its rows by, as `stream::send_sorted`
+/// does: every select-list column, ascending (a `*`'s: each of `columns`; a computed
+/// item's: its `[ExprN]`, numbered as `computed_items` numbers them).
+fn distinct_keys(s: &Select, columns: &[String]) -> Result<String, Errors> {
+    let mut keys = Vec::new();
+    let mut computed = 0;
+    for item in &s.items {
+        match item {
+            SelectItem::Wildcard { .. } => keys.extend(columns.iter().map(|c| format!("[{c}]"))),
+            SelectItem::Expr {
+                expr: e @ Expr::Column(_),
+                ..
+            } => keys.push(expr_text(e)?),
+            SelectItem::Expr { .. } => {
+                keys.push(format!("[Expr{}]", 1001 + computed));
+                computed += 1;
+            }
+            SelectItem::Assign { .. } => unreachable!("refused (refuse_unplanned_select)"),
+        }
+    }
+    let keys: Vec<String> = keys.into_iter().map(|k| format!("{k} ASC")).collect();
+    Ok(keys.join(", "))
+}
+
 /// A grouped query's text with each aggregate's hidden column (`aggregate::hidden_name`)
 /// named as Stream Aggregate defines it, `[Expr1001]` on.
 fn renamed_aggregates(mut text: String, aggregates: usize) -> String {
@@ -760,13 +956,14 @@ fn renamed_aggregates(mut text: String, aggregates: usize) -> String {
     text
 }
 
-/// Computed columns are not drawn yet (SQL Server shows their Compute Scalar): a statement
-/// on a table that has one is refused rather than shown without it.
+/// Computed columns are drawn only for a SELECT of one table (`read_plan`): a write (which
+/// computes them, computed_columns.rs invariant 1) or a join of a table that has one is
+/// refused rather than shown without them.
 fn refuse_computed(t: &TableRef) -> Result<(), Errors> {
     match t.entry.columns.iter().any(|c| c.computed.is_some()) {
-        true => Err(vec![not_yet(
-            "SHOWPLAN_TEXT of a statement on a table with computed columns",
-        )]),
+        true => Err(refused(
+            "a write or a join of a table with computed columns",
+        )),
         false => Ok(()),
     }
 }
@@ -783,31 +980,5 @@ mod tests {
         assert_eq!(strip("[w]"), "[w]");
         assert_eq!(strip("('(')"), "'('");
         assert_eq!(strip("(')')+(1)"), "(')')+(1)");
-    }
-
-    /// Inputs go five columns further in, and a `|` runs down beside an input that has a
-    /// sibling below it.
-    #[test]
-    fn plans_draw_as_sql_servers() {
-        let plan = Operator {
-            text: "Nested Loops".into(),
-            inputs: vec![
-                Operator::leaf("Index Seek".into()).under("Sort".into()),
-                Operator::leaf("Clustered Index Seek".into()),
-            ],
-        }
-        .under("Top".into());
-        let mut lines = Vec::new();
-        draw(&plan, "  ", false, &mut lines);
-        assert_eq!(
-            lines,
-            [
-                "  |--Top",
-                "       |--Nested Loops",
-                "            |--Sort",
-                "            |    |--Index Seek",
-                "            |--Clustered Index Seek",
-            ]
-        );
     }
 }
