@@ -444,6 +444,13 @@ fn tsql_script_at(tsql: &dyn Fn(Option<&str>, &str, &str) -> Finished, version: 
         "7.1" | "7.2" => "2024-01-02",
         _ => "Jan  2 2024 12:00AM",
     };
+    // LOGINACK's answer, as sys.dm_exec_connections shows it (0x71000001 ... 0x74000004).
+    let protocol = match version {
+        "7.1" => "1895825409",
+        "7.2" => "1913192450",
+        "7.3" => "1930100739",
+        _ => "1946157060",
+    };
     let f = tsql(
         Some("TsqlClient"),
         version,
@@ -456,7 +463,9 @@ fn tsql_script_at(tsql: &dyn Fn(Option<&str>, &str, &str) -> Finished, version: 
          SELECT 1/0\ngo\n\
          INSERT INTO t VALUES (1, N'dup', 0, 0)\ngo\n\
          SELECT 1 +\ngo\n\
-         SELECT COUNT(*) AS n FROM t\ngo\nexit\n",
+         SELECT COUNT(*) AS n FROM t\ngo\n\
+         SELECT protocol_version AS v FROM sys.dm_exec_connections WHERE session_id = @@SPID\n\
+         go\nexit\n",
     );
     let lines: Vec<&str> = f.stdout.lines().collect();
     let row = format!("{date}\tababab\tNULL\tNULL");
@@ -472,6 +481,8 @@ fn tsql_script_at(tsql: &dyn Fn(Option<&str>, &str, &str) -> Finished, version: 
             row.as_str(),
             "n",
             "2",
+            "v",
+            protocol,
         ],
         "tsql's result rows at TDS {version}"
     );

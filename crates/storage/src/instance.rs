@@ -144,6 +144,23 @@ pub struct SessionInfo {
     /// What KILL does beside setting the flags: the TDS server shuts the connection's
     /// socket down, so a thread blocked reading a request the client never finished wakes.
     pub kill_hook: KillHook,
+    /// The session's TDS connection (sys.dm_exec_connections); None for a session no
+    /// client connected for (`extentdb exec`, the engine's own).
+    pub connection: Option<ConnectionInfo>,
+}
+
+/// A TDS connection as sys.dm_exec_connections shows it, fixed at login.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    pub client_net_address: String,
+    pub client_tcp_port: u16,
+    pub local_net_address: String,
+    pub local_tcp_port: u16,
+    /// Every message after the login goes through TLS (not the login alone).
+    pub encrypted: bool,
+    /// The TDS version LOGINACK answered (0x74000004 for 7.4).
+    pub protocol_version: u32,
+    pub net_packet_size: u32,
 }
 
 /// A session's way to be woken by KILL (`SessionInfo::kill`).

@@ -34,6 +34,7 @@ use extentdb_sql::exec::{ClientInfo, Engine, Output, OutputSink, Session};
 use extentdb_sql::messages::{msg, SqlError};
 use extentdb_sql::parser::{parse_parameter_definitions, ParameterDefinition};
 use extentdb_sql::types::{SqlType, Value};
+use extentdb_storage::instance::ConnectionInfo;
 
 use crate::admission::{LargeRequests, Permit};
 use crate::definitions::DefinitionCache;
@@ -403,6 +404,7 @@ impl Connection {
     ) -> Result<(), TdsError> {
         let peer_ip = tcp.peer_addr().map(|a| a.ip()).ok();
         let peer = peer_ip.map(|a| a.to_string()).unwrap_or_default();
+        let ends = (tcp.peer_addr().ok(), tcp.local_addr().ok());
         let Some(m) = read_message(&mut tcp, INITIAL_PACKET_SIZE, 128 << 10)? else {
             return Ok(());
         };
@@ -456,16 +458,26 @@ impl Connection {
                 return Err(TdsError::LoginFailed);
             }
         };
+        let packet_size = match login.packet_size as usize {
+            0 => INITIAL_PACKET_SIZE,
+            n => n.clamp(512, MAX_PACKET_SIZE),
+        };
+        let connection = ConnectionInfo {
+            client_net_address: ends.0.map(|a| a.ip().to_string()).unwrap_or_default(),
+            client_tcp_port: ends.0.map_or(0, |a| a.port()),
+            local_net_address: ends.1.map(|a| a.ip().to_string()).unwrap_or_default(),
+            local_tcp_port: ends.1.map_or(0, |a| a.port()),
+            encrypted: matches!(stream, Transport::Unix(_)),
+            protocol_version: version.0,
+            net_packet_size: packet_size as u32,
+        };
         let mut session = engine.session_for(ClientInfo {
             login_name: login.user_name.clone(),
             host_name: login.host_name.clone(),
             program_name: login.app_name.clone(),
             client_interface_name: login.library_name.clone(),
+            connection: Some(connection),
         });
-        let packet_size = match login.packet_size as usize {
-            0 => INITIAL_PACKET_SIZE,
-            n => n.clamp(512, MAX_PACKET_SIZE),
-        };
         let mut t = Tokens::for_version(version);
         // The database the login asks for, else the login's default database.
         let database = if login.database.is_empty() {

@@ -101,7 +101,8 @@ pub struct TdsVersion(pub u32);
 impl TdsVersion {
     pub const V7_1: TdsVersion = TdsVersion(0x7100_0001);
     pub const V7_2: TdsVersion = TdsVersion(0x7209_0002);
-    pub const V7_3: TdsVersion = TdsVersion(0x730A_0003);
+    /// 7.3B (NBCROW is 7.3B's; a 7.3A client is answered as 7.2).
+    pub const V7_3: TdsVersion = TdsVersion(0x730B_0003);
     pub const V7_4: TdsVersion = TdsVersion(crate::login7::TDS_74);
 
     /// The version answered to a client asking for `client`: the highest of ours not above
@@ -352,6 +353,7 @@ mod tests {
         assert_eq!(v(0x7100_0001), Some(TdsVersion::V7_1));
         assert_eq!(v(0x7209_0002), Some(TdsVersion::V7_2));
         assert_eq!(v(0x730B_0003), Some(TdsVersion::V7_3));
+        assert_eq!(v(0x730A_0003), Some(TdsVersion::V7_2));
         assert_eq!(v(0x7400_0004), Some(TdsVersion::V7_4));
         assert_eq!(v(0x7500_0000), Some(TdsVersion::V7_4));
         assert_eq!(v(0x7000_0000), None);

@@ -202,6 +202,7 @@ impl Session {
             host_name: String::new(),
             program_name: "extentdb backup history".into(),
             client_interface_name: "extentdb".into(),
+            connection: None,
         });
         for o in s.execute(TABLES) {
             if let Output::Error(e) = o {

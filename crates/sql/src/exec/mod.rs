@@ -44,6 +44,7 @@ mod foreign_keys;
 mod grouping_sets;
 mod helpdb;
 mod history;
+mod host_views;
 mod index_ddl;
 mod index_seek;
 mod index_usage;
@@ -300,6 +301,7 @@ impl Engine {
             host_name: String::new(),
             program_name: "extentdb exec".into(),
             client_interface_name: "extentdb".into(),
+            connection: None,
         })
     }
 
@@ -330,6 +332,7 @@ impl Engine {
             transaction_begin_us: Default::default(),
             kill_hook: Default::default(),
             space: Default::default(),
+            connection: client.connection,
         });
         self.instance
             .sessions
@@ -395,6 +398,8 @@ pub struct ClientInfo {
     pub host_name: String,
     pub program_name: String,
     pub client_interface_name: String,
+    /// The TDS connection, when a client connected (sys.dm_exec_connections).
+    pub connection: Option<extentdb_storage::instance::ConnectionInfo>,
 }
 
 fn unix_us() -> i64 {
