@@ -279,6 +279,7 @@ static CATALOGUE: &[Entry] = &[
     e(2555, 16, 1, "Cannot move all contents of file \"%.*ls\" to other places to complete the emptyfile operation."),
     e(2526, 16, 3, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options."),
     e(2528, 10, 1, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."),
+    e(2537, 16, 1, "Table error: object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page %S_PGID, row %d. The record check (%hs) failed. The values are %I64d and %I64d."), // unverified state
     e(2570, 16, 3, "Page %S_PGID, slot %d in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type \"%.*ls\"). Column \"%.*ls\" value is out of range for data type \"%.*ls\". Update column to a legal value."),
     e(2601, 14, 1, "Cannot insert duplicate key row in object '%.*ls' with unique index '%.*ls'. The duplicate key value is %ls."),
     e(2627, 14, 1, "Violation of %ls constraint '%.*ls'. Cannot insert duplicate key in object '%.*ls'. The duplicate key value is %ls."),

@@ -3,7 +3,8 @@
 //! records (index.rs `project`), and such a column's value is in no base record: it is its
 //! definition's over the record's other columns, a T-SQL expression storage cannot
 //! evaluate. The SQL layer, which can, registers its evaluator here once per process
-//! (`register`), and `project`, `key_matches` and CHECKDB ask it (`value_of`).
+//! (`register`), and `project`, `key_matches` and CHECKDB ask it (`value_of`); CHECKDB
+//! also asks it for a PERSISTED column's value, to compare with the one stored (2537).
 //!
 //! Invariants:
 //! 1. An evaluator is a pure function of the table's catalog entry and the record: no
@@ -18,8 +19,8 @@
 //!    type, None for NULL), exactly what a PERSISTED column of the same definition would
 //!    store.
 //!
-//! Not here: the evaluation itself (crates/sql computed_columns.rs), and the PERSISTED
-//! columns, whose values are in the record and copied as any column's.
+//! Not here: the evaluation itself (crates/sql computed_columns.rs). A PERSISTED column's
+//! value is in the record, and index records copy it as any column's.
 
 use std::sync::OnceLock;
 
@@ -44,6 +45,11 @@ static EVALUATOR: OnceLock<&'static dyn ComputedValues> = OnceLock::new();
 /// Registers the process's evaluator (invariant 2: the first registration stays).
 pub fn register(evaluator: &'static dyn ComputedValues) {
     let _ = EVALUATOR.set(evaluator);
+}
+
+/// Whether an evaluator is registered (CHECKDB computes PERSISTED values again only then).
+pub(crate) fn registered() -> bool {
+    EVALUATOR.get().is_some()
 }
 
 /// Computed column `column_id` of `table` over base record `rec`, as `record::encode`

@@ -43,7 +43,8 @@
 //!    with. So the row operations keep the index (an UPDATE of a column the definition
 //!    reads changes the record it projects), a WHERE naming the column seeks through it,
 //!    and DBCC CHECKDB compares its rows with the values computed again (8951 / 8955).
-//!    CHECKDB does not evaluate a PERSISTED column's stored value again.
+//!    CHECKDB also computes every PERSISTED column's value again from its row and
+//!    compares it with the stored one (2537, "valid computed column"; storage check_db.rs).
 //! 5. A column not PERSISTED has no place in the record (storage's `layouts`,
 //!    `stored_columns`, `stored_position`): `TableRef::encode` leaves it out and
 //!    `TableRef::decode` computes it (`ComputedPlan::compute_virtual`), so every read of
