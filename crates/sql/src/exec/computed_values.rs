@@ -15,7 +15,7 @@
 //!    (emptied when full), so memory is bounded whatever the number of tables.
 
 use std::collections::HashMap;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_format::record::{self, ColumnLayout};
@@ -41,10 +41,11 @@ struct TablePlan {
     name: String,
 }
 
-/// The evaluator: plans by (database-independent) object id, checked on each use.
+/// The evaluator: plans by object id, checked on each use (invariant 2). Read-mostly:
+/// every session's projections take the read lock, a new plan the write lock.
 #[derive(Default)]
 struct Evaluator {
-    plans: Mutex<HashMap<u32, Arc<TablePlan>>>,
+    plans: RwLock<HashMap<u32, Arc<TablePlan>>>,
 }
 
 static EVALUATOR: LazyLock<Evaluator> = LazyLock::new(Evaluator::default);
@@ -58,7 +59,7 @@ pub fn register() {
 impl Evaluator {
     /// `t`'s plan, from the cache when it was made from the same columns.
     fn plan(&self, t: &TableEntry) -> Result<Arc<TablePlan>, String> {
-        if let Some(p) = self.plans.lock().unwrap().get(&t.object_id) {
+        if let Some(p) = self.plans.read().unwrap().get(&t.object_id) {
             if p.columns == t.columns {
                 return Ok(p.clone());
             }
@@ -79,11 +80,12 @@ impl Evaluator {
             plan,
             name: format!("{}.{}", t.schema_name, t.name),
         });
-        let mut plans = self.plans.lock().unwrap();
+        let mut plans = self.plans.write().unwrap();
         if plans.len() >= MAX_PLANS {
             plans.clear();
         }
         plans.insert(t.object_id, made.clone());
+        assert!(plans.len() <= MAX_PLANS, "computed_values.rs invariant 2");
         Ok(made)
     }
 }
@@ -119,5 +121,101 @@ impl ComputedValues for Evaluator {
             .ok_or("not a computed column")?
             .map_err(|e| e.text)?;
         rowcodec::encode(p.types[position], &v).map_err(|e| e.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use extentdb_format::catalog::ComputedColumn;
+
+    /// A heap `t` (a INT, b INT, then each of `computed` as (name, definition, PERSISTED)).
+    fn table(object_id: u32, computed: &[(&str, &str, bool)]) -> TableEntry {
+        let int = |id: u16, name: &str, k: Option<ComputedColumn>| ColumnEntry {
+            column_id: id,
+            name: name.into(),
+            system_type_id: 56,
+            max_length: 4,
+            precision: 10,
+            scale: 0,
+            is_nullable: true,
+            identity: None,
+            default_sql: String::new(),
+            computed: k,
+        };
+        let mut columns = vec![int(1, "a", None), int(2, "b", None)];
+        for (i, (name, definition, is_persisted)) in computed.iter().enumerate() {
+            let k = ComputedColumn {
+                definition: definition.to_string(),
+                is_persisted: *is_persisted,
+            };
+            columns.push(int(3 + i as u16, name, Some(k)));
+        }
+        TableEntry {
+            object_id,
+            schema_name: "dbo".into(),
+            name: "t".into(),
+            created_us: 0,
+            data_space_id: 1,
+            allocation_unit_id: 0,
+            index_id: 0,
+            root_page: extentdb_format::PageId::NULL,
+            primary_key: None,
+            columns,
+            identity_last: Default::default(),
+            lock_escalation: Default::default(),
+            pending_ddl: None,
+            index_of: None,
+            checks: Vec::new(),
+            foreign_keys: Vec::new(),
+        }
+    }
+
+    /// `t`'s record of stored values `values` (ints, None for NULL).
+    fn record_of(t: &TableEntry, values: &[Option<i32>]) -> Vec<u8> {
+        let bytes: Vec<Option<[u8; 4]>> = values.iter().map(|v| v.map(i32::to_le_bytes)).collect();
+        let refs: Vec<Option<&[u8]>> = bytes.iter().map(|b| b.as_ref().map(|b| &b[..])).collect();
+        record::encode(&layouts(t), &refs).unwrap()
+    }
+
+    /// Proves a column not PERSISTED is computed from the record's stored columns (a
+    /// PERSISTED one's stored value beside it ignored), encoded as the column stores it,
+    /// NULL where the definition gives NULL; that a plan made for one definition is not
+    /// used for another of the same object id (invariant 2: a catalog change); and that
+    /// the cache stays bounded over more tables than it holds.
+    #[test]
+    fn values_are_computed_from_the_record_and_plans_follow_the_catalog() {
+        let e = Evaluator::default();
+        let t = table(
+            7,
+            &[("p", "([a]*(3)+[b])", true), ("v", "([a]*(7)+[b])", false)],
+        );
+        let rec = record_of(&t, &[Some(5), Some(2), Some(-1)]);
+        assert_eq!(
+            e.compute(&t, &rec, 4),
+            Ok(Some(37i32.to_le_bytes().to_vec()))
+        );
+        assert_eq!(
+            e.compute(&t, &rec, 3),
+            Ok(Some(17i32.to_le_bytes().to_vec()))
+        );
+        let null = record_of(&t, &[None, Some(2), None]);
+        assert_eq!(e.compute(&t, &null, 4), Ok(None));
+        assert!(e.compute(&t, &rec, 1).is_err(), "a is not computed");
+        let changed = table(
+            7,
+            &[("p", "([a]*(3)+[b])", true), ("v", "([a]-[b])", false)],
+        );
+        assert_eq!(
+            e.compute(&changed, &rec, 4),
+            Ok(Some(3i32.to_le_bytes().to_vec()))
+        );
+        for id in 100..(100 + 2 * MAX_PLANS as u32) {
+            let t = table(id, &[("v", "([a]+[b])", false)]);
+            let rec = record_of(&t, &[Some(1), Some(id as i32)]);
+            let want = (id as i32 + 1).to_le_bytes().to_vec();
+            assert_eq!(e.compute(&t, &rec, 3), Ok(Some(want)));
+            assert!(e.plans.read().unwrap().len() <= MAX_PLANS);
+        }
     }
 }
