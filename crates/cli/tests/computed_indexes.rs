@@ -154,6 +154,16 @@ fn index_on_a_non_persisted_column_is_kept_and_sought() {
         2
     );
     assert_checkdb_clean(&mut c, "cidb", "after the rebuilds");
+    // A variable's value seeks as a constant does.
+    run(&mut c, "SET STATISTICS IO ON");
+    let r = run(
+        &mut c,
+        "DECLARE @p INT = 181003; SELECT id FROM p WHERE total = @p ORDER BY id",
+    );
+    run(&mut c, "SET STATISTICS IO OFF");
+    assert_eq!(all_rows(&r).len(), 2);
+    let reads = scans_and_reads(&r)[0].1;
+    assert!(reads <= 40, "WHERE total = @p read {reads} pages");
 }
 
 /// Proves SQL Server's rules for a computed column in an index: one not PERSISTED over a
