@@ -20,7 +20,8 @@
 //!    8941, 8942, 8944, 8927). Without PHYSICAL_ONLY also each record against the table's
 //!    columns (8944), each value against its type (2570), each PERSISTED computed column
 //!    computed again from its row and compared with the value stored (2537, "valid
-//!    computed column"), and key order inside the page (2511, 2512). Facts for the cross-page checks are kept per B-tree page.
+//!    computed column"), and key order inside the page (2511, 2512). Facts for the
+//!    cross-page checks are kept per B-tree page.
 //! 4. Per unit, single-threaded on the facts alone (no reads): a clustered index is walked
 //!    from its root level by level: children seen and of the right level (8976/8980, 8931),
 //!    each child under one parent (8937), keys inside the parent's range (8933, 8934), the
@@ -1507,7 +1508,8 @@ fn persisted_computed(t: &TableEntry) -> Vec<(usize, u16)> {
 /// Each PERSISTED computed column of a live data row computed again from the row's other
 /// columns and compared with the value stored (SQL Server's record check "valid computed
 /// column", 2537): a stored value its definition does not give, or a row it cannot be
-/// computed from, is one finding per column.
+/// computed from, is one finding per column. Its two values are the column's id and 0
+/// (what SQL Server prints there for this check is not documented).
 fn check_computed(
     owner: &Owner,
     ti: &TableInfo<'_>,
