@@ -3,8 +3,9 @@
 //! sessions: the index record holds a value no base record stores, computed from the row
 //! by every projection; INSERT, UPDATE, DELETE and MERGE keep it from several sessions at
 //! once; a WHERE naming the column seeks through it and finds what a scan finds; CHECKDB
-//! compares it with the table; a kill -9 under load leaves it equal to the table; SQL
-//! Server's refusals of non-deterministic (2729) and imprecise (2799) columns.
+//! compares it with the table; a kill -9 under load leaves it equal to the table; a
+//! UNIQUE one refuses a duplicate computed value (1505, 2601); SQL Server's refusals of
+//! non-deterministic (2729) and imprecise (2799) columns.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -301,4 +302,48 @@ fn kill_9_under_load_leaves_the_index_exact() {
     }
     let mut c = s.connect_to(Some("cidb"));
     assert_index_equals_table(&mut c, "after the kill");
+}
+
+/// Proves a UNIQUE index on a column that is not PERSISTED enforces its computed values
+/// across sessions: CREATE UNIQUE INDEX over duplicate values is 1505 and makes no index;
+/// once the duplicate is gone it is made, and then another session's INSERT or UPDATE of
+/// a source column giving a value already there is 2601 (the computed value in the
+/// message) and changes nothing, while values not there go in.
+#[test]
+fn a_unique_index_on_a_computed_column_holds_across_sessions() {
+    let (s, mut c) = start_in_database(
+        "ci-unique",
+        "cidb",
+        "CREATE TABLE u (id INT PRIMARY KEY, a INT, b INT, code AS a * 100 + b); \
+         INSERT u (id, a, b) VALUES (1, 1, 1), (2, 1, 2), (3, 0, 101)",
+    );
+    let e = errors(&mut c, "CREATE UNIQUE INDEX ux ON u (code)");
+    assert_eq!(e.first().map(|e| e.0), Some(1505), "{e:?}");
+    assert_eq!(
+        table(&mut c, "SELECT COUNT(*) FROM sys.indexes WHERE name = 'ux'"),
+        ["0"]
+    );
+    run(&mut c, "DELETE FROM u WHERE id = 3");
+    run(&mut c, "CREATE UNIQUE INDEX ux ON u (code)");
+    let mut other = s.connect_to(Some("cidb"));
+    let r = other
+        .batch("INSERT u (id, a, b) VALUES (4, 0, 102)")
+        .unwrap();
+    let e: Vec<_> = r.errors().map(|e| (e.number, e.text.clone())).collect();
+    assert_eq!(e.first().map(|e| e.0), Some(2601), "{e:?}");
+    assert!(
+        e[0].1.ends_with("The duplicate key value is (102)."),
+        "{e:?}"
+    );
+    assert_eq!(
+        errors(&mut other, "UPDATE u SET b = 1 WHERE id = 2"),
+        [(2601, 14, 1)]
+    );
+    run(&mut other, "INSERT u (id, a, b) VALUES (5, 2, 1)");
+    assert_eq!(
+        table(&mut c, "SELECT id, code FROM u ORDER BY id"),
+        ["1,101", "2,102", "5,201"]
+    );
+    assert_eq!(table(&mut c, "SELECT id FROM u WHERE code = 201"), ["5"]);
+    assert_checkdb_clean(&mut c, "cidb", "after the refusals");
 }
