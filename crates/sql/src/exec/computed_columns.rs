@@ -477,8 +477,8 @@ impl ComputedPlan {
         rowcodec::assign(*t, &v, table, name)
     }
 
-    /// The value of the computed column at `position` over `row` (its stored columns
-    /// decoded, the others NULL: a definition reads no computed column, invariant 3);
+    /// The value of the computed column at `position` over `row` (the columns it reads,
+    /// `reads_of`, decoded; the others may be NULL: a definition reads nothing else);
     /// None when that column is not computed.
     pub(super) fn value_at(
         &self,
@@ -488,6 +488,13 @@ impl ComputedPlan {
     ) -> Option<Result<Value, SqlError>> {
         let r = self.rules.iter().find(|r| r.position == position)?;
         Some(self.value_in(table, r, row))
+    }
+
+    /// The positions of the columns the computed column at `position` reads; None when
+    /// that column is not computed.
+    pub(super) fn reads_of(&self, position: usize) -> Option<&[usize]> {
+        let r = self.rules.iter().find(|r| r.position == position)?;
+        Some(&r.reads)
     }
 
     /// Invariant 5: a decoded row's computed columns that are not stored, computed.

@@ -36,6 +36,8 @@ struct TablePlan {
     columns: Vec<ColumnEntry>,
     types: Vec<SqlType>,
     layouts: Vec<ColumnLayout>,
+    /// Each column's position in the record (`layouts`' order); None for one not stored.
+    stored_at: Vec<Option<usize>>,
     plan: ComputedPlan,
     /// The table as messages name it.
     name: String,
@@ -73,7 +75,18 @@ impl Evaluator {
         let plan = ComputedPlan::of(t, &types)
             .map_err(|e| e.into_iter().map(|e| e.text).collect::<Vec<_>>().join(" "))?
             .ok_or("the table has no computed column")?;
+        let stored_at = t
+            .columns
+            .iter()
+            .scan(0, |next, c| {
+                Some(is_stored(c).then(|| {
+                    *next += 1;
+                    *next - 1
+                }))
+            })
+            .collect();
         let made = Arc::new(TablePlan {
+            stored_at,
             columns: t.columns.clone(),
             layouts: layouts(t),
             types,
@@ -99,22 +112,20 @@ impl ComputedValues for Evaluator {
     ) -> Result<Option<Vec<u8>>, String> {
         let p = self.plan(table)?;
         let cols = record::decode(&p.layouts, rec).map_err(|e| e.to_string())?;
-        let mut stored = cols.iter();
-        let mut row = Vec::with_capacity(p.types.len());
-        for (c, t) in p.columns.iter().zip(&p.types) {
-            row.push(match is_stored(c) {
-                true => {
-                    let b = stored.next().ok_or("a column short")?;
-                    rowcodec::decode(*t, *b)?
-                }
-                false => Value::Null,
-            });
-        }
         let position = p
             .columns
             .iter()
             .position(|c| c.column_id == column_id)
             .ok_or("no such column")?;
+        // Only the columns the definition reads are decoded (a pad column's text is not
+        // made for nothing); the others stay NULL, which it never reads.
+        let reads = p.plan.reads_of(position).ok_or("not a computed column")?;
+        let mut row = vec![Value::Null; p.types.len()];
+        for &at in reads {
+            let stored = p.stored_at[at].ok_or("a definition reads a computed column")?;
+            let b = cols.get(stored).ok_or("a column short")?;
+            row[at] = rowcodec::decode(p.types[at], *b)?;
+        }
         let v = p
             .plan
             .value_at(&p.name, position, &row)
