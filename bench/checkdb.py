@@ -19,7 +19,19 @@ drifts on a shared machine); prints each figure with the median of its ratios to
 reads, and the full/PHYSICAL_ONLY ratio, and writes JSON to bench/results/<date>-<host>-checkdb.json.
 Goals (issue 6): PHYSICAL_ONLY >= 80% of the read speed; full >= 50% of PHYSICAL_ONLY.
 
+With --computed-rows N (issue 22 item 4; seed 004's later article: an index on a computed
+column slows SQL Server's CHECKDB, which computes the column again for every row) it runs
+only that case: three databases of one table of N identical rows (id PRIMARY KEY, a, b,
+w = a * 7 + b stored, v AS a * 7 + b not PERSISTED, a pad; an index on a in each), the
+first with no other index, the second with an index on the stored w, the third with an
+index on the computed v (the same values, so the same index pages). Full `extentdb
+checkdb` (MAXDOP --maxdop's first value, warm cache) of each, in interleaved rounds whose
+order rotates; prints the median time of each and the median of each round's ratios
+(v-index / no index, v-index / w-index: the cost of computing the value, apart from that
+of checking one more index), and writes JSON to bench/results/<date>-<host>-checkdb-computed.json.
+
 Usage: bench/checkdb.py [--size-gb N] [--files N] [--dir PATH] [--binary PATH] [--keep]
+       bench/checkdb.py --computed-rows N [--rounds R] [--maxdop D] [--binary PATH]
 """
 import argparse, datetime, json, os, re, shutil, socket, subprocess, sys, tempfile, time
 
@@ -45,6 +57,87 @@ def checkdb(binary, inst, db, physical, maxdop, flags=()):
     return int(m.group(1)), wall
 
 
+COMPUTED_CASES = (("CN", "no index on w or v", ""),
+                  ("CW", "index on stored w", "CREATE INDEX ix_w ON t (w);"),
+                  ("CV", "index on computed v", "CREATE INDEX ix_v ON t (v);"))
+
+
+def computed_sql(rows):
+    """The three databases of the --computed-rows case: CN filled row by row, the others
+    copies of its rows, then each one's indexes."""
+    table = ("CREATE TABLE t (id INT PRIMARY KEY, a INT NOT NULL, b INT NOT NULL, "
+             "w INT NOT NULL, v AS a * 7 + b, pad CHAR(60));")
+    sql = "".join(f"CREATE DATABASE {db} ON (NAME = {db}, FILENAME = '{db}.mdf', SIZE = 64MB) "
+                  f"LOG ON (NAME = {db}_log, FILENAME = '{db}_log.ldf', SIZE = 64MB); "
+                  f"USE {db}; {table} " for db, _, _ in COMPUTED_CASES)
+    sql += (f"USE CN; SET NOCOUNT ON; DECLARE @i INT = 0; BEGIN TRAN; WHILE @i < {rows} BEGIN "
+            "INSERT t (id, a, b, w, pad) VALUES (@i, (@i * 31) % 10007, @i % 13, "
+            "((@i * 31) % 10007) * 7 + @i % 13, 'x'); SET @i += 1; "
+            "IF @i % 10000 = 0 BEGIN COMMIT; BEGIN TRAN; END END; COMMIT; ")
+    for db, _, index in COMPUTED_CASES:
+        if db != "CN":
+            sql += (f"INSERT INTO {db}.dbo.t (id, a, b, w, pad) "
+                    "SELECT id, a, b, w, pad FROM CN.dbo.t; ")
+        sql += f"USE {db}; CREATE INDEX ix_a ON t (a); {index} SELECT COUNT(*) FROM t; "
+    return sql
+
+
+def computed_case(a, dop):
+    """The --computed-rows case (module docs)."""
+    work = tempfile.mkdtemp(prefix="xdb-bench-checkdb-computed-", dir=a.dir)
+    inst = os.path.join(work, "inst")
+    try:
+        subprocess.run([a.binary, "setup", "--data-dir", inst, "--tempdb-files", "1"],
+                       check=True, capture_output=True)
+        t = time.perf_counter()
+        p = subprocess.run([a.binary, "exec", "--data-dir", inst, "-b", "-Q",
+                            computed_sql(a.computed_rows)], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"building the databases failed:\n{p.stdout[-3000:]}\n{p.stderr}")
+        print(f"databases: 3 x {a.computed_rows} rows, built in {time.perf_counter() - t:.0f} s")
+        dbs = [db for db, _, _ in COMPUTED_CASES]
+        for db in dbs:  # warm the page cache, and fail early on any finding
+            checkdb(a.binary, inst, db, False, dop)
+        times = {db: [] for db in dbs}
+        ratios = {"CV/CN": [], "CV/CW": [], "CW/CN": []}
+        for r in range(a.rounds):
+            order = dbs[r % 3:] + dbs[:r % 3]
+            took = {}
+            for db in order:
+                n, took[db] = checkdb(a.binary, inst, db, False, dop)
+                times[db].append(took[db])
+            for k in ratios:
+                x, y = k.split("/")
+                ratios[k].append(took[x] / took[y])
+            print(f"  round {r + 1} ({' '.join(order)}): "
+                  + "  ".join(f"{db} {took[db]:.3f} s" for db in dbs))
+        for db, what, _ in COMPUTED_CASES:
+            print(f"  CHECKDB full MAXDOP {dop}, {what:22}: median {median(times[db]):.3f} s")
+        for k, v in ratios.items():
+            print(f"  {k}: median {median(v):.3f} (from {min(v):.3f} to {max(v):.3f})")
+        out = {
+            "benchmark": "checkdb-computed",
+            "date": datetime.date.today().isoformat(),
+            "host": host(),
+            "rows": a.computed_rows,
+            "maxdop": dop,
+            "rounds": a.rounds,
+            "cases": {db: what for db, what, _ in COMPUTED_CASES},
+            "seconds": times,
+            "ratios": ratios,
+            "median_ratios": {k: median(v) for k, v in ratios.items()},
+        }
+        path = results_path("checkdb-computed")
+        with open(path, "w") as f:
+            json.dump(out, f, indent=2)
+        print(f"\nwrote {path}")
+    finally:
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"kept {work}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--size-gb", type=float, default=4.0)
@@ -54,9 +147,13 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="median of this many runs each")
     ap.add_argument("--files", type=int, default=1, help="data files (2549 measured when > 1)")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--computed-rows", type=int, default=0,
+                    help="run only the index-on-a-computed-column case with this many rows")
     a = ap.parse_args()
     cores = os.cpu_count() or 1
     dops = [int(x) for x in a.maxdop.split(",")] if a.maxdop else sorted({1, 2, cores})
+    if a.computed_rows:
+        return computed_case(a, dops[0])
     work = tempfile.mkdtemp(prefix="xdb-bench-checkdb-", dir=a.dir)
     inst = os.path.join(work, "inst")
     try:

@@ -1150,3 +1150,73 @@ fn trace_flag_2549_reads_each_file_on_its_own() {
     assert_ne!(code, 0, "-T 9999 is refused");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Proves CHECKDB evaluates computed columns as SQL Server does: a PERSISTED column's
+/// stored value changed in its record (checksum valid) is computed again from the row's
+/// other columns and reported (2537, "valid computed column", counted in the summary),
+/// offline and through T-SQL; an index value of a column that is not PERSISTED changed in
+/// its index record is a missing and an extra index row (8951, 8952), the table row's
+/// index record being computed again; the database with its computed columns and their
+/// index checks clean before and once each page is restored.
+#[test]
+fn computed_values_that_disagree_with_their_definitions_are_reported() {
+    let dir = prepare("computed");
+    let (code, out) = exec(
+        &dir,
+        "USE CK; CREATE TABLE c (k INT PRIMARY KEY, a INT NOT NULL, b INT NOT NULL, \
+            p AS a * 3 + b PERSISTED, v AS a * 7 + b, pad VARCHAR(100)); \
+         DECLARE @i INT = 0; WHILE @i < 400 BEGIN \
+           INSERT INTO c (k, a, b, pad) VALUES (@i, @i % 37, @i % 5, REPLICATE('c', @i % 90)); \
+           SET @i += 1; END; \
+         CREATE INDEX c_v ON c (v);",
+    );
+    assert_eq!(code, 0, "{out}");
+    let db = Db::load(&dir);
+    let c = db.table("c").clone();
+    assert_clean(&dir, "with the computed columns");
+    // c's records: header (4 bytes), then k, a, b and p (ints); v is in no record.
+    let page = db.pages_of("c", PageType::Data, 0, 2)[0].clone();
+    {
+        let _r = db.damage(page.no, true, |pg| {
+            let off = slot_offset(pg, 1);
+            pg.bytes_mut()[off + 16] ^= 0x10;
+        });
+        let text = format!(
+            "Table error: object ID {}, index ID 1, partition ID {au}, alloc unit ID {au} \
+             (type In-row data), page (1:{}), row 1. The record check (valid computed column) failed.",
+            c.object_id,
+            page.no,
+            au = c.allocation_unit_id,
+        );
+        let out = expect(&dir, "changed PERSISTED value", std::slice::from_ref(&text));
+        assert!(out.contains("Msg 2537, Level 16"), "{out}");
+        assert!(!out.contains("Msg 8951"), "no index holds p: {out}");
+        let (_, online) = exec(&dir, "USE CK; DBCC CHECKDB ('CK') WITH NO_INFOMSGS");
+        assert!(online.contains(&text), "{online}");
+        assert!(
+            online.contains("CHECKDB found 0 allocation errors and 1 consistency errors"),
+            "{online}"
+        );
+    }
+    assert_clean(&dir, "after restoring the PERSISTED value");
+    // c_v's records: header (4 bytes), then v (int), then the key k.
+    let leaf = db.pages_of("c_v", PageType::Data, 0, 2)[0].clone();
+    {
+        let _r = db.damage(leaf.no, true, |pg| {
+            let off = slot_offset(pg, 0);
+            pg.bytes_mut()[off + 4] ^= 0x40;
+        });
+        let missing = format!(
+            "Table error: table 'dbo.c' (ID {}). Data row does not have a matching index row in the index 'c_v' (ID 2).",
+            c.object_id
+        );
+        let extra = format!(
+            "Table error: table 'dbo.c' (ID {}). Index row in index 'c_v' (ID 2) does not match any data row.",
+            c.object_id
+        );
+        let out = expect(&dir, "changed index value", &[missing, extra]);
+        assert!(!out.contains("2537"), "the table's values are right: {out}");
+    }
+    assert_clean(&dir, "after restoring the index value");
+    let _ = std::fs::remove_dir_all(&dir);
+}

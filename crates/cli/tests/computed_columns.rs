@@ -590,7 +590,7 @@ fn checks_temporary_tables_and_select_into() {
 /// positions), its table's records are as long as those of a table without it; SELECT *,
 /// WHERE, ORDER BY, a join, a derived table, INSERT ... SELECT from it and OUTPUT inserted
 /// and deleted see its value; an UPDATE of a column it reads changes it; sys.computed_columns
-/// says is_persisted 0; an index over it is refused (40517); a row whose value cannot be
+/// says is_persisted 0; an index over it is made; a row whose value cannot be
 /// computed (8134) is refused when written, so no read fails on it later; a kill -9 keeps
 /// the definition; CHECKDB is clean.
 #[test]
@@ -659,10 +659,8 @@ fn non_persisted_columns_are_computed_by_every_read() {
     );
     assert_eq!(numbers(&mut c, "UPDATE v SET b = 0"), [8134]);
     assert_eq!(numbers(&mut c, "UPDATE v SET twice = 1"), [271]);
-    assert_eq!(
-        numbers(&mut c, "CREATE INDEX ix_twice ON v (twice)"),
-        [40517]
-    );
+    // An index on one (computed_indexes.rs proves it) survives the kill below.
+    run(&mut c, "CREATE INDEX ix_twice ON v (twice)");
     assert_eq!(table(&mut c, "SELECT * FROM v"), ["0,200,100,1,4,25,104"]);
     assert_eq!(
         table(

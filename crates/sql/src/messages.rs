@@ -279,6 +279,7 @@ static CATALOGUE: &[Entry] = &[
     e(2555, 16, 1, "Cannot move all contents of file \"%.*ls\" to other places to complete the emptyfile operation."),
     e(2526, 16, 3, "Incorrect DBCC statement. Check the documentation for the correct DBCC syntax and options."),
     e(2528, 10, 1, "DBCC execution completed. If DBCC printed error messages, contact your system administrator."),
+    e(2537, 16, 1, "Table error: object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type %.*ls), page %S_PGID, row %d. The record check (%hs) failed. The values are %I64d and %I64d."), // unverified state
     e(2570, 16, 3, "Page %S_PGID, slot %d in object ID %d, index ID %d, partition ID %I64d, alloc unit ID %I64d (type \"%.*ls\"). Column \"%.*ls\" value is out of range for data type \"%.*ls\". Update column to a legal value."),
     e(2601, 14, 1, "Cannot insert duplicate key row in object '%.*ls' with unique index '%.*ls'. The duplicate key value is %ls."),
     e(2627, 14, 1, "Violation of %ls constraint '%.*ls'. Cannot insert duplicate key in object '%.*ls'. The duplicate key value is %ls."),
@@ -401,6 +402,8 @@ static CATALOGUE: &[Entry] = &[
     e(271, 16, 1, "The column \"%.*ls\" cannot be modified because it is either a computed column or is the result of a UNION operator."),
     e(1759, 16, 0, "Computed column '%.*ls' in table '%.*ls' is not allowed to be used in another computed-column definition."),
     e(4936, 16, 1, "Computed column '%.*ls' in table '%.*ls' cannot be persisted because the column is non-deterministic."),
+    e(2729, 16, 1, "Column '%.*ls' in %S_MSG '%.*ls' cannot be used in an index or statistics or as a partition key because it is non-deterministic."), // unverified state
+    e(2799, 16, 1, "Cannot create index or statistics '%.*ls' on table '%.*ls' because the computed column '%.*ls' is imprecise and not persisted. Consider removing column from index or statistics key or marking computed column persisted."), // unverified state
     e(8183, 16, 1, "Only UNIQUE or PRIMARY KEY constraints can be created on computed columns, while CHECK, FOREIGN KEY, and NOT NULL constraints require that computed columns be persisted."),
     e(1761, 16, 0, "Cannot create the foreign key \"%.*ls\" with the SET NULL referential action, because one or more referencing columns are not nullable."),
     e(1762, 16, 0, "Cannot create the foreign key \"%.*ls\" with the SET DEFAULT referential action, because one or more referencing not-nullable columns lack a default constraint."),

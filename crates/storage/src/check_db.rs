@@ -18,8 +18,10 @@
 //!    checksum and page id (8939 + 8928, 8909); for a data or index
 //!    page of its unit, the header fields, the slot array and every record's framing (8939,
 //!    8941, 8942, 8944, 8927). Without PHYSICAL_ONLY also each record against the table's
-//!    columns (8944), each value against its type (2570), and key order inside the page
-//!    (2511, 2512). Facts for the cross-page checks are kept per B-tree page.
+//!    columns (8944), each value against its type (2570), each PERSISTED computed column
+//!    computed again from its row and compared with the value stored (2537, "valid
+//!    computed column"), and key order inside the page (2511, 2512). Facts for the
+//!    cross-page checks are kept per B-tree page.
 //! 4. Per unit, single-threaded on the facts alone (no reads): a clustered index is walked
 //!    from its root level by level: children seen and of the right level (8976/8980, 8931),
 //!    each child under one parent (8937), keys inside the parent's range (8933, 8934), the
@@ -572,6 +574,9 @@ struct TableInfo<'a> {
     keys: Option<KeyInfo>,
     /// A table's nonclustered indexes' entries, each row's projections go to (step 5).
     indexes: Vec<&'a TableEntry>,
+    /// Its PERSISTED computed columns: (position in the record, column id), each computed
+    /// again from every live row (step 3, 2537).
+    persisted: Vec<(usize, u16)>,
 }
 
 struct Context<'a> {
@@ -627,6 +632,7 @@ pub fn check_database(
             layouts: layouts(t),
             keys: (t.index_id == 1).then(|| KeyInfo::of(t)),
             indexes: indexes_of(&src.catalog.tables, t),
+            persisted: persisted_computed(t),
         });
     }
     let checked = |t: &TableEntry| {
@@ -1366,6 +1372,9 @@ fn check_records(
                     if let Some(check) = ctx.opts.values {
                         check_values(owner, ti, pid, *slot, &values[start..], check, out);
                     }
+                    if !ti.persisted.is_empty() && !record::is_ghost(rec) {
+                        check_computed(owner, ti, (pid, *slot), rec, &values[start..], out);
+                    }
                 }
                 decoded.push((*slot, start..values.len(), !record::is_ghost(rec)));
             }
@@ -1481,6 +1490,51 @@ fn tree_facts(
     page.low = low;
     page.high = high;
     page.children.end = children_end;
+}
+
+/// A table's PERSISTED computed columns as `TableInfo::persisted` lists them; none while
+/// no evaluator is registered (computed_values.rs: a check run without the SQL layer).
+fn persisted_computed(t: &TableEntry) -> Vec<(usize, u16)> {
+    if !crate::computed_values::registered() {
+        return Vec::new();
+    }
+    crate::table::stored_columns(t)
+        .enumerate()
+        .filter(|(_, c)| c.computed.is_some())
+        .map(|(at, c)| (at, c.column_id))
+        .collect()
+}
+
+/// Each PERSISTED computed column of a live data row computed again from the row's other
+/// columns and compared with the value stored (SQL Server's record check "valid computed
+/// column", 2537): a stored value its definition does not give, or a row it cannot be
+/// computed from, is one finding per column. Its two values are the column's id and 0
+/// (what SQL Server prints there for this check is not documented).
+fn check_computed(
+    owner: &Owner,
+    ti: &TableInfo<'_>,
+    (pid, slot): (PageId, u16),
+    rec: &[u8],
+    values: &[Option<&[u8]>],
+    out: &mut Gathered,
+) {
+    for &(at, column_id) in &ti.persisted {
+        let stored = values.get(at).copied().flatten();
+        let now = crate::computed_values::value_of(ti.entry, rec, column_id);
+        if now.is_ok_and(|v| v.as_deref() == stored) {
+            continue;
+        }
+        let extra = vec![
+            pid.to_string(),
+            slot.to_string(),
+            "valid computed column".to_string(),
+            column_id.to_string(),
+            "0".to_string(),
+        ];
+        let mut f = owner.finding(2537, extra, Some(pid));
+        f.slot = Some(slot);
+        out.findings.push(f);
+    }
 }
 
 /// DATA_PURITY: each value of a decoded row against its column's type (2570).

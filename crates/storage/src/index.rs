@@ -38,6 +38,15 @@
 //!    CHECKDB compares only the old one. Its source is the old index's leaf level, read in
 //!    key order, as SQL Server reads an index that is not disabled (a damaged index is
 //!    dropped and created again instead).
+//! 6. A clustered index's rebuild (ALTER INDEX ... REBUILD of the PRIMARY KEY,
+//!    `SharedDatabase::rebuild_clustered`) keeps the table's entry, its object id and
+//!    definition: the new tree is filled, in key order from the table's rows, in an entry
+//!    of its own that is no table (`TableEntry::rebuilt_table`: no name lookup, catalog view
+//!    or row operation meets it, its table being under the rebuilder's Sch-M lock), made
+//!    and ended holding the database and filled sharing it, as invariant 2 builds; the
+//!    trees change hands only when the rebuild's transaction settles (ddl.rs invariant 6).
+//!    The table's nonclustered indexes stay as they are: their row locator, the clustering
+//!    key, does not change.
 //! 7. A disabled index (ALTER INDEX ... DISABLE, `disable_index`) keeps its definition
 //!    and an empty tree: row operations do not keep it (`enabled_indexes_of`), the SQL
 //!    layer reads no row through it, CHECKDB does not compare it (`comparable`); a
@@ -50,15 +59,12 @@
 //!    a crash; a rebuild enables only the index: its keys stay disabled until ALTER TABLE
 //!    ... CHECK CONSTRAINT (the SQL layer, which refuses that while the index is
 //!    disabled).
-//! 6. A clustered index's rebuild (ALTER INDEX ... REBUILD of the PRIMARY KEY,
-//!    `SharedDatabase::rebuild_clustered`) keeps the table's entry, its object id and
-//!    definition: the new tree is filled, in key order from the table's rows, in an entry
-//!    of its own that is no table (`TableEntry::rebuilt_table`: no name lookup, catalog view
-//!    or row operation meets it, its table being under the rebuilder's Sch-M lock), made
-//!    and ended holding the database and filled sharing it, as invariant 2 builds; the
-//!    trees change hands only when the rebuild's transaction settles (ddl.rs invariant 6).
-//!    The table's nonclustered indexes stay as they are: their row locator, the clustering
-//!    key, does not change.
+//! 9. An index may hold a computed column its table's records do not store (not
+//!    PERSISTED): its index column's value is computed from the base row wherever a record
+//!    is projected (`project`, `key_matches`: row operations, builds, lookups, CHECKDB)
+//!    by the SQL layer's evaluator (computed_values.rs), so invariant 1 holds for it as for
+//!    a stored column: a row operation changing a column the definition reads changes the
+//!    projection, and the index with it.
 
 use std::borrow::Cow;
 
@@ -556,18 +562,31 @@ pub(crate) fn project(
     let info = ix.index_of.as_ref().expect("an index entry");
     let cols = record::decode(&layouts(base), rec)?;
     let rid_bytes = rid_bytes(rid);
-    let values: Vec<Option<&[u8]>> = info
+    let values = info
         .sources
         .iter()
-        .map(|&s| match s {
-            RID_SOURCE => Some(&rid_bytes[..]),
-            id => {
-                let at = crate::table::stored_position(base, id);
-                cols[at.expect("index.rs: a stored source the catalog checked")]
-            }
-        })
-        .collect();
-    Ok(record::encode(&layouts(ix), &values)?)
+        .map(|&s| source_bytes(base, (rec, &cols), &rid_bytes, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let refs: Vec<Option<&[u8]>> = values.iter().map(|v| v.as_deref()).collect();
+    Ok(record::encode(&layouts(ix), &refs)?)
+}
+
+/// The bytes an index column whose source is `s` copies from base row `rec` (decoded as
+/// `cols`; its RID as `rid` stores it): a stored column's bytes, the RID, or the value of
+/// a computed column no record stores (invariant 9), computed from the row.
+fn source_bytes<'a>(
+    base: &TableEntry,
+    (rec, cols): (&[u8], &[Option<&'a [u8]>]),
+    rid: &'a [u8; 8],
+    s: u16,
+) -> Result<Option<Cow<'a, [u8]>>, StorageError> {
+    if s == RID_SOURCE {
+        return Ok(Some(Cow::Borrowed(&rid[..])));
+    }
+    match crate::table::stored_position(base, s) {
+        Some(at) => Ok(cols[at].map(Cow::Borrowed)),
+        None => Ok(crate::computed_values::value_of(base, rec, s)?.map(Cow::Owned)),
+    }
 }
 
 /// Whether base row `rec` (at `rid`) projects to index record `irec`'s B-tree key: each key
@@ -588,11 +607,8 @@ pub(crate) fn key_matches(
     for id in key {
         let at = ix.columns.iter().position(|c| c.column_id == *id);
         let at = at.expect("index.rs: a key column the catalog checked");
-        let now = match info.sources[at] {
-            RID_SOURCE => Some(&rid_bytes[..]),
-            s => cols[crate::table::stored_position(base, s).expect("a stored source")],
-        };
-        if now != icols[at] {
+        let now = source_bytes(base, (rec, &cols), &rid_bytes, info.sources[at])?;
+        if now.as_deref() != icols[at] {
             return Ok(false);
         }
     }

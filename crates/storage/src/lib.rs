@@ -20,6 +20,7 @@ pub mod buffer_pool;
 pub mod check_alloc;
 pub mod check_db;
 pub mod checkpoint;
+pub mod computed_values;
 pub mod config;
 pub mod constraint;
 pub mod data_file;
@@ -246,6 +247,14 @@ pub enum StorageError {
     IdentityOverflow,
     #[error("the operation was cancelled")]
     Cancelled,
+    /// A computed column an index holds could not be computed from its row
+    /// (computed_values.rs).
+    #[error("computed column {column_id} of '{table}' could not be computed: {reason}")]
+    ComputedValue {
+        table: String,
+        column_id: u16,
+        reason: String,
+    },
     /// A structure change validated against one catalog state found another when it held
     /// the database (structure.rs invariant 2): nothing changed; validate again.
     #[error("the catalog changed since the change was validated")]

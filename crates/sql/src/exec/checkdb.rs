@@ -119,6 +119,8 @@ pub fn run_check(
     cancel: Option<&AtomicBool>,
     progress: Option<&(dyn Fn(u64, u64) + Sync)>,
 ) -> Result<CheckRun, StorageError> {
+    // The offline checks run without an engine: computed index columns need the evaluator.
+    super::computed_values::register();
     let opts = CheckOptions {
         physical_only: settings.physical_only,
         maxdop: settings.maxdop,

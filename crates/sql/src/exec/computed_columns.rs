@@ -28,25 +28,34 @@
 //!    columns only (`insert_targets`).
 //! 3. A definition reads only its table's columns (207), none of them computed (1759) or
 //!    IDENTITY (whose value is generated after the row is computed: 40517); no subquery
-//!    (1046); a PERSISTED one is deterministic (4936). Its type is the expression's, derived
+//!    (1046); a PERSISTED one is deterministic (4936; one not PERSISTED may not be, and is
+//!    computed with the clock at each read). Its type is the expression's, derived
 //!    without a row (`expr_type`): an expression whose type is not derived here is refused
 //!    (40517), never typed from a value.
-//! 4. A nonclustered index may hold a PERSISTED column (CREATE INDEX, key or INCLUDE): its
-//!    index records copy the stored value as any column's, so the row operations keep the
-//!    index (an UPDATE recomputing the value changes the record it projects), a WHERE
-//!    naming the column seeks through it, and DBCC CHECKDB compares its rows with the
-//!    table's stored values (8951 / 8955). The stored values themselves are what
-//!    invariant 1 keeps; CHECKDB does not evaluate the definitions again.
+//! 4. A nonclustered index may hold a computed column (CREATE INDEX, key or INCLUDE), as
+//!    SQL Server allows: a PERSISTED one always (it was deterministic when made, 4936);
+//!    one not PERSISTED when its definition is deterministic (else 2729, key or INCLUDE)
+//!    and, as a key, precise: no float or real anywhere in it (else 2799; `check_indexable`).
+//!    A PERSISTED column's index records copy its stored value; one not PERSISTED has its
+//!    value computed from the base row wherever storage projects an index record (storage
+//!    index.rs invariant 9, through this crate's computed_values.rs: row operations,
+//!    index builds, lookups, CHECKDB), by `evaluate`, the function every read computes it
+//!    with. So the row operations keep the index (an UPDATE of a column the definition
+//!    reads changes the record it projects), a WHERE naming the column seeks through it,
+//!    and DBCC CHECKDB compares its rows with the values computed again (8951 / 8955).
+//!    CHECKDB also computes every PERSISTED column's value again from its row and
+//!    compares it with the stored one (2537, "valid computed column"; storage check_db.rs).
 //! 5. A column not PERSISTED has no place in the record (storage's `layouts`,
 //!    `stored_columns`, `stored_position`): `TableRef::encode` leaves it out and
 //!    `TableRef::decode` computes it (`ComputedPlan::compute_virtual`), so every read of
-//!    the table, whatever its form, sees it. No index holds one (40517).
+//!    the table, whatever its form, sees it.
 //!
-//! Not here yet (refused, 40517): an index on a computed column that is not PERSISTED,
-//! ALTER TABLE ... ADD of a computed column, PRIMARY KEY, UNIQUE and FOREIGN KEY
-//! constraints on a computed column, a seek by the definition's expression written out
-//! instead of the column's name, aggregates, window functions, variables, CASE and user
-//! functions in a definition.
+//! Not here yet (refused, 40517): ALTER TABLE ... ADD of a computed column, PRIMARY KEY,
+//! UNIQUE and FOREIGN KEY constraints on a computed column, a seek by the definition's
+//! expression written out instead of the column's name, aggregates, window functions,
+//! variables, CASE and user functions in a definition. Determinism is judged by the
+//! functions called (`NONDETERMINISTIC`), not by a conversion's style (SQL Server also
+//! calls some CONVERT styles of dates non-deterministic).
 
 use extentdb_format::catalog::{ColumnEntry, ComputedColumn, TableEntry};
 
@@ -171,6 +180,43 @@ fn is_nondeterministic(e: &Expr) -> bool {
     found
 }
 
+/// Whether `e` is imprecise as SQL Server calls an expression so: a float or real value
+/// anywhere in it (a column, a conversion, a constant, an intermediate result).
+fn is_imprecise(table: &str, columns: &[ColumnEntry], e: &Expr) -> bool {
+    let mut found = false;
+    let _ = map_expr(e, &mut |x| {
+        found |= matches!(
+            expr_type(table, columns, x),
+            Some(SqlType::Float | SqlType::Real)
+        );
+        Ok(None)
+    });
+    found
+}
+
+/// Invariant 4: whether computed column `c` of table `t` may be in index `index` (as a
+/// key column when `key`): one not PERSISTED must be deterministic (Msg 2729, key or
+/// INCLUDE) and, in the key, precise (2799). A PERSISTED one was deterministic when made
+/// (4936) and may be imprecise.
+pub(super) fn check_indexable(
+    t: &TableRef,
+    c: &ColumnEntry,
+    index: &str,
+    key: bool,
+) -> Result<(), Vec<SqlError>> {
+    let Some(k) = c.computed.as_ref().filter(|k| !k.is_persisted) else {
+        return Ok(());
+    };
+    let e = parse_definition(&k.definition).map_err(|e| vec![e])?;
+    if is_nondeterministic(&e) {
+        return Err(vec![msg(2729, &[&c.name, &"table", &t.entry.name])]);
+    }
+    if key && is_imprecise(&t.entry.name, &t.entry.columns, &e) {
+        return Err(vec![msg(2799, &[&index, &t.two_part(), &c.name])]);
+    }
+    Ok(())
+}
+
 /// A literal's type as SQL Server types the constant.
 fn literal_type(l: &Literal) -> SqlType {
     match l {
@@ -290,7 +336,7 @@ pub(super) fn computed_entry(
         .expect("a computed column's definition");
     refuse_unbuilt(def)?;
     checked_references(table, columns, &c.expr)?;
-    if is_nondeterministic(&c.expr) {
+    if c.persisted && is_nondeterministic(&c.expr) {
         return Err(vec![msg(4936, &[&def.name, &table])]);
     }
     let what = "this expression in a computed column";
@@ -420,9 +466,35 @@ impl ComputedPlan {
 
     /// Rule `r`'s value over `row`, converted to its column's type.
     fn value(&self, t: &TableRef, r: &Rule, row: &[Value]) -> Result<Value, SqlError> {
+        self.value_in(&t.three_part(), r, row)
+    }
+
+    /// `value` of table `table` (as messages name it), without a `TableRef`: the header
+    /// holds each column's name and type.
+    fn value_in(&self, table: &str, r: &Rule, row: &[Value]) -> Result<Value, SqlError> {
         let v = evaluate(&r.expr, &self.header, row)?;
-        let c = &t.entry.columns[r.position];
-        rowcodec::assign(t.types[r.position], &v, &t.three_part(), &c.name)
+        let (name, t) = &self.header[r.position];
+        rowcodec::assign(*t, &v, table, name)
+    }
+
+    /// The value of the computed column at `position` over `row` (the columns it reads,
+    /// `reads_of`, decoded; the others may be NULL: a definition reads nothing else);
+    /// None when that column is not computed.
+    pub(super) fn value_at(
+        &self,
+        table: &str,
+        position: usize,
+        row: &[Value],
+    ) -> Option<Result<Value, SqlError>> {
+        let r = self.rules.iter().find(|r| r.position == position)?;
+        Some(self.value_in(table, r, row))
+    }
+
+    /// The positions of the columns the computed column at `position` reads; None when
+    /// that column is not computed.
+    pub(super) fn reads_of(&self, position: usize) -> Option<&[usize]> {
+        let r = self.rules.iter().find(|r| r.position == position)?;
+        Some(&r.reads)
     }
 
     /// Invariant 5: a decoded row's computed columns that are not stored, computed.

@@ -189,27 +189,23 @@ pub(super) fn refuse_unbuilt_options(
 /// CREATE INDEX resolved against table `t`: its columns by name (Msgs 1911, 1909), its
 /// key's types and size (1919, invariant 1).
 fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexDef, Vec<SqlError>> {
-    let column = |name: &str| -> Result<&ColumnEntry, Vec<SqlError>> {
+    // A computed column is checked as SQL Server checks it for an index: deterministic,
+    // and precise in the key unless PERSISTED (computed_columns.rs invariant 4).
+    let column = |name: &str, key: bool| -> Result<&ColumnEntry, Vec<SqlError>> {
         let col = t
             .entry
             .columns
             .iter()
             .find(|col| col.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| vec![msg(1911, &[&name])])?;
-        // A PERSISTED column's value is in the record, and the index copies it as any
-        // column's (computed_columns.rs invariant 4); one computed by each read could not be.
-        match &col.computed {
-            Some(k) if !k.is_persisted => Err(vec![not_yet(
-                "indexes on a computed column that is not PERSISTED",
-            )]),
-            _ => Ok(col),
-        }
+        super::computed_columns::check_indexable(t, col, &c.name, key)?;
+        Ok(col)
     };
     let mut seen: Vec<u16> = Vec::new();
     let mut key = Vec::new();
     let mut key_bytes = 0usize;
     for k in &c.columns {
-        let col = column(&k.name)?;
+        let col = column(&k.name, true)?;
         if seen.contains(&col.column_id) {
             return Err(vec![msg(1909, &[&"index", &col.name])]);
         }
@@ -239,7 +235,7 @@ fn index_def(c: &CreateIndex, t: &TableRef, data_space_id: u16) -> Result<IndexD
     }
     let mut include = Vec::new();
     for name in &c.include {
-        let col = column(name)?;
+        let col = column(name, false)?;
         if seen.contains(&col.column_id) {
             return Err(vec![msg(1909, &[&"index", &col.name])]);
         }

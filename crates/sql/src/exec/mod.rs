@@ -29,6 +29,7 @@ mod batch_cache;
 mod check_constraints;
 pub mod checkdb;
 mod computed_columns;
+pub mod computed_values;
 mod constraint_state;
 mod cte;
 mod database_lock;
@@ -284,6 +285,7 @@ impl Engine {
             );
         }
         lock_views::log_deadlocks(&instance);
+        computed_values::register();
         Arc::new(Engine {
             instance,
             next_spid: AtomicU16::new(51),
