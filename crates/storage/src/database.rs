@@ -555,6 +555,7 @@ impl Database {
         // new state (failed saves put the old one back, a new state again).
         self.catalog_changed();
         self.check_writable()?;
+        crate::statistics::reconcile(&mut self.catalog);
         // Before anything is written, so a refusal leaves the database writable.
         self.catalog
             .check_lengths()
@@ -1436,6 +1437,7 @@ fn initial_catalog(spec: &NewDatabase) -> Catalog {
         next_object_id: catalog::FIRST_USER_OBJECT_ID,
         tables: Vec::new(),
         security: Default::default(),
+        statistics: Vec::new(),
     }
 }
 
