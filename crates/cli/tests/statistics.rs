@@ -408,3 +408,50 @@ fn statistics_survive_kill_9_and_recovery() {
     assert_eq!(before.0.len(), 3);
     assert_checkdb_clean(&mut c, "sk", "after recovery");
 }
+
+/// STATS_DATE and sys.dm_db_stats_properties read the same objects: NULLs for statistics
+/// never built (no row for ones not there), the build's Rows and Steps once built, and a
+/// modification counter that counts the rows other sessions change after the build and
+/// starts again at the next one.
+#[test]
+fn stats_date_and_stats_properties() {
+    let (s, mut c) = start_in_database("stats-props", "sp", "");
+    run(
+        &mut c,
+        "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)",
+    );
+    run(&mut c, "INSERT t VALUES (1, 1), (2, 2)");
+    run(&mut c, "CREATE STATISTICS st ON t (v)");
+    let props = "SELECT s.name, ISNULL(p.rows, -1), ISNULL(p.steps, -1), \
+                 ISNULL(p.modification_counter, -1), \
+                 CASE WHEN STATS_DATE(s.object_id, s.stats_id) IS NULL THEN 0 ELSE 1 END \
+                 FROM sys.stats AS s \
+                 CROSS APPLY sys.dm_db_stats_properties(s.object_id, s.stats_id) AS p \
+                 ORDER BY s.stats_id";
+    let pk = table(&mut c, "SELECT name FROM sys.stats WHERE stats_id = 1")[0].clone();
+    assert_eq!(
+        table(&mut c, props),
+        [format!("{pk},-1,-1,-1,0"), "st,2,2,0,1".into()]
+    );
+    let mut other = s.connect_to(Some("sp"));
+    run(
+        &mut other,
+        "INSERT t VALUES (3, 3); UPDATE t SET v = 0 WHERE id = 1; DELETE t WHERE id = 2",
+    );
+    assert_eq!(table(&mut c, props)[1], "st,2,2,3,1");
+    run(&mut c, "UPDATE STATISTICS t");
+    assert_eq!(
+        table(&mut c, props),
+        [format!("{pk},2,2,0,1"), "st,2,2,0,1".into()]
+    );
+    let none = "SELECT COUNT(*) FROM sys.dm_db_stats_properties(OBJECT_ID('t'), 99)";
+    assert_eq!(count(&mut c, none), 0);
+    assert_eq!(numbers(&mut c, "SELECT STATS_DATE(OBJECT_ID('t'))"), [174]);
+    assert_eq!(
+        table(
+            &mut c,
+            "SELECT ISNULL(CONVERT(VARCHAR(30), STATS_DATE(1, 1)), 'none')"
+        ),
+        ["none"]
+    );
+}

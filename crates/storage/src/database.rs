@@ -91,6 +91,9 @@ pub struct Database {
     /// Copy-on-write views of the data files for the checkers (see `snapshot`); every data
     /// file is wrapped by them (`Database::wrap_files`).
     pub(crate) snapshots: Arc<crate::snapshot::SnapshotHooks>,
+    /// Rows each table's row operations changed since the database opened, and the count
+    /// each statistics object was built at (statistics.rs invariant 4; in memory only).
+    pub modifications: crate::statistics::ModificationCounters,
     /// CRC and first page of the last catalog logged (`log_catalog`): a save that changes
     /// neither the catalog nor where it lies logs nothing.
     logged_catalog: (u32, PageId),
@@ -249,6 +252,7 @@ impl Database {
             poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            modifications: Default::default(),
             logged_catalog: (0, PageId::NULL),
             catalog_version: fresh_catalog_version(),
             growing_for_system_pages: false,
@@ -416,6 +420,7 @@ impl Database {
             poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            modifications: Default::default(),
             catalog_version: fresh_catalog_version(),
         };
         db.wrap_files();

@@ -18,13 +18,69 @@
 //!    it is whole or absent after a crash; the data of a build is saved only if its object
 //!    is still there (a concurrent DROP wins).
 //!
+//! 4. The modification counter (sys.dm_db_stats_properties.modification_counter) is kept
+//!    in memory, not in the catalog: a count per table of the rows its row operations
+//!    inserted, updated or deleted (statement rollbacks' compensations not counted), added
+//!    with an atomic under a read lock (`ModificationCounters::count`), and for each
+//!    statistics object the table's count when its build was saved. It counts from the
+//!    build, or from the database's opening for a build made before it; SQL Server keeps
+//!    it per leading column and persists it, which a write per row would cost here.
+//!
 //! What is not here: reading rows or building histograms (the SQL layer's statistics.rs).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock};
 
 use extentdb_format::catalog::{Catalog, TableEntry};
 use extentdb_format::statistics::{StatisticsData, StatisticsEntry};
 
 use crate::database::Database;
 use crate::StorageError;
+
+/// Rows changed per table and the count each statistics build was saved at (invariant 4).
+#[derive(Debug, Default)]
+pub struct ModificationCounters {
+    tables: RwLock<HashMap<u32, AtomicU64>>,
+    built_at: Mutex<HashMap<(u32, u16), u64>>,
+}
+
+impl ModificationCounters {
+    /// One row of table `object_id` inserted, updated or deleted.
+    pub(crate) fn count(&self, object_id: u32) {
+        if let Some(n) = self.tables.read().unwrap().get(&object_id) {
+            n.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let mut w = self.tables.write().unwrap();
+        w.entry(object_id)
+            .or_default()
+            .fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Rows of table `object_id` changed since the database opened.
+    pub fn of_table(&self, object_id: u32) -> u64 {
+        let r = self.tables.read().unwrap();
+        r.get(&object_id).map_or(0, |n| n.load(Ordering::Relaxed))
+    }
+
+    /// Rows of the table changed since statistics `(object id, stats id)` were saved.
+    pub fn since_build(&self, ids: (u32, u16)) -> u64 {
+        let at = self
+            .built_at
+            .lock()
+            .unwrap()
+            .get(&ids)
+            .copied()
+            .unwrap_or(0);
+        self.of_table(ids.0).saturating_sub(at)
+    }
+
+    /// Statistics `ids` saved a build that read the table when its count was `at`.
+    fn built(&self, ids: (u32, u16), at: u64) {
+        self.built_at.lock().unwrap().insert(ids, at);
+    }
+}
 
 /// The statistics object each index of `c` has (invariant 1): (object id, stats id, name,
 /// key column ids).
@@ -105,8 +161,11 @@ pub(crate) fn reconcile(c: &mut Catalog) {
 /// Invariant 2: whether `name` names an index or statistics of table `object_id`.
 pub fn name_taken(db: &Database, object_id: u32, name: &str) -> bool {
     let is = |n: &str| n.eq_ignore_ascii_case(name);
+    // A clustered PRIMARY KEY's name is its index's (index id 1, no entry of its own); a
+    // heap's is its unique index entry's, which `index_by_name` finds once it is made.
     let primary_key = db
         .table_by_id(object_id)
+        .filter(|t| t.index_id == 1)
         .and_then(|t| t.primary_key.as_ref())
         .is_some_and(|(n, _)| is(n));
     primary_key
@@ -158,7 +217,7 @@ impl Database {
         name: &str,
         columns: Vec<u16>,
         no_recompute: bool,
-        data: Option<StatisticsData>,
+        (data, counted_at): (Option<StatisticsData>, u64),
     ) -> Result<u16, StorageError> {
         let t = self.table_or_err(object_id)?.clone();
         if name_taken(self, object_id, name) {
@@ -178,6 +237,7 @@ impl Database {
             c.statistics.push(entry);
             Ok(())
         })?;
+        self.modifications.built((object_id, stats_id), counted_at);
         Ok(stats_id)
     }
 
@@ -203,7 +263,7 @@ impl Database {
     pub fn save_statistics(
         &mut self,
         (object_id, stats_id): (u32, u16),
-        columns: &[u16],
+        (columns, counted_at): (&[u16], u64),
         data: StatisticsData,
         no_recompute: bool,
     ) -> Result<bool, StorageError> {
@@ -218,6 +278,7 @@ impl Database {
             c.statistics[i].no_recompute = no_recompute;
             Ok(())
         })?;
+        self.modifications.built((object_id, stats_id), counted_at);
         Ok(true)
     }
 }

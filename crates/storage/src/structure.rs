@@ -491,15 +491,15 @@ impl SharedDatabase {
             .drop_foreign_key(object_id, constraint_id)
     }
 
-    /// CREATE STATISTICS (storage's statistics.rs) with its first build's data: the new
-    /// object's stats id.
+    /// CREATE STATISTICS (storage's statistics.rs) with its first build's data and the
+    /// table's modification count when that build began: the new object's stats id.
     pub fn create_statistics(
         &self,
         object_id: u32,
         name: &str,
         columns: Vec<u16>,
         no_recompute: bool,
-        data: Option<extentdb_format::statistics::StatisticsData>,
+        data: (Option<extentdb_format::statistics::StatisticsData>, u64),
     ) -> Result<u16, StorageError> {
         self.hold_table(object_id)?
             .create_statistics(object_id, name, columns, no_recompute, data)
@@ -511,13 +511,14 @@ impl SharedDatabase {
             .drop_statistics(object_id, stats_id)
     }
 
-    /// A build of statistics `(object id, stats id)` over `columns`, saved in one short
-    /// hold after the build read the table sharing the database; false when the object
-    /// went or changed meanwhile (statistics.rs invariant 3).
+    /// A build of statistics `(object id, stats id)` over `columns` that began when the
+    /// table's modification count was the second of `columns`, saved in one short hold
+    /// after the build read the table sharing the database; false when the object went or
+    /// changed meanwhile (statistics.rs invariants 3 and 4).
     pub fn save_statistics(
         &self,
         ids: (u32, u16),
-        columns: &[u16],
+        columns: (&[u16], u64),
         data: extentdb_format::statistics::StatisticsData,
         no_recompute: bool,
     ) -> Result<bool, StorageError> {

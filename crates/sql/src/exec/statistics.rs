@@ -81,8 +81,9 @@ impl Session {
         }
         let t = self.stable_table(table, t)?;
         let density = ids.clone();
-        let data = self.build(&t, &density, ids.len(), options.sample, None)?;
-        let data = data.filter(|d| d.rows > 0);
+        let built = self.build(&t, &density, ids.len(), options.sample, None)?;
+        let counted_at = built.as_ref().map_or(0, |b| b.1);
+        let data = (built.map(|b| b.0).filter(|d| d.rows > 0), counted_at);
         let id = t.entry.object_id;
         match t
             .db
@@ -225,14 +226,15 @@ impl Session {
     ) -> Result<(), Errors> {
         let density = density_columns(t, s);
         let last = s.data.as_ref();
-        let Some(data) = self.build(t, &density, s.columns.len(), sample, last)? else {
+        let built = self.build(t, &density, s.columns.len(), sample, last)?;
+        let Some((data, counted_at)) = built else {
             return Ok(());
         };
         if data.rows == 0 && !update {
             return Ok(());
         }
         let ids = (t.entry.object_id, s.stats_id);
-        t.db.save_statistics(ids, &s.columns, data, no_recompute)
+        t.db.save_statistics(ids, (&s.columns, counted_at), data, no_recompute)
             .map(drop)
             .map_err(|e| errors::map(&e, errors::Context::Other))
     }
@@ -256,7 +258,8 @@ impl Session {
         Ok(self.find_table(name)?.unwrap_or(t))
     }
 
-    /// One build (the module's doc): None when attention or KILL stopped it.
+    /// One build (the module's doc) and the table's modification count when its scan
+    /// began (storage's statistics.rs invariant 4): None when attention or KILL stopped it.
     fn build(
         &mut self,
         t: &TableRef,
@@ -264,12 +267,15 @@ impl Session {
         covered: usize,
         sample: StatisticsSample,
         last: Option<&StatisticsData>,
-    ) -> Result<Option<StatisticsData>, Errors> {
+    ) -> Result<Option<(StatisticsData, u64)>, Errors> {
         let positions = density
             .iter()
             .map(|id| position_of(t, *id))
             .collect::<Result<Vec<_>, _>>()?;
         let rate = self.sample_rate(t, sample, last)?;
+        let counted_at = (t.db.read().unwrap())
+            .modifications
+            .of_table(t.entry.object_id);
         let plan = BuildPlan {
             positions,
             covered,
@@ -280,7 +286,7 @@ impl Session {
         };
         let mut data = summarize(t, &plan, rows, sorted)?;
         data.density_columns = density.to_vec();
-        Ok(Some(data))
+        Ok(Some((data, counted_at)))
     }
 
     /// The chance a row is sampled: 1 for FULLSCAN, the default and RESAMPLE of a full
