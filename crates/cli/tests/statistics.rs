@@ -278,6 +278,10 @@ fn refusals_carry_sql_servers_numbers_and_change_nothing() {
             40517,
         ),
         ("CREATE STATISTICS s2 ON t (w) WHERE w > 3", 40517),
+        (
+            "CREATE TABLE w2 (k INT, s VARCHAR(2000)); CREATE STATISTICS s2 ON w2 (s)",
+            40517,
+        ),
         ("UPDATE STATISTICS nosuch", 2706),
         ("UPDATE STATISTICS t nosuch", 2727),
         ("UPDATE STATISTICS t (st, nosuch)", 2727),

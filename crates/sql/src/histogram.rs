@@ -57,6 +57,11 @@ impl HistogramBuilder {
     /// The next distinct value, above every one pushed before (NULL first), and its rows.
     pub fn push(&mut self, key: Value, rows: f64) {
         assert!(rows > 0.0, "a value pushed has rows");
+        debug_assert!(
+            self.steps.last().is_none_or(|s| s.key.is_null()
+                || crate::ops::compare(&s.key, &key).ok().flatten() == Some(Ordering::Less)),
+            "values arrive in ascending order, each once"
+        );
         self.steps.push(Step {
             key,
             range_rows: 0.0,

@@ -510,6 +510,14 @@ fn column_ids(t: &TableRef, names: &[String]) -> Result<Vec<u16>, Errors> {
         if c.max_length == -1 {
             return Err(vec![super::lower::not_yet("statistics on a MAX column")]);
         }
+        // The first column's values are the histogram's keys, which the catalog keeps at
+        // most an index key's 1,700 bytes (format's statistics.rs).
+        let wide = c.max_length as usize > extentdb_format::statistics::MAX_KEY_BYTES;
+        if ids.is_empty() && wide {
+            return Err(vec![super::lower::not_yet(
+                "statistics led by a column wider than 1,700 bytes",
+            )]);
+        }
         ids.push(c.column_id);
     }
     if ids.len() > extentdb_format::statistics::MAX_COLUMNS {
