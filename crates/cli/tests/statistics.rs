@@ -236,6 +236,14 @@ fn index_statistics_follow_their_index() {
         table(&mut c, "SELECT name FROM sys.stats ORDER BY stats_id"),
         ["pk_t", "ix_id"]
     );
+    let built = header(&mut c, "ix_id");
+    assert!(built.is_some());
+    run(&mut c, "BEGIN TRAN; DROP TABLE t; ROLLBACK");
+    assert_eq!(
+        header(&mut c, "ix_id"),
+        built,
+        "a rolled-back DROP keeps them built"
+    );
     run(&mut c, "DROP TABLE t");
     assert_eq!(count(&mut c, "SELECT COUNT(*) FROM sys.stats"), 0);
     assert_checkdb_clean(&mut c, "si", "after the drops");

@@ -97,10 +97,9 @@ fn index_statistics(c: &Catalog) -> Vec<(u32, u16, String, Vec<u16>)> {
                 }
             }
             None => {}
-            Some(ix) if t.pending_ddl.is_some_and(|p| p.dropped) => {
-                // A rebuild's old entry: its new one, created, stands for the index.
-                let _ = ix;
-            }
+            // A rebuild's old and new entries (one index id) name one object: the second
+            // finds it made by the first. An entry a transaction's DROP TABLE marked keeps
+            // its statistics until the drop settles, so a ROLLBACK finds them built.
             Some(ix) => {
                 let key = ix.sources[..ix.key_columns as usize].to_vec();
                 out.push((ix.table_object_id, ix.index_id, t.name.clone(), key));
