@@ -42,6 +42,8 @@
 //!     catalog, and no table has two such trees.
 //! 13. A computed column (version 12) has no IDENTITY and no DEFAULT, and only a table's
 //!     entry has one: an index entry's columns copy stored values, not definitions.
+//! 14. Statistics objects (version 13) belong to tables of the catalog and cover their
+//!     columns (`statistics::check`).
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -60,8 +62,9 @@ use crate::{
 /// added each table's FOREIGN KEY constraints after its CHECK constraints; older blobs
 /// decode with none. Version 12 added each column's computed-column definition
 /// (`ColumnEntry::computed`) after its DEFAULT text; older blobs decode with no computed
-/// columns.
-pub const CATALOG_VERSION: u16 = 12;
+/// columns. Version 13 added the statistics objects (`statistics.rs`) after the
+/// principals; older blobs decode with none.
+pub const CATALOG_VERSION: u16 = 13;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -450,7 +453,8 @@ impl UserAccess {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Not `Eq`: statistics hold floating-point counts.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Catalog {
     pub database_id: u16,
     pub recovery_model: RecoveryModel,
@@ -464,6 +468,8 @@ pub struct Catalog {
     pub tables: Vec<TableEntry>,
     /// Users, roles, memberships and permissions (version 4).
     pub security: crate::principals::Security,
+    /// Statistics objects (version 13), indexes' and CREATE STATISTICS'.
+    pub statistics: Vec<crate::statistics::StatisticsEntry>,
 }
 
 /// sysname: names of databases, files, filegroups, tables, columns and constraints.
@@ -571,6 +577,9 @@ impl Catalog {
             encode_table(&mut w, t, version);
         }
         self.security.encode(&mut w);
+        if version >= 13 {
+            crate::statistics::encode(&mut w, &self.statistics);
+        }
         w.bytes
     }
 
@@ -675,7 +684,12 @@ impl Catalog {
         } else {
             Default::default()
         };
+        let statistics = match version {
+            ..=12 => Vec::new(),
+            _ => crate::statistics::decode(&mut r, bytes.len())?,
+        };
         let c = Catalog {
+            statistics,
             database_id,
             recovery_model,
             filegroups,
@@ -756,6 +770,14 @@ impl Catalog {
             check_foreign_keys(self, t)?;
             check_primary_key_index(self, t)?;
         }
+        let table_columns = |id: u32| {
+            let t = self
+                .tables
+                .iter()
+                .find(|t| t.object_id == id && t.index_of.is_none())?;
+            Some(t.columns.iter().map(|c| c.column_id).collect())
+        };
+        crate::statistics::check(&self.statistics, &table_columns)?;
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
                 return Err(format!("database {} is both OFFLINE and RESTORING", d.name));
@@ -938,6 +960,9 @@ impl Catalog {
         self.tables.iter().try_for_each(check_table_lengths)?;
         for p in &self.security.principals {
             fits("identifier", &p.name, MAX_NAME_CHARS)?;
+        }
+        for s in &self.statistics {
+            fits("identifier", &s.name, MAX_NAME_CHARS)?;
         }
         Ok(())
     }

@@ -33,6 +33,7 @@ pub mod page;
 pub mod pfs;
 pub mod principals;
 pub mod record;
+pub mod statistics;
 
 pub use ids::{ExtentNo, FileId, Lsn, PageId, PageNo};
 pub use page::{Page, PageHeader, PageType, PageView};

@@ -290,6 +290,7 @@ fn catalog_fixture() {
                 grantee: 5,
             }],
         },
+        statistics: Vec::new(),
     };
     let blob = c.encode();
     let pages = catalog::to_pages(&blob, &[PageId::new(1, 16)]);
@@ -346,8 +347,9 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 12);
-    assert_eq!(&c.encode()[..2], &12u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 13);
+    assert_eq!(&c.encode()[..2], &13u16.to_le_bytes());
+    statistics_list(c);
     lock_escalation_byte(c);
     pending_ddl_mark(c);
     rebuild_mark(c);
@@ -364,8 +366,9 @@ fn older_versions_decode(c: &Catalog) {
     // Version 5 is version 12 without the identity tag and its value (nine bytes for
     // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark), the
     // index tag (0: a table), the CHECK constraint count (u16 0), the FOREIGN KEY
-    // count (u16 0) and each of the two columns' computed tag (0).
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2);
+    // count (u16 0), each of the two columns' computed tag (0) and the statistics list
+    // (u32 0).
+    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2 + 4);
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -528,7 +531,8 @@ fn index_tag(c: &Catalog) {
     let b = ix.encode();
     let mut w = extentdb_format::codec::Writer::default();
     ix.security.encode(&mut w);
-    let start = b.len() - w.bytes.len();
+    // The principals, then (version 13) the statistics list, empty: u32 0.
+    let start = b.len() - w.bytes.len() - 4;
     let tail = &b[..start];
     let expect: Vec<u8> = [
         &[1u8][..],
@@ -897,4 +901,99 @@ fn decoders_never_panic_on_garbage() {
         );
         let _ = extentdb_format::log::scan_vlf(p.bytes(), 1, 0x40);
     }
+}
+
+/// Version 13's statistics list follows the permissions (FORMAT.md, "Catalog"): u32 count,
+/// then each entry's object id u32, stats id u16, name, flags u8 (bit 0 user created, bit 1
+/// no recompute, bit 2 built), u16 column count and ids, and for a built one the header,
+/// the density vector and the steps. A version 12 blob decodes with none; an unknown flag,
+/// a histogram of more than 200 steps and statistics of a missing table are damage.
+fn statistics_list(c: &Catalog) {
+    use extentdb_format::statistics::{HistogramStep, StatisticsData, StatisticsEntry};
+    let at = PageId::new(1, 16);
+    let v12 = c.encode_version(12);
+    assert_eq!(Catalog::decode(&v12, at).unwrap(), *c);
+    let mut k = c.clone();
+    k.statistics.push(StatisticsEntry {
+        object_id: 581_577_110,
+        stats_id: 2,
+        name: "st".into(),
+        columns: vec![2],
+        user_created: true,
+        no_recompute: true,
+        data: Some(StatisticsData {
+            updated_us: 7,
+            rows: 3,
+            rows_sampled: 3,
+            unfiltered_rows: 3,
+            average_key_length: 1.0,
+            density_columns: vec![2],
+            densities: vec![(0.5, 1.0)],
+            steps: vec![
+                HistogramStep {
+                    range_hi_key: None,
+                    range_rows: 0.0,
+                    eq_rows: 1.0,
+                    distinct_range_rows: 0.0,
+                },
+                HistogramStep {
+                    range_hi_key: Some(b"a".to_vec()),
+                    range_rows: 0.0,
+                    eq_rows: 2.0,
+                    distinct_range_rows: 0.0,
+                },
+            ],
+        }),
+    });
+    let blob = k.encode();
+    let base = c.encode();
+    assert_eq!(
+        &base[base.len() - 4..],
+        &[0, 0, 0, 0],
+        "an empty list: u32 0"
+    );
+    let list = &blob[base.len() - 4..];
+    let f32b = |x: f32| x.to_bits().to_le_bytes();
+    let f64b = |x: f64| x.to_bits().to_le_bytes();
+    let mut want = 1u32.to_le_bytes().to_vec();
+    want.extend(581_577_110u32.to_le_bytes());
+    want.extend(2u16.to_le_bytes());
+    want.extend(2u16.to_le_bytes());
+    want.extend(b"st");
+    want.push(1 | 2 | 4);
+    want.extend(1u16.to_le_bytes());
+    want.extend(2u16.to_le_bytes());
+    want.extend(7i64.to_le_bytes());
+    for n in [3u64, 3, 3] {
+        want.extend(n.to_le_bytes());
+    }
+    want.extend(f32b(1.0));
+    want.extend(1u16.to_le_bytes());
+    want.extend(2u16.to_le_bytes());
+    want.extend(f32b(0.5));
+    want.extend(f32b(1.0));
+    want.extend(2u16.to_le_bytes());
+    want.push(0);
+    for x in [0.0, 1.0, 0.0] {
+        want.extend(f64b(x));
+    }
+    want.push(1);
+    want.extend(1u16.to_le_bytes());
+    want.push(b'a');
+    for x in [0.0, 2.0, 0.0] {
+        want.extend(f64b(x));
+    }
+    assert_eq!(list, &want[..]);
+    assert_eq!(Catalog::decode(&blob, at).unwrap(), k);
+    let flags_at = base.len() - 4 + 4 + 4 + 2 + 2 + 2;
+    let mut bad = blob.clone();
+    bad[flags_at] |= 8;
+    let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+    assert!(e.contains("unknown flags"), "{e}");
+    let mut orphan = k.clone();
+    orphan.statistics[0].object_id = 1;
+    let e = Catalog::decode(&orphan.encode(), at)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing table"), "{e}");
 }

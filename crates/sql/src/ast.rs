@@ -134,6 +134,23 @@ pub enum StatementKind {
     },
     CreateTable(CreateTable),
     CreateIndex(CreateIndex),
+    /// CREATE STATISTICS name ON table (columns) [WITH ...] (exec/statistics.rs).
+    CreateStatistics {
+        name: String,
+        table: ObjectName,
+        columns: Vec<String>,
+        options: StatisticsOptions,
+    },
+    /// DROP STATISTICS table.name [, ...]: each name's last part is the statistics'.
+    DropStatistics {
+        names: Vec<ObjectName>,
+    },
+    /// UPDATE STATISTICS table [name | (name, ...)] [WITH ...].
+    UpdateStatistics {
+        table: ObjectName,
+        names: Vec<String>,
+        options: StatisticsOptions,
+    },
     DropTable {
         if_exists: bool,
         names: Vec<ObjectName>,
@@ -1041,6 +1058,39 @@ pub struct CreateIndex {
     pub filter: Option<Expr>,
     pub options: Vec<WithOption>,
     pub filegroup: Option<String>,
+}
+
+/// How a statistics build reads its table (CREATE / UPDATE STATISTICS' WITH).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum StatisticsSample {
+    /// No sampling option: the engine's default (every row here).
+    #[default]
+    Default,
+    FullScan,
+    /// SAMPLE n PERCENT (0 to 100).
+    Percent(f64),
+    /// SAMPLE n ROWS.
+    Rows(u64),
+    /// RESAMPLE: the rate of the last build (UPDATE STATISTICS only).
+    Resample,
+}
+
+/// Which statistics UPDATE STATISTICS without names reaches: ALL (the default), COLUMNS
+/// (those of CREATE STATISTICS) or INDEX (the indexes').
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StatisticsKinds {
+    #[default]
+    All,
+    Columns,
+    Index,
+}
+
+/// CREATE / UPDATE STATISTICS' WITH options that are built.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct StatisticsOptions {
+    pub sample: StatisticsSample,
+    pub no_recompute: bool,
+    pub kinds: StatisticsKinds,
 }
 
 #[derive(Debug, Clone, PartialEq)]

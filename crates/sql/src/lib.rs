@@ -14,6 +14,7 @@ pub mod script;
 pub mod convert;
 pub mod dbcc_page;
 pub mod functions;
+pub mod histogram;
 pub mod json;
 pub mod messages;
 pub mod ops;

@@ -427,6 +427,13 @@ static CATALOGUE: &[Entry] = &[
     e(1902, 16, 3, "Cannot create more than one clustered index on %S_MSG '%.*ls'. Drop the existing clustered index '%.*ls' before creating another."), // unverified state
     e(1904, 16, 1, "The %S_MSG '%.*ls' on table '%.*ls' has %d columns in the key list. The maximum limit for %S_MSG key column list is %d."),
     e(1909, 16, 2, "Cannot use duplicate column names in %S_MSG. Column name '%.*ls' listed more than once."), // unverified state
+    e(14138, 16, 1, "Invalid option name '%s'."), // unverified: sp_updatestats' @resample check
+    e(1927, 16, 1, "There are already statistics on table '%.*ls' named '%.*ls'."),
+    e(2706, 11, 6, "Table '%.*ls' does not exist."),
+    e(2727, 11, 1, "Cannot find index '%.*ls'."),
+    e(2767, 15, 1, "Could not locate statistics '%.*ls' in the system catalogs."),
+    e(2583, 16, 1, "An incorrect number of parameters was given to the DBCC statement."),
+    e(3739, 11, 1, "Cannot %ls the index '%.*ls' because it is not a statistics collection."),
     e(1913, 16, 1, "The operation failed because an index or statistics with name '%.*ls' already exists on table '%.*ls'."),
     e(1919, 16, 1, "Column '%.*ls' in table '%.*ls' is of a type that is invalid for use as a key column in an index."),
     e(1973, 16, 1, "Cannot perform the specified operation on disabled index '%.*ls' on %S_MSG '%.*ls'."), // unverified state

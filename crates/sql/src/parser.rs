@@ -16,6 +16,7 @@
 mod grouping;
 mod merge;
 mod security;
+mod statistics;
 
 use crate::ast::*;
 use crate::lexer::{tokenize, Token, TokenKind};
@@ -501,6 +502,11 @@ impl Parser {
     }
 
     fn update_statement(&mut self) -> PResult<StatementKind> {
+        // STATISTICS is reserved: UPDATE STATISTICS is the statement unless a table so
+        // named (quoted) is updated, which SET follows.
+        if self.check_word_at(1, "STATISTICS") && !self.check_word_at(2, "SET") {
+            return self.update_statistics();
+        }
         Ok(StatementKind::Update(self.update()?))
     }
 
@@ -860,6 +866,7 @@ impl Parser {
                 Ok(StatementKind::CreateIndex(self.create_index()?))
             }
             "LOGIN" => self.create_login(),
+            "STATISTICS" => self.create_statistics(),
             "TYPE" => Err(self.not_built("CREATE TYPE (user-defined data types and table types)")),
             "USER" => {
                 self.pos += 1;
@@ -1082,6 +1089,9 @@ impl Parser {
         if word == "USER" {
             self.pos += 1;
             return self.drop_user();
+        }
+        if word == "STATISTICS" {
+            return self.drop_statistics();
         }
         if !matches!(word.as_str(), "DATABASE" | "TABLE" | "INDEX") {
             return Err(self.error());

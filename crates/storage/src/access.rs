@@ -299,7 +299,7 @@ impl Database {
         (rec, env): (&[u8], &GrowthEnv),
         gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
-        self.on_table(object_id, |t, clustered| {
+        let done = self.on_table(object_id, |t, clustered| {
             let base = |gate| match clustered {
                 true => self.btree_insert(xact, t, (rec, 0), gate),
                 false => self.heap_insert(xact, t, rec, (env, 0), gate),
@@ -321,7 +321,8 @@ impl Database {
                     Step::Needs(n) => Step::Needs(n),
                 },
             )
-        })
+        });
+        self.counted(object_id, done)
     }
 
     /// Replaces the row `old` that a scan found at `rid` by `new`; gives its position
@@ -335,7 +336,7 @@ impl Database {
         (new, env): (&[u8], &GrowthEnv),
         gate: RowGate<'_, '_>,
     ) -> Result<Step<Rid>, StorageError> {
-        self.on_table(object_id, |t, clustered| {
+        let done = self.on_table(object_id, |t, clustered| {
             let base = |gate| match clustered {
                 true => self.btree_update(xact, t, (old, new), gate),
                 false => self.heap_update(xact, t, rid, new, env, gate),
@@ -357,7 +358,8 @@ impl Database {
                     Step::Needs(n) => Step::Needs(n),
                 },
             )
-        })
+        });
+        self.counted(object_id, done)
     }
 
     /// Deletes the row `old` that a scan found at `rid` (it becomes a ghost until its
@@ -368,7 +370,7 @@ impl Database {
         object_id: u32,
         (rid, old): (Rid, &[u8]),
     ) -> Result<Step<()>, StorageError> {
-        self.on_table(object_id, |t, clustered| {
+        let done = self.on_table(object_id, |t, clustered| {
             let base = || match clustered {
                 true => self.btree_delete(xact, t, old, 0),
                 false => self.heap_delete(xact, t, rid),
@@ -385,7 +387,21 @@ impl Database {
                 },
             };
             self.maintain_indexes(xact, t, (op, steps), (rid, rid))
-        })
+        });
+        self.counted(object_id, done)
+    }
+
+    /// `done`, the row of table `object_id` counted as changed when it was (storage's
+    /// statistics.rs invariant 4).
+    fn counted<T>(
+        &self,
+        object_id: u32,
+        done: Result<Step<T>, StorageError>,
+    ) -> Result<Step<T>, StorageError> {
+        if let Ok(Step::Done(_)) = &done {
+            self.modifications.count(object_id);
+        }
+        done
     }
 
     /// The error for a row move whose second change found it needs something (access.rs

@@ -91,6 +91,9 @@ pub struct Database {
     /// Copy-on-write views of the data files for the checkers (see `snapshot`); every data
     /// file is wrapped by them (`Database::wrap_files`).
     pub(crate) snapshots: Arc<crate::snapshot::SnapshotHooks>,
+    /// Rows each table's row operations changed since the database opened, and the count
+    /// each statistics object was built at (statistics.rs invariant 4; in memory only).
+    pub modifications: crate::statistics::ModificationCounters,
     /// CRC and first page of the last catalog logged (`log_catalog`): a save that changes
     /// neither the catalog nor where it lies logs nothing.
     logged_catalog: (u32, PageId),
@@ -249,6 +252,7 @@ impl Database {
             poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            modifications: Default::default(),
             logged_catalog: (0, PageId::NULL),
             catalog_version: fresh_catalog_version(),
             growing_for_system_pages: false,
@@ -416,6 +420,7 @@ impl Database {
             poisoned: Default::default(),
             data: crate::table::DataPath::default(),
             snapshots: Default::default(),
+            modifications: Default::default(),
             catalog_version: fresh_catalog_version(),
         };
         db.wrap_files();
@@ -555,6 +560,7 @@ impl Database {
         // new state (failed saves put the old one back, a new state again).
         self.catalog_changed();
         self.check_writable()?;
+        crate::statistics::reconcile(&mut self.catalog);
         // Before anything is written, so a refusal leaves the database writable.
         self.catalog
             .check_lengths()
@@ -1436,6 +1442,7 @@ fn initial_catalog(spec: &NewDatabase) -> Catalog {
         next_object_id: catalog::FIRST_USER_OBJECT_ID,
         tables: Vec::new(),
         security: Default::default(),
+        statistics: Vec::new(),
     }
 }
 

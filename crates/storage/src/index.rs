@@ -146,7 +146,7 @@ impl Database {
         self.check_writable()?;
         let base = self.table_or_err(def.table_object_id)?.clone();
         assert!(base.index_of.is_none(), "an index of an index");
-        if self.index_by_name(base.object_id, &def.name).is_some() {
+        if crate::statistics::name_taken(self, base.object_id, &def.name) {
             return Err(StorageError::IndexExists(def.name.clone()));
         }
         let entry = index_entry(&base, def, self.next_index_id(base.object_id));
@@ -248,12 +248,14 @@ impl Database {
         }
     }
 
-    /// The lowest index id table `object_id`'s indexes leave free (2 and up).
+    /// The lowest index id table `object_id`'s indexes and statistics leave free (2 and
+    /// up; statistics.rs invariant 2).
     fn next_index_id(&self, object_id: u32) -> u16 {
-        let used: Vec<u16> = self
+        let mut used: Vec<u16> = self
             .indexes_of(object_id)
             .filter_map(|t| Some(t.index_of.as_ref()?.index_id))
             .collect();
+        used.extend(crate::statistics::stats_ids(&self.catalog, object_id));
         (2..).find(|i| !used.contains(i)).expect("an index id")
     }
 

@@ -49,6 +49,7 @@ pub mod scan;
 pub mod shared;
 pub mod snapshot;
 pub mod space;
+pub mod statistics;
 pub mod structure;
 pub mod table;
 pub mod task_space;

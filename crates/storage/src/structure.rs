@@ -504,6 +504,44 @@ impl SharedDatabase {
             .drop_foreign_key(object_id, constraint_id)
     }
 
+    /// CREATE STATISTICS (storage's statistics.rs) with its first build's data and the
+    /// table's modification count when that build began: the new object's stats id.
+    pub fn create_statistics(
+        &self,
+        object_id: u32,
+        name: &str,
+        columns: Vec<u16>,
+        no_recompute: bool,
+        data: (Option<extentdb_format::statistics::StatisticsData>, u64),
+    ) -> Result<u16, StorageError> {
+        self.hold_table(object_id)?
+            .create_statistics(object_id, name, columns, no_recompute, data)
+    }
+
+    /// DROP STATISTICS of a user statistics object; false when it is not there.
+    pub fn drop_statistics(&self, object_id: u32, stats_id: u16) -> Result<bool, StorageError> {
+        self.hold_table(object_id)?
+            .drop_statistics(object_id, stats_id)
+    }
+
+    /// A build of statistics `(object id, stats id)` over `columns` that began when the
+    /// table's modification count was the second of `columns`, saved in one short hold
+    /// after the build read the table sharing the database; false when the object went or
+    /// changed meanwhile (statistics.rs invariants 3 and 4).
+    pub fn save_statistics(
+        &self,
+        ids: (u32, u16),
+        columns: (&[u16], u64),
+        data: extentdb_format::statistics::StatisticsData,
+        no_recompute: bool,
+    ) -> Result<bool, StorageError> {
+        let mut g = self.lock().unwrap();
+        if g.table_by_id(ids.0).is_none() {
+            return Ok(false);
+        }
+        g.save_statistics(ids, columns, data, no_recompute)
+    }
+
     /// Held exclusively with table `object_id` still there (`TableNotFound` otherwise:
     /// dropped while its Sch-M lock was waited for).
     fn hold_table(&self, object_id: u32) -> Result<DbGuard<'_>, StorageError> {

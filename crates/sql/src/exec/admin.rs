@@ -20,7 +20,8 @@ use crate::types::{SqlType, Value, MAX_LENGTH, TICKS_PER_DAY};
 /// The DBCC commands whose support lands with later work, so they are refused by name.
 const LATER_DBCC: &[&str] = &["SHRINKDATABASE", "IND"];
 
-/// The checks (checkdb.rs `check_settings`) read their own WITH options.
+/// The checks (checkdb.rs `check_settings`) read their own WITH options, and so does
+/// SHOW_STATISTICS (show_statistics.rs).
 const CHECKS: &[&str] = &["CHECKDB", "CHECKTABLE", "CHECKALLOC", "CHECKCATALOG"];
 
 /// The commands whose output is a result set already, with or without TABLERESULTS, so
@@ -39,7 +40,7 @@ fn refuse_unread_options(
     name: &str,
     options: &[crate::ast::WithOption],
 ) -> Result<(), Vec<SqlError>> {
-    if CHECKS.contains(&name) {
+    if CHECKS.contains(&name) || name == "SHOW_STATISTICS" {
         return Ok(());
     }
     for o in options {
@@ -95,6 +96,7 @@ impl Session {
             "CHECKCATALOG" => self.dbcc_check(CheckKind::CheckCatalog, d, &args, out)?,
             "DBINFO" => self.dbcc_dbinfo(d, &args, out)?,
             "OPENTRAN" => self.dbcc_opentran(&args, out)?,
+            "SHOW_STATISTICS" => self.show_statistics(d, &args, out)?,
             n if LATER_DBCC.contains(&n) => return Err(vec![not_yet(&format!("DBCC {n}"))]),
             _ => return Err(vec![msg(2526, &[])]),
         }
@@ -392,6 +394,7 @@ impl Session {
             "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
+            "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_who" | "sp_who2" => {
                 let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");
                 // Without VIEW SERVER STATE a login sees its own session only.

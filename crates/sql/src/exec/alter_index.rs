@@ -79,6 +79,11 @@ impl Session {
         let env = self.growth_env();
         let table = t.entry.object_id;
         for target in targets {
+            let stats_id = match target {
+                Target::Clustered => Some(1),
+                Target::Index(id) => (t.db.read().unwrap().table_by_id(id))
+                    .and_then(|e| e.index_of.as_ref().map(|i| i.index_id)),
+            };
             let cancelled = || self.cancelled();
             let done = match (a.action, target) {
                 (IndexAction::Disable, Target::Index(id)) => disable(&t, id, out),
@@ -103,6 +108,11 @@ impl Session {
                 ],
                 e => errors::map(&e, errors::Context::Other),
             })?;
+            // REBUILD builds the index's statistics from every row, as SQL Server's does;
+            // REORGANIZE and DISABLE leave them (statistics.rs invariant 3).
+            if let (IndexAction::Rebuild, Some(id)) = (a.action, stats_id) {
+                self.build_index_statistics(&a.table, id)?;
+            }
         }
         Ok(())
     }

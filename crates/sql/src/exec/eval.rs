@@ -566,6 +566,14 @@ impl Session {
                 .unwrap_or(Value::Null)
             }
             "SCOPE_IDENTITY" => identity_value(self.last_identity),
+            "STATS_DATE" if args.len() != 2 => return Err(msg(174, &[&"stats_date", &2])),
+            "STATS_DATE" => match (args.first(), args.get(1), inst.database(self.database_id)) {
+                (Some(o), Some(s), Some(db)) if !o.is_null() && !s.is_null() => {
+                    let (o, s) = (as_i64(o)?, as_i64(s)?);
+                    super::show_statistics::stats_date(&db.read().unwrap(), o, s)
+                }
+                _ => Value::Null,
+            },
             "OBJECT_ID" => match text_arg(0) {
                 None => Value::Null,
                 Some(n) => match self.find_table(&super::tables::object_name_from_text(&n)) {

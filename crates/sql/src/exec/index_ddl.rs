@@ -59,9 +59,16 @@ impl Session {
         };
         self.schema_modification(&t)?;
         let env = self.growth_env();
-        t.db.create_index(&def, &env, &|| self.cancelled())
-            .map(|_| ())
-            .map_err(|e| create_failed(e, c, &t))
+        let entry =
+            t.db.create_index(&def, &env, &|| self.cancelled())
+                .map_err(|e| create_failed(e, c, &t))?;
+        // Its statistics, made with it, built from its rows (statistics.rs invariant 3).
+        let index_id = (t.db.read().unwrap().table_by_id(entry))
+            .and_then(|e| e.index_of.as_ref().map(|i| i.index_id));
+        match index_id {
+            Some(id) => self.build_index_statistics(&c.table, id),
+            None => Ok(()),
+        }
     }
 
     /// DROP INDEX of each of `indexes` (the module's doc).

@@ -283,6 +283,18 @@ impl Session {
         self.lock_new_table(t.db_id, &t.entry)
     }
 
+    /// Sch-S on table `t` for this statement (invariant 4): a statistics build's scan,
+    /// which locks no rows and keeps the table from being dropped, emptied or altered.
+    pub(super) fn schema_stability(
+        &mut self,
+        t: &super::tables::TableRef,
+    ) -> Result<(), Vec<SqlError>> {
+        let table = extentdb_storage::row_lock::RowNames::of(t.db_id, &t.entry).table();
+        let locker = self.locker();
+        self.other_database_lock(&locker, t.db_id)?;
+        self.statement_table_lock(&locker, table, LockMode::SchS)
+    }
+
     /// X on database `db_id`'s METADATA (`database_id = db_id`), held to the transaction's
     /// end: ALTER TABLE ... ADD FOREIGN KEY with a cascading action takes it before it
     /// reads the catalog for 1785, so two such ALTERs on disjoint tables (whose Sch-M

@@ -70,11 +70,13 @@ mod select_into;
 mod server_properties;
 mod set_ops;
 mod set_options;
+mod show_statistics;
 mod showplan;
 mod shrink;
 mod space;
 mod space_usage;
 mod spill;
+mod statistics;
 mod statistics_time;
 mod stream;
 mod structure;
@@ -946,6 +948,18 @@ impl Session {
             K::DropTable { if_exists, names } => self.drop_tables(*if_exists, names)?,
             K::TruncateTable { name } => self.truncate_table(name)?,
             K::CreateIndex(c) => self.create_index(c)?,
+            K::CreateStatistics {
+                name,
+                table,
+                columns,
+                options,
+            } => self.create_statistics(name, table, columns, options)?,
+            K::DropStatistics { names } => self.drop_statistics(names)?,
+            K::UpdateStatistics {
+                table,
+                names,
+                options,
+            } => self.update_statistics(table, names, options)?,
             K::DropIndex { if_exists, indexes } => self.drop_indexes(*if_exists, indexes)?,
             K::AlterIndex(a) => self.alter_index(a, out)?,
             K::Insert(i) => self.insert(i, out)?,

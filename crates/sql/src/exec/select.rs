@@ -578,6 +578,11 @@ impl Session {
         {
             return self.index_physical_stats(args);
         }
+        if schema.eq_ignore_ascii_case("sys")
+            && name.name().eq_ignore_ascii_case("dm_db_stats_properties")
+        {
+            return self.stats_properties_rowset(args);
+        }
         if !(schema.eq_ignore_ascii_case("sys")
             && name.name().eq_ignore_ascii_case("fn_my_permissions"))
         {

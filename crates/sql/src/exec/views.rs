@@ -157,6 +157,14 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 _ => return Some(allocation_units(&db)),
             }
         }
+        "sys.stats" | "sys.stats_columns" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            match name {
+                "sys.stats" => super::show_statistics::stats_view(&db),
+                _ => super::show_statistics::stats_columns_view(&db),
+            }
+        }
         "sys.check_constraints"
         | "sys.objects"
         | "sys.foreign_keys"
