@@ -1088,6 +1088,7 @@ mod tests {
             index_of: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            is_disabled: false,
         };
         let pairs = vec![("id".to_string(), "pid".to_string())];
         let e = lookup_expr("db", &t, "REPEATABLEREAD", &pairs, "child").unwrap();
