@@ -114,7 +114,8 @@ fn a_disabled_clustered_table_refuses_every_statement() {
 
 /// ALL ... DISABLE on a clustered table disables the table; a table with a FOREIGN KEY,
 /// or one that a FOREIGN KEY references, is refused with 40517 (those keys are not yet
-/// disabled with it) and changes nothing.
+/// disabled with it) and changes nothing; while the table is disabled no key is enabled
+/// (1989) or added (1776) through its PRIMARY KEY.
 #[test]
 fn all_disables_the_table_and_keys_are_refused() {
     let (_s, mut c) = start_in_database("cdis-all", "cdis", SETUP);
@@ -141,6 +142,26 @@ fn all_disables_the_table_and_keys_are_refused() {
         "ALTER TABLE child NOCHECK CONSTRAINT fk_t; ALTER INDEX t_pk ON t DISABLE",
     );
     assert_eq!(numbers(&mut c, "DELETE FROM t WHERE id = 1"), [8655]);
+    // No key is enabled or added through the disabled PRIMARY KEY (1989, 1776) until the
+    // REBUILD; the key stays disabled after it.
+    assert_eq!(
+        errors(&mut c, "ALTER TABLE child CHECK CONSTRAINT fk_t"),
+        [(1989, 16, 1), (4916, 16, 0)]
+    );
+    assert_eq!(
+        numbers(
+            &mut c,
+            "ALTER TABLE child ADD CONSTRAINT fk_2 FOREIGN KEY (tid) REFERENCES t (id)"
+        ),
+        [1776, 1750]
+    );
+    let keys = "SELECT name, is_disabled FROM sys.foreign_keys ORDER BY name";
+    assert_eq!(table(&mut c, keys), ["fk_t,1"]);
+    run(&mut c, "ALTER INDEX t_pk ON t REBUILD");
+    assert_eq!(table(&mut c, keys), ["fk_t,1"]);
+    run(&mut c, "ALTER TABLE child WITH CHECK CHECK CONSTRAINT fk_t");
+    assert_eq!(table(&mut c, keys), ["fk_t,0"]);
+    assert_eq!(numbers(&mut c, "INSERT INTO child VALUES (1, 9999)"), [547]);
 }
 
 /// Runs `sql` in a new session on a thread; the flag says it ended, the join gives its
