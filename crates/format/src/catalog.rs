@@ -44,6 +44,8 @@
 //!     entry has one: an index entry's columns copy stored values, not definitions.
 //! 14. Statistics objects (version 13) belong to tables of the catalog and cover their
 //!     columns (`statistics::check`).
+//! 15. Only a clustered table's own entry is marked disabled (`TableEntry::is_disabled`,
+//!     version 14): never a heap, an index entry or a clustered rebuild's new tree.
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -63,8 +65,10 @@ use crate::{
 /// decode with none. Version 12 added each column's computed-column definition
 /// (`ColumnEntry::computed`) after its DEFAULT text; older blobs decode with no computed
 /// columns. Version 13 added the statistics objects (`statistics.rs`) after the
-/// principals; older blobs decode with none.
-pub const CATALOG_VERSION: u16 = 13;
+/// principals; older blobs decode with none. Version 14 added each table's flags byte
+/// after its FOREIGN KEY constraints (`TableEntry::is_disabled`); older blobs decode with
+/// every table enabled.
+pub const CATALOG_VERSION: u16 = 14;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -221,6 +225,11 @@ pub struct TableEntry {
     pub checks: Vec<CheckConstraint>,
     /// The table's FOREIGN KEY constraints (version 11; none before), in creation order.
     pub foreign_keys: Vec<ForeignKey>,
+    /// ALTER INDEX ... DISABLE of the table's clustered index (version 14's flags byte, bit
+    /// 0; enabled before): the rows stay in the tree but no statement reads or changes
+    /// them until a rebuild of the clustered index (sys.indexes.is_disabled of index id
+    /// 1). Only a clustered table's own entry is ever marked (invariant 15).
+    pub is_disabled: bool,
 }
 
 impl TableEntry {
@@ -766,6 +775,14 @@ impl Catalog {
                 check_index_entry(self, t, ix)?;
             }
             check_rebuild_entry(self, t)?;
+            let clustered_table =
+                t.index_id == 1 && t.index_of.is_none() && t.rebuilt_table().is_none();
+            if t.is_disabled && !clustered_table {
+                return Err(format!(
+                    "{} is marked disabled but is no clustered table",
+                    t.name
+                ));
+            }
             check_check_constraints(t)?;
             check_foreign_keys(self, t)?;
             check_primary_key_index(self, t)?;
@@ -1076,6 +1093,9 @@ fn encode_table(w: &mut Writer, t: &TableEntry, version: u16) {
     if version >= 11 {
         encode_foreign_keys(w, &t.foreign_keys);
     }
+    if version >= 14 {
+        w.u8(t.is_disabled as u8);
+    }
 }
 
 /// Version 12's computed-column tag after a column's DEFAULT text: u8 0 for an ordinary
@@ -1384,6 +1404,19 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         ..=10 => Vec::new(),
         _ => decode_foreign_keys(r, object_id)?,
     };
+    let is_disabled = match version {
+        ..=13 => false,
+        // Bit 0 only; which entries may carry it is invariant 15's.
+        _ => match r.u8()? {
+            v @ (0 | 1) => v == 1,
+            v => {
+                return Err(corrupt(
+                    PageId::NULL,
+                    format!("table {object_id} has unknown flags {v:#04x}"),
+                ))
+            }
+        },
+    };
     Ok(TableEntry {
         object_id,
         schema_name,
@@ -1401,6 +1434,7 @@ fn decode_table(r: &mut Reader<'_>, limit: usize, version: u16) -> Result<TableE
         index_of,
         checks,
         foreign_keys,
+        is_disabled,
     })
 }
 

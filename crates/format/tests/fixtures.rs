@@ -273,6 +273,7 @@ fn catalog_fixture() {
             index_of: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            is_disabled: false,
         }],
         security: extentdb_format::principals::Security {
             principals: vec![PrincipalEntry {
@@ -347,9 +348,10 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 13);
-    assert_eq!(&c.encode()[..2], &13u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 14);
+    assert_eq!(&c.encode()[..2], &14u16.to_le_bytes());
     statistics_list(c);
+    table_flags_byte(c);
     lock_escalation_byte(c);
     pending_ddl_mark(c);
     rebuild_mark(c);
@@ -363,12 +365,15 @@ fn older_versions_decode(c: &Catalog) {
     let v5 = c.encode_version(5);
     assert_eq!(&v5[..2], &5u16.to_le_bytes());
     assert_eq!(Catalog::decode(&v5, at).unwrap(), unknown);
-    // Version 5 is version 12 without the identity tag and its value (nine bytes for
+    // Version 5 is version 14 without the identity tag and its value (nine bytes for
     // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark), the
     // index tag (0: a table), the CHECK constraint count (u16 0), the FOREIGN KEY
-    // count (u16 0), each of the two columns' computed tag (0) and the statistics list
-    // (u32 0).
-    assert_eq!(c.encode().len(), v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2 + 4);
+    // count (u16 0), each of the two columns' computed tag (0), the table's flags (0) and
+    // the statistics list (u32 0).
+    assert_eq!(
+        c.encode().len(),
+        v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2 + 1 + 4
+    );
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
     let mut online = c.clone();
@@ -546,11 +551,12 @@ fn index_tag(c: &Catalog) {
         &1u16.to_le_bytes(),
         &0u16.to_le_bytes(),
         &0u16.to_le_bytes(),
+        &[0],
     ]
     .concat();
     assert!(
         tail.ends_with(&expect),
-        "the index tag, then no CHECK and no FOREIGN KEY constraints"
+        "the index tag, then no CHECK and no FOREIGN KEY constraints, and no flag"
     );
     assert_eq!(Catalog::decode(&b, at).unwrap(), ix);
     ix.check_invariants().unwrap();
@@ -621,6 +627,39 @@ fn check_constraint_list(c: &Catalog) {
     assert!(e.contains("unknown CHECK flags 8"), "{e}");
     k.tables[0].checks[0].column_id = 9;
     assert!(k.check_invariants().unwrap_err().contains("names column 9"));
+}
+
+/// Version 14's flags byte follows each table's FOREIGN KEY constraints: bit 0 set when the
+/// table's clustered index is disabled (format version log 18). A version 12 or 13 blob
+/// has no byte and decodes with every table enabled; another bit is damage, and so is the
+/// mark on anything but a clustered table (invariant 15).
+fn table_flags_byte(c: &Catalog) {
+    let at = PageId::new(1, 16);
+    let v13 = c.encode_version(13);
+    assert_eq!(Catalog::decode(&v13, at).unwrap(), *c);
+    assert_eq!(Catalog::decode(&c.encode_version(12), at).unwrap(), *c);
+    let blob = c.encode();
+    assert_eq!(blob.len(), v13.len() + 1, "one byte per table");
+    let mut k = c.clone();
+    k.tables[0].index_id = 1;
+    k.tables[0].root_page = PageId::new(1, 80);
+    k.tables[0].is_disabled = true;
+    let (b, kv) = (k.encode(), k.encode_version(13));
+    // The byte is the one the version 13 blob lacks (the first such that is set).
+    let i = (2..=kv.len())
+        .find(|&i| b[2..i] == kv[2..i] && b[i + 1..] == kv[i..] && b[i] == 1)
+        .expect("the flags byte");
+    assert_eq!(blob[i], 0, "an enabled table's flags");
+    assert_eq!(Catalog::decode(&b, at).unwrap(), k);
+    let mut bad = b.clone();
+    bad[i] = 2;
+    let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+    assert!(e.contains("unknown flags 0x02"), "{e}");
+    // Invariant 15: a heap is never marked.
+    let mut heap = c.clone();
+    heap.tables[0].is_disabled = true;
+    let e = Catalog::decode(&heap.encode(), at).unwrap_err().to_string();
+    assert!(e.contains("no clustered table"), "{e}");
 }
 
 /// Version 12's computed-column tag follows each column's DEFAULT text: 0 for an ordinary

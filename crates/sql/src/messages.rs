@@ -157,6 +157,7 @@ static CATALOGUE: &[Entry] = &[
     e(8154, 16, 1, "The table '%.*ls' is ambiguous."),
     e(5333, 16, 1, "The identifier '%.*ls' cannot be bound. Only source columns and columns in the clause scope are allowed in the 'WHEN NOT MATCHED' clause of a MERGE statement."),
     e(5334, 16, 1, "The identifier '%.*ls' cannot be bound. Only target columns and columns in the clause scope are allowed in the 'WHEN NOT MATCHED BY SOURCE' clause of a MERGE statement."),
+    e(8655, 16, 1, "The query processor is unable to produce a plan because the index '%.*ls' on table or view '%.*ls' is disabled."), // unverified state
     e(8672, 16, 1, "The MERGE statement attempted to UPDATE or DELETE the same row more than once. This happens when a target row matches more than one source row. A MERGE statement cannot UPDATE/DELETE the same row of the target table multiple times. Refine the ON clause to ensure a target row matches at most one source row, or use the GROUP BY clause to group the source rows."),
     e(220, 16, 2, "Arithmetic overflow error for data type %ls, value = %ld."),
     e(246, 16, 1, "No anchor member was specified for recursive query \"%.*ls\"."),

@@ -279,9 +279,7 @@ impl Database {
         op: impl FnOnce(&TableEntry, bool) -> Result<Step<T>, StorageError>,
     ) -> Result<Step<T>, StorageError> {
         self.check_writable()?;
-        let t = self
-            .table_by_id(object_id)
-            .ok_or(StorageError::TableNotFound(object_id))?;
+        let t = self.table_for_rows(object_id)?;
         match self.log_wants_space() {
             true => Ok(Step::Needs(Needs::LogSpace)),
             false => op(t, t.index_id == 1),

@@ -258,6 +258,8 @@ impl Database {
                 let (new, old) = (tree(&c.tables[n]), tree(&c.tables[b]));
                 (c.tables[b].allocation_unit_id, c.tables[b].root_page) = new;
                 (c.tables[n].allocation_unit_id, c.tables[n].root_page) = old;
+                // index.rs invariant 10: the rebuilt tree enables the table.
+                c.tables[b].is_disabled = false;
                 c.tables[n].pending_ddl = Some(PendingDdl {
                     xact,
                     created: false,

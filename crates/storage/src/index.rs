@@ -65,6 +65,16 @@
 //!    by the SQL layer's evaluator (computed_values.rs), so invariant 1 holds for it as for
 //!    a stored column: a row operation changing a column the definition reads changes the
 //!    projection, and the index with it.
+//! 10. A clustered table whose clustered index is disabled (`disable_clustered`,
+//!     `TableEntry::is_disabled`) keeps its rows in its tree, unread: every read and row
+//!     operation by its object id is `ClusteredIndexDisabled` (`Database::table_for_rows`,
+//!     asked at read time, so a statement that resolved the table before the DISABLE and
+//!     waited for its lock is refused too), and each of its nonclustered indexes is
+//!     disabled, before the mark is set. Only its clustered rebuild (invariant 6) reads the
+//!     rows (`origin_of`, `chunk_of`), and the settle that gives the table its new tree
+//!     clears the mark (ddl.rs); its nonclustered indexes stay disabled until each is
+//!     rebuilt. While the mark is set, building or rebuilding one of them, which reads
+//!     the table's rows, is `ClusteredIndexDisabled`.
 
 use std::borrow::Cow;
 
@@ -144,7 +154,8 @@ impl Database {
         def: &IndexDef,
     ) -> Result<(XactId, u32), StorageError> {
         self.check_writable()?;
-        let base = self.table_or_err(def.table_object_id)?.clone();
+        // Invariant 10: no index is built from a disabled table's rows.
+        let base = self.table_for_rows(def.table_object_id)?.clone();
         assert!(base.index_of.is_none(), "an index of an index");
         if crate::statistics::name_taken(self, base.object_id, &def.name) {
             return Err(StorageError::IndexExists(def.name.clone()));
@@ -182,9 +193,11 @@ impl Database {
     pub(crate) fn begin_index_rebuild(&mut self, id: u32) -> Result<(XactId, u32), StorageError> {
         self.check_writable()?;
         let old = self.table_or_err(id)?.clone();
-        if old.index_of.is_none() {
+        let Some(of) = old.index_of.as_ref() else {
             return Err(StorageError::TableNotFound(id));
-        }
+        };
+        // Invariant 10: no index is rebuilt from a disabled table's rows.
+        self.table_for_rows(of.table_object_id)?;
         let mut entry = TableEntry {
             object_id: 0,
             allocation_unit_id: 0,
@@ -225,6 +238,7 @@ impl Database {
             identity_last: Default::default(),
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            is_disabled: false,
             ..t
         };
         let x = self.begin_xact();
@@ -434,6 +448,34 @@ impl Database {
         )
     }
 
+    /// ALTER INDEX ... DISABLE of clustered table `object_id`'s clustered index (invariant
+    /// 9): each of its nonclustered indexes disabled first (invariant 7, a catalog save
+    /// each), then the table marked, so a crash between leaves only indexes disabled, and
+    /// a marked table never has an enabled index. A table that any FOREIGN KEY references
+    /// or that has one is the SQL layer's to refuse (its keys are not disabled here).
+    pub(crate) fn disable_clustered(&mut self, object_id: u32) -> Result<(), StorageError> {
+        let t = self.table_or_err(object_id)?;
+        if t.index_id != 1 || t.index_of.is_some() || t.rebuilt_table().is_some() {
+            return Err(StorageError::TableNotFound(object_id));
+        }
+        let enabled: Vec<u32> = self
+            .enabled_indexes_of(object_id)
+            .map(|ix| ix.object_id)
+            .collect();
+        for ix in enabled {
+            self.disable_index(ix, &[])?;
+        }
+        assert!(
+            !self.has_indexes(object_id),
+            "index.rs invariant 10: a disabled table has no enabled index"
+        );
+        self.change_catalog(|c| {
+            let t = c.tables.iter_mut().find(|t| t.object_id == object_id);
+            t.ok_or(StorageError::TableNotFound(object_id))?.is_disabled = true;
+            Ok(())
+        })
+    }
+
     /// The ids of table `object_id`'s indexes, for DROP and TRUNCATE TABLE (invariant 3).
     pub(crate) fn index_ids(&self, object_id: u32) -> Vec<u32> {
         self.indexes_of(object_id).map(|t| t.object_id).collect()
@@ -447,9 +489,10 @@ pub(crate) fn comparable(ix: &TableEntry) -> bool {
     !ix.pending_ddl.is_some_and(|p| p.created) && !is_disabled(ix)
 }
 
-/// Whether index entry `ix` is disabled (ALTER INDEX ... DISABLE, invariant 7).
+/// Whether index entry `ix` is disabled (ALTER INDEX ... DISABLE, invariant 7), or, for a
+/// table's own entry, its clustered index (invariant 10).
 pub fn is_disabled(ix: &TableEntry) -> bool {
-    ix.index_of.as_ref().is_some_and(|i| i.is_disabled)
+    ix.is_disabled || ix.index_of.as_ref().is_some_and(|i| i.is_disabled)
 }
 
 /// Where an index build takes its records (`SharedDatabase::fill_index_sharing`).
@@ -479,9 +522,18 @@ impl SharedDatabase {
             BuildSource::Table => base_id,
             BuildSource::Index(old) => old,
         };
+        // A table's rows are read only while its clustered index is enabled (invariant 10);
+        // an index's records (a rebuild's source) whatever the table's state.
         let (origin, base) = {
             let d = self.read().unwrap();
-            (d.scan_origin(from)?, d.table_or_err(base_id)?.clone())
+            let origin = match source {
+                BuildSource::Table => d.scan_origin(from)?,
+                BuildSource::Index(_) => {
+                    d.count_full_scan();
+                    d.origin_of(from)?
+                }
+            };
+            (origin, d.table_or_err(base_id)?.clone())
         };
         let mut at = ScanPosition::Start;
         while !matches!(at, ScanPosition::End) {
@@ -491,7 +543,7 @@ impl SharedDatabase {
             let chunk = self
                 .read()
                 .unwrap()
-                .scan_chunk(from, origin, &at, 1 << 20, None)?;
+                .chunk_of(from, origin, &at, 1 << 20, None)?;
             let mut done = 0;
             self.run(
                 env,
@@ -690,6 +742,7 @@ fn index_entry(base: &TableEntry, def: &IndexDef, index_id: u16) -> TableEntry {
         }),
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        is_disabled: false,
     }
 }
 
@@ -753,6 +806,7 @@ mod tests {
             index_of: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            is_disabled: false,
         }
     }
 

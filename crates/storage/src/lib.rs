@@ -204,6 +204,11 @@ pub enum StorageError {
     /// rows were truncated meanwhile (SQL Server's Msg 601, data movement).
     #[error("could not continue scan due to data movement")]
     ScanMoved,
+    /// A read or row operation on a table whose clustered index is disabled (index.rs
+    /// invariant 10; SQL Server's Msg 8655): the index's and the table's names; nothing was
+    /// read or changed.
+    #[error("the index '{index}' on table '{table}' is disabled")]
+    ClusteredIndexDisabled { index: String, table: String },
     #[error("no row at page {page} slot {slot}")]
     RowNotFound {
         page: extentdb_format::PageId,

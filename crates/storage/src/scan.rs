@@ -167,6 +167,13 @@ impl Database {
 
     /// `scan_origin` for a read that is no full scan (an index seek's read of its index).
     pub fn seek_origin(&self, object_id: u32) -> Result<ScanOrigin, StorageError> {
+        self.table_for_rows(object_id)?;
+        self.origin_of(object_id)
+    }
+
+    /// What a read of `object_id` begins on, its clustered index disabled or not: a
+    /// clustered rebuild's, which reads a disabled table's rows (index.rs invariant 10).
+    pub(crate) fn origin_of(&self, object_id: u32) -> Result<ScanOrigin, StorageError> {
         Ok(ScanOrigin {
             allocation_unit_id: self.table_or_err(object_id)?.allocation_unit_id,
             page_moves: self.page_moves,
@@ -198,6 +205,19 @@ impl Database {
     /// Reads rows of `object_id` from `at` until about `max_bytes` of records are taken
     /// (invariant 1); the database may be let go of between chunks.
     pub fn scan_chunk(
+        &self,
+        object_id: u32,
+        origin: ScanOrigin,
+        at: &ScanPosition,
+        max_bytes: usize,
+        gate: RowGate<'_, '_>,
+    ) -> Result<ScanChunk, StorageError> {
+        self.table_for_rows(object_id)?;
+        self.chunk_of(object_id, origin, at, max_bytes, gate)
+    }
+
+    /// `scan_chunk`, the table's clustered index disabled or not (`origin_of`).
+    pub(crate) fn chunk_of(
         &self,
         object_id: u32,
         origin: ScanOrigin,
@@ -247,7 +267,7 @@ impl Database {
         max_bytes: usize,
         gate: RowGate<'_, '_>,
     ) -> Result<ScanChunk, StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_for_rows(object_id)?;
         assert_eq!(t.index_id, 1, "a seek on {}, which is a heap", t.name);
         if t.allocation_unit_id != origin.allocation_unit_id {
             return Err(StorageError::ScanMoved);

@@ -420,6 +420,12 @@ impl SharedDatabase {
             .disable_index(index_entry_id, keys)
     }
 
+    /// ALTER INDEX ... DISABLE of clustered table `object_id`'s clustered index, under the
+    /// table's Sch-M lock (index.rs invariant 10).
+    pub fn disable_clustered(&self, object_id: u32) -> Result<(), StorageError> {
+        self.hold_table(object_id)?.disable_clustered(object_id)
+    }
+
     /// ALTER TABLE ... { CHECK | NOCHECK } CONSTRAINT on table `object_id`, under its Sch-M
     /// lock (storage's constraint.rs).
     pub fn set_constraint_states(
@@ -450,9 +456,12 @@ impl SharedDatabase {
         self.hold_table(object_id)?.drop_index(object_id, name)
     }
 
-    /// TRUNCATE TABLE of `object_id`, under its Sch-M lock as `drop_table`.
+    /// TRUNCATE TABLE of `object_id`, under its Sch-M lock as `drop_table`; refused while
+    /// its clustered index is disabled (index.rs invariant 10).
     pub fn truncate_table(&self, object_id: u32) -> Result<(), StorageError> {
-        self.hold_table(object_id)?.truncate_table(object_id)
+        let mut db = self.hold_table(object_id)?;
+        db.table_for_rows(object_id)?;
+        db.truncate_table(object_id)
     }
 
     /// ALTER TABLE ... SET (LOCK_ESCALATION), under the table's Sch-M lock.

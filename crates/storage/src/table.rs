@@ -247,6 +247,25 @@ impl Database {
             .ok_or(StorageError::TableNotFound(object_id))
     }
 
+    /// Table `object_id` for a read or a row operation: `ClusteredIndexDisabled` while its
+    /// clustered index is disabled (index.rs invariant 10), checked whenever a statement
+    /// reads or changes its rows, so one that found the table before the DISABLE and
+    /// waited for its lock meets the mark too.
+    pub(crate) fn table_for_rows(&self, object_id: u32) -> Result<&TableEntry, StorageError> {
+        let t = self.table_or_err(object_id)?;
+        match t.is_disabled {
+            true => Err(StorageError::ClusteredIndexDisabled {
+                index: t
+                    .primary_key
+                    .as_ref()
+                    .map(|(n, _)| n.clone())
+                    .unwrap_or_default(),
+                table: t.name.clone(),
+            }),
+            false => Ok(t),
+        }
+    }
+
     /// Creates a table; `object_id` and `allocation_unit_id` of `entry` are assigned here.
     pub fn create_table(&mut self, mut entry: TableEntry) -> Result<u32, StorageError> {
         self.check_writable()?;
@@ -583,7 +602,7 @@ impl Database {
 
     /// Every live (non-ghost) record of the table with its RID, in allocation order.
     pub fn scan_rows(&self, object_id: u32) -> Result<Vec<(Rid, Vec<u8>)>, StorageError> {
-        let t = self.table_or_err(object_id)?;
+        let t = self.table_for_rows(object_id)?;
         self.count_full_scan();
         if t.index_id == 1 {
             return self.btree_scan(t);

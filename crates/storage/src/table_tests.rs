@@ -84,6 +84,7 @@ fn heap() -> TableEntry {
         index_of: None,
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        is_disabled: false,
     }
 }
 

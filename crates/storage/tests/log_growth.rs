@@ -42,6 +42,7 @@ fn table() -> TableEntry {
         index_of: None,
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        is_disabled: false,
     }
 }
 

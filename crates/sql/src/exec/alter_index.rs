@@ -24,8 +24,20 @@
 //! Msg 1992 as SQL Server does; the caller needs ALTER on each such key's table (Msg
 //! 1971). Those keys stay disabled after the index is rebuilt, until ALTER TABLE ...
 //! CHECK CONSTRAINT (constraint_state.rs, which refuses it with 1989 while the index is
-//! disabled). Refused with 40517 until built: DISABLE of the clustered index (the table
-//! would go offline).
+//! disabled).
+//!
+//! DISABLE of the clustered index (by its PRIMARY KEY's name, or ALL on a clustered
+//! table; storage's index.rs invariant 10) disables each nonclustered index of the table,
+//! then marks the table: its rows stay in its tree, and every statement that reads or
+//! changes them (SELECT, INSERT, UPDATE, DELETE, MERGE, TRUNCATE TABLE, CREATE INDEX,
+//! REBUILD of a nonclustered index) gets Msg 8655, raised by storage when the rows are
+//! read, so a statement that found the table before the DISABLE and waited for its Sch-M
+//! lock gets it too. REBUILD of the clustered index (or ALL) enables the table again with
+//! every row; its nonclustered indexes stay disabled after a REBUILD of the clustered
+//! index alone, ALL rebuilds them too. REORGANIZE of the disabled clustered index is Msg
+//! 1973. Refused with 40517 until built: DISABLE of the clustered index of a table with an
+//! enabled FOREIGN KEY or that an enabled FOREIGN KEY references (SQL Server disables
+//! those keys with it).
 //!
 //! Built options: REBUILD WITH (ONLINE = OFF, FILLFACTOR = 0 | 100 (leaves are filled
 //! full), SORT_IN_TEMPDB = OFF | ON (the rebuild reads the old index, or the clustered
@@ -87,9 +99,7 @@ impl Session {
             let cancelled = || self.cancelled();
             let done = match (a.action, target) {
                 (IndexAction::Disable, Target::Index(id)) => disable(&t, id, out),
-                (IndexAction::Disable, Target::Clustered) => {
-                    unreachable!("refused by index_targets")
-                }
+                (IndexAction::Disable, Target::Clustered) => t.db.disable_clustered(table),
                 (_, Target::Clustered) => t.db.rebuild_clustered(table, &env, &cancelled),
                 (_, Target::Index(id)) => {
                     t.db.rebuild_index((table, id), &env, &cancelled).map(drop)
@@ -210,12 +220,10 @@ fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlErr
     let targets = named_targets(a, t)?;
     for target in &targets {
         let ix = match target {
-            Target::Clustered if a.action == IndexAction::Disable => {
-                return Err(vec![not_yet(
-                    "ALTER INDEX ... DISABLE of a clustered index (or ALL on a clustered table)",
-                )])
+            Target::Clustered => {
+                check_clustered(a.action, t)?;
+                continue;
             }
-            Target::Clustered => continue,
             // Cloned, so the checks below read the database on their own.
             Target::Index(id) => match t.db.read().unwrap().table_by_id(*id) {
                 Some(ix) => ix.clone(),
@@ -232,6 +240,36 @@ fn index_targets(a: &AlterIndex, t: &TableRef) -> Result<Vec<Target>, Vec<SqlErr
         }
     }
     Ok(targets)
+}
+
+/// What ALTER INDEX `action` of table `t`'s clustered index meets, read again from the
+/// catalog (the table's entry may have changed since it was found): REORGANIZE of a
+/// disabled one is Msg 1973; DISABLE of the clustered index of a table with an enabled
+/// FOREIGN KEY, or that an enabled one references, is refused with 40517 until the keys are disabled with it
+/// as SQL Server does.
+fn check_clustered(action: IndexAction, t: &TableRef) -> Result<(), Vec<SqlError>> {
+    let d = t.db.read().unwrap();
+    let Some(entry) = d.table_by_id(t.entry.object_id) else {
+        // Dropped meanwhile: checked again under Sch-M, before anything changes.
+        return Ok(());
+    };
+    let index = entry.primary_key.as_ref().map(|(n, _)| n.as_str());
+    match action {
+        IndexAction::Reorganize if entry.is_disabled => Err(vec![msg(
+            1973,
+            &[&index.unwrap_or_default(), &"table", &entry.name],
+        )]),
+        IndexAction::Disable
+            if entry.foreign_keys.iter().any(|k| !k.is_disabled)
+                || !super::foreign_keys::referrers(&d, entry.object_id).is_empty() =>
+        {
+            Err(vec![not_yet(
+                "ALTER INDEX ... DISABLE of the clustered index of a table with a FOREIGN KEY \
+                 or that a FOREIGN KEY references",
+            )])
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A FOREIGN KEY an index's DISABLE disables with it (index.rs invariant 8 in storage).

@@ -179,6 +179,7 @@ mod tests {
             index_of: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            is_disabled: false,
         }
     }
 

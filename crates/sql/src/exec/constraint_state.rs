@@ -151,14 +151,20 @@ fn is_other_constraint(d: &Database, entry: &TableEntry, name: &str) -> bool {
     primary || unique
 }
 
-/// Msg 1989 when FOREIGN KEY `k`'s referenced key is enforced by a disabled index.
+/// Msg 1989 when FOREIGN KEY `k`'s referenced key is enforced by a disabled index: a
+/// nonclustered one, or the clustered PRIMARY KEY of a table whose clustered index is
+/// disabled (storage's index.rs invariant 10).
 fn refuse_disabled_key(d: &Database, k: &ForeignKey) -> Result<(), Vec<SqlError>> {
+    let parent = d.table_by_id(k.referenced_object_id);
+    let clustered = parent
+        .filter(|p| k.key_index_id == 1 && p.is_disabled)
+        .and_then(|p| p.primary_key.as_ref().map(|(n, _)| n.clone()));
     let disabled = d.indexes_of(k.referenced_object_id).find(|ix| {
         let of = ix.index_of.as_ref().expect("an index entry");
         of.index_id == k.key_index_id && of.is_disabled
     });
-    match disabled {
-        Some(ix) => Err(vec![msg(1989, &[&k.name, &ix.name]), msg(4916, &[])]),
+    match clustered.or(disabled.map(|ix| ix.name.clone())) {
+        Some(index) => Err(vec![msg(1989, &[&k.name, &index]), msg(4916, &[])]),
         None => Ok(()),
     }
 }

@@ -68,6 +68,7 @@ pub fn map(err: &StorageError, ctx: Context) -> Vec<SqlError> {
             "CREATE TABLE of '{name}' in the transaction that dropped it"
         ))],
         ScanMoved => vec![msg(601, &[])],
+        ClusteredIndexDisabled { index, table } => vec![msg(8655, &[index, table])],
         TooLong(t) => vec![too_long(t.what, &t.value, t.max)],
         DuplicateIndexKey {
             table,

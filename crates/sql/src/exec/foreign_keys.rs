@@ -48,8 +48,8 @@
 //!    INDEX ... DISABLE of the index it references through, alter_index.rs) is checked
 //!    on neither side (`child_lookups`, `referrers`) and is not trusted; it still stops
 //!    DROP and TRUNCATE TABLE of its parent and DROP INDEX of its index
-//!    (`every_referrer`), and no new key references through a disabled index
-//!    (`candidate_keys`: 1776).
+//!    (`every_referrer`), and no new key references through a disabled index, the
+//!    disabled clustered index of a table too (`candidate_keys`: 1776).
 //!
 //! DROP INDEX of an index a key references through is refused (3723, `index_in_use`).
 //!
@@ -164,7 +164,8 @@ pub(super) fn column_by_id(columns: &[ColumnEntry], id: u16) -> &ColumnEntry {
 /// one enforces nothing: invariant 7).
 fn candidate_keys(db: &Database, parent: &TableEntry) -> Vec<(u16, Vec<u16>)> {
     let mut keys = Vec::new();
-    if let (Some((_, ids)), 1) = (&parent.primary_key, parent.index_id) {
+    // A disabled clustered index is no key to reference (storage's index.rs invariant 10).
+    if let (Some((_, ids)), 1, false) = (&parent.primary_key, parent.index_id, parent.is_disabled) {
         keys.push((1, ids.clone()));
     }
     for t in &db.catalog.tables {
@@ -1088,6 +1089,7 @@ mod tests {
             index_of: None,
             checks: Vec::new(),
             foreign_keys: Vec::new(),
+            is_disabled: false,
         };
         let pairs = vec![("id".to_string(), "pid".to_string())];
         let e = lookup_expr("db", &t, "REPEATABLEREAD", &pairs, "child").unwrap();

@@ -134,6 +134,7 @@ mod tests {
                 index_of: None,
                 checks: Vec::new(),
                 foreign_keys: Vec::new(),
+                is_disabled: false,
             }),
             types: Arc::from(Vec::new()),
             layouts: Arc::from(Vec::new()),

@@ -307,6 +307,7 @@ impl Session {
             index_of: None,
             checks,
             foreign_keys: Vec::new(),
+            is_disabled: false,
         };
         entry.foreign_keys = self.create_table_foreign_keys(c, &entry, &db)?;
         let uniques = super::index_ddl::unique_constraints(c, &entry)?;

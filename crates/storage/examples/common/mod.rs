@@ -50,6 +50,7 @@ pub fn table(name: &str, columns: Vec<ColumnEntry>) -> TableEntry {
         index_of: None,
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        is_disabled: false,
     }
 }
 

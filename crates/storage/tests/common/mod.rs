@@ -118,6 +118,7 @@ pub fn table_entry(clustered: bool) -> TableEntry {
         index_of: None,
         checks: Vec::new(),
         foreign_keys: Vec::new(),
+        is_disabled: false,
     }
 }
 
