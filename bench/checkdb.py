@@ -127,15 +127,25 @@ def computed_case(a, dop):
             "ratios": ratios,
             "median_ratios": {k: median(v) for k, v in ratios.items()},
         }
-        path = results_path("checkdb-computed")
-        with open(path, "w") as f:
-            json.dump(out, f, indent=2)
-        print(f"\nwrote {path}")
+        write_results("checkdb-computed", out)
     finally:
-        if not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"kept {work}")
+        clean_up(work, a.keep)
+
+
+def write_results(name, out):
+    """The run's JSON under bench/results/, named by `name`."""
+    path = results_path(name)
+    with open(path, "w") as f:
+        json.dump(out, f, indent=2)
+    print(f"\nwrote {path}")
+
+
+def clean_up(work, keep):
+    """Removes the run's directory unless --keep."""
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        print(f"kept {work}")
 
 
 def main():
@@ -234,15 +244,9 @@ def main():
             "rounds": a.rounds,
             "results": results,
         }
-        path = results_path("checkdb")
-        with open(path, "w") as f:
-            json.dump(out, f, indent=2)
-        print(f"\nwrote {path}")
+        write_results("checkdb", out)
     finally:
-        if not a.keep:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"kept {work}")
+        clean_up(work, a.keep)
 
 
 if __name__ == "__main__":

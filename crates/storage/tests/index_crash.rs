@@ -39,6 +39,17 @@ fn index_on_k(t: u32, name: &str, unique: bool) -> IndexDef {
 
 /// "Heap" and "Tree" with 60 committed rows each, checkpointed, and their indexes.
 /// The database's own growth environment, as a CREATE INDEX build is given one.
+/// 400 rows of table `t` (keys 0 to 399, 120-byte values), committed and flushed.
+fn load_rows(db: &mut Database, t: u32) {
+    let x = db.begin_xact();
+    for k in 0..400u32 {
+        db.now(|d| d.insert_row(x, t, (&row(k, &[5; 120]), d.growth_env()), None))
+            .unwrap();
+    }
+    let lsn = db.commit_xact(x).unwrap().unwrap();
+    db.wal().unwrap().flush(lsn).unwrap();
+}
+
 fn env(shared: &SharedDatabase) -> GrowthEnv {
     shared.read().unwrap().growth_env().clone()
 }
@@ -231,13 +242,7 @@ fn an_index_rebuild_cut_short_leaves_one_whole_index() {
         let root = Path::new("/sim");
         let mut db = Database::create(&ctx(&fs, true, &Quiet), &spec("Xir", root)).unwrap();
         let t = db.create_table(table_entry(true)).unwrap();
-        let x = db.begin_xact();
-        for k in 0..400u32 {
-            db.now(|d| d.insert_row(x, t, (&row(k, &[5; 120]), d.growth_env()), None))
-                .unwrap();
-        }
-        let lsn = db.commit_xact(x).unwrap().unwrap();
-        db.wal().unwrap().flush(lsn).unwrap();
+        load_rows(&mut db, t);
         let shared = SharedDatabase::new(db);
         let before = shared
             .create_index(&index_on_k(t, "t_k", false), &env(&shared), &|| false)
@@ -379,13 +384,7 @@ fn a_disable_cut_short_leaves_index_and_key_together() {
             ids[i] = db.create_table(e).unwrap();
         }
         let [t, child] = ids;
-        let x = db.begin_xact();
-        for k in 0..400u32 {
-            db.now(|d| d.insert_row(x, t, (&row(k, &[5; 120]), d.growth_env()), None))
-                .unwrap();
-        }
-        let lsn = db.commit_xact(x).unwrap().unwrap();
-        db.wal().unwrap().flush(lsn).unwrap();
+        load_rows(&mut db, t);
         let shared = SharedDatabase::new(db);
         let ix = shared
             .create_index(&index_on_k(t, "t_k", true), &env(&shared), &|| false)
