@@ -109,6 +109,7 @@ static CATALOGUE: &[Entry] = &[
     e(102, 15, 1, "Incorrect syntax near '%.*ls'."),
     e(193, 15, 1, "The object or column name starting with '%.*ls' is too long. The maximum length is %d characters."),
     e(103, 15, 4, "The %S_MSG that starts with '%.*ls' is too long. Maximum length is %d."),
+    e(201, 16, 4, "Procedure or function '%.*ls' expects parameter '%.*ls', which was not supplied."),
     e(216, 16, 1, "Parameters were not supplied for the function '%.*ls'."),
     e(1702, 16, 1, "CREATE TABLE failed because column '%.*ls' in table '%.*ls' exceeds the maximum of 1024 columns."),
     e(226, 16, 6, "%ls statement not allowed within multi-statement transaction."),

@@ -395,6 +395,7 @@ impl Session {
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
+            "sp_delete_backuphistory" => self.sp_delete_backuphistory(&bind(&["@oldest_date"])?),
             "sp_who" | "sp_who2" => {
                 let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");
                 // Without VIEW SERVER STATE a login sees its own session only.
@@ -477,7 +478,22 @@ impl Session {
     /// EXEC ('...'): runs the text as a batch of its own, with its own variables and
     /// table variables.
     fn dynamic(&mut self, sql: &str, out: &mut Out) -> Result<(), Vec<SqlError>> {
+        self.run_nested(sql, Vec::new(), out)
+    }
+
+    /// Runs `sql` as a batch of its own inside the current statement (EXEC (@sql), a system
+    /// procedure written in T-SQL): its own variables, `params` declared among them, and
+    /// table variables, the caller's given back after it; the caller's transaction.
+    pub(super) fn run_nested(
+        &mut self,
+        sql: &str,
+        params: Vec<(String, SqlType, Value)>,
+        out: &mut Out,
+    ) -> Result<(), Vec<SqlError>> {
         let saved = std::mem::take(&mut self.vars);
+        for (name, t, v) in params {
+            self.vars.insert(name.to_lowercase(), (t, v));
+        }
         let saved_tables = self.take_table_variables();
         let result = match parse_batch(sql) {
             Err(e) => Err(vec![super::parse_error(e)]),

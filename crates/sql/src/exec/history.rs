@@ -2,7 +2,9 @@
 //! (backupmediaset, backupmediafamily, backupset, restorehistory), so that a DBA's queries
 //! and tools read it as they read SQL Server's.
 //!
-//! The tables are ordinary tables of msdb, created on first use. After a BACKUP or RESTORE
+//! The tables are ordinary tables of msdb, created when the engine starts (`ensure_tables`:
+//! a tool reading msdb.dbo.backupset before the first backup finds it empty, as on SQL
+//! Server, not missing) and again before each write. After a BACKUP or RESTORE
 //! succeeds, an internal session (spid listed like any other while it runs) inserts the rows
 //! with the values as parameters, taken from the backup file's own headers (the same values
 //! RESTORE HEADERONLY shows). A history that cannot be written does not undo the operation:
@@ -118,6 +120,46 @@ BEGIN
 END
 ";
 
+/// sp_delete_backuphistory: the sets that finished before @oldest_date, their media sets
+/// when no set is left on them, and the restores from those sets (SQL Server's order:
+/// restorehistory, then backupset, backupmediafamily, backupmediaset).
+const DELETE_OLDER: &str = "
+DELETE FROM msdb.dbo.restorehistory WHERE backup_set_id IN
+    (SELECT backup_set_id FROM msdb.dbo.backupset WHERE backup_finish_date < @oldest_date);
+DELETE FROM msdb.dbo.backupset WHERE backup_finish_date < @oldest_date;
+DELETE FROM msdb.dbo.backupmediafamily WHERE media_set_id NOT IN
+    (SELECT media_set_id FROM msdb.dbo.backupset);
+DELETE FROM msdb.dbo.backupmediaset WHERE media_set_id NOT IN
+    (SELECT media_set_id FROM msdb.dbo.backupset);
+";
+
+/// Creates the history tables in msdb where they are missing, as the engine starts; a
+/// failure (msdb offline, read-only, damaged) goes to the error log and the engine starts.
+pub(super) fn ensure_tables(engine: &std::sync::Arc<super::Engine>) {
+    let mut s = engine.session_for(history_client());
+    let failed = s.execute(TABLES).into_iter().find_map(|o| match o {
+        Output::Error(e) => Some(e.text),
+        _ => None,
+    });
+    if let Some(reason) = failed {
+        engine.instance.errorlog.write(
+            "spid7s",
+            &format!("msdb's backup history tables could not be created: {reason}"),
+        );
+    }
+}
+
+/// The internal session that writes the history.
+fn history_client() -> super::ClientInfo {
+    super::ClientInfo {
+        login_name: "sa".into(),
+        host_name: String::new(),
+        program_name: "extentdb backup history".into(),
+        client_interface_name: "extentdb".into(),
+        connection: None,
+    }
+}
+
 /// What a RESTORE adds to restorehistory.
 pub(super) struct RestoreEvent<'a> {
     /// 'D' database, 'I' differential, 'L' log, 'V' VERIFYONLY.
@@ -197,13 +239,7 @@ impl Session {
                 }),
             ));
         }
-        let mut s = self.engine.session_for(super::ClientInfo {
-            login_name: "sa".into(),
-            host_name: String::new(),
-            program_name: "extentdb backup history".into(),
-            client_interface_name: "extentdb".into(),
-            connection: None,
-        });
+        let mut s = self.engine.session_for(history_client());
         for o in s.execute(TABLES) {
             if let Output::Error(e) = o {
                 return Err(e.text);
@@ -215,6 +251,40 @@ impl Session {
             }
         }
         Ok(())
+    }
+}
+
+impl Session {
+    /// msdb.dbo.sp_delete_backuphistory @oldest_date: deletes the history of the sets that
+    /// finished before it, in the caller's transaction (a ROLLBACK brings the rows back).
+    /// sysadmin only, as on SQL Server (229 otherwise); 201 without @oldest_date.
+    pub(super) fn sp_delete_backuphistory(&mut self, args: &[Value]) -> Result<(), Vec<SqlError>> {
+        if !self.is_sysadmin() {
+            let p: [&dyn std::fmt::Display; 4] =
+                [&"EXECUTE", &"sp_delete_backuphistory", &"msdb", &"dbo"];
+            return Err(vec![msg(229, &p)]);
+        }
+        let oldest = match args.first() {
+            None | Some(Value::Null) => {
+                let p: [&dyn std::fmt::Display; 2] = [&"sp_delete_backuphistory", &"@oldest_date"];
+                return Err(vec![msg(201, &p)]);
+            }
+            Some(v) => crate::convert::convert(v, SqlType::DateTime, None).map_err(|e| vec![e])?,
+        };
+        let params = vec![("@oldest_date".to_string(), SqlType::DateTime, oldest)];
+        let mut sink = super::output::Collect::default();
+        self.run_nested(DELETE_OLDER, params, &mut Out::new(&mut sink))?;
+        // Like SQL Server's procedure, no counts reach the client: only errors.
+        let errors: Vec<SqlError> = (sink.outputs.into_iter())
+            .filter_map(|o| match o {
+                Output::Error(e) => Some(e),
+                _ => None,
+            })
+            .collect();
+        match errors.is_empty() {
+            true => Ok(()),
+            false => Err(errors),
+        }
     }
 }
 

@@ -288,13 +288,15 @@ impl Engine {
         }
         lock_views::log_deadlocks(&instance);
         computed_values::register();
-        Arc::new(Engine {
+        let engine = Arc::new(Engine {
             instance,
             next_spid: AtomicU16::new(51),
             next_descriptor: AtomicU64::new(1),
             temp_counter: Default::default(),
             index_usage: Default::default(),
-        })
+        });
+        history::ensure_tables(&engine);
+        engine
     }
 
     /// A new session in master, with the next spid (user sessions start at 51), as the
