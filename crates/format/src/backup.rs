@@ -54,7 +54,16 @@ pub fn aligned(n: u64) -> u64 {
 pub struct MediaHeader {
     pub media_guid: [u8; 16],
     pub created_us: i64,
+    /// BLOCKSIZE given when the media was formatted (512 to 4,096, a power of 2), else 0:
+    /// every structure is at a multiple of `ALIGN`, so the media's I/O is aligned to it.
+    pub block_size: u32,
+    /// MEDIANAME and MEDIADESCRIPTION given when the media was formatted (empty if none).
+    pub media_name: String,
+    pub media_description: String,
 }
+
+/// Bytes of the media header's fixed part (magic to creation time, block size).
+const MEDIA_FIXED: usize = 44;
 
 impl MediaHeader {
     pub fn encode(&self) -> Vec<u8> {
@@ -63,11 +72,22 @@ impl MediaHeader {
         put_u32(&mut b, 8, BACKUP_FORMAT_VERSION);
         b[16..32].copy_from_slice(&self.media_guid);
         put_u64(&mut b, 32, self.created_us as u64);
+        put_u32(&mut b, 40, self.block_size);
+        let mut w = Writer::default();
+        w.string(&self.media_name);
+        w.string(&self.media_description);
+        assert!(
+            MEDIA_FIXED + w.bytes.len() <= MEDIA_HEADER_SIZE - 4,
+            "media name and description fit the media header"
+        );
+        b[MEDIA_FIXED..MEDIA_FIXED + w.bytes.len()].copy_from_slice(&w.bytes);
         let crc = crc32c::crc32c(&b[..MEDIA_HEADER_SIZE - 4]);
         put_u32(&mut b, MEDIA_HEADER_SIZE - 4, crc);
         b
     }
 
+    /// Reads a media header; one written before the block size and names existed has
+    /// zeros there, which read as none.
     pub fn decode(b: &[u8]) -> Result<MediaHeader, FormatError> {
         if b.len() < MEDIA_HEADER_SIZE || b[..8] != MEDIA_MAGIC {
             return Err(bad("not a backup file (no media header)"));
@@ -79,9 +99,13 @@ impl MediaHeader {
         if version != BACKUP_FORMAT_VERSION {
             return Err(bad(format!("backup format version {version}")));
         }
+        let mut r = Reader::new(&b[..MEDIA_HEADER_SIZE - 4], MEDIA_FIXED, PageId::NULL);
         Ok(MediaHeader {
             media_guid: b[16..32].try_into().unwrap(),
             created_us: get_u64(b, 32) as i64,
+            block_size: get_u32(b, 40),
+            media_name: r.string()?,
+            media_description: r.string()?,
         })
     }
 }
@@ -146,6 +170,9 @@ pub struct SetHeader {
     /// For a differential or log backup, the BackupSetGUID of the full backup it builds on
     /// (zero when there is none, and in sets written before the field existed).
     pub differential_base_guid: [u8; 16],
+    /// EXPIREDATE / RETAINDAYS: until when (µs since the Unix epoch) INIT may not
+    /// overwrite the set without SKIP; 0 for none (and in sets written before it existed).
+    pub expires_us: i64,
 }
 
 fn put_lsn(w: &mut Writer, l: Lsn) {
@@ -224,6 +251,7 @@ impl SetHeader {
             w.raw(&v.encode()[..]);
         }
         w.raw(&self.differential_base_guid);
+        w.i64(self.expires_us);
         let body = w.bytes;
         let total = aligned((SET_FIXED + body.len()) as u64) as usize;
         let mut b = vec![0u8; total];
@@ -301,8 +329,14 @@ impl SetHeader {
         } else {
             [0; 16]
         };
+        let expires_us = if r.position() < body.len() {
+            r.i64()?
+        } else {
+            0
+        };
         Ok(SetHeader {
             differential_base_guid,
+            expires_us,
             position,
             backup_type,
             flags,
@@ -541,6 +575,7 @@ mod tests {
                 create_lsn: Lsn::ZERO,
             }],
             differential_base_guid: [9; 16],
+            expires_us: 1_800_000_000_000_000,
         }
     }
 
@@ -564,12 +599,25 @@ mod tests {
         let m = MediaHeader {
             media_guid: [3; 16],
             created_us: 42,
+            block_size: 512,
+            media_name: "Weekly é".into(),
+            media_description: "tape-like".repeat(28),
         };
         let mb = m.encode();
         assert_eq!(MediaHeader::decode(&mb).unwrap(), m);
-        let mut d = mb.clone();
-        d[20] ^= 4;
-        assert!(MediaHeader::decode(&d).is_err());
+        for at in [20, 40, 45, 60] {
+            let mut d = mb.clone();
+            d[at] ^= 4;
+            assert!(MediaHeader::decode(&d).is_err(), "byte {at}");
+        }
+        // A header from before the block size and names: zeros there read as none.
+        let mut old = vec![0u8; MEDIA_HEADER_SIZE];
+        old[..40].copy_from_slice(&mb[..40]);
+        let crc = crc32c::crc32c(&old[..MEDIA_HEADER_SIZE - 4]);
+        put_u32(&mut old, MEDIA_HEADER_SIZE - 4, crc);
+        let o = MediaHeader::decode(&old).unwrap();
+        assert_eq!((o.block_size, o.media_name.as_str()), (0, ""));
+        assert_eq!(o.media_description, "");
         let h = BlockHeader {
             kind: BlockKind::Pages,
             file_id: 1,

@@ -238,6 +238,13 @@ static CATALOGUE: &[Entry] = &[
     e(3211, 10, 1, "%d percent processed."),
     e(3262, 10, 1, "The backup set on file %d is valid."),
     e(3234, 16, 2, "Logical file '%.*ls' is not part of database '%ls'. Use RESTORE FILELISTONLY to list the logical file names."),
+    e(3202, 16, 1, "Write on \"%ls\" failed: %ls"), // unverified state
+    e(3217, 16, 1, "Invalid value specified for %ls parameter."), // unverified state
+    e(3250, 16, 1, "The value '%d' is not within range for the %ls parameter."), // unverified state
+    e(3253, 16, 1, "The block size parameter must supply a value that is a power of 2."), // unverified state
+    e(3031, 16, 1, "Option '%ls' conflicts with option(s) '%ls'. Remove the conflicting option and reissue the statement."), // unverified state
+    e(4030, 16, 1, "The medium on device '%ls' expires on %hs and cannot be overwritten."), // the table says severity 10; raised before 3013 as an error (unverified)
+    e(4037, 16, 1, "The user-specified MEDIANAME \"%.*ls\" does not match the MEDIANAME \"%ls\" of the device \"%ls\"."), // unverified state
     e(4035, 10, 1, "Processed %I64d pages for database '%ls', file '%ls' on file %d."),
     e(4038, 16, 1, "Cannot find file ID %d on device '%ls'."),
     e(4104, 16, 1, "The multi-part identifier \"%.*ls\" could not be bound."),

@@ -42,6 +42,7 @@ use extentdb_format::{
     bitmap, Lsn, Page, PageId, PageType, GAM_INTERVAL_EXTENTS, PAGES_PER_EXTENT, PAGE_SIZE,
 };
 
+use crate::backup_transfer::{Transfer, TransferSettings};
 use crate::log_writer::LogWriter;
 use crate::now_us;
 use crate::snapshot::CheckSource;
@@ -68,6 +69,17 @@ pub struct BackupRequest<'a> {
     pub description: String,
     pub server_name: String,
     pub user_name: String,
+    /// BUFFERCOUNT and MAXTRANSFERSIZE (backup_transfer.rs).
+    pub transfer: TransferSettings,
+    /// For new media (FORMAT, or a new file): BLOCKSIZE (0 when not given), MEDIANAME and
+    /// MEDIADESCRIPTION. An existing media set keeps its own.
+    pub block_size: u32,
+    pub media_name: Option<String>,
+    pub media_description: String,
+    /// EXPIREDATE / RETAINDAYS of the new set (µs since the Unix epoch, 0 for none).
+    pub expires_us: i64,
+    /// SKIP: INIT overwrites unexpired sets, and MEDIANAME is not checked.
+    pub skip: bool,
     /// Called with (bytes done, bytes in all) as blocks are written.
     pub progress: Option<&'a (dyn Fn(u64, u64) + Sync)>,
     pub cancel: Option<&'a AtomicBool>,
@@ -163,7 +175,7 @@ fn allocated_runs(src: &CheckSource, file: u16, size_pages: u32) -> Vec<(u32, u3
 /// Writes one block (header, payload compressed when `compress` and worth it, padding)
 /// at the file's current position; returns the bytes written.
 fn write_block(
-    out: &mut File,
+    out: &mut impl Write,
     kind: BlockKind,
     (file_id, start, count): (u16, u64, u32),
     payload: &[u8],
@@ -331,6 +343,7 @@ pub fn backup_database(
             } else {
                 [0; 16]
             },
+            expires_us: req.expires_us,
         };
         let log_names = g
             .catalog
@@ -343,8 +356,12 @@ pub fn backup_database(
     };
 
     // Where the set goes.
-    let (mut out, set_offset, position, media_guid) = open_for_backup(req)?;
+    let (mut file, set_offset, position, media_guid) = open_for_backup(req)?;
     header.position = position;
+    let dev = |e| device_error(req.path, e);
+    file.seek(SeekFrom::Start(set_offset)).map_err(dev)?;
+    file.set_len(set_offset).map_err(dev)?;
+    let mut out = Transfer::start(file, req.transfer).map_err(|e| write_error(req.path, e))?;
 
     // Steps 2 and 3. A backup that fails or is cancelled takes its partial set back off the
     // file, so the sets before it stay readable (invariant 1).
@@ -358,14 +375,19 @@ pub fn backup_database(
         &log_files,
         log_names,
         &mut out,
-        set_offset,
     );
-    let (files_out, total) = match written {
-        Ok(w) => w,
-        Err(e) => {
-            let _ = out.set_len(set_offset);
-            let _ = out.sync_all();
-            return Err(e);
+    let (file, flushed) = out.finish();
+    let written = written.and_then(|w| flushed.map(|_| w).map_err(|e| write_error(req.path, e)));
+    let (files_out, total) = match (written, file) {
+        (Ok(w), Some(f)) => {
+            sync_backup_file(&f, req.path).map_err(dev)?;
+            w
+        }
+        (result, file) => {
+            take_back_partial_set(file, req.path, set_offset);
+            return Err(result.err().unwrap_or_else(|| {
+                write_error(req.path, std::io::Error::other("the writer stopped"))
+            }));
         }
     };
     // Step 4, while the pin still holds the log from `first_lsn`: the chain moves on.
@@ -429,10 +451,9 @@ fn write_set(
     copy: &crate::log_writer::LogCopy,
     log_files: &BTreeMap<u16, Arc<dyn extentdb_io::DbFile>>,
     log_names: Vec<(u16, String)>,
-    out: &mut File,
-    set_offset: u64,
+    out: &mut Transfer,
 ) -> Result<(Vec<(String, u64)>, u64), StorageError> {
-    let dev = |e| device_error(req.path, e);
+    let dev = |e| write_error(req.path, e);
     // Step 2: the allocated extents, then the log.
     let plan: Vec<(u16, Vec<(u32, u32)>)> = src
         .map(|src| {
@@ -449,8 +470,6 @@ fn write_set(
         .sum();
     let log_bytes: u64 = copy.ranges.iter().map(|r| r.2).sum();
     let total = data_bytes + log_bytes;
-    out.seek(SeekFrom::Start(set_offset)).map_err(dev)?;
-    out.set_len(set_offset).map_err(dev)?;
     out.write_all(&header.encode()).map_err(dev)?;
 
     let mut trailer = SetTrailer::default();
@@ -556,13 +575,36 @@ fn write_set(
     trailer.blocks += 1;
     trailer.finished_us = now_us();
     write_block(out, BlockKind::End, (0, 0, 0), &trailer.encode(), false).map_err(dev)?;
-    out.sync_all().map_err(dev)?;
-    if let Some(dir) = req.path.parent() {
+    Ok((files_out, total))
+}
+
+/// Msg 3202's error: a write to the backup file failed.
+fn write_error(path: &Path, e: std::io::Error) -> StorageError {
+    StorageError::BackupWrite {
+        path: path.display().to_string(),
+        reason: os_error_text(&e),
+    }
+}
+
+/// Step 3's durability: the file, then its directory (invariant 1).
+fn sync_backup_file(f: &File, path: &Path) -> std::io::Result<()> {
+    f.sync_all()?;
+    if let Some(dir) = path.parent() {
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
     }
-    Ok((files_out, total))
+    Ok(())
+}
+
+/// A failed or cancelled backup's partial set comes off the file (invariant 1), through
+/// the file handed back by the writer, or the path if the writer kept it.
+fn take_back_partial_set(file: Option<File>, path: &Path, set_offset: u64) {
+    let file = file.or_else(|| OpenOptions::new().write(true).open(path).ok());
+    if let Some(f) = file {
+        let _ = f.set_len(set_offset);
+        let _ = f.sync_all();
+    }
 }
 
 /// Opens the backup file for a new set: (file, offset of the new set, its position). INIT
@@ -601,17 +643,28 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32, [u8; 16])
         MediaHeader {
             media_guid: guid,
             created_us: now_us(),
+            block_size: req.block_size,
+            media_name: req.media_name.clone().unwrap_or_default(),
+            media_description: req.media_description.clone(),
         }
     };
     let (offset, position, guid) = match existing {
         Some(m) if !req.format && !req.init => {
+            check_media_name(req, &m)?;
             let sets = scan_sets(&mut f, req.path, len, false)?;
             match sets.last() {
                 Some(s) => (s.offset + s.size, s.header.position + 1, m.media_guid),
                 None => (MEDIA_HEADER_SIZE as u64, 1, m.media_guid),
             }
         }
-        Some(m) if !req.format => fresh(&mut f, m)?,
+        Some(m) if !req.format => {
+            check_media_name(req, &m)?;
+            if !req.skip {
+                let sets = scan_sets(&mut f, req.path, len, false)?;
+                check_expired(req.path, &sets)?;
+            }
+            fresh(&mut f, m)?
+        }
         _ if len > 0 && !req.format && !req.init => {
             // Something that is not a backup: appending to it would corrupt it.
             return Err(media_error(req.path, "the file is not a backup file"));
@@ -619,6 +672,33 @@ fn open_for_backup(req: &BackupRequest<'_>) -> Result<(File, u64, u32, [u8; 16])
         _ => fresh(&mut f, new_media())?,
     };
     Ok((f, offset, position, guid))
+}
+
+/// MEDIANAME given without SKIP must be the existing media's name (Msg 4037; SQL Server
+/// compares names as its default collation does, case-insensitively).
+fn check_media_name(req: &BackupRequest<'_>, m: &MediaHeader) -> Result<(), StorageError> {
+    match &req.media_name {
+        Some(given) if !req.skip && !given.eq_ignore_ascii_case(&m.media_name) => {
+            Err(StorageError::BackupMediaName {
+                given: given.clone(),
+                found: m.media_name.clone(),
+                path: req.path.display().to_string(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// INIT without SKIP overwrites no set before its expiration date (Msg 4030).
+fn check_expired(path: &Path, sets: &[SetInfo]) -> Result<(), StorageError> {
+    let now = now_us();
+    match sets.iter().find(|s| s.header.expires_us > now) {
+        Some(s) => Err(StorageError::BackupMediaNotExpired {
+            path: path.display().to_string(),
+            expires_us: s.header.expires_us,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Reads the backup sets of an open file by their headers and block headers (payloads are

@@ -51,6 +51,9 @@ pub const TF_CHECKDB_PER_FILE: u32 = 2549;
 /// Trace flag 2562: DBCC CHECKDB checks the whole database in one batch, which is how
 /// extentdb always checks (check_db.rs: one pass, no batches of indexes).
 pub const TF_CHECKDB_ONE_BATCH: u32 = 2562;
+/// Trace flag 3213: a backup's buffer configuration (sql backup_media.rs), with 3604 or
+/// 3605.
+pub const TF_BACKUP_BUFFERS: u32 = 3213;
 /// Trace flag 3604: DBCC's printed output to the client.
 pub const TF_TO_CLIENT: u32 = 3604;
 /// The trace flags extentdb builds, each doing what its SQL Server namesake does; any
@@ -62,6 +65,7 @@ pub const BUILT_TRACE_FLAGS: &[u32] = &[
     TF_CHECKDB_PER_FILE,
     TF_CHECKDB_ONE_BATCH,
     TF_ZEROING,
+    TF_BACKUP_BUFFERS,
     TF_TO_CLIENT,
     TF_TO_ERRORLOG,
 ];

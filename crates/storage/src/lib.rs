@@ -14,6 +14,7 @@ pub use extentdb_lock as lock;
 pub mod access;
 pub mod allocation;
 pub mod backup;
+pub mod backup_transfer;
 pub mod btree;
 pub(crate) mod buffer_frame;
 pub mod buffer_pool;
@@ -279,6 +280,20 @@ pub enum StorageError {
     /// The backup file is not a well-formed backup (Msg 3241), damaged or cut short.
     #[error("the media family on device '{path}' is incorrectly formed: {reason}")]
     BackupMedia { path: String, reason: String },
+    /// BACKUP WITH INIT over a set whose EXPIREDATE / RETAINDAYS has not passed, without
+    /// SKIP (Msg 4030); `expires_us` is the first such set's date.
+    #[error("the medium on device '{path}' expires at {expires_us} us and cannot be overwritten")]
+    BackupMediaNotExpired { path: String, expires_us: i64 },
+    /// BACKUP WITH MEDIANAME onto media formatted with another name (Msg 4037).
+    #[error("MEDIANAME '{given}' does not match '{found}' of device '{path}'")]
+    BackupMediaName {
+        given: String,
+        found: String,
+        path: String,
+    },
+    /// The backup file's writer thread failed or could not be started (Msg 3202).
+    #[error("write on '{path}' failed: {reason}")]
+    BackupWrite { path: String, reason: String },
     /// RESTORE ... WITH FILE = n names no backup set of the file (Msg 4038).
     #[error("cannot find file ID {position} on device '{path}'")]
     BackupSetNotFound { position: u32, path: String },

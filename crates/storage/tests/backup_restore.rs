@@ -12,6 +12,7 @@ use std::sync::Arc;
 use extentdb_format::backup::BackupType;
 use extentdb_format::catalog::RecoveryModel;
 use extentdb_storage::backup::{backup_database, verify_backup_set, BackupRequest};
+use extentdb_storage::backup_transfer::{TransferSettings, MIN_TRANSFER};
 use extentdb_storage::check_db::{check_database, CheckOptions};
 use extentdb_storage::checkpoint::checkpoint_online;
 use extentdb_storage::instance::Instance;
@@ -61,6 +62,16 @@ fn request<'a>(
         description: String::new(),
         server_name: "test".into(),
         user_name: "sa".into(),
+        // Small buffers, so a backup crosses many of them (backup_transfer.rs).
+        transfer: TransferSettings {
+            buffer_count: 2,
+            max_transfer: MIN_TRANSFER,
+        },
+        block_size: 0,
+        media_name: None,
+        media_description: String::new(),
+        expires_us: 0,
+        skip: false,
         progress,
         cancel: None,
     }

@@ -16,6 +16,7 @@ use extentdb_storage::instance::{Instance, RequestProgress};
 use extentdb_storage::restore::RestoreRequest;
 use extentdb_storage::StorageError;
 
+use super::backup_media::{self, MediaOptions, TF_BACKUP_BUFFERS};
 use super::history::RestoreEvent;
 use super::lower::not_yet;
 use super::views::ticks_from_unix_us;
@@ -68,6 +69,8 @@ struct Options {
     stop_at_us: Option<i64>,
     differential: bool,
     compression: bool,
+    /// BUFFERCOUNT, MAXTRANSFERSIZE, BLOCKSIZE, MEDIANAME, EXPIREDATE, ... (backup_media.rs).
+    media: MediaOptions,
 }
 
 fn col(name: &str, t: SqlType) -> (String, SqlType) {
@@ -86,10 +89,12 @@ impl Session {
         })
     }
 
+    /// The WITH options of a BACKUP or RESTORE (`statement`, for Msg 155); a media or
+    /// transfer option's bad value is closed by 3013 naming `terminating`.
     fn backup_options(
         &mut self,
         options: &[BackupOption],
-        statement: &str,
+        (statement, terminating): (&str, &str),
     ) -> Result<Options, Vec<SqlError>> {
         let mut o = Options::default();
         for opt in options {
@@ -108,6 +113,10 @@ impl Session {
                 }
             };
             let value = self.option_text(&w.value)?;
+            let media = o.media.take(&w.name.to_ascii_uppercase(), value.as_deref());
+            if media.map_err(|e| abnormal(terminating, e))? {
+                continue;
+            }
             let number =
                 |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse::<u32>().ok());
             match w.name.to_ascii_uppercase().as_str() {
@@ -136,8 +145,8 @@ impl Session {
                 "DIFFERENTIAL" => o.differential = true,
                 "COMPRESSION" => o.compression = true,
                 // Defaults, and tape options that mean nothing for a disk.
-                "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "SKIP" | "NOSKIP"
-                | "REWIND" | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
+                "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "REWIND"
+                | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
                 other => return Err(vec![msg(155, &[&other, &statement])]),
             }
         }
@@ -168,7 +177,7 @@ impl Session {
             BackupKind::Log => "BACKUP LOG",
         };
         let abnormal = |e| abnormal(statement, e);
-        let opts = self.backup_options(&b.options, "BACKUP")?;
+        let opts = self.backup_options(&b.options, ("BACKUP", statement))?;
         let inst = self.engine.instance.clone();
         let (id, db) = inst.database_by_name(&b.database).ok_or_else(|| {
             let e = self.unopened_error(&b.database);
@@ -233,7 +242,25 @@ impl Session {
         let tracked = Tracked::start(&inst, self.spid, id, statement, opts.stats);
         let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
+        let memory_mb = inst.config.max_server_memory_mb;
+        let transfer = opts.media.transfer(memory_mb).map_err(abnormal)?;
+        let expires_us = (opts.media)
+            .expires_us(super::unix_us())
+            .map_err(abnormal)?;
+        if self.trace_flag(TF_BACKUP_BUFFERS)
+            && (self.trace_flag(extentdb_storage::instance::TF_TO_CLIENT)
+                || self.trace_flag(extentdb_storage::instance::TF_TO_ERRORLOG))
+        {
+            self.dbcc_print(backup_media::buffer_lines(&transfer, memory_mb), out);
+        }
         let req = BackupRequest {
+            transfer,
+            block_size: opts.media.block_size.unwrap_or(0),
+            media_name: opts.media.media_name.clone(),
+            media_description: opts.media.media_description.clone(),
+            expires_us,
+            // FORMAT implies SKIP.
+            skip: opts.media.skip || opts.format,
             kind,
             compression: opts.compression,
             path: &path,
@@ -287,10 +314,12 @@ impl Session {
             RestoreKind::LabelOnly => "RESTORE LABELONLY",
         };
         let abnormal = |e| abnormal(statement, e);
-        if r.kind == RestoreKind::LabelOnly {
-            return Err(vec![not_yet("RESTORE LABELONLY")]);
+        let opts = self.backup_options(&r.options, ("RESTORE", statement))?;
+        if opts.media.any() || opts.media.skip {
+            return Err(vec![not_yet(
+                "BUFFERCOUNT, MAXTRANSFERSIZE, BLOCKSIZE and the media options on RESTORE",
+            )]);
         }
-        let opts = self.backup_options(&r.options, "RESTORE")?;
         if r.kind == RestoreKind::Database && r.devices.is_empty() {
             // RESTORE DATABASE db WITH RECOVERY: the end of a restore sequence.
             let name = r.database.clone().unwrap_or_default();
@@ -331,6 +360,15 @@ impl Session {
                 });
                 self.rows_affected(n, out);
             }
+            RestoreKind::LabelOnly => {
+                let (media, sets) =
+                    read_backup_sets(&path).map_err(|e| abnormal(vec![storage_msg(&e)]))?;
+                out.push(Output::Rows {
+                    columns: backup_media::label_columns(),
+                    rows: vec![backup_media::label_row(&media, &sets)],
+                });
+                self.rows_affected(1, out);
+            }
             RestoreKind::FileListOnly => {
                 let (_, sets) =
                     read_backup_sets(&path).map_err(|e| abnormal(vec![storage_msg(&e)]))?;
@@ -347,7 +385,6 @@ impl Session {
                 });
                 self.rows_affected(n, out);
             }
-            _ => unreachable!("handled above"),
         }
         Ok(())
     }
@@ -613,6 +650,12 @@ fn storage_msg(e: &StorageError) -> SqlError {
         StorageError::BackupDevice { path, reason } => msg(3201, &[path, reason]),
         StorageError::BackupMedia { path, .. } => msg(3241, &[path]),
         StorageError::BackupSetNotFound { position, path } => msg(4038, &[position, path]),
+        StorageError::BackupMediaNotExpired { path, expires_us } => {
+            let at = super::eval::to_text(&Value::DateTime(ticks_from_unix_us(*expires_us)));
+            msg(4030, &[path, &at])
+        }
+        StorageError::BackupMediaName { given, found, path } => msg(4037, &[given, found, path]),
+        StorageError::BackupWrite { path, reason } => msg(3202, &[path, reason]),
         StorageError::RestoreKind {
             path, created_by, ..
         } => msg(3135, &[path, created_by]),
@@ -750,7 +793,10 @@ pub(super) fn header_row(s: &SetInfo, media_guid: &[u8; 16]) -> Vec<Value> {
         text(&h.name),
         text(&h.description),
         Value::SmallInt(h.backup_type as i16),
-        Value::Null,
+        match h.expires_us {
+            0 => Value::Null,
+            us => t(us),
+        },
         Value::Bit(compressed),
         Value::SmallInt(h.position as i16),
         Value::TinyInt(2),

@@ -17,6 +17,7 @@
 
 use std::path::Path;
 
+use extentdb_format::backup::MediaHeader;
 use extentdb_storage::backup::{read_backup_sets, SetInfo};
 
 use super::backup::{header_columns, header_row};
@@ -84,12 +85,12 @@ BEGIN
     INSERT INTO msdb.dbo.backupmediaset (media_uuid, media_family_count, name, description,
         software_name, software_vendor_id, MTF_major_version, mirror_count,
         is_password_protected, is_compressed, is_encrypted)
-    VALUES (@MediaUuid, 1, NULL, NULL, N'extentdb', 4608, 1, 1, 0, 0, 0);
+    VALUES (@MediaUuid, 1, @MediaName, @MediaDescription, N'extentdb', 4608, 1, 1, 0, 0, 0);
     SET @media_set_id = SCOPE_IDENTITY();
     INSERT INTO msdb.dbo.backupmediafamily (media_set_id, family_sequence_number,
         media_family_id, media_count, logical_device_name, physical_device_name, device_type,
         physical_block_size, mirror)
-    VALUES (@media_set_id, 1, @MediaUuid, 1, NULL, @PhysicalDevice, 2, 4096, 0);
+    VALUES (@media_set_id, 1, @MediaUuid, 1, NULL, @PhysicalDevice, 2, @PhysicalBlockSize, 0);
 END
 SELECT @set_id = backup_set_id FROM msdb.dbo.backupset WHERE backup_set_uuid = @BackupSetGUID;
 IF @set_id IS NULL
@@ -106,7 +107,8 @@ BEGIN
         is_damaged, begins_log_chain, has_incomplete_metadata, is_force_offline, is_copy_only,
         first_recovery_fork_guid, last_recovery_fork_guid, fork_point_lsn, database_guid,
         family_guid, differential_base_lsn, differential_base_guid, compressed_backup_size)
-    VALUES (@BackupSetGUID, @media_set_id, 1, 1, 1, 1, 1, 1, @Position, NULL, @SoftwareVendorId,
+    VALUES (@BackupSetGUID, @media_set_id, 1, 1, 1, 1, 1, 1, @Position, @ExpirationDate,
+        @SoftwareVendorId,
         @BackupName, @BackupDescription, @UserName, @SoftwareVersionMajor,
         @SoftwareVersionMinor, @SoftwareVersionBuild, @FirstLSN, @LastLSN, @CheckpointLSN,
         @DatabaseBackupLSN, @DatabaseCreationDate, @BackupStartDate, @BackupFinishDate,
@@ -203,7 +205,7 @@ impl Session {
             .iter()
             .find(|s| s.header.position == position)
             .ok_or_else(|| format!("no backup set {position} in the file"))?;
-        let mut params = set_parameters(set, &media.media_guid, path);
+        let mut params = set_parameters(set, &media, path);
         let mut batch = String::from(SET_ROWS);
         if let Some(r) = restore {
             batch.push_str(
@@ -299,9 +301,10 @@ fn history_failed(reason: String) -> SqlError {
 /// @FirstLSN, ...), plus the media set's.
 fn set_parameters(
     set: &SetInfo,
-    media_guid: &[u8; 16],
+    media: &MediaHeader,
     path: &Path,
 ) -> Vec<(String, SqlType, Value)> {
+    let media_guid = &media.media_guid;
     let mut params: Vec<(String, SqlType, Value)> = header_columns()
         .into_iter()
         .zip(header_row(set, media_guid))
@@ -327,5 +330,26 @@ fn set_parameters(
         SqlType::NVarChar(260),
         Value::Text(path.display().to_string()),
     ));
+    let text = |s: &str| match s.is_empty() {
+        true => Value::Null,
+        false => Value::Text(s.to_string()),
+    };
+    params.extend([
+        (
+            "@MediaName".into(),
+            SqlType::NVarChar(128),
+            text(&media.media_name),
+        ),
+        (
+            "@MediaDescription".into(),
+            SqlType::NVarChar(255),
+            text(&media.media_description),
+        ),
+        (
+            "@PhysicalBlockSize".into(),
+            SqlType::Int,
+            Value::Int(super::backup_media::physical_block_size(media)),
+        ),
+    ]);
     params
 }

@@ -25,6 +25,7 @@ mod admin;
 mod aggregate;
 mod alter_index;
 mod backup;
+mod backup_media;
 mod batch_cache;
 mod check_constraints;
 pub mod checkdb;
