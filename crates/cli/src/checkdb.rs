@@ -65,6 +65,7 @@ pub fn run(a: CheckdbArgs, fs: &dyn FileSystem) -> Result<u8, String> {
         per_file_read_ahead: a
             .trace_flags
             .contains(&extentdb_storage::instance::TF_CHECKDB_PER_FILE),
+        filegroup: None,
     };
     let mut found = false;
     for (id, name, primary) in chosen {

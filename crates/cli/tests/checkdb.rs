@@ -1220,3 +1220,76 @@ fn computed_values_that_disagree_with_their_definitions_are_reported() {
     assert_clean(&dir, "after restoring the index value");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Proves DBCC CHECKFILEGROUP checks the tables of its filegroup only: a damaged index of
+/// a PRIMARY table is found checking PRIMARY (no argument, 0, 1 or its name) and not
+/// checking FG2; an index in PRIMARY of a table in FG2 is checked by neither (its table
+/// is not in the filegroup being checked, as SQL Server documents), only by CHECKDB.
+#[test]
+fn checkfilegroup_checks_the_tables_of_its_filegroup() {
+    let dir = prepare("filegroup");
+    let (code, out) = exec(
+        &dir,
+        "ALTER DATABASE CK ADD FILEGROUP FG2; \
+         ALTER DATABASE CK ADD FILE (NAME = CK2, FILENAME = 'CK2.ndf', SIZE = 4MB) TO FILEGROUP FG2; \
+         USE CK; CREATE TABLE g (id int PRIMARY KEY, v int) ON FG2; \
+         DECLARE @i int = 0; \
+         WHILE @i < 400 BEGIN INSERT INTO g VALUES (@i, @i * 3); SET @i += 1; END; \
+         CREATE INDEX g_v ON g (v) ON [PRIMARY]; CREATE INDEX h_a ON h (a);",
+    );
+    assert_eq!(code, 0, "{out}");
+    let check = |arg: &str| exec(&dir, &format!("USE CK; DBCC CHECKFILEGROUP {arg}")).1;
+    let all = check("('FG2')");
+    assert!(all.contains("DBCC results for 'dbo.g'."), "{all}");
+    assert!(!all.contains("DBCC results for 'dbo.h'."), "{all}");
+    assert!(
+        all.contains(
+            "CHECKFILEGROUP found 0 allocation errors and 0 consistency errors in database 'CK'."
+        ),
+        "{all}"
+    );
+    let primary = check("");
+    assert!(primary.contains("DBCC results for 'dbo.h'."), "{primary}");
+    assert!(!primary.contains("DBCC results for 'dbo.g'."), "{primary}");
+    assert!(check("('nope')").contains("Msg 1921"));
+
+    let db = Db::load(&dir);
+    let (h, g) = (db.table("h").clone(), db.table("g").clone());
+    let missing = |t: &TableEntry, index: &str| {
+        format!(
+            "Table error: table 'dbo.{}' (ID {}). Data row does not have a matching index row in the index '{index}' (ID 2).",
+            t.name, t.object_id
+        )
+    };
+    let leaf = db.pages_of("h_a", PageType::Data, 0, 2)[0].clone();
+    {
+        let _r = db.damage(leaf.no, true, |pg| {
+            let off = slot_offset(pg, 0);
+            pg.bytes_mut()[off + 4] ^= 0x40;
+        });
+        for arg in [
+            "WITH NO_INFOMSGS",
+            "(0) WITH NO_INFOMSGS",
+            "('PRIMARY') WITH NO_INFOMSGS",
+        ] {
+            let out = check(arg);
+            assert!(out.contains(&missing(&h, "h_a")), "{arg}: {out}");
+        }
+        let out = check("('FG2') WITH NO_INFOMSGS");
+        assert!(!out.contains("Table error"), "{out}");
+    }
+    let leaf = db.pages_of("g_v", PageType::Data, 0, 2)[0].clone();
+    {
+        let _r = db.damage(leaf.no, true, |pg| {
+            let off = slot_offset(pg, 0);
+            pg.bytes_mut()[off + 4] ^= 0x40;
+        });
+        for arg in ["('FG2') WITH NO_INFOMSGS", "(1) WITH NO_INFOMSGS"] {
+            let out = check(arg);
+            assert!(!out.contains("Table error"), "{arg}: {out}");
+        }
+        expect(&dir, "g_v damaged", &[missing(&g, "g_v")]);
+    }
+    assert_clean(&dir, "after restoring the pages");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -111,6 +111,11 @@ pub struct CheckOptions<'a> {
     pub catalog: bool,
     /// Only these tables (CHECKTABLE); None for all.
     pub objects: Option<Vec<u32>>,
+    /// CHECKFILEGROUP: only the tables and indexes of this data space (a table whose heap
+    /// or clustered index is in it, with those of its nonclustered indexes also in it: an
+    /// index elsewhere, or one here on a table elsewhere, cannot be checked against its
+    /// table), and of the allocation findings only those in its files or checked units.
+    pub filegroup: Option<u16>,
     /// CHECKTABLE (table, index_id): of the tables' nonclustered indexes, only this one
     /// (its pages and its agreement with the table, whose rows are read for it); the table
     /// itself is always checked. None for all; 0 or 1 for none of them.
@@ -138,6 +143,7 @@ impl Default for CheckOptions<'_> {
             allocation: true,
             catalog: true,
             objects: None,
+            filegroup: None,
             index_id: None,
             values: None,
             value_text: None,
@@ -646,7 +652,11 @@ pub fn check_database(
             (Some(ix), Some(want)) => ix.index_id == want,
             _ => true,
         };
-        index_wanted && opts.objects.as_ref().is_none_or(|o| o.contains(&id))
+        index_wanted
+            && opts.objects.as_ref().is_none_or(|o| o.contains(&id))
+            && opts
+                .filegroup
+                .is_none_or(|ds| in_filegroup(&src.catalog.tables, t, ds))
     };
     let checked_units: HashSet<u64> = src
         .catalog
@@ -683,7 +693,11 @@ pub fn check_database(
     if opts.allocation || scans {
         let (alloc, o) = check_allocation(src)?;
         if opts.allocation {
-            report.findings.extend(alloc_findings(&ctx, &alloc));
+            let findings = alloc_findings(&ctx, &alloc);
+            report.findings.extend(match opts.filegroup {
+                Some(ds) => filegroup_findings(&ctx, findings, ds),
+                None => findings,
+            });
         }
         unchecked = alloc
             .units
@@ -2058,6 +2072,39 @@ impl crate::Database {
         self.boot.last_checkdb_us = at_unix_us;
         self.save_catalog()
     }
+}
+
+/// Whether CHECKFILEGROUP of data space `ds` checks entry `t` (`CheckOptions::filegroup`):
+/// it is in `ds`, and so is its table's heap or clustered index when it is an index.
+fn in_filegroup(tables: &[TableEntry], t: &TableEntry, ds: u16) -> bool {
+    let base_in = |object_id: u32| {
+        tables
+            .iter()
+            .any(|b| b.object_id == object_id && b.index_of.is_none() && b.data_space_id == ds)
+    };
+    t.data_space_id == ds
+        && t.index_of
+            .as_ref()
+            .is_none_or(|ix| base_in(ix.table_object_id))
+}
+
+/// CHECKFILEGROUP's allocation findings: those on a page of one of the data space's files,
+/// or of a unit it checks.
+fn filegroup_findings(ctx: &Context<'_>, findings: Vec<Finding>, ds: u16) -> Vec<Finding> {
+    let in_files = |p: &PageId| {
+        ctx.src
+            .catalog
+            .files
+            .iter()
+            .any(|f| f.file_id == p.file.0 && f.data_space_id == ds)
+    };
+    findings
+        .into_iter()
+        .filter(|f| match &f.page {
+            Some(p) => in_files(p),
+            None => ctx.checked_units.contains(&f.allocation_unit_id),
+        })
+        .collect()
 }
 
 /// Table `t`'s nonclustered indexes' entries (none for an index entry), but for one still

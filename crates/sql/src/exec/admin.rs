@@ -22,7 +22,13 @@ const LATER_DBCC: &[&str] = &["SHRINKDATABASE", "IND"];
 
 /// The checks (checkdb.rs `check_settings`) read their own WITH options, and so does
 /// SHOW_STATISTICS (show_statistics.rs).
-const CHECKS: &[&str] = &["CHECKDB", "CHECKTABLE", "CHECKALLOC", "CHECKCATALOG"];
+const CHECKS: &[&str] = &[
+    "CHECKDB",
+    "CHECKTABLE",
+    "CHECKALLOC",
+    "CHECKCATALOG",
+    "CHECKFILEGROUP",
+];
 
 /// The commands whose output is a result set already, with or without TABLERESULTS, so
 /// the option asks for what they do.
@@ -94,6 +100,7 @@ impl Session {
             "CHECKTABLE" => self.dbcc_check(CheckKind::CheckTable, d, &args, out)?,
             "CHECKALLOC" => self.dbcc_check(CheckKind::CheckAlloc, d, &args, out)?,
             "CHECKCATALOG" => self.dbcc_check(CheckKind::CheckCatalog, d, &args, out)?,
+            "CHECKFILEGROUP" => self.dbcc_check(CheckKind::CheckFilegroup, d, &args, out)?,
             "DBINFO" => self.dbcc_dbinfo(d, &args, out)?,
             "OPENTRAN" => self.dbcc_opentran(&args, out)?,
             "SHOW_STATISTICS" => self.show_statistics(d, &args, out)?,

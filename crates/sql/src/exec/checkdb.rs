@@ -1,4 +1,4 @@
-//! DBCC CHECKDB, CHECKTABLE, CHECKCATALOG and CHECKALLOC: the statement's arguments and
+//! DBCC CHECKDB, CHECKTABLE, CHECKCATALOG, CHECKALLOC and CHECKFILEGROUP: the statement's arguments and
 //! options, the run on a snapshot of the database (`extentdb_storage::snapshot`) outside
 //! the database's lock, and the report in SQL Server's messages (or, WITH TABLERESULTS, its
 //! result set). `render_check` is shared with `extentdb checkdb`, which checks a stopped
@@ -27,6 +27,7 @@ pub enum CheckKind {
     CheckTable,
     CheckAlloc,
     CheckCatalog,
+    CheckFilegroup,
 }
 
 impl CheckKind {
@@ -36,6 +37,7 @@ impl CheckKind {
             CheckKind::CheckTable => "CHECKTABLE",
             CheckKind::CheckAlloc => "CHECKALLOC",
             CheckKind::CheckCatalog => "CHECKCATALOG",
+            CheckKind::CheckFilegroup => "CHECKFILEGROUP",
         }
     }
 }
@@ -53,6 +55,8 @@ pub struct CheckSettings {
     pub all_errormsgs: bool,
     /// Trace flag 2549 (session or global): each data file read as its own drive.
     pub per_file_read_ahead: bool,
+    /// CHECKFILEGROUP's data space.
+    pub filegroup: Option<u16>,
 }
 
 /// DATA_PURITY: the value is legal for its column's type, else the type's name (2570).
@@ -124,7 +128,10 @@ pub fn run_check(
     let opts = CheckOptions {
         physical_only: settings.physical_only,
         maxdop: settings.maxdop,
-        allocation: matches!(kind, CheckKind::CheckDb | CheckKind::CheckAlloc),
+        allocation: matches!(
+            kind,
+            CheckKind::CheckDb | CheckKind::CheckAlloc | CheckKind::CheckFilegroup
+        ),
         catalog: matches!(kind, CheckKind::CheckDb | CheckKind::CheckCatalog),
         objects: match kind {
             // CHECKALLOC and CHECKCATALOG read no data page.
@@ -132,6 +139,7 @@ pub fn run_check(
             _ => objects,
         },
         index_id: settings.index_id,
+        filegroup: settings.filegroup,
         values: Some(&value_check),
         value_text: Some(&value_text),
         detail_limit: match settings.all_errormsgs {
@@ -361,9 +369,37 @@ fn checked_index(
     }
 }
 
+/// CHECKFILEGROUP's first argument in the current database: a filegroup's name or id, 0
+/// or none for PRIMARY; else Msg 1921.
+fn checked_filegroup(
+    db: &extentdb_storage::instance::DbHandle,
+    arg: Option<&Value>,
+) -> Result<u16, Vec<SqlError>> {
+    let d = db.read().unwrap();
+    let groups = &d.catalog.filegroups;
+    let found = match arg {
+        None => Some(1),
+        Some(Value::Text(name)) => groups
+            .iter()
+            .find(|g| g.name.eq_ignore_ascii_case(name))
+            .map(|g| g.data_space_id),
+        Some(v) => match as_i64(v).map_err(|e| vec![e])? {
+            0 => Some(1),
+            n => groups
+                .iter()
+                .find(|g| g.data_space_id as i64 == n)
+                .map(|g| g.data_space_id),
+        },
+    };
+    found.ok_or_else(|| {
+        let shown = arg.map(super::eval::to_text).unwrap_or_default();
+        vec![msg(1921, &[&shown])]
+    })
+}
+
 impl Session {
     /// DBCC CHECKDB [(db [, NOINDEX])], CHECKTABLE (table [, NOINDEX | index_id]), CHECKALLOC [(db)],
-    /// CHECKCATALOG [(db)] [WITH ...]: resolves the target, takes a snapshot under the
+    /// CHECKCATALOG [(db)], CHECKFILEGROUP [(filegroup [, NOINDEX])] [WITH ...]: resolves the target, takes a snapshot under the
     /// database's lock and releases it, checks with progress in sys.dm_exec_requests and the
     /// session's cancel flag polled, records a clean CHECKDB in the boot page, and reports.
     pub(super) fn dbcc_check(
@@ -422,6 +458,13 @@ impl Session {
                     settings.index_id = Some(checked_index(&db, id, i, name)?);
                 }
                 (self.database_id, db, Some(vec![id]))
+            }
+            CheckKind::CheckFilegroup => {
+                let db = inst
+                    .database(self.database_id)
+                    .ok_or_else(|| vec![msg(2520, &[&self.database_id])])?;
+                settings.filegroup = Some(checked_filegroup(&db, args.first())?);
+                (self.database_id, db, None)
             }
             _ => {
                 let (id, db) = self.dbcc_database(args.first())?;

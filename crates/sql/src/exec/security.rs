@@ -320,8 +320,8 @@ impl Session {
                 // SELECT on its table, checked by the command (show_statistics.rs).
                 "TRACESTATUS" | "SHOW_STATISTICS" => true,
                 "SQLPERF" => self.has_server_permission("VIEW SERVER STATE"),
-                "CHECKDB" | "CHECKALLOC" | "CHECKCATALOG" | "CHECKTABLE" | "SHRINKFILE"
-                | "SHOWFILESTATS" | "OPENTRAN" => self.owns_dbcc_target(name, args),
+                "CHECKDB" | "CHECKALLOC" | "CHECKCATALOG" | "CHECKTABLE" | "CHECKFILEGROUP"
+                | "SHRINKFILE" | "SHOWFILESTATS" | "OPENTRAN" => self.owns_dbcc_target(name, args),
                 _ => self.is_sysadmin(),
             };
         if allowed {
