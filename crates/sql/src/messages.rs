@@ -238,6 +238,7 @@ static CATALOGUE: &[Entry] = &[
     e(3211, 10, 1, "%d percent processed."),
     e(3262, 10, 1, "The backup set on file %d is valid."),
     e(3234, 16, 2, "Logical file '%.*ls' is not part of database '%ls'. Use RESTORE FILELISTONLY to list the logical file names."),
+    e(22048, 16, 1, "%ls() returned error %d, '%ls'"), // unverified text and state
     e(3202, 16, 1, "Write on \"%ls\" failed: %ls"), // unverified state
     e(3217, 16, 1, "Invalid value specified for %ls parameter."), // unverified state
     e(3250, 16, 1, "The value '%d' is not within range for the %ls parameter."), // unverified state

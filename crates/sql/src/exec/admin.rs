@@ -403,6 +403,19 @@ impl Session {
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_delete_backuphistory" => self.sp_delete_backuphistory(&bind(&["@oldest_date"])?),
+            "xp_create_subdir" => {
+                let status = self.xp_create_subdir(&values)?;
+                self.return_status(e, status)
+            }
+            "xp_delete_file" => {
+                let status = self.xp_delete_file(&values)?;
+                self.return_status(e, status)
+            }
+            "xp_fileexist" => {
+                let r = self.xp_fileexist(&values)?;
+                self.send_rowset(r, out);
+                self.return_status(e, 0)
+            }
             "sp_who" | "sp_who2" => {
                 let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");
                 // Without VIEW SERVER STATE a login sees its own session only.
@@ -441,6 +454,16 @@ impl Session {
                 Ok(())
             }
             _ => Err(vec![msg(2812, &[&name.joined()])]),
+        }
+    }
+
+    /// `EXEC @rc = proc`: the procedure's status into @rc.
+    fn return_status(&mut self, e: &Execute, status: i32) -> Result<(), Vec<SqlError>> {
+        match &e.return_variable {
+            Some(v) => self
+                .assign(v, crate::ast::AssignOp::Assign, Value::Int(status))
+                .map_err(|e| vec![e]),
+            None => Ok(()),
         }
     }
 

@@ -42,6 +42,7 @@ mod dml_output;
 mod errors;
 mod eval;
 mod expr_text;
+mod file_system;
 mod foreign_keys;
 mod grouping_sets;
 mod helpdb;

@@ -583,6 +583,11 @@ impl Session {
         {
             return self.stats_properties_rowset(args);
         }
+        if schema.eq_ignore_ascii_case("sys")
+            && name.name().eq_ignore_ascii_case("dm_os_file_exists")
+        {
+            return self.file_exists_rowset(args);
+        }
         if !(schema.eq_ignore_ascii_case("sys")
             && name.name().eq_ignore_ascii_case("fn_my_permissions"))
         {
