@@ -548,6 +548,10 @@ impl Session {
             // The instance's counters, every database's (index_usage.rs).
             return Ok(Some(self.index_usage_rowset()));
         }
+        if key == "sys.default_constraints" {
+            let r = super::column_views::default_constraints(&self.engine.instance, db_id);
+            return r.map(Some).map_err(|e| vec![e]);
+        }
         match views::view(&self.engine.instance, db_id, &key) {
             Some(r) => {
                 let r = r.map_err(|e| errors::map(&e, errors::Context::Other))?;
