@@ -14,7 +14,8 @@ is 1 if any step failed. A step that fails makes the later ones that depend on i
 Steps, in order, each on the suite's own database (SqlaClient_<driver>, made fresh):
   connect         create_engine and the first connect: the dialect's version check
                   (@@VERSION / SERVERPROPERTY), SCHEMA_NAME(), its isolation-level probe
-                  (sys.system_views, sys.dm_exec_sessions.transaction_isolation_level)
+                  (sys.system_views, sys.dm_exec_sessions.transaction_isolation_level),
+                  its comment-support probe (fn_listextendedproperty)
   create_all      MetaData.create_all of two tables: IDENTITY primary keys, NOT NULL and
                   NULL columns of int, bigint, nvarchar(n), nvarchar(max), decimal,
                   datetime2 and bit, a FOREIGN KEY, a UNIQUE constraint (has_table before
@@ -42,9 +43,10 @@ Not yet run, with what the server answers (each left out of the steps above):
     yet." (the suite's longest value is 3,000 characters).
   - get_unique_constraints: the mssql dialect does not implement it (NotImplementedError
     in SQLAlchemy itself); the UNIQUE constraint is read through get_indexes instead.
-  - Table comments: the dialect's probe `SELECT 1 FROM fn_listextendedproperty(...)`
-    gets Msg 40517 (the function is not built), so it reflects no comments;
-    sys.extended_properties, which get_columns joins, answers empty (extentdb keeps none).
+  - Table and column comments (comment=...): the dialect would add them with
+    sp_addextendedproperty: Msg 40517 "extentdb does not support sp_addextendedproperty
+    (extended properties) yet." None are used; sys.extended_properties, which get_columns
+    joins, and fn_listextendedproperty, the dialect's probe at connect, answer empty.
 The suite's database is made with the driver's own autocommit connection (CREATE DATABASE
 cannot run in a transaction, and sqlalchemy-pytds offers no AUTOCOMMIT isolation level).
 """
@@ -121,6 +123,7 @@ def connect():
     assert d.server_version_info and d.server_version_info[0] >= 16, d.server_version_info
     expect(d.default_schema_name, "dbo", "default_schema_name")
     expect(d.default_isolation_level, "READ COMMITTED", "default_isolation_level")
+    expect(d.supports_comments, True, "supports_comments (fn_listextendedproperty probe)")
 
 
 def tables():

@@ -7,7 +7,7 @@
 //! INFORMATION_SCHEMA constraint views, over objects other sessions make and drop.
 
 mod common;
-use common::tds::{errors, numbers, run, table, Server};
+use common::tds::{all_rows, errors, numbers, run, table, Server};
 
 /// sys.system_views names every view extentdb answers (each row's view is read here
 /// without error), with negative unique ids and is_ms_shipped = 1; the dialect's
@@ -107,7 +107,7 @@ fn types_and_type_name() {
 /// handed out, as another session's inserts move it (NULL before the first). DEFAULTs are
 /// not yet objects: sys.default_constraints is empty where none exists and refused (40517)
 /// where one does, whose column's default_object_id is then NULL. sys.extended_properties
-/// is empty, and sp_addextendedproperty is not built.
+/// and fn_listextendedproperty are empty, and sp_addextendedproperty is not built.
 #[test]
 fn identity_default_and_extended_properties() {
     let s = Server::start("reflect-identity", &[]);
@@ -161,6 +161,17 @@ fn identity_default_and_extended_properties() {
     assert_eq!(
         table(&mut a, "SELECT COUNT(*) FROM sys.extended_properties"),
         ["0"]
+    );
+    // The dialect's comment-support probe, and its argument count checked.
+    let listed = "SELECT 1 FROM fn_listextendedproperty(default, default, default, default, \
+                  default, default, default)";
+    assert_eq!(all_rows(&run(&mut b, listed)).len(), 0);
+    assert_eq!(
+        numbers(
+            &mut b,
+            "SELECT * FROM sys.fn_listextendedproperty(NULL, 'schema', 'dbo', 'table', 't', NULL)"
+        ),
+        [216]
     );
 }
 

@@ -1,5 +1,6 @@
 //! What SQLAlchemy's get_columns joins to sys.columns: sys.identity_columns,
-//! sys.default_constraints and sys.extended_properties, with SQL Server's columns.
+//! sys.default_constraints and sys.extended_properties, with SQL Server's columns; and
+//! fn_listextendedproperty's rowset (the dialect's comment-support probe at connect).
 //!
 //! Invariants:
 //! 1. sys.identity_columns has one row per IDENTITY column of a live table: sys.columns'
@@ -15,7 +16,7 @@
 //!    answers only where its answer is true: empty in a database with no DEFAULT, refused
 //!    with 40517 in one that has any (no row would have a true object_id or name).
 //! 3. extentdb keeps no extended properties (sp_addextendedproperty is not built), so
-//!    sys.extended_properties is always empty: the true answer, with SQL Server's columns
+//!    sys.extended_properties and fn_listextendedproperty are always empty: the true answer, with SQL Server's columns
 //!    (value, sql_variant in SQL Server, is nvarchar(max) here: extentdb has no sql_variant).
 
 use extentdb_storage::instance::Instance;
@@ -117,6 +118,19 @@ pub(super) fn extended_properties() -> Rowset {
             ("class_desc", SqlType::NVarChar(60)),
             ("major_id", SqlType::Int),
             ("minor_id", SqlType::Int),
+            ("name", SYSNAME),
+            ("value", SqlType::NVarChar(crate::types::MAX_LENGTH)),
+        ]),
+        rows: Vec::new(),
+    }
+}
+
+/// fn_listextendedproperty's rowset: always empty (invariant 3).
+pub(super) fn listed_extended_properties() -> Rowset {
+    Rowset {
+        columns: cols(&[
+            ("objtype", SYSNAME),
+            ("objname", SYSNAME),
             ("name", SYSNAME),
             ("value", SqlType::NVarChar(crate::types::MAX_LENGTH)),
         ]),

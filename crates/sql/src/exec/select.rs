@@ -565,6 +565,29 @@ impl Session {
         }
     }
 
+    /// fn_listextendedproperty(name, level0 type, level0 name, level1 type, level1 name,
+    /// level2 type, level2 name): its seven arguments checked (216, 8144) and evaluated,
+    /// then no rows, as extentdb keeps no extended properties (column_views.rs invariant 3).
+    fn list_extended_properties(
+        &mut self,
+        args: &[crate::ast::Expr],
+    ) -> Result<Rowset, Vec<SqlError>> {
+        const NAME: &str = "fn_listextendedproperty";
+        if args.len() < 7 {
+            return Err(vec![msg(216, &[&NAME])]);
+        }
+        if args.len() > 7 {
+            return Err(vec![msg(8144, &[&NAME])]);
+        }
+        for a in args
+            .iter()
+            .filter(|a| !matches!(a, crate::ast::Expr::Default))
+        {
+            self.eval(a, None).map_err(|e| vec![e])?;
+        }
+        Ok(super::column_views::listed_extended_properties())
+    }
+
     /// The rows of a system table-valued function: sys.fn_my_permissions and
     /// sys.dm_db_index_physical_stats (physical_stats.rs); any other is not built (40517).
     /// The built-in STRING_SPLIT and OPENJSON are table_functions.rs's `function_rowset`,
@@ -586,6 +609,11 @@ impl Session {
             && name.name().eq_ignore_ascii_case("dm_db_stats_properties")
         {
             return self.stats_properties_rowset(args);
+        }
+        if name.name().eq_ignore_ascii_case("fn_listextendedproperty")
+            && (schema.eq_ignore_ascii_case("sys") || name.qualifier().is_none())
+        {
+            return self.list_extended_properties(args);
         }
         if !(schema.eq_ignore_ascii_case("sys")
             && name.name().eq_ignore_ascii_case("fn_my_permissions"))
