@@ -106,11 +106,8 @@ def connect():
     # CREATE DATABASE runs outside a transaction, which the dialect only opens for
     # mssql+pymssql (sqlalchemy-pytds has no AUTOCOMMIT level): made through the driver.
     raw = sa.create_engine(url("master")).dialect.dbapi
-    kw = dict(user=ARGS.user, password=ARGS.password, database="master", autocommit=True)
-    if ARGS.driver == "pytds":
-        conn = raw.connect(server=ARGS.host, port=ARGS.port, **kw)
-    else:
-        conn = raw.connect(server=ARGS.host, port=ARGS.port, **kw)
+    conn = raw.connect(server=ARGS.host, port=ARGS.port, user=ARGS.user,
+                       password=ARGS.password, database="master", autocommit=True)
     cur = conn.cursor()
     cur.execute(f"IF DB_ID('{DB}') IS NOT NULL DROP DATABASE [{DB}]")
     cur.execute(f"CREATE DATABASE [{DB}]")
