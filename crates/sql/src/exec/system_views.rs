@@ -74,7 +74,7 @@ pub(super) const SYSTEM_VIEWS: [(i32, &str); 52] = [
     (3, "TABLE_CONSTRAINTS"),
 ];
 
-/// sys.system_views.
+/// sys.system_views: sys.objects' columns, then the six its documentation adds.
 pub(super) fn system_views(inst: &Instance) -> Rowset {
     let mut columns = cols(&[
         ("name", SYSNAME),
@@ -97,7 +97,6 @@ pub(super) fn system_views(inst: &Instance) -> Rowset {
         "has_unchecked_assembly_data",
         "with_check_option",
         "is_date_correlation_view",
-        "is_tracked_by_cdc",
     ];
     columns.extend(flags.iter().map(|f| (f.to_string(), SqlType::Bit)));
     let created = ticks_from_unix_us(inst.master().read().unwrap().boot.created_us);
