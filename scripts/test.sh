@@ -2,7 +2,8 @@
 # Runs every test of extentdb. Besides the Rust toolchain (present on every machine of this
 # project's kind) and crates from crates.io, which cargo fetches itself, the real-client
 # tests (crates/cli/tests/tds_clients.rs) need SQL Server's clients, installed below when
-# missing: FreeTDS tsql (Debian), python-tds, pymssql and mssql-python (PyPI), tedious (npm, in
+# missing: FreeTDS tsql (Debian), python-tds, pymssql, mssql-python, SQLAlchemy,
+# sqlalchemy-pytds and pandas (PyPI), tedious (npm, in
 # tests/clients/tedious) and mssql-jdbc (Maven, built into tests/clients/jdbc/target). Each
 # step is skipped when its result is already there. XDB_SKIP_CLIENTS=1 skips those tests.
 set -euo pipefail
@@ -23,6 +24,11 @@ fi
 PYTHON_TDS_VERSION=1.17.1
 PYMSSQL_VERSION=2.4.6
 MSSQL_PYTHON_VERSION=1.16.0
+# SQLAlchemy's mssql dialect (mssql+pymssql; mssql+pytds from sqlalchemy-pytds) and pandas
+# (tests/clients/sqlalchemy_suite.py).
+SQLALCHEMY_VERSION=2.0.58
+SQLALCHEMY_PYTDS_VERSION=1.0.3
+PANDAS_VERSION=2.3.3
 warn() { echo "scripts/test.sh: $*; the client tests that need it will fail" >&2; }
 apt_updated=
 apt_install() {
@@ -33,19 +39,21 @@ apt_install() {
 if [ "${XDB_SKIP_CLIENTS:-}" != 1 ]; then
   command -v tsql >/dev/null 2>&1 || apt_install freetds-bin || warn "freetds-bin not installed"
   command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip || warn "python3 not installed"
-  if ! python3 - "$PYTHON_TDS_VERSION" "$PYMSSQL_VERSION" "$MSSQL_PYTHON_VERSION" >/dev/null 2>&1 <<'PY'
+  if ! python3 - "$PYTHON_TDS_VERSION" "$PYMSSQL_VERSION" "$MSSQL_PYTHON_VERSION" \
+      "$SQLALCHEMY_VERSION" "$SQLALCHEMY_PYTDS_VERSION" "$PANDAS_VERSION" >/dev/null 2>&1 <<'PY'
 import sys, importlib.metadata as m
-import pytds, pymssql, mssql_python
-sys.exit(m.version("python-tds") != sys.argv[1] or m.version("pymssql") != sys.argv[2]
-         or m.version("mssql-python") != sys.argv[3])
+import pytds, pymssql, mssql_python, sqlalchemy, sqlalchemy_pytds, pandas
+want = ["python-tds", "pymssql", "mssql-python", "SQLAlchemy", "sqlalchemy-pytds", "pandas"]
+sys.exit(any(m.version(p) != v for p, v in zip(want, sys.argv[1:])))
 PY
   then
     python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip || true
     # Debian's own Python refuses pip installs without this (PEP 668); others ignore it.
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install -q --disable-pip-version-check \
       "python-tds==$PYTHON_TDS_VERSION" "pymssql==$PYMSSQL_VERSION" \
-      "mssql-python==$MSSQL_PYTHON_VERSION" \
-      || warn "pip install python-tds pymssql mssql-python failed"
+      "mssql-python==$MSSQL_PYTHON_VERSION" "SQLAlchemy==$SQLALCHEMY_VERSION" \
+      "sqlalchemy-pytds==$SQLALCHEMY_PYTDS_VERSION" "pandas==$PANDAS_VERSION" \
+      || warn "pip install python-tds pymssql mssql-python SQLAlchemy sqlalchemy-pytds pandas failed"
   fi
   command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
     || apt_install nodejs npm || warn "node/npm not installed"

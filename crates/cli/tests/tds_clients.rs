@@ -1,5 +1,6 @@
 //! Real SQL Server clients against a real `extentdb serve` process: python-tds and pymssql
-//! (one DB-API suite, `tests/clients/python_dbapi.py`), tedious (`tests/clients/tedious`,
+//! (one DB-API suite, `tests/clients/python_dbapi.py`), SQLAlchemy's mssql dialect and
+//! pandas over both (`tests/clients/sqlalchemy_suite.py`), tedious (`tests/clients/tedious`,
 //! the RPC path), mssql-jdbc and jTDS (`tests/clients/jdbc`) and FreeTDS `tsql` (at TDS
 //! 7.1 to 7.4). Each test starts its
 //! own server on port 0 in a directory under the cargo target's tmp, runs its client's
@@ -7,7 +8,8 @@
 //! SQL Server's message numbers and severities). The clients connect without encryption,
 //! except one test each in the tedious and JDBC suites that connects over TLS.
 //!
-//! `scripts/test.sh` installs the clients (apt freetds-bin, pip python-tds and pymssql, npm
+//! `scripts/test.sh` installs the clients (apt freetds-bin, pip python-tds, pymssql,
+//! SQLAlchemy, sqlalchemy-pytds and pandas, npm
 //! in tests/clients/tedious, the Maven build of tests/clients/jdbc). A test whose client or
 //! runtime is missing fails, so that it cannot pass without checking anything, unless
 //! XDB_SKIP_CLIENTS=1 is set: then it says why and returns. XDB_PYTHON names the Python
@@ -281,6 +283,48 @@ fn pytds() {
 #[test]
 fn pymssql() {
     python_suite("pymssql", "pymssql");
+}
+
+/// SQLAlchemy 2.x's mssql dialect and pandas, unmodified, over one driver
+/// (`tests/clients/sqlalchemy_suite.py`): connect, create_all, reflection, Core, the ORM
+/// through OUTPUT inserted, a rollback, pandas' to_sql and read_sql_*.
+fn sqlalchemy_suite(driver: &str) {
+    let py = python();
+    let module = if driver == "pytds" {
+        "sqlalchemy_pytds"
+    } else {
+        "pymssql"
+    };
+    if !available(
+        &format!("SQLAlchemy over {driver}"),
+        runs(
+            &py,
+            &["-c", &format!("import sqlalchemy, pandas, {module}")],
+        )
+        .map(|e| {
+            format!("{e} (pip install SQLAlchemy sqlalchemy-pytds pandas, as scripts/test.sh does)")
+        }),
+    ) {
+        return;
+    }
+    let server = Server::start(&format!("sqla-{driver}"));
+    let mut cmd = Command::new(&py);
+    cmd.arg(clients_dir().join("sqlalchemy_suite.py"))
+        .arg(driver)
+        .args(["--host", "127.0.0.1", "--port", &server.port.to_string()]);
+    check_suite(&format!("SQLAlchemy over {driver}"), &run_client(cmd, None));
+}
+
+/// SQLAlchemy's mssql+pytds (the sqlalchemy-pytds dialect over python-tds).
+#[test]
+fn sqlalchemy_pytds() {
+    sqlalchemy_suite("pytds");
+}
+
+/// SQLAlchemy's mssql+pymssql.
+#[test]
+fn sqlalchemy_pymssql() {
+    sqlalchemy_suite("pymssql");
 }
 
 /// mssql-python (Microsoft's driver, its own native TDS layer): TLS on its defaults with

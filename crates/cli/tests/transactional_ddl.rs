@@ -93,6 +93,43 @@ fn rollback_takes_back_create_drop_and_select_into() {
     assert_checkdb_clean(&mut a, "xd", "after the rollbacks");
 }
 
+/// A transaction that created a table and then one whose FOREIGN KEY references it (what
+/// SQLAlchemy's create_all sends) rolls back whole: the child goes before its parent
+/// (storage ddl.rs invariant 7), the database stays writable and CHECKDB finds it clean;
+/// another session then makes both again and commits. (Before, the rollback tried the
+/// parent first, failed, and left the database needing a reopen.) The same for a DROP of
+/// both committed: the child, dropped first, no longer holds the parent.
+#[test]
+fn rollback_drops_a_created_child_before_its_parent() {
+    let s = Server::start("xddl-fk", &[]);
+    setup(&s, "xf");
+    let mut a = s.connect_to(Some("xf"));
+    let mut b = s.connect_to(Some("xf"));
+    let make = "CREATE TABLE parent (id INT IDENTITY PRIMARY KEY, code NVARCHAR(20) NOT NULL \
+                UNIQUE); CREATE TABLE child (id INT PRIMARY KEY, pid INT NOT NULL \
+                REFERENCES parent (id)); INSERT INTO parent (code) VALUES (N'a'); \
+                INSERT INTO child VALUES (1, 1)";
+    run(&mut a, &format!("BEGIN TRAN; {make}"));
+    assert_eq!(tables(&mut a), ["child", "heap", "keep", "parent"]);
+    let r = a.batch("ROLLBACK; SELECT @@TRANCOUNT").unwrap();
+    assert_eq!(
+        r.errors().count(),
+        0,
+        "{:?}",
+        r.errors().collect::<Vec<_>>()
+    );
+    assert_eq!(int(&all_rows(&r)[0][0]), 0);
+    assert_eq!(tables(&mut b), ["heap", "keep"]);
+    run(&mut b, &format!("BEGIN TRAN; {make}; COMMIT"));
+    assert_eq!(value(&mut a, "SELECT COUNT(*) FROM child"), 1);
+    run(
+        &mut a,
+        "BEGIN TRAN; DROP TABLE child; DROP TABLE parent; COMMIT",
+    );
+    assert_eq!(tables(&mut b), ["heap", "keep"]);
+    assert_checkdb_clean(&mut b, "xf", "after the rollback and the drops");
+}
+
 /// #temp tables follow their transaction too: a rolled-back CREATE TABLE #t is gone (the
 /// name free again), a rolled-back DROP TABLE #t brings it back under its name, and
 /// tempdb keeps no orphan. A table variable declared inside a transaction outlives it.

@@ -42,6 +42,10 @@
 //!    (`exchange_rebuilt_trees`); rolled back (or a loser at recovery), the rebuild's entry
 //!    goes with its new tree. So undo never meets a tree that changed hands: a loser's
 //!    inserts are undone in its own entry, and a committed rebuild's are never undone.
+//! 7. Settling drops the tables that go children first: a table goes only after every
+//!    other going table whose FOREIGN KEY references it (`drop_in_reference_order`), as
+//!    `drop_table` refuses a table still referenced (constraint.rs invariant 4). A
+//!    transaction that created a table and then one referencing it rolls back whole.
 //!
 //! Not here: TRUNCATE TABLE and ALTER TABLE inside a transaction (the SQL layer refuses
 //! them there), and the same DDL for other catalog objects (principals, files).
@@ -217,9 +221,12 @@ impl Database {
             true => p.dropped,
             false => p.created,
         };
-        for (id, _) in marked.iter().filter(|(_, p)| goes(p)) {
-            self.drop_table(*id)?;
-        }
+        let going: Vec<u32> = marked
+            .iter()
+            .filter(|(_, p)| goes(p))
+            .map(|(id, _)| *id)
+            .collect();
+        self.drop_in_reference_order(going)?;
         if marked.iter().any(|(_, p)| !goes(p)) {
             self.change_catalog(|c| {
                 for t in c.tables.iter_mut() {
@@ -229,6 +236,31 @@ impl Database {
                 }
                 Ok(())
             })?;
+        }
+        Ok(())
+    }
+
+    /// Drops `going`, each table after every other going table whose FOREIGN KEY references
+    /// it (invariant 7), so a rollback of a transaction that created a parent and then its
+    /// child drops the child first. A reference to a table that stays (or a cycle) leaves
+    /// `drop_table`'s ReferencedByForeignKey to say so.
+    fn drop_in_reference_order(&mut self, mut going: Vec<u32>) -> Result<(), StorageError> {
+        while !going.is_empty() {
+            let referenced = |c: &extentdb_format::catalog::Catalog, id: u32| {
+                going.iter().any(|&other| {
+                    other != id
+                        && c.tables.iter().any(|t| {
+                            t.object_id == other
+                                && t.foreign_keys.iter().any(|k| k.referenced_object_id == id)
+                        })
+                })
+            };
+            let at = going
+                .iter()
+                .position(|&id| !referenced(&self.catalog, id))
+                .unwrap_or(0);
+            let id = going.remove(at);
+            self.drop_table(id)?;
         }
         Ok(())
     }

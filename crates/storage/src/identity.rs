@@ -198,6 +198,14 @@ impl Database {
         Ok(())
     }
 
+    /// The last value handed out of the table's IDENTITY column as far as known from a
+    /// shared hold (sys.identity_columns.last_value): Some(None) before the first, None
+    /// when only a scan could tell (a catalog older than version 6; `current_identity`).
+    pub fn known_identity(&self, object_id: u32) -> Option<Option<i64>> {
+        let t = self.table_by_id(object_id)?;
+        last_known(t, &self.data.identity.lock())
+    }
+
     /// The table's identity value as sys.identity_columns.last_value shows it: the last
     /// value handed out, None before the first.
     pub fn current_identity(&mut self, object_id: u32) -> Result<Option<i64>, StorageError> {

@@ -453,6 +453,12 @@ impl Session {
                 out.push(Output::Info(msg(2528, &[])));
                 Ok(())
             }
+            // extentdb keeps no extended properties (column_views.rs invariant 3).
+            "sp_addextendedproperty" | "sp_updateextendedproperty" | "sp_dropextendedproperty" => {
+                Err(vec![super::lower::not_yet(&format!(
+                    "{proc} (extended properties)"
+                ))])
+            }
             _ => Err(vec![msg(2812, &[&name.joined()])]),
         }
     }

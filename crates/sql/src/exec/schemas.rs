@@ -1,5 +1,7 @@
 //! Schemas as a database's catalog shows them: sys.schemas and the metadata functions
-//! SCHEMA_NAME, SCHEMA_ID, OBJECT_NAME and OBJECT_SCHEMA_NAME (SQLAlchemy's dialect asks
+//! SCHEMA_NAME, SCHEMA_ID, OBJECT_NAME, OBJECT_SCHEMA_NAME, OBJECTPROPERTY (the
+//! properties `object_property_of` lists; any other refused with 40517) and TYPE_NAME
+//! (type_views.rs) (SQLAlchemy's dialect asks
 //! `SELECT schema_name()` at connect; has_table and reflection join sys.objects to
 //! sys.schemas).
 //!
@@ -10,7 +12,7 @@
 //!
 //! Invariants:
 //! 1. An id or name no schema has gives NULL, as in SQL Server; so does an object id no
-//!    object of the database has, or a database id no database has.
+//!    object of the database has (OBJECTPROPERTY's too), or a database id no database has.
 //! 2. The objects OBJECT_NAME names are exactly sys.objects' rows (user tables, CHECK and
 //!    FOREIGN KEY constraints: `check_constraints::objects_view`), all in dbo.
 
@@ -22,6 +24,9 @@ use super::views::{cols, text, Rowset, SYSNAME};
 use super::Session;
 use crate::messages::SqlError;
 use crate::types::{SqlType, Value};
+
+/// The sys schema's id (the system views' and types' schema).
+pub(super) const SYS_SCHEMA_ID: i32 = 4;
 
 /// The one schema user objects live in, and its id.
 pub(super) const DBO: (i32, &str) = (1, "dbo");
@@ -86,6 +91,68 @@ fn object_name(db: &Database, id: i64) -> Option<String> {
     db.live_tables().find_map(named)
 }
 
+/// What an object id of a database is, for OBJECTPROPERTY.
+enum ObjectKind {
+    /// A user table: has a PRIMARY KEY, an IDENTITY column, a clustered index, a FOREIGN KEY.
+    Table {
+        primary_key: bool,
+        identity: bool,
+        clustered: bool,
+        foreign_key: bool,
+    },
+    /// A CHECK (false) or FOREIGN KEY (true) constraint: is_disabled, is_not_trusted.
+    Constraint {
+        foreign_key: bool,
+        disabled: bool,
+        not_trusted: bool,
+    },
+}
+
+fn object_kind(db: &Database, id: i64) -> Option<ObjectKind> {
+    db.live_tables().find_map(|t| {
+        if i64::from(t.object_id) == id {
+            return Some(ObjectKind::Table {
+                primary_key: t.primary_key.is_some(),
+                identity: t.columns.iter().any(|c| c.identity.is_some()),
+                clustered: t.index_id == 1,
+                foreign_key: !t.foreign_keys.is_empty(),
+            });
+        }
+        let check = t.checks.iter().find(|k| i64::from(k.object_id) == id);
+        let check = check.map(|k| (false, k.is_disabled, k.is_not_trusted));
+        let fk = t.foreign_keys.iter().find(|k| i64::from(k.object_id) == id);
+        let fk = fk.map(|k| (true, k.is_disabled, k.is_not_trusted));
+        let (foreign_key, disabled, not_trusted) = check.or(fk)?;
+        Some(ObjectKind::Constraint {
+            foreign_key,
+            disabled,
+            not_trusted,
+        })
+    })
+}
+
+/// The OBJECTPROPERTY properties built, by lower-cased name; None for any other.
+fn object_property_of(kind: ObjectKind, property: &str) -> Option<bool> {
+    let table = matches!(kind, ObjectKind::Table { .. });
+    Some(match (kind, property) {
+        (_, "isusertable" | "istable") => table,
+        (_, "isview" | "isprocedure" | "issystemtable" | "ismsshipped") => false,
+        (_, "isprimarykey" | "isuniquecnst" | "isdefaultcnst") => false,
+        (_, "cnstisclustkey" | "cnstisnonclustkey") => false,
+        (_, "isconstraint") => !table,
+        (ObjectKind::Table { primary_key, .. }, "tablehasprimarykey") => primary_key,
+        (ObjectKind::Table { identity, .. }, "tablehasidentity") => identity,
+        (ObjectKind::Table { clustered, .. }, "tablehasclustindex") => clustered,
+        (ObjectKind::Table { foreign_key, .. }, "tablehasforeignkey") => foreign_key,
+        (ObjectKind::Constraint { foreign_key, .. }, "isforeignkey") => foreign_key,
+        (ObjectKind::Constraint { foreign_key, .. }, "ischeckcnst") => !foreign_key,
+        (ObjectKind::Constraint { disabled, .. }, "cnstisdisabled") => disabled,
+        (ObjectKind::Constraint { not_trusted, .. }, "cnstisnottrusted") => not_trusted,
+        (ObjectKind::Table { .. }, "isforeignkey" | "ischeckcnst") => false,
+        _ => return None,
+    })
+}
+
 /// An argument as an integer; NULL (or no argument) as None.
 fn int_arg(args: &[Value], i: usize) -> Result<Option<i64>, SqlError> {
     match args.get(i) {
@@ -115,6 +182,12 @@ impl Session {
                 Some(v) => schema_by_name(&super::eval::to_text(v)).map_or(Value::Null, Value::Int),
             },
             "OBJECT_NAME" => name_or_null(self.object_named(args)?),
+            "TYPE_NAME" => name_or_null(
+                int_arg(args, 0)?
+                    .and_then(super::type_views::type_name)
+                    .map(String::from),
+            ),
+            "OBJECTPROPERTY" => self.object_property(args)?,
             "OBJECT_SCHEMA_NAME" => {
                 name_or_null(self.object_named(args)?.map(|_| DBO.1.to_string()))
             }
@@ -128,6 +201,26 @@ impl Session {
         let (id, db) = self.current_database().ok()?;
         let user = self.db_identity(id, &db.read().unwrap());
         user.map(|_| DBO.1.to_string())
+    }
+
+    /// OBJECTPROPERTY(id, property) of a table or a CHECK / FOREIGN KEY constraint of the
+    /// current database: NULL for an id no object has (invariant 1); a property not built
+    /// is refused (40517), never answered NULL as if it did not apply.
+    fn object_property(&self, args: &[Value]) -> Result<Value, SqlError> {
+        let (Some(id), Some(property)) = (int_arg(args, 0)?, args.get(1)) else {
+            return Ok(Value::Null);
+        };
+        let property = super::eval::to_text(property).to_ascii_lowercase();
+        let Ok((_, db)) = self.current_database() else {
+            return Ok(Value::Null);
+        };
+        let db = db.read().unwrap();
+        let Some(kind) = object_kind(&db, id) else {
+            return Ok(Value::Null);
+        };
+        object_property_of(kind, &property)
+            .map(|b| Value::Int(i32::from(b)))
+            .ok_or_else(|| super::lower::not_yet(&format!("OBJECTPROPERTY '{property}'")))
     }
 
     /// OBJECT_NAME(object_id [, database_id]): the object's name in that database (the

@@ -548,6 +548,10 @@ impl Session {
             // The instance's counters, every database's (index_usage.rs).
             return Ok(Some(self.index_usage_rowset()));
         }
+        if key == "sys.default_constraints" {
+            let r = super::column_views::default_constraints(&self.engine.instance, db_id);
+            return r.map(Some).map_err(|e| vec![e]);
+        }
         match views::view(&self.engine.instance, db_id, &key) {
             Some(r) => {
                 let r = r.map_err(|e| errors::map(&e, errors::Context::Other))?;
@@ -559,6 +563,29 @@ impl Session {
             }
             None => Ok(None),
         }
+    }
+
+    /// fn_listextendedproperty(name, level0 type, level0 name, level1 type, level1 name,
+    /// level2 type, level2 name): its seven arguments checked (216, 8144) and evaluated,
+    /// then no rows, as extentdb keeps no extended properties (column_views.rs invariant 3).
+    fn list_extended_properties(
+        &mut self,
+        args: &[crate::ast::Expr],
+    ) -> Result<Rowset, Vec<SqlError>> {
+        const NAME: &str = "fn_listextendedproperty";
+        if args.len() < 7 {
+            return Err(vec![msg(216, &[&NAME])]);
+        }
+        if args.len() > 7 {
+            return Err(vec![msg(8144, &[&NAME])]);
+        }
+        for a in args
+            .iter()
+            .filter(|a| !matches!(a, crate::ast::Expr::Default))
+        {
+            self.eval(a, None).map_err(|e| vec![e])?;
+        }
+        Ok(super::column_views::listed_extended_properties())
     }
 
     /// The rows of a system table-valued function: sys.fn_my_permissions and
@@ -587,6 +614,11 @@ impl Session {
             && name.name().eq_ignore_ascii_case("dm_os_file_exists")
         {
             return self.file_exists_rowset(args);
+        }
+        if name.name().eq_ignore_ascii_case("fn_listextendedproperty")
+            && (schema.eq_ignore_ascii_case("sys") || name.qualifier().is_none())
+        {
+            return self.list_extended_properties(args);
         }
         if !(schema.eq_ignore_ascii_case("sys")
             && name.name().eq_ignore_ascii_case("fn_my_permissions"))

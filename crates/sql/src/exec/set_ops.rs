@@ -19,7 +19,7 @@ use super::stream::{key_order, RowSource, SORT_MEMORY_BYTES};
 use super::subquery::Rows;
 use super::views::Rowset;
 use super::{Out, Session};
-use crate::ast::{Query, QueryBody, Select, SelectItem, SetOperator};
+use crate::ast::{Expr, Literal, Query, QueryBody, Select, SelectItem, SetOperator};
 use crate::convert::convert;
 use crate::messages::{msg, SqlError};
 use crate::types::{SqlType, Value};
@@ -35,6 +35,8 @@ impl Session {
     /// the statement's ORDER BY, OFFSET and TOP.
     pub(super) fn select_set(&mut self, q: &Query, out: &mut Out) -> Result<(), Errors> {
         let rows = self.branch_rows(&q.body)?;
+        let bound = order_bound_to_first_branch(q);
+        let q = bound.as_ref().unwrap_or(q);
         let src = Source::single(
             Rowset {
                 columns: rows.columns.clone(),
@@ -213,4 +215,56 @@ impl RowSource for Spooled<'_> {
     fn next_row(&mut self, _: &mut Session) -> Result<Option<Vec<Value>>, Errors> {
         self.cursor.next_row(&self.rows.spool).map_err(one)
     }
+}
+
+/// The leftmost SELECT of a set operation: the one whose select list names its columns.
+fn first_select(body: &QueryBody) -> &Select {
+    match body {
+        QueryBody::Select(s) => s,
+        QueryBody::SetOperation { left, .. } => first_select(left),
+        QueryBody::Parenthesized(q) => first_select(&q.body),
+    }
+}
+
+/// As SQL Server binds them, a set operation's ORDER BY items that are qualified column
+/// references (`t.c`, which no column of the combined rows carries) name the column of
+/// the first SELECT whose item is that same reference: rewritten to its ordinal. None when
+/// no item needs it; an item matching nothing is left for the usual 4104.
+fn order_bound_to_first_branch(q: &Query) -> Option<Query> {
+    let first = first_select(&q.body);
+    // A wildcard before the item would move its ordinal: bound only up to the first one.
+    let plain = first
+        .items
+        .iter()
+        .take_while(|i| !matches!(i, SelectItem::Wildcard { .. }))
+        .count();
+    let position = |n: &crate::ast::ObjectName| {
+        first.items[..plain].iter().position(|i| match i {
+            SelectItem::Expr {
+                expr: Expr::Column(m),
+                ..
+            } => {
+                m.parts.len() == n.parts.len()
+                    && m.parts
+                        .iter()
+                        .zip(&n.parts)
+                        .all(|(a, b)| a.eq_ignore_ascii_case(b))
+            }
+            _ => false,
+        })
+    };
+    let mut bound = None;
+    for (k, item) in q.order_by.iter().enumerate() {
+        let Expr::Column(n) = &item.expr else {
+            continue;
+        };
+        if n.parts.len() < 2 {
+            continue;
+        }
+        if let Some(i) = position(n) {
+            let q = bound.get_or_insert_with(|| q.clone());
+            q.order_by[k].expr = Expr::Literal(Literal::Integer(i as i64 + 1));
+        }
+    }
+    bound
 }

@@ -3,8 +3,11 @@
 //! sys.tables, sys.columns, sys.indexes, sys.partitions, sys.allocation_units (space views,
 //! sys.dm_db_file_space_usage among them, are in `space`; sys.check_constraints and
 //! sys.objects in `check_constraints`, sys.foreign_keys and sys.foreign_key_columns in
-//! `foreign_keys`, tempdb's space by session and task in `space_usage`), with SQL Server's
-//! column names,
+//! `foreign_keys`, tempdb's space by session and task in `space_usage`, sys.system_views in
+//! `system_views`, sys.types in `type_views`, sys.identity_columns and
+//! sys.extended_properties in `column_views` (sys.default_constraints too, answered from
+//! `select.rs` as it may refuse), the INFORMATION_SCHEMA constraint views in
+//! `constraint_views`), with SQL Server's column names,
 //! types and units (sizes in 8 KB pages). Page counts follow the definitions of
 //! `extentdb_storage::space`.
 //!
@@ -179,6 +182,22 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
             }
         }
         "sys.schemas" => super::schemas::schemas_view(),
+        "sys.types" => super::type_views::types_view(),
+        "sys.system_views" => super::system_views::system_views(inst),
+        "sys.extended_properties" => super::column_views::extended_properties(),
+        "sys.identity_columns" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            super::column_views::identity_columns(&db)
+        }
+        "information_schema.table_constraints"
+        | "information_schema.key_column_usage"
+        | "information_schema.referential_constraints"
+        | "information_schema.constraint_column_usage" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            super::constraint_views::view(&db, name)
+        }
         "information_schema.schemata"
         | "information_schema.tables"
         | "information_schema.columns" => {
@@ -524,8 +543,9 @@ fn tables(db: &Database) -> Rowset {
     Rowset { columns, rows }
 }
 
-fn columns(db: &Database) -> Rowset {
-    let columns = cols(&[
+/// sys.columns' columns (sys.computed_columns' and sys.identity_columns' first ones).
+pub(super) fn columns_of_columns() -> Vec<(String, SqlType)> {
+    cols(&[
         ("object_id", SqlType::Int),
         ("name", SYSNAME),
         ("column_id", SqlType::Int),
@@ -534,10 +554,17 @@ fn columns(db: &Database) -> Rowset {
         ("max_length", SqlType::SmallInt),
         ("precision", SqlType::TinyInt),
         ("scale", SqlType::TinyInt),
+        ("collation_name", SYSNAME),
         ("is_nullable", SqlType::Bit),
         ("is_identity", SqlType::Bit),
         ("is_computed", SqlType::Bit),
-    ]);
+        ("default_object_id", SqlType::Int),
+        ("rule_object_id", SqlType::Int),
+    ])
+}
+
+fn columns(db: &Database) -> Rowset {
+    let columns = columns_of_columns();
     let mut rows = Vec::new();
     for t in db.live_tables() {
         rows.extend(t.columns.iter().map(|c| column_row(t.object_id, c)));
@@ -545,8 +572,15 @@ fn columns(db: &Database) -> Rowset {
     Rowset { columns, rows }
 }
 
-/// One sys.columns row (sys.computed_columns' first columns too).
-fn column_row(object_id: u32, c: &ColumnEntry) -> Vec<Value> {
+/// One sys.columns row (sys.computed_columns' and sys.identity_columns' first columns
+/// too). collation_name is the server's for character columns, NULL for others;
+/// default_object_id is column_views.rs invariant 2's.
+pub(super) fn column_row(object_id: u32, c: &ColumnEntry) -> Vec<Value> {
+    let character = matches!(c.system_type_id, 167 | 175 | 231 | 239);
+    let default_object = match c.default_sql.is_empty() {
+        true => Value::Int(0),
+        false => Value::Null,
+    };
     vec![
         Value::Int(object_id as i32),
         text(&c.name),
@@ -556,9 +590,16 @@ fn column_row(object_id: u32, c: &ColumnEntry) -> Vec<Value> {
         Value::SmallInt(c.max_length),
         Value::TinyInt(c.precision),
         Value::TinyInt(c.scale),
+        if character {
+            text(SERVER_COLLATION)
+        } else {
+            Value::Null
+        },
         bit(c.is_nullable),
         bit(c.identity.is_some()),
         bit(c.computed.is_some()),
+        default_object,
+        Value::Int(0),
     ]
 }
 
@@ -566,7 +607,7 @@ fn column_row(object_id: u32, c: &ColumnEntry) -> Vec<Value> {
 /// whether it is PERSISTED, and uses_database_collation: 1 when the value is character
 /// data, whose comparisons follow the database's collation.
 fn computed_columns(db: &Database) -> Rowset {
-    let mut columns = columns(db).columns;
+    let mut columns = columns_of_columns();
     columns.extend(cols(&[
         ("definition", SqlType::NVarChar(crate::types::MAX_LENGTH)),
         ("uses_database_collation", SqlType::Bit),
@@ -597,6 +638,11 @@ fn indexes(db: &Database) -> Rowset {
         ("is_primary_key", SqlType::Bit),
         ("is_unique_constraint", SqlType::Bit),
         ("is_disabled", SqlType::Bit),
+        ("has_filter", SqlType::Bit),
+        (
+            "filter_definition",
+            SqlType::NVarChar(crate::types::MAX_LENGTH),
+        ),
     ]);
     let mut rows = Vec::new();
     for t in db.live_tables() {
@@ -651,6 +697,9 @@ fn index_row(
         bit(primary_key),
         bit(unique_constraint),
         bit(extentdb_storage::index::is_disabled(entry)),
+        // No index is filtered: CREATE INDEX ... WHERE is refused (40517).
+        bit(false),
+        Value::Null,
     ]
 }
 
