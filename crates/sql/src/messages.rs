@@ -486,6 +486,7 @@ static CATALOGUE: &[Entry] = &[
     e(18456, 14, 1, "Login failed for user '%.*ls'.%.*ls%.*ls"),
     // Connections and remote procedure calls (TDS).
     e(4060, 11, 1, "Cannot open database \"%.*ls\" requested by the login. The login failed."),
+    e(8162, 16, 2, "The formal parameter \"%.*ls\" was not declared as an OUTPUT parameter, but the actual parameter passed in requested output."), // unverified state
     e(8178, 16, 1, "The parameterized query '%.*ls' expects the parameter '%.*ls', which was not supplied."),
     e(8179, 16, 4, "Could not find prepared statement with handle %d."),
     e(8645, 17, 1, "A timeout occurred while waiting for memory resources to execute the query in resource pool '%ls' (%ld). Rerun the query."),

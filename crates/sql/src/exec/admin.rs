@@ -403,6 +403,10 @@ impl Session {
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_delete_backuphistory" => self.sp_delete_backuphistory(&bind(&["@oldest_date"])?),
+            "sp_executesql" => {
+                self.sp_executesql(args, values.clone(), out)?;
+                self.return_status(e, 0)
+            }
             "xp_create_subdir" => {
                 let status = self.xp_create_subdir(&values)?;
                 self.return_status(e, status)
@@ -526,7 +530,21 @@ impl Session {
         params: Vec<(String, SqlType, Value)>,
         out: &mut Out,
     ) -> Result<(), Vec<SqlError>> {
+        self.run_nested_with_outputs(sql, params, &[], out)
+            .map(|_| ())
+    }
+
+    /// `run_nested`, returning the values its variables named in `outputs` (with `@`)
+    /// hold at its end (sp_executesql's OUTPUT parameters).
+    pub(super) fn run_nested_with_outputs(
+        &mut self,
+        sql: &str,
+        params: Vec<(String, SqlType, Value)>,
+        outputs: &[String],
+        out: &mut Out,
+    ) -> Result<Vec<Value>, Vec<SqlError>> {
         let saved = std::mem::take(&mut self.vars);
+        let saved_sites = std::mem::take(&mut self.declared_by);
         for (name, t, v) in params {
             self.vars.insert(name.to_lowercase(), (t, v));
         }
@@ -535,13 +553,20 @@ impl Session {
             Err(e) => Err(vec![super::parse_error(e)]),
             Ok(stmts) => {
                 let _: Flow = self.run_block(&stmts, out);
-                Ok(())
+                Ok(outputs
+                    .iter()
+                    .map(|n| {
+                        let v = self.vars.get(&n.to_lowercase()).map(|(_, v)| v.clone());
+                        v.unwrap_or(Value::Null)
+                    })
+                    .collect())
             }
         };
         // Its table variables end with it (table_variables.rs invariant 2).
         self.drop_table_variables();
         self.restore_table_variables(saved_tables);
         self.vars = saved;
+        self.declared_by = saved_sites;
         result
     }
 }

@@ -43,6 +43,7 @@ mod dml_from;
 mod dml_output;
 mod errors;
 mod eval;
+mod executesql;
 mod expr_text;
 mod file_system;
 mod foreign_keys;
