@@ -99,3 +99,53 @@ fn sys_info_is_the_hosts() {
     assert!((0..120).contains(&age), "started {age} s ago");
     assert_eq!(f[4], "1");
 }
+
+/// sys.dm_os_host_info as SQL Server on Linux answers it: the platform, the distribution
+/// and release /etc/os-release names, no service pack or SKU; any login may read it.
+#[test]
+fn host_info_names_the_operating_system() {
+    let s = Server::start("hostplatform", &[]);
+    let mut a = s.connect();
+    let release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let field = |key: &str| {
+        release
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map_or("NULL".to_string(), |v| v.trim_matches('"').to_string())
+    };
+    let arch = if cfg!(target_arch = "x86_64") {
+        "X64"
+    } else {
+        std::env::consts::ARCH
+    };
+    assert_eq!(
+        table(
+            &mut a,
+            "SELECT host_platform, host_distribution, host_release, host_service_pack_level, \
+             host_sku, os_language_version, host_architecture FROM sys.dm_os_host_info"
+        ),
+        [format!(
+            "Linux,{},{},,NULL,0,{arch}",
+            field("NAME"),
+            field("VERSION_ID")
+        )]
+    );
+    run(
+        &mut a,
+        "CREATE LOGIN plain WITH PASSWORD = 'Str0ng!Passw0rd'",
+    );
+    let mut plain = Client::connect(
+        &s.addr,
+        &ConnectOptions {
+            user: "plain".into(),
+            password: "Str0ng!Passw0rd".into(),
+            timeout: Some(Duration::from_secs(30)),
+            ..ConnectOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        table(&mut plain, "SELECT host_platform FROM sys.dm_os_host_info"),
+        ["Linux"]
+    );
+}

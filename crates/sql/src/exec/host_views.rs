@@ -1,7 +1,8 @@
 //! The connection and host DMVs a DBA's first queries read: sys.dm_exec_connections (one
 //! row per TDS connection: addresses, ports, encryption, the TDS version it speaks) and
-//! sys.dm_os_sys_info (CPUs, memory, when the server started), read from the sessions'
-//! login facts and from Linux's /proc.
+//! sys.dm_os_sys_info (CPUs, memory, when the server started), sys.dm_os_host_info (the
+//! operating system, as SQL Server on Linux shows it), read from the sessions' login facts,
+//! Linux's /proc and /etc/os-release.
 //!
 //! Invariants:
 //! 1. Only facts are shown: a column this engine has no value for is left out of the
@@ -100,6 +101,44 @@ pub(super) fn os_sys_info(inst: &Instance) -> Rowset {
             } else {
                 "NONE"
             }),
+        ]],
+    }
+}
+
+/// sys.dm_os_host_info: 'Linux', the distribution's NAME and VERSION_ID from
+/// /etc/os-release (NULL where it has none), no service pack level (''), no Windows SKU
+/// (NULL) and language 0, as SQL Server on Linux answers; the machine's architecture.
+pub(super) fn os_host_info() -> Rowset {
+    let release = std::fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let field = |key: &str| {
+        release
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .map_or(Value::Null, |v| text(v.trim_matches('"')))
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "X64",
+        "aarch64" => "ARM64",
+        other => other,
+    };
+    Rowset {
+        columns: cols(&[
+            ("host_platform", SqlType::NVarChar(256)),
+            ("host_distribution", SqlType::NVarChar(256)),
+            ("host_release", SqlType::NVarChar(256)),
+            ("host_service_pack_level", SqlType::NVarChar(256)),
+            ("host_sku", SqlType::Int),
+            ("os_language_version", SqlType::Int),
+            ("host_architecture", SqlType::NVarChar(256)),
+        ]),
+        rows: vec![vec![
+            text("Linux"),
+            field("NAME"),
+            field("VERSION_ID"),
+            text(""),
+            Value::Null,
+            Value::Int(0),
+            text(arch),
         ]],
     }
 }

@@ -400,7 +400,10 @@ impl Session {
     /// (Msgs 300 and 297), except sys.dm_exec_sessions and sys.dm_exec_requests, which
     /// show a session without it only its own row (true), as SQL Server's do.
     pub(super) fn view_server_state_scope(&self, key: &str) -> Result<bool, Vec<SqlError>> {
-        if !key.starts_with("sys.dm_") || self.has_server_permission("VIEW SERVER STATE") {
+        // sys.dm_os_host_info is granted to public, as on SQL Server.
+        let public = key == "sys.dm_os_host_info";
+        if !key.starts_with("sys.dm_") || public || self.has_server_permission("VIEW SERVER STATE")
+        {
             return Ok(false);
         }
         if matches!(key, "sys.dm_exec_sessions" | "sys.dm_exec_requests") {

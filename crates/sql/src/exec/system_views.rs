@@ -19,7 +19,7 @@ use super::views::{cols, text, ticks_from_unix_us, Rowset, SYSNAME};
 use crate::types::{SqlType, Value};
 
 /// (schema_id, name) of each system view, appended to only (invariant 2).
-pub(super) const SYSTEM_VIEWS: [(i32, &str); 52] = [
+pub(super) const SYSTEM_VIEWS: [(i32, &str); 53] = [
     (4, "allocation_units"),
     (4, "check_constraints"),
     (4, "columns"),
@@ -72,6 +72,7 @@ pub(super) const SYSTEM_VIEWS: [(i32, &str); 52] = [
     (3, "SCHEMATA"),
     (3, "TABLES"),
     (3, "TABLE_CONSTRAINTS"),
+    (4, "dm_os_host_info"),
 ];
 
 /// sys.system_views: sys.objects' columns, then the six its documentation adds.
