@@ -26,6 +26,7 @@ mod aggregate;
 mod alter_index;
 mod backup;
 mod batch_cache;
+mod cardinality;
 mod check_constraints;
 pub mod checkdb;
 mod computed_columns;
