@@ -1,16 +1,17 @@
 //! Plans chosen from statistics (sql exec/cardinality.rs, seek.rs invariant 5, join.rs
 //! `hash_preferred`), through real TDS sessions: on a skewed column the rare value seeks its
 //! nonclustered index and the common one scans (SHOWPLAN_TEXT names the operator,
-//! SHOWPLAN_ALL its EstimateRows, STATISTICS IO's logical reads follow), a variable is
-//! estimated from the density vector, UPDATE STATISTICS after a change of distribution
+//! SHOWPLAN_ALL its EstimateRows, STATISTICS IO's logical reads follow), a variable or
+//! sp_executesql parameter is estimated from the density vector, UPDATE STATISTICS after a change of distribution
 //! changes the plan, a join seeks its inner table for a selective outer side and hashes it
 //! for a large one; every answer equals one the index cannot serve, and four sessions
 //! reading while a fifth moves rows and rebuilds statistics get exact answers.
 
 mod common;
-use common::tds::{all_rows, int, run, scans_and_reads, show, Server};
+use common::tds::{all_rows, int, ok, run, scans_and_reads, show, Server};
 use extentdb_sql::exec::Output;
-use extentdb_tds::client::Client;
+use extentdb_sql::types::{SqlType, Value};
+use extentdb_tds::client::{Client, Response};
 
 /// Table s: 20,000 rows, v = 0 on 18,000 of them (id % 10 <> 0), v = id + 1 on the rest
 /// (2,000 values of one row each), an index on v built after the rows (its statistics
@@ -88,6 +89,11 @@ fn rows_and_io(c: &mut Client, sql: &str) -> (Vec<Vec<String>>, Vec<Io>) {
     run(c, "SET STATISTICS IO ON");
     let r = run(c, sql);
     run(c, "SET STATISTICS IO OFF");
+    parsed(&r)
+}
+
+/// The sorted rows of a response and its STATISTICS IO lines.
+fn parsed(r: &Response) -> (Vec<Vec<String>>, Vec<Io>) {
     let re = regex::Regex::new(r"^Table '([^']+)'").unwrap();
     let names: Vec<String> = r
         .outputs
@@ -99,10 +105,10 @@ fn rows_and_io(c: &mut Client, sql: &str) -> (Vec<Vec<String>>, Vec<Io>) {
         .collect();
     let io = names
         .into_iter()
-        .zip(scans_and_reads(&r))
+        .zip(scans_and_reads(r))
         .map(|(n, (s, l))| (n, s, l))
         .collect();
-    let mut rows: Vec<Vec<String>> = all_rows(&r)
+    let mut rows: Vec<Vec<String>> = all_rows(r)
         .iter()
         .map(|r| r.iter().map(show).collect())
         .collect();
@@ -120,8 +126,9 @@ fn reads_of(io: &[Io], table: &str) -> (u64, u64) {
 
 /// The rare value seeks ix_v (estimated 1 row, a handful of reads), the common one scans
 /// (estimated 18,000 rows, the reads of a scan, far fewer than 18,000 lookups), each with
-/// the rows of a scan the index cannot serve (`v + 0 = x`); a variable holding the common
-/// value is estimated from the density vector, so it seeks, and still gives the same rows.
+/// the rows of a scan the index cannot serve (`v + 0 = x`); a variable or an sp_executesql
+/// parameter holding the common value is estimated from the density vector, so it seeks,
+/// and still gives the same rows.
 #[test]
 fn skewed_values_seek_or_scan() {
     let s = Server::start("plan-skew", &[]);
@@ -159,16 +166,20 @@ fn skewed_values_seek_or_scan() {
     assert_eq!((&rows, forced.len()), (&forced, 1));
     assert!(reads_of(&io, "s").1 < 10, "{io:?}");
 
-    // An unknown value: rows x density (20,000 / 2,001 distinct, about 10) seeks.
-    let (rows, io) = rows_and_io(
-        &mut c,
-        "DECLARE @v int = 0; SELECT id, v FROM s WHERE v = @v",
+    // An unknown value: rows x density (20,000 / 2,001 distinct, about 10) seeks, for a
+    // batch's variable and for sp_executesql's parameter (RPC) alike.
+    let variable = "DECLARE @v int = 0; SELECT id, v FROM s WHERE v = @v";
+    run(&mut c, "SET STATISTICS IO ON");
+    let by_rpc = c.execute_sql(
+        "SELECT id, v FROM s WHERE v = @p",
+        &[("@p", SqlType::Int, Value::Int(0))],
     );
-    assert_eq!(rows, scan_rows);
-    assert!(
-        reads_of(&io, "s").1 > 2 * scan_reads,
-        "{io:?} against {scan_reads}"
-    );
+    run(&mut c, "SET STATISTICS IO OFF");
+    for (rows, io) in [rows_and_io(&mut c, variable), parsed(&ok(by_rpc.unwrap()))] {
+        assert_eq!(rows, scan_rows);
+        let reads = reads_of(&io, "s").1;
+        assert!(reads > 2 * scan_reads, "{io:?} against {scan_reads}");
+    }
 }
 
 /// After most rows move to a rare value, the old statistics still seek it and scan the

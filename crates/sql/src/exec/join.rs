@@ -792,8 +792,8 @@ impl<'p> JoinRows<'p> {
                 let outer = (&mut self.outer_rows, self.on, &self.outer_shape);
                 let hash = hash_preferred(outer, t, shape, &access, per_seek);
                 if hash || matches!(access, Access::Scan) {
-                    // ON does not seek this table: read it once into a spool instead of
-                    // once per outer row.
+                    // ON does not seek this table, or a hash join costs less: read it once
+                    // into a spool (hashed when in memory) instead of once per outer row.
                     let rows = Box::new(TableScan::new(t, Access::Scan, locking)?.with_rids(rids));
                     let spool = spooled(s, rows)?;
                     let shape = shape.clone();
