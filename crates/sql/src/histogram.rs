@@ -20,8 +20,8 @@
 //!    value too) and the last (the largest) are always kept, with RANGE_ROWS 0 on the
 //!    first, as SQL Server's histograms begin and end.
 //!
-//! Estimates (`estimate_equal`, `estimate_range`): the API a planner calls; plan choice
-//! does not read them yet. Inside a step's range, values are taken as AVG_RANGE_ROWS each
+//! Estimates (`estimate_equal`, `estimate_range`): the API exec/cardinality.rs calls for
+//! plan choice (access paths, join algorithms, SHOWPLAN's EstimateRows). Inside a step's range, values are taken as AVG_RANGE_ROWS each
 //! and a range bound that cuts a step's range counts half of that range (keys of every
 //! type compare, few interpolate).
 

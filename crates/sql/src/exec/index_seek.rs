@@ -39,10 +39,13 @@ const LOOKUPS: usize = 256;
 
 /// A seek of nonclustered index `index_oid` (seek.rs chooses it): its key ranges, ascending
 /// and disjoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct IndexSeek {
     pub index_oid: u32,
     pub ranges: Vec<KeyRange>,
+    /// The rows it is estimated to give (cardinality.rs), SHOWPLAN_ALL's EstimateRows;
+    /// None without the table's cardinality.
+    pub estimate: Option<f64>,
 }
 
 /// An index seek under way: where the index read is, and the records read but not yet

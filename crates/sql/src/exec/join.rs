@@ -11,9 +11,14 @@
 //!   confines its clustered key and no RIGHT or FULL join could add rows WHERE rejects);
 //! - each join is a nested loop: for each row of its left input, its right input is read
 //!   from the start. A right input that is a user table is read again for each left row,
-//!   through a seek on its clustered key when ON compares the key with the left row's
-//!   values (an index nested loop join); any other right input is read once into a spool
-//!   and the spool is read again (SQL Server's table spool);
+//!   through a seek on its clustered key or a nonclustered index when ON compares the key
+//!   with the left row's values (an index nested loop join), unless the estimates say a
+//!   hash join costs less (`hash_preferred`: decided at the first left row from the left
+//!   leaf's estimated rows, cardinality.rs); any other right input, and a hashed one, is
+//!   read once into a spool and the spool is read again (SQL Server's table spool), or,
+//!   held in memory, only the rows whose keys on ON's equated columns equal the left
+//!   row's (`join_hash.rs`: a hash join whose build input is the right one). There is no
+//!   merge join;
 //! - RIGHT JOIN runs as a LEFT JOIN with its inputs swapped, each row put back in the
 //!   written column order; FULL JOIN spools both inputs and, after the LEFT JOIN's rows,
 //!   adds each right row no left row matched.
@@ -356,7 +361,7 @@ impl Leaves {
         let mut built = self.build(s, &from[0], &mut next, leftmost_filter(from, filter))?;
         for ts in &from[1..] {
             let inner = self.inner(s, ts, &mut next)?;
-            built = join(built, inner, JoinKind::Cross, None);
+            built = join(built, inner, JoinKind::Cross, None, None);
         }
         Ok(built)
     }
@@ -397,7 +402,7 @@ impl Leaves {
                 let inner = self.inner(s, left, next)?;
                 let width = inner.shape().width();
                 let outer = self.build(s, right, next, None)?;
-                let (shape, rows) = join(outer, inner, JoinKind::Left, on);
+                let (shape, rows) = join(outer, inner, JoinKind::Left, on, None);
                 let width = shape.width() - width;
                 let shape = unswapped(&shape, width);
                 let rows = Box::new(Swapped { rows, width });
@@ -409,6 +414,7 @@ impl Leaves {
                 full_join(s, l, r, on)
             }
             _ => {
+                let estimate = self.leaf_estimate(s, left, *next, filter);
                 let outer = self.build(s, left, next, filter)?;
                 if let (Leaf::Applied, shape) = &self.leaves[*next] {
                     *next += 1;
@@ -416,7 +422,7 @@ impl Leaves {
                     return apply::apply(s, outer, right, &shape.parts[0], preserve);
                 }
                 let inner = self.inner(s, right, next)?;
-                Ok(join(outer, inner, *kind, on))
+                Ok(join(outer, inner, *kind, on, estimate))
             }
         }
     }
@@ -463,6 +469,24 @@ impl Leaves {
             })
         });
         conjuncts
+    }
+
+    /// The rows table source `ts` (leaf `i` when it is one) is estimated to give with
+    /// the WHERE conjuncts its read checks (`pushable`; cardinality.rs): for a user table
+    /// only, else None.
+    fn leaf_estimate(
+        &self,
+        s: &mut Session,
+        ts: &TableSource,
+        i: usize,
+        filter: Option<&Expr>,
+    ) -> Option<f64> {
+        let TableSource::Table { .. } = ts else {
+            return None;
+        };
+        let (t, exposed) = self.table(i)?;
+        let pushed = filter.map_or_else(Vec::new, |f| self.pushable(i, f));
+        s.conjuncts_estimate(t, &pushed, Some(exposed))
     }
 
     /// A join's right input: a user table read again for each left row, else a spool.
@@ -696,6 +720,7 @@ fn join<'p>(
     inner: Inner<'p>,
     kind: JoinKind,
     on: Option<&'p Expr>,
+    outer_rows: Option<f64>,
 ) -> Built<'p> {
     let shape = outer_shape.joined(inner.shape());
     let inner = inner.indexed(on, &outer_shape);
@@ -710,6 +735,7 @@ fn join<'p>(
         current: None,
         matched: false,
         cursor: InnerCursor::Idle,
+        outer_rows,
     };
     (shape, Box::new(rows))
 }
@@ -726,6 +752,9 @@ struct JoinRows<'p> {
     current: Option<Vec<Value>>,
     matched: bool,
     cursor: InnerCursor<'p>,
+    /// The rows the outer input is estimated to give (`Leaves::leaf_estimate`), which
+    /// chooses the algorithm at the first outer row (`hash_preferred`); None: unknown.
+    outer_rows: Option<f64>,
 }
 
 impl<'p> JoinRows<'p> {
@@ -741,7 +770,7 @@ impl<'p> JoinRows<'p> {
                 shape,
             } => {
                 let rids = *rids;
-                let access = match self.on {
+                let (access, per_seek) = match self.on {
                     Some(on) => {
                         let left = self.outer_shape.ctx(r);
                         let own = shape.ctx(&[]);
@@ -751,15 +780,20 @@ impl<'p> JoinRows<'p> {
                                     .is_none_or(|q| !q.eq_ignore_ascii_case(exposed))
                                 && left.position(n).is_some()
                         };
-                        s.with_outer_row(Some(&left), |s| {
-                            s.access_with(t, Some(on), Some(exposed), &fixed)
+                        // Estimates only at the first outer row, where the algorithm is chosen.
+                        let first = self.outer_rows.is_some();
+                        s.with_outer_row(Some(&left), |s| match first {
+                            true => s.access_estimated(t, Some(on), Some(exposed), &fixed),
+                            false => (s.access_with(t, Some(on), Some(exposed), &fixed), None),
                         })
                     }
-                    None => Access::Scan,
+                    None => (Access::Scan, None),
                 };
-                if let Access::Scan = access {
-                    // ON does not seek this table: read it once into a spool instead of
-                    // once per outer row.
+                let outer = (&mut self.outer_rows, self.on, &self.outer_shape);
+                let hash = hash_preferred(outer, t, shape, &access, per_seek);
+                if hash || matches!(access, Access::Scan) {
+                    // ON does not seek this table, or a hash join costs less: read it once
+                    // into a spool (hashed when in memory) instead of once per outer row.
                     let rows = Box::new(TableScan::new(t, Access::Scan, locking)?.with_rids(rids));
                     let spool = spooled(s, rows)?;
                     let shape = shape.clone();
@@ -839,6 +873,44 @@ impl RowSource for JoinRows<'_> {
             }
         }
     }
+}
+
+/// Whether, at the first outer row, the inner table is better read once and hashed on
+/// the columns ON equates (a hash join, `join_hash.rs`) than sought once per outer row
+/// through `access` giving `per_seek` rows each (an index nested loop join): the
+/// outer input's estimate times a seek's cost against one scan of the inner table, a
+/// build and a probe per row (cardinality.rs `hash_join_beats_seeks`). Never without
+/// both estimates, without equated columns, or when the inner table's pages exceed the
+/// spool's memory (a spilled spool is read whole per outer row: invariant 1's bound
+/// holds, the time would not).
+fn hash_preferred(
+    (outer_rows, on, outer_shape): (&mut Option<f64>, Option<&Expr>, &Shape),
+    t: &TableRef,
+    shape: &Shape,
+    access: &Access,
+    per_seek: Option<f64>,
+) -> bool {
+    let lookups = match access {
+        Access::Scan => return false,
+        Access::Seek(_) => false,
+        Access::IndexSeek(_) => true,
+    };
+    let Some(outer) = outer_rows.take() else {
+        return false;
+    };
+    let (Some(on), Some(per_seek)) = (on, per_seek) else {
+        return false;
+    };
+    if join_hash::equi_columns(on, &outer_shape.ctx(&[]), &shape.ctx(&[])).is_empty() {
+        return false;
+    }
+    let stats = super::cardinality::TableStatistics::of(t);
+    let Some(inner) = stats.cardinality() else {
+        return false;
+    };
+    let pages = t.db.read().unwrap().reserved_pages(t.entry.object_id);
+    let fits = pages.is_ok_and(|p| p * 8192 <= SORT_MEMORY_BYTES as u64);
+    fits && super::cardinality::hash_join_beats_seeks(outer, per_seek, lookups, inner)
 }
 
 /// True when ON (none: every pair) accepts a joined row.

@@ -156,8 +156,8 @@ fn more_than_one_change() -> SqlError {
 /// | READ_ONLY | — | always | not built (database-wide read-only; Msg 3906 on writes) |
 /// | AUTO_CLOSE | OFF | ON | a database stays open while the instance runs |
 /// | AUTO_SHRINK | OFF | ON | files shrink only by DBCC SHRINKFILE |
-/// | AUTO_CREATE_STATISTICS | OFF | ON | extentdb keeps no optimizer statistics, so it creates none: OFF is what it does; ON would promise statistics it never makes |
-/// | AUTO_UPDATE_STATISTICS | OFF | ON | as AUTO_CREATE_STATISTICS |
+/// | AUTO_CREATE_STATISTICS | OFF | ON | statistics are made only by CREATE INDEX and CREATE STATISTICS (plans read them: cardinality.rs), never by a plan: OFF is what it does; ON would promise statistics it never makes |
+/// | AUTO_UPDATE_STATISTICS | OFF | ON | statistics are rebuilt only by UPDATE STATISTICS, sp_updatestats and ALTER INDEX REBUILD, never before a plan |
 /// | AUTO_UPDATE_STATISTICS_ASYNC | OFF | ON | as AUTO_CREATE_STATISTICS |
 /// | PAGE_VERIFY | CHECKSUM | NONE, TORN_PAGE_DETECTION | every page carries a CRC-32C that every read verifies (FORMAT.md, page header) |
 /// | ALLOW_SNAPSHOT_ISOLATION | OFF | ON | no row versioning yet (issue 21) |
@@ -211,7 +211,7 @@ pub(super) fn set_option(o: &DatabaseOption) -> Result<SetEffect, Vec<SqlError>>
         "AUTO_CLOSE" => off_only("a database stays open while the instance runs"),
         "AUTO_SHRINK" => off_only("files shrink only by DBCC SHRINKFILE"),
         "AUTO_CREATE_STATISTICS" | "AUTO_UPDATE_STATISTICS" | "AUTO_UPDATE_STATISTICS_ASYNC" => {
-            off_only("extentdb keeps no optimizer statistics")
+            off_only("plans neither create nor update statistics")
         }
         "ALLOW_SNAPSHOT_ISOLATION" | "READ_COMMITTED_SNAPSHOT" => {
             off_only("there is no row versioning")

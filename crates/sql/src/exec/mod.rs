@@ -27,6 +27,7 @@ mod alter_index;
 mod backup;
 mod backup_media;
 mod batch_cache;
+mod cardinality;
 mod check_constraints;
 pub mod checkdb;
 mod column_views;

@@ -36,14 +36,20 @@
 //!    a char / varchar column cannot hold (beyond Latin-1) narrows nothing there; a
 //!    character key compared with a number, a date or a GUID narrows nothing.
 //! 4. NULL never matches: a comparison with NULL makes the range empty.
-//! 5. The choice, until statistics exist: the clustered key when it narrows (no lookups);
-//!    else the nonclustered index whose ranges are single rows of a unique key, then the
-//!    one with the most leading key columns narrowed (the first in catalog order among
-//!    equals); else a scan. A seek that is not of single rows goes ahead only if its ranges
-//!    cover at most an eighth of the index's reserved pages (`TIPPING_SHARE`), counted by
-//!    reading at most that many (SQL Server decides the same from a histogram): a lookup
-//!    per row costs more than a scan past that. The answer is the same either way
-//!    (invariant 1); only the pages read differ.
+//! 5. The choice: the clustered key when it narrows (no lookups); else the nonclustered
+//!    index whose ranges are single rows of a unique key, then the one whose seek is
+//!    estimated to cost least (cardinality.rs: its statistics' histogram for values known
+//!    when the plan is chosen, the density vector for variables, parameters and a join's
+//!    outer columns, SQL Server's fixed guesses without statistics on its leading column),
+//!    then the one with the most leading key columns narrowed (the first in catalog order
+//!    among equals); else a scan. A seek that is not of single rows goes ahead only if its
+//!    estimated cost (a descent per range, `cardinality::LOOKUP_COST` per row) is below a
+//!    scan's (the table's rows). Without the table's cardinality (no statistics object of
+//!    the table built: an index made on an empty table and filled since) the pages decide
+//!    as before statistics did: the seek goes ahead only if its ranges cover at most an
+//!    eighth of the index's reserved pages (`TIPPING_SHARE`), counted by reading at most
+//!    that many. The answer is the same either way (invariant 1); only the pages read
+//!    differ.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
@@ -51,6 +57,7 @@ use std::ops::Bound;
 use extentdb_format::{collation, key};
 use extentdb_storage::scan::{KeyPrefix, KeyRange};
 
+use super::cardinality::{self, ColumnValues, Interval, TableStatistics};
 use super::index_seek::IndexSeek;
 use super::tables::{Access, TableRef};
 use super::Session;
@@ -67,13 +74,6 @@ const MAX_RANGES: usize = 4096;
 /// How a statement names the table (its alias), and which column references are known
 /// before the read (`access_with`).
 type Names<'a> = (Option<&'a str>, &'a dyn Fn(&crate::ast::ObjectName) -> bool);
-
-/// An interval of one key column's stored values.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Interval {
-    lo: Bound<Vec<u8>>,
-    hi: Bound<Vec<u8>>,
-}
 
 /// What the conjuncts on one key column allow: sorted, disjoint, non-empty intervals.
 type ColumnSet = Vec<Interval>;
@@ -189,68 +189,148 @@ impl Session {
         alias: Option<&str>,
         fixed: &dyn Fn(&crate::ast::ObjectName) -> bool,
     ) -> Access {
+        self.access_choice(t, filter, (alias, fixed), false).0
+    }
+
+    /// `access_with` and the rows the access is estimated to give (cardinality.rs; None
+    /// for a scan, or without the table's cardinality).
+    pub(super) fn access_estimated(
+        &mut self,
+        t: &TableRef,
+        filter: Option<&Expr>,
+        alias: Option<&str>,
+        fixed: &dyn Fn(&crate::ast::ObjectName) -> bool,
+    ) -> (Access, Option<f64>) {
+        self.access_choice(t, filter, (alias, fixed), true)
+    }
+
+    /// The access (`access_with`), and with `estimate` a clustered seek's estimated rows
+    /// too (an index seek's come with its choice).
+    fn access_choice(
+        &mut self,
+        t: &TableRef,
+        filter: Option<&Expr>,
+        names: Names<'_>,
+        estimate: bool,
+    ) -> (Access, Option<f64>) {
         let Some(filter) = filter else {
-            return Access::Scan;
+            return (Access::Scan, None);
         };
         let mut conjuncts = Vec::new();
         flatten_and(filter, &mut conjuncts);
-        let names = (alias, fixed);
+        let stats = TableStatistics::of(t);
         if let (Some((_, ids)), 1) = (&t.entry.primary_key, t.entry.index_id) {
-            if let Some(ranges) = self.ranges_on(t, ids, &conjuncts, names) {
-                return Access::Seek(ranges);
+            if let Some((ranges, narrowing)) = self.ranges_on(t, ids, &conjuncts, names) {
+                let rows = estimate
+                    .then(|| cardinality::key_rows(&stats, ids, &narrowing.values(ids)))
+                    .flatten();
+                return (Access::Seek(ranges), rows);
             }
         }
-        match self.index_seek(t, &conjuncts, names) {
-            Some(seek) => Access::IndexSeek(seek),
-            None => Access::Scan,
+        match self.index_seek(t, &conjuncts, names, &stats) {
+            Some(seek) => {
+                let rows = seek.estimate;
+                (Access::IndexSeek(seek), rows)
+            }
+            None => (Access::Scan, None),
         }
     }
 
+    /// The rows of `t` that WHERE `filter` keeps, estimated (cardinality.rs) from the
+    /// conjuncts that compare a column with a value; None when another conjunct is there
+    /// (a predicate the estimator has no rule for) or without the table's cardinality.
+    pub(super) fn filter_estimate(
+        &mut self,
+        t: &TableRef,
+        filter: Option<&Expr>,
+        alias: Option<&str>,
+    ) -> Option<f64> {
+        let mut conjuncts = Vec::new();
+        if let Some(f) = filter {
+            flatten_and(f, &mut conjuncts);
+        }
+        self.conjuncts_estimate(t, &conjuncts, alias)
+    }
+
+    /// `filter_estimate` of a WHERE's conjuncts (none: the table's cardinality).
+    pub(super) fn conjuncts_estimate(
+        &mut self,
+        t: &TableRef,
+        conjuncts: &[&Expr],
+        alias: Option<&str>,
+    ) -> Option<f64> {
+        let stats = TableStatistics::of(t);
+        let ids: Vec<u16> = t.entry.columns.iter().map(|c| c.column_id).collect();
+        let keys = key_columns(t, &ids, (alias, &|_| false))?;
+        let mut sets: Vec<Option<(ColumnSet, bool)>> = vec![None; ids.len()];
+        for &c in conjuncts {
+            let (col, set) = self.conjunct_set(c, &keys)?;
+            let known = compile_time_known(c, &keys);
+            let tid = keys.type_ids[col];
+            sets[col] = Some(match sets[col].take() {
+                Some((old, k)) => (intersect(tid, &old, &set), k && known),
+                None => (set, known),
+            });
+        }
+        let values: Vec<ColumnValues> = (sets.iter().enumerate())
+            .filter_map(|(i, s)| {
+                let (set, known) = s.as_ref()?;
+                Some(ColumnValues {
+                    column_id: ids[i],
+                    type_id: keys.type_ids[i],
+                    set,
+                    known: *known,
+                })
+            })
+            .collect();
+        cardinality::filter_rows(&stats, &values)
+    }
+
     /// The key ranges of a B-tree keyed on `t`'s columns `ids` (in key order) that the
-    /// conjuncts confine a read to; None when its first key column is not narrowed.
+    /// conjuncts confine a read to, with what narrowed each key column; None when its
+    /// first key column is not narrowed.
     fn ranges_on(
         &mut self,
         t: &TableRef,
         ids: &[u16],
         conjuncts: &[&Expr],
-        (alias, fixed): Names<'_>,
-    ) -> Option<Vec<KeyRange>> {
-        let mut keys = KeyColumns {
-            names: Vec::new(),
-            types: Vec::new(),
-            type_ids: Vec::new(),
-            table: &t.entry.name,
-            alias,
-            fixed,
-        };
-        for id in ids {
-            let p = t.entry.columns.iter().position(|c| c.column_id == *id)?;
-            keys.names.push(&t.entry.columns[p].name);
-            keys.types.push(t.types[p]);
-            keys.type_ids.push(t.entry.columns[p].system_type_id);
-        }
+        names: Names<'_>,
+    ) -> Option<(Vec<KeyRange>, Narrowing)> {
+        let keys = key_columns(t, ids, names)?;
         // None: nothing narrows that column.
         let mut sets: Vec<Option<ColumnSet>> = vec![None; ids.len()];
+        let mut known = vec![true; ids.len()];
         for c in conjuncts {
             let Some((col, set)) = self.conjunct_set(c, &keys) else {
                 continue;
             };
+            known[col] &= compile_time_known(c, &keys);
             let tid = keys.type_ids[col];
             sets[col] = Some(match sets[col].take() {
                 Some(old) => intersect(tid, &old, &set),
                 None => set,
             });
         }
-        key_ranges(&sets)
+        let ranges = key_ranges(&sets)?;
+        let type_ids = keys.type_ids;
+        Some((
+            ranges,
+            Narrowing {
+                sets,
+                known,
+                type_ids,
+            },
+        ))
     }
 
     /// The nonclustered index of `t` a read confined by `conjuncts` seeks (invariant 5),
-    /// if one's leading key column is narrowed.
+    /// if one's leading key column is narrowed and its seek costs less than a scan.
     fn index_seek(
         &mut self,
         t: &TableRef,
         conjuncts: &[&Expr],
         names: Names<'_>,
+        stats: &TableStatistics,
     ) -> Option<IndexSeek> {
         let indexes: Vec<(u32, Vec<u16>, bool)> = {
             let db = t.db.read().unwrap();
@@ -262,18 +342,43 @@ impl Session {
                 })
                 .collect()
         };
-        let mut best: Option<((bool, usize), IndexSeek)> = None;
+        // The best by (one row per range of a unique key, lowest estimated cost, most key
+        // columns narrowed); the first in catalog order among equals.
+        let mut best: Option<((bool, f64, usize), IndexSeek)> = None;
         for (index_oid, key, unique) in indexes {
-            let Some(ranges) = self.ranges_on(t, &key, conjuncts, names) else {
+            let Some((ranges, narrowing)) = self.ranges_on(t, &key, conjuncts, names) else {
                 continue;
             };
-            let score = seek_score(&ranges, key.len(), unique);
-            if best.as_ref().is_none_or(|(b, _)| score > *b) {
-                best = Some((score, IndexSeek { index_oid, ranges }));
+            let (single, narrowed) = seek_score(&ranges, key.len(), unique);
+            let estimate = match single {
+                true => Some(ranges.len() as f64),
+                false => cardinality::key_rows(stats, &key, &narrowing.values(&key)),
+            };
+            let cost = estimate.map_or(f64::INFINITY, |e| {
+                cardinality::seek_cost(e, ranges.len(), true)
+            });
+            let better = |(s, c, n): &(bool, f64, usize)| match (single != *s, cost != *c) {
+                (true, _) => single,
+                (false, true) => cost < *c,
+                (false, false) => narrowed > *n,
+            };
+            if best.as_ref().is_none_or(|(b, _)| better(b)) {
+                let seek = IndexSeek {
+                    index_oid,
+                    ranges,
+                    estimate,
+                };
+                best = Some(((single, cost, narrowed), seek));
             }
         }
-        let ((single, _), seek) = best?;
-        (single || narrow_enough(t, &seek)).then_some(seek)
+        let ((single, _, _), seek) = best?;
+        let chosen = single
+            || match (seek.estimate, stats.cardinality()) {
+                (Some(rows), Some(c)) => cardinality::seek_beats_scan(rows, seek.ranges.len(), c),
+                // No cardinality: the pages the seek covers decide (invariant 5).
+                _ => narrow_enough(t, &seek),
+            };
+        chosen.then_some(seek)
     }
 
     /// The key column a conjunct narrows and the values it allows, if it narrows one.
@@ -366,6 +471,68 @@ fn seek_score(ranges: &[KeyRange], key_columns: usize, unique: bool) -> (bool, u
         .unwrap_or(key_columns);
     let single = unique && ranges.iter().all(|r| r.is_point(key_columns));
     (single, narrowed)
+}
+
+/// What narrowed each key column of a B-tree (`ranges_on`): its set of values, whether
+/// those were known when the plan was chosen, and its stored type.
+struct Narrowing {
+    sets: Vec<Option<ColumnSet>>,
+    known: Vec<bool>,
+    type_ids: Vec<u8>,
+}
+
+impl Narrowing {
+    /// The leading key columns `key_ranges` narrows by: each held to points, then the
+    /// first that is not (cardinality::key_rows' input).
+    fn values<'a>(&'a self, ids: &[u16]) -> Vec<ColumnValues<'a>> {
+        let mut out = Vec::new();
+        for (i, set) in self.sets.iter().enumerate() {
+            let Some(set) = set else { break };
+            out.push(ColumnValues {
+                column_id: ids[i],
+                type_id: self.type_ids[i],
+                set,
+                known: self.known[i],
+            });
+            if set.iter().any(|x| x.point().is_none()) {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The columns `ids` of `t` as the analysis sees them; None for a column not there.
+fn key_columns<'a>(
+    t: &'a TableRef,
+    ids: &[u16],
+    (alias, fixed): Names<'a>,
+) -> Option<KeyColumns<'a>> {
+    let mut keys = KeyColumns {
+        names: Vec::new(),
+        types: Vec::new(),
+        type_ids: Vec::new(),
+        table: &t.entry.name,
+        alias,
+        fixed,
+    };
+    for id in ids {
+        let p = t.entry.columns.iter().position(|c| c.column_id == *id)?;
+        keys.names.push(&t.entry.columns[p].name);
+        keys.types.push(t.types[p]);
+        keys.type_ids.push(t.entry.columns[p].system_type_id);
+    }
+    Some(keys)
+}
+
+/// Whether a conjunct's values are known when the plan is chosen (cardinality.rs): it
+/// reads no variable or parameter and no column but the table's own.
+fn compile_time_known(c: &Expr, keys: &KeyColumns) -> bool {
+    !super::aggregate::any_node(c, &|x| match x {
+        Expr::Variable(_) => true,
+        Expr::Column(_) => keys.column_of(x).is_none(),
+        _ => false,
+    })
 }
 
 /// The conjuncts of a top-level AND chain.
@@ -608,14 +775,6 @@ fn intersect(tid: u8, a: &[Interval], b: &[Interval]) -> ColumnSet {
     out
 }
 
-/// The single value of an interval that holds one.
-fn point(i: &Interval) -> Option<&Vec<u8>> {
-    match (&i.lo, &i.hi) {
-        (Bound::Included(a), Bound::Included(b)) if a == b => Some(a),
-        _ => None,
-    }
-}
-
 /// A key prefix extended by one column's bound.
 fn extended(prefix: &KeyPrefix, b: &Bound<Vec<u8>>) -> Bound<KeyPrefix> {
     let with = |v: &Vec<u8>| {
@@ -644,7 +803,7 @@ fn key_ranges(sets: &[Option<ColumnSet>]) -> Option<Vec<KeyRange>> {
         if prefixes.len() * set.len() > MAX_RANGES {
             break;
         }
-        let points: Option<Vec<&Vec<u8>>> = set.iter().map(point).collect();
+        let points: Option<Vec<&Vec<u8>>> = set.iter().map(Interval::point).collect();
         let Some(points) = points else {
             let mut ranges = Vec::with_capacity(prefixes.len() * set.len());
             for p in &prefixes {

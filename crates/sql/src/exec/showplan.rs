@@ -352,17 +352,24 @@ impl Session {
     }
 
     /// The operator reading `t`'s rows by `access` (with their lookups), the conjuncts
-    /// `filter` evaluated on it.
-    fn access_plan(t: &TableRef, access: &Access, filter: &[&Expr]) -> Result<Operator, Errors> {
+    /// `filter` evaluated on it; `kept` the rows they are estimated to keep
+    /// (`Session::filter_estimate`), its EstimateRows when the read is a scan.
+    fn access_plan(
+        t: &TableRef,
+        access: &Access,
+        filter: &[&Expr],
+        kept: Option<f64>,
+    ) -> Result<Operator, Errors> {
         let filtered = !filter.is_empty();
         let filter = where_text(filter)?;
         let clustered = match (&t.entry.primary_key, t.entry.index_id) {
             (Some((name, ids)), 1) => Some((format!("{}.[{name}]", object(t)), ids.clone())),
             _ => None,
         };
-        let whole = match filtered {
-            true => Rows::Unknown,
-            false => Rows::Table(t.db.clone(), t.entry.allocation_unit_id),
+        let whole = match (filtered, kept) {
+            (true, Some(rows)) => Rows::Known(rows),
+            (true, None) => Rows::Unknown,
+            (false, _) => Rows::Table(t.db.clone(), t.entry.allocation_unit_id),
         };
         Ok(match (access, clustered) {
             (Access::Scan, Some((pk, _))) => {
@@ -392,7 +399,12 @@ impl Session {
     /// `TableRef::decode` computes columns not PERSISTED on each row it decodes
     /// (computed_columns.rs invariant 5), a Compute Scalar defining them over the read and
     /// WHERE (which may read them) in a Filter above it.
-    fn read_plan(t: &TableRef, access: &Access, filter: Option<&Expr>) -> Result<Operator, Errors> {
+    fn read_plan(
+        t: &TableRef,
+        access: &Access,
+        filter: Option<&Expr>,
+        kept: Option<f64>,
+    ) -> Result<Operator, Errors> {
         let computed: Vec<String> = (t.entry.columns.iter())
             .filter_map(|c| Some((c, c.computed.as_ref().filter(|d| !d.is_persisted)?)))
             .map(|(c, d)| {
@@ -401,9 +413,9 @@ impl Session {
             })
             .collect();
         if computed.is_empty() {
-            return Self::access_plan(t, access, &conjuncts(filter));
+            return Self::access_plan(t, access, &conjuncts(filter), kept);
         }
-        let mut op = Self::access_plan(t, access, &[])?.under(compute_scalar(computed));
+        let mut op = Self::access_plan(t, access, &[], None)?.under(compute_scalar(computed));
         if let Some(f) = filter {
             let argument = format!("WHERE:({})", conjuncts_text(&conjuncts(Some(f)))?);
             op = op.under(Operator::new("Filter", argument));
@@ -448,7 +460,8 @@ impl Session {
                 refuse_table_variable(&t)?;
                 let filter = s.where_clause.as_ref();
                 let access = self.planned_access(&t, filter, alias.as_deref(), (false, hints))?;
-                let op = Self::read_plan(&t, &access, filter)?;
+                let kept = self.filter_estimate(&t, filter, alias.as_deref());
+                let op = Self::read_plan(&t, &access, filter, kept)?;
                 op_table = Some((t, alias.clone()));
                 op
             }
@@ -510,10 +523,11 @@ impl Session {
         let pushed = leftmost.map_or_else(Vec::new, |f| leaves.pushable(0, f));
         let access = super::join::leftmost_access(self, left, exposed, leftmost)
             .read_under(self.locks_key_ranges(left, false, hints[0])?);
-        let outer = Self::access_plan(left, &access, &pushed)?;
+        let outer = Self::access_plan(left, &access, &pushed, None)?;
         self.locks_key_ranges(right, false, hints[1])?;
         let spool = Operator::logical("Table Spool", "Lazy Spool", String::new());
-        let inner = Self::access_plan(right, &Access::Scan, &[])?.under(spool.rows(Rows::AsInput));
+        let inner =
+            Self::access_plan(right, &Access::Scan, &[], None)?.under(spool.rows(Rows::AsInput));
         let mut op = Operator::join("Nested Loops", "Inner Join", String::new())
             .rows(Rows::Product)
             .inputs(vec![outer, inner]);
@@ -731,7 +745,8 @@ impl Session {
             return Err(refused("TOP PERCENT"));
         }
         let access = access.read_under(self.locks_key_ranges(t, true, hints)?);
-        let mut op = Self::access_plan(t, &access, &conjuncts(filter))?;
+        let kept = self.filter_estimate(t, filter, None);
+        let mut op = Self::access_plan(t, &access, &conjuncts(filter), kept)?;
         if let Some(n) = self.rowcount_stop(top) {
             op = op.under(top_operator(&format!("({n})"), Some(n as f64)));
         }
@@ -829,9 +844,10 @@ fn index_seek_plan(
         object(t),
         seek_text(t, &key, &seek.ranges)?
     );
-    let rows = match unique {
-        true => keys_sought(&seek.ranges, key.len()),
-        false => Rows::Unknown,
+    let rows = match (unique, seek.estimate) {
+        (true, _) => keys_sought(&seek.ranges, key.len()),
+        (false, Some(rows)) => Rows::Known(rows),
+        (false, None) => Rows::Unknown,
     };
     let index = Operator::new("Index Seek", argument).rows(rows);
     // Each record looks up its one row, which WHERE may then drop.

@@ -30,8 +30,8 @@
 //!    (unbuilt, as SQL Server leaves them), and Rows 0 for UPDATE STATISTICS.
 //!
 //! Not here: auto-created and auto-updated statistics, filtered and incremental
-//! statistics (refused), plan choice from them (a later step; `histogram.rs` has the
-//! estimates), and a persisted modification counter.
+//! statistics (refused), plan choice from them (cardinality.rs reads what is built here),
+//! and a persisted modification counter.
 
 use std::sync::{Arc, Mutex};
 

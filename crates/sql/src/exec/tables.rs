@@ -59,7 +59,7 @@ pub(super) struct TableIo {
 /// How a statement reads a table: all of it, the rows of key ranges of its clustered
 /// index (`seek::access_for`), ascending and disjoint, in key order as a scan returns them,
 /// or the rows a nonclustered index's key ranges name (index_seek.rs), in that index's order.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(super) enum Access {
     Scan,
     Seek(Vec<KeyRange>),

@@ -2,12 +2,15 @@
 //! drawn lines and SHOWPLAN_ALL's rows. Both are read off one tree (`Operator`), built once
 //! by showplan.rs from the executor's decisions; neither form decides anything.
 //!
-//! SHOWPLAN_ALL's estimates: extentdb has no cost model, so EstimateIO, EstimateCPU,
-//! AvgRowSize and TotalSubtreeCost are always NULL, never invented. EstimateRows is a
-//! figure only where it follows from what is known without running the statement (`Rows`):
-//! a table's row count for a scan of it without WHERE (`sys.partitions.rows`), one per key
-//! of a seek of whole unique keys, a VALUES list's rows, one for an aggregate without
-//! GROUP BY, an input's count through an operator that passes every row on; else NULL.
+//! SHOWPLAN_ALL's estimates: extentdb's costs (exec/cardinality.rs) are not SQL Server's
+//! units, so EstimateIO, EstimateCPU, AvgRowSize and TotalSubtreeCost are always NULL,
+//! never invented. EstimateRows is a figure only where it follows from what is known
+//! without running the statement (`Rows`): a table's row count for a scan of it without
+//! WHERE (`sys.partitions.rows`), one per key of a seek of whole unique keys, the
+//! cardinality estimate (cardinality.rs, from the statistics) of a nonclustered index
+//! seek and of a scan whose every WHERE conjunct compares a column with a value, a VALUES
+//! list's rows, one for an aggregate without GROUP BY, an input's count through an
+//! operator that passes every row on; else NULL.
 //! EstimateExecutions is 1, or a Nested Loops' outer row count for its inner input (NULL
 //! when that is unknown). OutputList and Warnings are NULL (not tracked). Parallel is 0:
 //! the executor runs every operator on the session's thread.
