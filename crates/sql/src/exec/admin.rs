@@ -394,6 +394,9 @@ impl Session {
             "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
+            "sp_configure" => {
+                self.sp_configure(&bind(super::configuration::SP_CONFIGURE_PARAMS)?, out)
+            }
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_who" | "sp_who2" => {
                 let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");

@@ -68,6 +68,9 @@ struct Options {
     stop_at_us: Option<i64>,
     differential: bool,
     compression: bool,
+    /// NO_CHECKSUM / NO_COMPRESSION: not the instance's backup defaults.
+    no_checksum: bool,
+    no_compression: bool,
 }
 
 fn col(name: &str, t: SqlType) -> (String, SqlType) {
@@ -135,9 +138,11 @@ impl Session {
                 }
                 "DIFFERENTIAL" => o.differential = true,
                 "COMPRESSION" => o.compression = true,
+                "NO_CHECKSUM" => o.no_checksum = true,
+                "NO_COMPRESSION" => o.no_compression = true,
                 // Defaults, and tape options that mean nothing for a disk.
-                "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "SKIP" | "NOSKIP"
-                | "REWIND" | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
+                "NOINIT" | "NOFORMAT" | "SKIP" | "NOSKIP" | "REWIND" | "NOREWIND" | "UNLOAD"
+                | "NOUNLOAD" | "STOP_ON_ERROR" => {}
                 other => return Err(vec![msg(155, &[&other, &statement])]),
             }
         }
@@ -168,8 +173,13 @@ impl Session {
             BackupKind::Log => "BACKUP LOG",
         };
         let abnormal = |e| abnormal(statement, e);
-        let opts = self.backup_options(&b.options, "BACKUP")?;
+        let mut opts = self.backup_options(&b.options, "BACKUP")?;
         let inst = self.engine.instance.clone();
+        // 'backup compression default' and 'backup checksum default' where the statement
+        // names neither way (sp_configure).
+        let (compress, checksum) = super::configuration::backup_defaults(&inst);
+        opts.compression |= compress && !opts.no_compression;
+        opts.checksum |= checksum && !opts.no_checksum;
         let (id, db) = inst.database_by_name(&b.database).ok_or_else(|| {
             let e = self.unopened_error(&b.database);
             abnormal(vec![e.unwrap_or_else(|| msg(911, &[&b.database]))])

@@ -30,6 +30,7 @@ mod check_constraints;
 pub mod checkdb;
 mod computed_columns;
 pub mod computed_values;
+mod configuration;
 mod constraint_state;
 mod cte;
 mod database_lock;
