@@ -481,6 +481,8 @@ static CATALOGUE: &[Entry] = &[
     e(15009, 16, 1, "The object '%s' does not exist in database '%s' or is invalid for this operation."),
     e(15010, 16, 1, "The database '%s' does not exist. Supply a valid database name. To see available databases, use sys.databases."),
     e(15250, 16, 1, "The database name component of the object qualifier must be the name of the current database."),
+    e(15252, 16, 1, "The primary or foreign key table name must be given."),
+    e(201, 16, 4, "Procedure or function '%.*ls' expects parameter '%.*ls', which was not supplied."),
     e(18456, 14, 1, "Login failed for user '%.*ls'.%.*ls%.*ls"),
     // Connections and remote procedure calls (TDS).
     e(4060, 11, 1, "Cannot open database \"%.*ls\" requested by the login. The login failed."),
