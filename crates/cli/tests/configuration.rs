@@ -183,6 +183,9 @@ fn sp_configure_lists_finds_and_sets() {
         (1, 0),
         "not installed yet"
     );
+    assert!(s.errorlog().contains(
+        "Configuration option 'show advanced options' changed from 0 to 1. Run the RECONFIGURE statement to install."
+    ));
     assert_eq!(
         errors(&mut c, "EXEC sp_configure 'max server memory (MB)'")[0].0,
         15123

@@ -6,7 +6,8 @@
 //! sp_configure: no argument lists every option (the advanced ones only while
 //! 'show advanced options' is 1 in use), ordered by name, as name, minimum, maximum,
 //! config_value, run_value; one name gives its row; a name and a value set the configured
-//! value (Msg 15457 tells the change; RECONFIGURE installs it). A name matches an option
+//! value (Msg 15457 tells the change, to the client and the ERRORLOG; RECONFIGURE installs
+//! it). A name matches an option
 //! spelled the same (any case) or, failing that, every option whose name contains it, as
 //! SQL Server's `LIKE '%name%'`: one match is that option, several are Msg 15124 with their
 //! names as `duplicate_options`, none (or only advanced ones while hidden) Msg 15123.
@@ -45,7 +46,7 @@
 //! scripts read them, gives the same).
 
 use extentdb_storage::configurations::{
-    self as conf, ConfigOption, Effect, Setting, ALLOW_UPDATES, BACKUP_CHECKSUM_DEFAULT,
+    ConfigOption, Effect, Setting, ALLOW_UPDATES, BACKUP_CHECKSUM_DEFAULT,
     BACKUP_COMPRESSION_DEFAULT, MAX_DEGREE_OF_PARALLELISM, OPTIONS, SHOW_ADVANCED_OPTIONS,
 };
 use extentdb_storage::instance::Instance;
@@ -240,9 +241,13 @@ impl Session {
             .configurations
             .set(o.id, v)
             .map_err(|e| vec![msg(3634, &[&e.to_string(), &"write", &"configurations"])])?;
-        out.push(Output::Info(
-            msg(15457, &[&o.name, &old, &v]).in_procedure("sp_configure", LINE_15457),
-        ));
+        let info = msg(15457, &[&o.name, &old, &v]).in_procedure("sp_configure", LINE_15457);
+        // SQL Server logs the change too.
+        self.engine
+            .instance
+            .errorlog
+            .write(&format!("spid{}", self.spid), &info.text);
+        out.push(Output::Info(info));
         Ok(())
     }
 
@@ -253,16 +258,7 @@ impl Session {
         if !with_override && inst.configurations.get(ALLOW_UPDATES).value == 1 {
             return Err(vec![msg(5808, &[])]);
         }
-        let changed = inst.reconfigure();
-        for (id, v) in changed {
-            inst.errorlog.write(
-                &format!("spid{}", self.spid),
-                &format!(
-                    "Configuration option '{}' changed to {v}. This is an informational message only; no user action is required.",
-                    conf::option(id).name
-                ),
-            );
-        }
+        inst.reconfigure();
         Ok(())
     }
 
