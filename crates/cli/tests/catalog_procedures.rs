@@ -173,12 +173,12 @@ fn sp_columns_describes_columns() {
     );
     let r = run(
         &mut c,
-        "EXEC sp_columns_100 'customer', 'dbo', 'cat', 'born', 3, 1",
+        "EXEC sp_columns_100 'customer', 'dbo', 'cat', 'born', 0, 3, 1",
     );
     let (columns, rows) = result(&r);
     assert_eq!(columns.len(), 29);
     assert_eq!(
-        columns[19..23],
+        columns[18..22],
         [
             "SS_IS_SPARSE",
             "SS_IS_COLUMN_SET",
@@ -186,7 +186,33 @@ fn sp_columns_describes_columns() {
             "SS_IS_IDENTITY"
         ]
     );
-    assert_eq!(rows, ["cat|dbo|customer|born|91|date|10|6|NULL|NULL|1|NULL|NULL|9|1|NULL|4|YES|NULL|0|0|0|0|NULL|NULL|NULL|NULL|NULL|NULL"]);
+    assert_eq!(columns[28], "SS_DATA_TYPE");
+    assert_eq!(
+        rows,
+        ["cat|dbo|customer|born|91|date|10|6|NULL|NULL|1|NULL|NULL|9|1|NULL|4|YES|0|0|0|0|NULL|NULL|NULL|NULL|NULL|NULL|NULL"]
+    );
+    // As mssql-jdbc's getColumns reads it: into a table variable of SQL Server's columns
+    // (PRECISION bracketed: extentdb's parser takes it as a keyword only; Msg 156 bare).
+    let r = run(
+        &mut c,
+        "DECLARE @r TABLE(TABLE_QUALIFIER SYSNAME, TABLE_OWNER SYSNAME, TABLE_NAME SYSNAME,
+            COLUMN_NAME SYSNAME, DATA_TYPE SMALLINT, TYPE_NAME SYSNAME, [PRECISION] INT, LENGTH INT,
+            SCALE SMALLINT, RADIX SMALLINT, NULLABLE SMALLINT, REMARKS VARCHAR(254),
+            COLUMN_DEF NVARCHAR(4000), SQL_DATA_TYPE SMALLINT, SQL_DATETIME_SUB SMALLINT,
+            CHAR_OCTET_LENGTH INT, ORDINAL_POSITION INT, IS_NULLABLE VARCHAR(254),
+            SS_IS_SPARSE SMALLINT, SS_IS_COLUMN_SET SMALLINT, SS_IS_COMPUTED SMALLINT,
+            SS_IS_IDENTITY SMALLINT, SS_UDT_CATALOG_NAME NVARCHAR(128),
+            SS_UDT_SCHEMA_NAME NVARCHAR(128), SS_UDT_ASSEMBLY_TYPE_NAME NVARCHAR(max),
+            SS_XML_SCHEMACOLLECTION_CATALOG_NAME NVARCHAR(128),
+            SS_XML_SCHEMACOLLECTION_SCHEMA_NAME NVARCHAR(128),
+            SS_XML_SCHEMACOLLECTION_NAME NVARCHAR(128), SS_DATA_TYPE TINYINT);
+         INSERT INTO @r EXEC sp_columns_100 'customer', '%', 'cat', '%', 2, 3;
+         SELECT COLUMN_NAME, SS_IS_IDENTITY FROM @r ORDER BY ORDINAL_POSITION",
+    );
+    assert_eq!(
+        result(&r).1,
+        ["id|1", "name|0", "balance|0", "born|0", "code|0"]
+    );
     assert_eq!(errors(&mut c, "EXEC sp_columns"), [(201, 16, 4)]);
     assert_eq!(
         errors(&mut c, "EXEC sp_columns 'orders', NULL, 'tempdb'"),

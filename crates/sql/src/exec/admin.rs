@@ -397,8 +397,13 @@ impl Session {
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
             "sp_tables" => self.sp_tables(&bind(super::catalog_procedures::SP_TABLES_PARAMS)?, out),
             "sp_columns" | "sp_columns_100" => {
-                let args = bind(super::catalog_procedures::SP_COLUMNS_PARAMS)?;
-                self.sp_columns(&args, proc == "sp_columns_100", out)
+                let v100 = proc == "sp_columns_100";
+                let args = bind(if v100 {
+                    super::catalog_procedures::SP_COLUMNS_100_PARAMS
+                } else {
+                    super::catalog_procedures::SP_COLUMNS_PARAMS
+                })?;
+                self.sp_columns(&args, v100, out)
             }
             "sp_pkeys" => self.sp_pkeys(&bind(super::catalog_procedures::SP_PKEYS_PARAMS)?, out),
             "sp_fkeys" => self.sp_fkeys(&bind(super::catalog_procedures::SP_FKEYS_PARAMS)?, out),

@@ -51,6 +51,17 @@ pub(super) const SP_COLUMNS_PARAMS: &[&str] = &[
     "@ODBCVer",
     "@fUsePattern",
 ];
+/// sp_columns_100's: @NameScope (which columns of sparse column sets; extentdb has none,
+/// so every value lists every column) comes before @ODBCVer, as mssql-jdbc passes them.
+pub(super) const SP_COLUMNS_100_PARAMS: &[&str] = &[
+    "@table_name",
+    "@table_owner",
+    "@table_qualifier",
+    "@column_name",
+    "@NameScope",
+    "@ODBCVer",
+    "@fUsePattern",
+];
 pub(super) const SP_PKEYS_PARAMS: &[&str] = &["@table_name", "@table_owner", "@table_qualifier"];
 pub(super) const SP_FKEYS_PARAMS: &[&str] = &[
     "@pktable_name",
@@ -345,8 +356,9 @@ impl Session {
             return Err(vec![msg(201, &[&proc, &"@table_name"])]);
         };
         let (owner, column) = (arg_text(args, 1), arg_text(args, 3));
-        let odbc = arg_int(args, 4, 2)?;
-        let pattern = arg_int(args, 5, 1)? != 0;
+        let at = usize::from(v100);
+        let odbc = arg_int(args, 4 + at, 2)?;
+        let pattern = arg_int(args, 5 + at, 1)? != 0;
         let db_name = self.catalog_qualifier(&arg_text(args, 2))?;
         let name = Some(name);
         let mut rows = self.with_current_db(|db| {
@@ -387,7 +399,6 @@ impl Session {
             ("CHAR_OCTET_LENGTH", SqlType::Int),
             ("ORDINAL_POSITION", SqlType::Int),
             ("IS_NULLABLE", VARCHAR254),
-            ("SS_DATA_TYPE", SqlType::TinyInt),
         ]);
         if v100 {
             columns.extend(cols(&[
@@ -403,6 +414,9 @@ impl Session {
                 ("SS_XML_SCHEMACOLLECTION_NAME", SYSNAME),
             ]));
         }
+        // Last in both, as SQL Server's (mssql-jdbc inserts sp_columns_100's rows into a
+        // table of these columns in this order).
+        columns.extend(cols(&[("SS_DATA_TYPE", SqlType::TinyInt)]));
         self.send_rowset(Rowset { columns, rows }, out);
         Ok(())
     }
@@ -601,7 +615,6 @@ fn column_row(
         int(octets),
         Value::Int(i as i32 + 1),
         text(if c.is_nullable { "YES" } else { "NO" }),
-        Value::Null,
     ];
     if v100 {
         row.extend([
@@ -612,5 +625,7 @@ fn column_row(
         ]);
         row.extend(std::iter::repeat_n(Value::Null, 6));
     }
+    // SS_DATA_TYPE (module docs).
+    row.push(Value::Null);
     row
 }
