@@ -111,7 +111,7 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     );
     let options = ServerOptions {
         listen: a.listen.clone(),
-        max_connections: a.max_connections.max(1),
+        max_connections: user_connections(&instance, a.max_connections),
         max_request_bytes: a.max_request_mb.max(1) << 20,
         require_encryption: a.require_encryption,
         login_timeout: std::time::Duration::from_secs(a.login_timeout_secs.max(1)),
@@ -154,4 +154,19 @@ pub fn run(a: ServeArgs, fs: Arc<dyn FileSystem>) -> Result<u8, String> {
     use std::io::Write;
     let _ = writeln!(std::io::stdout(), "extentdb: stopped.");
     Ok(0)
+}
+
+/// The connections `serve` accepts: --max-connections, or fewer when the static option
+/// 'user connections' (in use since this start) is set (0 is SQL Server's "as many as
+/// allowed").
+fn user_connections(instance: &Instance, flag: usize) -> usize {
+    let configured = instance
+        .configurations
+        .get(extentdb_storage::configurations::USER_CONNECTIONS)
+        .value_in_use;
+    match usize::try_from(configured) {
+        Ok(n) if n > 0 => n.min(flag),
+        _ => flag,
+    }
+    .max(1)
 }

@@ -408,7 +408,8 @@ fn jdbc() {
 /// jTDS 1.3.1 (TDS 7.1; the same Maven build, `extentdb.JtdsClientTest`): a login with no
 /// PRELOGIN (ssl=off) and one with TLS for the login (ssl=request), rows with NULLs and
 /// (MAX) values as TEXT / NTEXT / IMAGE, dates as text, update counts, sp_prepare /
-/// sp_execute, error numbers, a rolled-back transaction.
+/// sp_execute, error numbers, a rolled-back transaction, DatabaseMetaData (getTables,
+/// getColumns, getPrimaryKeys, getImportedKeys, getTypeInfo) over the catalog procedures.
 #[test]
 fn jtds() {
     let Some(jar) = java_suites("jtds") else {

@@ -83,16 +83,29 @@ pub const MIN_FRAMES: usize = 8;
 /// The pages all pools of an instance may cache together, and how many they hold.
 #[derive(Debug)]
 pub struct PoolBudget {
-    pub cap_pages: usize,
+    /// The cap, changed by RECONFIGURE of 'max server memory (MB)': pools drawing on the
+    /// budget evict down to a lower cap as they next take a frame (invariant 2).
+    cap_pages: AtomicUsize,
     used: AtomicUsize,
 }
 
 impl PoolBudget {
     pub fn new(cap_pages: usize) -> Arc<PoolBudget> {
         Arc::new(PoolBudget {
-            cap_pages: cap_pages.max(MIN_FRAMES),
+            cap_pages: AtomicUsize::new(cap_pages.max(MIN_FRAMES)),
             used: AtomicUsize::new(0),
         })
+    }
+
+    /// The pages all pools may cache together now.
+    pub fn cap_pages(&self) -> usize {
+        self.cap_pages.load(Ordering::Relaxed)
+    }
+
+    /// A new cap (at least `MIN_FRAMES`).
+    pub fn set_cap_pages(&self, cap_pages: usize) {
+        self.cap_pages
+            .store(cap_pages.max(MIN_FRAMES), Ordering::Relaxed);
     }
 
     /// Pages cached by all pools.
@@ -101,7 +114,7 @@ impl PoolBudget {
     }
 
     fn over(&self) -> bool {
-        self.used_pages() >= self.cap_pages
+        self.used_pages() >= self.cap_pages()
     }
 }
 
@@ -272,8 +285,9 @@ impl BufferPool {
         self.read_hook = hook;
     }
 
+    /// The pool's own cap, and never more than its budget's cap now.
     pub fn capacity_pages(&self) -> usize {
-        self.capacity_pages
+        self.capacity_pages.min(self.budget.cap_pages())
     }
 
     /// The budget this pool draws on.
@@ -552,7 +566,7 @@ impl BufferPool {
 
     /// Whether one more frame would put the pool over its cap or its instance over budget.
     fn over(&self, map: &FrameMap) -> bool {
-        map.frames.len() >= self.capacity_pages
+        map.frames.len() >= self.capacity_pages()
             || (self.budget.over() && map.frames.len() >= MIN_FRAMES)
     }
 

@@ -20,6 +20,7 @@ use extentdb_format::file_header::FileType;
 use extentdb_io::FileSystem;
 
 use crate::config::InstanceConfig;
+use crate::configurations::MAX_SERVER_MEMORY;
 use crate::database::{Database, NewDatabase, NewFile, OpContext};
 use crate::errorlog::ErrorLog;
 use crate::file_init::{InitLog, InitPolicy};
@@ -301,6 +302,8 @@ pub struct Instance {
     pub sessions: Mutex<BTreeMap<u16, Arc<SessionInfo>>>,
     /// SQL logins (sa and those CREATE LOGIN made).
     pub logins: crate::logins::Logins,
+    /// The server configuration options (sys.configurations, sp_configure, RECONFIGURE).
+    pub configurations: crate::configurations::Configurations,
     /// Databases listed in master that could not be opened, with the reason (SUSPECT).
     pub suspect: Mutex<BTreeMap<u16, (DatabaseEntry, String, UnopenedState)>>,
     /// Taken by each change of a database's state (SET OFFLINE, SET ONLINE) and by DROP
@@ -429,8 +432,15 @@ impl Instance {
         let err = |e: std::io::Error| StorageError::Instance(dir.to_path_buf(), e.to_string());
         let text = std::fs::read_to_string(Self::config_path(dir)).map_err(err)?;
         let config = InstanceConfig::parse(dir, &text)?;
-        let pool_pages =
-            config.max_server_memory_mb as usize * extentdb_format::PAGES_PER_MB as usize;
+        let configurations = crate::configurations::Configurations::load(
+            dir,
+            &[(
+                MAX_SERVER_MEMORY,
+                config.max_server_memory_mb.min(i32::MAX as u32) as i32,
+            )],
+        )
+        .map_err(err)?;
+        let pool_pages = pool_pages_of(configurations.get(MAX_SERVER_MEMORY).value_in_use);
         let errorlog = ErrorLog::open(&dir.join("log")).map_err(err)?;
         let logins = crate::logins::Logins::load(dir, &config.sa_password_hash).map_err(err)?;
         let inst = Instance {
@@ -446,6 +456,7 @@ impl Instance {
             requests: Mutex::new(BTreeMap::new()),
             sessions: Mutex::new(BTreeMap::new()),
             logins,
+            configurations,
             suspect: Mutex::new(BTreeMap::new()),
             state_change: Mutex::new(()),
             access_turn: Mutex::new(()),
@@ -859,6 +870,17 @@ impl Instance {
             .collect()
     }
 
+    /// RECONFIGURE: installs the dynamic options' configured values and applies the one
+    /// storage acts on, 'max server memory (MB)' (the buffer pools' shared cap: a lower
+    /// cap is reached as pools next take a frame). Returns the options installed.
+    pub fn reconfigure(&self) -> Vec<(i32, i32)> {
+        self.configurations.install(|id, value| {
+            if id == MAX_SERVER_MEMORY {
+                self.pool_budget.set_cap_pages(pool_pages_of(value));
+            }
+        })
+    }
+
     pub fn database(&self, id: u16) -> Option<DbHandle> {
         self.databases.lock().unwrap().get(&id).cloned()
     }
@@ -1208,6 +1230,11 @@ impl Instance {
 
 /// Writes a file so that a crash leaves either the old content or the new: a temporary
 /// file made durable, renamed over the target, then the directory made durable.
+/// The buffer pool pages of `mb` megabytes ('max server memory (MB)').
+pub fn pool_pages_of(mb: i32) -> usize {
+    (mb.max(1) as usize).saturating_mul(extentdb_format::PAGES_PER_MB as usize)
+}
+
 pub fn write_durably(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;

@@ -23,6 +23,7 @@ pub mod check_db;
 pub mod checkpoint;
 pub mod computed_values;
 pub mod config;
+pub mod configurations;
 pub mod constraint;
 pub mod data_file;
 pub mod database;

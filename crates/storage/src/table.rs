@@ -880,8 +880,8 @@ impl Database {
         }
         let pool = &mut self.data.pool;
         assert_eq!(pool.dirty_pages(), 0, "a checkpoint leaves no dirty page");
-        let cap = budget.cap_pages.max(crate::buffer_pool::MIN_FRAMES);
-        *pool = BufferPool::with_budget(cap, budget);
+        // The pool follows the budget's cap, which RECONFIGURE may raise or lower.
+        *pool = BufferPool::with_budget(usize::MAX, budget);
         Ok(())
     }
 }

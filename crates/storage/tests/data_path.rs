@@ -503,6 +503,53 @@ fn buffer_pools_share_the_instance_budget() {
     }
 }
 
+/// Proves a budget's cap changed while pools hold pages (RECONFIGURE of 'max server memory
+/// (MB)') binds at once: raised, the pool caches past the old cap; lowered, it evicts down
+/// to the new cap (plus its floor) as it next takes frames, and every row reads back.
+#[test]
+fn a_changed_budget_cap_binds_the_pools_drawing_on_it() {
+    use extentdb_storage::buffer_pool::{PoolBudget, MIN_FRAMES};
+    let fs = SimFileSystem::new(12, Faults::default());
+    let budget = PoolBudget::new(64);
+    let root = Path::new("/sim");
+    let mut s = spec("cap", root);
+    s.files[0].size_pages = 2048;
+    let mut db = Database::create(&ctx(&fs, true, &Quiet), &s).unwrap();
+    db.set_pool_budget(budget.clone()).unwrap();
+    let t = db.create_table(table_entry(false)).unwrap();
+    let insert = |db: &mut Database, from: u32, to: u32, cap: usize| {
+        for k in from..to {
+            let x = db.begin_xact();
+            db.now(|d| d.insert_row(x, t, (&row(k, &[5u8; 3000]), d.growth_env()), None))
+                .unwrap();
+            let lsn = db.commit_xact(x).unwrap().unwrap();
+            db.wal().unwrap().flush(lsn).unwrap();
+            assert!(
+                budget.used_pages() <= cap.saturating_add(MIN_FRAMES),
+                "{} cached, cap {cap}",
+                budget.used_pages()
+            );
+        }
+    };
+    insert(&mut db, 0, 200, 64);
+    assert!(budget.used_pages() >= 60, "the pool fills its cap");
+    budget.set_cap_pages(256);
+    insert(&mut db, 200, 500, 256);
+    assert!(
+        budget.used_pages() > 64 + MIN_FRAMES,
+        "raised: past the old cap ({})",
+        budget.used_pages()
+    );
+    budget.set_cap_pages(32);
+    insert(&mut db, 500, 520, usize::MAX);
+    assert!(
+        budget.used_pages() <= 32 + MIN_FRAMES,
+        "lowered: down to the new cap ({})",
+        budget.used_pages()
+    );
+    assert_eq!(contents(&mut db, t).unwrap().len(), 520);
+}
+
 /// A long recovery reports its progress: redo (phase 2) then undo (phase 3), percentages
 /// rising to at most 100, and the estimate of what remains.
 #[test]

@@ -931,7 +931,7 @@ impl Connection {
                 outputs.push((i as u16, p.name.clone(), var, p.sql_type));
             }
         }
-        let text = format!("EXEC [{}] {}", name.replace(']', "]]"), args.join(", "));
+        let text = format!("EXEC {} {}", quoted_multipart(name), args.join(", "));
         self.proc_error |= self.stream(reply, token::DONEINPROC, |s, sink| {
             s.execute_streaming(&text, bound, sink)
         })?;
@@ -947,6 +947,40 @@ impl Connection {
             })
             .collect())
     }
+}
+
+/// An RPC's procedure name (`sp_x`, `[db]..sp_x`, `db.dbo.sp_x`) as T-SQL, each part
+/// bracket-quoted so no name can end the EXEC: parts split at dots outside brackets, an
+/// empty part (the default schema of `db..sp_x`) kept empty.
+fn quoted_multipart(name: &str) -> String {
+    let mut parts = vec![String::new()];
+    let mut chars = name.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '[' => {
+                while let Some(c) = chars.next() {
+                    if c == ']' {
+                        if chars.peek() == Some(&']') {
+                            chars.next();
+                        } else {
+                            break;
+                        }
+                    }
+                    parts.last_mut().expect("one part at least").push(c);
+                }
+            }
+            '.' if parts.len() < 4 => parts.push(String::new()),
+            c => parts.last_mut().expect("one part at least").push(c),
+        }
+    }
+    parts
+        .iter()
+        .map(|p| match p.is_empty() {
+            true => String::new(),
+            false => format!("[{}]", p.replace(']', "]]")),
+        })
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// OUTPUT parameters to return: (ordinal, name, type, value).
@@ -1045,5 +1079,19 @@ fn authenticate(engine: &Engine, login: &Login7) -> Result<String, LoginFailure>
                 refusal.reason()
             ),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// RPC procedure names become quoted multi-part names; no bracket in a name ends one.
+    #[test]
+    fn rpc_names_are_quoted_by_part() {
+        use super::quoted_multipart as q;
+        assert_eq!(q("sp_tables"), "[sp_tables]");
+        assert_eq!(q("[JtdsClient]..sp_columns"), "[JtdsClient]..[sp_columns]");
+        assert_eq!(q("master.dbo.sp_who"), "[master].[dbo].[sp_who]");
+        assert_eq!(q("[a]]b].c"), "[a]]b].[c]");
+        assert_eq!(q("x]; DROP TABLE t; --"), "[x]]; DROP TABLE t; --]");
     }
 }

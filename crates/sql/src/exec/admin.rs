@@ -395,12 +395,35 @@ impl Session {
         }
         let proc = name.name().to_ascii_lowercase();
         let bind = |params: &[&str]| bind_args(&proc, params, args, values.clone());
+        super::catalog_procedures::in_current_database(self, &proc, name)?;
         match proc.as_str() {
             "xp_readerrorlog" | "sp_readerrorlog" => self.read_errorlog(&values, out),
             "sp_spaceused" => self.sp_spaceused(&bind(super::space::SP_SPACEUSED_PARAMS)?, out),
             "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
+            "sp_tables" => self.sp_tables(&bind(super::catalog_procedures::SP_TABLES_PARAMS)?, out),
+            "sp_columns" | "sp_columns_100" => {
+                let v100 = proc == "sp_columns_100";
+                let args = bind(if v100 {
+                    super::catalog_procedures::SP_COLUMNS_100_PARAMS
+                } else {
+                    super::catalog_procedures::SP_COLUMNS_PARAMS
+                })?;
+                self.sp_columns(&args, v100, out)
+            }
+            "sp_pkeys" => self.sp_pkeys(&bind(super::catalog_procedures::SP_PKEYS_PARAMS)?, out),
+            "sp_fkeys" => self.sp_fkeys(&bind(super::catalog_procedures::SP_FKEYS_PARAMS)?, out),
+            "sp_server_info" => {
+                self.sp_server_info(&bind(super::datatype_info::SP_SERVER_INFO_PARAMS)?, out)
+            }
+            "sp_datatype_info" => {
+                self.sp_datatype_info(&bind(super::datatype_info::SP_DATATYPE_INFO_PARAMS)?, out)
+            }
+            "sp_datatype_info_100" => Err(vec![super::lower::not_yet("sp_datatype_info_100")]),
+            "sp_configure" => {
+                self.sp_configure(&bind(super::configuration::SP_CONFIGURE_PARAMS)?, out)
+            }
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_delete_backuphistory" => self.sp_delete_backuphistory(&bind(&["@oldest_date"])?),
             "sp_executesql" => {

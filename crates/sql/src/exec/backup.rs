@@ -71,6 +71,9 @@ struct Options {
     compression: bool,
     /// BUFFERCOUNT, MAXTRANSFERSIZE, BLOCKSIZE, MEDIANAME, EXPIREDATE, ... (backup_media.rs).
     media: MediaOptions,
+    /// NO_CHECKSUM / NO_COMPRESSION: not the instance's backup defaults.
+    no_checksum: bool,
+    no_compression: bool,
 }
 
 fn col(name: &str, t: SqlType) -> (String, SqlType) {
@@ -144,9 +147,11 @@ impl Session {
                 }
                 "DIFFERENTIAL" => o.differential = true,
                 "COMPRESSION" => o.compression = true,
+                "NO_CHECKSUM" => o.no_checksum = true,
+                "NO_COMPRESSION" => o.no_compression = true,
                 // Defaults, and tape options that mean nothing for a disk.
-                "NOINIT" | "NOFORMAT" | "NO_CHECKSUM" | "NO_COMPRESSION" | "REWIND"
-                | "NOREWIND" | "UNLOAD" | "NOUNLOAD" | "STOP_ON_ERROR" => {}
+                "NOINIT" | "NOFORMAT" | "REWIND" | "NOREWIND" | "UNLOAD" | "NOUNLOAD"
+                | "STOP_ON_ERROR" => {}
                 other => return Err(vec![msg(155, &[&other, &statement])]),
             }
         }
@@ -177,8 +182,13 @@ impl Session {
             BackupKind::Log => "BACKUP LOG",
         };
         let abnormal = |e| abnormal(statement, e);
-        let opts = self.backup_options(&b.options, ("BACKUP", statement))?;
+        let mut opts = self.backup_options(&b.options, ("BACKUP", statement))?;
         let inst = self.engine.instance.clone();
+        // 'backup compression default' and 'backup checksum default' where the statement
+        // names neither way (sp_configure).
+        let (compress, checksum) = super::configuration::backup_defaults(&inst);
+        opts.compression |= compress && !opts.no_compression;
+        opts.checksum |= checksum && !opts.no_checksum;
         let (id, db) = inst.database_by_name(&b.database).ok_or_else(|| {
             let e = self.unopened_error(&b.database);
             abnormal(vec![e.unwrap_or_else(|| msg(911, &[&b.database]))])
@@ -242,7 +252,7 @@ impl Session {
         let tracked = Tracked::start(&inst, self.spid, id, statement, opts.stats);
         let progress = |done: u64, total: u64| tracked.progress(done, total);
         let cancel = self.cancel_flag();
-        let memory_mb = inst.config.max_server_memory_mb;
+        let memory_mb = super::configuration::max_server_memory_mb(&inst);
         let transfer = opts.media.transfer(memory_mb).map_err(abnormal)?;
         let expires_us = (opts.media)
             .expires_us(super::unix_us())

@@ -533,9 +533,11 @@ impl Session {
     }
 
     /// The WITH options of a check; unknown ones are refused as SQL Server does (2526).
-    fn check_settings(&mut self, d: &Dbcc) -> Result<CheckSettings, Vec<SqlError>> {
+    pub(super) fn check_settings(&mut self, d: &Dbcc) -> Result<CheckSettings, Vec<SqlError>> {
         let mut s = CheckSettings {
             per_file_read_ahead: self.trace_flag(extentdb_storage::instance::TF_CHECKDB_PER_FILE),
+            // 'max degree of parallelism' unless the command names MAXDOP.
+            maxdop: super::configuration::default_maxdop(&self.engine.instance),
             ..CheckSettings::default()
         };
         for o in &d.options {

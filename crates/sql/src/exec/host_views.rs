@@ -90,7 +90,8 @@ pub(super) fn os_sys_info(inst: &Instance) -> Rowset {
             opt_int(host.sockets),
             opt_int(host.cores_per_socket),
             host.memory_kb.map_or(Value::Null, Value::BigInt),
-            Value::BigInt(i64::from(inst.config.max_server_memory_mb) * 1024),
+            // The buffer pools' cap in use ('max server memory (MB)'), in KB.
+            Value::BigInt(inst.pool_budget.cap_pages() as i64 * 8),
             host.ms_ticks.map_or(Value::Null, Value::BigInt),
             host.start_ms_ticks.map_or(Value::Null, Value::BigInt),
             host.start_unix_us

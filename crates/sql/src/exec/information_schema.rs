@@ -150,7 +150,7 @@ fn column_row(t: &TableEntry, db_name: &str, i: usize, c: &ColumnEntry) -> Vec<V
 
 /// CHARACTER_MAXIMUM_LENGTH and CHARACTER_OCTET_LENGTH (invariant 2); None for a type
 /// that is not character or binary.
-fn character_lengths(ty: Option<SqlType>) -> (Option<i64>, Option<i64>) {
+pub(super) fn character_lengths(ty: Option<SqlType>) -> (Option<i64>, Option<i64>) {
     let n = |n: u32, per: i64| match n {
         crate::types::MAX_LENGTH => (Some(-1), Some(-1)),
         n => (Some(i64::from(n)), Some(i64::from(n) * per)),
@@ -165,7 +165,7 @@ fn character_lengths(ty: Option<SqlType>) -> (Option<i64>, Option<i64>) {
 }
 
 /// NUMERIC_PRECISION, NUMERIC_PRECISION_RADIX and NUMERIC_SCALE of a numeric type.
-fn numeric_precision(ty: Option<SqlType>) -> Option<(u8, i16, Option<i32>)> {
+pub(super) fn numeric_precision(ty: Option<SqlType>) -> Option<(u8, i16, Option<i32>)> {
     Some(match ty? {
         SqlType::TinyInt => (3, 10, Some(0)),
         SqlType::SmallInt => (5, 10, Some(0)),
@@ -189,7 +189,7 @@ fn datetime_precision(ty: Option<SqlType>) -> Option<i16> {
 }
 
 /// A type's name by its system type id (sys.types).
-fn type_name(system_type_id: u8) -> &'static str {
+pub(super) fn type_name(system_type_id: u8) -> &'static str {
     match system_type_id {
         36 => "uniqueidentifier",
         40 => "date",
@@ -216,7 +216,7 @@ fn type_name(system_type_id: u8) -> &'static str {
 
 /// A DEFAULT as SQL Server shows its definition (`((0))`, `('x')`, `(getdate())`): the
 /// stored text parsed and rendered as a CHECK definition is; None without a default.
-fn default_definition(default_sql: &str) -> Option<String> {
+pub(super) fn default_definition(default_sql: &str) -> Option<String> {
     if default_sql.is_empty() {
         return None;
     }

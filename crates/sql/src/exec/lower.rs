@@ -365,6 +365,7 @@ impl Session {
                 self.alter_role(role, *add, member)?
             }
             StatementKind::Permission(p) => self.permission_statement(p)?,
+            StatementKind::Reconfigure { with_override } => self.reconfigure(*with_override)?,
             StatementKind::Backup(b) => self.backup(b, out)?,
             StatementKind::Restore(r) => self.restore(r, out)?,
             other => return Err(vec![not_yet(statement_name(other))]),

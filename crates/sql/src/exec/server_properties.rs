@@ -28,7 +28,7 @@ use super::Session;
 use crate::types::Value;
 
 /// SQL Server 2022 RTM's version, major.minor.build.revision.
-const PRODUCT_VERSION: (u8, u8, u16, u16) = (16, 0, 1000, 6);
+pub(super) const PRODUCT_VERSION: (u8, u8, u16, u16) = (16, 0, 1000, 6);
 
 /// SERVERPROPERTY('EngineEdition') of Standard.
 const ENGINE_EDITION_STANDARD: i32 = 2;

@@ -104,6 +104,7 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.dm_exec_connections" => super::host_views::exec_connections(inst),
         "sys.dm_os_sys_info" => super::host_views::os_sys_info(inst),
         "sys.dm_os_host_info" => super::host_views::os_host_info(),
+        "sys.configurations" => super::configuration::sys_configurations(inst),
         "sys.dm_db_session_space_usage" => super::space_usage::session_space_usage(inst),
         "sys.dm_db_task_space_usage" => super::space_usage::task_space_usage(inst),
         "sys.dm_tran_locks" => super::lock_views::tran_locks(inst),

@@ -1,12 +1,14 @@
 package extentdb;
 
 import java.sql.Connection;
+import java.sql.DatabaseMetaData;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.sql.Types;
 
 /**
  * jTDS 1.3.1 (the TDS driver of DBeaver's and SQuirreL's older SQL Server profiles, which
@@ -117,6 +119,80 @@ public final class JtdsClientTest {
                     throw new Suite.Failure("no error");
                 } catch (SQLException e) {
                     eq(e.getErrorCode(), 2627, "duplicate key");
+                }
+            }
+        });
+        test("DatabaseMetaData through sp_tables, sp_columns, sp_pkeys, sp_fkeys, sp_datatype_info", () -> {
+            try (Connection c = connect(DB, "off"); Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE parent (pid INT NOT NULL PRIMARY KEY, label NVARCHAR(30) NULL)");
+                s.execute("CREATE TABLE child (cid INT IDENTITY(1, 1) PRIMARY KEY, pid INT NOT NULL,"
+                        + " CONSTRAINT fk_child_parent FOREIGN KEY (pid) REFERENCES parent (pid))");
+                DatabaseMetaData md = c.getMetaData();
+                try (ResultSet rs = md.getTables(DB, "dbo", "par%", new String[] {"TABLE"})) {
+                    eq(rs.next(), true, "getTables: a table");
+                    eq(rs.getString("TABLE_CAT"), DB, "TABLE_CAT");
+                    eq(rs.getString("TABLE_SCHEM"), "dbo", "TABLE_SCHEM");
+                    eq(rs.getString("TABLE_NAME"), "parent", "TABLE_NAME");
+                    eq(rs.getString("TABLE_TYPE"), "TABLE", "TABLE_TYPE");
+                    eq(rs.next(), false, "getTables: one table matches par%");
+                }
+                try (ResultSet rs = md.getTables(null, null, "%", null)) {
+                    int n = 0;
+                    while (rs.next()) {
+                        n++;
+                    }
+                    eq(n, 3, "getTables: t, parent and child");
+                }
+                try (ResultSet rs = md.getColumns(DB, "dbo", "parent", "%")) {
+                    eq(rs.next(), true, "getColumns: pid");
+                    eq(rs.getString("COLUMN_NAME"), "pid", "COLUMN_NAME");
+                    eq(rs.getInt("DATA_TYPE"), Types.INTEGER, "int's DATA_TYPE");
+                    eq(rs.getString("TYPE_NAME"), "int", "TYPE_NAME");
+                    eq(rs.getInt("NULLABLE"), DatabaseMetaData.columnNoNulls, "NULLABLE");
+                    eq(rs.getInt("ORDINAL_POSITION"), 1, "ORDINAL_POSITION");
+                    eq(rs.getString("IS_NULLABLE"), "NO", "IS_NULLABLE");
+                    eq(rs.next(), true, "getColumns: label");
+                    eq(rs.getString("COLUMN_NAME"), "label", "second column");
+                    eq(rs.getString("TYPE_NAME"), "nvarchar", "nvarchar's TYPE_NAME");
+                    eq(rs.getInt("COLUMN_SIZE"), 30, "nvarchar(30)'s COLUMN_SIZE");
+                    eq(rs.getString("IS_NULLABLE"), "YES", "nullable");
+                    eq(rs.next(), false, "two columns");
+                }
+                try (ResultSet rs = md.getColumns(DB, "dbo", "child", "cid")) {
+                    eq(rs.next(), true, "getColumns: cid");
+                    eq(rs.getString("TYPE_NAME"), "int identity", "an IDENTITY column");
+                }
+                try (ResultSet rs = md.getPrimaryKeys(DB, "dbo", "child")) {
+                    eq(rs.next(), true, "getPrimaryKeys: a key column");
+                    eq(rs.getString("TABLE_NAME"), "child", "key's TABLE_NAME");
+                    eq(rs.getString("COLUMN_NAME"), "cid", "key's COLUMN_NAME");
+                    eq(rs.getInt("KEY_SEQ"), 1, "KEY_SEQ");
+                    eq(rs.next(), false, "one key column");
+                }
+                try (ResultSet rs = md.getImportedKeys(DB, "dbo", "child")) {
+                    eq(rs.next(), true, "getImportedKeys: the foreign key");
+                    eq(rs.getString("PKTABLE_NAME"), "parent", "PKTABLE_NAME");
+                    eq(rs.getString("PKCOLUMN_NAME"), "pid", "PKCOLUMN_NAME");
+                    eq(rs.getString("FKTABLE_NAME"), "child", "FKTABLE_NAME");
+                    eq(rs.getString("FKCOLUMN_NAME"), "pid", "FKCOLUMN_NAME");
+                    eq(rs.getInt("KEY_SEQ"), 1, "KEY_SEQ");
+                    eq(rs.getString("FK_NAME"), "fk_child_parent", "FK_NAME");
+                    eq(rs.next(), false, "one foreign key");
+                }
+                try (ResultSet rs = md.getTypeInfo()) {
+                    boolean sawInt = false;
+                    boolean sawNvarchar = false;
+                    while (rs.next()) {
+                        String name = rs.getString("TYPE_NAME");
+                        if (name.equals("int")) {
+                            sawInt = rs.getInt("DATA_TYPE") == Types.INTEGER;
+                        }
+                        if (name.equals("nvarchar")) {
+                            sawNvarchar = rs.getInt("PRECISION") == 4000;
+                        }
+                    }
+                    eq(sawInt, true, "getTypeInfo: int as INTEGER");
+                    eq(sawNvarchar, true, "getTypeInfo: nvarchar of 4000 characters");
                 }
             }
         });
