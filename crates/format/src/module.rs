@@ -36,6 +36,7 @@ pub const DBO_SCHEMA_ID: u32 = 1;
 
 const ANSI_NULLS: u8 = 1;
 const QUOTED_IDENTIFIER: u8 = 2;
+const RECOMPILED: u8 = 4;
 const IS_OUTPUT: u8 = 1;
 const HAS_DEFAULT: u8 = 2;
 
@@ -74,6 +75,8 @@ pub struct ModuleEntry {
     /// SET ANSI_NULLS and QUOTED_IDENTIFIER when it was created or last altered.
     pub uses_ansi_nulls: bool,
     pub uses_quoted_identifier: bool,
+    /// WITH RECOMPILE (sys.sql_modules.is_recompiled).
+    pub is_recompiled: bool,
     pub parameters: Vec<ParameterEntry>,
 }
 
@@ -94,7 +97,7 @@ pub struct ParameterEntry {
 
 /// The list as version 15 lays it out after the statistics: u32 count, then each module:
 /// object id u32, schema id u32, name, type u8 (b'P'), created µs i64, modified µs i64,
-/// flags u8 (bit 0 ANSI_NULLS, bit 1 QUOTED_IDENTIFIER), the definition as u32 byte length
+/// flags u8 (bit 0 ANSI_NULLS, bit 1 QUOTED_IDENTIFIER, bit 2 WITH RECOMPILE), the definition as u32 byte length
 /// and UTF-8, u16 parameter count and per parameter: name, system type id u8, max length
 /// i16, precision u8, scale u8, flags u8 (bit 0 OUTPUT, bit 1 has a default) and the
 /// default's text when it has one.
@@ -113,9 +116,9 @@ pub fn encode(w: &mut Writer, list: &[ModuleEntry]) {
         });
         w.i64(m.created_us);
         w.i64(m.modified_us);
-        w.u8(
-            flag(m.uses_ansi_nulls, ANSI_NULLS) | flag(m.uses_quoted_identifier, QUOTED_IDENTIFIER)
-        );
+        w.u8(flag(m.uses_ansi_nulls, ANSI_NULLS)
+            | flag(m.uses_quoted_identifier, QUOTED_IDENTIFIER)
+            | flag(m.is_recompiled, RECOMPILED));
         w.u32(m.definition.len() as u32);
         w.raw(m.definition.as_bytes());
         w.u16(m.parameters.len() as u16);
@@ -164,7 +167,7 @@ pub fn decode(r: &mut Reader<'_>, limit: usize) -> Result<Vec<ModuleEntry>, Form
         let created_us = r.i64()?;
         let modified_us = r.i64()?;
         let flags = r.u8()?;
-        if flags & !(ANSI_NULLS | QUOTED_IDENTIFIER) != 0 {
+        if flags & !(ANSI_NULLS | QUOTED_IDENTIFIER | RECOMPILED) != 0 {
             return Err(corrupt(at, format!("module {object_id} has flags {flags}")));
         }
         let definition = long_string(r, object_id)?;
@@ -182,6 +185,7 @@ pub fn decode(r: &mut Reader<'_>, limit: usize) -> Result<Vec<ModuleEntry>, Form
             definition,
             uses_ansi_nulls: flags & ANSI_NULLS != 0,
             uses_quoted_identifier: flags & QUOTED_IDENTIFIER != 0,
+            is_recompiled: flags & RECOMPILED != 0,
             parameters,
         });
     }

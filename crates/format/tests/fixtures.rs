@@ -1044,7 +1044,8 @@ fn statistics_list(c: &Catalog) {
 
 /// The module list (FORMAT.md, "Catalog", version 15) after the statistics: u32 count, then
 /// per module its object id, schema id, name, type byte 'P', created and modified µs, flags
-/// (bit 0 ANSI_NULLS, bit 1 QUOTED_IDENTIFIER), the definition as u32 length and UTF-8, and
+/// (bit 0 ANSI_NULLS, bit 1 QUOTED_IDENTIFIER, bit 2 WITH RECOMPILE), the definition as u32
+/// length and UTF-8, and
 /// its parameters (name, type id, max length, precision, scale, flags: bit 0 OUTPUT, bit 1
 /// a default, then the default's text). A version 14 blob decodes with none; an unknown
 /// type or flag, a duplicate name, a module named as a table, an id a table holds are
@@ -1066,6 +1067,7 @@ fn module_list(c: &Catalog) {
         definition: "CREATE PROC p @a int = 1 AS".into(),
         uses_ansi_nulls: true,
         uses_quoted_identifier: false,
+        is_recompiled: true,
         parameters: vec![ParameterEntry {
             name: "@a".into(),
             system_type_id: 56,
@@ -1091,7 +1093,7 @@ fn module_list(c: &Catalog) {
     want.push(b'P');
     want.extend(5i64.to_le_bytes());
     want.extend(6i64.to_le_bytes());
-    want.push(1);
+    want.push(1 | 4);
     want.extend(27u32.to_le_bytes());
     want.extend(b"CREATE PROC p @a int = 1 AS");
     want.extend(1u16.to_le_bytes());
@@ -1110,7 +1112,7 @@ fn module_list(c: &Catalog) {
     let e = Catalog::decode(&bad, at).unwrap_err().to_string();
     assert!(e.contains("has type"), "{e}");
     let mut bad = blob.clone();
-    bad[type_at + 1 + 16] |= 4;
+    bad[type_at + 1 + 16] |= 8;
     let e = Catalog::decode(&bad, at).unwrap_err().to_string();
     assert!(e.contains("has flags"), "{e}");
     let mut twice = k.clone();
