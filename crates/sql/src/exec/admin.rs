@@ -394,6 +394,7 @@ impl Session {
             "sp_helpfile" => self.sp_helpfile(&bind(super::helpdb::SP_HELPFILE_PARAMS)?, out),
             "sp_helpdb" => self.sp_helpdb(&bind(super::helpdb::SP_HELPDB_PARAMS)?, out),
             "sp_helpindex" => self.sp_helpindex(&bind(&["@objname"])?, out),
+            "sp_helptext" => self.sp_helptext(&bind(&["@objname", "@columnname"])?, out),
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_who" | "sp_who2" => {
                 let all = super::lock_views::sp_who(&self.engine.instance, proc == "sp_who2");
@@ -432,7 +433,13 @@ impl Session {
                 out.push(Output::Info(msg(2528, &[])));
                 Ok(())
             }
-            _ => Err(vec![msg(2812, &[&name.joined()])]),
+            _ => match self.user_procedure(name)? {
+                Some(m) => {
+                    let rc = e.return_variable.as_deref();
+                    self.execute_user_procedure(&m, args, values.clone(), rc, out)
+                }
+                None => Err(vec![msg(2812, &[&name.joined()])]),
+            },
         }
     }
 

@@ -60,6 +60,9 @@ mod merge;
 pub mod output;
 mod physical_stats;
 mod principal_views;
+mod procedure_calls;
+mod procedure_views;
+mod procedures;
 mod referential_actions;
 mod schemas;
 mod security;
@@ -363,6 +366,8 @@ impl Engine {
             flags: BTreeSet::new(),
             vars: HashMap::new(),
             declared_by: HashMap::new(),
+            procedures: Vec::new(),
+            return_status: None,
             nocount: false,
             statistics_io: false,
             implicit_transactions: false,
@@ -426,6 +431,11 @@ pub struct Session {
     /// Which DECLARE statement (its address in the batch's tree) declared each variable: run
     /// again (a loop) it is no redeclaration, as in SQL Server.
     declared_by: HashMap<String, usize>,
+    /// The user procedures running, outermost first (object id, name): @@NESTLEVEL,
+    /// @@PROCID and the ProcName of their errors (procedure_calls.rs).
+    procedures: Vec<(u32, String)>,
+    /// The innermost running procedure's RETURN status, once it returned one.
+    return_status: Option<i32>,
     pub nocount: bool,
     /// SET STATISTICS IO ON: each statement that reads a user table reports its reads
     /// (Msg 3615) after it.
@@ -824,6 +834,14 @@ impl Session {
                     abort |= aborts_batch(&e);
                     self.log_event(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
+                    // procedure_calls.rs invariant 6.
+                    let e = match (&e.procedure, self.procedures.last()) {
+                        (None, Some((_, name))) => {
+                            let line = e.line;
+                            e.in_procedure(name, line)
+                        }
+                        _ => e,
+                    };
                     out.push(if e.is_info() {
                         Output::Info(e)
                     } else {
@@ -891,7 +909,10 @@ impl Session {
             }
             K::Break => return Ok(Flow::Break),
             K::Continue => return Ok(Flow::Continue),
-            K::Return(_) => return Ok(Flow::Return),
+            K::Return(value) => {
+                self.return_value(value.as_ref())?;
+                return Ok(Flow::Return);
+            }
             K::Print(e) => {
                 let v = self.eval(e, None).map_err(|e| vec![e])?;
                 out.push(Output::Info(SqlError::print(eval::to_text(&v))));
@@ -955,6 +976,8 @@ impl Session {
                 options,
             } => self.create_statistics(name, table, columns, options)?,
             K::DropStatistics { names } => self.drop_statistics(names)?,
+            K::CreateProcedure(d) => self.create_procedure(d)?,
+            K::DropProcedure { if_exists, names } => self.drop_procedures(*if_exists, names)?,
             K::UpdateStatistics {
                 table,
                 names,

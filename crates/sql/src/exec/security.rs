@@ -77,6 +77,7 @@ pub(super) const DATABASE_PERMISSIONS: &[&str] = &[
     "CONTROL",
     "CONNECT",
     "CREATE TABLE",
+    "CREATE PROCEDURE",
     "BACKUP DATABASE",
     "BACKUP LOG",
     "CHECKPOINT",
@@ -93,7 +94,15 @@ pub(super) const OBJECT_PERMISSIONS: &[&str] =
 const DATABASE_ROLE_PERMISSIONS: &[(&str, &[&str])] = &[
     ("db_accessadmin", &["ALTER ANY USER", "CONNECT"]),
     ("db_securityadmin", &["ALTER ANY ROLE", "VIEW DEFINITION"]),
-    ("db_ddladmin", &["CREATE TABLE", "ALTER", "VIEW DEFINITION"]),
+    (
+        "db_ddladmin",
+        &[
+            "CREATE TABLE",
+            "CREATE PROCEDURE",
+            "ALTER",
+            "VIEW DEFINITION",
+        ],
+    ),
     (
         "db_backupoperator",
         &["BACKUP DATABASE", "BACKUP LOG", "CHECKPOINT"],

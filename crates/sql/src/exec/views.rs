@@ -178,6 +178,15 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 _ => super::check_constraints::objects_view(&db),
             }
         }
+        "sys.procedures" | "sys.sql_modules" | "sys.parameters" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            match name {
+                "sys.procedures" => super::procedure_views::procedures_view(&db),
+                "sys.sql_modules" => super::procedure_views::sql_modules_view(&db),
+                _ => super::procedure_views::parameters_view(&db),
+            }
+        }
         "sys.schemas" => super::schemas::schemas_view(),
         "information_schema.schemata"
         | "information_schema.tables"
