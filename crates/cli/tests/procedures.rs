@@ -328,7 +328,8 @@ fn login_as(addr: &str, user: &str) -> Client {
 }
 
 /// CREATE PROCEDURE needs the permission (db_ddladmin, db_owner, or GRANT CREATE
-/// PROCEDURE), Msg 262 otherwise; ALTER and DROP need ALTER, Msg 3701 at level 14.
+/// PROCEDURE), Msg 262 otherwise; ALTER and DROP need ALTER, Msg 3701 at level 14; EXEC
+/// needs EXECUTE, Msg 229 otherwise.
 #[test]
 fn permissions() {
     let (s, mut c) = start_in_database("procs-perms", "shop", "");
@@ -371,6 +372,26 @@ fn permissions() {
         definition(&mut c, "sa_made").as_deref(),
         Some("ALTER PROC sa_made AS SELECT 3")
     );
+    // EXEC needs EXECUTE: not db_datareader's nor db_ddladmin's; a GRANT on the procedure
+    // or on the database gives it; a DROP takes the grants on the procedure with it.
+    assert_eq!(errors(&mut reader, "EXEC sa_made"), [(229, 14, 5)]);
+    let r = reader.batch("EXEC sa_made").unwrap();
+    assert_eq!(
+        r.errors().next().unwrap().text,
+        "The EXECUTE permission was denied on the object 'sa_made', database 'shop', schema 'dbo'."
+    );
+    assert_eq!(errors(&mut ddl, "EXEC d"), [(229, 14, 5)]);
+    run(&mut c, "GRANT EXECUTE ON dbo.sa_made TO reader");
+    assert_eq!(int(&rows(&run(&mut reader, "EXEC sa_made"))[0][0]), 3);
+    assert_eq!(errors(&mut reader, "EXEC d"), [(229, 14, 5)]);
+    run(&mut c, "GRANT EXECUTE TO ddl");
+    assert_eq!(int(&rows(&run(&mut ddl, "EXEC d"))[0][0]), 1);
+    run(&mut c, "DENY EXECUTE ON sa_made TO ddl");
+    assert_eq!(errors(&mut ddl, "EXEC sa_made"), [(229, 14, 5)]);
+    run(&mut c, "DROP PROC sa_made");
+    run(&mut c, "CREATE PROC sa_made AS SELECT 4");
+    assert_eq!(errors(&mut reader, "EXEC sa_made"), [(229, 14, 5)]);
+    assert_eq!(int(&rows(&run(&mut ddl, "EXEC sa_made"))[0][0]), 4);
 }
 
 /// Several sessions at once: four CREATE the same name and exactly one wins (the others
@@ -579,4 +600,40 @@ fn exec_while_another_session_alters() {
         r.join().unwrap();
     }
     assert_eq!(int(&rows(&run(&mut c, "EXEC v"))[0][0]), 20);
+}
+
+/// A TDS RPC request naming a user procedure runs it: typed parameters by place and by
+/// name, the OUTPUT one back as a RETURNVALUE token, RETURN's value as RETURNSTATUS; a
+/// failed call's status is 1 with SQL Server's message.
+#[test]
+fn rpc_runs_a_user_procedure() {
+    use extentdb_sql::types::SqlType;
+    let (_s, mut c) = start_in_database("procs-rpc", "shop", "");
+    run(
+        &mut c,
+        "CREATE PROC add2 @a int, @b int = 10, @sum bigint OUTPUT AS\nBEGIN\n  SET @sum = @a + @b;\n  SELECT @a AS a;\n  RETURN @a * 2\nEND",
+    );
+    let r = c
+        .call_procedure(
+            "add2",
+            &[
+                ("", SqlType::Int, Value::Int(4), false),
+                ("@sum", SqlType::BigInt, Value::Null, true),
+                ("@b", SqlType::Int, Value::Int(5), false),
+            ],
+        )
+        .unwrap();
+    assert_eq!(r.errors().count(), 0);
+    assert_eq!(rows(&r), vec![vec![Value::Int(4)]]);
+    assert_eq!(r.return_status, Some(8));
+    assert_eq!(
+        r.return_values,
+        vec![("@sum".to_string(), Value::BigInt(9))]
+    );
+    let r = c.call_procedure("add2", &[]).unwrap();
+    let e: Vec<i32> = r.errors().map(|e| e.number).collect();
+    assert_eq!((e, r.return_status), (vec![201], Some(1)));
+    let r = c.call_procedure("nothing", &[]).unwrap();
+    let e: Vec<i32> = r.errors().map(|e| e.number).collect();
+    assert_eq!((e, r.return_status), (vec![2812], Some(1)));
 }

@@ -12,12 +12,14 @@
 //!    and constraints) and never reused while the database lives.
 //! 3. ALTER keeps the object id and create date, and replaces the definition, parameters and
 //!    SET options whole, with the modify date moved to now (never before the create date).
+//! 4. DROP removes the permissions granted or denied on the procedure in the same save.
 //!
 //! Not here: parsing, permissions, schema locks and messages (the SQL layer's
 //! procedures.rs); what runs a module.
 
 use extentdb_format::catalog::Catalog;
 use extentdb_format::module::ModuleEntry;
+use extentdb_format::principals::PermissionClass;
 
 use crate::shared::SharedDatabase;
 use crate::StorageError;
@@ -95,6 +97,10 @@ impl SharedDatabase {
                     if before - c.modules.len() != ids.len() {
                         return Err(StorageError::TableNotFound(ids[0]));
                     }
+                    // Invariant 4: its permissions go with it.
+                    c.security.permissions.retain(|p| {
+                        p.class != PermissionClass::Object || !ids.contains(&p.major_id)
+                    });
                 }
             }
             Ok(())

@@ -20,6 +20,9 @@
 //!    transaction stays as the body left it, as in SQL Server).
 //! 6. Errors raised by the body's statements carry the procedure's name and their line
 //!    in its definition (ERROR token's ProcName and LineNumber).
+//! 7. EXEC needs EXECUTE on the procedure (granted on it or on the database, db_owner,
+//!    dbo), Msg 229 otherwise; the body's statements are then checked as the caller's
+//!    (EXECUTE AS CALLER; ownership chaining is not built).
 
 use std::collections::HashMap;
 
@@ -83,11 +86,12 @@ impl Session {
         };
         self.statement_object_lock(db_id, object, LockMode::SchS)?;
         let g = db.read().unwrap();
-        Ok(g.catalog
-            .modules
-            .iter()
-            .find(|m| m.object_id == id)
-            .cloned())
+        let Some(m) = g.catalog.modules.iter().find(|m| m.object_id == id) else {
+            return Ok(None);
+        };
+        // Invariant 7.
+        self.require_object_permission(db_id, &g, "EXECUTE", id, &m.name)?;
+        Ok(Some(m.clone()))
     }
 
     /// Runs procedure `m` for EXEC `args` (their values `values`, evaluated in the

@@ -17,8 +17,9 @@
 //! 5. Every SET option a module would record is fixed ON in extentdb (ANSI_NULLS and
 //!    QUOTED_IDENTIFIER: set_options.rs), so a module records them ON.
 //!
-//! Not here: parsing (parser/procedures.rs); running a procedure (EXEC of a user procedure
-//! is not built yet: the definition is parsed again from the catalog when it is).
+//! Not here: parsing (parser/procedures.rs); running a procedure (procedure_calls.rs,
+//! which parses the definition again from the catalog); the catalog views
+//! (procedure_views.rs).
 
 use extentdb_format::module::{ModuleEntry, ModuleType, ParameterEntry, DBO_SCHEMA_ID};
 use extentdb_storage::lock::{LockMode, Resource};
@@ -258,6 +259,21 @@ impl Session {
         let columns = vec![("Text".to_string(), crate::types::SqlType::NVarChar(255))];
         self.send_rowset(super::views::Rowset { columns, rows }, out);
         Ok(())
+    }
+
+    /// The procedure a GRANT / DENY / REVOKE ... ON names (object id, database id,
+    /// database), None when no procedure has the name.
+    pub(super) fn procedure_securable(
+        &self,
+        name: &ObjectName,
+    ) -> Result<Option<(u32, u16, std::sync::Arc<extentdb_storage::SharedDatabase>)>, Errors> {
+        let schema = name.qualifier().filter(|s| !s.is_empty()).unwrap_or("dbo");
+        if name.parts.len() > 2 || !schema.eq_ignore_ascii_case("dbo") {
+            return Ok(None);
+        }
+        let (db_id, db) = self.current_database()?;
+        let id = by_name(&db.read().unwrap().catalog, name.name()).map(|m| m.object_id);
+        Ok(id.map(|id| (id, db_id, db)))
     }
 
     /// Invariant 3: Sch-M on procedure `object_id`, waited for with no database held.

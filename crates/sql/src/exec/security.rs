@@ -78,6 +78,7 @@ pub(super) const DATABASE_PERMISSIONS: &[&str] = &[
     "CONNECT",
     "CREATE TABLE",
     "CREATE PROCEDURE",
+    "EXECUTE",
     "BACKUP DATABASE",
     "BACKUP LOG",
     "CHECKPOINT",
@@ -89,6 +90,10 @@ pub(super) const DATABASE_PERMISSIONS: &[&str] = &[
 /// Permissions on a table.
 pub(super) const OBJECT_PERMISSIONS: &[&str] =
     &["SELECT", "INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL"];
+
+/// Permissions on a stored procedure.
+pub(super) const PROCEDURE_PERMISSIONS: &[&str] =
+    &["EXECUTE", "ALTER", "CONTROL", "VIEW DEFINITION"];
 
 /// The fixed database roles' permissions in their database (db_owner carries all).
 const DATABASE_ROLE_PERMISSIONS: &[(&str, &[&str])] = &[
