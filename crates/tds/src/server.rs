@@ -767,7 +767,8 @@ impl Connection {
     }
 
     /// One RPC call: the prepared-statement procedures and sp_executesql are the server's
-    /// own; any other name runs as EXEC with the parameters.
+    /// own; any other name runs as EXEC with the parameters, a user procedure's RETURN
+    /// status then answered in RETURNSTATUS and its OUTPUT parameters in RETURNVALUEs.
     fn rpc(&mut self, call: RpcCall, reply: &mut Reply, last: bool) -> Result<(), TdsError> {
         let result = match call.proc.as_str() {
             "sp_executesql" => self.sp_executesql(&call.params, reply),
