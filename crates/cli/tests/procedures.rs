@@ -101,6 +101,44 @@ fn definition_is_kept_as_sent() {
             "@d 3 106 5 9 2 Bit(false) Bit(false)",
         ]
     );
+    // INFORMATION_SCHEMA: the routine with its text, the parameters in order (OUTPUT is
+    // INOUT), types as COLUMNS gives a column's.
+    let r = rows(&run(
+        &mut c,
+        "SELECT ROUTINE_CATALOG, ROUTINE_SCHEMA, ROUTINE_NAME, ROUTINE_TYPE, DATA_TYPE, \
+         ROUTINE_BODY, ROUTINE_DEFINITION, SQL_DATA_ACCESS FROM INFORMATION_SCHEMA.ROUTINES",
+    ));
+    let shown: Vec<String> = r[0].iter().map(|v| format!("{v:?}")).collect();
+    let want =
+        ["shop", "dbo", "GetThing", "PROCEDURE"].map(|t| format!("{:?}", Value::Text(t.into())));
+    assert_eq!(&shown[..4], &want[..]);
+    assert_eq!(r[0][4], Value::Null);
+    assert_eq!(text(&r[0][6]), def);
+    assert_eq!(text(&r[0][7]), "MODIFIES");
+    let r = all_rows(&run(
+        &mut c,
+        "SELECT PARAMETER_NAME, ORDINAL_POSITION, PARAMETER_MODE, DATA_TYPE, \
+         CHARACTER_MAXIMUM_LENGTH, NUMERIC_PRECISION, NUMERIC_SCALE \
+         FROM INFORMATION_SCHEMA.PARAMETERS WHERE SPECIFIC_NAME = 'GetThing' \
+         ORDER BY ORDINAL_POSITION",
+    ));
+    let shown: Vec<String> = r
+        .iter()
+        .map(|p| {
+            p.iter()
+                .map(common::tds::show)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "@id 1 IN int NULL 10 0",
+            "@name 2 INOUT nvarchar 50 NULL NULL",
+            "@d 3 IN decimal NULL 9 2",
+        ]
+    );
     // sp_helptext: one column Text, a row per line, together the definition.
     let r = run(&mut c, "EXEC sp_helptext 'GetThing'");
     let lines: Vec<String> = all_rows(&r).iter().map(|r| text(&r[0])).collect();

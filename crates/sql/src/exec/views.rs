@@ -190,13 +190,19 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         "sys.schemas" => super::schemas::schemas_view(),
         "information_schema.schemata"
         | "information_schema.tables"
-        | "information_schema.columns" => {
+        | "information_schema.columns"
+        | "information_schema.routines"
+        | "information_schema.parameters" => {
             let db = inst.database(current_db)?;
             let db = db.read().unwrap();
             let db_name = db.name.clone();
             match name {
                 "information_schema.schemata" => super::information_schema::schemata(&db_name),
                 "information_schema.tables" => super::information_schema::tables(&db, &db_name),
+                "information_schema.routines" => super::information_schema::routines(&db, &db_name),
+                "information_schema.parameters" => {
+                    super::information_schema::parameters(&db, &db_name)
+                }
                 _ => super::information_schema::columns(&db, &db_name),
             }
         }
