@@ -554,8 +554,9 @@ fn exec_binds_outputs_and_returns() {
 }
 
 /// The body has its own scope: @@NESTLEVEL and @@PROCID, its #temp tables dropped at its
-/// end, nesting to 32 and 217 past it, 266 for a body that leaves a transaction open, and
-/// its errors carry its name and their line in its definition.
+/// end, its SET options undone, nesting to 32 and 217 past it, 266 for a body that leaves
+/// a transaction open, an XACT_ABORT error inside ending the caller's batch, and its
+/// errors carry its name and their line in its definition.
 #[test]
 fn exec_scope_nesting_and_errors() {
     let (_s, mut c) = start_in_database("procs-scope", "shop", "");
@@ -596,6 +597,21 @@ fn exec_scope_nesting_and_errors() {
     run(&mut c, "CREATE PROC opens AS BEGIN TRAN");
     assert_eq!(errors(&mut c, "EXEC opens"), [(266, 16, 2)]);
     assert_eq!(int(&scalar(&mut c, "SELECT @@TRANCOUNT")), 1);
+    run(&mut c, "ROLLBACK");
+    // An error under XACT_ABORT inside ends the caller's batch too; the SET goes with
+    // the body (the caller's transaction then survives an error).
+    run(
+        &mut c,
+        "CREATE PROC xa AS BEGIN SET XACT_ABORT ON; BEGIN TRAN; SELECT 1/0; SELECT 'inside' END",
+    );
+    let r = c.batch("EXEC xa\nSELECT 'caller'").unwrap();
+    assert_eq!(r.errors().map(|e| e.number).collect::<Vec<_>>(), [8134]);
+    assert!(all_rows(&r).is_empty(), "{:?}", all_rows(&r));
+    assert_eq!(int(&scalar(&mut c, "SELECT @@TRANCOUNT")), 0);
+    let r = c
+        .batch("BEGIN TRAN; SELECT 1/0; SELECT @@TRANCOUNT")
+        .unwrap();
+    assert_eq!(int(&all_rows(&r)[0][0]), 1);
     run(&mut c, "ROLLBACK");
     run(
         &mut c,

@@ -368,6 +368,7 @@ impl Engine {
             declared_by: HashMap::new(),
             procedures: Vec::new(),
             return_status: None,
+            procedure_aborted: false,
             nocount: false,
             statistics_io: false,
             implicit_transactions: false,
@@ -436,6 +437,8 @@ pub struct Session {
     procedures: Vec<(u32, String)>,
     /// The innermost running procedure's RETURN status, once it returned one.
     return_status: Option<i32>,
+    /// Set when a procedure's body ended the batch, for its EXEC to end the caller's.
+    procedure_aborted: bool,
     pub nocount: bool,
     /// SET STATISTICS IO ON: each statement that reads a user table reports its reads
     /// (Msg 3615) after it.
@@ -873,6 +876,8 @@ impl Session {
 
     fn statement(&mut self, s: &Statement, out: &mut Out) -> Result<Flow, Vec<SqlError>> {
         use StatementKind as K;
+        // Only the EXEC whose procedure set it reads it (procedure_calls.rs invariant 8).
+        self.procedure_aborted = false;
         if self.implicit_transactions && self.trancount == 0 && starts_implicit_transaction(&s.kind)
         {
             self.begin_transaction(out);
@@ -1024,7 +1029,16 @@ impl Session {
             K::Commit { .. } => self.commit_transaction(out)?,
             K::Rollback { .. } => self.rollback_transaction(out)?,
             K::Dbcc(d) => self.dbcc(d, out)?,
-            K::Execute(e) => self.execute_proc(e, out)?,
+            K::Execute(e) => {
+                let result = self.execute_proc(e, out);
+                // A procedure whose body ended the batch (a deadlock victim, XACT_ABORT)
+                // ends its caller's too (procedure_calls.rs invariant 8).
+                let aborted = std::mem::take(&mut self.procedure_aborted);
+                result?;
+                if aborted {
+                    return Ok(Flow::AbortBatch);
+                }
+            }
             _ => return self.lowered(s, out),
         }
         Ok(Flow::Normal)

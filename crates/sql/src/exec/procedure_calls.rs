@@ -9,8 +9,9 @@
 //!    While it is read the caller holds the procedure's Sch-S, so an ALTER or DROP holding
 //!    Sch-M is waited out first.
 //! 2. The body runs in its own scope: the parameters are its only variables, its table
-//!    variables and the #temp tables it made end with it, and the caller's are back after
-//!    it, whatever way it ended.
+//!    variables and the #temp tables it made end with it, the SET options it changes
+//!    (XACT_ABORT, NOCOUNT, ...) hold only inside it, and the caller's are back after it,
+//!    whatever way it ended.
 //! 3. Binding follows SQL Server: a positional argument after a named one is 119, more
 //!    arguments than parameters 8144, an unknown name 8145, OUTPUT for a parameter not
 //!    declared OUTPUT 8162, OUTPUT with a constant 179, a parameter neither given nor
@@ -23,6 +24,8 @@
 //! 7. EXEC needs EXECUTE on the procedure (granted on it or on the database, db_owner,
 //!    dbo), Msg 229 otherwise; the body's statements are then checked as the caller's
 //!    (EXECUTE AS CALLER; ownership chaining is not built).
+//! 8. A body that ends the batch (a deadlock victim, an error under XACT_ABORT, an
+//!    attention) ends its caller's batch too, through every level.
 
 use std::collections::HashMap;
 
@@ -215,9 +218,12 @@ impl Session {
         let saved_declared = std::mem::take(&mut self.declared_by);
         let saved_tables = self.take_table_variables();
         let temps_before = self.temporary_names();
+        // SET options the body changes hold until it ends, as in SQL Server.
+        let saved_options = (self.options, self.nocount);
         self.procedures.push((m.object_id, m.name.clone()));
         self.return_status = None;
-        let _: Flow = self.run_block(&def.body, out);
+        let flow = self.run_block(&def.body, out);
+        self.procedure_aborted = matches!(flow, Flow::AbortBatch);
         let status = self.return_status.take().unwrap_or(0);
         self.procedures.pop();
         let results = names
@@ -229,6 +235,7 @@ impl Session {
         self.drop_temporary_tables_since(&temps_before);
         self.vars = saved_vars;
         self.declared_by = saved_declared;
+        (self.options, self.nocount) = saved_options;
         (status, results)
     }
 }
