@@ -583,6 +583,24 @@ def informational_messages_are_not_errors():
     conn.close()
 
 
+@test
+def stored_procedure_by_callproc():
+    # callproc sends an RPC naming the procedure: typed parameters, the OUTPUT one back as
+    # a RETURNVALUE token; pytds reads RETURN's value from RETURNSTATUS.
+    conn = connect()
+    cur = conn.cursor()
+    cur.execute("IF OBJECT_ID('AddTwo', 'P') IS NOT NULL DROP PROCEDURE AddTwo")
+    cur.execute("CREATE PROCEDURE AddTwo @a int, @b int = 10, @sum int OUTPUT AS "
+                "BEGIN SET @sum = @a + @b; RETURN @a * 2 END")
+    out = driver.output(param_type="int") if ARGS.driver == "pytds" else driver.output(int)
+    eq(list(cur.callproc("AddTwo", (4, 5, out))), [4, 5, 9], "callproc's OUTPUT parameter")
+    if ARGS.driver == "pytds":
+        eq(cur.get_proc_return_status(), 8, "RETURN status")
+    expect_error(cur, "EXEC AddTwo", 201, 16)
+    eq(scalar(cur, "SELECT COUNT(*) FROM sys.procedures WHERE name = 'AddTwo'"), 1, "sys.procedures")
+    conn.close()
+
+
 # ---------------------------------------------------------------------------------------
 
 def main():

@@ -46,6 +46,9 @@
 //!     columns (`statistics::check`).
 //! 15. Only a clustered table's own entry is marked disabled (`TableEntry::is_disabled`,
 //!     version 14): never a heap, an index entry or a clustered rebuild's new tree.
+//! 16. Modules (version 15, stored procedures) take object ids no table, index or
+//!     constraint has, below the next object id, and names no other module and no dbo
+//!     table has; each definition fits `module::MAX_DEFINITION_BYTES` (`module::check`).
 
 use crate::codec::{Reader, Writer};
 use crate::file_header::FileType;
@@ -67,8 +70,9 @@ use crate::{
 /// columns. Version 13 added the statistics objects (`statistics.rs`) after the
 /// principals; older blobs decode with none. Version 14 added each table's flags byte
 /// after its FOREIGN KEY constraints (`TableEntry::is_disabled`); older blobs decode with
-/// every table enabled.
-pub const CATALOG_VERSION: u16 = 14;
+/// every table enabled. Version 15 added the modules (`module.rs`, stored procedures with
+/// their definitions and parameters) after the statistics; older blobs decode with none.
+pub const CATALOG_VERSION: u16 = 15;
 /// Payload bytes one catalog page holds.
 pub const CATALOG_PAGE_PAYLOAD: usize = PAGE_SIZE - PAGE_HEADER_SIZE - 2;
 /// The allocation unit id that owns catalog pages.
@@ -479,6 +483,8 @@ pub struct Catalog {
     pub security: crate::principals::Security,
     /// Statistics objects (version 13), indexes' and CREATE STATISTICS'.
     pub statistics: Vec<crate::statistics::StatisticsEntry>,
+    /// T-SQL modules (version 15): stored procedures with their text.
+    pub modules: Vec<crate::module::ModuleEntry>,
 }
 
 /// sysname: names of databases, files, filegroups, tables, columns and constraints.
@@ -589,6 +595,9 @@ impl Catalog {
         if version >= 13 {
             crate::statistics::encode(&mut w, &self.statistics);
         }
+        if version >= 15 {
+            crate::module::encode(&mut w, &self.modules);
+        }
         w.bytes
     }
 
@@ -697,8 +706,13 @@ impl Catalog {
             ..=12 => Vec::new(),
             _ => crate::statistics::decode(&mut r, bytes.len())?,
         };
+        let modules = match version {
+            ..=14 => Vec::new(),
+            _ => crate::module::decode(&mut r, bytes.len())?,
+        };
         let c = Catalog {
             statistics,
+            modules,
             database_id,
             recovery_model,
             filegroups,
@@ -795,6 +809,7 @@ impl Catalog {
             Some(t.columns.iter().map(|c| c.column_id).collect())
         };
         crate::statistics::check(&self.statistics, &table_columns)?;
+        self.check_modules()?;
         for d in &self.databases {
             if d.offline && d.restoring.is_some() {
                 return Err(format!("database {} is both OFFLINE and RESTORING", d.name));
@@ -808,6 +823,27 @@ impl Catalog {
             }
         }
         Ok(())
+    }
+}
+
+impl Catalog {
+    /// Invariant 16: modules' ids and names are their own.
+    fn check_modules(&self) -> Result<(), String> {
+        let mut ids = std::collections::HashSet::new();
+        for t in &self.tables {
+            ids.insert(t.object_id);
+            ids.extend(t.checks.iter().map(|k| k.object_id));
+            ids.extend(t.foreign_keys.iter().map(|k| k.object_id));
+        }
+        let table_named = |name: &str| {
+            self.tables.iter().any(|t| {
+                t.index_of.is_none()
+                    && t.rebuilt_table().is_none()
+                    && t.schema_name.eq_ignore_ascii_case("dbo")
+                    && t.name.eq_ignore_ascii_case(name)
+            })
+        };
+        crate::module::check(&self.modules, &ids, &table_named, self.next_object_id)
     }
 }
 
@@ -981,8 +1017,38 @@ impl Catalog {
         for s in &self.statistics {
             fits("identifier", &s.name, MAX_NAME_CHARS)?;
         }
-        Ok(())
+        self.modules.iter().try_for_each(check_module_lengths)
     }
+}
+
+/// A module's name, parameters and definition fit their fields (the definition is bounded
+/// in bytes, its u32 length field far wider: `module::MAX_DEFINITION_BYTES`).
+fn check_module_lengths(m: &crate::module::ModuleEntry) -> Result<(), TooLong> {
+    use crate::module::{MAX_DEFINITION_BYTES, MAX_PARAMETERS};
+    fits("identifier", &m.name, MAX_NAME_CHARS)?;
+    if m.definition.len() > MAX_DEFINITION_BYTES {
+        return Err(TooLong {
+            what: "procedure definition",
+            value: m.definition.chars().take(MAX_NAME_CHARS).collect(),
+            max: MAX_DEFINITION_BYTES,
+        });
+    }
+    if m.parameters.len() > MAX_PARAMETERS {
+        return Err(TooLong {
+            what: "parameter list",
+            value: m.parameters.len().to_string(),
+            max: MAX_PARAMETERS,
+        });
+    }
+    for p in &m.parameters {
+        fits("identifier", &p.name, MAX_NAME_CHARS)?;
+        fits(
+            "default definition",
+            p.default_sql.as_deref().unwrap_or(""),
+            MAX_DEFINITION_CHARS,
+        )?;
+    }
+    Ok(())
 }
 
 fn check_table_lengths(t: &TableEntry) -> Result<(), TooLong> {

@@ -29,6 +29,7 @@ pub mod key;
 pub mod layout;
 pub mod log;
 pub mod log_record;
+pub mod module;
 pub mod page;
 pub mod pfs;
 pub mod principals;

@@ -292,6 +292,7 @@ fn catalog_fixture() {
             }],
         },
         statistics: Vec::new(),
+        modules: Vec::new(),
     };
     let blob = c.encode();
     let pages = catalog::to_pages(&blob, &[PageId::new(1, 16)]);
@@ -348,8 +349,9 @@ fn state_byte_nibbles(c: &Catalog) {
 /// unused, 1 and an i64, 2 unknown; any other tag is damage.
 fn older_versions_decode(c: &Catalog) {
     let at = PageId::new(1, 16);
-    assert_eq!(catalog::CATALOG_VERSION, 14);
-    assert_eq!(&c.encode()[..2], &14u16.to_le_bytes());
+    assert_eq!(catalog::CATALOG_VERSION, 15);
+    assert_eq!(&c.encode()[..2], &15u16.to_le_bytes());
+    module_list(c);
     statistics_list(c);
     table_flags_byte(c);
     lock_escalation_byte(c);
@@ -369,10 +371,10 @@ fn older_versions_decode(c: &Catalog) {
     // `Through`), the lock escalation byte, the pending-DDL flags (0: no mark), the
     // index tag (0: a table), the CHECK constraint count (u16 0), the FOREIGN KEY
     // count (u16 0), each of the two columns' computed tag (0), the table's flags (0) and
-    // the statistics list (u32 0).
+    // the statistics list (u32 0) and the module list (u32 0).
     assert_eq!(
         c.encode().len(),
-        v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2 + 1 + 4
+        v5.len() + 9 + 1 + 1 + 1 + 2 + 2 + 2 + 1 + 4 + 4
     );
     assert_eq!(Catalog::decode(&unknown.encode(), at).unwrap(), unknown);
     identity_tags(c);
@@ -536,8 +538,9 @@ fn index_tag(c: &Catalog) {
     let b = ix.encode();
     let mut w = extentdb_format::codec::Writer::default();
     ix.security.encode(&mut w);
-    // The principals, then (version 13) the statistics list, empty: u32 0.
-    let start = b.len() - w.bytes.len() - 4;
+    // The principals, then (version 13) the statistics list and (version 15) the module
+    // list, both empty: u32 0 each.
+    let start = b.len() - w.bytes.len() - 8;
     let tail = &b[..start];
     let expect: Vec<u8> = [
         &[1u8][..],
@@ -638,13 +641,13 @@ fn table_flags_byte(c: &Catalog) {
     let v13 = c.encode_version(13);
     assert_eq!(Catalog::decode(&v13, at).unwrap(), *c);
     assert_eq!(Catalog::decode(&c.encode_version(12), at).unwrap(), *c);
-    let blob = c.encode();
+    let blob = c.encode_version(14);
     assert_eq!(blob.len(), v13.len() + 1, "one byte per table");
     let mut k = c.clone();
     k.tables[0].index_id = 1;
     k.tables[0].root_page = PageId::new(1, 80);
     k.tables[0].is_disabled = true;
-    let (b, kv) = (k.encode(), k.encode_version(13));
+    let (b, kv) = (k.encode_version(14), k.encode_version(13));
     // The byte is the one the version 13 blob lacks (the first such that is set).
     let i = (2..=kv.len())
         .find(|&i| b[2..i] == kv[2..i] && b[i + 1..] == kv[i..] && b[i] == 1)
@@ -986,12 +989,14 @@ fn statistics_list(c: &Catalog) {
     });
     let blob = k.encode();
     let base = c.encode();
+    // The module list (u32 0 here) follows the statistics (version 15).
+    let stats_at = base.len() - 8;
     assert_eq!(
-        &base[base.len() - 4..],
+        &base[stats_at..stats_at + 4],
         &[0, 0, 0, 0],
         "an empty list: u32 0"
     );
-    let list = &blob[base.len() - 4..];
+    let list = &blob[stats_at..blob.len() - 4];
     let f32b = |x: f32| x.to_bits().to_le_bytes();
     let f64b = |x: f64| x.to_bits().to_le_bytes();
     let mut want = 1u32.to_le_bytes().to_vec();
@@ -1024,7 +1029,7 @@ fn statistics_list(c: &Catalog) {
     }
     assert_eq!(list, &want[..]);
     assert_eq!(Catalog::decode(&blob, at).unwrap(), k);
-    let flags_at = base.len() - 4 + 4 + 4 + 2 + 2 + 2;
+    let flags_at = stats_at + 4 + 4 + 2 + 2 + 2;
     let mut bad = blob.clone();
     bad[flags_at] |= 8;
     let e = Catalog::decode(&bad, at).unwrap_err().to_string();
@@ -1035,4 +1040,102 @@ fn statistics_list(c: &Catalog) {
         .unwrap_err()
         .to_string();
     assert!(e.contains("missing table"), "{e}");
+}
+
+/// The module list (FORMAT.md, "Catalog", version 15) after the statistics: u32 count, then
+/// per module its object id, schema id, name, type byte 'P', created and modified µs, flags
+/// (bit 0 ANSI_NULLS, bit 1 QUOTED_IDENTIFIER, bit 2 WITH RECOMPILE), the definition as u32
+/// length and UTF-8, and
+/// its parameters (name, type id, max length, precision, scale, flags: bit 0 OUTPUT, bit 1
+/// a default, then the default's text). A version 14 blob decodes with none; an unknown
+/// type or flag, a duplicate name, a module named as a table, an id a table holds are
+/// damage; a 200 KB definition round-trips, one past the bound is refused by check_lengths.
+fn module_list(c: &Catalog) {
+    use extentdb_format::module::{self, ModuleEntry, ModuleType, ParameterEntry};
+    let at = PageId::new(1, 16);
+    assert_eq!(Catalog::decode(&c.encode_version(14), at).unwrap(), *c);
+    let mut k = c.clone();
+    let id = k.next_object_id;
+    k.next_object_id += 1;
+    k.modules.push(ModuleEntry {
+        object_id: id,
+        schema_id: 1,
+        name: "p".into(),
+        module_type: ModuleType::Procedure,
+        created_us: 5,
+        modified_us: 6,
+        definition: "CREATE PROC p @a int = 1 AS".into(),
+        uses_ansi_nulls: true,
+        uses_quoted_identifier: false,
+        is_recompiled: true,
+        parameters: vec![ParameterEntry {
+            name: "@a".into(),
+            system_type_id: 56,
+            max_length: 4,
+            precision: 10,
+            scale: 0,
+            is_output: true,
+            default_sql: Some("1".into()),
+        }],
+    });
+    let (base, blob) = (c.encode(), k.encode());
+    assert_eq!(
+        &base[base.len() - 4..],
+        &[0, 0, 0, 0],
+        "an empty list: u32 0"
+    );
+    // The next object id (u32) sits before the tables; the lists after it are as before.
+    let mut want = 1u32.to_le_bytes().to_vec();
+    want.extend(id.to_le_bytes());
+    want.extend(1u32.to_le_bytes());
+    want.extend(1u16.to_le_bytes());
+    want.push(b'p');
+    want.push(b'P');
+    want.extend(5i64.to_le_bytes());
+    want.extend(6i64.to_le_bytes());
+    want.push(1 | 4);
+    want.extend(27u32.to_le_bytes());
+    want.extend(b"CREATE PROC p @a int = 1 AS");
+    want.extend(1u16.to_le_bytes());
+    want.extend(2u16.to_le_bytes());
+    want.extend(b"@a");
+    want.push(56);
+    want.extend(4u16.to_le_bytes());
+    want.extend([10, 0, 1 | 2]);
+    want.extend(1u16.to_le_bytes());
+    want.push(b'1');
+    assert_eq!(&blob[base.len() - 4..], &want[..]);
+    assert_eq!(Catalog::decode(&blob, at).unwrap(), k);
+    let type_at = base.len() - 4 + 4 + 4 + 4 + 2 + 1;
+    let mut bad = blob.clone();
+    bad[type_at] = b'V';
+    let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+    assert!(e.contains("has type"), "{e}");
+    let mut bad = blob.clone();
+    bad[type_at + 1 + 16] |= 8;
+    let e = Catalog::decode(&bad, at).unwrap_err().to_string();
+    assert!(e.contains("has flags"), "{e}");
+    let mut twice = k.clone();
+    twice.modules[0].name = "BigRows".into();
+    let e = Catalog::decode(&twice.encode(), at)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("taken twice"), "{e}");
+    let mut stolen = k.clone();
+    stolen.modules[0].object_id = c.tables[0].object_id;
+    let e = Catalog::decode(&stolen.encode(), at)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("object id in use"), "{e}");
+    let mut big = k.clone();
+    big.modules[0].definition = format!("CREATE PROC p AS\n{}", "-- x\n".repeat(40_000));
+    assert!(big.modules[0].definition.len() > 200_000);
+    assert_eq!(big.check_lengths(), Ok(()));
+    assert_eq!(Catalog::decode(&big.encode(), at).unwrap(), big);
+    big.modules[0].definition = "x".repeat(module::MAX_DEFINITION_BYTES + 1);
+    let e = big.check_lengths().unwrap_err();
+    assert_eq!(
+        (e.what, e.max),
+        ("procedure definition", module::MAX_DEFINITION_BYTES)
+    );
 }

@@ -151,6 +151,14 @@ pub enum StatementKind {
         names: Vec<String>,
         options: StatisticsOptions,
     },
+    /// CREATE / ALTER / CREATE OR ALTER PROCEDURE (exec/procedures.rs): the only statement
+    /// of its batch, its body the rest of the batch.
+    CreateProcedure(Box<ProcedureDefinition>),
+    /// DROP PROC[EDURE] [IF EXISTS] name [, ...].
+    DropProcedure {
+        if_exists: bool,
+        names: Vec<ObjectName>,
+    },
     DropTable {
         if_exists: bool,
         names: Vec<ObjectName>,
@@ -478,6 +486,38 @@ pub enum ExecTarget {
     },
     /// `EXEC ('SELECT ' + @x)`: the pieces to concatenate.
     Dynamic { parts: Vec<Expr> },
+}
+
+/// What a procedure's definition statement does with the name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcedureMode {
+    Create,
+    Alter,
+    CreateOrAlter,
+}
+
+/// CREATE / ALTER PROCEDURE: the name, the parameters, the body (the rest of the batch) and
+/// the batch's text, kept as sys.sql_modules.definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcedureDefinition {
+    pub mode: ProcedureMode,
+    pub name: ObjectName,
+    pub parameters: Vec<ProcedureParameter>,
+    pub body: Vec<Statement>,
+    pub definition: String,
+    /// WITH RECOMPILE (sys.sql_modules.is_recompiled).
+    pub recompile: bool,
+}
+
+/// `@name [AS] type [= default] [OUT | OUTPUT]` of a procedure's definition.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcedureParameter {
+    pub name: String,
+    pub data_type: DataType,
+    /// The default as parsed, and its text as written (sys.parameters has no column for
+    /// it; the catalog keeps it for the definition's reader).
+    pub default: Option<(Expr, String)>,
+    pub output: bool,
 }
 
 /// One procedure argument. A bare word (`EXEC sp_helpdb master`) is a one-part

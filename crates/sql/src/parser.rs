@@ -7,14 +7,15 @@
 //! words decide where an alias or a name may stand.
 //!
 //! Deliberately not done here: name resolution, type checking of expressions, constant
-//! folding, and statements outside the supported set (CREATE PROCEDURE/VIEW/FUNCTION,
-//! MERGE, cursors, CTEs before INSERT/UPDATE/DELETE);
+//! folding, and statements outside the supported set (CREATE VIEW/FUNCTION, cursors, CTEs
+//! before INSERT/UPDATE/DELETE);
 //! those are syntax errors for now. A table variable (`@name`) stands as a one-part table
 //! name where SQL Server allows one: FROM, and the target of INSERT, UPDATE, DELETE. Nesting is bounded (Msg 191) by tree depth and by
 //! measured stack use, so no input can exhaust the stack.
 
 mod grouping;
 mod merge;
+mod procedures;
 mod security;
 mod statistics;
 
@@ -84,6 +85,17 @@ pub fn parse_batch(text: &str) -> Result<Vec<Statement>, ParseError> {
     };
     let mut statements = Vec::new();
     parser.skip_semicolons();
+    // procedures.rs invariant 1: a procedure's definition is its batch's first statement,
+    // and its body is the rest of the batch.
+    if parser.at_procedure_definition() {
+        let start = parser.peek().map_or((1, 0), |t| (t.line, t.start));
+        let kind = parser.procedure_definition(text)?;
+        return Ok(vec![Statement {
+            line: start.0,
+            kind,
+            span: (start.1, text.chars().count()),
+        }]);
+    }
     while !parser.at_end() {
         let first = parser.pos == 0;
         parser.depth = 0;
@@ -868,6 +880,8 @@ impl Parser {
             "LOGIN" => self.create_login(),
             "STATISTICS" => self.create_statistics(),
             "TYPE" => Err(self.not_built("CREATE TYPE (user-defined data types and table types)")),
+            // Parsed in parse_batch when first; anywhere else, Msg 111.
+            "PROC" | "PROCEDURE" | "OR" => Err(self.not_first_in_batch()),
             "USER" => {
                 self.pos += 1;
                 self.create_user()
@@ -878,6 +892,9 @@ impl Parser {
 
     fn alter(&mut self) -> PResult<StatementKind> {
         self.pos += 1;
+        if self.check_word("PROC") || self.check_word("PROCEDURE") {
+            return Err(self.not_first_in_batch());
+        }
         if self.eat_word("LOGIN") {
             return self.alter_login();
         }
@@ -1092,6 +1109,9 @@ impl Parser {
         }
         if word == "STATISTICS" {
             return self.drop_statistics();
+        }
+        if word == "PROC" || word == "PROCEDURE" {
+            return self.drop_procedure();
         }
         if !matches!(word.as_str(), "DATABASE" | "TABLE" | "INDEX") {
             return Err(self.error());

@@ -72,9 +72,11 @@ pub(crate) fn referenced_by_other(c: &Catalog, object_id: u32) -> bool {
 /// Whether `name` is taken by a CHECK or FOREIGN KEY constraint of `c`.
 fn constraint_name_taken(c: &Catalog, name: &str) -> bool {
     let is = |n: &str| n.eq_ignore_ascii_case(name);
-    c.tables
-        .iter()
-        .any(|t| t.checks.iter().any(|k| is(&k.name)) || t.foreign_keys.iter().any(|k| is(&k.name)))
+    // module.rs invariant 1: a procedure's name is taken too.
+    c.modules.iter().any(|m| is(&m.name))
+        || c.tables.iter().any(|t| {
+            t.checks.iter().any(|k| is(&k.name)) || t.foreign_keys.iter().any(|k| is(&k.name))
+        })
 }
 
 /// Table `object_id`'s entry in catalog `c`, to change its constraint lists.

@@ -1443,6 +1443,7 @@ fn initial_catalog(spec: &NewDatabase) -> Catalog {
         tables: Vec::new(),
         security: Default::default(),
         statistics: Vec::new(),
+        modules: Vec::new(),
     }
 }
 

@@ -41,6 +41,7 @@ pub mod log_growth;
 pub mod log_writer;
 pub mod logins;
 pub mod lookup;
+pub mod module;
 pub mod page_move;
 pub mod physical_stats;
 pub mod proportional_fill;

@@ -322,6 +322,7 @@ mod tests {
             tables,
             security: Default::default(),
             statistics: Vec::new(),
+            modules: Vec::new(),
         }
     }
 

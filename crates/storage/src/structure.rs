@@ -115,7 +115,7 @@ impl SharedDatabase {
 
     /// Holds the database exclusively if its catalog is still `catalog_version`
     /// (invariant 2).
-    fn hold_at(&self, catalog_version: u64) -> Result<DbGuard<'_>, StorageError> {
+    pub(crate) fn hold_at(&self, catalog_version: u64) -> Result<DbGuard<'_>, StorageError> {
         let g = self.lock().unwrap();
         if g.catalog_version() != catalog_version {
             return Err(StorageError::CatalogChanged);

@@ -270,7 +270,10 @@ impl Database {
     pub fn create_table(&mut self, mut entry: TableEntry) -> Result<u32, StorageError> {
         self.check_writable()?;
         let a_table = entry.index_of.is_none() && entry.rebuilt_table().is_none();
-        if a_table && self.table(&entry.schema_name, &entry.name).is_some() {
+        // module.rs invariant 1: a procedure's name is no table's.
+        let module_named = entry.schema_name.eq_ignore_ascii_case("dbo")
+            && crate::module::by_name(&self.catalog, &entry.name).is_some();
+        if a_table && (module_named || self.table(&entry.schema_name, &entry.name).is_some()) {
             return Err(StorageError::TableExists(entry.name));
         }
         // constraint.rs invariant 4: each table referenced is there (0: the table itself).

@@ -261,6 +261,31 @@ impl Client {
         self.read_response()
     }
 
+    /// Calls procedure `name` by RPC with typed parameters (`(name or "", type, value,
+    /// OUTPUT)`): its RETURNSTATUS and the OUTPUT parameters' RETURNVALUEs come back in the
+    /// response.
+    pub fn call_procedure(
+        &mut self,
+        name: &str,
+        params: &[(&str, SqlType, Value, bool)],
+    ) -> Result<Response, TdsError> {
+        let mut b = self.all_headers();
+        let units: Vec<u16> = name.encode_utf16().collect();
+        b.extend_from_slice(&(units.len() as u16).to_le_bytes());
+        for u in units {
+            b.extend_from_slice(&u.to_le_bytes());
+        }
+        b.extend_from_slice(&0u16.to_le_bytes());
+        for (n, t, v, output) in params {
+            crate::wire::put_b_varchar(&mut b, n);
+            b.push(u8::from(*output));
+            crate::types::put_type_info(&mut b, *t);
+            crate::types::put_value(&mut b, *t, v);
+        }
+        self.send(PacketType::Rpc, &b)?;
+        self.read_response()
+    }
+
     /// Sends raw bytes (tests of malformed input).
     pub fn send_raw(&mut self, bytes: &[u8]) -> Result<(), TdsError> {
         self.stream.write_all(bytes)?;

@@ -344,6 +344,9 @@ struct Connection {
     answered_attentions: usize,
     /// Set when the running RPC call's statements raised an error (DONEPROC's ERROR bit).
     proc_error: bool,
+    /// The RETURN status of the user procedure an RPC call just ran (`exec_procedure`),
+    /// for its RETURNSTATUS token; None for anything else.
+    proc_status: Option<i32>,
     /// sp_executesql parameter definition lists already parsed (definitions.rs).
     definitions: DefinitionCache,
 }
@@ -549,6 +552,7 @@ impl Connection {
             next_handle: 1,
             answered_attentions: 0,
             proc_error: false,
+            proc_status: None,
             definitions: DefinitionCache::default(),
         };
         let result = conn.serve(&standing.large);
@@ -763,7 +767,8 @@ impl Connection {
     }
 
     /// One RPC call: the prepared-statement procedures and sp_executesql are the server's
-    /// own; any other name runs as EXEC with the parameters.
+    /// own; any other name runs as EXEC with the parameters, a user procedure's RETURN
+    /// status then answered in RETURNSTATUS and its OUTPUT parameters in RETURNVALUEs.
     fn rpc(&mut self, call: RpcCall, reply: &mut Reply, last: bool) -> Result<(), TdsError> {
         let result = match call.proc.as_str() {
             "sp_executesql" => self.sp_executesql(&call.params, reply),
@@ -788,7 +793,9 @@ impl Connection {
             Err(RpcFailure::Connection(e)) => return Err(e),
         };
         let error = error || std::mem::take(&mut self.proc_error);
-        t.return_status(if error { 1 } else { 0 });
+        // A procedure's own RETURN status when it ran to its end, else 0 or 1.
+        let status = self.proc_status.take().filter(|_| !error);
+        t.return_status(status.unwrap_or(if error { 1 } else { 0 }));
         for (ordinal, name, ty, v) in outputs {
             t.return_value(ordinal, &name, ty, &v);
         }
@@ -931,10 +938,17 @@ impl Connection {
                 outputs.push((i as u16, p.name.clone(), var, p.sql_type));
             }
         }
-        let text = format!("EXEC {} {}", quoted_multipart(name), args.join(", "));
+        // `EXEC @rc = ...`: a user procedure's RETURN status (most system procedures set none).
+        let rc = "@__rpcrc";
+        bound.push((rc.to_string(), SqlType::Int, Value::Null));
+        let text = format!("EXEC {rc} = {} {}", quoted_multipart(name), args.join(", "));
         self.proc_error |= self.stream(reply, token::DONEINPROC, |s, sink| {
             s.execute_streaming(&text, bound, sink)
         })?;
+        self.proc_status = match self.session.variable(rc) {
+            Some((_, Value::Int(status))) => Some(status),
+            _ => None,
+        };
         Ok(outputs
             .into_iter()
             .map(|(ordinal, name, var, ty)| {

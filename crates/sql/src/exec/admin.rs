@@ -424,6 +424,7 @@ impl Session {
             "sp_configure" => {
                 self.sp_configure(&bind(super::configuration::SP_CONFIGURE_PARAMS)?, out)
             }
+            "sp_helptext" => self.sp_helptext(&bind(&["@objname", "@columnname"])?, out),
             "sp_updatestats" => self.sp_updatestats(&bind(&["@resample"])?, out),
             "sp_delete_backuphistory" => self.sp_delete_backuphistory(&bind(&["@oldest_date"])?),
             "sp_executesql" => {
@@ -486,7 +487,13 @@ impl Session {
                     "{proc} (extended properties)"
                 ))])
             }
-            _ => Err(vec![msg(2812, &[&name.joined()])]),
+            _ => match self.user_procedure(name)? {
+                Some(m) => {
+                    let rc = e.return_variable.as_deref();
+                    self.execute_user_procedure(&m, args, values.clone(), rc, out)
+                }
+                None => Err(vec![msg(2812, &[&name.joined()])]),
+            },
         }
     }
 

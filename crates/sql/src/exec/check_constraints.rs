@@ -665,6 +665,8 @@ pub(super) fn objects_view(db: &Database) -> super::views::Rowset {
             rows.push(row(&k.name, k.object_id, t.object_id, "F ", desc));
         }
     }
+    let procedures = db.catalog.modules.iter();
+    rows.extend(procedures.map(super::procedure_views::object_row));
     super::views::Rowset { columns, rows }
 }
 

@@ -486,6 +486,8 @@ impl Session {
             "@@TEXTSIZE" => Value::Int(self.options.textsize as i32),
             "@@IDENTITY" => identity_value(self.last_identity),
             "@@ERROR" => Value::Int(0),
+            "@@NESTLEVEL" => Value::Int(self.procedures.len() as i32),
+            "@@PROCID" => Value::Int(self.procedures.last().map_or(0, |p| p.0 as i32)),
             _ => Value::Null,
         }
     }
@@ -576,10 +578,13 @@ impl Session {
             },
             "OBJECT_ID" => match text_arg(0) {
                 None => Value::Null,
-                Some(n) => match self.find_table(&super::tables::object_name_from_text(&n)) {
-                    Ok(Some(t)) => Value::Int(t.entry.object_id as i32),
-                    _ => Value::Null,
-                },
+                Some(n) => self.object_id_of(&n, text_arg(1).as_deref()),
+            },
+            "OBJECT_DEFINITION" => match (args.first(), inst.database(self.database_id)) {
+                (Some(o), Some(db)) if !o.is_null() => {
+                    super::procedure_views::object_definition(&db.read().unwrap(), as_i64(o)?)
+                }
+                _ => Value::Null,
             },
             "FILEPROPERTY" => match (text_arg(0), text_arg(1), inst.database(self.database_id)) {
                 (Some(file), Some(property), Some(db)) => {

@@ -1,6 +1,7 @@
 //! The ISO catalog views SQL Server keeps in every database's INFORMATION_SCHEMA schema:
-//! SCHEMATA, TABLES and COLUMNS (usql's `\dt` reads TABLES; SQLAlchemy's and pandas'
-//! reflection read TABLES and COLUMNS), with SQL Server's columns and types.
+//! SCHEMATA, TABLES, COLUMNS, ROUTINES and PARAMETERS (usql's `\dt` reads TABLES;
+//! SQLAlchemy's and pandas' reflection read TABLES and COLUMNS), with SQL Server's columns
+//! and types.
 //!
 //! Invariants:
 //! 1. Their rows are exactly the catalog's live user tables and columns (sys.tables',
@@ -9,6 +10,10 @@
 //!    column is `decimal`, a NUMERIC one `numeric`); lengths are SQL Server's:
 //!    CHARACTER_MAXIMUM_LENGTH in characters (-1 for `(MAX)`), CHARACTER_OCTET_LENGTH in
 //!    bytes (-1 for `(MAX)`).
+//! 3. ROUTINES and PARAMETERS show exactly the catalog's stored procedures (sys.procedures)
+//!    and their parameters (sys.parameters); ROUTINE_DEFINITION is the definition's first
+//!    4,000 characters. MAX_DYNAMIC_RESULT_SETS -1 and IS_NULL_CALL NULL for a procedure
+//!    are as SQL Server is seen to show them (its documentation gives only functions').
 
 use extentdb_format::catalog::{ColumnEntry, TableEntry};
 use extentdb_storage::Database;
@@ -232,6 +237,193 @@ pub(super) fn default_definition(default_sql: &str) -> Option<String> {
         _ => return None,
     };
     super::check_constraints::definition_text(&expr).ok()
+}
+
+/// INFORMATION_SCHEMA.ROUTINES of `db`: one row per stored procedure (invariant 3); the
+/// columns that describe a function's return value are NULL, as SQL Server gives them.
+pub(super) fn routines(db: &Database, db_name: &str) -> Rowset {
+    let n = |name: &'static str| (name, SYSNAME);
+    let mut spec = vec![
+        n("SPECIFIC_CATALOG"),
+        n("SPECIFIC_SCHEMA"),
+        n("SPECIFIC_NAME"),
+        n("ROUTINE_CATALOG"),
+        n("ROUTINE_SCHEMA"),
+        n("ROUTINE_NAME"),
+        ("ROUTINE_TYPE", SqlType::NVarChar(20)),
+    ];
+    spec.extend(RETURN_VALUE_COLUMNS.iter().copied());
+    spec.extend([
+        ("ROUTINE_BODY", SqlType::NVarChar(30)),
+        ("ROUTINE_DEFINITION", SqlType::NVarChar(4000)),
+        n("EXTERNAL_NAME"),
+        ("EXTERNAL_LANGUAGE", SqlType::NVarChar(30)),
+        ("PARAMETER_STYLE", SqlType::NVarChar(30)),
+        ("IS_DETERMINISTIC", SqlType::NVarChar(10)),
+        ("SQL_DATA_ACCESS", SqlType::NVarChar(30)),
+        ("IS_NULL_CALL", SqlType::NVarChar(10)),
+        n("SQL_PATH"),
+        ("SCHEMA_LEVEL_ROUTINE", SqlType::NVarChar(10)),
+        ("MAX_DYNAMIC_RESULT_SETS", SqlType::SmallInt),
+        ("IS_USER_DEFINED_CAST", SqlType::NVarChar(10)),
+        ("IS_IMPLICITLY_INVOCABLE", SqlType::NVarChar(10)),
+        ("CREATED", SqlType::DateTime),
+        ("LAST_ALTERED", SqlType::DateTime),
+    ]);
+    let rows = db
+        .catalog
+        .modules
+        .iter()
+        .map(|m| {
+            let mut row = vec![text(db_name), text("dbo"), text(&m.name)];
+            row.extend([text(db_name), text("dbo"), text(&m.name), text("PROCEDURE")]);
+            row.extend(RETURN_VALUE_COLUMNS.iter().map(|_| Value::Null));
+            let first: String = m.definition.chars().take(4000).collect();
+            row.extend([
+                text("SQL"),
+                text(&first),
+                Value::Null,
+                Value::Null,
+                Value::Null,
+            ]);
+            row.extend([text("NO"), text("MODIFIES"), Value::Null, Value::Null]);
+            row.extend([text("YES"), Value::SmallInt(-1), text("NO"), text("NO")]);
+            let date = |us| Value::DateTime(super::views::ticks_from_unix_us(us));
+            row.extend([date(m.created_us), date(m.modified_us)]);
+            row
+        })
+        .collect();
+    Rowset {
+        columns: cols(&spec),
+        rows,
+    }
+}
+
+/// ROUTINES' columns from MODULE_CATALOG to DTD_IDENTIFIER: a function's return value,
+/// NULL for a procedure.
+const RETURN_VALUE_COLUMNS: [(&str, SqlType); 29] = [
+    ("MODULE_CATALOG", SYSNAME),
+    ("MODULE_SCHEMA", SYSNAME),
+    ("MODULE_NAME", SYSNAME),
+    ("UDT_CATALOG", SYSNAME),
+    ("UDT_SCHEMA", SYSNAME),
+    ("UDT_NAME", SYSNAME),
+    ("DATA_TYPE", SYSNAME),
+    ("CHARACTER_MAXIMUM_LENGTH", SqlType::Int),
+    ("CHARACTER_OCTET_LENGTH", SqlType::Int),
+    ("COLLATION_CATALOG", SYSNAME),
+    ("COLLATION_SCHEMA", SYSNAME),
+    ("COLLATION_NAME", SYSNAME),
+    ("CHARACTER_SET_CATALOG", SYSNAME),
+    ("CHARACTER_SET_SCHEMA", SYSNAME),
+    ("CHARACTER_SET_NAME", SYSNAME),
+    ("NUMERIC_PRECISION", SqlType::SmallInt),
+    ("NUMERIC_PRECISION_RADIX", SqlType::SmallInt),
+    ("NUMERIC_SCALE", SqlType::SmallInt),
+    ("DATETIME_PRECISION", SqlType::SmallInt),
+    ("INTERVAL_TYPE", SqlType::NVarChar(30)),
+    ("INTERVAL_PRECISION", SqlType::SmallInt),
+    ("TYPE_UDT_CATALOG", SYSNAME),
+    ("TYPE_UDT_SCHEMA", SYSNAME),
+    ("TYPE_UDT_NAME", SYSNAME),
+    ("SCOPE_CATALOG", SYSNAME),
+    ("SCOPE_SCHEMA", SYSNAME),
+    ("SCOPE_NAME", SYSNAME),
+    ("MAXIMUM_CARDINALITY", SqlType::BigInt),
+    ("DTD_IDENTIFIER", SYSNAME),
+];
+
+/// INFORMATION_SCHEMA.PARAMETERS of `db`: each procedure's parameters in order, an OUTPUT
+/// one INOUT (a T-SQL OUTPUT parameter is also an input), its type as COLUMNS describes a
+/// column's (invariant 2).
+pub(super) fn parameters(db: &Database, db_name: &str) -> Rowset {
+    let columns = cols(&[
+        ("SPECIFIC_CATALOG", SYSNAME),
+        ("SPECIFIC_SCHEMA", SYSNAME),
+        ("SPECIFIC_NAME", SYSNAME),
+        ("ORDINAL_POSITION", SqlType::Int),
+        ("PARAMETER_MODE", SqlType::NVarChar(10)),
+        ("IS_RESULT", SqlType::NVarChar(10)),
+        ("AS_LOCATOR", SqlType::NVarChar(10)),
+        ("PARAMETER_NAME", SYSNAME),
+        ("DATA_TYPE", SYSNAME),
+        ("CHARACTER_MAXIMUM_LENGTH", SqlType::Int),
+        ("CHARACTER_OCTET_LENGTH", SqlType::Int),
+        ("COLLATION_CATALOG", SYSNAME),
+        ("COLLATION_SCHEMA", SYSNAME),
+        ("COLLATION_NAME", SYSNAME),
+        ("CHARACTER_SET_CATALOG", SYSNAME),
+        ("CHARACTER_SET_SCHEMA", SYSNAME),
+        ("CHARACTER_SET_NAME", SYSNAME),
+        ("NUMERIC_PRECISION", SqlType::TinyInt),
+        ("NUMERIC_PRECISION_RADIX", SqlType::SmallInt),
+        ("NUMERIC_SCALE", SqlType::TinyInt),
+        ("DATETIME_PRECISION", SqlType::SmallInt),
+        ("INTERVAL_TYPE", SqlType::NVarChar(30)),
+        ("INTERVAL_PRECISION", SqlType::SmallInt),
+        ("USER_DEFINED_TYPE_CATALOG", SYSNAME),
+        ("USER_DEFINED_TYPE_SCHEMA", SYSNAME),
+        ("USER_DEFINED_TYPE_NAME", SYSNAME),
+        ("SCOPE_CATALOG", SYSNAME),
+        ("SCOPE_SCHEMA", SYSNAME),
+        ("SCOPE_NAME", SYSNAME),
+    ]);
+    let mut rows = Vec::new();
+    for m in &db.catalog.modules {
+        for (i, p) in m.parameters.iter().enumerate() {
+            rows.push(parameter_row(db_name, &m.name, i, p));
+        }
+    }
+    Rowset { columns, rows }
+}
+
+fn parameter_row(
+    db_name: &str,
+    procedure: &str,
+    i: usize,
+    p: &extentdb_format::module::ParameterEntry,
+) -> Vec<Value> {
+    let ty = crate::rowcodec::sql_type(crate::rowcodec::StoredType {
+        system_type_id: p.system_type_id,
+        max_length: p.max_length,
+        precision: p.precision,
+        scale: p.scale,
+    });
+    let int = |v: Option<i64>| v.map_or(Value::Null, |v| Value::Int(v as i32));
+    let (chars, octets) = character_lengths(ty);
+    let numeric = numeric_precision(ty);
+    let charset = match ty {
+        Some(SqlType::NChar(_) | SqlType::NVarChar(_)) => Some("UNICODE"),
+        Some(SqlType::Char(_) | SqlType::VarChar(_)) => Some(CHARACTER_SET),
+        _ => None,
+    };
+    let text_or_null = |s: Option<&str>| s.map_or(Value::Null, text);
+    let mut row = vec![text(db_name), text("dbo"), text(procedure)];
+    row.extend([
+        Value::Int(i as i32 + 1),
+        text(if p.is_output { "INOUT" } else { "IN" }),
+    ]);
+    row.extend([
+        text("NO"),
+        text("NO"),
+        text(&p.name),
+        text(type_name(p.system_type_id)),
+    ]);
+    row.extend([int(chars), int(octets), Value::Null, Value::Null]);
+    row.push(text_or_null(
+        chars.is_some().then_some(super::lower::SERVER_COLLATION),
+    ));
+    row.extend([Value::Null, Value::Null, text_or_null(charset)]);
+    row.push(numeric.map_or(Value::Null, |(p, _, _)| Value::TinyInt(p)));
+    row.push(numeric.map_or(Value::Null, |(_, r, _)| Value::SmallInt(r)));
+    row.push(
+        numeric
+            .and_then(|(_, _, s)| s)
+            .map_or(Value::Null, |s| Value::TinyInt(s as u8)),
+    );
+    row.push(datetime_precision(ty).map_or(Value::Null, Value::SmallInt));
+    row.extend(std::iter::repeat_n(Value::Null, 8));
+    row
 }
 
 #[cfg(test)]

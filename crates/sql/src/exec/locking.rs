@@ -272,6 +272,19 @@ impl Session {
         Ok(())
     }
 
+    /// `mode` on `object` of database `db_id` for this statement (invariant 4): EXEC's
+    /// Sch-S on the procedure it reads.
+    pub(super) fn statement_object_lock(
+        &mut self,
+        db_id: u16,
+        object: Resource,
+        mode: LockMode,
+    ) -> Result<(), Vec<SqlError>> {
+        let locker = self.locker();
+        self.other_database_lock(&locker, db_id)?;
+        self.statement_table_lock(&locker, object, mode)
+    }
+
     /// Sch-M on table `t` (invariant 4), waited for with no database held (invariant 1)
     /// as any lock is: SET LOCK_TIMEOUT (1222), deadlock victims (1205), attention and
     /// KILL. Held to the transaction's end. A lock the session's own transaction holds

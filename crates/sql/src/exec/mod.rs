@@ -69,6 +69,9 @@ mod merge;
 pub mod output;
 mod physical_stats;
 mod principal_views;
+mod procedure_calls;
+mod procedure_views;
+mod procedures;
 mod referential_actions;
 mod schemas;
 mod security;
@@ -376,6 +379,9 @@ impl Engine {
             flags: BTreeSet::new(),
             vars: HashMap::new(),
             declared_by: HashMap::new(),
+            procedures: Vec::new(),
+            return_status: None,
+            procedure_aborted: false,
             nocount: false,
             statistics_io: false,
             implicit_transactions: false,
@@ -439,6 +445,13 @@ pub struct Session {
     /// Which DECLARE statement (its address in the batch's tree) declared each variable: run
     /// again (a loop) it is no redeclaration, as in SQL Server.
     declared_by: HashMap<String, usize>,
+    /// The user procedures running, outermost first (object id, name): @@NESTLEVEL,
+    /// @@PROCID and the ProcName of their errors (procedure_calls.rs).
+    procedures: Vec<(u32, String)>,
+    /// The innermost running procedure's RETURN status, once it returned one.
+    return_status: Option<i32>,
+    /// Set when a procedure's body ended the batch, for its EXEC to end the caller's.
+    procedure_aborted: bool,
     pub nocount: bool,
     /// SET STATISTICS IO ON: each statement that reads a user table reports its reads
     /// (Msg 3615) after it.
@@ -837,6 +850,14 @@ impl Session {
                     abort |= aborts_batch(&e);
                     self.log_event(&e);
                     let e = if e.line == 0 { e.with_line(s.line) } else { e };
+                    // procedure_calls.rs invariant 6.
+                    let e = match (&e.procedure, self.procedures.last()) {
+                        (None, Some((_, name))) => {
+                            let line = e.line;
+                            e.in_procedure(name, line)
+                        }
+                        _ => e,
+                    };
                     out.push(if e.is_info() {
                         Output::Info(e)
                     } else {
@@ -868,6 +889,8 @@ impl Session {
 
     fn statement(&mut self, s: &Statement, out: &mut Out) -> Result<Flow, Vec<SqlError>> {
         use StatementKind as K;
+        // Only the EXEC whose procedure set it reads it (procedure_calls.rs invariant 8).
+        self.procedure_aborted = false;
         if self.implicit_transactions && self.trancount == 0 && starts_implicit_transaction(&s.kind)
         {
             self.begin_transaction(out);
@@ -904,7 +927,10 @@ impl Session {
             }
             K::Break => return Ok(Flow::Break),
             K::Continue => return Ok(Flow::Continue),
-            K::Return(_) => return Ok(Flow::Return),
+            K::Return(value) => {
+                self.return_value(value.as_ref())?;
+                return Ok(Flow::Return);
+            }
             K::Print(e) => {
                 let v = self.eval(e, None).map_err(|e| vec![e])?;
                 out.push(Output::Info(SqlError::print(eval::to_text(&v))));
@@ -968,6 +994,8 @@ impl Session {
                 options,
             } => self.create_statistics(name, table, columns, options)?,
             K::DropStatistics { names } => self.drop_statistics(names)?,
+            K::CreateProcedure(d) => self.create_procedure(d)?,
+            K::DropProcedure { if_exists, names } => self.drop_procedures(*if_exists, names)?,
             K::UpdateStatistics {
                 table,
                 names,
@@ -1014,7 +1042,16 @@ impl Session {
             K::Commit { .. } => self.commit_transaction(out)?,
             K::Rollback { .. } => self.rollback_transaction(out)?,
             K::Dbcc(d) => self.dbcc(d, out)?,
-            K::Execute(e) => self.execute_proc(e, out)?,
+            K::Execute(e) => {
+                let result = self.execute_proc(e, out);
+                // A procedure whose body ended the batch (a deadlock victim, XACT_ABORT)
+                // ends its caller's too (procedure_calls.rs invariant 8).
+                let aborted = std::mem::take(&mut self.procedure_aborted);
+                result?;
+                if aborted {
+                    return Ok(Flow::AbortBatch);
+                }
+            }
             _ => return self.lowered(s, out),
         }
         Ok(Flow::Normal)

@@ -77,6 +77,8 @@ pub(super) const DATABASE_PERMISSIONS: &[&str] = &[
     "CONTROL",
     "CONNECT",
     "CREATE TABLE",
+    "CREATE PROCEDURE",
+    "EXECUTE",
     "BACKUP DATABASE",
     "BACKUP LOG",
     "CHECKPOINT",
@@ -89,11 +91,23 @@ pub(super) const DATABASE_PERMISSIONS: &[&str] = &[
 pub(super) const OBJECT_PERMISSIONS: &[&str] =
     &["SELECT", "INSERT", "UPDATE", "DELETE", "ALTER", "CONTROL"];
 
+/// Permissions on a stored procedure.
+pub(super) const PROCEDURE_PERMISSIONS: &[&str] =
+    &["EXECUTE", "ALTER", "CONTROL", "VIEW DEFINITION"];
+
 /// The fixed database roles' permissions in their database (db_owner carries all).
 const DATABASE_ROLE_PERMISSIONS: &[(&str, &[&str])] = &[
     ("db_accessadmin", &["ALTER ANY USER", "CONNECT"]),
     ("db_securityadmin", &["ALTER ANY ROLE", "VIEW DEFINITION"]),
-    ("db_ddladmin", &["CREATE TABLE", "ALTER", "VIEW DEFINITION"]),
+    (
+        "db_ddladmin",
+        &[
+            "CREATE TABLE",
+            "CREATE PROCEDURE",
+            "ALTER",
+            "VIEW DEFINITION",
+        ],
+    ),
     (
         "db_backupoperator",
         &["BACKUP DATABASE", "BACKUP LOG", "CHECKPOINT"],

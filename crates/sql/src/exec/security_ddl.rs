@@ -9,7 +9,9 @@ use extentdb_storage::logins::SERVER_ROLES;
 use extentdb_storage::structure::{PermissionChange, PrincipalChange};
 use extentdb_storage::{Database, StorageError};
 
-use super::security::{DATABASE_PERMISSIONS, OBJECT_PERMISSIONS, SERVER_PERMISSIONS};
+use super::security::{
+    DATABASE_PERMISSIONS, OBJECT_PERMISSIONS, PROCEDURE_PERMISSIONS, SERVER_PERMISSIONS,
+};
 use super::structure::validated_change;
 use super::Session;
 use crate::ast::{PermissionAction, PermissionStatement, Securable};
@@ -190,11 +192,19 @@ impl Session {
         &mut self,
         p: &PermissionStatement,
     ) -> Result<(), Vec<SqlError>> {
+        let mut allowed: &[&str] = DATABASE_PERMISSIONS;
         let (class, major_id, db_id, db) = match &p.on {
-            Securable::Object(name) => {
-                let t = self.table(name)?;
-                (PermissionClass::Object, t.entry.object_id, t.db_id, t.db)
-            }
+            Securable::Object(name) => match self.procedure_securable(name)? {
+                Some((id, db_id, db)) => {
+                    allowed = PROCEDURE_PERMISSIONS;
+                    (PermissionClass::Object, id, db_id, db)
+                }
+                None => {
+                    let t = self.table(name)?;
+                    allowed = OBJECT_PERMISSIONS;
+                    (PermissionClass::Object, t.entry.object_id, t.db_id, t.db)
+                }
+            },
             Securable::Database(name) => {
                 let (id, db) = self
                     .engine
@@ -207,10 +217,6 @@ impl Session {
                 let (id, db) = self.current_database()?;
                 (PermissionClass::Database, 0, id, db)
             }
-        };
-        let allowed: &[&str] = match class {
-            PermissionClass::Object => OBJECT_PERMISSIONS,
-            PermissionClass::Database => DATABASE_PERMISSIONS,
         };
         if let Some(x) = p
             .permissions

@@ -19,7 +19,7 @@ use super::views::{cols, text, ticks_from_unix_us, Rowset, SYSNAME};
 use crate::types::{SqlType, Value};
 
 /// (schema_id, name) of each system view, appended to only (invariant 2).
-pub(super) const SYSTEM_VIEWS: [(i32, &str); 53] = [
+pub(super) const SYSTEM_VIEWS: [(i32, &str); 59] = [
     (4, "allocation_units"),
     (4, "check_constraints"),
     (4, "columns"),
@@ -73,6 +73,12 @@ pub(super) const SYSTEM_VIEWS: [(i32, &str); 53] = [
     (3, "TABLES"),
     (3, "TABLE_CONSTRAINTS"),
     (4, "dm_os_host_info"),
+    (4, "configurations"),
+    (4, "procedures"),
+    (4, "sql_modules"),
+    (4, "parameters"),
+    (3, "ROUTINES"),
+    (3, "PARAMETERS"),
 ];
 
 /// sys.system_views: sys.objects' columns, then the six its documentation adds.

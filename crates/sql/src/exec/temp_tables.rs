@@ -190,6 +190,32 @@ impl Session {
         }
     }
 
+    /// The session's #tables' names now (`drop_temporary_tables_since`).
+    pub(super) fn temporary_names(&self) -> Vec<String> {
+        self.temp_tables.stored.keys().cloned().collect()
+    }
+
+    /// Drops the session's #tables made since `before` (their names then): a procedure's,
+    /// at its end (procedure_calls.rs invariant 2), through DROP TABLE, so one made
+    /// inside the session's transaction goes with it; a failure goes to the error log.
+    pub(super) fn drop_temporary_tables_since(&mut self, before: &[String]) {
+        let made: Vec<String> = self
+            .temp_tables
+            .stored
+            .keys()
+            .filter(|k| !before.contains(k))
+            .cloned()
+            .collect();
+        for name in made {
+            if let Err(errors) = self.drop_tables(false, &[ObjectName::simple(&name)]) {
+                for e in errors {
+                    let spid = format!("spid{}", self.spid);
+                    self.engine.instance.errorlog.write(&spid, &e.text);
+                }
+            }
+        }
+    }
+
     /// Drops every temporary table of the session (its end, a connection reset), errors
     /// to the error log (invariant 3).
     pub(super) fn drop_temporary_tables(&mut self) {

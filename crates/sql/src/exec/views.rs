@@ -183,6 +183,15 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
                 _ => super::check_constraints::objects_view(&db),
             }
         }
+        "sys.procedures" | "sys.sql_modules" | "sys.parameters" => {
+            let db = inst.database(current_db)?;
+            let db = db.read().unwrap();
+            match name {
+                "sys.procedures" => super::procedure_views::procedures_view(&db),
+                "sys.sql_modules" => super::procedure_views::sql_modules_view(&db),
+                _ => super::procedure_views::parameters_view(&db),
+            }
+        }
         "sys.schemas" => super::schemas::schemas_view(),
         "sys.types" => super::type_views::types_view(),
         "sys.system_views" => super::system_views::system_views(inst),
@@ -202,13 +211,19 @@ pub fn view(inst: &Instance, current_db: u16, name: &str) -> Option<Result<Rowse
         }
         "information_schema.schemata"
         | "information_schema.tables"
-        | "information_schema.columns" => {
+        | "information_schema.columns"
+        | "information_schema.routines"
+        | "information_schema.parameters" => {
             let db = inst.database(current_db)?;
             let db = db.read().unwrap();
             let db_name = db.name.clone();
             match name {
                 "information_schema.schemata" => super::information_schema::schemata(&db_name),
                 "information_schema.tables" => super::information_schema::tables(&db, &db_name),
+                "information_schema.routines" => super::information_schema::routines(&db, &db_name),
+                "information_schema.parameters" => {
+                    super::information_schema::parameters(&db, &db_name)
+                }
                 _ => super::information_schema::columns(&db, &db_name),
             }
         }
