@@ -9,7 +9,7 @@ mod common;
 use std::time::Duration;
 
 use common::tds::{
-    all_rows, errors, int, numbers, restart, rows, run, start_in_database, PASSWORD,
+    all_rows, errors, int, numbers, restart, rows, run, start_in_database, table, Server, PASSWORD,
 };
 use extentdb_sql::types::Value;
 use extentdb_tds::client::{Client, ConnectOptions};
@@ -202,7 +202,6 @@ fn refusals_have_sql_servers_messages() {
             "CREATE PROCEDURE q @t dbo.tt READONLY AS SELECT 1",
             (40517, 16, 1),
         ),
-        ("CREATE PROCEDURE q AS", (102, 15, 1)),
         ("CREATE PROCEDURE q AS SELEC 1", (102, 15, 1)),
         (
             "BEGIN TRAN; EXEC('CREATE PROCEDURE q AS SELECT 1'); ROLLBACK",
@@ -690,4 +689,32 @@ fn rpc_runs_a_user_procedure() {
     let r = c.call_procedure("nothing", &[]).unwrap();
     let e: Vec<i32> = r.errors().map(|e| e.number).collect();
     assert_eq!((e, r.return_status), (vec![2812], Some(1)));
+}
+
+/// A procedure with an empty body is a stub that does nothing (SQL Server takes it; Ola
+/// Hallengren's script creates each procedure so, through sp_executesql, then ALTERs it).
+#[test]
+fn an_empty_body_is_a_stub_to_alter() {
+    let s = Server::start("proc-stub", &[]);
+    let mut a = s.connect();
+    let mut b = s.connect();
+    run(&mut a, "CREATE DATABASE st");
+    run(
+        &mut a,
+        "USE st; IF OBJECT_ID('dbo.Stub', 'P') IS NULL \
+         EXEC dbo.sp_executesql @statement = N'CREATE PROCEDURE [dbo].[Stub] AS'",
+    );
+    assert_eq!(
+        table(
+            &mut b,
+            "USE st; DECLARE @rc int = 9; EXEC @rc = dbo.Stub; SELECT @rc"
+        ),
+        ["0"]
+    );
+    assert_eq!(
+        table(&mut b, "SELECT definition FROM sys.sql_modules"),
+        ["CREATE PROCEDURE [dbo].[Stub] AS"]
+    );
+    run(&mut a, "ALTER PROCEDURE dbo.Stub @x int AS SELECT @x * 2");
+    assert_eq!(table(&mut b, "EXEC dbo.Stub 21"), ["42"]);
 }

@@ -71,7 +71,6 @@ impl Parser {
         }
         let parameters = self.procedure_parameters(text)?;
         let recompile = self.procedure_options()?;
-        let as_token = self.peek().cloned().ok_or_else(|| self.error())?;
         self.expect_word("AS")?;
         let mut body = Vec::new();
         self.skip_semicolons();
@@ -80,11 +79,8 @@ impl Parser {
             body.push(self.statement(false)?);
             self.skip_semicolons();
         }
-        // SQL Server's word for a body that is not there: 102 near the AS.
-        if body.is_empty() {
-            let e = format!("Incorrect syntax near '{}'.", as_token.text);
-            return Err(ParseError::new(102, 15, 1, e, as_token.line));
-        }
+        // An empty body is a procedure that does nothing: SQL Server takes it, and
+        // maintenance scripts (Ola Hallengren's) create such a stub, then ALTER it.
         Ok(StatementKind::CreateProcedure(Box::new(
             ProcedureDefinition {
                 mode,
