@@ -70,19 +70,7 @@ pub(super) fn identity_columns(db: &Database) -> Rowset {
 
 /// sys.default_constraints of database `db_id` (invariant 2).
 pub(super) fn default_constraints(inst: &Instance, db_id: u16) -> Result<Rowset, SqlError> {
-    let columns = cols(&[
-        ("name", SYSNAME),
-        ("object_id", SqlType::Int),
-        ("principal_id", SqlType::Int),
-        ("schema_id", SqlType::Int),
-        ("parent_object_id", SqlType::Int),
-        ("type", SqlType::Char(2)),
-        ("type_desc", SqlType::NVarChar(60)),
-        ("create_date", SqlType::DateTime),
-        ("modify_date", SqlType::DateTime),
-        ("is_ms_shipped", SqlType::Bit),
-        ("is_published", SqlType::Bit),
-        ("is_schema_published", SqlType::Bit),
+    let columns = super::views::object_columns(&[
         ("parent_column_id", SqlType::Int),
         ("definition", SqlType::NVarChar(crate::types::MAX_LENGTH)),
         ("is_system_named", SqlType::Bit),

@@ -68,7 +68,7 @@ use super::lower::not_yet;
 use super::spill::{SortSpill, SortedRows};
 use super::stream::SORT_MEMORY_BYTES;
 use super::tables::{Access, TableRef};
-use super::views::{cols, text, SYSNAME};
+use super::views::{cols, text};
 use super::Session;
 use crate::ast::{self, CreateTable, Expr, ForeignKeyDefinition, ObjectName, TableConstraint};
 use crate::messages::{msg, SqlError};
@@ -970,19 +970,7 @@ fn action_desc(a: ReferentialAction) -> &'static str {
 
 /// sys.foreign_keys of `db`.
 pub(super) fn foreign_keys_view(db: &Database) -> super::views::Rowset {
-    let columns = cols(&[
-        ("name", SYSNAME),
-        ("object_id", SqlType::Int),
-        ("principal_id", SqlType::Int),
-        ("schema_id", SqlType::Int),
-        ("parent_object_id", SqlType::Int),
-        ("type", SqlType::Char(2)),
-        ("type_desc", SqlType::NVarChar(60)),
-        ("create_date", SqlType::DateTime),
-        ("modify_date", SqlType::DateTime),
-        ("is_ms_shipped", SqlType::Bit),
-        ("is_published", SqlType::Bit),
-        ("is_schema_published", SqlType::Bit),
+    let columns = super::views::object_columns(&[
         ("referenced_object_id", SqlType::Int),
         ("key_index_id", SqlType::Int),
         ("is_disabled", SqlType::Bit),

@@ -41,19 +41,7 @@ pub(super) fn object_row(m: &ModuleEntry) -> Vec<Value> {
 
 /// sys.procedures: sys.objects' columns for each procedure, then its own.
 pub(super) fn procedures_view(db: &Database) -> Rowset {
-    let columns = cols(&[
-        ("name", SYSNAME),
-        ("object_id", SqlType::Int),
-        ("principal_id", SqlType::Int),
-        ("schema_id", SqlType::Int),
-        ("parent_object_id", SqlType::Int),
-        ("type", SqlType::Char(2)),
-        ("type_desc", SqlType::NVarChar(60)),
-        ("create_date", SqlType::DateTime),
-        ("modify_date", SqlType::DateTime),
-        ("is_ms_shipped", SqlType::Bit),
-        ("is_published", SqlType::Bit),
-        ("is_schema_published", SqlType::Bit),
+    let columns = super::views::object_columns(&[
         ("is_auto_executed", SqlType::Bit),
         ("is_execution_replicated", SqlType::Bit),
         ("is_repl_serializable_only", SqlType::Bit),

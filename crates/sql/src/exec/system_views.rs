@@ -15,7 +15,7 @@
 
 use extentdb_storage::instance::Instance;
 
-use super::views::{cols, text, ticks_from_unix_us, Rowset, SYSNAME};
+use super::views::{object_columns, text, ticks_from_unix_us, Rowset};
 use crate::types::{SqlType, Value};
 
 /// (schema_id, name) of each system view, appended to only (invariant 2).
@@ -83,21 +83,8 @@ pub(super) const SYSTEM_VIEWS: [(i32, &str); 59] = [
 
 /// sys.system_views: sys.objects' columns, then the six its documentation adds.
 pub(super) fn system_views(inst: &Instance) -> Rowset {
-    let mut columns = cols(&[
-        ("name", SYSNAME),
-        ("object_id", SqlType::Int),
-        ("principal_id", SqlType::Int),
-        ("schema_id", SqlType::Int),
-        ("parent_object_id", SqlType::Int),
-        ("type", SqlType::Char(2)),
-        ("type_desc", SqlType::NVarChar(60)),
-        ("create_date", SqlType::DateTime),
-        ("modify_date", SqlType::DateTime),
-    ]);
+    let mut columns = object_columns(&[]);
     let flags = [
-        "is_ms_shipped",
-        "is_published",
-        "is_schema_published",
         "is_replicated",
         "has_replication_filter",
         "has_opaque_metadata",
@@ -122,7 +109,9 @@ pub(super) fn system_views(inst: &Instance) -> Rowset {
                 Value::DateTime(created),
                 Value::DateTime(created),
             ];
-            row.extend(flags.iter().map(|f| Value::Bit(*f == "is_ms_shipped")));
+            // is_ms_shipped, is_published, is_schema_published, then the view's own.
+            row.extend([Value::Bit(true), Value::Bit(false), Value::Bit(false)]);
+            row.extend(flags.iter().map(|_| Value::Bit(false)));
             row
         })
         .collect();

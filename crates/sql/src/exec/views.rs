@@ -50,6 +50,27 @@ pub(super) fn cols(spec: &[(&str, SqlType)]) -> Vec<(String, SqlType)> {
     spec.iter().map(|(n, t)| (n.to_string(), *t)).collect()
 }
 
+/// The columns every object view begins with, sys.objects' own, in its order: a view of
+/// one kind of object (sys.procedures, sys.foreign_keys, ...) adds its columns after them.
+pub(super) fn object_columns(more: &[(&str, SqlType)]) -> Vec<(String, SqlType)> {
+    let mut c = cols(&[
+        ("name", SYSNAME),
+        ("object_id", SqlType::Int),
+        ("principal_id", SqlType::Int),
+        ("schema_id", SqlType::Int),
+        ("parent_object_id", SqlType::Int),
+        ("type", SqlType::Char(2)),
+        ("type_desc", SqlType::NVarChar(60)),
+        ("create_date", SqlType::DateTime),
+        ("modify_date", SqlType::DateTime),
+        ("is_ms_shipped", SqlType::Bit),
+        ("is_published", SqlType::Bit),
+        ("is_schema_published", SqlType::Bit),
+    ]);
+    c.extend(cols(more));
+    c
+}
+
 pub(super) fn text(s: &str) -> Value {
     Value::Text(s.to_string())
 }
