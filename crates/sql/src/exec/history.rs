@@ -138,7 +138,8 @@ DELETE FROM msdb.dbo.backupmediaset WHERE media_set_id NOT IN
 /// Creates the history tables in msdb where they are missing, as the engine starts; a
 /// failure (msdb offline, read-only, damaged) goes to the error log and the engine starts.
 pub(super) fn ensure_tables(engine: &std::sync::Arc<super::Engine>) {
-    let mut s = engine.session_for(history_client());
+    // spid 7, the start-up task's in the error log ("spid7s").
+    let mut s = engine.system_session(7, history_client());
     let failed = s.execute(TABLES).into_iter().find_map(|o| match o {
         Output::Error(e) => Some(e.text),
         _ => None,

@@ -328,6 +328,17 @@ impl Engine {
     /// A new session for a connected client, listed in sys.dm_exec_sessions until it ends.
     pub fn session_for(self: &Arc<Engine>, client: ClientInfo) -> Session {
         let spid = self.next_spid.fetch_add(1, Ordering::Relaxed);
+        self.session_with_spid(spid, client)
+    }
+
+    /// A session with system spid `spid` (below 51, as SQL Server's own tasks have): the
+    /// engine's start-up work, which takes no user session's number.
+    fn system_session(self: &Arc<Engine>, spid: u16, client: ClientInfo) -> Session {
+        assert!(spid < 51, "system spids are below the users'");
+        self.session_with_spid(spid, client)
+    }
+
+    fn session_with_spid(self: &Arc<Engine>, spid: u16, client: ClientInfo) -> Session {
         let cancel = Arc::new(AtomicBool::new(false));
         let info = Arc::new(SessionInfo {
             session_id: spid,
