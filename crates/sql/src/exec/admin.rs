@@ -573,31 +573,16 @@ impl Session {
         outputs: &[String],
         out: &mut Out,
     ) -> Result<Vec<Value>, Vec<SqlError>> {
-        let saved = std::mem::take(&mut self.vars);
-        let saved_sites = std::mem::take(&mut self.declared_by);
-        for (name, t, v) in params {
-            self.vars.insert(name.to_lowercase(), (t, v));
-        }
-        let saved_tables = self.take_table_variables();
-        let result = match parse_batch(sql) {
-            Err(e) => Err(vec![super::parse_error(e)]),
-            Ok(stmts) => {
-                let _: Flow = self.run_block(&stmts, out);
-                Ok(outputs
-                    .iter()
-                    .map(|n| {
-                        let v = self.vars.get(&n.to_lowercase()).map(|(_, v)| v.clone());
-                        v.unwrap_or(Value::Null)
-                    })
-                    .collect())
-            }
-        };
-        // Its table variables end with it (table_variables.rs invariant 2).
-        self.drop_table_variables();
-        self.restore_table_variables(saved_tables);
-        self.vars = saved;
-        self.declared_by = saved_sites;
-        result
+        let parsed = parse_batch(sql).map_err(|e| vec![super::parse_error(e)])?;
+        let names: Vec<String> = outputs.iter().map(|n| n.to_lowercase()).collect();
+        let params = params
+            .into_iter()
+            .map(|(n, t, v)| (n.to_lowercase(), t, v))
+            .collect();
+        let ((), ended) = self.in_own_scope(params, &names, |s| {
+            let _: Flow = s.run_block(&parsed, out);
+        });
+        Ok(ended)
     }
 }
 

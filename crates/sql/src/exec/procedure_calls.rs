@@ -202,6 +202,35 @@ impl Session {
         })
     }
 
+    /// Runs `f` in a scope of its own: only `params` (lower-case names) as variables, no
+    /// declaration sites and no table variables of the caller's; its table variables end
+    /// with it and the caller's come back. Returns `f`'s result and the values the
+    /// variables `names` hold at its end (NULL for one that is gone). A procedure's body,
+    /// EXEC (@sql) and sp_executesql run so.
+    pub(super) fn in_own_scope<R>(
+        &mut self,
+        params: Vec<(String, SqlType, Value)>,
+        names: &[String],
+        f: impl FnOnce(&mut Session) -> R,
+    ) -> (R, Vec<Value>) {
+        let vars: HashMap<String, (SqlType, Value)> =
+            params.into_iter().map(|(n, t, v)| (n, (t, v))).collect();
+        let saved_vars = std::mem::replace(&mut self.vars, vars);
+        let saved_declared = std::mem::take(&mut self.declared_by);
+        let saved_tables = self.take_table_variables();
+        let r = f(self);
+        let ended = names
+            .iter()
+            .map(|n| self.vars.get(n).map_or(Value::Null, |v| v.1.clone()))
+            .collect();
+        // Its table variables end with it (table_variables.rs invariant 2).
+        self.drop_table_variables();
+        self.restore_table_variables(saved_tables);
+        self.vars = saved_vars;
+        self.declared_by = saved_declared;
+        (r, ended)
+    }
+
     /// Invariant 2: the body in its own scope; its RETURN status (0 without one) and the
     /// parameters' values at its end.
     fn run_body(
@@ -212,29 +241,16 @@ impl Session {
         out: &mut Out,
     ) -> (i32, Vec<Value>) {
         let names: Vec<String> = params.iter().map(|p| p.0.clone()).collect();
-        let vars: HashMap<String, (SqlType, Value)> =
-            params.into_iter().map(|(n, t, v)| (n, (t, v))).collect();
-        let saved_vars = std::mem::replace(&mut self.vars, vars);
-        let saved_declared = std::mem::take(&mut self.declared_by);
-        let saved_tables = self.take_table_variables();
         let temps_before = self.temporary_names();
         // SET options the body changes hold until it ends, as in SQL Server.
         let saved_options = (self.options, self.nocount);
         self.procedures.push((m.object_id, m.name.clone()));
         self.return_status = None;
-        let flow = self.run_block(&def.body, out);
+        let (flow, results) = self.in_own_scope(params, &names, |s| s.run_block(&def.body, out));
         self.procedure_aborted = matches!(flow, Flow::AbortBatch);
         let status = self.return_status.take().unwrap_or(0);
         self.procedures.pop();
-        let results = names
-            .iter()
-            .map(|n| self.vars.get(n).map_or(Value::Null, |v| v.1.clone()))
-            .collect();
-        self.drop_table_variables();
-        self.restore_table_variables(saved_tables);
         self.drop_temporary_tables_since(&temps_before);
-        self.vars = saved_vars;
-        self.declared_by = saved_declared;
         (self.options, self.nocount) = saved_options;
         (status, results)
     }
